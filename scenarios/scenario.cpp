@@ -1,0 +1,117 @@
+#include "scenarios/scenario.h"
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <set>
+
+#include "placement/strategy.h"
+#include "sim/errors.h"
+#include "sim/graph_io.h"
+#include "sim/graph_stats.h"
+#include "sim/yaml_fields.h"
+#include "topologies/cluster_config.h"
+
+namespace placesim {
+
+namespace fs = std::filesystem;
+
+GraphSource graph_source_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
+  YamlFields f(node, file, path);
+  GraphSource g;
+  if (f.has("file") == f.has("builtin"))
+    throw InputError(file, path, "expected exactly one of 'file' (a graph file) or 'builtin' (fig3.1, synthetic)");
+  if (f.has("file")) {
+    f.allow_only({"file", "format", "largest_component"});
+    g.file = f.string("file");
+    g.format = f.string_or("format", "auto");
+    parse_graph_format(g.format, file, f.field("format"));
+    g.largest_component = f.boolean_or("largest_component", false);
+    return g;
+  }
+  g.builtin = f.string("builtin");
+  if (g.builtin == "fig3.1") {
+    f.allow_only({"builtin"});
+  } else if (g.builtin == "synthetic") {
+    f.allow_only({"builtin", "layers", "branches", "ops_per_branch", "mean_compute", "mean_tensor", "mean_memory", "seed"});
+    auto& s = g.synthetic;
+    auto positive = [&](std::string_view key, int fallback) {
+      long v = f.integer_or(key, fallback);
+      if (v < 1 || v > 10'000'000) throw InputError(file, f.field(key), "expected a whole number >= 1");
+      return static_cast<int>(v);
+    };
+    s.layers = positive("layers", s.layers);
+    s.branches = positive("branches", s.branches);
+    s.ops_per_branch = positive("ops_per_branch", s.ops_per_branch);
+    s.mean_compute_s = f.duration_or("mean_compute", s.mean_compute_s);
+    s.mean_tensor_bytes = f.bytes_or("mean_tensor", s.mean_tensor_bytes);
+    s.mean_memory_bytes = f.bytes_or("mean_memory", s.mean_memory_bytes);
+    s.seed = static_cast<std::uint64_t>(f.integer_or("seed", static_cast<long>(s.seed)));
+  } else {
+    throw InputError(file, f.field("builtin"), fmt::format("unknown built-in graph '{}' (valid: fig3.1, synthetic)", g.builtin));
+  }
+  return g;
+}
+
+Graph load_graph_source(const GraphSource& source, const std::string& scenario_file, std::vector<std::string>& warnings) {
+  if (source.builtin == "fig3.1") return fig31_graph();
+  if (source.builtin == "synthetic") return synthetic_training_graph(source.synthetic);
+  fs::path p = source.file;
+  if (p.is_relative() && !scenario_file.empty()) p = fs::path(scenario_file).parent_path() / p;
+  if (!fs::exists(p)) throw InputError(scenario_file, "graph.file", fmt::format("graph file '{}' does not exist", p.string()));
+  LoadResult loaded = load_graph(p.lexically_normal().string(), source.format);
+  warnings.insert(warnings.end(), loaded.warnings.begin(), loaded.warnings.end());
+  if (source.largest_component) return largest_weakly_connected_component(loaded.graph);
+  return std::move(loaded.graph);
+}
+
+Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
+  YamlFields f(root, file, "");
+  f.allow_only({"name", "graph", "cluster", "strategies", "simulation", "output"});
+  Scenario s;
+  s.file = file;
+  s.name = f.string_or("name", fs::path(file).stem().string());
+  s.graph = graph_source_from_yaml(f.node("graph"), file, "graph");
+  s.cluster = cluster_from_yaml(f.node("cluster"), file, "cluster");
+
+  const YAML::Node list = f.node("strategies");
+  if (!list.IsSequence() || list.size() == 0)
+    throw InputError(file, f.field("strategies"), "expected a non-empty list of strategies");
+  std::set<std::string> labels;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    StrategySpec spec;
+    spec.field = fmt::format("strategies[{}]", i);
+    if (list[i].IsScalar()) {
+      spec.name = list[i].Scalar();
+    } else {
+      YamlFields e(list[i], file, spec.field);
+      e.allow_only({"name", "label", "options"});
+      spec.name = e.string("name");
+      spec.label = e.string_or("label", "");
+      if (e.has("options")) spec.options = e.node("options");
+    }
+    if (spec.label.empty()) spec.label = spec.name;
+    find_strategy(spec.name, file, spec.field + ".name");
+    // Build once now so option errors surface before anything runs.
+    make_strategy(spec.name, spec.options, file, spec.field);
+    if (!labels.insert(spec.label).second)
+      throw InputError(file, spec.field, fmt::format("label '{}' is used twice; give one a distinct 'label'", spec.label));
+    s.strategies.push_back(std::move(spec));
+  }
+
+  if (f.has("simulation")) {
+    YamlFields sim(f.node("simulation"), file, "simulation");
+    sim.allow_only({"engine", "trace"});
+    const std::string engine = sim.string_or("engine", "both");
+    if (engine == "both") s.simulation.engine = Engine::Both;
+    else if (engine == "evaluator") s.simulation.engine = Engine::Evaluator;
+    else if (engine == "simgrid") s.simulation.engine = Engine::SimGrid;
+    else throw InputError(file, sim.field("engine"), fmt::format("expected evaluator, simgrid or both, got '{}'", engine));
+    s.simulation.trace = sim.boolean_or("trace", true);
+  }
+  s.output = f.string_or("output", "out/" + s.name);
+  return s;
+}
+
+Scenario load_scenario(const std::string& path) { return parse_scenario(load_yaml_file(path), path); }
+
+}  // namespace placesim

@@ -1,0 +1,56 @@
+#pragma once
+// Scenario files: what to place (graph), where (cluster), with which strategies, and how to
+// measure it. Paths inside a scenario are relative to the scenario file. Documented field by
+// field in scenarios/README.md.
+#include <string>
+#include <vector>
+#include <yaml-cpp/yaml.h>
+
+#include "sim/builtin_graphs.h"
+#include "sim/cluster.h"
+#include "sim/graph.h"
+
+namespace placesim {
+
+struct GraphSource {
+  std::string builtin;               // "fig3.1" or "synthetic"; empty when `file` is set
+  SyntheticGraphConfig synthetic;    // options of the synthetic generator
+  std::string file;                  // a graph file (resolved against the scenario's folder)
+  std::string format = "auto";       // auto, quickp, msr, placesim
+  bool largest_component = false;    // keep only the largest weakly connected component
+};
+
+struct StrategySpec {
+  std::string name;     // registry name
+  std::string label;    // how results name it (defaults to the name; must be unique)
+  YAML::Node options;   // the strategy's own `options:` mapping
+  std::string field;    // "strategies[i]", for error messages
+};
+
+enum class Engine { Evaluator, SimGrid, Both };
+
+struct SimulationSpec {
+  Engine engine = Engine::Both;
+  bool trace = true;  // write a Chrome trace per strategy
+};
+
+struct Scenario {
+  std::string file;
+  std::string name;
+  GraphSource graph;
+  Cluster cluster;
+  std::vector<StrategySpec> strategies;
+  SimulationSpec simulation;
+  std::string output;  // output folder; relative paths are relative to the working directory
+};
+
+Scenario load_scenario(const std::string& path);
+Scenario parse_scenario(const YAML::Node& root, const std::string& file);
+
+// Builds or loads the graph a scenario names; loader warnings are appended to `warnings`.
+Graph load_graph_source(const GraphSource& source, const std::string& scenario_file,
+                        std::vector<std::string>& warnings);
+
+GraphSource graph_source_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path);
+
+}  // namespace placesim

@@ -1,0 +1,237 @@
+#include "sim/evaluator.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <numeric>
+#include <stdexcept>
+
+#include "sim/errors.h"
+
+namespace placesim {
+
+namespace {
+constexpr std::int32_t kFinish = 0;
+constexpr std::int32_t kReady = 1;
+}  // namespace
+
+Evaluator::Evaluator(const Graph& graph, const Cluster& cluster)
+    : graph_(graph), cluster_(cluster), rank_(computation_rank(graph)) {
+  const auto n = static_cast<std::int32_t>(graph.num_operators());
+  // Priority 0 is the highest rank; ties go to the earlier operator in topological order so that
+  // the schedule is deterministic and a zero-time producer runs before its zero-time consumer.
+  std::vector<std::int32_t> topo_pos(n);
+  auto topo = graph.topological_order();
+  for (std::int32_t k = 0; k < n; ++k) topo_pos[topo[k]] = k;
+  by_priority_.resize(n);
+  std::iota(by_priority_.begin(), by_priority_.end(), 0);
+  std::sort(by_priority_.begin(), by_priority_.end(), [&](OpId a, OpId b) {
+    if (rank_[a] != rank_[b]) return rank_[a] > rank_[b];
+    return topo_pos[a] < topo_pos[b];
+  });
+  priority_.resize(n);
+  for (std::int32_t k = 0; k < n; ++k) priority_[by_priority_[k]] = k;
+
+  bounds_.critical_path = n ? *std::max_element(rank_.begin(), rank_.end()) : 0.0;
+  bounds_.work_per_device = graph.total_compute() / std::max(1, cluster.num_devices());
+
+  const int d = cluster.num_devices();
+  ready_.assign(d, {});
+  for (auto& heap : ready_) heap.reserve(16);
+  events_.reserve(n + 1);
+  pending_inputs_.resize(n);
+  inputs_arrive_.resize(n);
+  start_.resize(n);
+  finish_.resize(n);
+  device_busy_.resize(d);
+}
+
+double Evaluator::latency(std::span<const DeviceId> placement) { return run(placement, nullptr); }
+
+Schedule Evaluator::schedule(std::span<const DeviceId> placement) {
+  Schedule s;
+  run(placement, &s);
+  return s;
+}
+
+double Evaluator::run(std::span<const DeviceId> placement, Schedule* out) {
+  const auto n = static_cast<std::int32_t>(graph_.num_operators());
+  const int num_devices = cluster_.num_devices();
+  const auto tensors = graph_.tensors();
+
+  // Events are ordered by time; at equal times finishes come first, then by priority, so that
+  // everything that happens at one instant is known before any idle GPU picks its next operator.
+  auto later = [&](const Event& a, const Event& b) {
+    if (a.time != b.time) return a.time > b.time;
+    if (a.kind != b.kind) return a.kind > b.kind;
+    return priority_[a.op] > priority_[b.op];
+  };
+  auto lower_priority = [](std::int32_t a, std::int32_t b) { return a > b; };  // min-heap on priority
+
+  events_.clear();
+  for (auto& heap : ready_) heap.clear();
+  std::fill(device_busy_.begin(), device_busy_.end(), 0);
+  for (OpId i = 0; i < n; ++i) {
+    pending_inputs_[i] = static_cast<std::int32_t>(graph_.in_edges(i).size());
+    inputs_arrive_[i] = 0.0;
+    if (pending_inputs_[i] == 0) {
+      auto& heap = ready_[placement[i]];
+      heap.push_back(priority_[i]);
+      std::push_heap(heap.begin(), heap.end(), lower_priority);
+    }
+  }
+  if (out) {
+    out->device_order.assign(num_devices, {});
+    out->busy.assign(num_devices, 0.0);
+  }
+
+  auto dispatch = [&](int d, double now) {
+    auto& heap = ready_[d];
+    if (device_busy_[d] || heap.empty()) return;
+    std::pop_heap(heap.begin(), heap.end(), lower_priority);
+    const OpId op = by_priority_[heap.back()];
+    heap.pop_back();
+    start_[op] = now;
+    finish_[op] = now + graph_.op(op).compute_s;
+    device_busy_[d] = 1;
+    events_.push_back({finish_[op], kFinish, op});
+    std::push_heap(events_.begin(), events_.end(), later);
+    if (out) out->device_order[d].push_back(op);
+  };
+
+  for (int d = 0; d < num_devices; ++d) dispatch(d, 0.0);
+  double makespan = 0.0;
+  while (!events_.empty()) {
+    const double now = events_.front().time;
+    // Apply every event at `now`, remembering which GPUs may have work to pick up.
+    while (!events_.empty() && events_.front().time == now) {
+      std::pop_heap(events_.begin(), events_.end(), later);
+      const Event ev = events_.back();
+      events_.pop_back();
+      if (ev.kind == kFinish) {
+        const DeviceId d = placement[ev.op];
+        device_busy_[d] = 0;
+        makespan = std::max(makespan, now);
+        for (EdgeId e : graph_.out_edges(ev.op)) {
+          const OpId j = tensors[e].dst;
+          const double arrive = now + cluster_.transfer_time(d, placement[j], tensors[e].bytes);
+          inputs_arrive_[j] = std::max(inputs_arrive_[j], arrive);
+          if (--pending_inputs_[j] == 0) {
+            if (inputs_arrive_[j] <= now) {
+              auto& heap = ready_[placement[j]];
+              heap.push_back(priority_[j]);
+              std::push_heap(heap.begin(), heap.end(), lower_priority);
+            } else {
+              events_.push_back({inputs_arrive_[j], kReady, j});
+              std::push_heap(events_.begin(), events_.end(), later);
+            }
+          }
+        }
+      } else {
+        auto& heap = ready_[placement[ev.op]];
+        heap.push_back(priority_[ev.op]);
+        std::push_heap(heap.begin(), heap.end(), lower_priority);
+      }
+    }
+    // Only GPUs that are idle and hold ready work can start something; checking every GPU is
+    // cheap for the cluster sizes placement targets and keeps the loop free of bookkeeping.
+    for (int d = 0; d < num_devices; ++d)
+      if (!device_busy_[d] && !ready_[d].empty()) dispatch(d, now);
+  }
+
+  if (out) {
+    out->latency = makespan;
+    out->start = start_;
+    out->finish = finish_;
+    for (OpId i = 0; i < n; ++i) out->busy[placement[i]] += graph_.op(i).compute_s;
+    out->memory = device_memory(graph_, placement, num_devices);
+  }
+  return makespan;
+}
+
+Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
+                      const std::vector<std::vector<OpId>>& device_order) {
+  const auto n = static_cast<std::int32_t>(graph.num_operators());
+  const int num_devices = cluster.num_devices();
+  // The order adds an edge from each operator to its successor on the same GPU; a topological
+  // pass over data plus order edges gives every start time, and a leftover means deadlock.
+  std::vector<OpId> next_on_device(n, -1);
+  std::vector<std::int32_t> waiting(n, 0);
+  std::vector<int> listed(n, 0);
+  for (int d = 0; d < num_devices && d < static_cast<int>(device_order.size()); ++d)
+    for (std::size_t k = 0; k < device_order[d].size(); ++k) {
+      const OpId op = device_order[d][k];
+      if (op < 0 || op >= n || placement[op] != d)
+        throw std::invalid_argument(fmt::format("device order of GPU {} lists operator {} placed elsewhere", d, op));
+      ++listed[op];
+      if (k + 1 < device_order[d].size()) {
+        next_on_device[op] = device_order[d][k + 1];
+        ++waiting[device_order[d][k + 1]];
+      }
+    }
+  for (OpId i = 0; i < n; ++i) {
+    if (listed[i] != 1)
+      throw std::invalid_argument(fmt::format("operator '{}' appears {} times in the device order", graph.op(i).name, listed[i]));
+    waiting[i] += static_cast<std::int32_t>(graph.in_edges(i).size());
+  }
+
+  Schedule s;
+  s.start.assign(n, 0.0);
+  s.finish.assign(n, 0.0);
+  s.device_order = device_order;
+  s.device_order.resize(num_devices);
+  s.busy.assign(num_devices, 0.0);
+  std::vector<double> ready_at(n, 0.0);
+  std::vector<OpId> queue;
+  queue.reserve(n);
+  for (OpId i = 0; i < n; ++i)
+    if (waiting[i] == 0) queue.push_back(i);
+  auto release = [&](OpId j, double t) {
+    ready_at[j] = std::max(ready_at[j], t);
+    if (--waiting[j] == 0) queue.push_back(j);
+  };
+  for (std::size_t head = 0; head < queue.size(); ++head) {
+    const OpId op = queue[head];
+    s.start[op] = ready_at[op];
+    s.finish[op] = s.start[op] + graph.op(op).compute_s;
+    s.latency = std::max(s.latency, s.finish[op]);
+    s.busy[placement[op]] += graph.op(op).compute_s;
+    if (next_on_device[op] >= 0) release(next_on_device[op], s.finish[op]);
+    for (EdgeId e : graph.out_edges(op)) {
+      const Tensor& t = graph.tensor(e);
+      release(t.dst, s.finish[op] + cluster.transfer_time(placement[op], placement[t.dst], t.bytes));
+    }
+  }
+  if (queue.size() != static_cast<std::size_t>(n))
+    throw std::invalid_argument("the device order deadlocks: an operator is ordered before one of its inputs on the same GPU");
+  s.memory = device_memory(graph, placement, num_devices);
+  return s;
+}
+
+std::vector<double> device_memory(const Graph& graph, std::span<const DeviceId> placement, int num_devices) {
+  std::vector<double> mem(num_devices, 0.0);
+  for (std::size_t i = 0; i < placement.size(); ++i) mem[placement[i]] += graph.op(static_cast<OpId>(i)).memory_bytes;
+  return mem;
+}
+
+void validate_placement(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
+                        const std::string& who) {
+  if (placement.size() != graph.num_operators())
+    throw InputError(who, "placement",
+                     fmt::format("expected one GPU per operator ({}), got {}", graph.num_operators(), placement.size()));
+  std::vector<DeviceId> class_device(graph.num_colocation_classes(), -1);
+  for (std::size_t i = 0; i < placement.size(); ++i) {
+    const Operator& op = graph.op(static_cast<OpId>(i));
+    if (placement[i] < 0 || placement[i] >= cluster.num_devices())
+      throw InputError(who, fmt::format("placement of '{}'", op.name),
+                       fmt::format("GPU {} does not exist (cluster has {} GPUs)", placement[i], cluster.num_devices()));
+    if (op.colocation_class >= 0) {
+      DeviceId& d = class_device[op.colocation_class];
+      if (d < 0) d = placement[i];
+      else if (d != placement[i])
+        throw InputError(who, fmt::format("placement of '{}'", op.name),
+                         fmt::format("colocation class {} is split across GPUs {} and {}", op.colocation_class, d, placement[i]));
+    }
+  }
+}
+
+}  // namespace placesim

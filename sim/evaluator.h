@@ -1,0 +1,83 @@
+#pragma once
+// The fast evaluator: the cost model that search strategies call millions of times.
+//
+// It list-schedules a placed graph as QuickP and HeteroG evaluate placements: operator priority is
+// its computation rank (own time plus the largest rank among successors); each GPU runs one
+// operator at a time, and whenever it is idle it starts the highest-priority operator whose inputs
+// have all arrived; a cross-GPU tensor arrives latency + bytes / bandwidth after its producer
+// finishes (alpha-beta view of the cluster, no contention) and transfers overlap computation.
+// An operator therefore starts at max(finish of the previous operator on its GPU, arrival of its
+// last input) -- the same rule the SimGrid engine follows, which is what makes the two comparable.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sim/cluster.h"
+#include "sim/graph.h"
+
+namespace placesim {
+
+struct Schedule {
+  double latency = 0;                          // makespan of the iteration, seconds
+  std::vector<double> start, finish;           // per operator, seconds
+  std::vector<std::vector<OpId>> device_order; // per GPU, operators in the order they ran
+  std::vector<double> busy;                    // per GPU, seconds spent computing
+  std::vector<double> memory;                  // per GPU, bytes of the operators placed there
+};
+
+struct LowerBounds {
+  double critical_path = 0;    // longest compute-only path
+  double work_per_device = 0;  // total compute / number of GPUs
+  double best() const { return critical_path > work_per_device ? critical_path : work_per_device; }
+};
+
+class Evaluator {
+ public:
+  Evaluator(const Graph& graph, const Cluster& cluster);
+
+  // Iteration latency of a placement. After the first call it allocates nothing.
+  double latency(std::span<const DeviceId> placement);
+  // The full schedule of a placement (allocates its result).
+  Schedule schedule(std::span<const DeviceId> placement);
+
+  LowerBounds lower_bounds() const { return bounds_; }
+  std::span<const double> rank() const { return rank_; }
+
+ private:
+  double run(std::span<const DeviceId> placement, Schedule* out);
+
+  const Graph& graph_;
+  const Cluster& cluster_;
+  std::vector<double> rank_;
+  std::vector<std::int32_t> priority_;  // position of each operator in decreasing-rank order
+  LowerBounds bounds_;
+  // Workspace reused across calls.
+  struct Event {
+    double time;
+    std::int32_t kind;  // 0: an operator finishes, 1: an operator's inputs have all arrived
+    std::int32_t op;
+  };
+  std::vector<Event> events_;
+  std::vector<std::vector<std::int32_t>> ready_;  // per GPU: heap of priorities
+  std::vector<std::int32_t> pending_inputs_;
+  std::vector<double> inputs_arrive_, start_, finish_;
+  std::vector<std::uint8_t> device_busy_;
+  std::vector<OpId> by_priority_;
+};
+
+// Replays a fixed per-GPU order without contention: each operator starts at
+// max(finish of its predecessor on the GPU, arrival of its last input). With the evaluator's own
+// order this reproduces Evaluator::schedule exactly; with another order it evaluates that order.
+// Throws std::invalid_argument if the order deadlocks (is inconsistent with the graph).
+Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
+                      const std::vector<std::vector<OpId>>& device_order);
+
+// Bytes of operator memory placed on each GPU: the papers' memory model (ICC eq. 2).
+std::vector<double> device_memory(const Graph& graph, std::span<const DeviceId> placement, int num_devices);
+
+// Throws InputError if the placement has the wrong size, names a GPU that does not exist, or
+// splits a colocation class. `who` names the strategy or file for the message.
+void validate_placement(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
+                        const std::string& who);
+
+}  // namespace placesim

@@ -1,0 +1,546 @@
+#include "sim/simgrid_engine.h"
+
+#include <fmt/format.h>
+#include <simgrid/s4u.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace placesim {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+
+// SimGrid payloads are whole numbers (uint64_t); we give SimGrid 1/1024-byte units and scale link
+// bandwidths by the same power of two, so fractional tensor sizes survive and, for sizes that are
+// multiples of 1/1024 byte, times are bit-identical to bytes / bandwidth.
+constexpr double kPayloadUnitsPerByte = 1024.0;
+
+// ---------------------------------------------------------------------------------------------
+// Input validation (cheap, O(operators + tensors)), run before SimGrid or fork is involved.
+
+void validate_inputs(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
+                     const std::vector<std::vector<OpId>>& device_order) {
+  const auto n = static_cast<std::int64_t>(graph.num_operators());
+  const int num_devices = cluster.num_devices();
+  if (static_cast<std::int64_t>(placement.size()) != n)
+    throw std::invalid_argument(
+        fmt::format("placement has {} entries but the graph has {} operators", placement.size(), n));
+  for (std::int64_t i = 0; i < n; ++i)
+    if (placement[i] < 0 || placement[i] >= num_devices)
+      throw std::invalid_argument(fmt::format("operator '{}' is placed on GPU {}, but the cluster has GPUs 0..{}",
+                                              graph.op(static_cast<OpId>(i)).name, placement[i], num_devices - 1));
+  if (static_cast<int>(device_order.size()) > num_devices)
+    throw std::invalid_argument(
+        fmt::format("device_order has {} entries but the cluster has {} GPUs", device_order.size(), num_devices));
+
+  // Each operator is listed once, by the GPU it is placed on. `blockers` counts, per operator,
+  // its inputs plus its predecessor in its GPU's order; a topological pass over those edges
+  // finishes iff the order cannot deadlock (durations are finite, so only the structure matters).
+  std::vector<std::int32_t> listed(n, 0), blockers(n, 0);
+  std::vector<OpId> next_on_device(n, -1);
+  for (int d = 0; d < static_cast<int>(device_order.size()); ++d) {
+    const auto& order = device_order[d];
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const OpId op = order[k];
+      if (op < 0 || op >= n)
+        throw std::invalid_argument(fmt::format("device_order of GPU {} lists operator id {}, which does not exist", d, op));
+      if (placement[op] != d)
+        throw std::invalid_argument(fmt::format("device_order of GPU {} lists operator '{}', which is placed on GPU {}",
+                                                d, graph.op(op).name, placement[op]));
+      if (++listed[op] > 1)
+        throw std::invalid_argument(fmt::format("operator '{}' appears more than once in device_order", graph.op(op).name));
+      if (k + 1 < order.size()) next_on_device[op] = order[k + 1];
+      if (k > 0) ++blockers[op];
+    }
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (listed[i] == 0)
+      throw std::invalid_argument(fmt::format("operator '{}' is missing from device_order of GPU {}",
+                                              graph.op(static_cast<OpId>(i)).name, placement[i]));
+    blockers[i] += static_cast<std::int32_t>(graph.in_edges(static_cast<OpId>(i)).size());
+  }
+
+  std::vector<OpId> ready;
+  ready.reserve(n);
+  for (OpId i = 0; i < n; ++i)
+    if (blockers[i] == 0) ready.push_back(i);
+  std::size_t done = 0;
+  while (done < ready.size()) {
+    const OpId op = ready[done++];
+    for (EdgeId e : graph.out_edges(op))
+      if (--blockers[graph.tensor(e).dst] == 0) ready.push_back(graph.tensor(e).dst);
+    if (next_on_device[op] >= 0 && --blockers[next_on_device[op]] == 0) ready.push_back(next_on_device[op]);
+  }
+  if (static_cast<std::int64_t>(done) == n) return;
+
+  // Name one stuck operator: the first one that never ran on some GPU waits for an input whose
+  // producer also never ran (it is later in its own GPU's order, or transitively so).
+  std::vector<std::uint8_t> ran(n, 0);
+  for (OpId op : ready) ran[op] = 1;
+  for (int d = 0; d < static_cast<int>(device_order.size()); ++d)
+    for (OpId op : device_order[d]) {
+      if (ran[op]) continue;
+      for (EdgeId e : graph.in_edges(op)) {
+        const OpId src = graph.tensor(e).src;
+        if (!ran[src])
+          throw std::invalid_argument(fmt::format(
+              "device_order deadlocks: operator '{}' on GPU {} waits for '{}' on GPU {}, which can never run before it "
+              "({} of {} operators can run)",
+              graph.op(op).name, d, graph.op(src).name, placement[src], done, n));
+      }
+      break;  // this GPU's first stuck operator only waits for its GPU predecessor: look elsewhere
+    }
+  throw std::invalid_argument(fmt::format("device_order deadlocks: only {} of {} operators can run", done, n));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The simulation proper. SimGrid actors run cooperatively in one thread, so the shared state
+// below needs no locking: an actor only yields inside SimGrid calls.
+
+class Simulation {
+ public:
+  Simulation(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
+             const std::vector<std::vector<OpId>>& device_order)
+      : graph_(graph), cluster_(cluster), placement_(placement), device_order_(device_order) {}
+
+  SimulationResult run();
+
+ private:
+  void build_flows();
+  void build_platform();
+  void gpu_actor(DeviceId gpu);
+  void flow_actor(std::int32_t flow);
+  void deliver(OpId dst);
+  void finish_result();
+
+  const Graph& graph_;
+  const Cluster& cluster_;
+  std::span<const DeviceId> placement_;
+  const std::vector<std::vector<OpId>>& device_order_;
+
+  // Declared before every SimGrid object below so that it is destroyed after them.
+  std::unique_ptr<sg4::Engine> engine_;
+  SimulationResult result_;
+  std::vector<std::int32_t> pending_inputs_;  // per operator: inputs not arrived yet
+  std::vector<std::int32_t> flow_of_edge_;    // per tensor: index in result_.flows, or -1
+  std::vector<double> flow_alpha_;            // per flow: route latency slept before sending
+  std::vector<std::uint64_t> flow_payload_;   // per flow: size in SimGrid payload units
+  std::vector<double> flow_bandwidth_start_;  // per flow: when its bytes started to move
+  std::vector<OpId> waiting_for_;             // per GPU: operator its actor is blocked on, or -1
+  std::vector<sg4::Host*> hosts_;
+  std::vector<sg4::MutexPtr> mutexes_;
+  std::vector<sg4::ConditionVariablePtr> input_arrived_;
+  std::int64_t finished_ops_ = 0;
+};
+
+void Simulation::build_flows() {
+  const std::size_t n = graph_.num_operators();
+  pending_inputs_.assign(n, 0);
+  flow_of_edge_.assign(graph_.num_tensors(), -1);
+  for (EdgeId e = 0; e < static_cast<EdgeId>(graph_.num_tensors()); ++e) {
+    const Tensor& t = graph_.tensor(e);
+    ++pending_inputs_[t.dst];
+    const DeviceId src = placement_[t.src], dst = placement_[t.dst];
+    if (src == dst || !(t.bytes > 0)) continue;
+    const double units = std::round(t.bytes * kPayloadUnitsPerByte);
+    if (!(units < 1.8e19))
+      throw std::invalid_argument(fmt::format("tensor {} -> {} is too large for SimGrid ({} bytes)",
+                                              graph_.op(t.src).name, graph_.op(t.dst).name, t.bytes));
+    flow_of_edge_[e] = static_cast<std::int32_t>(result_.flows.size());
+    result_.flows.push_back({e, src, dst, t.bytes, 0.0, 0.0});
+    flow_alpha_.push_back(cluster_.latency(src, dst));
+    flow_payload_.push_back(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(units)));
+  }
+  flow_bandwidth_start_.assign(result_.flows.size(), 0.0);
+}
+
+void Simulation::build_platform() {
+  const int num_devices = cluster_.num_devices();
+  auto* zone = sg4::create_full_zone("cluster");
+  hosts_.resize(num_devices);
+  // SimGrid names must be unique, so they come from indices, not from the Cluster's names.
+  for (int d = 0; d < num_devices; ++d) hosts_[d] = zone->create_host(fmt::format("gpu{}", d), 1.0)->seal();
+
+  // Only the ordered pairs that carry a flow get a route (and only their links are created):
+  // clusters of 1,024 GPUs have a million pairs.
+  std::vector<std::uint8_t> pair_used(static_cast<std::size_t>(num_devices) * num_devices, 0);
+  std::vector<sg4::Link*> links(cluster_.links().size(), nullptr);
+  std::vector<sg4::LinkInRoute> route;
+  for (const FlowRecord& f : result_.flows) {
+    auto& used = pair_used[static_cast<std::size_t>(f.src) * num_devices + f.dst];
+    if (used) continue;
+    used = 1;
+    route.clear();
+    for (int id : cluster_.route(f.src, f.dst)) {
+      if (links[id] == nullptr) {
+        // One-way and shared: concurrent flows split its bandwidth max-min fairly. No latency on
+        // the link itself: CM02 would weight sharing by route latency; alpha is slept explicitly.
+        links[id] = zone->create_link(fmt::format("link{}", id), cluster_.link(id).bandwidth * kPayloadUnitsPerByte)
+                        ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED)
+                        ->set_latency(0.0)
+                        ->seal();
+      }
+      route.emplace_back(links[id]);
+    }
+    zone->add_route(hosts_[f.src]->get_netpoint(), hosts_[f.dst]->get_netpoint(), nullptr, nullptr, route,
+                    /*symmetrical=*/false);
+  }
+  zone->seal();
+}
+
+void Simulation::deliver(OpId dst) {
+  if (--pending_inputs_[dst] == 0) {
+    const DeviceId gpu = placement_[dst];
+    if (waiting_for_[gpu] == dst) input_arrived_[gpu]->notify_one();
+  }
+}
+
+void Simulation::gpu_actor(DeviceId gpu) {
+  for (OpId op : device_order_[gpu]) {
+    if (pending_inputs_[op] > 0) {
+      waiting_for_[gpu] = op;
+      std::unique_lock lock(*mutexes_[gpu]);
+      while (pending_inputs_[op] > 0) input_arrived_[gpu]->wait(lock);
+      waiting_for_[gpu] = -1;
+    }
+    result_.start[op] = sg4::Engine::get_clock();
+    if (const double compute = graph_.op(op).compute_s; compute > 0) sg4::this_actor::sleep_for(compute);
+    result_.finish[op] = sg4::Engine::get_clock();
+    ++finished_ops_;
+    for (EdgeId e : graph_.out_edges(op)) {
+      const std::int32_t flow = flow_of_edge_[e];
+      if (flow < 0) {
+        deliver(graph_.tensor(e).dst);  // same GPU, or a zero-byte control dependency: free
+        continue;
+      }
+      result_.flows[flow].start = result_.finish[op];
+      // A short-lived actor per flow creates its communication just in time (SimGrid 3.32 slows
+      // down quadratically with many started activities) and lets this GPU move on.
+      sg4::Actor::create("flow", hosts_[gpu], [this, flow] { flow_actor(flow); });
+    }
+  }
+}
+
+void Simulation::flow_actor(std::int32_t flow) {
+  FlowRecord& f = result_.flows[flow];
+  if (flow_alpha_[flow] > 0) sg4::this_actor::sleep_for(flow_alpha_[flow]);
+  flow_bandwidth_start_[flow] = sg4::Engine::get_clock();
+  sg4::Comm::sendto(hosts_[f.src], hosts_[f.dst], flow_payload_[flow]);
+  f.end = sg4::Engine::get_clock();
+  deliver(graph_.tensor(f.edge).dst);
+}
+
+// Per-link bytes, and busy time as the union of the bandwidth phases of the flows crossing it.
+void Simulation::finish_result() {
+  result_.latency = 0;
+  for (double t : result_.finish) result_.latency = std::max(result_.latency, t);
+
+  result_.links.assign(cluster_.links().size(), LinkStats{});
+  struct Interval {
+    std::int32_t link;
+    double begin, end;
+  };
+  std::vector<Interval> intervals;
+  for (std::size_t k = 0; k < result_.flows.size(); ++k) {
+    const FlowRecord& f = result_.flows[k];
+    for (int id : cluster_.route(f.src, f.dst)) {
+      result_.links[id].bytes += f.bytes;
+      intervals.push_back({id, flow_bandwidth_start_[k], f.end});
+    }
+  }
+  std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) {
+    return a.link != b.link ? a.link < b.link : a.begin < b.begin;
+  });
+  for (std::size_t i = 0; i < intervals.size();) {
+    const std::int32_t link = intervals[i].link;
+    double begin = intervals[i].begin, end = intervals[i].end, busy = 0;
+    for (++i; i < intervals.size() && intervals[i].link == link; ++i) {
+      if (intervals[i].begin > end) {
+        busy += end - begin;
+        begin = intervals[i].begin;
+        end = intervals[i].end;
+      } else {
+        end = std::max(end, intervals[i].end);
+      }
+    }
+    result_.links[link].busy_s = busy + (end - begin);
+  }
+}
+
+// The SimGrid configuration, as command-line options: the context factory options are only read
+// when the engine is created.
+std::vector<std::string> engine_arguments() {
+  return {
+      "placesim",
+      // Silence SimGrid (configuration changes are logged at INFO) so the CLI output stays clean.
+      "--log=root.thres:critical",
+      // CM02: plain max-min sharing with no TCP corrections; factors 1 so a lone transfer takes
+      // exactly bytes / bottleneck bandwidth; no cross-traffic (acknowledgements would load the
+      // reverse links); a huge TCP gamma so no window bound caps a flow's rate.
+      "--cfg=network/model:CM02",
+      "--cfg=network/crosstraffic:0",
+      "--cfg=network/TCP-gamma:1e30",
+      "--cfg=network/bandwidth-factor:1",
+      "--cfg=network/latency-factor:1",
+      "--cfg=network/weight-S:0",
+      // Defaults are 1e-5 (seconds, and relative bandwidth shares): far too coarse for operators
+      // of a few microseconds.
+      "--cfg=surf/precision:1e-12",
+      "--cfg=maxmin/precision:1e-12",
+      // Actors only run the short functions above (SimGrid's kernel runs on the main stack), so a
+      // small stack without a guard page makes the per-flow actors several times cheaper.
+      "--cfg=contexts/stack-size:128",
+      "--cfg=contexts/guard-size:0",
+  };
+}
+
+SimulationResult Simulation::run() {
+  const auto n = graph_.num_operators();
+  const int num_devices = cluster_.num_devices();
+  result_.start.assign(n, 0.0);
+  result_.finish.assign(n, 0.0);
+  build_flows();
+
+  std::vector<std::string> args = engine_arguments();
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(args.size());
+  engine_ = std::make_unique<sg4::Engine>(&argc, argv.data());
+
+  build_platform();
+  waiting_for_.assign(num_devices, -1);
+  for (int d = 0; d < num_devices; ++d) {
+    mutexes_.push_back(sg4::Mutex::create());
+    input_arrived_.push_back(sg4::ConditionVariable::create());
+  }
+  for (int d = 0; d < static_cast<int>(device_order_.size()); ++d)
+    if (!device_order_[d].empty()) sg4::Actor::create(fmt::format("gpu{}", d), hosts_[d], [this, d] { gpu_actor(d); });
+
+  // On a deadlock SimGrid logs it, kills the blocked actors and returns.
+  engine_->run();
+
+  // validate_inputs rules out deadlocks, so this only fires on a bug: report it, do not hang.
+  if (finished_ops_ != static_cast<std::int64_t>(n)) {
+    std::string stuck;
+    for (int d = 0; d < num_devices && stuck.empty(); ++d)
+      if (waiting_for_[d] >= 0)
+        stuck = fmt::format(" (GPU {} waits for inputs of '{}')", d, graph_.op(waiting_for_[d]).name);
+    throw std::runtime_error(fmt::format("SimGrid simulation deadlocked: {} of {} operators ran{}", finished_ops_, n, stuck));
+  }
+  finish_result();
+  return std::move(result_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Passing the result from the forked child: a flat binary message (results can hold 100k
+// operators). Both ends are the same executable, so raw trivially copyable structs are fine.
+
+constexpr std::uint32_t kMagic = 0x50534731;  // "PSG1"
+enum class Status : std::uint8_t { Ok = 0, Error = 1 };
+
+class Writer {
+ public:
+  template <class T>
+  void put(const T& value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* p = reinterpret_cast<const char*>(&value);
+    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+  }
+  template <class T>
+  void put_array(std::span<const T> values) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    put<std::uint64_t>(values.size());
+    const auto* p = reinterpret_cast<const char*>(values.data());
+    bytes_.insert(bytes_.end(), p, p + values.size_bytes());
+  }
+  const std::vector<char>& bytes() const { return bytes_; }
+
+ private:
+  std::vector<char> bytes_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::vector<char>& bytes) : bytes_(bytes) {}
+  template <class T>
+  T get() {
+    T value;
+    take(&value, sizeof(T));
+    return value;
+  }
+  template <class T>
+  std::vector<T> get_array() {
+    const auto count = get<std::uint64_t>();
+    if (count > (bytes_.size() - pos_) / sizeof(T)) throw std::runtime_error("truncated");
+    std::vector<T> values(count);
+    take(values.data(), count * sizeof(T));
+    return values;
+  }
+  bool at_end() const { return pos_ == bytes_.size(); }
+
+ private:
+  void take(void* out, std::size_t size) {
+    if (size > bytes_.size() - pos_) throw std::runtime_error("truncated");
+    std::memcpy(out, bytes_.data() + pos_, size);
+    pos_ += size;
+  }
+  const std::vector<char>& bytes_;
+  std::size_t pos_ = 0;
+};
+
+std::vector<char> encode_result(const SimulationResult& r) {
+  Writer w;
+  w.put(kMagic);
+  w.put(Status::Ok);
+  w.put(r.latency);
+  w.put(r.wall_seconds);
+  w.put_array<double>(r.start);
+  w.put_array<double>(r.finish);
+  w.put_array<FlowRecord>(r.flows);
+  w.put_array<LinkStats>(r.links);
+  return w.bytes();
+}
+
+std::vector<char> encode_error(const std::string& message) {
+  Writer w;
+  w.put(kMagic);
+  w.put(Status::Error);
+  w.put_array<char>(message);
+  return w.bytes();
+}
+
+bool write_all(int fd, const std::vector<char>& bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t k = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    done += static_cast<std::size_t>(k);
+  }
+  return true;
+}
+
+// In the child: simulate, send the result or the error, and leave without running atexit
+// handlers or flushing stdio buffers inherited from the parent.
+[[noreturn]] void run_child(int fd, const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
+                            const std::vector<std::vector<OpId>>& device_order) {
+  std::vector<char> message;
+  int code = 0;
+  try {
+    const auto t0 = std::chrono::steady_clock::now();
+    SimulationResult r = Simulation(graph, cluster, placement, device_order).run();
+    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    message = encode_result(r);
+  } catch (const std::exception& e) {
+    message = encode_error(e.what());
+    code = 1;
+  } catch (...) {
+    message = encode_error("unknown exception");
+    code = 1;
+  }
+  if (!write_all(fd, message)) code = 2;
+  ::close(fd);
+  ::_exit(code);
+}
+
+}  // namespace
+
+SimulationResult simulate_in_process(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
+                                     const std::vector<std::vector<OpId>>& device_order) {
+  validate_inputs(graph, cluster, placement, device_order);
+  const auto t0 = std::chrono::steady_clock::now();
+  SimulationResult r = Simulation(graph, cluster, placement, device_order).run();
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+SimulationResult simulate(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
+                          const std::vector<std::vector<OpId>>& device_order) {
+  // Bad input is the caller's error: report it here as std::invalid_argument, not from the child.
+  validate_inputs(graph, cluster, placement, device_order);
+  const auto t0 = std::chrono::steady_clock::now();
+
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error(fmt::format("SimGrid engine: pipe failed: {}", std::strerror(errno)));
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw std::runtime_error(fmt::format("SimGrid engine: fork failed: {}", std::strerror(err)));
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    run_child(fds[1], graph, cluster, placement, device_order);
+  }
+  ::close(fds[1]);
+
+  // Read everything before waiting: the child blocks on a full pipe until we drain it.
+  std::vector<char> bytes;
+  int read_errno = 0;
+  for (char buffer[1 << 16];;) {
+    const ssize_t k = ::read(fds[0], buffer, sizeof buffer);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) read_errno = errno;
+    if (k <= 0) break;
+    bytes.insert(bytes.end(), buffer, buffer + k);
+  }
+  ::close(fds[0]);
+  int status = 0;
+  pid_t waited;
+  do waited = ::waitpid(pid, &status, 0);
+  while (waited < 0 && errno == EINTR);
+
+  std::string exit_description;
+  if (waited < 0) exit_description = fmt::format("could not be waited for ({})", std::strerror(errno));
+  else if (WIFSIGNALED(status))
+    exit_description = fmt::format("was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+    exit_description = fmt::format("exited with code {}", WEXITSTATUS(status));
+
+  SimulationResult r;
+  try {
+    Reader in(bytes);
+    if (bytes.empty()) throw std::runtime_error("no result");
+    if (in.get<std::uint32_t>() != kMagic) throw std::runtime_error("garbled result");
+    if (in.get<Status>() == Status::Error) {
+      const auto text = in.get_array<char>();
+      throw std::runtime_error(std::string("SimGrid simulation failed: ") + std::string(text.begin(), text.end()));
+    }
+    r.latency = in.get<double>();
+    in.get<double>();  // the child's own wall time; ours below includes fork and transfer
+    r.start = in.get_array<double>();
+    r.finish = in.get_array<double>();
+    r.flows = in.get_array<FlowRecord>();
+    r.links = in.get_array<LinkStats>();
+    if (!in.at_end()) throw std::runtime_error("garbled result");
+  } catch (const std::runtime_error& e) {
+    if (std::string_view(e.what()).starts_with("SimGrid simulation failed")) throw;
+    throw std::runtime_error(fmt::format("SimGrid simulation child process {}: {} ({} bytes received{})",
+                                         exit_description.empty() ? "ended" : exit_description, e.what(), bytes.size(),
+                                         read_errno ? fmt::format(", read error: {}", std::strerror(read_errno)) : ""));
+  }
+  if (!exit_description.empty() && waited >= 0)
+    throw std::runtime_error(fmt::format("SimGrid simulation child process {} after sending its result", exit_description));
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace placesim

@@ -1,0 +1,158 @@
+#include "sim/trace.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "sim/errors.h"
+
+namespace placesim {
+namespace {
+
+constexpr int kGpuProcess = 1;
+constexpr int kLinkProcess = 2;
+
+// A JSON string literal (names come from user files).
+std::string quoted(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        else out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+// JSON has no NaN or infinity.
+std::string number(double x) { return std::isfinite(x) ? fmt::format("{}", x) : std::string("null"); }
+
+std::string microseconds(double seconds) { return number(seconds * 1e6); }
+
+class TraceFile {
+ public:
+  explicit TraceFile(const std::string& path) : path_(path), file_(std::fopen(path.c_str(), "w")) {
+    if (!file_) {
+      const int err = errno;
+      throw InputError(path, "trace", fmt::format("cannot open for writing: {}", std::strerror(err)));
+    }
+    std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", file_.get());
+  }
+  // One event: a JSON object's members, without the braces.
+  void event(const std::string& members) {
+    std::fputs(first_ ? "{" : ",\n{", file_.get());
+    std::fputs(members.c_str(), file_.get());
+    std::fputc('}', file_.get());
+    first_ = false;
+  }
+  void close() {
+    std::fputs("\n]}\n", file_.get());
+    const bool failed = std::ferror(file_.get()) != 0;
+    const int err = errno;
+    if (std::fclose(file_.release()) != 0 || failed)
+      throw InputError(path_, "trace", fmt::format("write failed: {}", std::strerror(failed ? err : errno)));
+  }
+
+ private:
+  struct Closer {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::string path_;
+  std::unique_ptr<std::FILE, Closer> file_;
+  bool first_ = true;
+};
+
+void name_track(TraceFile& out, int pid, int tid, const std::string& name) {
+  out.event(fmt::format(R"("name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}})", pid, tid, quoted(name)));
+  out.event(fmt::format(R"("name":"thread_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}})", pid, tid, tid));
+}
+
+void name_process(TraceFile& out, int pid, const std::string& name) {
+  out.event(fmt::format(R"("name":"process_name","ph":"M","pid":{},"args":{{"name":{}}})", pid, quoted(name)));
+  out.event(fmt::format(R"("name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}})", pid, pid));
+}
+
+}  // namespace
+
+void write_chrome_trace(const std::string& path, const Graph& graph, const Cluster& cluster,
+                        std::span<const DeviceId> placement, std::span<const double> start,
+                        std::span<const double> finish, std::span<const FlowRecord> flows) {
+  const std::size_t n = graph.num_operators();
+  if (placement.size() != n || start.size() != n || finish.size() != n)
+    throw std::invalid_argument(fmt::format("trace: {} operators but {} placements, {} starts and {} finishes", n,
+                                            placement.size(), start.size(), finish.size()));
+  const int num_devices = cluster.num_devices();
+  for (DeviceId d : placement)
+    if (d < 0 || d >= num_devices) throw std::invalid_argument(fmt::format("trace: placement names GPU {}", d));
+  for (const FlowRecord& f : flows)
+    if (f.src < 0 || f.src >= num_devices || f.dst < 0 || f.dst >= num_devices || f.src == f.dst || f.edge < 0 ||
+        static_cast<std::size_t>(f.edge) >= graph.num_tensors())
+      throw std::invalid_argument(fmt::format("trace: flow of tensor {} from GPU {} to GPU {} is not valid", f.edge, f.src, f.dst));
+
+  TraceFile out(path);
+  name_process(out, kGpuProcess, "GPUs");
+  for (int d = 0; d < num_devices; ++d) {
+    const std::string& name = cluster.device(d).name;
+    name_track(out, kGpuProcess, d, name.empty() ? fmt::format("gpu{}", d) : name);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const Operator& op = graph.op(static_cast<OpId>(i));
+    out.event(fmt::format(
+        R"("name":{},"cat":"op","ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"type":{},"compute":{},"memory":{}}})",
+        quoted(op.name), kGpuProcess, placement[i], microseconds(start[i]), microseconds(finish[i] - start[i]),
+        quoted(op.type), number(op.compute_s), number(op.memory_bytes)));
+  }
+
+  if (flows.empty()) {
+    out.close();
+    return;
+  }
+  name_process(out, kLinkProcess, "links");
+  std::vector<std::uint8_t> link_used(cluster.links().size(), 0);
+  for (const FlowRecord& f : flows)
+    for (int id : cluster.route(f.src, f.dst)) link_used[id] = 1;
+  for (std::size_t id = 0; id < link_used.size(); ++id)
+    if (link_used[id]) {
+      const std::string& name = cluster.link(static_cast<int>(id)).name;
+      name_track(out, kLinkProcess, static_cast<int>(id), name.empty() ? fmt::format("link{}", id) : name);
+    }
+  // Async slices: viewers stack overlapping ones, and group them into one track per event name,
+  // so each slice is named after its link and the flow is described in its args.
+  std::uint64_t slice_id = 0;
+  for (const FlowRecord& f : flows) {
+    const Tensor& t = graph.tensor(f.edge);
+    // The bytes move once the route latency has elapsed, as in the SimGrid engine.
+    const double begin = std::min(f.start + cluster.latency(f.src, f.dst), f.end);
+    const std::string args = fmt::format(R"({{"bytes":{},"src":{},"dst":{},"src_gpu":{},"dst_gpu":{},"requested_us":{}}})",
+                                         number(f.bytes), quoted(graph.op(t.src).name), quoted(graph.op(t.dst).name),
+                                         f.src, f.dst, microseconds(f.start));
+    for (int id : cluster.route(f.src, f.dst)) {
+      const std::string& link_name = cluster.link(id).name;
+      const std::string name = quoted(link_name.empty() ? fmt::format("link{}", id) : link_name);
+      ++slice_id;
+      out.event(fmt::format(R"("name":{},"cat":"flow","ph":"b","id":{},"pid":{},"tid":{},"ts":{},"args":{})", name,
+                            slice_id, kLinkProcess, id, microseconds(begin), args));
+      out.event(fmt::format(R"("name":{},"cat":"flow","ph":"e","id":{},"pid":{},"tid":{},"ts":{})", name, slice_id,
+                            kLinkProcess, id, microseconds(f.end)));
+    }
+  }
+  out.close();
+}
+
+}  // namespace placesim

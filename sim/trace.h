@@ -1,0 +1,22 @@
+#pragma once
+// Chrome trace JSON (opens in Perfetto or chrome://tracing) of one simulated iteration: a process
+// "GPUs" with one track per GPU holding its operators, and a process "links" with one track per
+// link that carried a flow, holding one async slice per flow crossing it (overlapping flows stack).
+#include <span>
+#include <string>
+
+#include "sim/cluster.h"
+#include "sim/graph.h"
+#include "sim/simgrid_engine.h"
+
+namespace placesim {
+
+// `start` and `finish` are per operator, in seconds; `flows` may be empty (an evaluator schedule).
+// A flow occupies each link of its route from start + route latency (when its bytes begin to move)
+// to its end. Timestamps are written in microseconds. Throws InputError if `path` cannot be
+// written, std::invalid_argument if the spans do not match the graph.
+void write_chrome_trace(const std::string& path, const Graph& graph, const Cluster& cluster,
+                        std::span<const DeviceId> placement, std::span<const double> start,
+                        std::span<const double> finish, std::span<const FlowRecord> flows);
+
+}  // namespace placesim

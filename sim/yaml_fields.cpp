@@ -1,0 +1,133 @@
+#include "sim/yaml_fields.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fmt/format.h>
+#include <fstream>
+
+#include "sim/errors.h"
+#include "sim/units.h"
+
+namespace placesim {
+
+YamlFields::YamlFields(const YAML::Node& node, std::string file, std::string path)
+    : node_(node), file_(std::move(file)), path_(std::move(path)) {
+  if (!node_.IsMap())
+    throw InputError(file_, path_.empty() ? "<top level>" : path_,
+                     fmt::format("expected a mapping of key: value (line {})", node_.Mark().line + 1));
+}
+
+std::string YamlFields::field(std::string_view key) const {
+  std::string f = path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  if (auto n = node_[std::string(key)]; n && n.Mark().line >= 0) f += fmt::format(" (line {})", n.Mark().line + 1);
+  return f;
+}
+
+void YamlFields::allow_only(std::initializer_list<std::string_view> allowed) const {
+  std::vector<std::string> names(allowed.begin(), allowed.end());
+  for (const auto& kv : node_) {
+    const auto key = kv.first.as<std::string>();
+    if (std::find(names.begin(), names.end(), key) != names.end()) continue;
+    std::string hint = nearest_word(key, names);
+    std::string valid;
+    for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
+    throw InputError(file_, (path_.empty() ? key : path_ + "." + key) + fmt::format(" (line {})", kv.first.Mark().line + 1),
+                     hint.empty() ? fmt::format("unknown key (valid keys: {})", valid)
+                                  : fmt::format("unknown key; did you mean '{}'? (valid keys: {})", hint, valid));
+  }
+}
+
+bool YamlFields::has(std::string_view key) const { return static_cast<bool>(node_[std::string(key)]); }
+
+YAML::Node YamlFields::node(std::string_view key) const {
+  auto n = node_[std::string(key)];
+  if (!n) throw InputError(file_, path_.empty() ? std::string(key) : path_ + "." + std::string(key), "required field is missing");
+  return n;
+}
+
+std::string YamlFields::scalar(std::string_view key) const {
+  auto n = node(key);
+  if (!n.IsScalar()) throw InputError(file_, field(key), "expected a single value");
+  return n.Scalar();
+}
+
+std::string YamlFields::string(std::string_view key) const { return scalar(key); }
+std::string YamlFields::string_or(std::string_view key, std::string fallback) const {
+  return has(key) ? scalar(key) : fallback;
+}
+
+long YamlFields::integer(std::string_view key) const {
+  const std::string s = scalar(key);
+  long v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size())
+    throw InputError(file_, field(key), fmt::format("expected a whole number, got '{}'", s));
+  return v;
+}
+long YamlFields::integer_or(std::string_view key, long fallback) const { return has(key) ? integer(key) : fallback; }
+
+double YamlFields::number_or(std::string_view key, double fallback) const {
+  if (!has(key)) return fallback;
+  const std::string s = scalar(key);
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v))
+    throw InputError(file_, field(key), fmt::format("expected a number, got '{}'", s));
+  return v;
+}
+
+bool YamlFields::boolean_or(std::string_view key, bool fallback) const {
+  if (!has(key)) return fallback;
+  const std::string s = scalar(key);
+  if (s == "true" || s == "yes" || s == "on") return true;
+  if (s == "false" || s == "no" || s == "off") return false;
+  throw InputError(file_, field(key), fmt::format("expected true or false, got '{}'", s));
+}
+
+double YamlFields::bandwidth(std::string_view key) const { return parse_bandwidth(scalar(key), file_, field(key)); }
+double YamlFields::bandwidth_or(std::string_view key, double fallback) const {
+  return has(key) ? bandwidth(key) : fallback;
+}
+double YamlFields::duration_or(std::string_view key, double fallback) const {
+  return has(key) ? parse_duration(scalar(key), file_, field(key)) : fallback;
+}
+double YamlFields::bytes_or(std::string_view key, double fallback) const {
+  return has(key) ? parse_bytes(scalar(key), file_, field(key)) : fallback;
+}
+
+YAML::Node load_yaml_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "", "cannot open the file");
+  try {
+    YAML::Node root = YAML::Load(in);
+    if (!root || root.IsNull()) throw InputError(path, "", "the file is empty");
+    return root;
+  } catch (const YAML::Exception& e) {
+    throw InputError(path, fmt::format("line {}, column {}", e.mark.line + 1, e.mark.column + 1),
+                     "malformed YAML: " + e.msg);
+  }
+}
+
+std::string nearest_word(std::string_view word, const std::vector<std::string>& candidates) {
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (std::size_t j = 1; j <= b.size(); ++j)
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      std::swap(prev, cur);
+    }
+    return prev[b.size()];
+  };
+  std::string best;
+  std::size_t best_d = std::max<std::size_t>(3, word.size() / 2) + 1;
+  for (const auto& c : candidates) {
+    std::size_t d = distance(word, c);
+    if (d < best_d) { best_d = d; best = c; }
+  }
+  return best;
+}
+
+}  // namespace placesim

@@ -1,0 +1,50 @@
+#pragma once
+// Strict reading of YAML mappings for scenario and cluster files: every error names the file, the
+// field path and the line, and unknown keys are errors that suggest the nearest valid key.
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <yaml-cpp/yaml.h>
+
+namespace placesim {
+
+class YamlFields {
+ public:
+  // `node` must be a mapping; `path` is its field path ("cluster", "strategies[1]").
+  YamlFields(const YAML::Node& node, std::string file, std::string path);
+
+  // Throws on any key not in `allowed`.
+  void allow_only(std::initializer_list<std::string_view> allowed) const;
+
+  bool has(std::string_view key) const;
+  YAML::Node node(std::string_view key) const;  // required
+  std::string string(std::string_view key) const;
+  std::string string_or(std::string_view key, std::string fallback) const;
+  long integer(std::string_view key) const;
+  long integer_or(std::string_view key, long fallback) const;
+  double number_or(std::string_view key, double fallback) const;
+  bool boolean_or(std::string_view key, bool fallback) const;
+  double bandwidth(std::string_view key) const;
+  double bandwidth_or(std::string_view key, double fallback) const;
+  double duration_or(std::string_view key, double fallback) const;
+  double bytes_or(std::string_view key, double fallback) const;
+
+  std::string field(std::string_view key) const;  // "path.key (line N)"
+  const std::string& file() const { return file_; }
+  const std::string& path() const { return path_; }
+  const YAML::Node& yaml() const { return node_; }
+
+ private:
+  std::string scalar(std::string_view key) const;
+  YAML::Node node_;
+  std::string file_, path_;
+};
+
+// Loads a YAML file; malformed YAML becomes an InputError with the parser's line and column.
+YAML::Node load_yaml_file(const std::string& path);
+
+// The candidate closest to `word` by edit distance, or "" if none is reasonably close.
+std::string nearest_word(std::string_view word, const std::vector<std::string>& candidates);
+
+}  // namespace placesim

@@ -1,0 +1,70 @@
+#include <gtest/gtest.h>
+
+#include "sim/errors.h"
+#include "sim/units.h"
+#include "topologies/cluster_config.h"
+
+using namespace placesim;
+
+TEST(Units, ParsesWithUnits) {
+  EXPECT_DOUBLE_EQ(parse_bandwidth("20GB/s", "f", "x"), 20e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("25Gbps", "f", "x"), 25e9 / 8);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("1e9", "f", "x"), 1e9);
+  EXPECT_DOUBLE_EQ(parse_duration("1us", "f", "x"), 1e-6);
+  EXPECT_DOUBLE_EQ(parse_duration("2.5 ms", "f", "x"), 2.5e-3);
+  EXPECT_DOUBLE_EQ(parse_bytes("16GiB", "f", "x"), 16.0 * 1073741824.0);
+}
+
+TEST(Units, BadUnitsNameFileAndField) {
+  try {
+    parse_bandwidth("20 GB/h", "c.yaml", "cluster.bandwidth");
+    FAIL();
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("c.yaml: cluster.bandwidth"), std::string::npos) << m;
+    EXPECT_NE(m.find("GB/h"), std::string::npos) << m;
+  }
+  EXPECT_THROW(parse_bandwidth("0GB/s", "f", "x"), InputError);
+  EXPECT_THROW(parse_bandwidth("-3GB/s", "f", "x"), InputError);
+  EXPECT_THROW(parse_duration("fast", "f", "x"), InputError);
+  EXPECT_THROW(parse_bytes("inf", "f", "x"), InputError);
+}
+
+TEST(Cluster, NvlinkServersView) {
+  NvlinkServersConfig cfg;
+  cfg.gpus = 6;
+  Cluster c = make_nvlink_servers(cfg);
+  c.finalize("t");
+  ASSERT_EQ(c.num_devices(), 6);
+  EXPECT_EQ(c.device(3).server, 1);
+  EXPECT_DOUBLE_EQ(c.bandwidth(0, 1), 50e9);  // same server: NVLink
+  EXPECT_DOUBLE_EQ(c.bandwidth(1, 2), 20e9);  // across servers: Ethernet
+  EXPECT_DOUBLE_EQ(c.transfer_time(0, 5, 20e9), 1.0);
+  EXPECT_DOUBLE_EQ(c.transfer_time(0, 0, 20e9), 0.0);
+  // GPUs of one server share its NIC towards other servers.
+  auto r02 = c.route(0, 2), r12 = c.route(1, 2);
+  EXPECT_EQ(r02[0], r12[0]);
+}
+
+TEST(Cluster, FromYamlWithUnitsAndStrictKeys) {
+  YAML::Node n = YAML::Load("type: nvlink-servers\ngpus: 4\nnvlink_bandwidth: 400Gbps\nethernet_latency: 2us\n");
+  Cluster c = cluster_from_yaml(n, "s.yaml");
+  EXPECT_DOUBLE_EQ(c.bandwidth(0, 1), 50e9);
+  EXPECT_DOUBLE_EQ(c.latency(0, 2), 4e-6);  // up and down NIC links
+
+  auto expect_error = [](const char* yaml, const char* needle) {
+    try {
+      cluster_from_yaml(YAML::Load(yaml), "s.yaml");
+      ADD_FAILURE() << "expected an error for: " << yaml;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("s.yaml"), std::string::npos) << e.what();
+    }
+  };
+  expect_error("type: full-mesh\nbandwidth: 0GB/s\n", "cluster.bandwidth");
+  expect_error("type: full-mesh\nbandwith: 10GB/s\n", "did you mean 'bandwidth'");
+  expect_error("type: fat-tre\n", "unknown cluster type");
+  expect_error("type: nvlink-servers\ngpus: 0\n", "cluster.gpus");
+  expect_error("type: nvlink-servers\ngpus: four\n", "whole number");
+  expect_error("gpus: 4\n", "cluster.type");
+}

@@ -1,0 +1,597 @@
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "sim/errors.h"
+#include "sim/graph.h"
+#include "sim/graph_io.h"
+#include "sim/graph_stats.h"
+#include "tests/test_util.h"
+
+using namespace placesim;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string shared_graph(const std::string& relative) { return testutil::shared_graphs() + "/" + relative; }
+
+// A file in the temp directory, removed when the test ends; the pid keeps parallel runs apart.
+class TempFile {
+ public:
+  TempFile(const std::string& name, const std::string& content)
+      : path_((fs::temp_directory_path() / ("placesim_" + std::to_string(::getpid()) + "_" + name)).string()) {
+    std::ofstream(path_, std::ios::binary) << content;
+  }
+  explicit TempFile(const std::string& name)
+      : path_((fs::temp_directory_path() / ("placesim_" + std::to_string(::getpid()) + "_" + name)).string()) {}
+  ~TempFile() {
+    std::error_code ec;
+    fs::remove(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+bool bitwise_equal(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
+
+void expect_same_graph(const Graph& a, const Graph& b) {
+  ASSERT_EQ(a.num_operators(), b.num_operators());
+  ASSERT_EQ(a.num_tensors(), b.num_tensors());
+  EXPECT_EQ(a.num_colocation_classes(), b.num_colocation_classes());
+  for (OpId i = 0; i < static_cast<OpId>(a.num_operators()); ++i) {
+    const Operator &x = a.op(i), &y = b.op(i);
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.type, y.type);
+    EXPECT_TRUE(bitwise_equal(x.compute_s, y.compute_s)) << x.name << ": " << x.compute_s << " vs " << y.compute_s;
+    EXPECT_TRUE(bitwise_equal(x.memory_bytes, y.memory_bytes)) << x.name;
+    EXPECT_EQ(x.colocation_class, y.colocation_class) << x.name;
+  }
+  for (EdgeId e = 0; e < static_cast<EdgeId>(a.num_tensors()); ++e) {
+    EXPECT_EQ(a.tensor(e).src, b.tensor(e).src);
+    EXPECT_EQ(a.tensor(e).dst, b.tensor(e).dst);
+    EXPECT_TRUE(bitwise_equal(a.tensor(e).bytes, b.tensor(e).bytes)) << "tensor " << e;
+  }
+}
+
+// Loads `content` from a temp file and expects one InputError naming the file and every `needle`.
+void expect_load_error(const std::string& label, const std::string& content, const std::vector<std::string>& needles) {
+  SCOPED_TRACE(label);
+  TempFile file(label + ".json", content);
+  try {
+    load_graph(file.path());
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find(file.path()), std::string::npos) << msg;
+    for (const auto& needle : needles) EXPECT_NE(msg.find(needle), std::string::npos) << "missing '" << needle << "' in: " << msg;
+  }
+}
+
+void expect_missing_file_error() {
+  std::string path = (fs::temp_directory_path() / "placesim_no_such_graph_file.json").string();
+  try {
+    load_graph(path);
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cannot open"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Real graphs
+
+TEST(GraphIoReal, QuickPGraphsLoadWithExpectedCounts) {
+  PLACESIM_REQUIRE_SHARED_GRAPHS();
+  struct Expect { const char* file; std::size_t ops, edges; };
+  for (auto [file, ops, edges] : {Expect{"alexnet.json", 1695, 2006}, Expect{"vgg.json", 3704, 4426},
+                                  Expect{"small.json", 160, 171}, Expect{"tiny.json", 172, 184}}) {
+    SCOPED_TRACE(file);
+    LoadResult r = load_graph(shared_graph(std::string("quickp/") + file));
+    EXPECT_EQ(r.format, GraphFormat::QuickP);
+    EXPECT_EQ(r.graph.num_operators(), ops);
+    EXPECT_EQ(r.graph.num_tensors(), edges);
+    EXPECT_EQ(r.graph.num_colocation_classes(), 0);
+    // Only tiny.json has devices that disagree.
+    EXPECT_EQ(r.warnings.size(), std::string(file) == "tiny.json" ? 1u : 0u);
+  }
+}
+
+TEST(GraphIoReal, AlexnetUnitsAreConverted) {
+  PLACESIM_REQUIRE_SHARED_GRAPHS();
+  LoadResult r = load_graph(shared_graph("quickp/alexnet.json"), "quickp");
+  const Graph& g = r.graph;
+  EXPECT_NEAR(g.total_compute(), 102814e-6, 1e-12);  // microseconds -> seconds
+  EXPECT_DOUBLE_EQ(g.total_tensor_bytes(), 134931685312.0 / 8);  // bits -> bytes
+  EXPECT_DOUBLE_EQ(g.total_memory(), 1447694336.0);
+  EXPECT_EQ(g.op(0).name, "input");
+  EXPECT_EQ(g.op(0).type, "Placeholder");
+  EXPECT_EQ(g.tensor(0).bytes, 50331648.0 / 8);  // first link keeps file order
+}
+
+TEST(GraphIoReal, TinyUsesMeanOverDevicesAndWarns) {
+  PLACESIM_REQUIRE_SHARED_GRAPHS();
+  LoadResult r = load_graph(shared_graph("quickp/tiny.json"));
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("tiny.json"), std::string::npos) << r.warnings[0];
+  EXPECT_NE(r.warnings[0].find("1%"), std::string::npos) << r.warnings[0];
+  auto id = r.graph.find("sequential_1/dense_1/MatMul");
+  ASSERT_TRUE(id);
+  EXPECT_DOUBLE_EQ(r.graph.op(*id).compute_s, (16.058993611588864 + 15.754501016920871) / 2 / 1e6);
+  EXPECT_EQ(r.graph.total_tensor_bytes(), 0.0);  // tiny.json has no tensor_size_in_bit
+}
+
+TEST(GraphIoReal, MsrGraphsLoadWithExpectedCounts) {
+  PLACESIM_REQUIRE_SHARED_GRAPHS();
+  struct Expect { const char* file; std::size_t ops, edges; int classes; };
+  for (auto [file, ops, edges, classes] :
+       {Expect{"bert_l-3_training.json", 600, 817, 121}, Expect{"resnet50_training.json", 1243, 1806, 177},
+        Expect{"inceptionv3_training.json", 652, 726, 326}, Expect{"gnmt_training.json", 192, 244, 96}}) {
+    SCOPED_TRACE(file);
+    LoadResult r = load_graph(shared_graph(std::string("msr-fiddle/") + file));
+    EXPECT_EQ(r.format, GraphFormat::Msr);
+    EXPECT_EQ(r.graph.num_operators(), ops);
+    EXPECT_EQ(r.graph.num_tensors(), edges);
+    EXPECT_EQ(r.graph.num_colocation_classes(), classes);
+    ASSERT_TRUE(r.suggested_device_memory);
+    EXPECT_EQ(*r.suggested_device_memory, 17185374208.0);
+    EXPECT_TRUE(r.warnings.empty());
+  }
+}
+
+TEST(GraphIoReal, MsrColorClassesAndUnits) {
+  PLACESIM_REQUIRE_SHARED_GRAPHS();
+  LoadResult r = load_graph(shared_graph("msr-fiddle/bert_l-3_training.json"), "msr");
+  const Graph& g = r.graph;
+  EXPECT_NEAR(g.total_compute(), 122.98722384592422e-3, 1e-12);  // milliseconds -> seconds
+  // colorClass 16 comes first in the file, so it is class 0; its members share it.
+  for (const char* name : {"cls.seq_relationship.weight", "cls.seq_relationship.bias", "Gemm1", "Gemm1_Grad/Gemm_1"}) {
+    auto id = g.find(name);
+    ASSERT_TRUE(id) << name;
+    EXPECT_EQ(g.op(*id).colocation_class, 0) << name;
+  }
+  auto shape = g.find("Shape1");  // has no colorClass
+  ASSERT_TRUE(shape);
+  EXPECT_EQ(g.op(*shape).colocation_class, -1);
+  std::size_t backward = 0;
+  for (const Operator& o : g.operators()) {
+    EXPECT_TRUE(o.type == "forward" || o.type == "backward") << o.type;
+    backward += o.type == "backward";
+  }
+  EXPECT_EQ(backward, 365u);
+  EXPECT_EQ(g.op(0).memory_bytes, 1024.0);
+  EXPECT_EQ(g.tensor(0).bytes, 1024.0);
+}
+
+TEST(GraphIoReal, NativeRoundTripIsExact) {
+  PLACESIM_REQUIRE_SHARED_GRAPHS();
+  for (const char* file : {"quickp/tiny.json", "quickp/alexnet.json", "msr-fiddle/bert_l-3_training.json"}) {
+    SCOPED_TRACE(file);
+    LoadResult original = load_graph(shared_graph(file));
+    TempFile saved("roundtrip.json");
+    save_placesim_json(original.graph, saved.path());
+    LoadResult again = load_graph(saved.path());
+    EXPECT_EQ(again.format, GraphFormat::Placesim);
+    EXPECT_TRUE(again.warnings.empty());
+    expect_same_graph(original.graph, again.graph);
+    EXPECT_EQ(to_placesim_json(again.graph), to_placesim_json(original.graph));
+  }
+}
+
+TEST(GraphIoReal, StatsAndLargestComponentOfAlexnet) {
+  PLACESIM_REQUIRE_SHARED_GRAPHS();
+  Graph g = load_graph(shared_graph("quickp/alexnet.json")).graph;
+  GraphStats s = compute_stats(g);
+  EXPECT_EQ(s.operators, 1695u);
+  EXPECT_EQ(s.weakly_connected_components, 46u);
+  EXPECT_EQ(s.largest_component_operators, 1628u);
+  EXPECT_GE(s.max_parallelism, 1u);
+  EXPECT_GT(s.critical_path_s, 0);
+  EXPECT_LE(s.critical_path_s, s.total_compute_s);
+  Graph main = largest_weakly_connected_component(g);
+  EXPECT_EQ(main.num_operators(), 1628u);
+  EXPECT_EQ(main.num_tensors(), 1984u);
+}
+
+TEST(GraphIoReal, ExplicitWrongFormatIsAnError) {
+  PLACESIM_REQUIRE_SHARED_GRAPHS();
+  std::string path = shared_graph("msr-fiddle/gnmt_training.json");
+  try {
+    load_graph(path, "quickp");
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("gnmt_training.json"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("links"), std::string::npos) << msg;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Format names and detection
+
+TEST(GraphIo, FormatNames) {
+  EXPECT_EQ(parse_graph_format("quickp"), GraphFormat::QuickP);
+  EXPECT_EQ(parse_graph_format("msr"), GraphFormat::Msr);
+  EXPECT_EQ(parse_graph_format("placesim"), GraphFormat::Placesim);
+  EXPECT_EQ(parse_graph_format("auto"), GraphFormat::Auto);
+  EXPECT_EQ(graph_format_name(GraphFormat::Msr), "msr");
+  try {
+    parse_graph_format("onnx", "cli", "--format");
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--format"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("quickp"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GraphIo, UndetectableFormatIsAnError) {
+  expect_load_error("unknown_format", R"({"vertices": []})", {"cannot tell the graph format"});
+  expect_load_error("top_array", R"([1, 2, 3])", {"expected a JSON object"});
+}
+
+TEST(GraphIo, QuickPNetworkx34EdgesKeyIsAccepted) {
+  LoadResult r = parse_graph(R"({"directed": true, "nodes": [
+      {"id": "a", "op_type": "X", "mem": 1, "comp_cost": {"d": 1}},
+      {"id": "b", "op_type": "Y", "mem": 2, "comp_cost": {"d": 2}}],
+    "edges": [{"source": "a", "target": "b", "tensor_size_in_bit": 16}]})", "nx34.json");
+  EXPECT_EQ(r.format, GraphFormat::QuickP);
+  ASSERT_EQ(r.graph.num_tensors(), 1u);
+  EXPECT_EQ(r.graph.tensor(0).bytes, 2.0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad inputs, per loader
+
+namespace {
+
+std::string quickp_graph(const std::string& node_a_cost, const std::string& extra_nodes, const std::string& links) {
+  return R"({"directed": true, "multigraph": false, "graph": {}, "nodes": [
+    {"id": "a", "op_type": "Conv", "mem": 10, "comp_cost": )" + node_a_cost + R"(},
+    {"id": "b", "op_type": "Relu", "mem": 0, "comp_cost": {"d0": 1.0, "d1": 1.0}})" + extra_nodes + R"(],
+  "links": [)" + links + "]}";
+}
+const std::string kQuickpCost = R"({"d0": 5.0, "d1": 5.0})";
+const std::string kQuickpLink = R"({"source": "a", "target": "b", "tensor_size_in_bit": 64})";
+
+std::string msr_graph(const std::string& node_x_latency, const std::string& extra_nodes, const std::string& edges) {
+  return R"({"maxSizePerFPGA": 1000.0, "maxFPGAs": 2, "maxCPUs": 1, "nodes": [
+    {"id": 1, "name": "x", "fpgaLatency": )" + node_x_latency + R"(, "cpuLatency": 0, "size": 8,
+     "isBackwardNode": false, "supportedOnFpga": true, "colorClass": 7},
+    {"id": 2, "name": "y", "fpgaLatency": 0.5, "cpuLatency": 0, "size": 8,
+     "isBackwardNode": 1, "supportedOnFpga": 1, "colorClass": 7})" + extra_nodes + R"(],
+  "edges": [)" + edges + "]}";
+}
+const std::string kMsrEdge = R"({"sourceId": 1, "destId": 2, "size": 16.0, "cost": 0.1})";
+
+std::string native_graph(const std::string& op_a_compute, const std::string& extra_ops, const std::string& tensors) {
+  return R"({"format": "placesim-graph", "version": 1, "units": {"time": "s", "memory": "B", "tensor": "B"},
+  "operators": [
+    {"name": "a", "type": "Conv", "compute_s": )" + op_a_compute + R"(, "memory_bytes": 10},
+    {"name": "b", "type": "Relu", "compute_s": 1e-6, "memory_bytes": 0})" + extra_ops + R"(],
+  "tensors": [)" + tensors + "]}";
+}
+const std::string kNativeTensor = R"({"src": "a", "dst": "b", "bytes": 8})";
+
+}  // namespace
+
+TEST(GraphIo, ValidSmallGraphsLoad) {
+  {
+    TempFile f("ok_quickp.json", quickp_graph(R"({"d0": 5.0, "d1": 5.2})", "", kQuickpLink));
+    LoadResult r = load_graph(f.path());
+    EXPECT_EQ(r.format, GraphFormat::QuickP);
+    EXPECT_DOUBLE_EQ(r.graph.op(0).compute_s, 5.1e-6);
+    EXPECT_EQ(r.graph.op(0).memory_bytes, 10.0);
+    EXPECT_EQ(r.graph.tensor(0).bytes, 8.0);
+    ASSERT_EQ(r.warnings.size(), 1u);  // 5.0 vs 5.2 is 3.8% apart
+    EXPECT_NE(r.warnings[0].find("'a'"), std::string::npos) << r.warnings[0];
+  }
+  {
+    TempFile f("ok_msr.json", msr_graph("2.0", "", kMsrEdge));
+    LoadResult r = load_graph(f.path());
+    EXPECT_EQ(r.format, GraphFormat::Msr);
+    EXPECT_DOUBLE_EQ(r.graph.op(0).compute_s, 2e-3);
+    EXPECT_EQ(r.graph.op(0).type, "forward");
+    EXPECT_EQ(r.graph.op(1).type, "backward");
+    EXPECT_EQ(r.graph.op(0).colocation_class, 0);
+    EXPECT_EQ(r.graph.op(1).colocation_class, 0);
+    EXPECT_EQ(r.graph.tensor(0).bytes, 16.0);
+    EXPECT_EQ(r.suggested_device_memory, 1000.0);
+  }
+  {
+    TempFile f("ok_native.json", native_graph("2e-6", "", kNativeTensor));
+    LoadResult r = load_graph(f.path());
+    EXPECT_EQ(r.format, GraphFormat::Placesim);
+    EXPECT_EQ(r.graph.op(0).compute_s, 2e-6);
+    EXPECT_TRUE(r.warnings.empty());
+  }
+}
+
+TEST(GraphIo, QuickPBadInputs) {
+  expect_load_error("qp_malformed", quickp_graph(R"({"d0": 5.0,, "d1": 5.0})", "", kQuickpLink),
+                    {"nodes[0].comp_cost", "malformed JSON", "line 2"});
+  expect_load_error("qp_missing_field", quickp_graph(kQuickpCost, R"(, {"id": "c", "op_type": "X", "comp_cost": {"d0": 1}})", kQuickpLink),
+                    {"nodes[2].mem", "missing field"});
+  expect_load_error("qp_wrong_type", quickp_graph("12.5", "", kQuickpLink),
+                    {"nodes[0].comp_cost", "expected a non-empty object of device -> microseconds"});
+  expect_load_error("qp_negative", quickp_graph(R"({"d0": 5.0, "d1": -1})", "", kQuickpLink),
+                    {"nodes[0].comp_cost.d1", "non-negative", "-1"});
+  expect_load_error("qp_overflow", quickp_graph(R"({"d0": 1e999, "d1": 5.0})", "", kQuickpLink),
+                    {"nodes[0].comp_cost.d0", "finite"});
+  expect_load_error("qp_nan", quickp_graph(R"({"d0": NaN, "d1": 5.0})", "", kQuickpLink),
+                    {"nodes[0].comp_cost.d0", "NaN"});
+  expect_load_error("qp_unknown_endpoint", quickp_graph(kQuickpCost, "", R"({"source": "a", "target": "zz"})"),
+                    {"links[0].target", "'zz'"});
+  expect_load_error("qp_cycle", quickp_graph(kQuickpCost, "", kQuickpLink + R"(, {"source": "b", "target": "a"})"),
+                    {"operator '", "cycle"});
+  expect_load_error("qp_duplicate", quickp_graph(kQuickpCost, R"(, {"id": "a", "op_type": "X", "mem": 0, "comp_cost": {"d0": 1}})", ""),
+                    {"nodes[2].id", "duplicate node id 'a'", "nodes[0]"});
+  expect_load_error("qp_bad_bits", quickp_graph(kQuickpCost, "", R"({"source": "a", "target": "b", "tensor_size_in_bit": "64"})"),
+                    {"links[0].tensor_size_in_bit", "bits"});
+  expect_load_error("qp_empty", "", {"empty"});
+  expect_load_error("qp_blank", "  \n ", {"empty"});
+  expect_missing_file_error();
+}
+
+TEST(GraphIo, MsrBadInputs) {
+  expect_load_error("msr_malformed", msr_graph("2.0", "", R"({"sourceId": 1, "destId": 2, "size": })"),
+                    {"edges[0].size", "malformed JSON"});
+  expect_load_error("msr_missing_field", msr_graph("2.0", R"(, {"id": 3, "name": "z", "fpgaLatency": 1, "isBackwardNode": 0})", kMsrEdge),
+                    {"nodes[2].size", "missing field"});
+  expect_load_error("msr_negative", msr_graph("-2.0", "", kMsrEdge), {"nodes[0].fpgaLatency", "non-negative", "milliseconds"});
+  expect_load_error("msr_overflow", msr_graph("-1e400", "", kMsrEdge), {"nodes[0].fpgaLatency", "finite"});
+  expect_load_error("msr_unknown_endpoint", msr_graph("2.0", "", R"({"sourceId": 1, "destId": 99, "size": 1})"),
+                    {"edges[0].destId", "unknown node id 99"});
+  expect_load_error("msr_cycle", msr_graph("2.0", "", kMsrEdge + R"(, {"sourceId": 2, "destId": 1, "size": 1})"),
+                    {"operator '", "cycle"});
+  expect_load_error("msr_duplicate", msr_graph("2.0", R"(, {"id": 1, "name": "z", "fpgaLatency": 1, "size": 0, "isBackwardNode": 0})", kMsrEdge),
+                    {"nodes[2].id", "duplicate node id 1"});
+  expect_load_error("msr_bad_backward", msr_graph("2.0", R"(, {"id": 3, "name": "z", "fpgaLatency": 1, "size": 0, "isBackwardNode": "yes"})", kMsrEdge),
+                    {"nodes[2].isBackwardNode", "boolean"});
+  expect_load_error("msr_bad_id", msr_graph("2.0", "", R"({"sourceId": 1.5, "destId": 2, "size": 1})"),
+                    {"edges[0].sourceId", "integer"});
+  expect_load_error("msr_empty", "", {"empty"});
+  expect_missing_file_error();
+}
+
+TEST(GraphIo, NativeBadInputs) {
+  expect_load_error("pg_malformed", native_graph("1e-6", "", R"({"src": "a" "dst": "b", "bytes": 8})"),
+                    {"tensors[0].src", "malformed JSON"});
+  expect_load_error("pg_missing_field", native_graph("1e-6", R"(, {"name": "c", "type": "X"})", kNativeTensor),
+                    {"operators[2].compute_s", "missing field", "seconds"});
+  expect_load_error("pg_negative", native_graph("1e-6", "", R"({"src": "a", "dst": "b", "bytes": -8})"),
+                    {"tensors[0].bytes", "non-negative"});
+  expect_load_error("pg_overflow", native_graph("1e309", "", kNativeTensor), {"operators[0].compute_s", "finite"});
+  expect_load_error("pg_infinity", native_graph("Infinity", "", kNativeTensor), {"operators[0].compute_s", "Infinity"});
+  expect_load_error("pg_unknown_endpoint", native_graph("1e-6", "", R"({"src": "ghost", "dst": "b", "bytes": 8})"),
+                    {"tensors[0].src", "unknown operator 'ghost'"});
+  expect_load_error("pg_cycle", native_graph("1e-6", "", kNativeTensor + R"(, {"src": "b", "dst": "a", "bytes": 0})"),
+                    {"operator '", "cycle"});
+  expect_load_error("pg_duplicate", native_graph("1e-6", R"(, {"name": "a", "compute_s": 0})", kNativeTensor),
+                    {"operators[2].name", "duplicate operator name 'a'"});
+  expect_load_error("pg_version", R"({"format": "placesim-graph", "version": 2, "operators": [], "tensors": []})",
+                    {"version", "unsupported version 2"});
+  expect_load_error("pg_units", R"({"format": "placesim-graph", "version": 1, "units": {"time": "us"}, "operators": [], "tensors": []})",
+                    {"units.time", "\"s\""});
+  expect_load_error("pg_tag", R"({"format": "onnx", "version": 1, "operators": [], "tensors": []})",
+                    {"format", "placesim-graph"});
+  expect_load_error("pg_class", native_graph("1e-6", R"(, {"name": "c", "compute_s": 0, "colocation_class": -3})", ""),
+                    {"operators[2].colocation_class", "non-negative integer"});
+  expect_load_error("pg_empty", "\n", {"empty"});
+  expect_missing_file_error();
+}
+
+TEST(GraphIo, NonFiniteLiteralsAreExplained) {
+  for (const char* literal : {"NaN", "nan", "Infinity", "-Infinity", "inf", "1e400"}) {
+    SCOPED_TRACE(literal);
+    std::string text = native_graph(literal, "", "");
+    try {
+      parse_graph(text, "nonfinite.json");
+      ADD_FAILURE() << "expected an InputError";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.file(), "nonfinite.json");
+      EXPECT_EQ(e.field(), "operators[0].compute_s");
+      EXPECT_NE(std::string(e.what()).find("finite number"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Native format details
+
+TEST(GraphIo, NativeRoundTripOfAwkwardValues) {
+  Graph g;
+  g.add_operator({"a \"quoted\" name", "T\\1", 0.1, 1.0 / 3.0, 1});
+  g.add_operator({"b", "", 5e-324, 9007199254740993.0, 0});  // a denormal; 2^53 + 1 rounds to 2^53
+  g.add_operator({"c", "ünïcode", 1.0 / 7.0, 1e300, 1});
+  g.add_operator({"d", "x", 123456.0, 0.0});
+  g.add_tensor(0, 1, 1e-7);
+  g.add_tensor(0, 2, 18446744073709551616.0);  // 2^64: integral but written as a double
+  g.add_tensor(2, 3, 3.0);
+  g.add_tensor(0, 3, 0.0);
+  g.finalize("awkward");
+  TempFile f("awkward.json");
+  save_placesim_json(g, f.path());
+  LoadResult r = load_graph(f.path(), "placesim");
+  expect_same_graph(g, r.graph);
+}
+
+TEST(GraphIo, NativeColocationClassesAreDense) {
+  LoadResult r = parse_graph(R"({"format": "placesim-graph", "version": 1, "operators": [
+      {"name": "a", "compute_s": 1, "colocation_class": "left"},
+      {"name": "b", "compute_s": 1, "colocation_class": 40},
+      {"name": "c", "compute_s": 1, "colocation_class": 7},
+      {"name": "d", "compute_s": 1, "colocation_class": "left"},
+      {"name": "e", "compute_s": 1, "colocation_class": 40},
+      {"name": "f", "compute_s": 1}],
+    "tensors": []})", "classes.json");
+  const Graph& g = r.graph;
+  // Integers first in ascending order (7 -> 0, 40 -> 1), then strings ("left" -> 2).
+  EXPECT_EQ(g.op(0).colocation_class, 2);
+  EXPECT_EQ(g.op(1).colocation_class, 1);
+  EXPECT_EQ(g.op(2).colocation_class, 0);
+  EXPECT_EQ(g.op(3).colocation_class, 2);
+  EXPECT_EQ(g.op(4).colocation_class, 1);
+  EXPECT_EQ(g.op(5).colocation_class, -1);
+  EXPECT_EQ(g.num_colocation_classes(), 3);
+  EXPECT_EQ(g.op(0).type, "");
+  EXPECT_EQ(g.op(0).memory_bytes, 0.0);
+}
+
+TEST(GraphIo, NativeUnknownKeysWarn) {
+  LoadResult r = parse_graph(R"({"format": "placesim-graph", "version": 1, "operators": [
+      {"name": "a", "compute_s": 1, "memory": 5}], "tensors": []})", "typo.json");
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("operators[0].memory"), std::string::npos) << r.warnings[0];
+  EXPECT_NE(r.warnings[0].find("typo.json"), std::string::npos) << r.warnings[0];
+}
+
+TEST(GraphIo, EmptyGraphRoundTrips) {
+  Graph g;
+  g.finalize("empty");
+  LoadResult r = parse_graph(to_placesim_json(g), "empty.json");
+  EXPECT_EQ(r.graph.num_operators(), 0u);
+  EXPECT_EQ(r.graph.num_tensors(), 0u);
+}
+
+TEST(GraphIo, SaveToUnwritablePathIsAnInputError) {
+  Graph g = testutil::fig31_graph();
+  std::string path = (fs::temp_directory_path() / "placesim_no_such_dir" / "g.json").string();
+  try {
+    save_placesim_json(g, path);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics
+
+namespace {
+
+// Main component: A(2us) -> B(3us), A -> C(0.5us), B -> D(0), C -> D, D -> E(4us).
+// Isolated: F(10us), G(0). Classes: F is 0; A and E are 1.
+// ASAP: A [0,2) B [2,5) C [2,2.5) D at 5 E [5,9) F [0,10).
+Graph stats_graph() {
+  Graph g;
+  g.add_operator({"A", "op", 2e-6, 100, 1});
+  g.add_operator({"B", "op", 3e-6, 0});
+  g.add_operator({"C", "op", 0.5e-6, 0});
+  g.add_operator({"D", "op", 0.0, 0});
+  g.add_operator({"E", "op", 4e-6, 0, 1});
+  g.add_operator({"F", "op", 10e-6, 50, 0});
+  g.add_operator({"G", "op", 0.0, 0});
+  g.add_tensor(0, 1, 10);
+  g.add_tensor(0, 2, 20);
+  g.add_tensor(1, 3, 0);
+  g.add_tensor(2, 3, 0);
+  g.add_tensor(3, 4, 5);
+  g.finalize("stats graph");
+  return g;
+}
+
+}  // namespace
+
+TEST(GraphStats, HandMadeGraph) {
+  GraphStats s = compute_stats(stats_graph());
+  EXPECT_EQ(s.operators, 7u);
+  EXPECT_EQ(s.tensors, 5u);
+  EXPECT_DOUBLE_EQ(s.total_compute_s, 19.5e-6);
+  EXPECT_DOUBLE_EQ(s.total_tensor_bytes, 35);
+  EXPECT_DOUBLE_EQ(s.total_memory_bytes, 150);
+  EXPECT_DOUBLE_EQ(s.critical_path_s, 10e-6);  // F alone beats A-B-D-E (9us)
+  EXPECT_EQ(s.max_parallelism, 3u);            // B, C and F during [2us, 2.5us)
+  EXPECT_DOUBLE_EQ(s.average_parallelism, 1.95);
+  EXPECT_EQ(s.weakly_connected_components, 3u);
+  EXPECT_EQ(s.largest_component_operators, 5u);
+  EXPECT_EQ(s.colocation_classes, 2);
+
+  ASSERT_EQ(s.compute_histogram.size(), 9u);
+  const auto& h = s.compute_histogram;
+  EXPECT_EQ(h[0].label, "0");
+  EXPECT_EQ(h[0].count, 2u);  // D, G
+  EXPECT_EQ(h[1].count, 1u);  // C
+  EXPECT_DOUBLE_EQ(h[1].share, 0.5 / 19.5);
+  EXPECT_EQ(h[2].label, "[1us, 10us)");
+  EXPECT_EQ(h[2].count, 3u);  // A, B, E
+  EXPECT_DOUBLE_EQ(h[2].compute_s, 9e-6);
+  EXPECT_EQ(h[3].count, 1u);  // F: exactly 10us opens the next decade
+  EXPECT_DOUBLE_EQ(h[3].share, 10 / 19.5);
+  for (std::size_t k = 4; k < 9; ++k) EXPECT_EQ(h[k].count, 0u) << h[k].label;
+  EXPECT_EQ(h[8].label, ">= 1s");
+
+  std::string text = format_stats(s);
+  EXPECT_NE(text.find("critical path"), std::string::npos) << text;
+  EXPECT_NE(text.find("10 us"), std::string::npos) << text;
+  EXPECT_NE(text.find("[1us, 10us)"), std::string::npos) << text;
+}
+
+TEST(GraphStats, ParallelismIntervalsAreHalfOpen) {
+  Graph g;
+  g.add_operator({"P", "op", 1.0, 0});
+  g.add_operator({"Q", "op", 2.0, 0});
+  g.add_operator({"R", "op", 1.0, 0});  // runs [0,1) beside P
+  g.add_tensor(0, 1, 0);
+  g.finalize("chain");
+  GraphStats s = compute_stats(g);
+  EXPECT_EQ(s.max_parallelism, 2u);  // P and R; Q starts exactly when both end
+  EXPECT_DOUBLE_EQ(s.critical_path_s, 3.0);
+  EXPECT_EQ(s.compute_histogram[8].count, 3u);  // all >= 1s
+}
+
+TEST(GraphStats, EmptyGraph) {
+  Graph g;
+  g.finalize("empty");
+  GraphStats s = compute_stats(g);
+  EXPECT_EQ(s.operators, 0u);
+  EXPECT_EQ(s.max_parallelism, 0u);
+  EXPECT_EQ(s.average_parallelism, 0.0);
+  EXPECT_EQ(s.weakly_connected_components, 0u);
+  EXPECT_FALSE(format_stats(s).empty());
+}
+
+TEST(GraphStats, LargestWeaklyConnectedComponent) {
+  Graph g = stats_graph();
+  auto ids = weakly_connected_component_ids(g);
+  EXPECT_EQ(ids, (std::vector<std::int32_t>{0, 0, 0, 0, 0, 1, 2}));
+
+  Graph main = largest_weakly_connected_component(g);
+  ASSERT_EQ(main.num_operators(), 5u);
+  ASSERT_EQ(main.num_tensors(), 5u);
+  for (OpId i = 0; i < 5; ++i) EXPECT_EQ(main.op(i).name, g.op(i).name);
+  EXPECT_FALSE(main.find("F"));
+  // F's class 0 is gone; A and E's class 1 becomes 0.
+  EXPECT_EQ(main.num_colocation_classes(), 1);
+  EXPECT_EQ(main.op(0).colocation_class, 0);
+  EXPECT_EQ(main.op(4).colocation_class, 0);
+  EXPECT_EQ(main.op(1).colocation_class, -1);
+  EXPECT_EQ(main.tensor(4).src, *main.find("D"));
+  EXPECT_EQ(main.tensor(4).dst, *main.find("E"));
+  EXPECT_DOUBLE_EQ(critical_path(main), 9e-6);
+}
+
+TEST(GraphStats, LargestComponentTieGoesToLowestOperator) {
+  Graph g;
+  for (const char* n : {"x", "p", "y", "q"}) g.add_operator({n, "op", 1.0, 0});
+  g.add_tensor(1, 3, 1);  // {p, q}
+  g.add_tensor(0, 2, 1);  // {x, y}: holds operator 0, so it wins the tie
+  g.finalize("tie");
+  Graph main = largest_weakly_connected_component(g);
+  ASSERT_EQ(main.num_operators(), 2u);
+  EXPECT_EQ(main.op(0).name, "x");
+  EXPECT_EQ(main.op(1).name, "y");
+  ASSERT_EQ(main.num_tensors(), 1u);
+  EXPECT_EQ(main.tensor(0).src, 0);
+  EXPECT_EQ(main.tensor(0).dst, 1);
+}

@@ -1,0 +1,180 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "scenarios/scenario.h"
+#include "sim/errors.h"
+#include "tests/test_util.h"
+
+using namespace placesim;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string parse_error(const std::string& yaml) {
+  try {
+    parse_scenario(YAML::Load(yaml), "bad.yaml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kCluster = "cluster: {type: full-mesh, gpus: 2, bandwidth: 10GB/s}\n";
+
+// Runs the CLI and returns its exit code; stdout and stderr go to `output`.
+int run_cli(const std::string& args, std::string& output) {
+  const std::string cmd = std::string(PLACESIM_CLI_PATH) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  char buf[4096];
+  output.clear();
+  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) output.append(buf, n);
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+fs::path temp_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("placesim-test-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST(Scenario, ParsesTheQuickstart) {
+  Scenario s = load_scenario(std::string(PLACESIM_SOURCE_DIR) + "/scenarios/quickstart.yaml");
+  EXPECT_EQ(s.name, "quickstart");
+  EXPECT_EQ(s.cluster.num_devices(), 4);
+  ASSERT_EQ(s.strategies.size(), 3u);
+  EXPECT_EQ(s.strategies[2].label, "round-robin-skip-zero");
+  EXPECT_EQ(s.graph.builtin, "synthetic");
+  EXPECT_EQ(s.graph.synthetic.layers, 12);
+}
+
+TEST(Scenario, ErrorsNameTheFieldAndSuggest) {
+  std::string m = parse_error(std::string("graph: {builtin: fig3.1}\n") + kCluster + "strategies: [single-devise]\n");
+  EXPECT_NE(m.find("unknown strategy 'single-devise'"), std::string::npos) << m;
+  EXPECT_NE(m.find("did you mean 'single-device'"), std::string::npos) << m;
+  EXPECT_NE(m.find("round-robin"), std::string::npos) << "lists the valid ones: " << m;
+
+  m = parse_error(std::string("graph: {builtin: fig3.1}\n") + kCluster + "strategies: [single-device]\nstrategy: x\n");
+  EXPECT_NE(m.find("did you mean 'strategies'"), std::string::npos) << m;
+
+  m = parse_error(std::string(kCluster) + "strategies: [single-device]\n");
+  EXPECT_NE(m.find("graph"), std::string::npos) << m;
+
+  m = parse_error(std::string("graph: {builtin: fig3.1}\n") + kCluster + "strategies: []\n");
+  EXPECT_NE(m.find("non-empty list"), std::string::npos) << m;
+
+  m = parse_error(std::string("graph: {builtin: fig3.1}\n") + kCluster +
+                  "strategies: [{name: single-device, options: {device: -1}}]\n");
+  EXPECT_NE(m.find("strategies[0].options.device"), std::string::npos) << m;
+
+  m = parse_error(std::string("graph: {builtin: fig3.1}\n") + kCluster +
+                  "strategies: [{name: round-robin, options: {skip: true}}]\n");
+  EXPECT_NE(m.find("unknown key"), std::string::npos) << m;
+
+  m = parse_error(std::string("graph: {builtin: fig3.1}\n") + kCluster + "strategies: [round-robin, round-robin]\n");
+  EXPECT_NE(m.find("used twice"), std::string::npos) << m;
+
+  m = parse_error(std::string("graph: {builtin: fig3.1}\n") +
+                  "cluster: {type: full-mesh, gpus: 2, bandwidth: 0B/s}\nstrategies: [round-robin]\n");
+  EXPECT_NE(m.find("cluster.bandwidth"), std::string::npos) << m;
+
+  m = parse_error(std::string("graph: {file: x.json, builtin: fig3.1}\n") + kCluster + "strategies: [round-robin]\n");
+  EXPECT_NE(m.find("exactly one of"), std::string::npos) << m;
+
+  m = parse_error(std::string("graph: {builtin: synthetic, layers: 0}\n") + kCluster + "strategies: [round-robin]\n");
+  EXPECT_NE(m.find("graph.layers"), std::string::npos) << m;
+
+  m = parse_error(std::string("graph: {builtin: fig3.1}\n") + kCluster +
+                  "strategies: [round-robin]\nsimulation: {engine: ns3}\n");
+  EXPECT_NE(m.find("simulation.engine"), std::string::npos) << m;
+}
+
+TEST(Scenario, MalformedYamlGivesLineAndColumn) {
+  fs::path dir = temp_dir("yaml");
+  std::ofstream(dir / "broken.yaml") << "graph: {builtin: fig3.1\ncluster: [\n";
+  try {
+    load_scenario((dir / "broken.yaml").string());
+    FAIL();
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("broken.yaml"), std::string::npos) << m;
+    EXPECT_NE(m.find("line"), std::string::npos) << m;
+    EXPECT_NE(m.find("malformed YAML"), std::string::npos) << m;
+  }
+  EXPECT_THROW(load_scenario((dir / "missing.yaml").string()), InputError);
+  fs::remove_all(dir);
+}
+
+TEST(Cli, RunsTheFig31ScenarioAndWritesResults) {
+  fs::path dir = temp_dir("fig31");
+  std::string out;
+  const int rc = run_cli(std::string("run ") + PLACESIM_SOURCE_DIR + "/scenarios/fig31.yaml -o " + dir.string(), out);
+  ASSERT_EQ(rc, 0) << out;
+  nlohmann::json r = nlohmann::json::parse(std::ifstream(dir / "results.json"));
+  ASSERT_EQ(r["strategies"].size(), 2u);
+  EXPECT_NEAR(r["strategies"][0]["evaluator_latency"].get<double>(), 20e-6, 1e-12);
+  EXPECT_NEAR(r["strategies"][0]["simgrid_latency"].get<double>(), 20e-6, 1e-12);
+  EXPECT_TRUE(fs::exists(dir / "results.csv"));
+  EXPECT_TRUE(fs::exists(dir / "trace-single-device.json"));
+  EXPECT_TRUE(fs::exists(dir / "placement-round-robin.json"));
+  EXPECT_NO_THROW((void)nlohmann::json::parse(std::ifstream(dir / "trace-round-robin.json")));
+
+  fs::remove_all(dir);
+}
+
+TEST(Cli, SimulateRunsAGivenPlacement) {
+  fs::path dir = temp_dir("simulate");
+  // Fig. 3.1 in placesim's own format: 100 kB at 20 GB/s is 5 us per transfer.
+  std::ofstream(dir / "fig31.json") << R"({"format": "placesim-graph", "version": 1,
+    "operators": [{"name": "A", "type": "op", "compute_s": 5e-6, "memory_bytes": 0},
+                  {"name": "B", "type": "op", "compute_s": 10e-6, "memory_bytes": 0},
+                  {"name": "C", "type": "op", "compute_s": 5e-6, "memory_bytes": 0}],
+    "tensors": [{"src": "A", "dst": "B", "bytes": 100000}, {"src": "A", "dst": "C", "bytes": 100000}]})";
+  std::ofstream(dir / "placement.json") << R"({"placement": {"A": 0, "B": 0, "C": 1}})";
+  std::ofstream(dir / "cluster.yaml") << "cluster: {type: full-mesh, gpus: 2, bandwidth: 20GB/s}\n";
+  std::string out;
+  const std::string args = "simulate --graph " + (dir / "fig31.json").string() + " --placement " +
+                           (dir / "placement.json").string() + " --cluster " + (dir / "cluster.yaml").string() +
+                           " --trace " + (dir / "t.json").string();
+  ASSERT_EQ(run_cli(args, out), 0) << out;
+  EXPECT_NE(out.find("evaluator       15 us"), std::string::npos) << out;
+  EXPECT_NE(out.find("simgrid         15 us"), std::string::npos) << out;
+  EXPECT_TRUE(fs::exists(dir / "t.json"));
+
+  std::ofstream(dir / "bad-placement.json") << R"({"placement": {"A": 0, "B": 0, "Z": 1}})";
+  EXPECT_EQ(run_cli("simulate --graph " + (dir / "fig31.json").string() + " --placement " +
+                        (dir / "bad-placement.json").string() + " --cluster " + (dir / "cluster.yaml").string(),
+                    out),
+            2);
+  EXPECT_NE(out.find("placement.Z"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
+TEST(Cli, BadInputsExitWithOneClearLine) {
+  fs::path dir = temp_dir("bad");
+  std::ofstream(dir / "s.yaml") << "graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [metis-x]\n";
+  std::string out;
+  EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string(), out), 2);
+  EXPECT_NE(out.find("error: "), std::string::npos) << out;
+  EXPECT_NE(out.find("s.yaml: strategies[0].name: unknown strategy 'metis-x'"), std::string::npos) << out;
+  EXPECT_EQ(out.find("terminate"), std::string::npos) << out;
+
+  std::ofstream(dir / "g.json") << "{\"nodes\": [";
+  EXPECT_EQ(run_cli("graph info " + (dir / "g.json").string(), out), 2);
+  EXPECT_NE(out.find("g.json"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
+TEST(Cli, StrategiesListsEveryRegisteredStrategy) {
+  std::string out;
+  ASSERT_EQ(run_cli("strategies", out), 0);
+  EXPECT_NE(out.find("single-device"), std::string::npos);
+  EXPECT_NE(out.find("round-robin"), std::string::npos);
+}

@@ -1,0 +1,48 @@
+#pragma once
+// Small hand-made graphs and clusters whose answers can be derived by hand.
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "sim/cluster.h"
+#include "sim/graph.h"
+
+namespace placesim::testutil {
+
+// Thesis Fig. 3.1: A feeds B and C; A 5 us, B 10 us, C 5 us.
+inline Graph fig31_graph(double bytes = 1000.0) {
+  Graph g;
+  g.add_operator({"A", "op", 5e-6, 0});
+  g.add_operator({"B", "op", 10e-6, 0});
+  g.add_operator({"C", "op", 5e-6, 0});
+  g.add_tensor(0, 1, bytes);
+  g.add_tensor(0, 2, bytes);
+  g.finalize("fig3.1");
+  return g;
+}
+
+// n GPUs, each pair joined by its own dedicated one-way link: no two routes share a link.
+inline Cluster dedicated_mesh(int n, double bandwidth, double latency = 0.0, double memory = 16e9) {
+  Cluster c;
+  for (int i = 0; i < n; ++i) c.add_device({"gpu" + std::to_string(i), i, memory});
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b)
+      if (a != b) c.set_route(a, b, {c.add_link({"l" + std::to_string(a) + "_" + std::to_string(b), bandwidth, latency})});
+  c.finalize("test mesh");
+  return c;
+}
+
+// Root of ../shared/graphs, or empty when it is absent (tests then skip and say why).
+inline std::string shared_graphs() {
+  if (const char* env = std::getenv("PLACESIM_SHARED_GRAPHS"); env && std::filesystem::exists(env)) return env;
+  std::string fallback = std::string(PLACESIM_SOURCE_DIR) + "/../shared/graphs";
+  return std::filesystem::exists(fallback) ? fallback : std::string();
+}
+
+}  // namespace placesim::testutil
+
+#define PLACESIM_REQUIRE_SHARED_GRAPHS()                                                       \
+  do {                                                                                          \
+    if (placesim::testutil::shared_graphs().empty())                                            \
+      GTEST_SKIP() << "../shared/graphs is absent: the profiled real graphs are not available"; \
+  } while (0)

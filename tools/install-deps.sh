@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package placesim needs to build, test and benchmark.
+# Safe to run again: apt-get skips what is installed.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libsimgrid-dev            # the discrete-event engine (pkg-config: simgrid)
+  libboost-graph-dev        # weakly connected components and graph algorithms
+  libmetis-dev              # METIS k-way partitioning baseline
+  libtbb-dev                # oneTBB
+  libbenchmark-dev          # Google Benchmark (bench/)
+  libgtest-dev              # GoogleTest (tests/)
+  coinor-libcbc-dev coinor-libclp-dev  # open MILP/LP solvers (pkg-config: cbc, clp)
+  nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

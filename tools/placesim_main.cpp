@@ -1,0 +1,139 @@
+// placesim: the command-line front door. Every bad input ends as one line naming the file and the
+// field, and exit code 2; internal failures exit 1.
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+
+#include "placement/strategy.h"
+#include "scenarios/runner.h"
+#include "scenarios/scenario.h"
+#include "sim/errors.h"
+#include "sim/graph_io.h"
+#include "sim/graph_stats.h"
+#include "sim/placement_io.h"
+#include "sim/units.h"
+#include "topologies/cluster_config.h"
+
+using namespace placesim;
+
+namespace {
+
+int cmd_run(const std::string& scenario_path, std::string output, const std::string& engine) {
+  Scenario scenario = load_scenario(scenario_path);
+  if (!engine.empty())
+    scenario.simulation.engine = engine == "evaluator" ? Engine::Evaluator : engine == "simgrid" ? Engine::SimGrid : Engine::Both;
+  if (output.empty()) output = scenario.output;
+  ScenarioResults r = run_scenario(scenario, output, std::cerr);
+  std::cout << format_results_table(r);
+  std::cout << fmt::format("results: {}/results.json, {}/results.csv\n", output, output);
+  for (const auto& o : r.outcomes)
+    if (!o.error.empty()) return 1;
+  return 0;
+}
+
+int cmd_simulate(const std::string& graph_path, const std::string& placement_path, const std::string& cluster_path,
+                 const std::string& format, const std::string& engine_name, const std::string& trace) {
+  LoadResult loaded = load_graph(graph_path, format);
+  for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
+  const Cluster cluster = load_cluster_file(cluster_path);
+  const auto placement = load_placement(loaded.graph, placement_path);
+  validate_placement(loaded.graph, cluster, placement, placement_path);
+  const Engine engine = engine_name == "evaluator" ? Engine::Evaluator : engine_name == "simgrid" ? Engine::SimGrid : Engine::Both;
+  Measurement m = measure_placement(loaded.graph, cluster, placement, engine);
+  std::cout << fmt::format("graph           {} ({} operators, {} tensors)\n", graph_path, loaded.graph.num_operators(),
+                           loaded.graph.num_tensors());
+  std::cout << fmt::format("cluster         {}\n", cluster.description);
+  std::cout << fmt::format("evaluator       {}\n", format_duration(m.evaluator_latency));
+  if (m.simgrid_latency)
+    std::cout << fmt::format("simgrid         {} (simulated in {})\n", format_duration(*m.simgrid_latency),
+                             format_duration(m.simgrid_wall_s));
+  std::cout << fmt::format("lower bounds    critical path {}, work/GPU {}\n", format_duration(m.bounds.critical_path),
+                           format_duration(m.bounds.work_per_device));
+  for (int d = 0; d < cluster.num_devices(); ++d)
+    std::cout << fmt::format("{:<15} memory {} of {}{}, busy {}\n", cluster.device(d).name, format_bytes(m.memory[d]),
+                             format_bytes(cluster.device(d).memory_bytes),
+                             m.memory[d] > cluster.device(d).memory_bytes ? " (OOM)" : "", format_duration(m.schedule.busy[d]));
+  for (std::size_t k = 0; k < m.links.size() && k < 10; ++k)
+    std::cout << fmt::format("link {:<24} {} busy {:.1f}% utilisation {:.1f}%\n", m.links[k].name, format_bytes(m.links[k].bytes),
+                             100 * m.links[k].busy_fraction, 100 * m.links[k].mean_utilisation);
+  if (!trace.empty()) {
+    write_trace(trace, loaded.graph, cluster, placement, m);
+    std::cout << "trace           " << trace << "\n";
+  }
+  return m.oom ? 3 : 0;
+}
+
+int cmd_strategies() {
+  for (const auto& s : strategy_registry())
+    std::cout << fmt::format("{:<16} {}\n{:<16} options: {}\n", s.name, s.description, "", s.options);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"placesim: a discrete-event cluster simulator for device placement of DNN training"};
+  app.require_subcommand(1);
+
+  std::string scenario_path, output, engine;
+  auto* run = app.add_subcommand("run", "run a scenario file: every strategy places the graph, then it is simulated");
+  run->add_option("scenario", scenario_path, "scenario YAML file")->required()->check(CLI::ExistingFile);
+  run->add_option("-o,--output", output, "output folder (default: the scenario's `output`)");
+  run->add_option("--engine", engine, "evaluator, simgrid or both (default: the scenario's)")
+      ->check(CLI::IsMember({"evaluator", "simgrid", "both"}));
+
+  std::string graph_path, placement_path, cluster_path, format = "auto", sim_engine = "both", trace;
+  auto* sim = app.add_subcommand("simulate", "simulate one given placement of a graph on a cluster");
+  sim->add_option("--graph", graph_path, "graph file")->required()->check(CLI::ExistingFile);
+  sim->add_option("--placement", placement_path, "placement JSON file")->required()->check(CLI::ExistingFile);
+  sim->add_option("--cluster", cluster_path, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
+  sim->add_option("--format", format, "graph format: auto, quickp, msr, placesim");
+  sim->add_option("--engine", sim_engine, "evaluator, simgrid or both")->check(CLI::IsMember({"evaluator", "simgrid", "both"}));
+  sim->add_option("--trace", trace, "write a Chrome trace (open in Perfetto)");
+
+  auto* graph = app.add_subcommand("graph", "inspect and convert graphs");
+  graph->require_subcommand(1);
+  std::string info_path, info_format = "auto";
+  auto* info = graph->add_subcommand("info", "operator and edge counts, total compute and bytes, critical path, parallelism");
+  info->add_option("file", info_path, "graph file")->required()->check(CLI::ExistingFile);
+  info->add_option("--format", info_format, "auto, quickp, msr, placesim");
+  std::string conv_in, conv_out, conv_format = "auto";
+  bool conv_wcc = false;
+  auto* convert = graph->add_subcommand("convert", "write a graph in placesim's own JSON format");
+  convert->add_option("input", conv_in, "graph file")->required()->check(CLI::ExistingFile);
+  convert->add_option("output", conv_out, "placesim JSON file to write")->required();
+  convert->add_option("--format", conv_format, "input format: auto, quickp, msr, placesim");
+  convert->add_flag("--largest-component", conv_wcc, "keep only the largest weakly connected component");
+
+  auto* strategies = app.add_subcommand("strategies", "list the registered placement strategies and their options");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*run) return cmd_run(scenario_path, output, engine);
+    if (*sim) return cmd_simulate(graph_path, placement_path, cluster_path, format, sim_engine, trace);
+    if (*info) {
+      LoadResult loaded = load_graph(info_path, info_format);
+      for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
+      std::cout << "graph: " << info_path << " (" << graph_format_name(loaded.format) << " format)\n"
+                << format_stats(compute_stats(loaded.graph));
+      return 0;
+    }
+    if (*convert) {
+      LoadResult loaded = load_graph(conv_in, conv_format);
+      for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
+      const Graph g = conv_wcc ? largest_weakly_connected_component(loaded.graph) : std::move(loaded.graph);
+      save_placesim_json(g, conv_out);
+      std::cout << fmt::format("wrote {} ({} operators, {} tensors)\n", conv_out, g.num_operators(), g.num_tensors());
+      return 0;
+    }
+    if (*strategies) return cmd_strategies();
+  } catch (const InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "placesim: internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
