@@ -146,9 +146,9 @@ void write_chrome_trace(const std::string& path, const Graph& graph, const Clust
       const std::string& link_name = cluster.link(id).name;
       const std::string name = quoted(link_name.empty() ? fmt::format("link{}", id) : link_name);
       ++slice_id;
-      out.event(fmt::format(R"("name":{},"cat":"flow","ph":"b","id":{},"pid":{},"tid":{},"ts":{},"args":{})", name,
+      out.event(fmt::format(R"("name":{},"cat":"transfer","ph":"b","id":{},"pid":{},"tid":{},"ts":{},"args":{})", name,
                             slice_id, kLinkProcess, id, microseconds(begin), args));
-      out.event(fmt::format(R"("name":{},"cat":"flow","ph":"e","id":{},"pid":{},"tid":{},"ts":{})", name, slice_id,
+      out.event(fmt::format(R"("name":{},"cat":"transfer","ph":"e","id":{},"pid":{},"tid":{},"ts":{})", name, slice_id,
                             kLinkProcess, id, microseconds(f.end)));
     }
   }

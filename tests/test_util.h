@@ -2,6 +2,7 @@
 // Small hand-made graphs and clusters whose answers can be derived by hand.
 #include <cstdlib>
 #include <filesystem>
+#include <fmt/format.h>
 #include <string>
 
 #include "sim/cluster.h"
@@ -27,7 +28,7 @@ inline Cluster dedicated_mesh(int n, double bandwidth, double latency = 0.0, dou
   for (int i = 0; i < n; ++i) c.add_device({"gpu" + std::to_string(i), i, memory});
   for (int a = 0; a < n; ++a)
     for (int b = 0; b < n; ++b)
-      if (a != b) c.set_route(a, b, {c.add_link({"l" + std::to_string(a) + "_" + std::to_string(b), bandwidth, latency})});
+      if (a != b) c.set_route(a, b, {c.add_link({fmt::format("l{}_{}", a, b), bandwidth, latency})});
   c.finalize("test mesh");
   return c;
 }
