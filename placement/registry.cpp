@@ -1,5 +1,10 @@
 // The strategy registry: one line per strategy. A new strategy is a new folder under placement/
 // plus one line here.
+#include "placement/baechi/baechi.h"
+#include "placement/expert/expert.h"
+#include "placement/heft/heft.h"
+#include "placement/mcmc/mcmc.h"
+#include "placement/metis/metis_strategy.h"
 #include "placement/round_robin/round_robin.h"
 #include "placement/single_device/single_device.h"
 #include "placement/strategy.h"
@@ -10,6 +15,13 @@ std::span<const StrategyInfo> strategy_registry() {
   static const std::vector<StrategyInfo> registry = {
       single_device_strategy_info(),
       round_robin_strategy_info(),
+      mcmc_strategy_info(),
+      metis_strategy_info(),
+      heft_strategy_info(),
+      expert_strategy_info(),
+      m_topo_strategy_info(),
+      m_etf_strategy_info(),
+      m_sct_strategy_info(),
   };
   return registry;
 }

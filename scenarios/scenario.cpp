@@ -18,8 +18,13 @@ namespace fs = std::filesystem;
 GraphSource graph_source_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
   YamlFields f(node, file, path);
   GraphSource g;
-  if (f.has("file") == f.has("builtin"))
-    throw InputError(file, path, "expected exactly one of 'file' (a graph file) or 'builtin' (fig3.1, synthetic)");
+  if (f.has("file") + f.has("builtin") + f.has("model") != 1)
+    throw InputError(file, path, "expected exactly one of 'file' (a graph file), 'builtin' (fig3.1, synthetic) or 'model' (" +
+                                     models::zoo_model_names() + ")");
+  if (f.has("model")) {
+    g.model = models::model_config_from_yaml(node, file, path);
+    return g;
+  }
   if (f.has("file")) {
     f.allow_only({"file", "format", "largest_component"});
     g.file = f.string("file");
@@ -52,7 +57,40 @@ GraphSource graph_source_from_yaml(const YAML::Node& node, const std::string& fi
   return g;
 }
 
+namespace {
+
+CoarseningConfig coarsening_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
+  YamlFields f(node, file, path);
+  f.allow_only({"scheme", "target"});
+  const std::string name = f.string("scheme");
+  const auto scheme = parse_coarsening_scheme(name);
+  if (!scheme) {
+    const std::vector<std::string> names = coarsening_scheme_names();
+    std::string valid;
+    for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
+    const std::string hint = nearest_word(name, names);
+    throw InputError(file, f.field("scheme"),
+                     fmt::format("unknown coarsening scheme '{}'{} (valid schemes: {})", name,
+                                 hint.empty() ? "" : "; did you mean '" + hint + "'?", valid));
+  }
+  CoarseningConfig c;
+  c.scheme = *scheme;
+  if (c.scheme == CoarseningScheme::PlaceTo) {
+    if (!f.has("target"))
+      throw InputError(file, path + ".target", "placeto needs a target: the number of coarse operators to keep");
+    const long target = f.integer("target");
+    if (target < 1 || target > 100'000'000) throw InputError(file, f.field("target"), "expected a whole number >= 1");
+    c.target = static_cast<int>(target);
+  } else if (f.has("target")) {
+    throw InputError(file, f.field("target"), "only the placeto scheme takes a target");
+  }
+  return c;
+}
+
+}  // namespace
+
 Graph load_graph_source(const GraphSource& source, const std::string& scenario_file, std::vector<std::string>& warnings) {
+  if (source.model) return models::zoo_graph(*source.model);
   if (source.builtin == "fig3.1") return fig31_graph();
   if (source.builtin == "synthetic") return synthetic_training_graph(source.synthetic);
   fs::path p = source.file;
@@ -84,10 +122,11 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
       spec.name = list[i].Scalar();
     } else {
       YamlFields e(list[i], file, spec.field);
-      e.allow_only({"name", "label", "options"});
+      e.allow_only({"name", "label", "options", "coarsen"});
       spec.name = e.string("name");
       spec.label = e.string_or("label", "");
       if (e.has("options")) spec.options = e.node("options");
+      if (e.has("coarsen")) spec.coarsen = coarsening_from_yaml(e.node("coarsen"), file, spec.field + ".coarsen");
     }
     if (spec.label.empty()) spec.label = spec.name;
     find_strategy(spec.name, file, spec.field + ".name");

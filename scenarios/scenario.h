@@ -2,13 +2,16 @@
 // Scenario files: what to place (graph), where (cluster), with which strategies, and how to
 // measure it. Paths inside a scenario are relative to the scenario file. Documented field by
 // field in scenarios/README.md.
+#include <optional>
 #include <string>
 #include <vector>
 #include <yaml-cpp/yaml.h>
 
+#include "placement/coarsening/coarsening.h"
 #include "sim/builtin_graphs.h"
 #include "sim/cluster.h"
 #include "sim/graph.h"
+#include "sim/models/zoo.h"
 
 namespace placesim {
 
@@ -18,12 +21,14 @@ struct GraphSource {
   std::string file;                  // a graph file (resolved against the scenario's folder)
   std::string format = "auto";       // auto, quickp, msr, placesim
   bool largest_component = false;    // keep only the largest weakly connected component
+  std::optional<models::ModelConfig> model;  // a model-zoo network (`model: bert-base`), resolved
 };
 
 struct StrategySpec {
   std::string name;     // registry name
   std::string label;    // how results name it (defaults to the name; must be unique)
   YAML::Node options;   // the strategy's own `options:` mapping
+  std::optional<CoarseningConfig> coarsen;  // place a coarsened graph, then expand (`coarsen:`)
   std::string field;    // "strategies[i]", for error messages
 };
 

@@ -1,7 +1,9 @@
 #include "sim/evaluator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -45,18 +47,28 @@ Evaluator::Evaluator(const Graph& graph, const Cluster& cluster)
   device_busy_.resize(d);
 }
 
-double Evaluator::latency(std::span<const DeviceId> placement) { return run(placement, nullptr); }
+double Evaluator::latency(std::span<const DeviceId> placement) {
+  return run(placement, nullptr, std::numeric_limits<double>::infinity());
+}
+
+double Evaluator::latency_with_cutoff(std::span<const DeviceId> placement, double cutoff) {
+  return run(placement, nullptr, cutoff);
+}
 
 Schedule Evaluator::schedule(std::span<const DeviceId> placement) {
   Schedule s;
-  run(placement, &s);
+  run(placement, &s, std::numeric_limits<double>::infinity());
   return s;
 }
 
-double Evaluator::run(std::span<const DeviceId> placement, Schedule* out) {
+double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double cutoff) {
   const auto n = static_cast<std::int32_t>(graph_.num_operators());
   const int num_devices = cluster_.num_devices();
   const auto tensors = graph_.tensors();
+  constexpr double kOverCutoff = std::numeric_limits<double>::infinity();
+  // time + rank sums a path in another order than the schedule does: the slack keeps rounding
+  // from ever rejecting a schedule whose makespan is exactly `cutoff` (infinity stays infinity).
+  const double rank_cutoff = cutoff + 1e-9 * std::fabs(cutoff);
 
   // Events are ordered by time; at equal times finishes come first, then by priority, so that
   // everything that happens at one instant is known before any idle GPU picks its next operator.
@@ -84,21 +96,25 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out) {
     out->busy.assign(num_devices, 0.0);
   }
 
+  // Returns false when the operator it starts proves the makespan exceeds `cutoff`.
   auto dispatch = [&](int d, double now) {
     auto& heap = ready_[d];
-    if (device_busy_[d] || heap.empty()) return;
+    if (device_busy_[d] || heap.empty()) return true;
     std::pop_heap(heap.begin(), heap.end(), lower_priority);
     const OpId op = by_priority_[heap.back()];
     heap.pop_back();
     start_[op] = now;
     finish_[op] = now + graph_.op(op).compute_s;
+    if (finish_[op] > cutoff || now + rank_[op] > rank_cutoff) return false;
     device_busy_[d] = 1;
     events_.push_back({finish_[op], kFinish, op});
     std::push_heap(events_.begin(), events_.end(), later);
     if (out) out->device_order[d].push_back(op);
+    return true;
   };
 
-  for (int d = 0; d < num_devices; ++d) dispatch(d, 0.0);
+  for (int d = 0; d < num_devices; ++d)
+    if (!dispatch(d, 0.0)) return kOverCutoff;
   double makespan = 0.0;
   while (!events_.empty()) {
     const double now = events_.front().time;
@@ -121,6 +137,7 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out) {
               heap.push_back(priority_[j]);
               std::push_heap(heap.begin(), heap.end(), lower_priority);
             } else {
+              if (inputs_arrive_[j] + rank_[j] > rank_cutoff) return kOverCutoff;
               events_.push_back({inputs_arrive_[j], kReady, j});
               std::push_heap(events_.begin(), events_.end(), later);
             }
@@ -135,7 +152,7 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out) {
     // Only GPUs that are idle and hold ready work can start something; checking every GPU is
     // cheap for the cluster sizes placement targets and keeps the loop free of bookkeeping.
     for (int d = 0; d < num_devices; ++d)
-      if (!device_busy_[d] && !ready_[d].empty()) dispatch(d, now);
+      if (!device_busy_[d] && !ready_[d].empty() && !dispatch(d, now)) return kOverCutoff;
   }
 
   if (out) {

@@ -37,6 +37,13 @@ class Evaluator {
 
   // Iteration latency of a placement. After the first call it allocates nothing.
   double latency(std::span<const DeviceId> placement);
+  // latency(placement) if it is <= cutoff, else +infinity, found early: the schedule stops as
+  // soon as an operator finishes after `cutoff`, or starts (or has its inputs arrive) at a time t
+  // with t + rank > cutoff (its rank is a compute-only path still ahead, so the makespan is at
+  // least t + rank; this bound gets a 1e-9 relative slack against rounding in the rank sums).
+  // Either proves makespan > cutoff, so a search that only asks "is it below a threshold?"
+  // (Metropolis acceptance) gets the same answers as from latency(), sooner.
+  double latency_with_cutoff(std::span<const DeviceId> placement, double cutoff);
   // The full schedule of a placement (allocates its result).
   Schedule schedule(std::span<const DeviceId> placement);
 
@@ -44,7 +51,8 @@ class Evaluator {
   std::span<const double> rank() const { return rank_; }
 
  private:
-  double run(std::span<const DeviceId> placement, Schedule* out);
+  // cutoff = +infinity for a full run; see latency_with_cutoff.
+  double run(std::span<const DeviceId> placement, Schedule* out, double cutoff);
 
   const Graph& graph_;
   const Cluster& cluster_;

@@ -32,6 +32,12 @@ const std::vector<Unit> kByteUnits = {
     {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
 };
 
+const std::vector<Unit> kFlopsUnits = {
+    {"FLOP/s", 1.0},    {"kFLOP/s", 1e3},  {"MFLOP/s", 1e6},  {"GFLOP/s", 1e9},  {"TFLOP/s", 1e12},
+    {"PFLOP/s", 1e15},  {"FLOPS", 1.0},    {"kFLOPS", 1e3},   {"MFLOPS", 1e6},   {"GFLOPS", 1e9},
+    {"TFLOPS", 1e12},   {"PFLOPS", 1e15},
+};
+
 std::string list_units(const std::vector<Unit>& units) {
   std::string out;
   for (const auto& u : units) out += (out.empty() ? "" : ", ") + std::string(u.suffix);
@@ -50,7 +56,10 @@ double parse_quantity(std::string_view text, const std::vector<Unit>& units, con
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || ptr == text.data())
     throw InputError(file, field, fmt::format("expected a {} such as '{}', got '{}'", kind,
-                                              units.front().suffix == "B/s" ? "20GB/s" : (units.front().suffix == "s" ? "1us" : "16GiB"),
+                                              units.front().suffix == "B/s"      ? "20GB/s"
+                                              : units.front().suffix == "s"      ? "1us"
+                                              : units.front().suffix == "FLOP/s" ? "19.5TFLOP/s"
+                                                                                 : "16GiB",
                                               text));
   std::string_view suffix = trim(text.substr(ptr - text.data()));
   double factor = 1.0;
@@ -82,6 +91,12 @@ double parse_bytes(std::string_view text, const std::string& file, const std::st
   return parse_quantity(text, kByteUnits, "size", file, field);
 }
 
+double parse_flops(std::string_view text, const std::string& file, const std::string& field) {
+  double rate = parse_quantity(text, kFlopsUnits, "compute rate", file, field);
+  if (rate <= 0) throw InputError(file, field, "compute rate must be positive, got '" + std::string(text) + "'");
+  return rate;
+}
+
 std::string format_duration(double s) {
   double a = std::fabs(s);
   if (a == 0) return "0 s";
@@ -100,6 +115,12 @@ std::string format_bandwidth(double bps) {
   if (bps >= 1e9) return fmt::format("{:.4g} GB/s", bps / 1e9);
   if (bps >= 1e6) return fmt::format("{:.4g} MB/s", bps / 1e6);
   return fmt::format("{:.4g} B/s", bps);
+}
+
+std::string format_flops(double f) {
+  if (f >= 1e12) return fmt::format("{:.4g} TFLOP/s", f / 1e12);
+  if (f >= 1e9) return fmt::format("{:.4g} GFLOP/s", f / 1e9);
+  return fmt::format("{:.4g} FLOP/s", f);
 }
 
 }  // namespace placesim

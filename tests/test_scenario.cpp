@@ -49,10 +49,12 @@ TEST(Scenario, ParsesTheQuickstart) {
   Scenario s = load_scenario(std::string(PLACESIM_SOURCE_DIR) + "/scenarios/quickstart.yaml");
   EXPECT_EQ(s.name, "quickstart");
   EXPECT_EQ(s.cluster.num_devices(), 4);
-  ASSERT_EQ(s.strategies.size(), 3u);
-  EXPECT_EQ(s.strategies[2].label, "round-robin-skip-zero");
-  EXPECT_EQ(s.graph.builtin, "synthetic");
-  EXPECT_EQ(s.graph.synthetic.layers, 12);
+  ASSERT_EQ(s.strategies.size(), 8u);
+  EXPECT_EQ(s.strategies[7].label, "metis-colocrl");
+  ASSERT_TRUE(s.strategies[7].coarsen.has_value());
+  ASSERT_TRUE(s.graph.model.has_value());
+  EXPECT_EQ(s.graph.model->model, "alexnet");
+  EXPECT_EQ(s.graph.model->batch, 512);
 }
 
 TEST(Scenario, ErrorsNameTheFieldAndSuggest) {

@@ -11,6 +11,7 @@
 #include "sim/errors.h"
 #include "sim/graph_io.h"
 #include "sim/graph_stats.h"
+#include "sim/models/zoo.h"
 #include "sim/placement_io.h"
 #include "sim/units.h"
 #include "topologies/cluster_config.h"
@@ -64,6 +65,43 @@ int cmd_simulate(const std::string& graph_path, const std::string& placement_pat
   return m.oom ? 3 : 0;
 }
 
+struct GenerateArgs {
+  std::string model, output, style = "tensorflow", optimizer = "adam", gpu = "rtx3070";
+  long batch = 0, seq = 0, layers = 0, heads = 0, hidden = 0, ffn = 0, vocab = 0, image = 0, classes = 0;
+  double efficiency = 0;
+};
+
+int cmd_generate(const GenerateArgs& a) {
+  models::ModelConfig c;
+  c.model = a.model;
+  c.batch = a.batch, c.seq = a.seq, c.layers = a.layers, c.heads = a.heads, c.hidden = a.hidden;
+  c.ffn = a.ffn, c.vocab = a.vocab, c.image = a.image, c.classes = a.classes;
+  c.style = models::parse_graph_style(a.style, "command line", "--style");
+  c.optimizer = models::parse_optimizer(a.optimizer, "command line", "--optimizer");
+  YAML::Node gpu;
+  try {
+    gpu = YAML::Load(a.gpu);  // a preset name or a flow mapping such as '{preset: v100, efficiency: 0.6}'
+  } catch (const YAML::Exception& e) {
+    throw InputError("command line", "--gpu", "malformed YAML: " + e.msg);
+  }
+  c.gpu = models::gpu_from_yaml(gpu, "command line", "--gpu");
+  if (a.efficiency > 0) c.gpu.efficiency = a.efficiency;
+  models::validate_gpu(c.gpu, "command line", "--gpu");
+  c = models::resolve_model_config(c, "command line", "");
+  const models::ModelBuilder recorded = models::record_model(c);
+  const Graph g = recorded.to_graph(c.gpu, "model " + c.model);
+  const models::ModelSummary s = models::summarize(recorded, c.batch);
+  save_placesim_json(g, a.output);
+  std::cout << fmt::format("wrote {} ({} operators: {} forward, {} backward, {} optimizer; {} tensors)\n", a.output, g.num_operators(),
+                           s.forward_operators, s.backward_operators, s.optimizer_operators, g.num_tensors());
+  std::cout << fmt::format("{}: {:.4g} M trainable parameters, {:.4g} GMAC forward per sample, batch {}\n", c.model,
+                           static_cast<double>(s.parameters) / 1e6, s.forward_macs_per_sample / 1e9, c.batch);
+  std::cout << fmt::format("on {} ({}, {}, efficiency {}, launch {}): compute {} per iteration, memory {}\n", c.gpu.name,
+                           format_flops(c.gpu.peak_flops), format_bandwidth(c.gpu.memory_bandwidth), c.gpu.efficiency,
+                           format_duration(c.gpu.launch_overhead_s), format_duration(g.total_compute()), format_bytes(g.total_memory()));
+  return 0;
+}
+
 int cmd_strategies() {
   for (const auto& s : strategy_registry())
     std::cout << fmt::format("{:<16} {}\n{:<16} options: {}\n", s.name, s.description, "", s.options);
@@ -106,6 +144,25 @@ int main(int argc, char** argv) {
   convert->add_option("--format", conv_format, "input format: auto, quickp, msr, placesim");
   convert->add_flag("--largest-component", conv_wcc, "keep only the largest weakly connected component");
 
+  GenerateArgs gen;
+  auto* generate = graph->add_subcommand("generate", "write a model-zoo graph (" + models::zoo_model_names() + ") as placesim JSON");
+  generate->add_option("model", gen.model, "zoo model")->required();
+  generate->add_option("-o,--output", gen.output, "placesim JSON file to write")->required();
+  generate->add_option("--batch", gen.batch, "batch size (default: the model's)");
+  generate->add_option("--seq", gen.seq, "sequence length");
+  generate->add_option("--layers", gen.layers, "layers (transformer blocks, LSTM layers per stack)");
+  generate->add_option("--heads", gen.heads, "attention heads");
+  generate->add_option("--hidden", gen.hidden, "model width");
+  generate->add_option("--ffn", gen.ffn, "feed-forward width");
+  generate->add_option("--vocab", gen.vocab, "vocabulary size");
+  generate->add_option("--image", gen.image, "image height and width");
+  generate->add_option("--classes", gen.classes, "classes");
+  generate->add_option("--style", gen.style, "tensorflow (Keras, unfused) or fused (one kernel per layer)");
+  generate->add_option("--optimizer", gen.optimizer, "adam or sgd");
+  generate->add_option("--gpu", gen.gpu,
+                       "GPU preset (" + models::gpu_preset_names() + ") or a mapping '{flops: 30TFLOP/s, memory_bandwidth: 1TB/s}'");
+  generate->add_option("--efficiency", gen.efficiency, "achieved fraction of the GPU's peaks (default: the preset's)");
+
   auto* strategies = app.add_subcommand("strategies", "list the registered placement strategies and their options");
 
   CLI11_PARSE(app, argc, argv);
@@ -119,6 +176,7 @@ int main(int argc, char** argv) {
                 << format_stats(compute_stats(loaded.graph));
       return 0;
     }
+    if (*generate) return cmd_generate(gen);
     if (*convert) {
       LoadResult loaded = load_graph(conv_in, conv_format);
       for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";

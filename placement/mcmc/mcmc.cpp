@@ -1,0 +1,250 @@
+#include "placement/mcmc/mcmc.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <random>
+
+#include "placement/round_robin/round_robin.h"
+#include "sim/errors.h"
+#include "sim/evaluator.h"
+
+namespace placesim {
+
+namespace {
+
+// What a step moves: an operator, or every operator of one colocation class (CSR lists).
+struct Units {
+  std::vector<std::int32_t> offsets{0};
+  std::vector<OpId> ops;
+  std::vector<double> memory;                 // bytes of each unit's operators
+  std::vector<std::int32_t> computing, zero;  // proposable units: with compute, with tensors only
+  std::span<const OpId> members(std::int32_t u) const {
+    return {ops.data() + offsets[u], ops.data() + offsets[u + 1]};
+  }
+};
+
+Units build_units(const Graph& g) {
+  const auto n = static_cast<OpId>(g.num_operators());
+  const int classes = g.num_colocation_classes();
+  std::vector<std::int32_t> unit_of(n);
+  std::int32_t next = classes;
+  for (OpId i = 0; i < n; ++i) unit_of[i] = g.op(i).colocation_class >= 0 ? g.op(i).colocation_class : next++;
+  Units u;
+  std::vector<std::int32_t> count(next, 0);
+  for (OpId i = 0; i < n; ++i) ++count[unit_of[i]];
+  u.offsets.resize(next + 1);
+  for (std::int32_t k = 0; k < next; ++k) u.offsets[k + 1] = u.offsets[k] + count[k];
+  u.ops.resize(n);
+  std::vector<std::int32_t> fill(u.offsets.begin(), u.offsets.end() - 1);
+  for (OpId i = 0; i < n; ++i) u.ops[fill[unit_of[i]]++] = i;
+  u.memory.assign(next, 0.0);
+  for (std::int32_t k = 0; k < next; ++k) {
+    bool computes = false, talks = false;
+    for (OpId i : u.members(k)) {
+      u.memory[k] += g.op(i).memory_bytes;
+      computes = computes || g.op(i).compute_s > 0;
+      for (EdgeId e : g.out_edges(i)) talks = talks || unit_of[g.tensor(e).dst] != k;
+      for (EdgeId e : g.in_edges(i)) talks = talks || unit_of[g.tensor(e).src] != k;
+    }
+    if (computes) u.computing.push_back(k);
+    else if (talks) u.zero.push_back(k);
+  }
+  return u;
+}
+
+// Uniform in (0, 1]: the Metropolis threshold takes its logarithm.
+double uniform_open0(std::mt19937_64& rng) { return static_cast<double>((rng() >> 11) + 1) * 0x1.0p-53; }
+std::uint64_t below(std::mt19937_64& rng, std::uint64_t k) { return rng() % k; }
+
+const char* init_name(McmcConfig::Init init) {
+  switch (init) {
+    case McmcConfig::Init::SingleDevice: return "single-device";
+    case McmcConfig::Init::RoundRobin: return "round-robin";
+    case McmcConfig::Init::Random: return "random";
+  }
+  return "";
+}
+
+}  // namespace
+
+PlacementResult Mcmc::place(const Graph& graph, const Cluster& cluster) {
+  const auto n = graph.num_operators();
+  const int num_devices = cluster.num_devices();
+  std::mt19937_64 rng(config_.seed);
+  const Units units = build_units(graph);
+
+  std::vector<DeviceId> current(n, 0);
+  if (config_.init == McmcConfig::Init::RoundRobin) {
+    current = RoundRobin(RoundRobinConfig{}).place(graph, cluster).placement;
+  } else if (config_.init == McmcConfig::Init::Random) {
+    for (std::size_t k = 0; k + 1 < units.offsets.size(); ++k) {
+      const auto d = static_cast<DeviceId>(below(rng, num_devices));
+      for (OpId i : units.members(static_cast<std::int32_t>(k))) current[i] = d;
+    }
+  }
+
+  // cost = latency * memory factor; overflow is tracked per GPU and updated by each move.
+  std::vector<double> memory = device_memory(graph, current, num_devices);
+  auto overflow_bytes = [&] {
+    double over = 0;
+    for (int d = 0; d < num_devices; ++d) over += std::max(0.0, memory[d] - cluster.device(d).memory_bytes);
+    return over;
+  };
+  const double total_memory = graph.total_memory();
+  auto memory_factor = [&](double over) {
+    return total_memory > 0 ? 1.0 + config_.memory_penalty * over / total_memory : 1.0;
+  };
+
+  Evaluator evaluator(graph, cluster);
+  const double initial_latency = evaluator.latency(current);
+  double current_latency = initial_latency;
+  double current_cost = initial_latency * memory_factor(overflow_bytes());
+  std::vector<DeviceId> best = current;
+  double best_latency = current_latency, best_cost = current_cost;
+  long best_step = 0;
+
+  // Which list a proposal draws from: zero-compute units weigh zero_compute_weight each.
+  const double zero_mass = config_.zero_compute_weight * static_cast<double>(units.zero.size());
+  const double computing_mass = static_cast<double>(units.computing.size());
+  const double zero_share = zero_mass + computing_mass > 0 ? zero_mass / (zero_mass + computing_mass) : 0.0;
+  const bool can_move = num_devices > 1 && zero_mass + computing_mass > 0;
+  const bool greedy = std::isinf(config_.beta);
+
+  long steps = 0, accepted = 0, stopped_early = 0;
+  bool timed_out = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  for (; can_move && steps < config_.steps; ++steps) {
+    if (elapsed() >= config_.time_limit_s) {
+      timed_out = true;
+      break;
+    }
+    const bool pick_zero = units.computing.empty() || (zero_share > 0 && uniform_open0(rng) <= zero_share);
+    const auto& pool = pick_zero ? units.zero : units.computing;
+    const std::int32_t unit = pool[below(rng, pool.size())];
+    const auto members = units.members(unit);
+    const DeviceId from = current[members[0]];
+    auto to = static_cast<DeviceId>(below(rng, num_devices - 1));
+    if (to >= from) ++to;
+
+    // Metropolis: accept iff u <= exp(-beta * delta), i.e. cost <= current * (1 - ln(u) / beta).
+    const double threshold = greedy ? current_cost : current_cost * (1.0 - std::log(uniform_open0(rng)) / config_.beta);
+    for (OpId i : members) current[i] = to;
+    memory[from] -= units.memory[unit];
+    memory[to] += units.memory[unit];
+    const double factor = memory_factor(overflow_bytes());
+    // Any latency L with L * factor <= threshold is <= this cutoff (the margin absorbs rounding
+    // of the division), so the cutoff only ever drops proposals that would be rejected.
+    const double latency = config_.cutoff ? evaluator.latency_with_cutoff(current, threshold / factor * (1 + 1e-12))
+                                          : evaluator.latency(current);
+    stopped_early += std::isinf(latency);
+    const double cost = latency * factor;
+    if (cost <= threshold) {
+      ++accepted;
+      current_latency = latency;
+      current_cost = cost;
+      if (cost < best_cost) {
+        best = current;
+        best_cost = cost;
+        best_latency = latency;
+        best_step = steps + 1;
+      }
+    } else {
+      for (OpId i : members) current[i] = from;
+      memory[from] += units.memory[unit];
+      memory[to] -= units.memory[unit];
+    }
+  }
+  const double seconds = elapsed();
+
+  PlacementResult r;
+  r.placement = std::move(best);
+  const std::vector<double> best_memory = device_memory(graph, r.placement, num_devices);
+  double best_overflow = 0;
+  for (int d = 0; d < num_devices; ++d) best_overflow += std::max(0.0, best_memory[d] - cluster.device(d).memory_bytes);
+  r.report = {
+      {"init", init_name(config_.init)},
+      {"beta", greedy ? nlohmann::json("inf") : nlohmann::json(config_.beta)},
+      {"steps", steps},
+      {"accepted", accepted},
+      {"stopped_by", timed_out ? "time_limit" : "steps"},
+      {"steps_per_second", seconds > 0 ? static_cast<double>(steps) / seconds : 0.0},
+      {"evaluations_cut_off", stopped_early},
+      {"initial_latency_s", initial_latency},
+      {"best_latency_s", best_latency},
+      {"best_cost_s", best_cost},
+      {"best_step", best_step},
+      {"best_memory_overflow_bytes", best_overflow},
+      {"final_latency_s", current_latency},
+      {"final_cost_s", current_cost},
+      {"proposable_units", units.computing.size() + units.zero.size()},
+  };
+  return r;
+}
+
+StrategyInfo mcmc_strategy_info() {
+  return {"mcmc",
+          "Metropolis search moving one operator (or colocation class) at a time; returns the best placement seen",
+          "init (single-device): single-device, round-robin or random start; "
+          "beta (5000): inverse temperature on the relative latency change, inf for greedy; "
+          "greedy (false): accept only moves that are not worse (beta inf); "
+          "steps (25000): proposals; time_limit (none): wall-clock budget, e.g. 10s; "
+          "seed (1): random seed; memory_penalty (10): cost factor per overflowing fraction of operator memory; "
+          "zero_compute_weight (0.1): relative chance of proposing a zero-compute operator; "
+          "cutoff (true): stop evaluating a proposal once it cannot be accepted (same result, faster)",
+          [](const YamlFields& options) {
+            options.allow_only({"init", "beta", "greedy", "steps", "time_limit", "seed", "memory_penalty",
+                                "zero_compute_weight", "cutoff"});
+            McmcConfig cfg;
+            const std::string init = options.string_or("init", "single-device");
+            if (init == "single-device") cfg.init = McmcConfig::Init::SingleDevice;
+            else if (init == "round-robin") cfg.init = McmcConfig::Init::RoundRobin;
+            else if (init == "random") cfg.init = McmcConfig::Init::Random;
+            else
+              throw InputError(options.file(), options.field("init"),
+                               fmt::format("expected single-device, round-robin or random, got '{}'", init));
+
+            const bool greedy = options.boolean_or("greedy", false);
+            if (options.has("beta")) {
+              const std::string text = options.string("beta");
+              if (text == "inf" || text == ".inf" || text == "infinity") {
+                cfg.beta = std::numeric_limits<double>::infinity();
+              } else {
+                cfg.beta = options.number_or("beta", cfg.beta);
+                if (!(cfg.beta > 0))
+                  throw InputError(options.file(), options.field("beta"),
+                                   fmt::format("expected a positive number or inf, got '{}'", text));
+                if (greedy)
+                  throw InputError(options.file(), options.field("beta"),
+                                   "greedy: true means beta inf; drop one of the two");
+              }
+            }
+            if (greedy) cfg.beta = std::numeric_limits<double>::infinity();
+
+            cfg.steps = options.integer_or("steps", cfg.steps);
+            if (cfg.steps < 0)
+              throw InputError(options.file(), options.field("steps"),
+                               fmt::format("expected a whole number >= 0, got {}", cfg.steps));
+            if (options.has("time_limit")) {
+              cfg.time_limit_s = options.duration_or("time_limit", 0);
+              if (!(cfg.time_limit_s > 0))
+                throw InputError(options.file(), options.field("time_limit"), "expected a positive duration such as 10s");
+            }
+            const long seed = options.integer_or("seed", 1);
+            if (seed < 0)
+              throw InputError(options.file(), options.field("seed"), fmt::format("expected a whole number >= 0, got {}", seed));
+            cfg.seed = static_cast<std::uint64_t>(seed);
+            cfg.memory_penalty = options.number_or("memory_penalty", cfg.memory_penalty);
+            if (cfg.memory_penalty < 0)
+              throw InputError(options.file(), options.field("memory_penalty"), "expected a number >= 0");
+            cfg.zero_compute_weight = options.number_or("zero_compute_weight", cfg.zero_compute_weight);
+            if (cfg.zero_compute_weight < 0)
+              throw InputError(options.file(), options.field("zero_compute_weight"), "expected a number >= 0");
+            cfg.cutoff = options.boolean_or("cutoff", cfg.cutoff);
+            return std::make_unique<Mcmc>(cfg);
+          }};
+}
+
+}  // namespace placesim

@@ -1,0 +1,77 @@
+#pragma once
+// Graph partitioning with METIS (Karypis & Kumar), the classic placement baseline: cut the graph
+// into k = #GPUs parts of balanced compute that cut as few tensor bytes as possible, then map the
+// parts onto the GPUs so that the parts that talk most ride the fastest links.
+// (The file is not called metis.h so that it can never shadow the library's <metis.h>.)
+//
+// How the graph becomes a METIS graph (METIS wants an undirected CSR graph of 32-bit integers,
+// without self-loops or duplicate edges):
+//  * Colocation classes are contracted first: every class is one METIS vertex carrying the summed
+//    weights of its members; the class's operators then all take that vertex's part.
+//  * Vertex weight = compute time (and, with balance_memory, a second constraint = memory bytes).
+//    Each constraint is scaled by one factor so that the heaviest vertex gets 10^6, unless the
+//    total would then exceed 10^9 (METIS sums weights in idx_t, 32-bit here), in which case the
+//    total gets 10^9. Results are rounded and clamped to >= 1, so zero-time operators weigh 1
+//    (negligible, and it keeps METIS away from all-zero constraints).
+//  * Edge weight = tensor bytes. Tensors in both directions and parallel tensors between the same
+//    two vertices are summed into one undirected edge; edges inside a vertex (a contracted class)
+//    and zero-byte (control) tensors are dropped, since cutting them costs nothing. Weights are
+//    scaled like vertex weights (heaviest edge 10^6, or the doubled total capped at 10^9) and
+//    clamped to >= 1.
+//
+// Parts to GPUs: the directed part-to-part traffic is summed per part pair (bytes and tensor
+// count); a mapping costs the summed lone transfer time of the cut tensors,
+//   sum over parts p != q of tensors[p][q] * latency(g(p), g(q)) + bytes[p][q] / bandwidth(g(p), g(q)).
+// For k <= 8 every permutation is tried (8! = 40,320) and the cheapest kept (the first in
+// lexicographic order on ties, so the identity wins when links are all equal). For k > 8 a greedy
+// start -- part pairs by decreasing traffic onto GPU pairs by decreasing bandwidth: two unplaced
+// parts take the fastest free GPU pair, one unplaced part takes the free GPU with the fastest link
+// to its partner -- is improved by swapping two parts' GPUs while that lowers the cost.
+//
+// k = 1 puts everything on GPU 0; with no more METIS vertices than GPUs each vertex gets its own
+// part. GPUs are treated as equal (homogeneous compute and memory), as in the papers.
+#include <span>
+#include <vector>
+
+#include "placement/strategy.h"
+
+namespace placesim {
+
+struct MetisConfig {
+  enum class Method { Kway, Recursive, Best };
+  Method method = Method::Best;  // Best: run k-way and recursive bisection, keep the smaller cut
+  int ufactor = 30;              // allowed imbalance: the heaviest part may weigh (1 + ufactor/1000) x average
+  int seed = 1;                  // METIS_OPTION_SEED
+  int ncuts = 1;                 // METIS_OPTION_NCUTS: partitionings tried, the best kept
+  bool balance_memory = false;   // also balance memory bytes (a second METIS constraint, ncon = 2)
+};
+
+// Directed traffic between k parts, row-major k x k: bytes[p * k + q] sums the tensors from part
+// p to part q, tensors[p * k + q] counts them (each pays the link latency once).
+struct PartTraffic {
+  int parts = 0;
+  std::vector<double> bytes, tensors;
+};
+
+// The summed lone transfer time of the traffic when part p runs on device_of_part[p].
+double mapping_cost(const PartTraffic& traffic, std::span<const DeviceId> device_of_part, const Cluster& cluster);
+
+// A GPU for each part (a permutation of 0..k-1; traffic.parts must equal the number of GPUs)
+// minimising mapping_cost: exhaustive for k <= 8, greedy plus pairwise swaps above.
+std::vector<DeviceId> map_parts_to_devices(const PartTraffic& traffic, const Cluster& cluster);
+
+class MetisStrategy : public Strategy {
+ public:
+  explicit MetisStrategy(MetisConfig config) : config_(config) {}
+  // report: method (the one whose cut was kept), metis_vertices, metis_edge_cut (scaled units),
+  // edge_cut_bytes (cross-GPU tensor bytes), gpu_compute_s and gpu_memory_bytes (per GPU),
+  // compute_imbalance (max / mean), mapping_transfer_s (the mapping's cost).
+  PlacementResult place(const Graph& graph, const Cluster& cluster) override;
+
+ private:
+  MetisConfig config_;
+};
+
+StrategyInfo metis_strategy_info();
+
+}  // namespace placesim
