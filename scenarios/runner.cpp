@@ -50,7 +50,8 @@ Measurement measure_placement(const Graph& graph, const Cluster& cluster, const 
 void write_trace(const std::string& path, const Graph& graph, const Cluster& cluster,
                  const std::vector<DeviceId>& placement, const Measurement& m) {
   if (m.simulation)
-    write_chrome_trace(path, graph, cluster, placement, m.simulation->start, m.simulation->finish, m.simulation->flows);
+    write_chrome_trace(path, graph, cluster, placement, m.simulation->start, m.simulation->finish, m.simulation->flows,
+                       m.simulation->subflows);
   else
     write_chrome_trace(path, graph, cluster, placement, m.schedule.start, m.schedule.finish, {});
 }

@@ -33,8 +33,15 @@ Evaluator::Evaluator(const Graph& graph, const Cluster& cluster)
   priority_.resize(n);
   for (std::int32_t k = 0; k < n; ++k) priority_[by_priority_[k]] = k;
 
-  bounds_.critical_path = n ? *std::max_element(rank_.begin(), rank_.end()) : 0.0;
-  bounds_.work_per_device = graph.total_compute() / std::max(1, cluster.num_devices());
+  // Heterogeneous GPUs run compute_s / compute_speed: the bounds assume every operator on the
+  // fastest GPU (critical path) and perfect sharing of the work by speed (work per device).
+  double total_speed = 0;
+  for (const Device& dev : cluster.devices()) {
+    max_speed_ = std::max(max_speed_, dev.compute_speed);
+    total_speed += dev.compute_speed;
+  }
+  bounds_.critical_path = n ? *std::max_element(rank_.begin(), rank_.end()) / max_speed_ : 0.0;
+  bounds_.work_per_device = total_speed > 0 ? graph.total_compute() / total_speed : 0.0;
 
   const int d = cluster.num_devices();
   ready_.assign(d, {});
@@ -104,8 +111,8 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
     const OpId op = by_priority_[heap.back()];
     heap.pop_back();
     start_[op] = now;
-    finish_[op] = now + graph_.op(op).compute_s;
-    if (finish_[op] > cutoff || now + rank_[op] > rank_cutoff) return false;
+    finish_[op] = now + cluster_.compute_time(d, graph_.op(op).compute_s);
+    if (finish_[op] > cutoff || now + rank_[op] / max_speed_ > rank_cutoff) return false;
     device_busy_[d] = 1;
     events_.push_back({finish_[op], kFinish, op});
     std::push_heap(events_.begin(), events_.end(), later);
@@ -137,7 +144,7 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
               heap.push_back(priority_[j]);
               std::push_heap(heap.begin(), heap.end(), lower_priority);
             } else {
-              if (inputs_arrive_[j] + rank_[j] > rank_cutoff) return kOverCutoff;
+              if (inputs_arrive_[j] + rank_[j] / max_speed_ > rank_cutoff) return kOverCutoff;
               events_.push_back({inputs_arrive_[j], kReady, j});
               std::push_heap(events_.begin(), events_.end(), later);
             }
@@ -159,37 +166,97 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
     out->latency = makespan;
     out->start = start_;
     out->finish = finish_;
-    for (OpId i = 0; i < n; ++i) out->busy[placement[i]] += graph_.op(i).compute_s;
+    for (OpId i = 0; i < n; ++i) out->busy[placement[i]] += cluster_.compute_time(placement[i], graph_.op(i).compute_s);
     out->memory = device_memory(graph_, placement, num_devices);
   }
   return makespan;
+}
+
+void check_device_order(const Graph& graph, int num_devices, std::span<const DeviceId> placement,
+                        const std::vector<std::vector<OpId>>& device_order) {
+  const auto n = static_cast<std::int64_t>(graph.num_operators());
+  if (static_cast<std::int64_t>(placement.size()) != n)
+    throw std::invalid_argument(
+        fmt::format("placement has {} entries but the graph has {} operators", placement.size(), n));
+  for (std::int64_t i = 0; i < n; ++i)
+    if (placement[i] < 0 || placement[i] >= num_devices)
+      throw std::invalid_argument(fmt::format("operator '{}' is placed on GPU {}, but the cluster has GPUs 0..{}",
+                                              graph.op(static_cast<OpId>(i)).name, placement[i], num_devices - 1));
+  if (static_cast<int>(device_order.size()) > num_devices)
+    throw std::invalid_argument(
+        fmt::format("device_order has {} entries but the cluster has {} GPUs", device_order.size(), num_devices));
+
+  // Each operator is listed once, by the GPU it is placed on. `blockers` counts, per operator,
+  // its inputs plus its predecessor in its GPU's order; a topological pass over those edges
+  // finishes iff the order cannot deadlock (durations are finite, so only the structure matters).
+  std::vector<std::int32_t> listed(n, 0), blockers(n, 0);
+  std::vector<OpId> next_on_device(n, -1);
+  for (int d = 0; d < static_cast<int>(device_order.size()); ++d) {
+    const auto& order = device_order[d];
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const OpId op = order[k];
+      if (op < 0 || op >= n)
+        throw std::invalid_argument(fmt::format("device_order of GPU {} lists operator id {}, which does not exist", d, op));
+      if (placement[op] != d)
+        throw std::invalid_argument(fmt::format("device_order of GPU {} lists operator '{}', which is placed on GPU {}",
+                                                d, graph.op(op).name, placement[op]));
+      if (++listed[op] > 1)
+        throw std::invalid_argument(fmt::format("operator '{}' appears more than once in device_order", graph.op(op).name));
+      if (k + 1 < order.size()) next_on_device[op] = order[k + 1];
+      if (k > 0) ++blockers[op];
+    }
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (listed[i] == 0)
+      throw std::invalid_argument(fmt::format("operator '{}' is missing from device_order of GPU {}",
+                                              graph.op(static_cast<OpId>(i)).name, placement[i]));
+    blockers[i] += static_cast<std::int32_t>(graph.in_edges(static_cast<OpId>(i)).size());
+  }
+  std::vector<OpId> ready;
+  ready.reserve(n);
+  for (OpId i = 0; i < n; ++i)
+    if (blockers[i] == 0) ready.push_back(i);
+  std::size_t done = 0;
+  while (done < ready.size()) {
+    const OpId op = ready[done++];
+    for (EdgeId e : graph.out_edges(op))
+      if (--blockers[graph.tensor(e).dst] == 0) ready.push_back(graph.tensor(e).dst);
+    if (next_on_device[op] >= 0 && --blockers[next_on_device[op]] == 0) ready.push_back(next_on_device[op]);
+  }
+  if (static_cast<std::int64_t>(done) == n) return;
+
+  // Name the culprit: the first operator of a GPU that never runs has had its GPU predecessor
+  // run, so it waits for an input whose producer never runs.
+  std::vector<std::uint8_t> ran(n, 0);
+  for (OpId op : ready) ran[op] = 1;
+  for (int d = 0; d < static_cast<int>(device_order.size()); ++d) {
+    const auto stuck = std::find_if(device_order[d].begin(), device_order[d].end(), [&](OpId op) { return !ran[op]; });
+    if (stuck == device_order[d].end()) continue;
+    for (EdgeId e : graph.in_edges(*stuck))
+      if (const OpId src = graph.tensor(e).src; !ran[src])
+        throw std::invalid_argument(fmt::format(
+            "device_order deadlocks: operator '{}' on GPU {} waits for '{}' on GPU {}, which can never run before it "
+            "({} of {} operators can run)",
+            graph.op(*stuck).name, d, graph.op(src).name, placement[src], done, n));
+  }
+  throw std::invalid_argument(fmt::format("device_order deadlocks: only {} of {} operators can run", done, n));
 }
 
 Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
                       const std::vector<std::vector<OpId>>& device_order) {
   const auto n = static_cast<std::int32_t>(graph.num_operators());
   const int num_devices = cluster.num_devices();
+  check_device_order(graph, num_devices, placement, device_order);
   // The order adds an edge from each operator to its successor on the same GPU; a topological
-  // pass over data plus order edges gives every start time, and a leftover means deadlock.
+  // pass over data plus order edges gives every start time.
   std::vector<OpId> next_on_device(n, -1);
   std::vector<std::int32_t> waiting(n, 0);
-  std::vector<int> listed(n, 0);
-  for (int d = 0; d < num_devices && d < static_cast<int>(device_order.size()); ++d)
-    for (std::size_t k = 0; k < device_order[d].size(); ++k) {
-      const OpId op = device_order[d][k];
-      if (op < 0 || op >= n || placement[op] != d)
-        throw std::invalid_argument(fmt::format("device order of GPU {} lists operator {} placed elsewhere", d, op));
-      ++listed[op];
-      if (k + 1 < device_order[d].size()) {
-        next_on_device[op] = device_order[d][k + 1];
-        ++waiting[device_order[d][k + 1]];
-      }
+  for (const auto& order : device_order)
+    for (std::size_t k = 0; k + 1 < order.size(); ++k) {
+      next_on_device[order[k]] = order[k + 1];
+      ++waiting[order[k + 1]];
     }
-  for (OpId i = 0; i < n; ++i) {
-    if (listed[i] != 1)
-      throw std::invalid_argument(fmt::format("operator '{}' appears {} times in the device order", graph.op(i).name, listed[i]));
-    waiting[i] += static_cast<std::int32_t>(graph.in_edges(i).size());
-  }
+  for (OpId i = 0; i < n; ++i) waiting[i] += static_cast<std::int32_t>(graph.in_edges(i).size());
 
   Schedule s;
   s.start.assign(n, 0.0);
@@ -209,17 +276,16 @@ Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<cons
   for (std::size_t head = 0; head < queue.size(); ++head) {
     const OpId op = queue[head];
     s.start[op] = ready_at[op];
-    s.finish[op] = s.start[op] + graph.op(op).compute_s;
+    const double compute = cluster.compute_time(placement[op], graph.op(op).compute_s);
+    s.finish[op] = s.start[op] + compute;
     s.latency = std::max(s.latency, s.finish[op]);
-    s.busy[placement[op]] += graph.op(op).compute_s;
+    s.busy[placement[op]] += compute;
     if (next_on_device[op] >= 0) release(next_on_device[op], s.finish[op]);
     for (EdgeId e : graph.out_edges(op)) {
       const Tensor& t = graph.tensor(e);
       release(t.dst, s.finish[op] + cluster.transfer_time(placement[op], placement[t.dst], t.bytes));
     }
   }
-  if (queue.size() != static_cast<std::size_t>(n))
-    throw std::invalid_argument("the device order deadlocks: an operator is ordered before one of its inputs on the same GPU");
   s.memory = device_memory(graph, placement, num_devices);
   return s;
 }

@@ -59,6 +59,7 @@ class Evaluator {
   std::vector<double> rank_;
   std::vector<std::int32_t> priority_;  // position of each operator in decreasing-rank order
   LowerBounds bounds_;
+  double max_speed_ = 0;  // of the fastest GPU: turns compute-only ranks into time bounds
   // Workspace reused across calls.
   struct Event {
     double time;
@@ -79,6 +80,12 @@ class Evaluator {
 // Throws std::invalid_argument if the order deadlocks (is inconsistent with the graph).
 Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
                       const std::vector<std::vector<OpId>>& device_order);
+
+// Checks that `device_order` lists every operator exactly once, on the GPU it is placed on, and
+// that the order cannot deadlock (an operator waiting, directly or through other GPUs, for an
+// operator ordered after it). Throws std::invalid_argument naming the operators involved.
+void check_device_order(const Graph& graph, int num_devices, std::span<const DeviceId> placement,
+                        const std::vector<std::vector<OpId>>& device_order);
 
 // Bytes of operator memory placed on each GPU: the papers' memory model (ICC eq. 2).
 std::vector<double> device_memory(const Graph& graph, std::span<const DeviceId> placement, int num_devices);

@@ -1,5 +1,7 @@
 #include "sim/simgrid_engine.h"
 
+#include "sim/evaluator.h"
+
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
 #include <sys/wait.h>
@@ -37,74 +39,12 @@ constexpr double kPayloadUnitsPerByte = 65536.0;
 
 void validate_inputs(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
                      const std::vector<std::vector<OpId>>& device_order) {
-  const auto n = static_cast<std::int64_t>(graph.num_operators());
-  const int num_devices = cluster.num_devices();
-  if (static_cast<std::int64_t>(placement.size()) != n)
-    throw std::invalid_argument(
-        fmt::format("placement has {} entries but the graph has {} operators", placement.size(), n));
-  for (std::int64_t i = 0; i < n; ++i)
-    if (placement[i] < 0 || placement[i] >= num_devices)
-      throw std::invalid_argument(fmt::format("operator '{}' is placed on GPU {}, but the cluster has GPUs 0..{}",
-                                              graph.op(static_cast<OpId>(i)).name, placement[i], num_devices - 1));
-  if (static_cast<int>(device_order.size()) > num_devices)
-    throw std::invalid_argument(
-        fmt::format("device_order has {} entries but the cluster has {} GPUs", device_order.size(), num_devices));
-
-  // Each operator is listed once, by the GPU it is placed on. `blockers` counts, per operator,
-  // its inputs plus its predecessor in its GPU's order; a topological pass over those edges
-  // finishes iff the order cannot deadlock (durations are finite, so only the structure matters).
-  std::vector<std::int32_t> listed(n, 0), blockers(n, 0);
-  std::vector<OpId> next_on_device(n, -1);
-  for (int d = 0; d < static_cast<int>(device_order.size()); ++d) {
-    const auto& order = device_order[d];
-    for (std::size_t k = 0; k < order.size(); ++k) {
-      const OpId op = order[k];
-      if (op < 0 || op >= n)
-        throw std::invalid_argument(fmt::format("device_order of GPU {} lists operator id {}, which does not exist", d, op));
-      if (placement[op] != d)
-        throw std::invalid_argument(fmt::format("device_order of GPU {} lists operator '{}', which is placed on GPU {}",
-                                                d, graph.op(op).name, placement[op]));
-      if (++listed[op] > 1)
-        throw std::invalid_argument(fmt::format("operator '{}' appears more than once in device_order", graph.op(op).name));
-      if (k + 1 < order.size()) next_on_device[op] = order[k + 1];
-      if (k > 0) ++blockers[op];
-    }
-  }
-  for (std::int64_t i = 0; i < n; ++i) {
-    if (listed[i] == 0)
-      throw std::invalid_argument(fmt::format("operator '{}' is missing from device_order of GPU {}",
-                                              graph.op(static_cast<OpId>(i)).name, placement[i]));
-    blockers[i] += static_cast<std::int32_t>(graph.in_edges(static_cast<OpId>(i)).size());
-  }
-
-  std::vector<OpId> ready;
-  ready.reserve(n);
-  for (OpId i = 0; i < n; ++i)
-    if (blockers[i] == 0) ready.push_back(i);
-  std::size_t done = 0;
-  while (done < ready.size()) {
-    const OpId op = ready[done++];
-    for (EdgeId e : graph.out_edges(op))
-      if (--blockers[graph.tensor(e).dst] == 0) ready.push_back(graph.tensor(e).dst);
-    if (next_on_device[op] >= 0 && --blockers[next_on_device[op]] == 0) ready.push_back(next_on_device[op]);
-  }
-  if (static_cast<std::int64_t>(done) == n) return;
-
-  // Name the culprit: the first operator of a GPU that never runs has had its GPU predecessor
-  // run, so it waits for an input whose producer never runs.
-  std::vector<std::uint8_t> ran(n, 0);
-  for (OpId op : ready) ran[op] = 1;
-  for (int d = 0; d < static_cast<int>(device_order.size()); ++d) {
-    const auto stuck = std::find_if(device_order[d].begin(), device_order[d].end(), [&](OpId op) { return !ran[op]; });
-    if (stuck == device_order[d].end()) continue;
-    for (EdgeId e : graph.in_edges(*stuck))
-      if (const OpId src = graph.tensor(e).src; !ran[src])
-        throw std::invalid_argument(fmt::format(
-            "device_order deadlocks: operator '{}' on GPU {} waits for '{}' on GPU {}, which can never run before it "
-            "({} of {} operators can run)",
-            graph.op(*stuck).name, d, graph.op(src).name, placement[src], done, n));
-  }
-  throw std::invalid_argument(fmt::format("device_order deadlocks: only {} of {} operators can run", done, n));
+  check_device_order(graph, cluster.num_devices(), placement, device_order);
+  for (const Tensor& t : graph.tensors())
+    if (t.bytes > 0 && !cluster.reachable(placement[t.src], placement[t.dst]))
+      throw std::invalid_argument(fmt::format(
+          "tensor '{}' -> '{}' goes from GPU {} to GPU {}, which the cluster cannot reach (no bandwidth between them)",
+          graph.op(t.src).name, graph.op(t.dst).name, placement[t.src], placement[t.dst]));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -138,10 +78,21 @@ class Simulation {
   std::vector<std::int32_t> pending_inputs_;  // per operator: inputs not arrived yet
   std::vector<std::int32_t> flow_of_edge_;    // per tensor: index in result_.flows, or -1
   std::vector<double> flow_alpha_;            // per flow: route latency slept before sending
-  std::vector<std::uint64_t> flow_payload_;   // per flow: size in SimGrid payload units
   std::vector<double> flow_bandwidth_start_;  // per flow: when its bytes started to move
+  std::vector<std::int32_t> flow_first_subflow_;  // per flow, plus one past the end: its sub-flows
+  std::vector<std::uint64_t> subflow_payload_;    // per sub-flow: size in SimGrid payload units
+  std::vector<std::int32_t> subflow_path_;        // per sub-flow: index in paths_
+  // The paths of the routes flows use, each sent from a host of its own (see the header).
+  struct UsedPath {
+    std::vector<int> links;
+    double share;
+    sg4::Host* host = nullptr;
+  };
+  std::vector<UsedPath> paths_;
+  std::vector<std::int32_t> route_first_path_;  // per Cluster route: its first entry in paths_, or -1
   std::vector<OpId> waiting_for_;             // per GPU: operator its actor is blocked on, or -1
   std::vector<sg4::Host*> hosts_;
+  sg4::Host* sink_ = nullptr;
   std::vector<sg4::MutexPtr> mutexes_;
   std::vector<sg4::ConditionVariablePtr> input_arrived_;
   std::int64_t finished_ops_ = 0;
@@ -151,6 +102,7 @@ void Simulation::build_flows() {
   const std::size_t n = graph_.num_operators();
   pending_inputs_.assign(n, 0);
   flow_of_edge_.assign(graph_.num_tensors(), -1);
+  route_first_path_.assign(cluster_.num_routes(), -1);
   for (EdgeId e = 0; e < static_cast<EdgeId>(graph_.num_tensors()); ++e) {
     const Tensor& t = graph_.tensor(e);
     ++pending_inputs_[t.dst];
@@ -160,32 +112,47 @@ void Simulation::build_flows() {
     if (!(units < 1.8e19))  // below 2^64
       throw std::invalid_argument(fmt::format("tensor {} -> {} is too large for SimGrid ({} bytes)",
                                               graph_.op(t.src).name, graph_.op(t.dst).name, t.bytes));
-    flow_of_edge_[e] = static_cast<std::int32_t>(result_.flows.size());
+    const auto flow = static_cast<std::int32_t>(result_.flows.size());
+    flow_of_edge_[e] = flow;
     result_.flows.push_back({e, src, dst, t.bytes, 0.0, 0.0});
     flow_alpha_.push_back(cluster_.latency(src, dst));
-    flow_payload_.push_back(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(units)));
+    flow_first_subflow_.push_back(static_cast<std::int32_t>(result_.subflows.size()));
+    const int route = cluster_.route_id(src, dst);
+    if (route_first_path_[route] < 0) {
+      route_first_path_[route] = static_cast<std::int32_t>(paths_.size());
+      for (RoutePath& p : cluster_.route_paths(route)) paths_.push_back({std::move(p.links), p.share, nullptr});
+    }
+    const int num_paths = cluster_.num_paths(src, dst);
+    for (int k = 0; k < num_paths; ++k) {
+      const std::int32_t path = route_first_path_[route] + k;
+      const double share = paths_[path].share;
+      result_.subflows.push_back({flow, k, num_paths == 1 ? t.bytes : t.bytes * share, 0.0});
+      subflow_path_.push_back(path);
+      // A sub-flow carries at least one payload unit (1/65536 byte).
+      const double sub_units = num_paths == 1 ? units : std::round(t.bytes * share * kPayloadUnitsPerByte);
+      subflow_payload_.push_back(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(sub_units)));
+    }
   }
+  flow_first_subflow_.push_back(static_cast<std::int32_t>(result_.subflows.size()));
   flow_bandwidth_start_.assign(result_.flows.size(), 0.0);
 }
 
 void Simulation::build_platform() {
   const int num_devices = cluster_.num_devices();
-  auto* zone = sg4::create_full_zone("cluster");
+  auto* zone = sg4::create_star_zone("cluster");
   hosts_.resize(num_devices);
-  // SimGrid names must be unique, so they come from indices, not from the Cluster's names.
+  // SimGrid names must be unique, so they come from indices, not from the Cluster's names. GPU
+  // hosts run the actors; they have no links (flows leave from path hosts).
   for (int d = 0; d < num_devices; ++d) hosts_[d] = zone->create_host(fmt::format("gpu{}", d), 1.0)->seal();
+  sink_ = zone->create_host("sink", 1.0)->seal();
 
-  // Only the ordered pairs that carry a flow get a route (and only their links are created):
-  // clusters of 1,024 GPUs have a million pairs.
-  std::vector<std::uint8_t> pair_used(static_cast<std::size_t>(num_devices) * num_devices, 0);
+  // Only the paths that carry a flow get a host (and only their links are created): clusters of
+  // 1,024 GPUs have a million pairs.
   std::vector<sg4::Link*> links(cluster_.links().size(), nullptr);
   std::vector<sg4::LinkInRoute> route;
-  for (const FlowRecord& f : result_.flows) {
-    auto& used = pair_used[static_cast<std::size_t>(f.src) * num_devices + f.dst];
-    if (used) continue;
-    used = 1;
+  for (std::size_t k = 0; k < paths_.size(); ++k) {
     route.clear();
-    for (int id : cluster_.route(f.src, f.dst)) {
+    for (int id : paths_[k].links) {
       if (links[id] == nullptr) {
         // One-way and shared: concurrent flows split its bandwidth max-min fairly. No latency on
         // the link itself: CM02 would weight sharing by route latency; alpha is slept explicitly.
@@ -196,10 +163,12 @@ void Simulation::build_platform() {
       }
       route.emplace_back(links[id]);
     }
-    zone->add_route(hosts_[f.src]->get_netpoint(), hosts_[f.dst]->get_netpoint(), nullptr, nullptr, route,
-                    /*symmetrical=*/false);
+    paths_[k].host = zone->create_host(fmt::format("path{}", k), 1.0)->seal();
+    zone->add_route(paths_[k].host->get_netpoint(), nullptr, nullptr, nullptr, route, /*symmetrical=*/false);
   }
   zone->seal();
+  result_.platform_hosts = static_cast<std::int64_t>(num_devices + 1 + paths_.size());
+  result_.platform_links = std::count_if(links.begin(), links.end(), [](const sg4::Link* l) { return l != nullptr; });
 }
 
 void Simulation::deliver(OpId dst) {
@@ -218,7 +187,8 @@ void Simulation::gpu_actor(DeviceId gpu) {
       waiting_for_[gpu] = -1;
     }
     result_.start[op] = sg4::Engine::get_clock();
-    if (const double compute = graph_.op(op).compute_s; compute > 0) sg4::this_actor::sleep_for(compute);
+    if (const double compute = cluster_.compute_time(gpu, graph_.op(op).compute_s); compute > 0)
+      sg4::this_actor::sleep_for(compute);
     result_.finish[op] = sg4::Engine::get_clock();
     ++finished_ops_;
     for (EdgeId e : graph_.out_edges(op)) {
@@ -239,12 +209,28 @@ void Simulation::flow_actor(std::int32_t flow) {
   FlowRecord& f = result_.flows[flow];
   if (flow_alpha_[flow] > 0) sg4::this_actor::sleep_for(flow_alpha_[flow]);
   flow_bandwidth_start_[flow] = sg4::Engine::get_clock();
-  sg4::Comm::sendto(hosts_[f.src], hosts_[f.dst], flow_payload_[flow]);
+  const std::int32_t first = flow_first_subflow_[flow], last = flow_first_subflow_[flow + 1];
+  if (last - first == 1) {
+    sg4::Comm::sendto(paths_[subflow_path_[first]].host, sink_, subflow_payload_[first]);
+    result_.subflows[first].end = sg4::Engine::get_clock();
+  } else {
+    // All sub-flows at once, then waited for one after the other (each wait watches one comm;
+    // wait_any would re-register on every pending one, and an actor per sub-flow costs a stack
+    // each); each records when it finished.
+    std::vector<sg4::CommPtr> comms;
+    comms.reserve(last - first);
+    for (std::int32_t k = first; k < last; ++k)
+      comms.push_back(sg4::Comm::sendto_async(paths_[subflow_path_[k]].host, sink_, subflow_payload_[k]));
+    for (std::int32_t k = first; k < last; ++k) {
+      comms[k - first]->wait();
+      result_.subflows[k].end = comms[k - first]->get_finish_time();
+    }
+  }
   f.end = sg4::Engine::get_clock();
   deliver(graph_.tensor(f.edge).dst);
 }
 
-// Per-link bytes, and busy time as the union of the bandwidth phases of the flows crossing it.
+// Per-link bytes, and busy time as the union of the bandwidth phases of the sub-flows crossing it.
 void Simulation::finish_result() {
   result_.latency = 0;
   for (double t : result_.finish) result_.latency = std::max(result_.latency, t);
@@ -255,11 +241,11 @@ void Simulation::finish_result() {
     double begin, end;
   };
   std::vector<Interval> intervals;
-  for (std::size_t k = 0; k < result_.flows.size(); ++k) {
-    const FlowRecord& f = result_.flows[k];
-    for (int id : cluster_.route(f.src, f.dst)) {
-      result_.links[id].bytes += f.bytes;
-      intervals.push_back({id, flow_bandwidth_start_[k], f.end});
+  for (std::size_t k = 0; k < result_.subflows.size(); ++k) {
+    const SubflowRecord& sub = result_.subflows[k];
+    for (int id : paths_[subflow_path_[k]].links) {
+      result_.links[id].bytes += sub.bytes;
+      intervals.push_back({id, flow_bandwidth_start_[sub.flow], sub.end});
     }
   }
   std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) {
@@ -328,7 +314,9 @@ SimulationResult Simulation::run() {
   int argc = static_cast<int>(args.size());
   engine_ = std::make_unique<sg4::Engine>(&argc, argv.data());
 
+  const auto t0 = std::chrono::steady_clock::now();
   build_platform();
+  result_.platform_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   waiting_for_.assign(num_devices, -1);
   for (int d = 0; d < num_devices; ++d) {
     mutexes_.push_back(sg4::Mutex::create());
@@ -356,7 +344,7 @@ SimulationResult Simulation::run() {
 // Passing the result from the forked child: a flat binary message (results can hold 100k
 // operators). Both ends are the same executable, so raw trivially copyable structs are fine.
 
-constexpr std::uint32_t kMagic = 0x50534731;  // "PSG1"
+constexpr std::uint32_t kMagic = 0x50534732;  // "PSG2"
 enum class Status : std::uint8_t { Ok = 0, Error = 1 };
 
 class Writer {
@@ -414,9 +402,13 @@ std::vector<char> encode_result(const SimulationResult& r) {
   w.put(kMagic);
   w.put(Status::Ok);
   w.put(r.latency);
+  w.put(r.platform_seconds);
+  w.put(r.platform_hosts);
+  w.put(r.platform_links);
   w.put_array<double>(r.start);
   w.put_array<double>(r.finish);
   w.put_array<FlowRecord>(r.flows);
+  w.put_array<SubflowRecord>(r.subflows);
   w.put_array<LinkStats>(r.links);
   return w.bytes();
 }
@@ -449,9 +441,13 @@ ChildReport decode(const std::vector<char>& bytes) {
     }
     SimulationResult& r = report.result;
     r.latency = in.get<double>();
+    r.platform_seconds = in.get<double>();
+    r.platform_hosts = in.get<std::int64_t>();
+    r.platform_links = in.get<std::int64_t>();
     r.start = in.get_array<double>();
     r.finish = in.get_array<double>();
     r.flows = in.get_array<FlowRecord>();
+    r.subflows = in.get_array<SubflowRecord>();
     r.links = in.get_array<LinkStats>();
     report.complete = in.at_end();
   } catch (const std::runtime_error&) {  // truncated

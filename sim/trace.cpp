@@ -92,7 +92,8 @@ void name_process(TraceFile& out, int pid, const std::string& name) {
 
 void write_chrome_trace(const std::string& path, const Graph& graph, const Cluster& cluster,
                         std::span<const DeviceId> placement, std::span<const double> start,
-                        std::span<const double> finish, std::span<const FlowRecord> flows) {
+                        std::span<const double> finish, std::span<const FlowRecord> flows,
+                        std::span<const SubflowRecord> subflows) {
   const std::size_t n = graph.num_operators();
   if (placement.size() != n || start.size() != n || finish.size() != n)
     throw std::invalid_argument(fmt::format("trace: {} operators but {} placements, {} starts and {} finishes", n,
@@ -102,8 +103,19 @@ void write_chrome_trace(const std::string& path, const Graph& graph, const Clust
     if (d < 0 || d >= num_devices) throw std::invalid_argument(fmt::format("trace: placement names GPU {}", d));
   for (const FlowRecord& f : flows)
     if (f.src < 0 || f.src >= num_devices || f.dst < 0 || f.dst >= num_devices || f.src == f.dst || f.edge < 0 ||
-        static_cast<std::size_t>(f.edge) >= graph.num_tensors())
+        static_cast<std::size_t>(f.edge) >= graph.num_tensors() || !cluster.reachable(f.src, f.dst))
       throw std::invalid_argument(fmt::format("trace: flow of tensor {} from GPU {} to GPU {} is not valid", f.edge, f.src, f.dst));
+  // Sub-flow ends, per flow and path; NaN where not given (the flow's end then stands in).
+  std::vector<std::size_t> first_path(flows.size() + 1, 0);
+  for (std::size_t k = 0; k < flows.size(); ++k)
+    first_path[k + 1] = first_path[k] + static_cast<std::size_t>(cluster.num_paths(flows[k].src, flows[k].dst));
+  std::vector<double> path_end(first_path.back(), std::nan(""));
+  for (const SubflowRecord& sub : subflows) {
+    if (sub.flow < 0 || static_cast<std::size_t>(sub.flow) >= flows.size() || sub.path < 0 ||
+        first_path[sub.flow] + sub.path >= first_path[sub.flow + 1])
+      throw std::invalid_argument(fmt::format("trace: sub-flow {} of flow {} is not valid", sub.path, sub.flow));
+    path_end[first_path[sub.flow] + sub.path] = sub.end;
+  }
 
   TraceFile out(path);
   name_process(out, kGpuProcess, "GPUs");
@@ -126,7 +138,8 @@ void write_chrome_trace(const std::string& path, const Graph& graph, const Clust
   name_process(out, kLinkProcess, "links");
   std::vector<std::uint8_t> link_used(cluster.links().size(), 0);
   for (const FlowRecord& f : flows)
-    for (int id : cluster.route(f.src, f.dst)) link_used[id] = 1;
+    for (const RoutePath& p : cluster.paths(f.src, f.dst))
+      for (int id : p.links) link_used[id] = 1;
   for (std::size_t id = 0; id < link_used.size(); ++id)
     if (link_used[id]) {
       const std::string& name = cluster.link(static_cast<int>(id)).name;
@@ -135,21 +148,44 @@ void write_chrome_trace(const std::string& path, const Graph& graph, const Clust
   // Async slices: viewers stack overlapping ones, and group them into one track per event name,
   // so each slice is named after its link and the flow is described in its args.
   std::uint64_t slice_id = 0;
-  for (const FlowRecord& f : flows) {
+  struct OnLink {
+    int link;
+    double bytes, end;
+  };
+  std::vector<OnLink> on_links;
+  std::vector<std::int32_t> slot(cluster.links().size(), -1);
+  for (std::size_t k = 0; k < flows.size(); ++k) {
+    const FlowRecord& f = flows[k];
     const Tensor& t = graph.tensor(f.edge);
     // The bytes move once the route latency has elapsed, as in the SimGrid engine.
     const double begin = std::min(f.start + cluster.latency(f.src, f.dst), f.end);
-    const std::string args = fmt::format(R"({{"bytes":{},"src":{},"dst":{},"src_gpu":{},"dst_gpu":{},"requested_us":{}}})",
-                                         number(f.bytes), quoted(graph.op(t.src).name), quoted(graph.op(t.dst).name),
-                                         f.src, f.dst, microseconds(f.start));
-    for (int id : cluster.route(f.src, f.dst)) {
-      const std::string& link_name = cluster.link(id).name;
-      const std::string name = quoted(link_name.empty() ? fmt::format("link{}", id) : link_name);
+    const std::vector<RoutePath> paths = cluster.paths(f.src, f.dst);
+    on_links.clear();
+    for (std::size_t p = 0; p < paths.size(); ++p) {
+      const double end = std::isnan(path_end[first_path[k] + p]) ? f.end : path_end[first_path[k] + p];
+      for (int id : paths[p].links) {
+        if (slot[id] < 0) {
+          slot[id] = static_cast<std::int32_t>(on_links.size());
+          on_links.push_back({id, 0.0, end});
+        }
+        OnLink& o = on_links[slot[id]];
+        o.bytes += paths.size() == 1 ? f.bytes : f.bytes * paths[p].share;
+        o.end = std::max(o.end, end);
+      }
+    }
+    for (const OnLink& o : on_links) {
+      slot[o.link] = -1;
+      const std::string args = fmt::format(
+          R"({{"bytes":{},"flow_bytes":{},"paths":{},"src":{},"dst":{},"src_gpu":{},"dst_gpu":{},"requested_us":{}}})",
+          number(o.bytes), number(f.bytes), paths.size(), quoted(graph.op(t.src).name), quoted(graph.op(t.dst).name), f.src,
+          f.dst, microseconds(f.start));
+      const std::string& link_name = cluster.link(o.link).name;
+      const std::string name = quoted(link_name.empty() ? fmt::format("link{}", o.link) : link_name);
       ++slice_id;
       out.event(fmt::format(R"("name":{},"cat":"transfer","ph":"b","id":{},"pid":{},"tid":{},"ts":{},"args":{})", name,
-                            slice_id, kLinkProcess, id, microseconds(begin), args));
+                            slice_id, kLinkProcess, o.link, microseconds(begin), args));
       out.event(fmt::format(R"("name":{},"cat":"transfer","ph":"e","id":{},"pid":{},"tid":{},"ts":{})", name, slice_id,
-                            kLinkProcess, id, microseconds(f.end)));
+                            kLinkProcess, o.link, microseconds(std::max(begin, o.end))));
     }
   }
   out.close();

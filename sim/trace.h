@@ -12,11 +12,15 @@
 namespace placesim {
 
 // `start` and `finish` are per operator, in seconds; `flows` may be empty (an evaluator schedule).
-// A flow occupies each link of its route from start + route latency (when its bytes begin to move)
-// to its end. Timestamps are written in microseconds. Throws InputError if `path` cannot be
-// written, std::invalid_argument if the spans do not match the graph.
+// A flow occupies each link of each path of its route from start + route latency (when its bytes
+// begin to move) until the last of its sub-flows crossing that link has arrived (given
+// `subflows`, as SimulationResult has them; without them, until the flow's end): one slice per
+// flow and link, whose args give the flow's bytes on that link. Timestamps are written in
+// microseconds. Throws InputError if `path` cannot be written, std::invalid_argument if the spans
+// do not match the graph.
 void write_chrome_trace(const std::string& path, const Graph& graph, const Cluster& cluster,
                         std::span<const DeviceId> placement, std::span<const double> start,
-                        std::span<const double> finish, std::span<const FlowRecord> flows);
+                        std::span<const double> finish, std::span<const FlowRecord> flows,
+                        std::span<const SubflowRecord> subflows = {});
 
 }  // namespace placesim

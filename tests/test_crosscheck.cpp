@@ -153,3 +153,26 @@ TEST(CrossCheck, RealGraphsSimgridNeverBelowEvaluator) {
     EXPECT_NEAR(simulate(g, c, one, s1.device_order).latency, s1.latency, 1e-9 * s1.latency);
   }
 }
+
+TEST(CrossCheck, FasterGpuShortensComputeInBothPaths) {
+  // Fig. 3.1 with gpu1 twice as fast: A (5 us) and C (5 us) on gpu0, B (10 us of work) on gpu1.
+  // B's input arrives at 5 + 5 = 10 us and B takes 10 / 2 = 5 us: 15 us, against 20 us when
+  // gpu1 has the ordinary speed. The evaluator and SimGrid must both see it.
+  Cluster c;
+  c.add_device({"gpu0", 0, 16e9});
+  Device fast{"gpu1", 1, 16e9};
+  fast.compute_speed = 2.0;
+  c.add_device(fast);
+  c.set_route(0, 1, {c.add_link({"up", 20e9, 0})});
+  c.set_route(1, 0, {c.add_link({"down", 20e9, 0})});
+  c.finalize("heterogeneous");
+  Graph g = testutil::fig31_graph(5e-6 * 20e9);
+  Evaluator ev(g, c);
+  std::vector<DeviceId> p = {0, 1, 0};
+  Schedule s = ev.schedule(p);
+  EXPECT_NEAR(s.latency, 15e-6, 1e-15);
+  EXPECT_NEAR(s.busy[1], 5e-6, 1e-15);
+  EXPECT_NEAR(ev.lower_bounds().critical_path, 7.5e-6, 1e-15);  // A then B, both at speed 2
+  EXPECT_NEAR(simulate(g, c, p, s.device_order).latency, 15e-6, 1e-9 * 15e-6);
+  EXPECT_NEAR(replay_order(g, c, p, s.device_order).latency, 15e-6, 1e-15);
+}

@@ -15,6 +15,7 @@
 #include "sim/placement_io.h"
 #include "sim/units.h"
 #include "topologies/cluster_config.h"
+#include "topologies/topology_info.h"
 
 using namespace placesim;
 
@@ -102,6 +103,17 @@ int cmd_generate(const GenerateArgs& a) {
   return 0;
 }
 
+// A cluster file or a scenario file (its `cluster:` block): counts, bandwidth levels, bisection.
+int cmd_topology_info(const std::string& path, const std::string& dot) {
+  const Cluster cluster = load_cluster_file(path);
+  std::cout << format_topology_info(cluster, describe_topology(cluster));
+  if (!dot.empty()) {
+    write_file_atomically(dot, topology_dot(cluster));
+    std::cout << "dot               " << dot << " (render: dot -Tsvg " << dot << " -o topology.svg)\n";
+  }
+  return 0;
+}
+
 int cmd_strategies() {
   for (const auto& s : strategy_registry())
     std::cout << fmt::format("{:<16} {}\n{:<16} options: {}\n", s.name, s.description, "", s.options);
@@ -165,6 +177,13 @@ int main(int argc, char** argv) {
 
   auto* strategies = app.add_subcommand("strategies", "list the registered placement strategies and their options");
 
+  auto* topology = app.add_subcommand("topology", "inspect cluster topologies");
+  topology->require_subcommand(1);
+  std::string topo_path, topo_dot;
+  auto* topo_info = topology->add_subcommand("info", "GPU count, bandwidth levels between GPU pairs, bisection, oversubscription");
+  topo_info->add_option("file", topo_path, "scenario or cluster YAML file")->required()->check(CLI::ExistingFile);
+  topo_info->add_option("--dot", topo_dot, "also write a Graphviz drawing of the topology to this file");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*run) return cmd_run(scenario_path, output, engine);
@@ -186,6 +205,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*strategies) return cmd_strategies();
+    if (*topo_info) return cmd_topology_info(topo_path, topo_dot);
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

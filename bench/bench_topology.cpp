@@ -1,0 +1,109 @@
+// Fabric build cost and one simulated iteration on a 1,024-GPU fat-tree (issue #3): k = 16, 256
+// servers of 4 GPUs (4 of the 16 pods), every tier 100 Gb/s, ECMP (64 equal-cost paths between
+// pods) or static d-mod-k routing.
+//
+//   BM_FatTree1024Cluster    make_fat_tree + finalize: time, and heap held by the Cluster
+//                            (`cluster_MiB`, glibc mallinfo2) with its routes and 1M-pair view
+//   BM_FatTree1024Vgg/ecmp   one iteration of VGG-16 (QuickP profile, 3,704 operators) dealt
+//                            round-robin over the 1,024 GPUs, in SimGrid: the forked child's
+//                            platform build time (`platform_s`) and size, flows, sub-flows,
+//                            wall time, and the child's peak RSS (`child_max_rss_MiB`, the
+//                            largest child so far: run one benchmark per process to attribute it)
+//
+//   ./build/bench_topology --benchmark_filter=BM_FatTree1024Vgg/1
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <filesystem>
+#include <malloc.h>
+#include <sys/resource.h>
+
+#include "sim/evaluator.h"
+#include "sim/graph_io.h"
+#include "sim/simgrid_engine.h"
+#include "topologies/cluster_config.h"
+
+using namespace placesim;
+
+namespace {
+
+std::string shared_graph(const char* rel) {
+  for (std::string root : {std::string(PLACESIM_SOURCE_DIR) + "/../shared/graphs", std::string("../shared/graphs")})
+    if (std::filesystem::exists(root + "/" + rel)) return root + "/" + rel;
+  return "";
+}
+
+FatTreeConfig fat_tree_1024(bool ecmp) {
+  FatTreeConfig cfg;
+  cfg.k = 16;
+  cfg.servers = 256;
+  cfg.gpus_per_server = 4;
+  cfg.nic_bandwidth = 12.5e9;  // 100 Gb/s
+  cfg.nic_latency = 1e-6;
+  cfg.aggregation_latency = 1e-6;
+  cfg.core_latency = 1e-6;
+  cfg.ecmp = ecmp;
+  return cfg;
+}
+
+double heap_mib() { return static_cast<double>(mallinfo2().uordblks) / (1024.0 * 1024.0); }
+
+void BM_FatTree1024Cluster(benchmark::State& state) {
+  double mib = 0;
+  for (auto _ : state) {
+    const double before = heap_mib();
+    Cluster c = make_fat_tree(fat_tree_1024(state.range(0) != 0));
+    c.finalize("bench");
+    mib = heap_mib() - before;
+    benchmark::DoNotOptimize(c.bandwidth(0, 1023));
+    state.counters["routes"] = c.num_routes();
+    state.counters["links"] = static_cast<double>(c.links().size());
+  }
+  state.counters["cluster_MiB"] = mib;
+}
+BENCHMARK(BM_FatTree1024Cluster)->Arg(1)->Arg(0)->ArgName("ecmp")->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// Operators dealt out to the GPUs in turn, in topological order, colocation classes kept together
+// (what the round-robin strategy does): nearly every tensor crosses GPUs, most cross servers.
+std::vector<DeviceId> round_robin(const Graph& g, int gpus) {
+  std::vector<DeviceId> p(g.num_operators());
+  std::vector<DeviceId> class_gpu(g.num_colocation_classes(), -1);
+  DeviceId next = 0;
+  for (OpId op : g.topological_order()) {
+    const int cls = g.op(op).colocation_class;
+    DeviceId d = cls >= 0 && class_gpu[cls] >= 0 ? class_gpu[cls] : next;
+    if (d == next) next = (next + 1) % gpus;
+    if (cls >= 0) class_gpu[cls] = d;
+    p[op] = d;
+  }
+  return p;
+}
+
+void BM_FatTree1024Vgg(benchmark::State& state) {
+  const std::string path = shared_graph("quickp/vgg.json");
+  if (path.empty()) {
+    state.SkipWithError("../shared/graphs/quickp/vgg.json is absent");
+    return;
+  }
+  static const Graph g = load_graph(path).graph;
+  Cluster c = make_fat_tree(fat_tree_1024(state.range(0) != 0));
+  c.finalize("bench");
+  const auto p = round_robin(g, c.num_devices());
+  Evaluator ev(g, c);
+  Schedule s = ev.schedule(p);
+  SimulationResult r;
+  for (auto _ : state) r = simulate(g, c, p, s.device_order);
+  rusage usage{};
+  getrusage(RUSAGE_CHILDREN, &usage);
+  state.counters["child_max_rss_MiB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  state.counters["platform_s"] = r.platform_seconds;
+  state.counters["platform_hosts"] = static_cast<double>(r.platform_hosts);
+  state.counters["platform_links"] = static_cast<double>(r.platform_links);
+  state.counters["flows"] = static_cast<double>(r.flows.size());
+  state.counters["subflows"] = static_cast<double>(r.subflows.size());
+  state.counters["simgrid_ms"] = r.latency * 1e3;
+  state.counters["evaluator_ms"] = s.latency * 1e3;
+}
+BENCHMARK(BM_FatTree1024Vgg)->Arg(1)->Arg(0)->ArgName("ecmp")->Unit(benchmark::kMillisecond)->Iterations(1);
+
+}  // namespace
