@@ -2,6 +2,8 @@
 // Target (issue #5): well under a second each, one core. m-SCT's time includes its LP (CLP).
 #include <benchmark/benchmark.h>
 
+#include "bench/bench_util.h"
+
 #include <filesystem>
 
 #include "placement/baechi/baechi.h"
@@ -12,11 +14,7 @@ using namespace placesim;
 
 namespace {
 
-std::string shared_graph(const char* rel) {
-  for (std::string root : {std::string(PLACESIM_SOURCE_DIR) + "/../shared/graphs", std::string("../shared/graphs")})
-    if (std::filesystem::exists(root + "/" + rel)) return root + "/" + rel;
-  return "";
-}
+using benchutil::shared_graph;
 
 void run_baechi(benchmark::State& state, BaechiMethod method) {
   const std::string path = shared_graph("quickp/vgg.json");

@@ -2,6 +2,8 @@
 // Target (issue #2): >= 2,000 evaluations/s on VGG-16 (3,704 operators) placed on 4 GPUs, one core.
 #include <benchmark/benchmark.h>
 
+#include "bench/bench_util.h"
+
 #include <filesystem>
 #include <random>
 
@@ -14,11 +16,7 @@ using namespace placesim;
 
 namespace {
 
-std::string shared_graph(const char* rel) {
-  for (std::string root : {std::string(PLACESIM_SOURCE_DIR) + "/../shared/graphs", std::string("../shared/graphs")})
-    if (std::filesystem::exists(root + "/" + rel)) return root + "/" + rel;
-  return "";
-}
+using benchutil::shared_graph;
 
 std::vector<DeviceId> random_placement(const Graph& g, int gpus, unsigned seed) {
   std::mt19937 rng(seed);

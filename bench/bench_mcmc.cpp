@@ -11,6 +11,8 @@
 // steps/s; 91.4 ms vs 122.3 ms). Both variants visit the same chain and return the same placement.
 #include <benchmark/benchmark.h>
 
+#include "bench/bench_util.h"
+
 #include <filesystem>
 #include <yaml-cpp/yaml.h>
 
@@ -23,11 +25,7 @@ using namespace placesim;
 
 namespace {
 
-std::string shared_graph(const char* rel) {
-  for (std::string root : {std::string(PLACESIM_SOURCE_DIR) + "/../shared/graphs", std::string("../shared/graphs")})
-    if (std::filesystem::exists(root + "/" + rel)) return root + "/" + rel;
-  return "";
-}
+using benchutil::shared_graph;
 
 // state.range(0): cutoff (1) or full evaluations (0).
 void run_mcmc(benchmark::State& state, const char* rel) {

@@ -4,6 +4,8 @@
 // Run: ./bench_metis --benchmark_repetitions=5 and read the median.
 #include <benchmark/benchmark.h>
 
+#include "bench/bench_util.h"
+
 #include <filesystem>
 
 #include "placement/metis/metis_strategy.h"
@@ -14,11 +16,7 @@ using namespace placesim;
 
 namespace {
 
-std::string shared_graph(const char* rel) {
-  for (std::string root : {std::string(PLACESIM_SOURCE_DIR) + "/../shared/graphs", std::string("../shared/graphs")})
-    if (std::filesystem::exists(root + "/" + rel)) return root + "/" + rel;
-  return "";
-}
+using benchutil::shared_graph;
 
 void run_metis(benchmark::State& state, MetisConfig::Method method) {
   const std::string path = shared_graph("quickp/vgg.json");

@@ -3,6 +3,8 @@
 // and under 1 GiB (the child's peak RSS is reported as `child_max_rss_MiB`).
 #include <benchmark/benchmark.h>
 
+#include "bench/bench_util.h"
+
 #include <filesystem>
 #include <random>
 #include <sys/resource.h>
@@ -17,11 +19,7 @@ using namespace placesim;
 
 namespace {
 
-std::string shared_graph(const char* rel) {
-  for (std::string root : {std::string(PLACESIM_SOURCE_DIR) + "/../shared/graphs", std::string("../shared/graphs")})
-    if (std::filesystem::exists(root + "/" + rel)) return root + "/" + rel;
-  return "";
-}
+using benchutil::shared_graph;
 
 // Contiguous blocks of the topological order (a pipeline-like split) with every 16th operator
 // moved to a random GPU, so there is both pipeline traffic and contention.

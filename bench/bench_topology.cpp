@@ -13,6 +13,8 @@
 //   ./build/bench_topology --benchmark_filter=BM_FatTree1024Vgg/1
 #include <benchmark/benchmark.h>
 
+#include "bench/bench_util.h"
+
 #include <chrono>
 #include <filesystem>
 #include <malloc.h>
@@ -27,11 +29,7 @@ using namespace placesim;
 
 namespace {
 
-std::string shared_graph(const char* rel) {
-  for (std::string root : {std::string(PLACESIM_SOURCE_DIR) + "/../shared/graphs", std::string("../shared/graphs")})
-    if (std::filesystem::exists(root + "/" + rel)) return root + "/" + rel;
-  return "";
-}
+using benchutil::shared_graph;
 
 FatTreeConfig fat_tree_1024(bool ecmp) {
   FatTreeConfig cfg;

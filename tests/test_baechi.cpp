@@ -14,13 +14,7 @@ using namespace placesim;
 
 namespace {
 
-Cluster nvlink_servers(int gpus) {
-  NvlinkServersConfig cfg;
-  cfg.gpus = gpus;
-  Cluster c = make_nvlink_servers(cfg);
-  c.finalize("test nvlink servers");
-  return c;
-}
+using testutil::nvlink_servers;
 
 BaechiConfig no_coplace() {
   BaechiConfig cfg;

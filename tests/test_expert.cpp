@@ -16,13 +16,7 @@ using namespace placesim;
 
 namespace {
 
-Cluster nvlink_servers(int gpus) {
-  NvlinkServersConfig cfg;
-  cfg.gpus = gpus;
-  Cluster c = make_nvlink_servers(cfg);
-  c.finalize("test nvlink servers");
-  return c;
-}
+using testutil::nvlink_servers;
 
 // "input" -> l0/w -> l0/w/read -> l1/w -> l1/w/read -> ... -> l3/w/read -> "loss", a chain.
 // Layer i's two operators take compute[i] / 2 each; input and loss take no time.

@@ -17,14 +17,7 @@ using namespace placesim;
 
 namespace {
 
-Cluster nvlink_servers(int gpus, double memory = kDefaultGpuMemory) {
-  NvlinkServersConfig cfg;
-  cfg.gpus = gpus;
-  cfg.gpu_memory = memory;
-  Cluster c = make_nvlink_servers(cfg);
-  c.finalize("test nvlink servers");
-  return c;
-}
+using testutil::nvlink_servers;
 
 // `chains` chains "c<i>_<j>" of `length` operators (1 ms each), consecutive operators joined by
 // `bytes`-byte tensors; chain i's operators are ids i * length .. i * length + length - 1.

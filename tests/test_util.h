@@ -47,3 +47,17 @@ inline std::string shared_graphs() {
     if (placesim::testutil::shared_graphs().empty())                                            \
       GTEST_SKIP() << "../shared/graphs is absent: the profiled real graphs are not available"; \
   } while (0)
+
+#include "topologies/cluster_config.h"
+
+namespace placesim::testutil {
+
+// The QuickP setup (servers of 2 GPUs, 50 GB/s NVLink, 20 GB/s Ethernet) with `gpus` GPUs.
+inline Cluster nvlink_servers(int gpus, double memory = kDefaultGpuMemory) {
+  NvlinkServersConfig cfg;
+  cfg.gpus = gpus;
+  cfg.gpu_memory = memory;
+  return make_nvlink_servers(cfg);
+}
+
+}  // namespace placesim::testutil

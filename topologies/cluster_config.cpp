@@ -23,6 +23,7 @@ Cluster make_full_mesh(const FullMeshConfig& config) {
     for (int b = 0; b < config.gpus; ++b)
       if (a != b)
         c.set_route(a, b, {c.add_link({fmt::format("gpu{}-to-gpu{}", a, b), config.bandwidth, config.latency, a, b})});
+  c.finalize("full-mesh cluster");  // callers get a usable cluster; finalize is idempotent
   return c;
 }
 

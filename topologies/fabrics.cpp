@@ -184,6 +184,7 @@ Cluster make_nvlink_servers(const NvlinkServersConfig& config) {
   c.fabric.type = "nvlink-servers";
   c.fabric.oversubscription = 1;
   c.fabric.notes.push_back("routing: one path per pair (NIC up, switch, NIC down)");
+  c.finalize("nvlink-servers cluster");  // callers get a usable cluster; finalize is idempotent
   return c;
 }
 
