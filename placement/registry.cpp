@@ -5,6 +5,7 @@
 #include "placement/heft/heft.h"
 #include "placement/mcmc/mcmc.h"
 #include "placement/metis/metis_strategy.h"
+#include "placement/quickp/quickp.h"
 #include "placement/round_robin/round_robin.h"
 #include "placement/single_device/single_device.h"
 #include "placement/strategy.h"
@@ -22,6 +23,7 @@ std::span<const StrategyInfo> strategy_registry() {
       m_topo_strategy_info(),
       m_etf_strategy_info(),
       m_sct_strategy_info(),
+      quickp_strategy_info(),
   };
   return registry;
 }

@@ -1,5 +1,7 @@
 #include "placement/coarsening/coarsening.h"
 
+#include "placement/union_find.h"
+
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/strong_components.hpp>
@@ -177,29 +179,11 @@ class ContractingDag {
   int alive_count_ = 0;
 };
 
-struct UnionFind {
-  explicit UnionFind(int n) : parent(n) {
-    for (int i = 0; i < n; ++i) parent[i] = i;
-  }
-  int find(int x) {
-    while (parent[x] != x) {
-      parent[x] = parent[parent[x]];
-      x = parent[x];
-    }
-    return x;
-  }
-  void join(int a, int b) {
-    a = find(a);
-    b = find(b);
-    if (a != b) parent[std::max(a, b)] = std::min(a, b);
-  }
-  std::vector<int> parent;
-};
+}  // namespace
 
-// Builds the coarse graph of a grouping. `label` is any group label per fine operator;
-// `name_of` gives the preferred name of a group of several operators from its members.
-Coarsening build_coarsening(const Graph& g, const std::vector<int>& label, CoarseningScheme scheme,
-                            const std::function<std::string(const std::vector<OpId>&)>& name_of) {
+Coarsening contract_groups(const Graph& g, const std::vector<int>& label,
+                           const std::function<std::string(const std::vector<OpId>&)>& name_of,
+                           const std::string& mixed_type, const std::string& source) {
   const auto n = static_cast<OpId>(g.num_operators());
   Coarsening c;
   c.group_of.assign(n, -1);
@@ -243,7 +227,7 @@ Coarsening build_coarsening(const Graph& g, const std::vector<int>& label, Coars
     names.insert(op.name);
     op.type = g.op(group[0]).type;
     for (OpId m : group) {
-      if (g.op(m).type != op.type) op.type = "group";
+      if (g.op(m).type != op.type) op.type = mixed_type;
       op.compute_s += g.op(m).compute_s;
       op.memory_bytes += g.op(m).memory_bytes;
       if (g.op(m).colocation_class >= 0) op.colocation_class = dense[classes.find(g.op(m).colocation_class)];
@@ -265,12 +249,20 @@ Coarsening build_coarsening(const Graph& g, const std::vector<int>& label, Coars
     for (; k < edges.size() && std::get<0>(edges[k]) == s && std::get<1>(edges[k]) == d; ++k) bytes += std::get<2>(edges[k]);
     c.coarse.add_tensor(s, d, bytes);
   }
-  c.coarse.finalize(fmt::format("coarse graph ({})", coarsening_scheme_name(scheme)));
+  c.coarse.finalize(source);
   return c;
 }
 
+namespace {
+
 std::string lowest_member_name(const Graph& g, const std::vector<OpId>& members) {
   return g.op(members.front()).name;  // members are listed in id order
+}
+
+Coarsening build_coarsening(const Graph& g, const std::vector<int>& label, CoarseningScheme scheme,
+                            const std::function<std::string(const std::vector<OpId>&)>& name_of) {
+  return contract_groups(g, label, name_of, "group",
+                         fmt::format("coarse graph ({})", coarsening_scheme_name(scheme)));
 }
 
 std::vector<int> colocrl_groups(const Graph& g) {

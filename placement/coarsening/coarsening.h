@@ -36,6 +36,7 @@
 // operator of one member keeps its name; a larger group is named after its lowest-numbered member
 // (colocrl, placeto) or its name prefix (spotlight), made unique with a "#k" suffix if needed.
 // Everything is deterministic: no randomness, ties broken by operator id.
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -57,6 +58,15 @@ struct Coarsening {
   Graph coarse;                // finalized
   std::vector<OpId> group_of;  // fine operator -> its coarse operator
 };
+
+// The coarse graph of any grouping (`label`: a group label per fine operator), by the rules above:
+// summed compute and memory, joined colocation classes, one tensor per coarse pair with summed
+// bytes. A group of several operators is named by `name_of` (made unique) and keeps its members'
+// type when they share one, else `mixed_type`. The caller guarantees the grouping is acyclic;
+// `source` names the coarse graph in errors.
+Coarsening contract_groups(const Graph& g, const std::vector<int>& label,
+                           const std::function<std::string(const std::vector<OpId>&)>& name_of,
+                           const std::string& mixed_type, const std::string& source);
 
 // Throws std::invalid_argument if placeto is asked for a target below 1.
 Coarsening coarsen(const Graph& graph, const CoarseningConfig& config);
