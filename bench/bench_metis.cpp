@@ -16,19 +16,14 @@ using namespace placesim;
 
 namespace {
 
-using benchutil::shared_graph;
 
 void run_metis(benchmark::State& state, MetisConfig::Method method) {
-  const std::string path = shared_graph("quickp/vgg.json");
-  if (path.empty()) {
-    state.SkipWithError("../shared/graphs/quickp/vgg.json is absent");
-    return;
-  }
-  static const Graph g = load_graph(path).graph;
+  const Graph* vgg = benchutil::shared_graph_or_skip(state, "quickp/vgg.json");
+  if (!vgg) return;
+  const Graph& g = *vgg;
   NvlinkServersConfig cfg;
   cfg.gpus = 4;
-  Cluster c = make_nvlink_servers(cfg);
-  c.finalize("bench");
+  const Cluster c = make_nvlink_servers(cfg);
   MetisConfig mc;
   mc.method = method;
   MetisStrategy strategy(mc);
