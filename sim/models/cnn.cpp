@@ -66,6 +66,18 @@ Tid global_average_pool(ModelBuilder& b, Tid x) {
 
 }  // namespace
 
+namespace {
+
+// AlexNet's and VGG's head: flatten, two 4096-wide dense layers with dropout, the logits.
+Tid classifier_head(ModelBuilder& b, Tid x, std::int64_t classes) {
+  x = flatten(b, x);
+  x = dense_relu_dropout(b, 1, x, 4096);
+  x = dense_relu_dropout(b, 2, x, 4096);
+  return dense(b, "dense3", x, classes);
+}
+
+}  // namespace
+
 Tid build_alexnet(ModelBuilder& b, const ModelConfig& c) {
   const auto in = image_inputs(b, c);
   Tid logits;
@@ -79,10 +91,7 @@ Tid build_alexnet(ModelBuilder& b, const ModelConfig& c) {
     x = conv_relu_bn(b, 4, x, 384);
     x = conv_relu_bn(b, 5, x, 256);
     x = max_pool_2x2(b, 3, x);
-    x = flatten(b, x);
-    x = dense_relu_dropout(b, 1, x, 4096);
-    x = dense_relu_dropout(b, 2, x, 4096);
-    logits = dense(b, "dense3", x, c.classes);
+    logits = classifier_head(b, x, c.classes);
   }
   return classify(b, logits, in.labels);
 }
@@ -99,10 +108,7 @@ Tid build_vgg16(ModelBuilder& b, const ModelConfig& c) {
       for (int k = 0; k < blocks[blk][1]; ++k) x = conv_relu_bn(b, index++, x, blocks[blk][0]);
       x = max_pool_2x2(b, blk + 1, x);
     }
-    x = flatten(b, x);
-    x = dense_relu_dropout(b, 1, x, 4096);
-    x = dense_relu_dropout(b, 2, x, 4096);
-    logits = dense(b, "dense3", x, c.classes);
+    logits = classifier_head(b, x, c.classes);
   }
   return classify(b, logits, in.labels);
 }
