@@ -12,6 +12,7 @@ packages=(
   libgtest-dev              # GoogleTest (tests/)
   coinor-libcbc-dev coinor-libclp-dev  # open MILP/LP solvers (pkg-config: cbc, clp)
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
+  python3-matplotlib        # plots of `placesim report` (tools/plot_results.py)
 )
 missing=()
 for p in "${packages[@]}"; do

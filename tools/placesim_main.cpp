@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "placement/strategy.h"
+#include "scenarios/report.h"
 #include "scenarios/runner.h"
 #include "scenarios/scenario.h"
 #include "sim/errors.h"
@@ -184,6 +185,18 @@ int main(int argc, char** argv) {
   topo_info->add_option("file", topo_path, "scenario or cluster YAML file")->required()->check(CLI::ExistingFile);
   topo_info->add_option("--dot", topo_dot, "also write a Graphviz drawing of the topology to this file");
 
+  ReportOptions report_opts;
+  PivotSpec pivot;
+  bool report_no_plots = false;
+  auto* report = app.add_subcommand("report", "comparison table and plots (PNG, SVG) of what `placesim run` wrote");
+  report->add_option("results", report_opts.results, "results folder, results.jsonl or results.json")->required()->check(CLI::ExistingPath);
+  report->add_option("-o,--output", report_opts.output, "folder for the table and plots (default: <results>/report)");
+  report->add_flag("--no-plots", report_no_plots, "tables only (no python3-matplotlib needed)");
+  report->add_option("--gantt-strategy", report_opts.gantt_strategy, "draw this strategy's timeline (default: the fastest)");
+  report->add_option("--rows", pivot.rows, "also print a pivot table: row fields (graph, strategy, gpus or a swept key)")->delimiter(',');
+  report->add_option("--columns", pivot.columns, "pivot column fields")->delimiter(',');
+  report->add_option("--value", pivot.value, "pivot value: latency, search_time, evaluator_latency, simgrid_latency, peak_memory or a strategy report key");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*run) return cmd_run(scenario_path, output, engine);
@@ -205,6 +218,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*strategies) return cmd_strategies();
+    if (*report) {
+      report_opts.plots = !report_no_plots;
+      if (!pivot.rows.empty() || !pivot.columns.empty()) report_opts.pivots.push_back(pivot);
+      return run_report(report_opts, std::cout, std::cerr);
+    }
     if (*topo_info) return cmd_topology_info(topo_path, topo_dot);
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";

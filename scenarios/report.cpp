@@ -1,0 +1,398 @@
+#include "scenarios/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <spawn.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "sim/errors.h"
+#include "sim/units.h"
+
+namespace placesim {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::optional<double> number_at(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string string_at(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// Swept values arrive as YAML scalars ("20GB/s", "4", "0.5"): numbers where they parse, so that
+// plots can put them on an axis; bandwidths become bytes/s, durations seconds.
+json numeric_if_possible(const std::string& key, const json& value) {
+  if (!value.is_string()) return value;
+  const std::string text = value.get<std::string>();
+  try {
+    std::size_t used = 0;
+    double v = std::stod(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
+  }
+  try {
+    if (key.find("bandwidth") != std::string::npos) return parse_bandwidth(text, "", key);
+    if (key.find("latency") != std::string::npos || key.find("alpha") != std::string::npos)
+      return parse_duration(text, "", key);
+  } catch (const std::exception&) {
+  }
+  return value;
+}
+
+// One record of results.jsonl (a sweep point) or one entry of results.json's "strategies". The
+// point's own fields win over the file-level ones (`defaults`).
+ReportRecord normalise(const json& obj, const json& defaults, const fs::path& dir) {
+  ReportRecord r;
+  r.strategy = string_at(obj, "label");
+  if (r.strategy.empty()) r.strategy = string_at(obj, "strategy");
+  r.graph = string_at(obj, "graph");
+  if (r.graph.empty()) r.graph = string_at(defaults, "graph");
+  if (r.graph.empty()) r.graph = string_at(defaults, "scenario");
+  if (auto g = number_at(obj, "gpus")) r.gpus = static_cast<int>(*g);
+  else if (auto it = obj.find("memory_per_gpu"); it != obj.end() && it->is_array())
+    r.gpus = static_cast<int>(it->size());
+  else if (auto g2 = number_at(defaults, "gpus")) r.gpus = static_cast<int>(*g2);
+  for (const char* key : {"params", "sweep", "parameters"}) {
+    auto it = obj.find(key);
+    if (it != obj.end() && it->is_object()) {
+      for (const auto& [k, v] : it->items()) r.params[k] = numeric_if_possible(k, v);
+      break;
+    }
+  }
+  r.evaluator_latency = number_at(obj, "evaluator_latency");
+  r.simgrid_latency = number_at(obj, "simgrid_latency");
+  r.latency = r.simgrid_latency ? r.simgrid_latency : r.evaluator_latency;
+  r.search_time = number_at(obj, "search_time");
+  r.peak_memory = number_at(obj, "peak_memory").value_or(0);
+  r.oom = obj.value("oom", false);
+  r.error = string_at(obj, "error");
+  const std::string status = string_at(obj, "status");
+  r.failed = !r.error.empty() || status == "failed" || !r.latency;
+  if (r.failed && r.error.empty()) r.error = status.empty() ? "no latency recorded" : status;
+  if (auto trace = string_at(obj, "trace_file"); !trace.empty()) {
+    fs::path p(trace);
+    r.trace_file = (p.is_absolute() ? p : dir / p).lexically_normal().string();
+  }
+  if (auto it = obj.find("strategy_report"); it != obj.end() && it->is_object()) r.strategy_report = *it;
+  return r;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string param_text(const std::string& key, const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number() && key.find("bandwidth") != std::string::npos) return format_bandwidth(v.get<double>());
+  if (v.is_number()) return fmt::format("{:.6g}", v.get<double>());
+  return v.dump();
+}
+
+// The parameters that tell groups apart: every swept value except the strategy and repetition.
+std::string group_name(const ReportRecord& r) {
+  std::string name = fmt::format("{} on {} GPUs", r.graph, r.gpus);
+  for (const auto& [k, v] : r.params.items()) {
+    if (k == "strategy" || k == "repetition" || k == "seed") continue;
+    name += fmt::format(", {}={}", k, param_text(k, v));
+  }
+  return name;
+}
+
+std::string field_text(const ReportRecord& r, const std::string& field) {
+  if (field == "graph") return r.graph;
+  if (field == "strategy") return r.strategy;
+  if (field == "gpus") return std::to_string(r.gpus);
+  if (auto it = r.params.find(field); it != r.params.end()) return param_text(field, *it);
+  return "-";
+}
+
+std::optional<double> value_of(const ReportRecord& r, const std::string& value) {
+  if (value == "latency") return r.latency;
+  if (value == "evaluator_latency") return r.evaluator_latency;
+  if (value == "simgrid_latency") return r.simgrid_latency;
+  if (value == "search_time") return r.search_time;
+  if (value == "peak_memory") return r.peak_memory;
+  if (auto it = r.strategy_report.find(value); it != r.strategy_report.end() && it->is_number())
+    return it->get<double>();
+  return std::nullopt;
+}
+
+std::string format_value(const std::string& value, double v) {
+  if (value.find("latency") != std::string::npos) return fmt::format("{:.4g} ms", v * 1e3);
+  if (value == "search_time" || value.ends_with("seconds")) return fmt::format("{:.3g} s", v);
+  if (value == "peak_memory") return format_bytes(v);
+  return fmt::format("{:.6g}", v);
+}
+
+std::string joined(const ReportRecord& r, const std::vector<std::string>& fields) {
+  std::string s;
+  for (const auto& f : fields) s += (s.empty() ? "" : " / ") + field_text(r, f);
+  return s;
+}
+
+}  // namespace
+
+std::vector<ReportRecord> load_report_records(const std::string& path) {
+  fs::path file(path);
+  if (fs::is_directory(file)) {
+    if (fs::exists(file / "results.jsonl")) file /= "results.jsonl";
+    else if (fs::exists(file / "results.json")) file /= "results.json";
+    else throw InputError(path, "", "no results.jsonl or results.json in this folder; run `placesim run` first");
+  }
+  std::ifstream in(file);
+  if (!in) throw InputError(file.string(), "", "cannot be opened");
+  const fs::path dir = file.parent_path();
+  std::vector<ReportRecord> records;
+  if (file.extension() == ".jsonl") {
+    std::string line;
+    int line_no = 0;
+    while (std::getline(in, line)) {
+      ++line_no;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      json obj;
+      try {
+        obj = json::parse(line);
+      } catch (const json::parse_error& e) {
+        throw InputError(file.string(), fmt::format("line {}", line_no), fmt::format("is not JSON: {}", e.what()));
+      }
+      if (!obj.is_object()) throw InputError(file.string(), fmt::format("line {}", line_no), "expected a JSON object");
+      records.push_back(normalise(obj, json::object(), dir));
+    }
+  } else {
+    json doc;
+    try {
+      doc = json::parse(in);
+    } catch (const json::parse_error& e) {
+      throw InputError(file.string(), "", fmt::format("is not JSON: {}", e.what()));
+    }
+    auto it = doc.find("strategies");
+    if (!doc.is_object() || it == doc.end() || !it->is_array())
+      throw InputError(file.string(), "strategies", "expected the array of results that `placesim run` writes");
+    for (const auto& s : *it) records.push_back(normalise(s, doc, dir));
+  }
+  return records;
+}
+
+std::string format_comparison_table(std::span<const ReportRecord> records) {
+  // group -> strategy (in first-seen order) -> records
+  std::vector<std::string> group_order;
+  std::map<std::string, std::vector<std::string>> strategy_order;
+  std::map<std::pair<std::string, std::string>, std::vector<const ReportRecord*>> cells;
+  for (const auto& r : records) {
+    const std::string g = group_name(r);
+    if (std::find(group_order.begin(), group_order.end(), g) == group_order.end()) group_order.push_back(g);
+    auto& so = strategy_order[g];
+    if (std::find(so.begin(), so.end(), r.strategy) == so.end()) so.push_back(r.strategy);
+    cells[{g, r.strategy}].push_back(&r);
+  }
+  std::ostringstream out;
+  for (const auto& g : group_order) {
+    struct Row {
+      std::string strategy;
+      std::optional<double> latency, search;
+      double memory = 0;
+      bool oom = false;
+      std::size_t runs = 0, failures = 0;
+      std::string error;
+    };
+    std::vector<Row> rows;
+    for (const auto& s : strategy_order[g]) {
+      Row row;
+      row.strategy = s;
+      std::vector<double> lat, search;
+      for (const ReportRecord* r : cells[{g, s}]) {
+        ++row.runs;
+        if (r->failed) {
+          ++row.failures;
+          if (row.error.empty()) row.error = r->error;
+          continue;
+        }
+        lat.push_back(*r->latency);
+        if (r->search_time) search.push_back(*r->search_time);
+        row.memory = std::max(row.memory, r->peak_memory);
+        row.oom = row.oom || r->oom;
+      }
+      if (!lat.empty()) row.latency = median(lat);
+      if (!search.empty()) row.search = median(search);
+      rows.push_back(row);
+    }
+    out << g << "\n";
+    out << fmt::format("  {:<24} {:>12} {:>9} {:>11} {:>11} {:>5}  {}\n", "strategy", "latency", "speed-up",
+                       "search", "peak mem", "OOM", "runs");
+    for (const Row& row : rows) {
+      // Speed-up over the best *other* strategy; OOM placements do not count as competitors.
+      std::optional<double> best_other;
+      for (const Row& o : rows)
+        if (&o != &row && o.latency && !o.oom) best_other = std::min(best_other.value_or(*o.latency), *o.latency);
+      std::string runs = std::to_string(row.runs);
+      if (row.failures) runs += fmt::format(" ({} failed: {})", row.failures, row.error);
+      out << fmt::format("  {:<24} {:>12} {:>9} {:>11} {:>11} {:>5}  {}\n", row.strategy,
+                         row.latency ? fmt::format("{:.4g} ms", *row.latency * 1e3) : "failed",
+                         row.latency && best_other ? fmt::format("{:.3f}x", *best_other / *row.latency) : "-",
+                         row.search ? format_duration(*row.search) : "-",
+                         row.latency ? format_bytes(row.memory) : "-", row.oom ? "yes" : "", runs);
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+nlohmann::json records_to_json(std::span<const ReportRecord> records) {
+  json out = json::array();
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  for (const auto& r : records) {
+    out.push_back({{"graph", r.graph},
+                   {"strategy", r.strategy},
+                   {"gpus", r.gpus},
+                   {"params", r.params},
+                   {"latency", opt(r.latency)},
+                   {"evaluator_latency", opt(r.evaluator_latency)},
+                   {"simgrid_latency", opt(r.simgrid_latency)},
+                   {"search_time", opt(r.search_time)},
+                   {"peak_memory", r.peak_memory},
+                   {"oom", r.oom},
+                   {"failed", r.failed},
+                   {"error", r.error},
+                   {"trace_file", r.trace_file},
+                   {"strategy_report", r.strategy_report}});
+  }
+  return out;
+}
+
+std::string format_pivot_table(std::span<const ReportRecord> records, const PivotSpec& spec) {
+  std::vector<std::string> row_keys, column_keys;
+  std::map<std::pair<std::string, std::string>, std::vector<double>> cells;
+  std::set<std::pair<std::string, std::string>> oom, failed;
+  for (const auto& r : records) {
+    const std::string row = joined(r, spec.rows), column = joined(r, spec.columns);
+    if (std::find(row_keys.begin(), row_keys.end(), row) == row_keys.end()) row_keys.push_back(row);
+    if (std::find(column_keys.begin(), column_keys.end(), column) == column_keys.end()) column_keys.push_back(column);
+    if (r.failed) {
+      failed.insert({row, column});
+      continue;
+    }
+    if (r.oom) oom.insert({row, column});
+    if (auto v = value_of(r, spec.value)) cells[{row, column}].push_back(*v);
+  }
+  std::ostringstream out;
+  if (!spec.title.empty()) out << "**" << spec.title << "**\n\n";
+  std::string header = "| " + (spec.rows.empty() ? std::string() : [&] {
+    std::string s;
+    for (const auto& f : spec.rows) s += (s.empty() ? "" : " / ") + f;
+    return s;
+  }());
+  std::string rule = "|---";
+  for (const auto& c : column_keys) {
+    header += " | " + c;
+    rule += "|---:";
+  }
+  out << header << " |\n" << rule << "|\n";
+  for (const auto& row : row_keys) {
+    out << "| " << row;
+    for (const auto& c : column_keys) {
+      auto it = cells.find({row, c});
+      std::string cell = it != cells.end() ? format_value(spec.value, median(it->second))
+                         : failed.count({row, c}) ? "failed"
+                                                  : "";
+      if (oom.count({row, c})) cell += " (OOM)";
+      out << " | " << cell;
+    }
+    out << " |\n";
+  }
+  return out.str();
+}
+
+namespace {
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  if (!f) throw InputError(path.string(), "", "cannot be written");
+}
+
+// python3 SCRIPT ARGS..., without a shell (paths may hold spaces). Returns the exit status, or -1
+// when python3 cannot be started.
+int run_python(const std::vector<std::string>& args) {
+  const std::string python = plot_python();
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(python.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawnp(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ) != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+std::string plot_python() {
+  if (const char* env = std::getenv("PLACESIM_PYTHON"); env && *env) return env;
+  if (fs::exists("/usr/bin/python3")) return "/usr/bin/python3";
+  return "python3";
+}
+
+int run_report(const ReportOptions& options, std::ostream& out, std::ostream& err) {
+  const std::vector<ReportRecord> records = load_report_records(options.results);
+  if (records.empty()) throw InputError(options.results, "", "holds no results");
+  fs::path dir = options.output;
+  if (dir.empty()) {
+    const fs::path base = fs::is_directory(options.results) ? fs::path(options.results) : fs::path(options.results).parent_path();
+    dir = base / "report";
+  }
+  fs::create_directories(dir);
+  const std::string table = format_comparison_table(records);
+  out << table;
+  write_text(dir / "table.txt", table);
+  if (!options.pivots.empty()) {
+    std::string md;
+    for (const auto& p : options.pivots) md += format_pivot_table(records, p) + "\n";
+    out << md;
+    write_text(dir / "pivot.md", md);
+  }
+  write_text(dir / "records.json", records_to_json(records).dump(1) + "\n");
+  out << fmt::format("report: {}/table.txt, {}/records.json\n", dir.string(), dir.string());
+  if (!options.plots) return 0;
+  std::string script = options.plot_script;
+  if (script.empty()) {
+    const char* env = std::getenv("PLACESIM_PLOT_SCRIPT");
+    script = env && *env ? env : std::string(PLACESIM_SOURCE_DIR) + "/tools/plot_results.py";
+  }
+  if (!fs::exists(script)) {
+    err << "report: plots skipped: the plot script " << script << " is missing (set PLACESIM_PLOT_SCRIPT)\n";
+    return 1;
+  }
+  std::vector<std::string> args = {script, (dir / "records.json").string(), "--out", dir.string()};
+  if (!options.gantt_strategy.empty()) {
+    args.push_back("--gantt-strategy");
+    args.push_back(options.gantt_strategy);
+  }
+  const int status = run_python(args);
+  if (status != 0) {
+    err << (status < 0 ? "report: plots skipped: " + plot_python() + " cannot be started"
+                       : fmt::format("report: plots failed ({} exited with {}); tools/install-deps.sh installs "
+                                     "python3-matplotlib",
+                                     plot_python(), status))
+        << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace placesim
