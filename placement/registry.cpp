@@ -1,6 +1,7 @@
 // The strategy registry: one line per strategy. A new strategy is a new folder under placement/
 // plus one line here.
 #include "placement/baechi/baechi.h"
+#include "placement/celeritas/celeritas.h"
 #include "placement/expert/expert.h"
 #include "placement/heft/heft.h"
 #include "placement/mcmc/mcmc.h"
@@ -24,6 +25,8 @@ std::span<const StrategyInfo> strategy_registry() {
       m_etf_strategy_info(),
       m_sct_strategy_info(),
       quickp_strategy_info(),
+      order_place_strategy_info(),
+      celeritas_strategy_info(),
   };
   return registry;
 }
