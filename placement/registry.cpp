@@ -6,6 +6,7 @@
 #include "placement/heft/heft.h"
 #include "placement/mcmc/mcmc.h"
 #include "placement/metis/metis_strategy.h"
+#include "placement/placeto/placeto.h"
 #include "placement/quickp/quickp.h"
 #include "placement/round_robin/round_robin.h"
 #include "placement/single_device/single_device.h"
@@ -27,6 +28,10 @@ std::span<const StrategyInfo> strategy_registry() {
       quickp_strategy_info(),
       order_place_strategy_info(),
       celeritas_strategy_info(),
+      placeto_greedy_strategy_info(),
+#ifdef PLACESIM_HAVE_TORCH
+      placeto_strategy_info(),  // needs LibTorch
+#endif
   };
   return registry;
 }

@@ -9,6 +9,7 @@
 #include <ostream>
 
 #include "placement/strategy.h"
+#include "scenarios/fcfs.h"
 #include "sim/errors.h"
 #include "sim/placement_io.h"
 #include "sim/trace.h"
@@ -19,10 +20,10 @@ namespace placesim {
 namespace fs = std::filesystem;
 
 Measurement measure_placement(const Graph& graph, const Cluster& cluster, const std::vector<DeviceId>& placement,
-                              Engine engine) {
+                              Engine engine, OpOrder order) {
   Measurement m;
   Evaluator evaluator(graph, cluster);
-  m.schedule = evaluator.schedule(placement);
+  m.schedule = order == OpOrder::Fcfs ? fcfs_schedule(graph, cluster, placement) : evaluator.schedule(placement);
   m.evaluator_latency = m.schedule.latency;
   m.bounds = evaluator.lower_bounds();
   m.memory = m.schedule.memory;
@@ -31,7 +32,10 @@ Measurement measure_placement(const Graph& graph, const Cluster& cluster, const 
     if (m.memory[d] > cluster.device(d).memory_bytes) m.oom = true;
   }
   if (engine != Engine::Evaluator) {
-    m.simulation = simulate(graph, cluster, placement, m.schedule.device_order);
+    // FCFS: SimGrid picks by the arrival times it simulates, under contention (the evaluator's
+    // FCFS order is only the starting point it is checked against).
+    m.simulation = simulate(graph, cluster, placement, m.schedule.device_order,
+                            order == OpOrder::Fcfs ? GpuQueue::Fcfs : GpuQueue::Fixed);
     m.simgrid_latency = m.simulation->latency;
     m.simgrid_wall_s = m.simulation->wall_seconds;
     const double span = m.simulation->latency;
@@ -92,6 +96,32 @@ void write_outputs(const ScenarioResults& r, const fs::path& dir) {
 
 }  // namespace
 
+StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec& spec, const Graph& graph,
+                                   const std::string& dir, const std::string& file_stem) {
+  StrategyOutcome out;
+  out.label = spec.label;
+  out.name = spec.name;
+  const fs::path folder = dir;
+  try {
+    auto strategy = make_strategy(spec.name, spec.options, scenario.file, spec.field);
+    PlacementResult placed = place(spec, *strategy, graph, scenario.cluster);
+    out.search_seconds = placed.search_seconds;
+    out.strategy_report = placed.report;
+    out.placement_file = "placement-" + file_safe(file_stem) + ".json";
+    save_placement(graph, placed.placement, (folder / out.placement_file).string());
+    out.measurement = measure_placement(graph, scenario.cluster, placed.placement, scenario.simulation.engine,
+                                        scenario.simulation.order);
+    if (scenario.simulation.trace) {
+      out.trace_file = "trace-" + file_safe(file_stem) + ".json";
+      write_trace((folder / out.trace_file).string(), graph, scenario.cluster, placed.placement, out.measurement);
+    }
+  } catch (const std::exception& e) {
+    // A failing strategy is recorded and the others still run: nothing asked for is dropped.
+    out.error = e.what();
+  }
+  return out;
+}
+
 ScenarioResults run_scenario(const Scenario& scenario, const std::string& output_dir, std::ostream& log) {
   ScenarioResults r;
   r.scenario = scenario.name;
@@ -110,32 +140,46 @@ ScenarioResults run_scenario(const Scenario& scenario, const std::string& output
   for (std::size_t i = 0; i < scenario.strategies.size(); ++i) {
     const StrategySpec& spec = scenario.strategies[i];
     log << fmt::format("[{}/{}] {} ...", i + 1, scenario.strategies.size(), spec.label) << std::flush;
-    StrategyOutcome out;
-    out.label = spec.label;
-    out.name = spec.name;
-    try {
-      auto strategy = make_strategy(spec.name, spec.options, scenario.file, spec.field);
-      PlacementResult placed = place(spec, *strategy, graph, scenario.cluster);
-      out.search_seconds = placed.search_seconds;
-      out.strategy_report = placed.report;
-      out.placement_file = "placement-" + file_safe(spec.label) + ".json";
-      save_placement(graph, placed.placement, (dir / out.placement_file).string());
-      out.measurement = measure_placement(graph, scenario.cluster, placed.placement, scenario.simulation.engine);
-      if (scenario.simulation.trace) {
-        out.trace_file = "trace-" + file_safe(spec.label) + ".json";
-        write_trace((dir / out.trace_file).string(), graph, scenario.cluster, placed.placement, out.measurement);
-      }
+    StrategyOutcome out = run_strategy_point(scenario, spec, graph, dir.string(), spec.label);
+    if (out.error.empty())
       log << fmt::format(" {}{}\n", format_duration(out.measurement.simgrid_latency.value_or(out.measurement.evaluator_latency)),
                          out.measurement.oom ? " (OOM)" : "");
-    } catch (const std::exception& e) {
-      // A failing strategy is recorded and the others still run: nothing asked for is dropped.
-      out.error = e.what();
+    else
       log << " failed: " << out.error << "\n";
-    }
     r.outcomes.push_back(std::move(out));
     write_outputs(r, dir);
   }
   return r;
+}
+
+nlohmann::ordered_json outcome_to_json(const StrategyOutcome& o) {
+  nlohmann::ordered_json s;
+  s["label"] = o.label;
+  s["strategy"] = o.name;
+  if (!o.error.empty()) {
+    s["error"] = o.error;
+    return s;
+  }
+  const Measurement& m = o.measurement;
+  s["search_time"] = o.search_seconds;
+  s["evaluator_latency"] = m.evaluator_latency;
+  s["simgrid_latency"] = m.simgrid_latency ? nlohmann::ordered_json(*m.simgrid_latency) : nlohmann::ordered_json(nullptr);
+  s["simgrid_wall_time"] = m.simgrid_latency ? nlohmann::ordered_json(m.simgrid_wall_s) : nlohmann::ordered_json(nullptr);
+  s["lower_bound_critical_path"] = m.bounds.critical_path;
+  s["lower_bound_work_per_gpu"] = m.bounds.work_per_device;
+  s["memory_per_gpu"] = m.memory;
+  s["peak_memory"] = m.peak_memory;
+  s["oom"] = m.oom;
+  s["busy_per_gpu"] = m.schedule.busy;
+  nlohmann::ordered_json links = nlohmann::ordered_json::array();
+  for (const auto& l : m.links)
+    links.push_back({{"link", l.name}, {"bytes", l.bytes}, {"busy_time", l.busy_s},
+                     {"busy_fraction", l.busy_fraction}, {"mean_utilisation", l.mean_utilisation}});
+  s["links"] = std::move(links);
+  s["strategy_report"] = o.strategy_report;
+  s["placement_file"] = o.placement_file;
+  s["trace_file"] = o.trace_file;
+  return s;
 }
 
 nlohmann::json results_to_json(const ScenarioResults& r) {
@@ -147,36 +191,7 @@ nlohmann::json results_to_json(const ScenarioResults& r) {
   j["units"] = {{"time", "s"}, {"memory", "B"}, {"bandwidth", "B/s"}};
   j["warnings"] = r.warnings;
   j["strategies"] = nlohmann::ordered_json::array();
-  for (const auto& o : r.outcomes) {
-    nlohmann::ordered_json s;
-    s["label"] = o.label;
-    s["strategy"] = o.name;
-    if (!o.error.empty()) {
-      s["error"] = o.error;
-      j["strategies"].push_back(std::move(s));
-      continue;
-    }
-    const Measurement& m = o.measurement;
-    s["search_time"] = o.search_seconds;
-    s["evaluator_latency"] = m.evaluator_latency;
-    s["simgrid_latency"] = m.simgrid_latency ? nlohmann::ordered_json(*m.simgrid_latency) : nlohmann::ordered_json(nullptr);
-    s["simgrid_wall_time"] = m.simgrid_latency ? nlohmann::ordered_json(m.simgrid_wall_s) : nlohmann::ordered_json(nullptr);
-    s["lower_bound_critical_path"] = m.bounds.critical_path;
-    s["lower_bound_work_per_gpu"] = m.bounds.work_per_device;
-    s["memory_per_gpu"] = m.memory;
-    s["peak_memory"] = m.peak_memory;
-    s["oom"] = m.oom;
-    s["busy_per_gpu"] = m.schedule.busy;
-    nlohmann::ordered_json links = nlohmann::ordered_json::array();
-    for (const auto& l : m.links)
-      links.push_back({{"link", l.name}, {"bytes", l.bytes}, {"busy_time", l.busy_s},
-                       {"busy_fraction", l.busy_fraction}, {"mean_utilisation", l.mean_utilisation}});
-    s["links"] = std::move(links);
-    s["strategy_report"] = o.strategy_report;
-    s["placement_file"] = o.placement_file;
-    s["trace_file"] = o.trace_file;
-    j["strategies"].push_back(std::move(s));
-  }
+  for (const auto& o : r.outcomes) j["strategies"].push_back(outcome_to_json(o));
   return j;
 }
 

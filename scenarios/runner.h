@@ -37,8 +37,10 @@ struct Measurement {
   std::optional<SimulationResult> simulation;
 };
 
+// Schedules the placement with the evaluator (in the evaluator's order, or first come first
+// served) and, unless the engine is the evaluator alone, runs that per-GPU order in SimGrid.
 Measurement measure_placement(const Graph& graph, const Cluster& cluster, const std::vector<DeviceId>& placement,
-                              Engine engine);
+                              Engine engine, OpOrder order = OpOrder::Scheduler);
 
 void write_trace(const std::string& path, const Graph& graph, const Cluster& cluster,
                  const std::vector<DeviceId>& placement, const Measurement& m);
@@ -60,6 +62,15 @@ struct ScenarioResults {
 };
 
 ScenarioResults run_scenario(const Scenario& scenario, const std::string& output_dir, std::ostream& log);
+
+// Places the graph with one strategy (coarsening first if asked), measures the placement and
+// writes placement-<file_stem>.json (and trace-<file_stem>.json) into `dir`. A strategy that
+// throws is recorded in `error`; nothing else is caught.
+StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec& spec, const Graph& graph,
+                                   const std::string& dir, const std::string& file_stem);
+
+// One outcome as results.json lists it (label, strategy, latencies, memory, links, report, files).
+nlohmann::ordered_json outcome_to_json(const StrategyOutcome& outcome);
 
 nlohmann::json results_to_json(const ScenarioResults& r);
 std::string results_to_csv(const ScenarioResults& r);

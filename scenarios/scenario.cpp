@@ -1,5 +1,6 @@
 #include "scenarios/scenario.h"
 
+#include <charconv>
 #include <filesystem>
 #include <fmt/format.h>
 #include <set>
@@ -104,7 +105,7 @@ Graph load_graph_source(const GraphSource& source, const std::string& scenario_f
 
 Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
   YamlFields f(root, file, "");
-  f.allow_only({"name", "graph", "cluster", "strategies", "simulation", "output"});
+  f.allow_only({"name", "graph", "cluster", "strategies", "simulation", "output", "sweep"});
   Scenario s;
   s.file = file;
   s.name = f.string_or("name", fs::path(file).stem().string());
@@ -139,17 +140,43 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
 
   if (f.has("simulation")) {
     YamlFields sim(f.node("simulation"), file, "simulation");
-    sim.allow_only({"engine", "trace"});
+    sim.allow_only({"engine", "order", "trace", "repetitions", "seeds"});
     const std::string engine = sim.string_or("engine", "both");
     if (engine == "both") s.simulation.engine = Engine::Both;
     else if (engine == "evaluator") s.simulation.engine = Engine::Evaluator;
     else if (engine == "simgrid") s.simulation.engine = Engine::SimGrid;
     else throw InputError(file, sim.field("engine"), fmt::format("expected evaluator, simgrid or both, got '{}'", engine));
+    const std::string order = sim.string_or("order", "scheduler");
+    if (order == "scheduler") s.simulation.order = OpOrder::Scheduler;
+    else if (order == "fcfs") s.simulation.order = OpOrder::Fcfs;
+    else throw InputError(file, sim.field("order"), fmt::format("expected scheduler or fcfs, got '{}'", order));
     s.simulation.trace = sim.boolean_or("trace", true);
+    const long repetitions = sim.integer_or("repetitions", 1);
+    if (repetitions < 1 || repetitions > 1'000'000)
+      throw InputError(file, sim.field("repetitions"), fmt::format("expected a whole number >= 1, got {}", repetitions));
+    s.simulation.repetitions = static_cast<int>(repetitions);
+    if (sim.has("seeds")) {
+      const YAML::Node seeds = sim.node("seeds");
+      if (!seeds.IsSequence() || seeds.size() == 0)
+        throw InputError(file, sim.field("seeds"), "expected a non-empty list of whole numbers >= 0, e.g. [1, 2, 3]");
+      std::set<long> seen;
+      for (std::size_t i = 0; i < seeds.size(); ++i) {
+        const std::string field = fmt::format("simulation.seeds[{}] (line {})", i, seeds[i].Mark().line + 1);
+        const std::string text = seeds[i].IsScalar() ? seeds[i].Scalar() : std::string();
+        long seed = -1;
+        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seed);
+        if (!seeds[i].IsScalar() || ec != std::errc() || ptr != text.data() + text.size() || seed < 0)
+          throw InputError(file, field, fmt::format("expected a whole number >= 0, got '{}'", text));
+        if (!seen.insert(seed).second) throw InputError(file, field, fmt::format("seed {} is listed twice", seed));
+        s.simulation.seeds.push_back(seed);
+      }
+    }
   }
   s.output = f.string_or("output", "out/" + s.name);
   return s;
 }
+
+std::string_view op_order_name(OpOrder order) { return order == OpOrder::Fcfs ? "fcfs" : "scheduler"; }
 
 Scenario load_scenario(const std::string& path) { return parse_scenario(load_yaml_file(path), path); }
 

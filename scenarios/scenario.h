@@ -4,6 +4,7 @@
 // field in scenarios/README.md.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 #include <yaml-cpp/yaml.h>
 
@@ -34,9 +35,18 @@ struct StrategySpec {
 
 enum class Engine { Evaluator, SimGrid, Both };
 
+// The order in which a GPU runs the operators placed on it.
+enum class OpOrder {
+  Scheduler,  // the evaluator's list schedule: the ready operator of highest computation rank
+  Fcfs,       // first come, first served: operators run in the order their inputs arrived
+};
+
 struct SimulationSpec {
   Engine engine = Engine::Both;
-  bool trace = true;  // write a Chrome trace per strategy
+  OpOrder order = OpOrder::Scheduler;
+  bool trace = true;             // write a Chrome trace per strategy
+  int repetitions = 1;           // runs of each (sweep point, strategy, seed)
+  std::vector<long> seeds;       // each is one run of every strategy that takes a `seed` option
 };
 
 struct Scenario {
@@ -49,8 +59,12 @@ struct Scenario {
   std::string output;  // output folder; relative paths are relative to the working directory
 };
 
+// A file with a `sweep:` block parses as its base scenario (the sweep is not applied; see
+// scenarios/sweep.h for the points).
 Scenario load_scenario(const std::string& path);
 Scenario parse_scenario(const YAML::Node& root, const std::string& file);
+
+std::string_view op_order_name(OpOrder order);
 
 // Builds or loads the graph a scenario names; loader warnings are appended to `warnings`.
 Graph load_graph_source(const GraphSource& source, const std::string& scenario_file,

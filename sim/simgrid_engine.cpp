@@ -15,8 +15,10 @@
 #include <cstring>
 #include <cstdio>
 #include <iostream>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <queue>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -54,8 +56,8 @@ void validate_inputs(const Graph& graph, const Cluster& cluster, std::span<const
 class Simulation {
  public:
   Simulation(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
-             const std::vector<std::vector<OpId>>& device_order)
-      : graph_(graph), cluster_(cluster), placement_(placement), device_order_(device_order) {}
+             const std::vector<std::vector<OpId>>& device_order, GpuQueue queue)
+      : graph_(graph), cluster_(cluster), placement_(placement), device_order_(device_order), queue_(queue) {}
 
   SimulationResult run();
 
@@ -71,6 +73,10 @@ class Simulation {
   const Cluster& cluster_;
   std::span<const DeviceId> placement_;
   const std::vector<std::vector<OpId>>& device_order_;
+  GpuQueue queue_;
+  // FCFS: per GPU, the operators whose inputs have all arrived, earliest (then lowest id) first.
+  using ReadyOp = std::pair<double, OpId>;
+  std::vector<std::priority_queue<ReadyOp, std::vector<ReadyOp>, std::greater<>>> ready_;
 
   // Declared before every SimGrid object below so that it is destroyed after them.
   std::unique_ptr<sg4::Engine> engine_;
@@ -174,13 +180,25 @@ void Simulation::build_platform() {
 void Simulation::deliver(OpId dst) {
   if (--pending_inputs_[dst] == 0) {
     const DeviceId gpu = placement_[dst];
-    if (waiting_for_[gpu] == dst) input_arrived_[gpu]->notify_one();
+    if (queue_ == GpuQueue::Fcfs) ready_[gpu].emplace(sg4::Engine::get_clock(), dst);
+    if (waiting_for_[gpu] == dst || (queue_ == GpuQueue::Fcfs && waiting_for_[gpu] >= 0)) input_arrived_[gpu]->notify_one();
   }
 }
 
 void Simulation::gpu_actor(DeviceId gpu) {
-  for (OpId op : device_order_[gpu]) {
-    if (pending_inputs_[op] > 0) {
+  // device_order_ lists each operator of the GPU once; FCFS uses only its length.
+  for (std::size_t k = 0; k < device_order_[gpu].size(); ++k) {
+    OpId op = device_order_[gpu][k];
+    if (queue_ == GpuQueue::Fcfs) {
+      if (ready_[gpu].empty()) {
+        waiting_for_[gpu] = graph_.num_operators();  // any operator of this GPU
+        std::unique_lock lock(*mutexes_[gpu]);
+        while (ready_[gpu].empty()) input_arrived_[gpu]->wait(lock);
+        waiting_for_[gpu] = -1;
+      }
+      op = ready_[gpu].top().second;
+      ready_[gpu].pop();
+    } else if (pending_inputs_[op] > 0) {
       waiting_for_[gpu] = op;
       std::unique_lock lock(*mutexes_[gpu]);
       while (pending_inputs_[op] > 0) input_arrived_[gpu]->wait(lock);
@@ -318,6 +336,11 @@ SimulationResult Simulation::run() {
   build_platform();
   result_.platform_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   waiting_for_.assign(num_devices, -1);
+  if (queue_ == GpuQueue::Fcfs) {
+    ready_.resize(num_devices);
+    for (OpId op = 0; op < static_cast<OpId>(n); ++op)
+      if (pending_inputs_[op] == 0) ready_[placement_[op]].emplace(0.0, op);
+  }
   for (int d = 0; d < num_devices; ++d) {
     mutexes_.push_back(sg4::Mutex::create());
     input_arrived_.push_back(sg4::ConditionVariable::create());
@@ -332,7 +355,7 @@ SimulationResult Simulation::run() {
   if (finished_ops_ != static_cast<std::int64_t>(n)) {
     std::string stuck;
     for (int d = 0; d < num_devices && stuck.empty(); ++d)
-      if (waiting_for_[d] >= 0)
+      if (waiting_for_[d] >= 0 && waiting_for_[d] < static_cast<OpId>(n))
         stuck = fmt::format(" (GPU {} waits for inputs of '{}')", d, graph_.op(waiting_for_[d]).name);
     throw std::runtime_error(fmt::format("SimGrid simulation deadlocked: {} of {} operators ran{}", finished_ops_, n, stuck));
   }
@@ -469,11 +492,11 @@ bool write_all(int fd, const std::vector<char>& bytes) {
 // In the child: simulate, send the result or the error, and leave without running atexit
 // handlers or flushing stdio buffers inherited from the parent.
 [[noreturn]] void run_child(int fd, const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
-                            const std::vector<std::vector<OpId>>& device_order) {
+                            const std::vector<std::vector<OpId>>& device_order, GpuQueue queue) {
   std::vector<char> message;
   int code = 0;
   try {
-    message = encode_result(Simulation(graph, cluster, placement, device_order).run());
+    message = encode_result(Simulation(graph, cluster, placement, device_order, queue).run());
   } catch (const std::exception& e) {
     message = encode_error(e.what());
     code = 1;
@@ -489,16 +512,16 @@ bool write_all(int fd, const std::vector<char>& bytes) {
 }  // namespace
 
 SimulationResult simulate_in_process(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
-                                     const std::vector<std::vector<OpId>>& device_order) {
+                                     const std::vector<std::vector<OpId>>& device_order, GpuQueue queue) {
   validate_inputs(graph, cluster, placement, device_order);
   const auto t0 = std::chrono::steady_clock::now();
-  SimulationResult r = Simulation(graph, cluster, placement, device_order).run();
+  SimulationResult r = Simulation(graph, cluster, placement, device_order, queue).run();
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
 SimulationResult simulate(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
-                          const std::vector<std::vector<OpId>>& device_order) {
+                          const std::vector<std::vector<OpId>>& device_order, GpuQueue queue) {
   // Bad input is the caller's error: report it here as std::invalid_argument, not from the child.
   validate_inputs(graph, cluster, placement, device_order);
   const auto t0 = std::chrono::steady_clock::now();
@@ -520,7 +543,7 @@ SimulationResult simulate(const Graph& graph, const Cluster& cluster, std::span<
   }
   if (pid == 0) {
     ::close(fds[0]);
-    run_child(fds[1], graph, cluster, placement, device_order);
+    run_child(fds[1], graph, cluster, placement, device_order, queue);
   }
   ::close(fds[1]);
 

@@ -65,14 +65,23 @@ struct SimulationResult {
   std::int64_t platform_hosts = 0, platform_links = 0;
 };
 
+// How a GPU actor picks its next operator.
+enum class GpuQueue {
+  Fixed,  // the given device_order
+  Fcfs,   // first come, first served: of the operators whose inputs have all arrived (under
+          // contention), the one that became ready first (ties: the lower id); device_order is
+          // then only checked, and the order that ran can be read from the start times
+};
+
 // Runs the simulation in a forked child process. Throws std::runtime_error if the child fails,
 // std::invalid_argument on an invalid placement or order, or a tensor between unreachable GPUs.
 SimulationResult simulate(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
-                          const std::vector<std::vector<OpId>>& device_order);
+                          const std::vector<std::vector<OpId>>& device_order, GpuQueue queue = GpuQueue::Fixed);
 
 // Runs the simulation in this process. SimGrid permits this once per process; use `simulate`.
 SimulationResult simulate_in_process(const Graph& graph, const Cluster& cluster,
                                      std::span<const DeviceId> placement,
-                                     const std::vector<std::vector<OpId>>& device_order);
+                                     const std::vector<std::vector<OpId>>& device_order,
+                                     GpuQueue queue = GpuQueue::Fixed);
 
 }  // namespace placesim

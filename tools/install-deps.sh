@@ -12,7 +12,9 @@ packages=(
   libgtest-dev              # GoogleTest (tests/)
   coinor-libcbc-dev coinor-libclp-dev  # open MILP/LP solvers (pkg-config: cbc, clp)
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
+  openmpi-bin libopenmpi-dev  # `placesim run --mpi` (mpirun) across ranks and machines
   python3-matplotlib        # plots of `placesim report` (tools/plot_results.py)
+  libtorch-dev              # LibTorch: Placeto's policy network (optional: CMake skips it when absent)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,14 +1,18 @@
 // placesim: the command-line front door. Every bad input ends as one line naming the file and the
 // field, and exit code 2; internal failures exit 1.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
 
+#include "placement/placeto/placeto_cli.h"
 #include "placement/strategy.h"
 #include "scenarios/report.h"
 #include "scenarios/runner.h"
 #include "scenarios/scenario.h"
+#include "scenarios/sweep.h"
+#include "scenarios/sweep_runner.h"
 #include "sim/errors.h"
 #include "sim/graph_io.h"
 #include "sim/graph_stats.h"
@@ -18,21 +22,71 @@
 #include "topologies/cluster_config.h"
 #include "topologies/topology_info.h"
 
+#ifdef PLACESIM_HAVE_MPI
+// The C API only: Open MPI's deprecated C++ bindings live in a library we do not link.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
+
 using namespace placesim;
 
 namespace {
 
-int cmd_run(const std::string& scenario_path, std::string output, const std::string& engine) {
-  Scenario scenario = load_scenario(scenario_path);
-  if (!engine.empty())
-    scenario.simulation.engine = engine == "evaluator" ? Engine::Evaluator : engine == "simgrid" ? Engine::SimGrid : Engine::Both;
-  if (output.empty()) output = scenario.output;
-  ScenarioResults r = run_scenario(scenario, output, std::cerr);
-  std::cout << format_results_table(r);
-  std::cout << fmt::format("results: {}/results.json, {}/results.csv\n", output, output);
-  for (const auto& o : r.outcomes)
-    if (!o.error.empty()) return 1;
+struct RunArgs {
+  std::string scenario, output, engine;
+  int jobs = 1;
+  bool resume = false, mpi = false;
+  long debug_abort_point = -1, debug_stop_after = -1;  // test hooks (hidden flags)
+};
+
+// Prints the table of every point in results.jsonl; exit code 1 when some point failed.
+int report_points(const std::string& output) {
+  std::vector<nlohmann::ordered_json> records = read_result_lines((std::filesystem::path(output) / "results.jsonl").string());
+  std::stable_sort(records.begin(), records.end(), [](const auto& a, const auto& b) {
+    return a.value("index", std::size_t{0}) < b.value("index", std::size_t{0});
+  });
+  std::cout << format_point_table(records);
+  std::cout << fmt::format("results: {0}/results.jsonl, {0}/results.json, {0}/results.csv\n", output);
+  for (const auto& r : records)
+    if (r.value("status", "") == "failed") return 1;
   return 0;
+}
+
+int cmd_run(const RunArgs& a) {
+  SweepPlan plan = load_sweep(a.scenario);
+  if (!a.engine.empty())
+    for (Scenario& v : plan.variants)
+      v.simulation.engine = a.engine == "evaluator" ? Engine::Evaluator : a.engine == "simgrid" ? Engine::SimGrid : Engine::Both;
+  SweepOptions options;
+  options.output = a.output.empty() ? plan.output : a.output;
+  options.jobs = a.jobs;
+  options.resume = a.resume;
+  options.debug_abort_point = a.debug_abort_point;
+  options.debug_stop_after = a.debug_stop_after;
+  if (!a.mpi) {
+    run_sweep(plan, options, std::cerr);
+    return report_points(options.output);
+  }
+#ifdef PLACESIM_HAVE_MPI
+  MPI_Init(nullptr, nullptr);
+  MPI_Comm_rank(MPI_COMM_WORLD, &options.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &options.ranks);
+  try {
+    run_sweep(plan, options, std::cerr);
+    MPI_Barrier(MPI_COMM_WORLD);  // every shard is complete
+    if (options.rank == 0 && options.ranks > 1) merge_result_shards(options.output, options.ranks);
+  } catch (const std::exception& e) {
+    // The other ranks would wait at the barrier for ever.
+    std::cerr << fmt::format("error: rank {}: {}\n", options.rank, e.what()) << std::flush;
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const int rc = options.rank == 0 ? report_points(options.output) : 0;
+  MPI_Finalize();
+  return rc;
+#else
+  throw InputError("command line", "--mpi", "this placesim was built without MPI (install libopenmpi-dev and rebuild)");
+#endif
 }
 
 int cmd_simulate(const std::string& graph_path, const std::string& placement_path, const std::string& cluster_path,
@@ -127,12 +181,22 @@ int main(int argc, char** argv) {
   CLI::App app{"placesim: a discrete-event cluster simulator for device placement of DNN training"};
   app.require_subcommand(1);
 
-  std::string scenario_path, output, engine;
-  auto* run = app.add_subcommand("run", "run a scenario file: every strategy places the graph, then it is simulated");
-  run->add_option("scenario", scenario_path, "scenario YAML file")->required()->check(CLI::ExistingFile);
-  run->add_option("-o,--output", output, "output folder (default: the scenario's `output`)");
-  run->add_option("--engine", engine, "evaluator, simgrid or both (default: the scenario's)")
+  RunArgs run_args;
+  auto* run = app.add_subcommand("run", "run a scenario file (every point of its sweep): each strategy places the graph, then it is simulated");
+  run->add_option("scenario", run_args.scenario, "scenario YAML file")->required()->check(CLI::ExistingFile);
+  run->add_option("-o,--output", run_args.output, "output folder (default: the scenario's `output`)");
+  run->add_option("--engine", run_args.engine, "evaluator, simgrid or both (default: the scenario's)")
       ->check(CLI::IsMember({"evaluator", "simgrid", "both"}));
+  run->add_option("-j,--jobs", run_args.jobs, "points run at a time, each in a worker process of its own")->check(CLI::Range(1, 1024));
+  run->add_flag("--resume", run_args.resume, "skip the points already in the output folder's results.jsonl");
+  run->add_flag("--mpi", run_args.mpi, "under mpirun: rank r runs the points with index % ranks == r, rank 0 merges the shards");
+  // Test hooks, hidden from --help (empty group).
+  run->add_option("--debug-abort-point", run_args.debug_abort_point, "the worker of this point index calls abort()")->group("");
+  run->add_option("--debug-stop-after", run_args.debug_stop_after, "SIGKILL the runner after this many points are recorded")->group("");
+
+  std::string merge_dir;
+  auto* merge = app.add_subcommand("merge", "join the MPI shards results.rank<r>.jsonl of a results folder into results.jsonl");
+  merge->add_option("folder", merge_dir, "results folder")->required()->check(CLI::ExistingDirectory);
 
   std::string graph_path, placement_path, cluster_path, format = "auto", sim_engine = "both", trace;
   auto* sim = app.add_subcommand("simulate", "simulate one given placement of a graph on a cluster");
@@ -196,10 +260,16 @@ int main(int argc, char** argv) {
   report->add_option("--rows", pivot.rows, "also print a pivot table: row fields (graph, strategy, gpus or a swept key)")->delimiter(',');
   report->add_option("--columns", pivot.columns, "pivot column fields")->delimiter(',');
   report->add_option("--value", pivot.value, "pivot value: latency, search_time, evaluator_latency, simgrid_latency, peak_memory or a strategy report key");
+  add_placeto_commands(app);
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*run) return cmd_run(scenario_path, output, engine);
+    if (*run) return cmd_run(run_args);
+    if (*merge) {
+      const std::size_t n = merge_result_shards(merge_dir, std::nullopt);
+      std::cout << fmt::format("merged {} points into {}/results.jsonl (and results.json, results.csv)\n", n, merge_dir);
+      return 0;
+    }
     if (*sim) return cmd_simulate(graph_path, placement_path, cluster_path, format, sim_engine, trace);
     if (*info) {
       LoadResult loaded = load_graph(info_path, info_format);

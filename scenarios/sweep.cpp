@@ -1,0 +1,371 @@
+#include "scenarios/sweep.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdint>
+#include <fmt/format.h>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "placement/strategy.h"
+#include "sim/errors.h"
+#include "sim/yaml_fields.h"
+
+namespace placesim {
+
+namespace {
+
+// One step of a path: a mapping key, then list selectors (`strategies[quickp]`, `x[0][1]`).
+struct PathStep {
+  std::string key;
+  std::vector<std::string> selectors;
+};
+
+std::vector<PathStep> parse_path(const std::string& path, const std::string& file, const std::string& field) {
+  auto malformed = [&](const std::string& why) {
+    return InputError(file, field,
+                      fmt::format("malformed path '{}': {} (write keys joined by '.', list items as [index] or "
+                                  "[label], e.g. strategies[metis].options.seed)",
+                                  path, why));
+  };
+  std::vector<PathStep> steps;
+  std::size_t i = 0;
+  while (i <= path.size()) {
+    PathStep step;
+    while (i < path.size() && path[i] != '.' && path[i] != '[') step.key += path[i++];
+    if (step.key.empty()) throw malformed("an empty key");
+    while (i < path.size() && path[i] == '[') {
+      const std::size_t close = path.find(']', i);
+      if (close == std::string::npos) throw malformed("'[' without ']'");
+      std::string sel = path.substr(i + 1, close - i - 1);
+      if (sel.empty()) throw malformed("an empty []");
+      step.selectors.push_back(std::move(sel));
+      i = close + 1;
+    }
+    steps.push_back(std::move(step));
+    if (i == path.size()) break;
+    if (path[i] != '.') throw malformed(fmt::format("unexpected '{}' after ']'", path[i]));
+    ++i;
+    if (i == path.size()) throw malformed("it ends with '.'");
+  }
+  return steps;
+}
+
+// The label a `strategies` item goes by (its label, else its name), or "" for other items.
+std::string item_label(const YAML::Node& item) {
+  if (item.IsScalar()) return item.Scalar();
+  if (item.IsMap()) {
+    if (item["label"] && item["label"].IsScalar()) return item["label"].Scalar();
+    if (item["name"] && item["name"].IsScalar()) return item["name"].Scalar();
+  }
+  return "";
+}
+
+std::size_t select_item(const YAML::Node& list, const std::string& selector, const std::string& where,
+                        const std::string& file, const std::string& field) {
+  std::size_t index = 0;
+  const auto [ptr, ec] = std::from_chars(selector.data(), selector.data() + selector.size(), index);
+  if (ec == std::errc() && ptr == selector.data() + selector.size()) {
+    if (index >= list.size())
+      throw InputError(file, field, fmt::format("{}[{}]: the list has {} items", where, selector, list.size()));
+    return index;
+  }
+  std::vector<std::string> labels;
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    labels.push_back(item_label(list[k]));
+    if (labels.back() == selector) return k;
+  }
+  std::string valid;
+  for (const auto& l : labels)
+    if (!l.empty()) valid += (valid.empty() ? "" : ", ") + l;
+  const std::string hint = nearest_word(selector, labels);
+  throw InputError(file, field,
+                   fmt::format("{}[{}]: no item is labelled '{}'{} (items: {}; or use an index)", where, selector,
+                               selector, hint.empty() ? "" : "; did you mean '" + hint + "'?", valid));
+}
+
+const char* kind_of(const YAML::Node& n) { return n.IsMap() ? "a mapping" : n.IsSequence() ? "a list" : "a value"; }
+
+// The parser's message about an overridden tree, for nesting in a sweep error: without the file
+// (the sweep error names it) and without line numbers (the overridden nodes have none of their own).
+// A single value replaces a single value; a mapping or a list (a whole `graph:`) replaces anything.
+void check_replaceable(const YAML::Node& target, const YAML::Node& value, const std::string& where, const std::string& file,
+                       const std::string& field) {
+  if (value.IsScalar() && (target.IsMap() || target.IsSequence()))
+    throw InputError(file, field,
+                     fmt::format("'{}' is {}: sweep one of its fields, or give {}s as values (e.g. graph: [{{file: a.json}}, "
+                                 "{{model: bert-base}}])",
+                                 where, kind_of(target), target.IsMap() ? "mapping" : "list"));
+}
+
+// How a value shows in keys and results: as written for a single value, else in YAML flow style.
+std::string value_text(const YAML::Node& value) {
+  if (value.IsScalar()) return value.Scalar();
+  YAML::Emitter out;
+  out.SetMapFormat(YAML::Flow);
+  out.SetSeqFormat(YAML::Flow);
+  out << value;
+  return out.c_str();
+}
+
+std::string inner_message(const std::string& message, const std::string& file) {
+  const std::string prefix = file + ": ";
+  std::string m = message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
+  return std::regex_replace(m, std::regex(R"( \(line [0-9]+\))"), "");
+}
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Whether a strategy reads a `seed` option: built once with one, it does not reject the key.
+bool takes_seed(const StrategySpec& spec, long seed, const std::string& file) {
+  YAML::Node options = spec.options ? YAML::Clone(spec.options) : YAML::Node(YAML::NodeType::Map);
+  if (options.IsNull()) options = YAML::Node(YAML::NodeType::Map);
+  options["seed"] = seed;
+  try {
+    make_strategy(spec.name, options, file, spec.field);
+    return true;
+  } catch (const InputError& e) {
+    if (e.field().find(".options.seed") != std::string::npos && std::string(e.what()).find("unknown key") != std::string::npos)
+      return false;
+    throw;
+  }
+}
+
+}  // namespace
+
+void apply_sweep_override(YAML::Node& root, const std::string& path, const YAML::Node& value, const std::string& file,
+                          const std::string& field) {
+  const std::vector<PathStep> steps = parse_path(path, file, field);
+  const std::string& first = steps.front().key;
+  if (first == "sweep" || first == "name" || first == "output")
+    throw InputError(file, field, fmt::format("'{}' cannot be swept (it names the whole run)", first));
+  if (first == "simulation" && steps.size() > 1 && (steps[1].key == "repetitions" || steps[1].key == "seeds"))
+    throw InputError(file, field, "repetitions and seeds are set once for the whole sweep, under simulation:");
+
+  YAML::Node cur;  // yaml-cpp: reset() rebinds a handle; operator= would overwrite the tree
+  cur.reset(root);
+  std::string where;
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    const PathStep& step = steps[s];
+    const bool last = s + 1 == steps.size();
+    if (!cur.IsMap())
+      throw InputError(file, field, fmt::format("'{}' is {}, so it has no key '{}'", where, kind_of(cur), step.key));
+    where += (where.empty() ? "" : ".") + step.key;
+    YAML::Node child;
+    child.reset(cur[step.key]);
+    if (!child.IsDefined()) {
+      // A field left at its default: add it, and let the scenario parser judge the key.
+      if (!step.selectors.empty())
+        throw InputError(file, field, fmt::format("'{}' is not in the scenario, so it has no list items", where));
+      if (last) {
+        cur[step.key] = YAML::Clone(value);
+        return;
+      }
+      cur[step.key] = YAML::Node(YAML::NodeType::Map);
+      child.reset(cur[step.key]);
+    }
+    for (std::size_t k = 0; k < step.selectors.size(); ++k) {
+      if (!child.IsSequence())
+        throw InputError(file, field, fmt::format("'{}' is {}, not a list", where, kind_of(child)));
+      const std::size_t index = select_item(child, step.selectors[k], where, file, field);
+      where += "[" + step.selectors[k] + "]";
+      YAML::Node item;
+      item.reset(child[index]);
+      if (last && k + 1 == step.selectors.size()) {
+        check_replaceable(item, value, where, file, field);
+        child[index] = YAML::Clone(value);
+        return;
+      }
+      // `- metis` written as a bare name: make it `{name: metis}` so its options can be set.
+      if (item.IsScalar() && path.rfind("strategies", 0) == 0 && s == 0 && k + 1 == step.selectors.size()) {
+        YAML::Node expanded(YAML::NodeType::Map);
+        expanded["name"] = item.Scalar();
+        child[index] = expanded;
+        item.reset(child[index]);
+      }
+      child.reset(item);
+    }
+    if (last) {
+      check_replaceable(child, value, where, file, field);
+      if (step.selectors.empty()) cur[step.key] = YAML::Clone(value);
+      return;
+    }
+    cur.reset(child);
+  }
+}
+
+SweepPlan plan_sweep(const YAML::Node& root, const std::string& file) {
+  YamlFields top(root, file, "");
+  YAML::Node base = YAML::Clone(root);
+  base.remove("sweep");
+  const Scenario base_scenario = parse_scenario(base, file);
+
+  SweepPlan plan;
+  plan.file = file;
+  plan.name = base_scenario.name;
+  plan.output = base_scenario.output;
+
+  std::vector<std::vector<YAML::Node>> axis_nodes;  // the value nodes of each YAML axis
+  std::vector<std::size_t> yaml_axes;               // indices in plan.axes of the YAML axes
+  std::optional<std::size_t> strategy_axis;
+  if (top.has("sweep")) {
+    const YAML::Node sweep = top.node("sweep");
+    if (!sweep.IsMap())
+      throw InputError(file, top.field("sweep"), "expected a mapping of field path: [values], e.g. {cluster.gpus: [2, 4]}");
+    for (const auto& kv : sweep) {
+      SweepAxis axis;
+      axis.path = kv.first.Scalar();
+      axis.field = fmt::format("sweep.{} (line {})", axis.path, kv.first.Mark().line + 1);
+      const YAML::Node& list = kv.second;
+      if (!list.IsSequence() || list.size() == 0)
+        throw InputError(file, axis.field, "expected a non-empty list of values, e.g. [10GB/s, 20GB/s]");
+      std::vector<YAML::Node> nodes;
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        if (!list[i].IsScalar() && !list[i].IsMap() && !list[i].IsSequence())
+          throw InputError(file, fmt::format("sweep.{}[{}] (line {})", axis.path, i, list[i].Mark().line + 1),
+                           "expected a value, a mapping or a list");
+        const std::string text = value_text(list[i]);
+        if (std::find(axis.values.begin(), axis.values.end(), text) != axis.values.end())
+          throw InputError(file, axis.field, fmt::format("value '{}' is listed twice", text));
+        axis.values.push_back(text);
+        nodes.push_back(list[i]);
+      }
+      if (axis.path == "strategy") {
+        for (std::size_t i = 0; i < nodes.size(); ++i)
+          if (!nodes[i].IsScalar())
+            throw InputError(file, fmt::format("sweep.strategy[{}] (line {})", i, nodes[i].Mark().line + 1),
+                             "expected a strategy label or registry name");
+        strategy_axis = plan.axes.size();
+      } else {
+        // Each value on its own, so that an error names the one axis and value at fault.
+        for (std::size_t i = 0; i < nodes.size(); ++i) {
+          YAML::Node trial = YAML::Clone(base);
+          apply_sweep_override(trial, axis.path, nodes[i], file, axis.field);
+          try {
+            parse_scenario(trial, file);
+          } catch (const InputError& e) {
+            throw InputError(file, axis.field, fmt::format("value '{}': {}", axis.values[i], inner_message(e.what(), file)));
+          }
+        }
+        yaml_axes.push_back(plan.axes.size());
+        axis_nodes.push_back(std::move(nodes));
+      }
+      plan.axes.push_back(std::move(axis));
+    }
+  }
+
+  // Every combination of the YAML axes, the first axis varying slowest.
+  std::vector<std::size_t> pick(yaml_axes.size(), 0);
+  std::map<std::string, bool> seed_taken;  // per strategy name
+  while (true) {
+    YAML::Node variant_root = YAML::Clone(base);
+    std::vector<std::pair<std::string, std::string>> values;
+    for (std::size_t a = 0; a < yaml_axes.size(); ++a) {
+      const SweepAxis& axis = plan.axes[yaml_axes[a]];
+      apply_sweep_override(variant_root, axis.path, axis_nodes[a][pick[a]], file, axis.field);
+      values.emplace_back(axis.path, axis.values[pick[a]]);
+    }
+    Scenario variant;
+    try {
+      variant = parse_scenario(variant_root, file);
+    } catch (const InputError& e) {
+      std::string combination;
+      for (const auto& [p, v] : values) combination += (combination.empty() ? "" : ", ") + p + "=" + v;
+      throw InputError(file, "sweep", fmt::format("the combination {}: {}", combination, inner_message(e.what(), file)));
+    }
+
+    std::vector<std::size_t> chosen;
+    if (strategy_axis) {
+      const SweepAxis& axis = plan.axes[*strategy_axis];
+      for (const std::string& label : axis.values) {
+        auto it = std::find_if(variant.strategies.begin(), variant.strategies.end(),
+                               [&](const StrategySpec& s) { return s.label == label; });
+        if (it == variant.strategies.end()) {
+          // Not a label of `strategies`: a registry name, run with its default options.
+          StrategySpec spec;
+          spec.name = spec.label = label;
+          spec.field = axis.field;
+          bool registered = false;
+          std::vector<std::string> candidates;
+          for (const auto& s : variant.strategies) candidates.push_back(s.label);
+          for (const auto& info : strategy_registry()) {
+            candidates.push_back(info.name);
+            registered = registered || info.name == label;
+          }
+          if (!registered) {
+            const std::string hint = nearest_word(label, candidates);
+            throw InputError(file, axis.field,
+                             fmt::format("'{}' is neither a label in strategies nor a registered strategy{}", label,
+                                         hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+          }
+          variant.strategies.push_back(std::move(spec));
+          it = variant.strategies.end() - 1;
+        }
+        chosen.push_back(static_cast<std::size_t>(it - variant.strategies.begin()));
+      }
+    } else {
+      for (std::size_t s = 0; s < variant.strategies.size(); ++s) chosen.push_back(s);
+    }
+
+    const std::size_t v = plan.variants.size();
+    const auto& seeds = variant.simulation.seeds;
+    const int repetitions = variant.simulation.repetitions;
+    const bool per_point_files = !plan.axes.empty() || !seeds.empty() || repetitions > 1;
+    std::string prefix;
+    for (const auto& [p, value] : values) prefix += p + "=" + value + " ";
+    for (std::size_t s : chosen) {
+      const StrategySpec& spec = variant.strategies[s];
+      std::vector<std::optional<long>> point_seeds{std::nullopt};
+      if (!seeds.empty()) {
+        auto [it, fresh] = seed_taken.try_emplace(spec.name, false);
+        if (fresh) it->second = takes_seed(spec, seeds.front(), file);
+        if (it->second) point_seeds.assign(seeds.begin(), seeds.end());
+      }
+      for (const auto& seed : point_seeds)
+        for (int r = 0; r < repetitions; ++r) {
+          SweepPoint p;
+          p.index = plan.points.size();
+          p.variant = v;
+          p.strategy = s;
+          p.seed = seed;
+          p.repetition = r;
+          p.key = prefix + "strategy=" + spec.label + (seed ? fmt::format(" seed={}", *seed) : "") + fmt::format(" rep={}", r);
+          p.file_stem = per_point_files ? fmt::format("{}-{:08x}", spec.label, fnv1a(p.key) & 0xffffffffu) : spec.label;
+          plan.points.push_back(std::move(p));
+        }
+    }
+    plan.variant_graph.push_back(YAML::Dump(variant_root["graph"]));
+    plan.variants.push_back(std::move(variant));
+    plan.variant_values.push_back(std::move(values));
+
+    // Next combination (odometer, last axis fastest); done once the first axis wraps.
+    bool advanced = false;
+    for (std::size_t a = pick.size(); a-- > 0 && !advanced;) {
+      if (++pick[a] < axis_nodes[a].size()) advanced = true;
+      else pick[a] = 0;
+    }
+    if (!advanced) break;
+  }
+  return plan;
+}
+
+SweepPlan load_sweep(const std::string& path) { return plan_sweep(load_yaml_file(path), path); }
+
+StrategySpec point_strategy(const SweepPlan& plan, const SweepPoint& point) {
+  StrategySpec spec = plan.variants[point.variant].strategies[point.strategy];
+  if (point.seed) {
+    YAML::Node options = spec.options ? YAML::Clone(spec.options) : YAML::Node(YAML::NodeType::Map);
+    if (options.IsNull()) options = YAML::Node(YAML::NodeType::Map);
+    options["seed"] = *point.seed;
+    spec.options = options;
+  }
+  return spec;
+}
+
+}  // namespace placesim

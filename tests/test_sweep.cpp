@@ -1,0 +1,526 @@
+// Sweeps: the schema (paths, values, errors), the expansion into points, FCFS order, and the
+// runner through the CLI (worker processes, crash, kill and resume, --jobs, MPI ranks, merge).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "scenarios/fcfs.h"
+#include "scenarios/runner.h"
+#include "scenarios/sweep.h"
+#include "scenarios/sweep_runner.h"
+#include "sim/errors.h"
+#include "sim/evaluator.h"
+#include "sim/graph_io.h"
+#include "sim/simgrid_engine.h"
+#include "tests/test_util.h"
+
+using namespace placesim;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kBase =
+    "graph: {builtin: synthetic, layers: 2, branches: 2, ops_per_branch: 2}\n"
+    "cluster: {type: full-mesh, gpus: 2, bandwidth: 10GB/s}\n"
+    "strategies:\n"
+    "  - round-robin\n"
+    "  - metis\n"
+    "  - name: mcmc\n"
+    "    options: {steps: 50}\n";
+
+SweepPlan plan(const std::string& yaml) { return plan_sweep(YAML::Load(yaml), "s.yaml"); }
+
+std::string plan_error(const std::string& yaml) {
+  try {
+    plan(yaml);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+int run_cli(const std::string& args, std::string& output) {
+  const std::string cmd = std::string(PLACESIM_CLI_PATH) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  char buf[4096];
+  output.clear();
+  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) output.append(buf, n);
+  const int status = pclose(pipe);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+fs::path temp_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("placesim-sweep-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Runs a sweep in a forked child of the test process, as `placesim run` would (without paying for
+// the CLI's start-up), and returns its exit status: 0, 1 (some point failed) or 128 + signal.
+int run_sweep_in_child(const std::string& yaml, const SweepOptions& options) {
+  const SweepPlan p = plan_sweep(YAML::Load(yaml), "s.yaml");
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::ostringstream log;
+    int rc = 3;
+    try {
+      const SweepSummary s = run_sweep(p, options, log);
+      rc = s.failed ? 1 : 0;
+    } catch (...) {
+    }
+    ::_exit(rc);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+// The fields of a record that do not depend on timing, by point key.
+std::map<std::string, nlohmann::json> deterministic(const fs::path& jsonl) {
+  std::map<std::string, nlohmann::json> out;
+  for (const auto& r : read_result_lines(jsonl.string())) {
+    nlohmann::json d;
+    for (const char* k : {"index", "status", "error", "seed", "repetition", "evaluator_latency", "simgrid_latency",
+                          "memory_per_gpu", "peak_memory", "oom", "placement_file", "sweep"})
+      if (r.contains(k)) d[k] = r[k];
+    EXPECT_TRUE(out.emplace(r["key"].get<std::string>(), d).second) << "key twice: " << r["key"];
+  }
+  return out;
+}
+
+std::size_t count_lines(const fs::path& file) {
+  std::ifstream in(file);
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) n += !line.empty();
+  return n;
+}
+
+// 2 bandwidths x 2 GPU counts x (round-robin; mcmc, which takes a seed, twice) = 12 points.
+const char* kSweepScenario =
+    "name: sweep-test\n"
+    "graph: {builtin: synthetic, layers: 3, branches: 2, ops_per_branch: 2}\n"
+    "cluster: {type: full-mesh, gpus: 2, bandwidth: 10GB/s}\n"
+    "strategies:\n"
+    "  - round-robin\n"
+    "  - name: mcmc\n"
+    "    options: {steps: 100}\n"
+    "simulation: {engine: both, trace: false, seeds: [1, 2]}\n"
+    "sweep:\n"
+    "  cluster.bandwidth: [10GB/s, 20GB/s]\n"
+    "  cluster.gpus: [2, 3]\n";
+
+}  // namespace
+
+TEST(SweepSchema, ErrorsNameTheSweepPathAndSuggest) {
+  std::string m = plan_error(std::string(kBase) + "sweep: {cluster.gpu: [2, 4]}\n");
+  EXPECT_NE(m.find("s.yaml: sweep.cluster.gpu (line 8)"), std::string::npos) << m;
+  EXPECT_NE(m.find("did you mean 'gpus'"), std::string::npos) << m;
+
+  m = plan_error(std::string(kBase) + "sweep: {clustr.gpus: [2, 4]}\n");
+  EXPECT_NE(m.find("sweep.clustr.gpus"), std::string::npos) << m;
+  EXPECT_NE(m.find("did you mean 'cluster'"), std::string::npos) << m;
+
+  // Bad value type: the parser's own check, reported with the sweep path and the value.
+  m = plan_error(std::string(kBase) + "sweep: {cluster.gpus: [2, four]}\n");
+  EXPECT_NE(m.find("sweep.cluster.gpus"), std::string::npos) << m;
+  EXPECT_NE(m.find("value 'four'"), std::string::npos) << m;
+  EXPECT_NE(m.find("expected a whole number"), std::string::npos) << m;
+
+  m = plan_error(std::string(kBase) + "sweep: {cluster.bandwidth: [10GB/s, 3 parsecs]}\n");
+  EXPECT_NE(m.find("value '3 parsecs'"), std::string::npos) << m;
+
+  m = plan_error(std::string(kBase) + "sweep: {cluster.gpus: 4}\n");
+  EXPECT_NE(m.find("non-empty list"), std::string::npos) << m;
+
+  m = plan_error(std::string(kBase) + "sweep: {cluster.gpus: [2, [3]]}\n");
+  EXPECT_NE(m.find("sweep.cluster.gpus (line 8): value '[3]'"), std::string::npos) << m;
+  EXPECT_NE(m.find("expected a single value"), std::string::npos) << m;
+  m = plan_error(std::string(kBase) + "sweep: {strategy: [metis, [heft]]}\n");
+  EXPECT_NE(m.find("sweep.strategy[1]"), std::string::npos) << m;
+
+  m = plan_error(std::string(kBase) + "sweep: {cluster.gpus: [2, 2]}\n");
+  EXPECT_NE(m.find("listed twice"), std::string::npos) << m;
+
+  // A list selector: the nearest label is suggested.
+  m = plan_error(std::string(kBase) + "sweep:\n  strategies[mcm].options.steps: [10]\n");
+  EXPECT_NE(m.find("sweep.strategies[mcm].options.steps"), std::string::npos) << m;
+  EXPECT_NE(m.find("did you mean 'mcmc'"), std::string::npos) << m;
+  m = plan_error(std::string(kBase) + "sweep:\n  strategies[7].options.steps: [10]\n");
+  EXPECT_NE(m.find("the list has 3 items"), std::string::npos) << m;
+  // An unknown strategy option, caught by the strategy's own allow_only.
+  m = plan_error(std::string(kBase) + "sweep:\n  strategies[mcmc].options.stepz: [10]\n");
+  EXPECT_NE(m.find("did you mean 'steps'"), std::string::npos) << m;
+
+  m = plan_error(std::string(kBase) + "sweep: {cluster: [1]}\n");
+  EXPECT_NE(m.find("'cluster' is a mapping: sweep one of its fields"), std::string::npos) << m;
+  m = plan_error(std::string(kBase) + "sweep: {cluster..gpus: [1]}\n");
+  EXPECT_NE(m.find("malformed path"), std::string::npos) << m;
+  m = plan_error(std::string(kBase) + "sweep: {output: [a, b]}\n");
+  EXPECT_NE(m.find("cannot be swept"), std::string::npos) << m;
+  m = plan_error(std::string(kBase) + "sweep: {cluster.gpus.x: [1]}\n");
+  EXPECT_NE(m.find("'cluster.gpus' is a value"), std::string::npos) << m;
+
+  m = plan_error(std::string(kBase) + "sweep: {strategy: [metis, hetf]}\n");
+  EXPECT_NE(m.find("sweep.strategy"), std::string::npos) << m;
+  EXPECT_NE(m.find("did you mean 'heft'"), std::string::npos) << m;
+
+  // The simulation block.
+  m = plan_error(std::string(kBase) + "simulation: {ordr: fcfs}\n");
+  EXPECT_NE(m.find("did you mean 'order'"), std::string::npos) << m;
+  m = plan_error(std::string(kBase) + "simulation: {order: lifo}\n");
+  EXPECT_NE(m.find("simulation.order"), std::string::npos) << m;
+  m = plan_error(std::string(kBase) + "simulation: {repetitions: 0}\n");
+  EXPECT_NE(m.find("simulation.repetitions"), std::string::npos) << m;
+  m = plan_error(std::string(kBase) + "simulation: {seeds: [1, x]}\n");
+  EXPECT_NE(m.find("simulation.seeds[1]"), std::string::npos) << m;
+  m = plan_error(std::string(kBase) + "simulation: {seeds: 3}\n");
+  EXPECT_NE(m.find("non-empty list"), std::string::npos) << m;
+}
+
+TEST(SweepPlan, CrossProductOfValuesStrategiesSeedsAndRepetitions) {
+  // 2 bandwidths x 2 GPU counts = 4 variants; per variant round-robin (no seed option) once and
+  // mcmc once per seed; each twice (repetitions): 4 x (1 + 2) x 2 = 24 points. metis is left out
+  // by the strategy axis.
+  const SweepPlan p = plan(std::string(kBase) +
+                           "simulation: {seeds: [7, 8], repetitions: 2}\n"
+                           "sweep:\n"
+                           "  cluster.bandwidth: [10GB/s, 20GB/s]\n"
+                           "  cluster.gpus: [2, 4]\n"
+                           "  strategy: [round-robin, mcmc]\n");
+  ASSERT_EQ(p.variants.size(), 4u);
+  ASSERT_EQ(p.points.size(), 24u);
+  EXPECT_EQ(p.points[0].key, "cluster.bandwidth=10GB/s cluster.gpus=2 strategy=round-robin rep=0");
+  EXPECT_EQ(p.points[1].key, "cluster.bandwidth=10GB/s cluster.gpus=2 strategy=round-robin rep=1");
+  EXPECT_EQ(p.points[2].key, "cluster.bandwidth=10GB/s cluster.gpus=2 strategy=mcmc seed=7 rep=0");
+  EXPECT_EQ(p.points[5].key, "cluster.bandwidth=10GB/s cluster.gpus=2 strategy=mcmc seed=8 rep=1");
+  EXPECT_EQ(p.points[6].key, "cluster.bandwidth=10GB/s cluster.gpus=4 strategy=round-robin rep=0");
+  EXPECT_EQ(p.points[23].key, "cluster.bandwidth=20GB/s cluster.gpus=4 strategy=mcmc seed=8 rep=1");
+  for (std::size_t i = 0; i < p.points.size(); ++i) EXPECT_EQ(p.points[i].index, i);
+  // The overrides reached the parsed clusters: the last axis varies fastest.
+  EXPECT_EQ(p.variants[0].cluster.num_devices(), 2);
+  EXPECT_EQ(p.variants[1].cluster.num_devices(), 4);
+  EXPECT_DOUBLE_EQ(p.variants[1].cluster.bandwidth(0, 1), 10e9);
+  EXPECT_DOUBLE_EQ(p.variants[2].cluster.bandwidth(0, 1), 20e9);
+  // The seed goes into the strategy's options; the others keep theirs.
+  const StrategySpec mcmc = point_strategy(p, p.points[3]);
+  EXPECT_EQ(mcmc.name, "mcmc");
+  EXPECT_EQ(mcmc.options["seed"].as<long>(), 7);
+  EXPECT_EQ(mcmc.options["steps"].as<long>(), 50);
+  const StrategySpec round_robin = point_strategy(p, p.points[0]);
+  EXPECT_TRUE(!round_robin.options || round_robin.options.IsNull()) << round_robin.options;
+  // Per-point file names, distinct for distinct keys.
+  EXPECT_NE(p.points[2].file_stem, p.points[3].file_stem);
+  EXPECT_EQ(p.points[2].file_stem.rfind("mcmc-", 0), 0u);
+}
+
+TEST(SweepPlan, OverridesStrategyOptionsByLabelIndexAndBareName) {
+  // `- metis` is a bare name: the path gives it an options mapping.
+  const SweepPlan p = plan(std::string(kBase) +
+                           "sweep:\n"
+                           "  strategies[metis].options.ncuts: [3]\n"
+                           "  strategies[2].options.steps: [11, 12]\n");
+  ASSERT_EQ(p.variants.size(), 2u);
+  EXPECT_EQ(p.points.size(), 6u);  // 2 variants x 3 strategies
+  EXPECT_EQ(p.variants[0].strategies[1].options["ncuts"].as<int>(), 3);
+  EXPECT_EQ(p.variants[0].strategies[2].options["steps"].as<int>(), 11);
+  EXPECT_EQ(p.variants[1].strategies[2].options["steps"].as<int>(), 12);
+  EXPECT_EQ(p.points[5].key, "strategies[metis].options.ncuts=3 strategies[2].options.steps=12 strategy=mcmc rep=0");
+  // A field left at its default is added (graph.seed of the synthetic generator).
+  const SweepPlan q = plan(std::string(kBase) + "sweep: {graph.seed: [1, 2]}\n");
+  EXPECT_EQ(q.variants[1].graph.synthetic.seed, 2u);
+  EXPECT_NE(q.variant_graph[0], q.variant_graph[1]);
+}
+
+TEST(SweepPlan, AMappingValueReplacesAWholeField) {
+  // Two graphs: the whole `graph:` mapping is replaced, and the parser checks each.
+  const SweepPlan p = plan(std::string(kBase) +
+                           "sweep:\n"
+                           "  graph: [{builtin: fig3.1}, {builtin: synthetic, layers: 2}]\n"
+                           "  strategy: [metis]\n");
+  ASSERT_EQ(p.variants.size(), 2u);
+  ASSERT_EQ(p.points.size(), 2u);
+  EXPECT_EQ(p.variants[0].graph.builtin, "fig3.1");
+  EXPECT_EQ(p.variants[1].graph.synthetic.layers, 2);
+  EXPECT_EQ(p.points[0].key, "graph={builtin: fig3.1} strategy=metis rep=0");
+  EXPECT_NE(p.variant_graph[0], p.variant_graph[1]);
+  const std::string m = plan_error(std::string(kBase) + "sweep: {graph: [{builtin: fig3.2}]}\n");
+  EXPECT_NE(m.find("value '{builtin: fig3.2}': graph.builtin: unknown built-in graph"), std::string::npos) << m;
+}
+
+TEST(SweepPlan, WithoutASweepOnePointPerStrategyNamedAsBefore) {
+  const SweepPlan p = plan(kBase);
+  ASSERT_EQ(p.points.size(), 3u);
+  EXPECT_EQ(p.points[1].key, "strategy=metis rep=0");
+  EXPECT_EQ(p.points[1].file_stem, "metis");  // placement-metis.json, as a plain run writes
+}
+
+// Two GPUs joined by 1 GB/s links; every tensor is 1000 bytes, so each transfer takes 1 us.
+// GPU0: P (1 us, id 0), R (1 us, id 1), Q2 (10 us, id 5). GPU1: W (5 us, id 2), Y (1 us, id 3),
+// Q (1 us, id 4). Tensors P->Y, R->Q, Q->Q2.
+// Scheduler (highest rank first; ranks: R 12, P 2, W 5, Q 11, Y 1, Q2 10): GPU0 runs R 0-1, P 1-2;
+// Q's input arrives at 2, Y's at 3; GPU1 runs W 0-5, then Q (rank 11) 5-6, Y 6-7; Q2's input
+// arrives at 7, Q2 runs 7-17: 17 us.
+// FCFS: at 0, P and R are ready together, P has the lower id: P 0-1, R 1-2; Y's input arrives at
+// 2, Q's at 3; at 5 Y came first: Y 5-6, Q 6-7; Q2's input arrives at 8: Q2 8-18: 18 us.
+TEST(FcfsOrder, RunsOperatorsInTheOrderTheyBecameReady) {
+  Graph g;
+  for (auto [name, us] : {std::pair{"P", 1.0}, {"R", 1.0}, {"W", 5.0}, {"Y", 1.0}, {"Q", 1.0}, {"Q2", 10.0}})
+    g.add_operator({name, "op", us * 1e-6, 0});
+  g.add_tensor(0, 3, 1000);
+  g.add_tensor(1, 4, 1000);
+  g.add_tensor(4, 5, 1000);
+  g.finalize("fcfs");
+  const Cluster c = testutil::dedicated_mesh(2, 1e9);
+  const std::vector<DeviceId> placement{0, 0, 1, 1, 1, 0};
+
+  const auto order = fcfs_device_order(g, c, placement);
+  EXPECT_EQ(order[0], (std::vector<OpId>{0, 1, 5}));
+  EXPECT_EQ(order[1], (std::vector<OpId>{2, 3, 4}));
+  EXPECT_NEAR(fcfs_schedule(g, c, placement).latency, 18e-6, 1e-12);
+
+  Evaluator evaluator(g, c);
+  const Schedule scheduler = evaluator.schedule(placement);
+  EXPECT_NEAR(scheduler.latency, 17e-6, 1e-12);
+  EXPECT_EQ(scheduler.device_order[1], (std::vector<OpId>{2, 4, 3}));
+
+  // SimGrid runs the FCFS order: no link is shared, so it matches the evaluator exactly.
+  const Measurement m = measure_placement(g, c, placement, Engine::Both, OpOrder::Fcfs);
+  EXPECT_NEAR(m.evaluator_latency, 18e-6, 1e-12);
+  ASSERT_TRUE(m.simgrid_latency.has_value());
+  EXPECT_NEAR(*m.simgrid_latency, 18e-6, 1e-12);
+}
+
+TEST(SweepResults, AppendReadAndMergeShards) {
+  const fs::path dir = temp_dir("merge");
+  append_line((dir / "results.rank1.jsonl").string(), R"({"key":"b","index":1,"status":"ok"})");
+  append_line((dir / "results.rank0.jsonl").string(), R"({"key":"c","index":2,"status":"ok"})");
+  append_line((dir / "results.rank0.jsonl").string(), R"({"key":"a","index":0,"status":"failed","error":"x"})");
+  append_line((dir / "results.jsonl").string(), R"({"key":"a","index":0,"status":"old"})");
+  EXPECT_EQ(merge_result_shards(dir.string(), std::nullopt), 3u);
+  const auto merged = read_result_lines((dir / "results.jsonl").string());
+  ASSERT_EQ(merged.size(), 3u);
+  EXPECT_EQ(merged[0]["key"], "a");
+  EXPECT_EQ(merged[0]["status"], "failed");  // the shard's line replaced the older one
+  EXPECT_EQ(merged[2]["key"], "c");
+  EXPECT_FALSE(fs::exists(dir / "results.rank0.jsonl"));
+  EXPECT_TRUE(fs::exists(dir / "results.json"));
+  EXPECT_TRUE(fs::exists(dir / "results.csv"));
+
+  std::ofstream(dir / "bad.jsonl") << "{\"key\":\"a\"}\n{\"nokey\":1}\n";
+  try {
+    read_result_lines((dir / "bad.jsonl").string());
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+// A sweep killed after 5 of its 12 points and resumed (with 2 workers) gives exactly the results
+// of an uninterrupted run with 1 worker: same keys, each once, same deterministic fields.
+TEST(SweepRunner, KilledAndResumedEqualsUninterruptedAndJobsDoNotMatter) {
+  const fs::path dir = temp_dir("resume");
+  SweepOptions full_run;
+  full_run.output = (dir / "full").string();
+  full_run.jobs = 1;
+  ASSERT_EQ(run_sweep_in_child(kSweepScenario, full_run), 0);
+  const auto full = deterministic(dir / "full" / "results.jsonl");
+  ASSERT_EQ(full.size(), 12u);
+  for (const auto& [key, r] : full) EXPECT_EQ(r["status"], "ok") << key;
+
+  SweepOptions killed;
+  killed.output = (dir / "part").string();
+  killed.jobs = 2;
+  killed.debug_stop_after = 5;
+  EXPECT_EQ(run_sweep_in_child(kSweepScenario, killed), 128 + SIGKILL);
+  EXPECT_EQ(count_lines(dir / "part" / "results.jsonl"), 5u);
+  SweepOptions resumed = killed;
+  resumed.debug_stop_after = -1;
+  resumed.resume = true;
+  ASSERT_EQ(run_sweep_in_child(kSweepScenario, resumed), 0);
+  EXPECT_EQ(deterministic(dir / "part" / "results.jsonl"), full);
+
+  // The aggregate lists every point in plan order.
+  const nlohmann::json agg = nlohmann::json::parse(std::ifstream(dir / "part" / "results.json"));
+  ASSERT_EQ(agg["strategies"].size(), 12u);
+  EXPECT_EQ(agg["strategies"][0]["key"], "cluster.bandwidth=10GB/s cluster.gpus=2 strategy=round-robin rep=0");
+  EXPECT_EQ(agg["sweep"], nlohmann::json({"cluster.bandwidth", "cluster.gpus"}));
+  fs::remove_all(dir);
+}
+
+// Through the CLI: --resume of a finished sweep runs nothing and changes nothing.
+TEST(SweepCli, ResumingAFinishedSweepRunsNothing) {
+  const fs::path dir = temp_dir("resume-cli");
+  std::ofstream(dir / "s.yaml") << kBase << "simulation: {engine: evaluator, trace: false}\n";
+  SweepOptions first;
+  first.output = dir.string();
+  ASSERT_EQ(run_sweep_in_child(std::string(kBase) + "simulation: {engine: evaluator, trace: false}\n", first), 0);
+  const auto before = deterministic(dir / "results.jsonl");
+  std::string out;
+  ASSERT_EQ(run_cli("run " + (dir / "s.yaml").string() + " --resume --jobs 2 -o " + dir.string(), out), 0) << out;
+  EXPECT_NE(out.find("3 points (3 already done), 0 to run"), std::string::npos) << out;
+  EXPECT_NE(out.find("round-robin"), std::string::npos) << "the table lists the resumed points: " << out;
+  EXPECT_EQ(deterministic(dir / "results.jsonl"), before);
+  fs::remove_all(dir);
+}
+
+TEST(SweepCli, AWorkerCrashIsAFailedPointAndTheSweepGoesOn) {
+  const fs::path dir = temp_dir("crash");
+  std::ofstream(dir / "s.yaml") << "graph: {builtin: fig3.1}\n"
+                                   "cluster: {type: full-mesh, gpus: 2, bandwidth: 20GB/s}\n"
+                                   "strategies: [single-device, round-robin, metis]\n"
+                                   "simulation: {engine: evaluator, trace: false}\n";
+  std::string out;
+  EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string() + " --jobs 2 --debug-abort-point 1 -o " + dir.string(), out), 1)
+      << out;
+  const auto records = deterministic(dir / "results.jsonl");
+  ASSERT_EQ(records.size(), 3u);
+  const auto& crashed = records.at("strategy=round-robin rep=0");
+  EXPECT_EQ(crashed["status"], "failed");
+  EXPECT_NE(crashed["error"].get<std::string>().find("SIGABRT"), std::string::npos) << crashed;
+  EXPECT_EQ(records.at("strategy=single-device rep=0")["status"], "ok");
+  EXPECT_EQ(records.at("strategy=metis rep=0")["status"], "ok");
+  // fig3.1 on one GPU: 5 + 10 + 5 us.
+  EXPECT_NEAR(records.at("strategy=single-device rep=0")["evaluator_latency"].get<double>(), 20e-6, 1e-12);
+  EXPECT_NE(out.find("failed: worker crashed: killed by signal SIGABRT"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
+TEST(SweepCli, TwoMpiRanksMergeToTheSingleProcessResults) {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun is absent (install openmpi-bin)";
+  const fs::path dir = temp_dir("mpi");
+  std::ofstream(dir / "s.yaml") << kSweepScenario;
+  const std::string scenario = (dir / "s.yaml").string();
+  SweepOptions one;
+  one.output = (dir / "one").string();
+  ASSERT_EQ(run_sweep_in_child(kSweepScenario, one), 0);
+  std::string out;
+  const std::string mpirun = "mpirun --allow-run-as-root --oversubscribe -n 2 " + std::string(PLACESIM_CLI_PATH);
+  const std::string cmd = mpirun + " run " + scenario + " --mpi -o " + (dir / "mpi").string() + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  char buf[4096];
+  out.clear();
+  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = pclose(pipe);
+  if (out.find("built without MPI") != std::string::npos) GTEST_SKIP() << "placesim was built without MPI";
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("rank 1: "), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir / "mpi" / "results.rank0.jsonl"));
+  EXPECT_FALSE(fs::exists(dir / "mpi" / "results.rank1.jsonl"));
+  EXPECT_EQ(deterministic(dir / "mpi" / "results.jsonl"), deterministic(dir / "one" / "results.jsonl"));
+  // Sorted by key.
+  const auto lines = read_result_lines((dir / "mpi" / "results.jsonl").string());
+  for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_LT(lines[i - 1]["key"], lines[i]["key"]);
+  fs::remove_all(dir);
+}
+
+// FCFS in SimGrid picks by the arrival times under contention. Three GPUs, dedicated 1 GB/s links.
+// A (GPU0, 1 us) sends 1000 B to Y and 3000 B to V (both GPU1); C (GPU2, 1.5 us) sends 1000 B to
+// Z (GPU1); Z sends 1000 B to Z2 (GPU2, 10 us). W (GPU1, 5 us) keeps GPU1 busy until 5 us; Y, Z
+// and V take 1 us.
+// Without contention (the evaluator): Y's input arrives at 2, Z's at 2.5, V's at 4, so GPU1 runs
+// W 0-5, Y 5-6, Z 6-7, V 7-8; Z2's input arrives at 8: Z2 8-18, 18 us.
+// In SimGrid the two tensors of A share link 0->1 at 0.5 GB/s each: Y's arrives at 3 (V's 2000 B
+// left then go at 1 GB/s, arriving at 5), so FCFS runs Z (2.5) 5-6, Y 6-7, V 7-8 and Z2 7-17:
+// 17 us. Replaying the evaluator's order (Y, Z, V) in SimGrid instead gives 18 us.
+TEST(FcfsOrder, SimGridPicksByTheArrivalsItSimulates) {
+  Graph g;
+  for (auto [name, us] : {std::pair{"A", 1.0}, {"C", 1.5}, {"W", 5.0}, {"Y", 1.0}, {"Z", 1.0}, {"V", 1.0}, {"Z2", 10.0}})
+    g.add_operator({name, "op", us * 1e-6, 0});
+  g.add_tensor(0, 3, 1000);
+  g.add_tensor(0, 5, 3000);
+  g.add_tensor(1, 4, 1000);
+  g.add_tensor(4, 6, 1000);
+  g.finalize("fcfs-contention");
+  const Cluster c = testutil::dedicated_mesh(3, 1e9);
+  const std::vector<DeviceId> placement{0, 2, 1, 1, 1, 1, 2};
+
+  const Schedule fcfs = fcfs_schedule(g, c, placement);
+  EXPECT_EQ(fcfs.device_order[1], (std::vector<OpId>{2, 3, 4, 5}));
+  EXPECT_NEAR(fcfs.latency, 18e-6, 1e-12);
+  EXPECT_NEAR(simulate(g, c, placement, fcfs.device_order, GpuQueue::Fixed).latency, 18e-6, 1e-12);
+  const SimulationResult dynamic = simulate(g, c, placement, fcfs.device_order, GpuQueue::Fcfs);
+  EXPECT_NEAR(dynamic.latency, 17e-6, 1e-12);
+  EXPECT_NEAR(dynamic.start[4], 5e-6, 1e-12);  // Z first
+  EXPECT_NEAR(dynamic.start[3], 6e-6, 1e-12);  // then Y
+  EXPECT_NEAR(dynamic.start[5], 7e-6, 1e-12);  // then V
+  EXPECT_NEAR(dynamic.start[6], 7e-6, 1e-12);
+
+  const Measurement m = measure_placement(g, c, placement, Engine::Both, OpOrder::Fcfs);
+  EXPECT_NEAR(m.evaluator_latency, 18e-6, 1e-12);
+  EXPECT_NEAR(m.simgrid_latency.value_or(0), 17e-6, 1e-12);
+}
+
+// On a profiled graph dealt round-robin over 4 GPUs: the FCFS order is a valid order (replay_order
+// checks every operator is listed once, on its GPU, without deadlock), is not the scheduler's,
+// and its latency is at least the lower bounds, in the evaluator and in SimGrid (which picks by
+// the arrival times it simulates, so its order, and latency, may differ either way).
+TEST(FcfsOrder, OnARealGraphIsAValidOrderOtherThanTheSchedulers) {
+  PLACESIM_REQUIRE_SHARED_GRAPHS();
+  const Graph g = load_graph(testutil::shared_graphs() + "/quickp/small.json").graph;
+  const Cluster c = testutil::dedicated_mesh(4, 20e9);
+  std::vector<DeviceId> placement(g.num_operators());
+  for (std::size_t i = 0; i < placement.size(); ++i) placement[i] = static_cast<DeviceId>(i % 4);
+  const Schedule fcfs = fcfs_schedule(g, c, placement);
+  Evaluator evaluator(g, c);
+  const Schedule scheduler = evaluator.schedule(placement);
+  EXPECT_NE(fcfs.device_order, scheduler.device_order);
+  EXPECT_GE(fcfs.latency, evaluator.lower_bounds().best() * (1 - 1e-12));
+  const Measurement m = measure_placement(g, c, placement, Engine::Both, OpOrder::Fcfs);
+  EXPECT_DOUBLE_EQ(m.evaluator_latency, fcfs.latency);
+  ASSERT_TRUE(m.simgrid_latency.has_value());
+  EXPECT_EQ(m.simulation->start.size(), g.num_operators());
+  EXPECT_GE(*m.simgrid_latency, evaluator.lower_bounds().best() * (1 - 1e-12));
+}
+
+// A sweep over GPU counts and per-GPU order on a profiled graph: every point runs, nothing beats
+// the critical path, and with the scheduler's order SimGrid is never below the evaluator.
+TEST(SweepRunner, SweepsAProfiledGraphOverGpusAndOrder) {
+  PLACESIM_REQUIRE_SHARED_GRAPHS();
+  const fs::path dir = temp_dir("real");
+  const std::string yaml = "graph: {file: " + testutil::shared_graphs() + "/quickp/small.json}\n" +
+                           "cluster: {type: nvlink-servers, gpus: 2}\n"
+                           "strategies: [round-robin, metis]\n"
+                           "simulation: {engine: both, trace: false}\n"
+                           "sweep:\n"
+                           "  cluster.gpus: [2, 4]\n"
+                           "  simulation.order: [scheduler, fcfs]\n";
+  SweepOptions options;
+  options.output = dir.string();
+  options.jobs = 2;
+  ASSERT_EQ(run_sweep_in_child(yaml, options), 0);
+  const auto records = read_result_lines((dir / "results.jsonl").string());
+  ASSERT_EQ(records.size(), 8u);
+  for (const auto& r : records) {
+    ASSERT_EQ(r["status"], "ok") << r.dump();
+    const double evaluator = r["evaluator_latency"].get<double>(), simgrid = r["simgrid_latency"].get<double>();
+    // With the scheduler's order SimGrid runs the evaluator's order under contention: never faster.
+    // With FCFS each picks by its own arrival times, so either may be ahead.
+    if (r["order"] == "scheduler") EXPECT_GE(simgrid, evaluator * (1 - 1e-9)) << r["key"];
+    EXPECT_GE(simgrid, r["lower_bound_critical_path"].get<double>() * (1 - 1e-12)) << r["key"];
+    EXPECT_GE(evaluator, r["lower_bound_critical_path"].get<double>() * (1 - 1e-12)) << r["key"];
+    EXPECT_EQ(r["order"], r["sweep"]["simulation.order"]) << r["key"];
+    EXPECT_EQ(r["gpus"].get<int>(), std::stoi(r["sweep"]["cluster.gpus"].get<std::string>())) << r["key"];
+  }
+  fs::remove_all(dir);
+}
+
+TEST(SweepPlan, TheExampleSweepFileExpands) {
+  // 3 bandwidths x 3 GPU counts x (metis per seed, heft once, mcmc per seed) = 45 points.
+  const SweepPlan p = load_sweep(std::string(PLACESIM_SOURCE_DIR) + "/scenarios/sweep.yaml");
+  EXPECT_EQ(p.variants.size(), 9u);
+  EXPECT_EQ(p.points.size(), 45u);
+  EXPECT_EQ(p.variants[8].cluster.num_devices(), 6);
+  EXPECT_EQ(p.points[44].key, "cluster.ethernet_bandwidth=20GB/s cluster.gpus=6 strategy=mcmc seed=2 rep=0");
+}
