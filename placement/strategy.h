@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "sim/cluster.h"
 #include "sim/graph.h"
 #include "sim/yaml_fields.h"
+#include "topologies/fabrics.h"
 
 namespace placesim {
 
@@ -19,6 +21,9 @@ struct PlacementResult {
   std::vector<DeviceId> placement;  // GPU of each operator
   double search_seconds = 0;        // wall time of place(), measured by run_strategy
   nlohmann::json report = nlohmann::json::object();  // what the strategy wants to tell (figures, notes)
+  // Set by strategies that also choose the multi-NIC bandwidth allocation (QuickP P3): the run
+  // should use make_multi_nic(config, *bandwidth_allocation) instead of the scenario's cluster.
+  std::optional<BandwidthAllocation> bandwidth_allocation;
 };
 
 class Strategy {

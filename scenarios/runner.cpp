@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <ostream>
 
+#include "placement/quickp/bandwidth.h"
 #include "placement/strategy.h"
 #include "scenarios/fcfs.h"
 #include "sim/errors.h"
@@ -109,11 +110,15 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
     out.strategy_report = placed.report;
     out.placement_file = "placement-" + file_safe(file_stem) + ".json";
     save_placement(graph, placed.placement, (folder / out.placement_file).string());
-    out.measurement = measure_placement(graph, scenario.cluster, placed.placement, scenario.simulation.engine,
+    // A strategy that also chose the multi-NIC bandwidth allocation (QuickP P3) is measured on
+    // the cluster with that allocation, so SimGrid enforces it.
+    const std::optional<Cluster> allocated = allocated_cluster(scenario.cluster, placed.bandwidth_allocation);
+    const Cluster& run_on = allocated ? *allocated : scenario.cluster;
+    out.measurement = measure_placement(graph, run_on, placed.placement, scenario.simulation.engine,
                                         scenario.simulation.order);
     if (scenario.simulation.trace) {
       out.trace_file = "trace-" + file_safe(file_stem) + ".json";
-      write_trace((folder / out.trace_file).string(), graph, scenario.cluster, placed.placement, out.measurement);
+      write_trace((folder / out.trace_file).string(), graph, run_on, placed.placement, out.measurement);
     }
   } catch (const std::exception& e) {
     // A failing strategy is recorded and the others still run: nothing asked for is dropped.

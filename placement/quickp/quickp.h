@@ -22,7 +22,9 @@
 //    pair bandwidth when every GPU is in one server (NVLink), else the smallest (Ethernet). Every
 //    operator with two or more successors is grouped with its successor of highest r_j + t_ij / b
 //    (ties: lowest id); groups are the weakly connected components of those edges (size >= 2).
-//  * P2: see solve_p2.
+//  * Algorithm 2 of the thesis (coarsening: algorithm2): Algorithm 1, co-location and fusion inside
+//    groups, repeated; then WCC expansion by beta. See iterative_fusion_colocation.
+//  * P2: see solve_p2. P3 (joint bandwidth allocation on multi-NIC clusters): bandwidth.h.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -72,9 +74,32 @@ struct Colocation {
 };
 Colocation colocate(const Graph& g, double bandwidth);
 
+// Thesis Algorithm 2 (section 4.3), for co-location groups found on g:
+//  * fuse_within_groups: inside each group, edge (i, j) (both ends in the group, sources in
+//    topological order) fuses j into i when succ(i) lies inside the group or p_j < alpha, unless
+//    another path i ~> j exists (the merge would close a cycle). The group's members run one after
+//    another on one GPU anyway, so fusing them loses no parallelism the group had not lost already.
+//    *fused_edges receives the number of merges.
+//  * expand_groups (WCC expansion): every ungrouped operator with p_i < beta and a predecessor or
+//    successor in a group joins that group (several: the one its tensors to it carry the most
+//    bytes, ties the lower id; judged on the groups before expansion). *joined: how many joined.
+//  * iterative_fusion_colocation: repeat { Algorithm 1; co-location (eq. 7); fusion within groups }
+//    until no fusion within groups happens, then expand the last groups by beta.
+Coarsening fuse_within_groups(const Graph& g, const Colocation& groups, double alpha, int* fused_edges = nullptr);
+Colocation expand_groups(const Graph& g, const Colocation& groups, double beta, int* joined = nullptr);
+struct IterativeReduction {
+  Coarsening fused;   // original graph -> reduced graph
+  Colocation groups;  // on fused.coarse, after expansion
+  int rounds = 0;     // passes of Algorithm 2's loop
+  int expanded = 0;   // operators that joined a group by beta
+};
+IterativeReduction iterative_fusion_colocation(const Graph& g, double alpha, double beta, double bandwidth);
+
 struct P2Options {
   double mip_gap = 0.05;     // relative gap at which CBC stops
-  double time_limit_s = 60;  // CBC wall-clock limit; the best incumbent is returned
+  // CBC wall-clock limit; the best incumbent is returned. CBC checks it between nodes; a single LP
+  // stops after this many CPU seconds (CLP's limit), so on a loaded machine a run can overrun.
+  double time_limit_s = 60;
   // CBC node limit: unlike the wall clock it stops every run at the same point, so the same
   // inputs give the same placement (0: no limit).
   int max_nodes = 20;
@@ -105,12 +130,26 @@ struct P2Solution {
 
 // P2 on `g` (usually the fused graph). Placement units are the co-location groups joined with the
 // colocation classes; each unit u has binaries x[u,d] summing to 1. Per operator a start s_i
-// (f_i = s_i + p_i), makespan C >= f_i, minimise C. Edge (i, j): f_i <= s_j when both are in one
-// unit or the tensor is empty, else f_i + sum_{d != e} z_ijde * transfer_time(d, e, t_ij) <= s_j with
-// z_ijde >= x_id + x_je - 1, z >= 0 (exact: z only appears on the left of a <=). Parallelizable pairs
-// with p_i, p_j > 0: in one unit, in topological order (ICC P2 (13)); otherwise a binary o_ij and,
-// for every d, f_i <= s_j + M(1 - o_ij) + M(2 - x_id - x_jd) and f_j <= s_i + M o_ij + M(2 - x_id - x_jd),
-// M = total compute + sum over edges of the slowest transfer. Memory: sum m_i x_id <= M_d.
+// (f_i = s_i + p_i), makespan C, minimise C.
+//  * The warm start is found first; its makespan H bounds everything: s_i in [head_i, H - rank_i]
+//    (head: longest compute-only path into i; rank: from i, p_i included), C <= H, C >= s_i + rank_i,
+//    and C >= the work placed on each GPU (sum p_i x_id), so the LP sees the load.
+//  * Edge (i, j): f_i <= s_j when both are in one unit or the tensor is empty. Otherwise, when
+//    transfer times depend only on whether two GPUs share a server (identical servers), f_i +
+//    c_intra y_ij + (c_inter - c_intra) w_ij <= s_j with y_ij >= x_id - x_jd for every GPU d and
+//    w_ij >= X_iS - X_jS for every server S (X: x summed over the server's GPUs): 1 or 2 columns per
+//    edge instead of k(k-1). When they depend on the ordered server pair (a multi-NIC cluster with
+//    an uneven allocation), y as above and w_ijST >= X_iS + X_jT - 1 per ordered server pair, cost
+//    c_ST - c_intra. Else f_i + sum_{d != e} z_ijde * transfer_time(d, e, t_ij) <= s_j with
+//    z_ijde >= x_id + x_je - 1. All exact: y, w, z only appear on the left of a <=.
+//  * Parallelizable pairs (a, b) with p_a, p_b > 0: in one unit, in topological order (ICC P2 (13));
+//    skipped when the windows already order them (latest finish of a <= earliest start of b);
+//    otherwise a binary o_ab and, for every d, f_a <= s_b + M_ab(1 - o_ab) + M_ab(2 - x_ad - x_bd)
+//    and f_b <= s_a + M_ba o_ab + M_ba(2 - x_ad - x_bd), M_ab = latest finish of a - head_b.
+//  * Memory: sum m_i x_id <= M_d.
+// Solved by CBC (dual simplex) from the warm start, unless the warm start is already within
+// mip_gap of max(longest compute path, work / GPUs): that is all the LP relaxation proves when
+// the big-M rows are slack, so branch and bound is skipped (status optimal, bound that value).
 // Times enter the model in microseconds (CBC's absolute tolerances would swamp seconds).
 // If the memory constraint makes P2 infeasible the best warm start (or GPU 0) comes back, status
 // Infeasible. Throws std::runtime_error if write_model cannot be written.
@@ -118,9 +157,21 @@ P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& co
 
 std::string_view p2_status_name(P2Status s);
 
+// How the graph is reduced before P2: ICC (Algorithm 1 then co-location) or the thesis's
+// Algorithm 2 (iterated, with fusion inside groups and WCC expansion by beta).
+enum class QuickPCoarsening { Algorithm1, Algorithm2 };
+
 struct QuickPConfig {
   std::optional<double> alpha_s;  // fusion threshold in seconds; unset: the percentile below
   double alpha_percentile = 0.9;
+  QuickPCoarsening coarsening = QuickPCoarsening::Algorithm1;
+  // P3 (placement/quickp/bandwidth.h): on a multi-NIC cluster also choose the allocation b(s,t),
+  // alternating placement and allocation at most allocation_rounds times.
+  bool bandwidth_allocation = false;
+  int allocation_rounds = 3;
+  // Algorithm 2's co-location threshold (seconds); unset: 2 alpha (the thesis sets alpha and beta
+  // to a quarter and a half of the same CDF-slope sum, so beta = 2 alpha).
+  std::optional<double> beta_s;
   bool fusion = true;
   bool colocation = true;
   P2Options p2;
@@ -131,9 +182,13 @@ class QuickP : public Strategy {
   explicit QuickP(QuickPConfig config) : config_(std::move(config)) {}
   // report: operators, fused_operators, alpha_s, groups, parallelizable_pairs (fused graph),
   // fusion_seconds, solver_seconds, gap, objective_s, best_bound_s, status.
+  // With bandwidth_allocation on a multi-NIC cluster, also bandwidth_allocation (the result's
+  // allocation) and report: allocation (b(s,t) rows, bytes/s), latency_uniform_s (the first
+  // placement on the cluster as given), latency_s, allocation_rounds, allocation_accepted.
   PlacementResult place(const Graph& graph, const Cluster& cluster) override;
 
  private:
+  PlacementResult place_once(const Graph& graph, const Cluster& cluster) const;
   QuickPConfig config_;
 };
 
