@@ -388,15 +388,19 @@ TEST(PlacetoStrategy, PolicyFileZeroShotAndOptions) {
 
 namespace {
 
-// Runs the CLI (each launch loads LibTorch: about a second); returns its exit code.
-int run_cli(const std::string& args, std::string& output) {
-  const std::string cmd = std::string(PLACESIM_CLI_PATH) + " " + args + " 2>&1";
+// Runs the CLI (a launch that trains loads LibTorch: about a second); returns its exit code.
+int run_cli(const std::string& args, std::string& output, const std::string& environment = "") {
+  const std::string cmd = environment + std::string(PLACESIM_CLI_PATH) + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   char buf[4096];
   output.clear();
   while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) output.append(buf, n);
   const int status = pclose(pipe);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int run_cli_with_plugin(const std::string& plugin, const std::string& args, std::string& output) {
+  return run_cli(args, output, "PLACESIM_TORCH_PLUGIN=" + plugin + " ");
 }
 
 }  // namespace
@@ -427,6 +431,31 @@ TEST(PlacetoCli, ResumingAPolicyForOtherGpusIsAnInputError) {
   EXPECT_EQ(run_cli("placeto train --episodes 2 --resume --gpus 4 --graphs synthetic:1 --out " + out, output), 2);
   EXPECT_NE(output.find("--gpus"), std::string::npos) << output;
   EXPECT_NE(output.find("places on 2 GPUs, not 4"), std::string::npos) << output;
+  fs::remove_all(dir);
+}
+
+// LibTorch is a plugin (placesim_torch) loaded when a policy is first made. Pointing
+// PLACESIM_TORCH_PLUGIN at a file that does not exist shows when that happens: listing the
+// strategies (which builds the registry with placeto in it) must not try; training must, and must
+// fail with an input error naming the path it tried.
+TEST(PlacetoPlugin, ListingStrategiesDoesNotLoadIt) {
+  std::string output;
+  ASSERT_EQ(run_cli_with_plugin("/nonexistent/libplacesim_torch.so", "strategies", output), 0) << output;
+  EXPECT_NE(output.find("placeto-greedy"), std::string::npos) << output;
+  EXPECT_NE(output.find("fine_tune_episodes"), std::string::npos) << "placeto is not listed:\n" << output;
+}
+
+TEST(PlacetoPlugin, UnloadablePluginIsAnInputErrorNamingIt) {
+  const fs::path dir = temp_dir("plugin");
+  std::string output;
+  EXPECT_EQ(run_cli_with_plugin("/nonexistent/libplacesim_torch.so",
+                                "placeto train --episodes 1 --graphs synthetic:1 --out " + (dir / "p.pt").string(),
+                                output),
+            2);
+  EXPECT_NE(output.find("error: /nonexistent/libplacesim_torch.so: cannot load the plugin"), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("PLACESIM_TORCH_PLUGIN"), std::string::npos) << output;
+  EXPECT_FALSE(fs::exists(dir / "p.pt"));
   fs::remove_all(dir);
 }
 

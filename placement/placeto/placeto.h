@@ -4,7 +4,8 @@
 //  * placeto         the policy network (graph embedding + policy head, placeto_policy.h) places
 //                    the graph zero-shot from a trained policy file, after optional fine-tuning on
 //                    it, or trains from scratch on it. Needs LibTorch: registered only when the
-//                    build has it (PLACESIM_HAVE_TORCH).
+//                    build has it (PLACESIM_HAVE_TORCH), which it loads only when it places a
+//                    graph or reads a policy file (placeto_policy.h).
 //  * placeto-greedy  the same episodes with a one-step lookahead instead of the network: each
 //                    step puts its unit on the GPU that gives the lowest cost. No LibTorch.
 #include <cstdint>
@@ -49,9 +50,8 @@ struct PlacetoConfig {
   double entropy = 0.02;
 };
 
-#ifdef PLACESIM_HAVE_TORCH
+// Registered only when the build has LibTorch (PLACESIM_HAVE_TORCH).
 StrategyInfo placeto_strategy_info();
-#endif
 
 // Reads the options shared by both strategies (coarsen_target, memory_penalty,
 // memory_threshold); errors name options.<key>.

@@ -1,7 +1,11 @@
 #pragma once
 // Placeto's policy (section 2.2) and its REINFORCE training (appendix A.1, A.7), behind a
-// torch-free interface: only placement/placeto/*_torch.cpp include LibTorch, and those files are
-// built only when PLACESIM_HAVE_TORCH is defined.
+// torch-free interface: only placement/placeto/*_torch.cpp include LibTorch, and those files make
+// the plugin module placesim_torch, built only when PLACESIM_HAVE_TORCH is defined. The first
+// PlacetoPolicy made or loaded in a process loads the plugin (and LibTorch with it, ~0.6 s); its
+// path is compiled in and overridden by the environment variable PLACESIM_TORCH_PLUGIN. When it
+// cannot be loaded (or the build has no LibTorch), making a policy throws an InputError naming the
+// plugin's path and why.
 //
 // Network, per state of an episode (raw features x_v of every node, placeto_env.h), H hidden units:
 //   h_v = act(W_in x_v)                                                     (H)
@@ -69,6 +73,8 @@ struct PlacetoBest {
   double latency = 0;
 };
 
+class PlacetoPolicyModel;  // placeto_plugin.h: what the plugin implements
+
 class PlacetoPolicy {
  public:
   // A fresh network; weights initialised from `seed`.
@@ -103,9 +109,8 @@ class PlacetoPolicy {
   std::int64_t optimizer_steps() const;
 
  private:
-  struct Impl;
-  explicit PlacetoPolicy(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit PlacetoPolicy(std::unique_ptr<PlacetoPolicyModel> model);
+  std::unique_ptr<PlacetoPolicyModel> model_;
 };
 
 }  // namespace placesim

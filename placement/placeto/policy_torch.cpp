@@ -1,4 +1,5 @@
-// Placeto's policy network and REINFORCE training in LibTorch (see placeto_policy.h).
+// Placeto's policy network and REINFORCE training in LibTorch (see placeto_policy.h): the
+// plugin module placesim_torch, loaded by placeto_policy.cpp through placesim_torch_plugin().
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -9,7 +10,7 @@
 #include <limits>
 #include <random>
 
-#include "placement/placeto/placeto_policy.h"
+#include "placement/placeto/placeto_plugin.h"
 #include "sim/errors.h"
 
 namespace placesim {
@@ -138,25 +139,51 @@ struct Rollout {
   PlacetoBest best;                 // best state of the episode
 };
 
-}  // namespace
+torch::Tensor scalar_tensor(std::int64_t v) { return torch::full({1}, v, torch::kInt64); }
+std::int64_t read_scalar(torch::serialize::InputArchive& archive, const std::string& key) {
+  torch::Tensor t;
+  archive.read(key, t);
+  return t.item<std::int64_t>();
+}
 
-struct PlacetoPolicy::Impl {
-  PlacetoNetConfig config;
-  PlacetoNet net{nullptr};
-  std::unique_ptr<torch::optim::Adam> optimizer;
-  int episodes_done = 0;
-  // Per graph of the last training set: the returns of its recent episodes, for the baselines.
-  std::vector<std::deque<std::vector<double>>> returns;
-
-  Impl(const PlacetoNetConfig& c, std::uint64_t seed) : config(c) {
+class TorchPolicyModel final : public PlacetoPolicyModel {
+ public:
+  TorchPolicyModel(const PlacetoNetConfig& c, std::uint64_t seed) : config_(c) {
     torch::set_num_threads(1);  // the machine is shared; the matrices are small anyway
     torch::manual_seed(seed);
-    net = PlacetoNet(PlacetoEnv::num_features(c.num_devices), c.num_devices, c.hidden, c.message_passing_steps);
-    optimizer = std::make_unique<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(0.01));
+    net_ = PlacetoNet(PlacetoEnv::num_features(c.num_devices), c.num_devices, c.hidden, c.message_passing_steps);
+    optimizer_ = std::make_unique<torch::optim::Adam>(net_->parameters(), torch::optim::AdamOptions(0.01));
   }
+  static std::unique_ptr<PlacetoPolicyModel> load(const std::string& path, const std::string& file,
+                                                  const std::string& field);
+
+  void save(const std::string& path) const override;
+  const PlacetoNetConfig& config() const override { return config_; }
+  int episodes_done() const override { return episodes_done_; }
+  void train(std::span<PlacetoEnv* const> envs, const PlacetoTrainConfig& config,
+             const std::function<void(const PlacetoEpisodeLog&)>& on_episode,
+             std::vector<PlacetoBest>* best) override;
+  std::vector<DeviceId> place(PlacetoEnv& env) const override {
+    return rollout(env, graph_tensors(env), nullptr, false).placement;
+  }
+  std::vector<DeviceId> sample(PlacetoEnv& env, std::uint64_t seed) const override {
+    std::mt19937_64 rng(seed);
+    return rollout(env, graph_tensors(env), &rng, false).placement;
+  }
+  std::vector<float> flat_parameters() const override;
+  std::int64_t optimizer_steps() const override;
+
+ private:
+  PlacetoNetConfig config_;
+  // mutable: a forward pass without gradients (place, sample) leaves the weights as they are.
+  mutable PlacetoNet net_{nullptr};
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  int episodes_done_ = 0;
+  // Per graph of the last training set: the returns of its recent episodes, for the baselines.
+  std::vector<std::deque<std::vector<double>>> returns_;
 
   // Plays one episode; `rng` samples actions, or nullptr takes the most likely ones.
-  Rollout rollout(PlacetoEnv& env, const GraphTensors& gt, std::mt19937_64* rng, bool keep_features) {
+  Rollout rollout(PlacetoEnv& env, const GraphTensors& gt, std::mt19937_64* rng, bool keep_features) const {
     torch::NoGradGuard no_grad;
     const int n = env.num_nodes(), d = env.num_devices(), f = PlacetoEnv::num_features(d);
     Rollout r;
@@ -169,7 +196,7 @@ struct PlacetoPolicy::Impl {
       env.features(r.placement, t, state);
       const torch::Tensor x = torch::from_blob(state.data(), {1, n, f}, torch::kFloat32);
       const torch::Tensor cur = torch::full({1}, static_cast<std::int64_t>(env.step_node(t)), torch::kInt64);
-      const torch::Tensor logp = net->forward(x, gt.parents, gt.children, gt.sets, cur);
+      const torch::Tensor logp = net_->forward(x, gt.parents, gt.children, gt.sets, cur);
       const float* lp = logp.data_ptr<float>();
       DeviceId action = 0;
       if (rng) {
@@ -199,41 +226,22 @@ struct PlacetoPolicy::Impl {
   }
 };
 
-PlacetoPolicy::PlacetoPolicy(const PlacetoNetConfig& config, std::uint64_t seed)
-    : impl_(std::make_unique<Impl>(config, seed)) {}
-PlacetoPolicy::PlacetoPolicy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-PlacetoPolicy::PlacetoPolicy(PlacetoPolicy&&) noexcept = default;
-PlacetoPolicy& PlacetoPolicy::operator=(PlacetoPolicy&&) noexcept = default;
-PlacetoPolicy::~PlacetoPolicy() = default;
-
-const PlacetoNetConfig& PlacetoPolicy::config() const { return impl_->config; }
-int PlacetoPolicy::episodes_done() const { return impl_->episodes_done; }
-
-namespace {
-torch::Tensor scalar_tensor(std::int64_t v) { return torch::full({1}, v, torch::kInt64); }
-std::int64_t read_scalar(torch::serialize::InputArchive& archive, const std::string& key) {
-  torch::Tensor t;
-  archive.read(key, t);
-  return t.item<std::int64_t>();
-}
-}  // namespace
-
-void PlacetoPolicy::save(const std::string& path) const {
+void TorchPolicyModel::save(const std::string& path) const {
   torch::serialize::OutputArchive archive;
   archive.write("placeto_version", scalar_tensor(kPolicyFileVersion));
-  archive.write("placeto_devices", scalar_tensor(impl_->config.num_devices));
-  archive.write("placeto_hidden", scalar_tensor(impl_->config.hidden));
-  archive.write("placeto_message_passing_steps", scalar_tensor(impl_->config.message_passing_steps));
-  archive.write("placeto_episodes_done", scalar_tensor(impl_->episodes_done));
+  archive.write("placeto_devices", scalar_tensor(config_.num_devices));
+  archive.write("placeto_hidden", scalar_tensor(config_.hidden));
+  archive.write("placeto_message_passing_steps", scalar_tensor(config_.message_passing_steps));
+  archive.write("placeto_episodes_done", scalar_tensor(episodes_done_));
   torch::serialize::OutputArchive net_archive, optimizer_archive, baseline_archive;
-  impl_->net->save(net_archive);
-  impl_->optimizer->save(optimizer_archive);
+  net_->save(net_archive);
+  optimizer_->save(optimizer_archive);
   archive.write("net", net_archive);
   archive.write("optimizer", optimizer_archive);
   // Baselines: per graph, its recent returns as one [episodes, steps] tensor of doubles.
-  archive.write("placeto_baseline_graphs", scalar_tensor(static_cast<std::int64_t>(impl_->returns.size())));
-  for (std::size_t gi = 0; gi < impl_->returns.size(); ++gi) {
-    const auto& history = impl_->returns[gi];
+  archive.write("placeto_baseline_graphs", scalar_tensor(static_cast<std::int64_t>(returns_.size())));
+  for (std::size_t gi = 0; gi < returns_.size(); ++gi) {
+    const auto& history = returns_[gi];
     const std::int64_t steps = history.empty() ? 0 : static_cast<std::int64_t>(history.front().size());
     torch::Tensor t = torch::zeros({static_cast<std::int64_t>(history.size()), steps}, torch::kFloat64);
     for (std::size_t e = 0; e < history.size(); ++e)
@@ -250,10 +258,9 @@ void PlacetoPolicy::save(const std::string& path) const {
   }
 }
 
-PlacetoPolicy PlacetoPolicy::load(const std::string& path, const std::string& file, const std::string& field) {
-  const std::string where = file.empty() ? path : file;
-  if (!std::filesystem::exists(path))
-    throw InputError(where, field, fmt::format("policy file '{}' does not exist", path));
+std::unique_ptr<PlacetoPolicyModel> TorchPolicyModel::load(const std::string& path, const std::string& file,
+                                                           const std::string& field) {
+  const std::string where = file.empty() ? path : file;  // PlacetoPolicy::load checked that `path` exists
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path);
@@ -265,26 +272,26 @@ PlacetoPolicy PlacetoPolicy::load(const std::string& path, const std::string& fi
     config.num_devices = static_cast<int>(read_scalar(archive, "placeto_devices"));
     config.hidden = static_cast<int>(read_scalar(archive, "placeto_hidden"));
     config.message_passing_steps = static_cast<int>(read_scalar(archive, "placeto_message_passing_steps"));
-    auto impl = std::make_unique<Impl>(config, 0);
-    impl->episodes_done = static_cast<int>(read_scalar(archive, "placeto_episodes_done"));
+    auto impl = std::make_unique<TorchPolicyModel>(config, 0);
+    impl->episodes_done_ = static_cast<int>(read_scalar(archive, "placeto_episodes_done"));
     torch::serialize::InputArchive net_archive, optimizer_archive, baseline_archive;
     archive.read("net", net_archive);
-    impl->net->load(net_archive);
+    impl->net_->load(net_archive);
     archive.read("optimizer", optimizer_archive);
-    impl->optimizer->load(optimizer_archive);
+    impl->optimizer_->load(optimizer_archive);
     archive.read("baselines", baseline_archive);
     const std::int64_t graphs = read_scalar(archive, "placeto_baseline_graphs");
-    impl->returns.resize(graphs);
+    impl->returns_.resize(graphs);
     for (std::int64_t gi = 0; gi < graphs; ++gi) {
       torch::Tensor t;
       baseline_archive.read(std::to_string(gi), t);
       for (std::int64_t e = 0; e < t.size(0); ++e) {
         std::vector<double> row(t.size(1));
         for (std::int64_t s = 0; s < t.size(1); ++s) row[s] = t[e][s].item<double>();
-        impl->returns[gi].push_back(std::move(row));
+        impl->returns_[gi].push_back(std::move(row));
       }
     }
-    return PlacetoPolicy(std::move(impl));
+    return impl;
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
@@ -292,23 +299,23 @@ PlacetoPolicy PlacetoPolicy::load(const std::string& path, const std::string& fi
   }
 }
 
-void PlacetoPolicy::train(std::span<PlacetoEnv* const> envs, const PlacetoTrainConfig& config,
-                          const std::function<void(const PlacetoEpisodeLog&)>& on_episode,
-                          std::vector<PlacetoBest>* best) {
+void TorchPolicyModel::train(std::span<PlacetoEnv* const> envs, const PlacetoTrainConfig& config,
+                             const std::function<void(const PlacetoEpisodeLog&)>& on_episode,
+                             std::vector<PlacetoBest>* best) {
   if (envs.empty()) throw std::invalid_argument("placeto training needs at least one graph");
-  Impl& m = *impl_;
+  TorchPolicyModel& m = *this;
   for (PlacetoEnv* env : envs)
-    if (env->num_devices() != m.config.num_devices)
+    if (env->num_devices() != m.config_.num_devices)
       throw std::invalid_argument(fmt::format("the policy places on {} GPUs but a training cluster has {}",
-                                              m.config.num_devices, env->num_devices()));
+                                              m.config_.num_devices, env->num_devices()));
   torch::set_num_threads(1);
   std::vector<GraphTensors> tensors;
   for (PlacetoEnv* env : envs) tensors.push_back(graph_tensors(*env));
   // Baselines belong to one training set: a different set (fine-tuning on a new graph) starts afresh.
-  bool same_set = m.returns.size() == envs.size();
+  bool same_set = m.returns_.size() == envs.size();
   for (std::size_t gi = 0; same_set && gi < envs.size(); ++gi)
-    same_set = m.returns[gi].empty() || m.returns[gi].front().size() == static_cast<std::size_t>(envs[gi]->num_steps());
-  if (!same_set) m.returns.assign(envs.size(), {});
+    same_set = m.returns_[gi].empty() || m.returns_[gi].front().size() == static_cast<std::size_t>(envs[gi]->num_steps());
+  if (!same_set) m.returns_.assign(envs.size(), {});
   if (best) {
     best->resize(envs.size());
     for (std::size_t gi = 0; gi < envs.size(); ++gi)
@@ -318,8 +325,8 @@ void PlacetoPolicy::train(std::span<PlacetoEnv* const> envs, const PlacetoTrainC
   std::deque<double> recent_rewards;
 
   const double span = std::max(1, config.episodes - 1);
-  while (m.episodes_done < config.episodes) {
-    const int episode = m.episodes_done;
+  while (m.episodes_done_ < config.episodes) {
+    const int episode = m.episodes_done_;
     std::mt19937_64 rng(episode_seed(config.seed, static_cast<std::uint64_t>(episode)));
     const std::size_t gi = rng() % envs.size();
     PlacetoEnv& env = *envs[gi];
@@ -330,7 +337,7 @@ void PlacetoPolicy::train(std::span<PlacetoEnv* const> envs, const PlacetoTrainC
     // first episode of a graph has none, so its advantages are zero).
     std::vector<double> returns(steps), advantages(steps);
     for (int t = 0; t < steps; ++t) returns[t] = r.costs[t] - r.costs[steps];
-    auto& history = m.returns[gi];
+    auto& history = m.returns_[gi];
     for (int t = 0; t < steps; ++t) {
       double b = returns[t];
       if (!history.empty()) {
@@ -346,7 +353,7 @@ void PlacetoPolicy::train(std::span<PlacetoEnv* const> envs, const PlacetoTrainC
     const double progress = std::min(1.0, episode / span);
     const double lr = config.learning_rate + (config.learning_rate_final - config.learning_rate) * progress;
     const double entropy_weight = config.entropy + (config.entropy_final - config.entropy) * progress;
-    for (auto& group : m.optimizer->param_groups())
+    for (auto& group : m.optimizer_->param_groups())
       static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
 
     if (steps > 0) {
@@ -357,15 +364,15 @@ void PlacetoPolicy::train(std::span<PlacetoEnv* const> envs, const PlacetoTrainC
       const torch::Tensor act = torch::tensor(r.actions, torch::kInt64);
       const torch::Tensor adv = torch::tensor(advantages, torch::kFloat64).to(torch::kFloat32);
       const GraphTensors& gt = tensors[gi];
-      const torch::Tensor logp = m.net->forward(x, gt.parents, gt.children, gt.sets, cur);
+      const torch::Tensor logp = m.net_->forward(x, gt.parents, gt.children, gt.sets, cur);
       const torch::Tensor chosen = logp.gather(1, act.view({steps, 1})).squeeze(1);
       const torch::Tensor entropy = -(logp.exp() * logp).sum(1);
       const torch::Tensor loss = -(chosen * adv).mean() - entropy_weight * entropy.mean();
-      m.optimizer->zero_grad();
+      m.optimizer_->zero_grad();
       loss.backward();
-      m.optimizer->step();
+      m.optimizer_->step();
     }
-    ++m.episodes_done;
+    ++m.episodes_done_;
 
     const double latency = env.latency(r.placement);
     best_latency[gi] = std::min({best_latency[gi], r.best.latency, latency});
@@ -375,7 +382,7 @@ void PlacetoPolicy::train(std::span<PlacetoEnv* const> envs, const PlacetoTrainC
     if (recent_rewards.size() > 10) recent_rewards.pop_front();
     if (on_episode) {
       PlacetoEpisodeLog log;
-      log.episode = m.episodes_done;
+      log.episode = m.episodes_done_;
       log.graph = static_cast<int>(gi);
       log.reward = reward;
       for (double v : recent_rewards) log.mean_reward += v / static_cast<double>(recent_rewards.size());
@@ -384,34 +391,37 @@ void PlacetoPolicy::train(std::span<PlacetoEnv* const> envs, const PlacetoTrainC
       on_episode(log);
     }
     // Counted over the policy's life, so a resumed run checkpoints where the first run would have.
-    if (config.checkpoint_every > 0 && !config.checkpoint_path.empty() && m.episodes_done % config.checkpoint_every == 0)
+    if (config.checkpoint_every > 0 && !config.checkpoint_path.empty() && m.episodes_done_ % config.checkpoint_every == 0)
       save(config.checkpoint_path);
   }
   if (!config.checkpoint_path.empty()) save(config.checkpoint_path);
 }
 
-std::vector<DeviceId> PlacetoPolicy::place(PlacetoEnv& env) const {
-  return impl_->rollout(env, graph_tensors(env), nullptr, false).placement;
-}
-
-std::vector<DeviceId> PlacetoPolicy::sample(PlacetoEnv& env, std::uint64_t seed) const {
-  std::mt19937_64 rng(seed);
-  return impl_->rollout(env, graph_tensors(env), &rng, false).placement;
-}
-
-std::vector<float> PlacetoPolicy::flat_parameters() const {
+std::vector<float> TorchPolicyModel::flat_parameters() const {
   std::vector<float> out;
-  for (const auto& p : impl_->net->parameters()) {
+  for (const auto& p : net_->parameters()) {
     const torch::Tensor c = p.detach().contiguous().view(-1);
     out.insert(out.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
   }
   return out;
 }
 
-std::int64_t PlacetoPolicy::optimizer_steps() const {
-  for (const auto& [key, state] : impl_->optimizer->state())
+std::int64_t TorchPolicyModel::optimizer_steps() const {
+  for (const auto& [key, state] : optimizer_->state())
     return static_cast<const torch::optim::AdamParamState&>(*state).step();
   return 0;
+}
+
+}  // namespace
+
+extern "C" const PlacetoTorchPlugin* placesim_torch_plugin() {
+  static const PlacetoTorchPlugin plugin{
+      .create = [](const PlacetoNetConfig& config, std::uint64_t seed) -> std::unique_ptr<PlacetoPolicyModel> {
+        return std::make_unique<TorchPolicyModel>(config, seed);
+      },
+      .load = &TorchPolicyModel::load,
+  };
+  return &plugin;
 }
 
 }  // namespace placesim

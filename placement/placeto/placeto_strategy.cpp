@@ -1,4 +1,6 @@
 // The `placeto` strategy: the policy network places the (coarsened) graph; see placeto.h.
+// Torch-free: parsing options and listing the strategy cost nothing; the policy (PlacetoPolicy)
+// loads the LibTorch plugin when place() makes it or when a `policy` file is read.
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
