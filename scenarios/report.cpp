@@ -14,6 +14,7 @@
 
 #include "sim/errors.h"
 #include "sim/units.h"
+#include "sim/yaml_fields.h"
 
 namespace placesim {
 namespace fs = std::filesystem;
@@ -107,7 +108,8 @@ std::string param_text(const std::string& key, const json& v) {
 std::string group_name(const ReportRecord& r) {
   std::string name = fmt::format("{} on {} GPUs", r.graph, r.gpus);
   for (const auto& [k, v] : r.params.items()) {
-    if (k == "strategy" || k == "repetition" || k == "seed") continue;
+    // The graph and strategy have their own columns; repetitions and seeds are what medians merge.
+    if (k == "graph" || k == "cluster.gpus" || k == "strategy" || k == "repetition" || k == "seed") continue;
     name += fmt::format(", {}={}", k, param_text(k, v));
   }
   return name;
@@ -133,10 +135,11 @@ std::optional<double> value_of(const ReportRecord& r, const std::string& value) 
 }
 
 std::string format_value(const std::string& value, double v) {
-  if (value.find("latency") != std::string::npos) return fmt::format("{:.4g} ms", v * 1e3);
-  if (value == "search_time" || value.ends_with("seconds")) return fmt::format("{:.3g} s", v);
-  if (value == "peak_memory") return format_bytes(v);
-  return fmt::format("{:.6g}", v);
+  if (value.find("latency") != std::string::npos || value == "search_time" || value.ends_with("seconds") ||
+      value.ends_with("_s"))
+    return format_duration(v);
+  if (value == "peak_memory" || value.ends_with("bytes")) return format_bytes(v);
+  return fmt::format("{:.4g}", v);
 }
 
 std::string joined(const ReportRecord& r, const std::vector<std::string>& fields) {
@@ -274,11 +277,56 @@ nlohmann::json records_to_json(std::span<const ReportRecord> records) {
   return out;
 }
 
+namespace {
+
+// A list of names, or one name.
+std::vector<std::string> names_from_yaml(const YamlFields& f, std::string_view key) {
+  std::vector<std::string> out;
+  if (!f.has(key)) return out;
+  const YAML::Node n = f.node(key);
+  if (n.IsScalar()) return {n.Scalar()};
+  if (!n.IsSequence()) throw InputError(f.file(), f.field(key), "expected a name or a list of names");
+  for (const auto& item : n) {
+    if (!item.IsScalar() || item.Scalar().empty())
+      throw InputError(f.file(), f.field(key), "expected a list of names");
+    out.push_back(item.Scalar());
+  }
+  return out;
+}
+
+}  // namespace
+
+ReportSpec report_spec_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
+  YamlFields f(node, file, path);
+  f.allow_only({"tables", "gantt_strategy"});
+  ReportSpec spec;
+  spec.gantt_strategy = f.string_or("gantt_strategy", "");
+  if (!f.has("tables")) return spec;
+  const YAML::Node tables = f.node("tables");
+  if (!tables.IsSequence()) throw InputError(file, f.field("tables"), "expected a list of tables");
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    YamlFields t(tables[i], file, fmt::format("{}.tables[{}]", path, i));
+    t.allow_only({"title", "rows", "columns", "value", "strategies"});
+    PivotSpec p;
+    p.title = t.string_or("title", "");
+    p.rows = names_from_yaml(t, "rows");
+    p.columns = names_from_yaml(t, "columns");
+    p.value = t.string_or("value", "latency");
+    p.strategies = names_from_yaml(t, "strategies");
+    if (p.rows.empty()) throw InputError(file, t.field("rows"), "expected at least one row field (graph, strategy, gpus or a swept path)");
+    spec.tables.push_back(std::move(p));
+  }
+  return spec;
+}
+
 std::string format_pivot_table(std::span<const ReportRecord> records, const PivotSpec& spec) {
   std::vector<std::string> row_keys, column_keys;
   std::map<std::pair<std::string, std::string>, std::vector<double>> cells;
   std::set<std::pair<std::string, std::string>> oom, failed;
   for (const auto& r : records) {
+    if (!spec.strategies.empty() &&
+        std::find(spec.strategies.begin(), spec.strategies.end(), r.strategy) == spec.strategies.end())
+      continue;
     const std::string row = joined(r, spec.rows), column = joined(r, spec.columns);
     if (std::find(row_keys.begin(), row_keys.end(), row) == row_keys.end()) row_keys.push_back(row);
     if (std::find(column_keys.begin(), column_keys.end(), column) == column_keys.end()) column_keys.push_back(column);

@@ -3,6 +3,7 @@
 // a plain run), prints the comparison table and hands normalised records to tools/plot_results.py
 // for the plots. Latency is SimGrid's when it ran, else the evaluator's; all times in seconds.
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 #include <optional>
 #include <span>
 #include <string>
@@ -46,7 +47,18 @@ struct PivotSpec {
   std::vector<std::string> columns;
   std::string value = "latency";
   std::string title;
+  std::vector<std::string> strategies;  // only these labels (empty: every record)
 };
+
+// A scenario's `report:` block: the tables its reproduction prints (scenarios/README.md).
+struct ReportSpec {
+  std::vector<PivotSpec> tables;
+  std::string gantt_strategy;
+};
+
+// Parses a `report:` block: {tables: [{title, rows, columns, value, strategies}], gantt_strategy}.
+// Errors name the file and field.
+ReportSpec report_spec_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path);
 std::string format_pivot_table(std::span<const ReportRecord> records, const PivotSpec& spec);
 
 struct ReportOptions {

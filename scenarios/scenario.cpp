@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "placement/celeritas/celeritas.h"
 #include "placement/strategy.h"
 #include "sim/errors.h"
 #include "sim/graph_io.h"
@@ -23,7 +24,15 @@ GraphSource graph_source_from_yaml(const YAML::Node& node, const std::string& fi
     throw InputError(file, path, "expected exactly one of 'file' (a graph file), 'builtin' (fig3.1, synthetic) or 'model' (" +
                                      models::zoo_model_names() + ")");
   if (f.has("model")) {
-    g.model = models::model_config_from_yaml(node, file, path);
+    YAML::Node model = YAML::Clone(node);
+    if (f.has("memory")) {
+      const std::string memory = f.string("memory");
+      if (memory != "built" && memory != "regression")
+        throw InputError(file, f.field("memory"), fmt::format("expected built or regression, got '{}'", memory));
+      g.memory_regression = memory == "regression";
+      model.remove("memory");
+    }
+    g.model = models::model_config_from_yaml(model, file, path);
     return g;
   }
   if (f.has("file")) {
@@ -91,6 +100,13 @@ CoarseningConfig coarsening_from_yaml(const YAML::Node& node, const std::string&
 }  // namespace
 
 Graph load_graph_source(const GraphSource& source, const std::string& scenario_file, std::vector<std::string>& warnings) {
+  if (source.model && source.memory_regression) {
+    const auto fit = celeritas::fit_memory_regression(*source.model, celeritas::default_small_batches(source.model->batch));
+    auto estimated = celeritas::with_estimated_memory(models::zoo_graph(*source.model), fit, static_cast<double>(source.model->batch));
+    warnings.push_back(fmt::format("graph.memory: regression: memory of {} of {} operators predicted from batches {}",
+                                   estimated.predicted, estimated.graph.num_operators(), fmt::join(fit.batches, ", ")));
+    return std::move(estimated.graph);
+  }
   if (source.model) return models::zoo_graph(*source.model);
   if (source.builtin == "fig3.1") return fig31_graph();
   if (source.builtin == "synthetic") return synthetic_training_graph(source.synthetic);
@@ -105,7 +121,7 @@ Graph load_graph_source(const GraphSource& source, const std::string& scenario_f
 
 Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
   YamlFields f(root, file, "");
-  f.allow_only({"name", "graph", "cluster", "strategies", "simulation", "output", "sweep"});
+  f.allow_only({"name", "graph", "cluster", "strategies", "simulation", "output", "sweep", "report"});
   Scenario s;
   s.file = file;
   s.name = f.string_or("name", fs::path(file).stem().string());
@@ -173,6 +189,7 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
     }
   }
   s.output = f.string_or("output", "out/" + s.name);
+  if (f.has("report")) s.report = report_spec_from_yaml(f.node("report"), file, "report");
   return s;
 }
 

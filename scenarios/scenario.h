@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "placement/coarsening/coarsening.h"
+#include "scenarios/report.h"
 #include "sim/builtin_graphs.h"
 #include "sim/cluster.h"
 #include "sim/graph.h"
@@ -23,6 +24,10 @@ struct GraphSource {
   std::string format = "auto";       // auto, quickp, msr, placesim
   bool largest_component = false;    // keep only the largest weakly connected component
   std::optional<models::ModelConfig> model;  // a model-zoo network (`model: bert-base`), resolved
+  // `memory: regression` (zoo models only): operator memory predicted from the model at three
+  // small batches by per-operator linear regression (Celeritas's standard evaluation) instead of
+  // taken from the large-batch graph; `memory: built` (the default) keeps the built memory.
+  bool memory_regression = false;
 };
 
 struct StrategySpec {
@@ -57,6 +62,7 @@ struct Scenario {
   std::vector<StrategySpec> strategies;
   SimulationSpec simulation;
   std::string output;  // output folder; relative paths are relative to the working directory
+  ReportSpec report;   // the tables `placesim reproduce` prints (scenarios/README.md)
 };
 
 // A file with a `sweep:` block parses as its base scenario (the sweep is not applied; see

@@ -222,12 +222,7 @@ TEST(PlacetoGraphs, FamilyAndSpecs) {
 
 namespace {
 
-fs::path temp_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("placesim-placeto-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path temp_dir(const std::string& name) { return testutil::fresh_temp_dir("placeto-" + name); }
 
 // Two independent 1 s operators on two GPUs: 2 s on one GPU, 1 s when apart. The policy sees
 // the step (current/visited flags) and where the first one went (one-hot), so it can learn to
@@ -388,16 +383,8 @@ TEST(PlacetoStrategy, PolicyFileZeroShotAndOptions) {
 
 namespace {
 
-// Runs the CLI (a launch that trains loads LibTorch: about a second); returns its exit code.
-int run_cli(const std::string& args, std::string& output, const std::string& environment = "") {
-  const std::string cmd = environment + std::string(PLACESIM_CLI_PATH) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  char buf[4096];
-  output.clear();
-  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) output.append(buf, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+// A launch that trains loads LibTorch: about a second.
+using testutil::run_cli;
 
 int run_cli_with_plugin(const std::string& plugin, const std::string& args, std::string& output) {
   return run_cli(args, output, "PLACESIM_TORCH_PLUGIN=" + plugin + " ");

@@ -8,17 +8,13 @@
 
 #include "scenarios/report.h"
 #include "sim/errors.h"
+#include "tests/test_util.h"
 
 namespace placesim {
 namespace {
 namespace fs = std::filesystem;
 
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("placesim-report-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path fresh_dir(const std::string& name) { return testutil::fresh_temp_dir("report-" + name); }
 
 void write(const fs::path& p, const std::string& text) {
   std::ofstream f(p);
@@ -149,6 +145,46 @@ TEST(Report, WritesPlotsAsPngAndSvg) {
       EXPECT_TRUE(fs::exists(p) && fs::file_size(p) > 1000) << p;
     }
   EXPECT_TRUE(fs::exists(dir / "report" / "table.txt"));
+}
+
+}  // namespace
+}  // namespace placesim
+
+namespace placesim {
+namespace {
+
+TEST(Report, ReportBlockParsesAndFiltersStrategies) {
+  const YAML::Node node = YAML::Load(
+      "tables:\n"
+      "  - {title: T, rows: graph, columns: [gpus], value: search_time, strategies: b}\n"
+      "gantt_strategy: b\n");
+  const ReportSpec spec = report_spec_from_yaml(node, "s.yaml", "report");
+  ASSERT_EQ(spec.tables.size(), 1u);
+  EXPECT_EQ(spec.tables[0].rows, std::vector<std::string>{"graph"});
+  EXPECT_EQ(spec.tables[0].strategies, std::vector<std::string>{"b"});
+  EXPECT_EQ(spec.gantt_strategy, "b");
+  // Only b's search time (1.5 s) reaches the table; a's 0.5 s is filtered out.
+  const fs::path dir = fresh_dir("filter");
+  write(dir / "results.jsonl", kLines);
+  const std::string md = format_pivot_table(load_report_records(dir.string()), spec.tables[0]);
+  EXPECT_NE(md.find("| g | 1.5 s |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("0.5 s"), std::string::npos) << md;
+}
+
+TEST(Report, ReportBlockErrorsNameTheField) {
+  auto error_of = [](const char* yaml) {
+    try {
+      report_spec_from_yaml(YAML::Load(yaml), "s.yaml", "report");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("tables: [{rows: graph, colums: gpus}]").find("report.tables[0]"), std::string::npos);
+  EXPECT_NE(error_of("tables: [{rows: graph, colums: gpus}]").find("columns"), std::string::npos);  // suggested
+  EXPECT_NE(error_of("tables: [{columns: gpus}]").find("rows"), std::string::npos);
+  EXPECT_NE(error_of("tabels: []").find("tables"), std::string::npos);
+  EXPECT_NE(error_of("tables: {rows: graph}").find("list of tables"), std::string::npos);
 }
 
 }  // namespace

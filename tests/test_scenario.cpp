@@ -25,23 +25,9 @@ std::string parse_error(const std::string& yaml) {
 
 const char* kCluster = "cluster: {type: full-mesh, gpus: 2, bandwidth: 10GB/s}\n";
 
-// Runs the CLI and returns its exit code; stdout and stderr go to `output`.
-int run_cli(const std::string& args, std::string& output) {
-  const std::string cmd = std::string(PLACESIM_CLI_PATH) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  char buf[4096];
-  output.clear();
-  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) output.append(buf, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+using testutil::run_cli;
 
-fs::path temp_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("placesim-test-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path temp_dir(const std::string& name) { return testutil::fresh_temp_dir("test-" + name); }
 
 }  // namespace
 
@@ -179,4 +165,30 @@ TEST(Cli, StrategiesListsEveryRegisteredStrategy) {
   ASSERT_EQ(run_cli("strategies", out), 0);
   EXPECT_NE(out.find("single-device"), std::string::npos);
   EXPECT_NE(out.find("round-robin"), std::string::npos);
+}
+
+// Celeritas's standard evaluation on a zoo model: memory from three small batches by linear
+// regression. The zoo's memory is exactly a + b x batch per operator, so the prediction at batch
+// 512 from 16, 32 and 64 equals the directly built graph to rounding.
+TEST(Scenario, ModelMemoryByRegressionMatchesTheBuiltGraph) {
+  const Scenario built = parse_scenario(YAML::Load(std::string("graph: {model: alexnet, batch: 512}\n") + kCluster +
+                                                   "strategies: [single-device]\n"),
+                                        "s.yaml");
+  const Scenario fitted = parse_scenario(
+      YAML::Load(std::string("graph: {model: alexnet, batch: 512, memory: regression}\n") + kCluster +
+                 "strategies: [single-device]\n"),
+      "s.yaml");
+  EXPECT_TRUE(fitted.graph.memory_regression);
+  std::vector<std::string> warnings;
+  const Graph a = load_graph_source(built.graph, "s.yaml", warnings);
+  EXPECT_TRUE(warnings.empty());
+  const Graph b = load_graph_source(fitted.graph, "s.yaml", warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("predicted from batches 16, 32, 64"), std::string::npos) << warnings[0];
+  ASSERT_EQ(a.num_operators(), b.num_operators());
+  for (OpId i = 0; i < static_cast<OpId>(a.num_operators()); ++i)
+    EXPECT_NEAR(b.op(i).memory_bytes, a.op(i).memory_bytes, 1e-6 * std::max(1.0, a.op(i).memory_bytes)) << a.op(i).name;
+  EXPECT_NE(parse_error(std::string("graph: {model: alexnet, memory: guess}\n") + kCluster + "strategies: [single-device]\n")
+                .find("graph.memory"),
+            std::string::npos);
 }

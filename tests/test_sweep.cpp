@@ -47,23 +47,9 @@ std::string plan_error(const std::string& yaml) {
   return "";
 }
 
-int run_cli(const std::string& args, std::string& output) {
-  const std::string cmd = std::string(PLACESIM_CLI_PATH) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  char buf[4096];
-  output.clear();
-  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) output.append(buf, n);
-  const int status = pclose(pipe);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+using testutil::run_cli;
 
-fs::path temp_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("placesim-sweep-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path temp_dir(const std::string& name) { return testutil::fresh_temp_dir("sweep-" + name); }
 
 // Runs a sweep in a forked child of the test process, as `placesim run` would (without paying for
 // the CLI's start-up), and returns its exit status: 0, 1 (some point failed) or 128 + signal.

@@ -1,6 +1,9 @@
 #pragma once
 // Small hand-made graphs and clusters whose answers can be derived by hand.
+#include <cstdio>
 #include <cstdlib>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <filesystem>
 #include <fmt/format.h>
 #include <string>
@@ -9,6 +12,27 @@
 #include "sim/graph.h"
 
 namespace placesim::testutil {
+
+// Runs the placesim CLI (PLACESIM_CLI_PATH) with `args`, after `environment` ("NAME=value " pairs),
+// and returns its exit code, or 128 + the signal that killed it; stdout and stderr go to `output`.
+inline int run_cli(const std::string& args, std::string& output, const std::string& environment = "") {
+  const std::string cmd = environment + std::string(PLACESIM_CLI_PATH) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  char buf[4096];
+  output.clear();
+  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) output.append(buf, n);
+  const int status = pclose(pipe);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A fresh, empty folder "placesim-<name>-<pid>" under the system's temporary folder.
+inline std::filesystem::path fresh_temp_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("placesim-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
 
 // Thesis Fig. 3.1: A feeds B and C; A 5 us, B 10 us, C 5 us.
 inline Graph fig31_graph(double bytes = 1000.0) {

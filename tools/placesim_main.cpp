@@ -2,6 +2,7 @@
 // field, and exit code 2; internal failures exit 1.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
@@ -87,6 +88,62 @@ int cmd_run(const RunArgs& a) {
 #else
   throw InputError("command line", "--mpi", "this placesim was built without MPI (install libopenmpi-dev and rebuild)");
 #endif
+}
+
+// The reproductions: scenarios/papers/*.yaml of the source tree ($PLACESIM_PAPERS overrides).
+std::filesystem::path papers_dir() {
+  if (const char* env = std::getenv("PLACESIM_PAPERS"); env && *env) return env;
+  return std::filesystem::path(PLACESIM_SOURCE_DIR) / "scenarios" / "papers";
+}
+
+struct ReproduceArgs {
+  std::string name, output;
+  int jobs = 2;
+  bool list = false, fresh = false, no_plots = false;
+};
+
+// Runs one reproduction: its sweep (resuming what a previous run finished unless --fresh), then
+// the comparison table, the scenario's own tables (report/pivot.md) and the plots.
+int cmd_reproduce(const ReproduceArgs& a) {
+  namespace fs = std::filesystem;
+  const fs::path dir = papers_dir();
+  std::vector<fs::path> files;
+  if (fs::is_directory(dir))
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".yaml") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::vector<std::string> names;
+  for (const auto& f : files) names.push_back(f.stem().string());
+  if (a.list || a.name.empty()) {
+    for (const auto& n : names) std::cout << n << "\n";
+    if (!a.list) throw InputError("command line", "name", "expected a reproduction name (listed above)");
+    return 0;
+  }
+  const fs::path file = dir / (a.name + ".yaml");
+  if (!fs::exists(file)) {
+    std::string all;
+    for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+    throw InputError("command line", "name", fmt::format("no reproduction '{}' in {} (there are: {})", a.name, dir.string(), all));
+  }
+  const auto started = std::chrono::steady_clock::now();
+  SweepPlan plan = load_sweep(file.string());
+  SweepOptions options;
+  options.output = a.output.empty() ? plan.output : a.output;
+  options.jobs = a.jobs;
+  options.resume = !a.fresh;
+  if (a.fresh) fs::remove(fs::path(options.output) / "results.jsonl");
+  const SweepSummary summary = run_sweep(plan, options, std::cerr);
+  ReportOptions report;
+  report.results = options.output;
+  report.plots = !a.no_plots;
+  report.pivots = plan.variants.front().report.tables;
+  report.gantt_strategy = plan.variants.front().report.gantt_strategy;
+  const int rc = run_report(report, std::cout, std::cerr);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::cout << fmt::format("reproduce {}: {} points ({} run now, {} kept from before, {} failed) in {}\n", a.name,
+                           summary.points, summary.points - summary.skipped, summary.skipped, summary.failed,
+                           format_duration(seconds));
+  return summary.failed > 0 ? 1 : rc;
 }
 
 int cmd_simulate(const std::string& graph_path, const std::string& placement_path, const std::string& cluster_path,
@@ -262,6 +319,15 @@ int main(int argc, char** argv) {
   report->add_option("--value", pivot.value, "pivot value: latency, search_time, evaluator_latency, simgrid_latency, peak_memory or a strategy report key");
   add_placeto_commands(app);
 
+  ReproduceArgs repro;
+  auto* reproduce = app.add_subcommand("reproduce", "run one paper reproduction of scenarios/papers/ end to end: its sweep, tables and plots");
+  reproduce->add_option("name", repro.name, "reproduction name (see --list)");
+  reproduce->add_flag("--list", repro.list, "list the reproductions");
+  reproduce->add_option("-j,--jobs", repro.jobs, "points run at a time (default 2)")->check(CLI::Range(1, 1024));
+  reproduce->add_option("-o,--output", repro.output, "output folder (default: the scenario's `output`)");
+  reproduce->add_flag("--fresh", repro.fresh, "start over instead of keeping the points a previous run finished");
+  reproduce->add_flag("--no-plots", repro.no_plots, "tables only");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*run) return cmd_run(run_args);
@@ -288,6 +354,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*strategies) return cmd_strategies();
+    if (*reproduce) return cmd_reproduce(repro);
     if (*report) {
       report_opts.plots = !report_no_plots;
       if (!pivot.rows.empty() || !pivot.columns.empty()) report_opts.pivots.push_back(pivot);

@@ -109,7 +109,7 @@ def plot_latency_vs_bandwidth(records, out_dir, written, notes):
     for r in records:
         if ok(r) and key in r.get("params", {}):
             label = r["strategy"]
-            rest = other_params(r, {key, "strategy", "repetition", "seed"})
+            rest = other_params(r, {key, "graph", "strategy", "repetition", "seed"})
             if rest:
                 label += " " + ",".join(f"{k}={v}" for k, v in rest)
             if len({x.get("graph") for x in records}) > 1:
