@@ -401,18 +401,21 @@ P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& co
     CommEdge ce;
     ce.i = i;
     ce.j = j;
-    if (server_pairs) {
-      const double c_intra = intra_pair[0] >= 0 ? transfer(intra_pair[0], intra_pair[1], bytes) : 0.0;
-      if (intra_pair[0] >= 0 && c_intra > 0) {
-        ce.y = add_col(0, 1, 0, false);
-        m.set(r, ce.y, -c_intra);
-        for (DeviceId d = 0; d < k; ++d) {  // y - x_id + x_jd >= 0
-          const int ry = m.add_row(0, kInf);
-          m.set(ry, ce.y, 1);
-          m.set(ry, x(i, d), -1);
-          m.set(ry, x(j, d), 1);
-        }
+    // Both server-level forms charge the intra-server cost whenever i and j are on different GPUs
+    // (y = 1), then the extra cost of crossing servers on top.
+    const double c_intra =
+        (server_pairs || two_level) && intra_pair[0] >= 0 ? transfer(intra_pair[0], intra_pair[1], bytes) : 0.0;
+    if (c_intra > 0) {
+      ce.y = add_col(0, 1, 0, false);
+      m.set(r, ce.y, -c_intra);
+      for (DeviceId d = 0; d < k; ++d) {  // y - x_id + x_jd >= 0
+        const int ry = m.add_row(0, kInf);
+        m.set(ry, ce.y, 1);
+        m.set(ry, x(i, d), -1);
+        m.set(ry, x(j, d), 1);
       }
+    }
+    if (server_pairs) {
       ce.wst.assign(static_cast<std::size_t>(num_servers) * num_servers, -1);
       for (int sa = 0; sa < num_servers; ++sa)
         for (int sb = 0; sb < num_servers; ++sb) {
@@ -428,18 +431,7 @@ P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& co
           for (DeviceId d : server_gpus[sb]) m.set(rw, x(j, d), -1);
         }
     } else if (two_level) {
-      const double c_intra = intra_pair[0] >= 0 ? transfer(intra_pair[0], intra_pair[1], bytes) : 0.0;
       const double c_inter = inter_pair[0] >= 0 ? transfer(inter_pair[0], inter_pair[1], bytes) : 0.0;
-      if (intra_pair[0] >= 0 && c_intra > 0) {
-        ce.y = add_col(0, 1, 0, false);
-        m.set(r, ce.y, -c_intra);
-        for (DeviceId d = 0; d < k; ++d) {  // y - x_id + x_jd >= 0
-          const int ry = m.add_row(0, kInf);
-          m.set(ry, ce.y, 1);
-          m.set(ry, x(i, d), -1);
-          m.set(ry, x(j, d), 1);
-        }
-      }
       if (multi_server && c_inter - c_intra > 0) {
         ce.w = add_col(0, 1, 0, false);
         m.set(r, ce.w, -(c_inter - c_intra));
