@@ -37,23 +37,6 @@ Cluster gpus(int n) {
   return make_nvlink_servers(cfg);
 }
 
-// Mean latency of random placements (a random GPU per colocation class or unclassed operator).
-double mean_random_latency(const Graph& g, const Cluster& c, int samples, unsigned seed) {
-  Evaluator ev(g, c);
-  std::mt19937 rng(seed);
-  double sum = 0;
-  for (int s = 0; s < samples; ++s) {
-    std::vector<DeviceId> class_device(g.num_colocation_classes());
-    for (auto& d : class_device) d = static_cast<DeviceId>(rng() % c.num_devices());
-    std::vector<DeviceId> p(g.num_operators());
-    for (OpId v = 0; v < static_cast<OpId>(p.size()); ++v) {
-      const int cls = g.op(v).colocation_class;
-      p[v] = cls >= 0 ? class_device[cls] : static_cast<DeviceId>(rng() % c.num_devices());
-    }
-    sum += ev.latency(p);
-  }
-  return sum / samples;
-}
 
 void greedy_on(benchmark::State& state, const char* file) {
   const Graph* g = benchutil::shared_graph_or_skip(state, file);

@@ -71,24 +71,6 @@ Graph classed_graph() {
   return g;
 }
 
-double mean_random_latency(const Graph& g, const Cluster& c, int samples, unsigned seed) {
-  // Random GPU per colocation class (or per unclassed operator), as a careless placement would.
-  Evaluator ev(g, c);
-  std::mt19937 rng(seed);
-  double sum = 0;
-  for (int s = 0; s < samples; ++s) {
-    std::vector<DeviceId> class_device(g.num_colocation_classes());
-    for (auto& d : class_device) d = static_cast<DeviceId>(rng() % c.num_devices());
-    std::vector<DeviceId> p(g.num_operators());
-    for (OpId v = 0; v < static_cast<OpId>(p.size()); ++v) {
-      const int cls = g.op(v).colocation_class;
-      p[v] = cls >= 0 ? class_device[cls] : static_cast<DeviceId>(rng() % c.num_devices());
-    }
-    sum += ev.latency(p);
-  }
-  return sum / samples;
-}
-
 }  // namespace
 
 TEST(PlacetoEnv, StepsVisitColocationClassesOnceInTopologicalOrder) {

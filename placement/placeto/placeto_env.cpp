@@ -149,4 +149,22 @@ Graph placeto_family_graph(std::uint64_t seed) {
   return synthetic_training_graph(config);
 }
 
+double mean_random_latency(const Graph& graph, const Cluster& cluster, int samples, unsigned seed) {
+  Evaluator evaluator(graph, cluster);
+  std::mt19937 rng(seed);
+  const auto random_gpu = [&] { return static_cast<DeviceId>(rng() % static_cast<unsigned>(cluster.num_devices())); };
+  std::vector<DeviceId> class_device(graph.num_colocation_classes());
+  std::vector<DeviceId> placement(graph.num_operators());
+  double sum = 0;
+  for (int s = 0; s < samples; ++s) {
+    for (auto& d : class_device) d = random_gpu();
+    for (OpId v = 0; v < static_cast<OpId>(placement.size()); ++v) {
+      const int cls = graph.op(v).colocation_class;
+      placement[v] = cls >= 0 ? class_device[cls] : random_gpu();
+    }
+    sum += evaluator.latency(placement);
+  }
+  return sum / samples;
+}
+
 }  // namespace placesim

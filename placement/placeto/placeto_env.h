@@ -107,4 +107,8 @@ std::vector<DeviceId> placeto_greedy_episode(PlacetoEnv& env, int passes = 1);
 // (2-5 layers, 1-3 branches, 1-3 operators per branch) and its costs drawn from `seed`.
 Graph placeto_family_graph(std::uint64_t seed);
 
+// The paper's Random baseline (section 4.2): the mean evaluator latency of `samples` placements
+// that put each colocation class, and each operator without one, on a uniformly drawn GPU.
+double mean_random_latency(const Graph& graph, const Cluster& cluster, int samples, unsigned seed);
+
 }  // namespace placesim
