@@ -31,9 +31,8 @@ Graph chain(const std::vector<double>& memory) {
   return g;
 }
 
-std::unique_ptr<Strategy> make(const std::string& name, const std::string& options_yaml) {
-  return make_strategy(name, YAML::Load(options_yaml), "scenario.yaml", "strategies[0]");
-}
+using testutil::make_strategy_from_yaml;
+using testutil::option_error_field;
 
 }  // namespace
 
@@ -89,7 +88,7 @@ TEST(Baechi, EtfFig31ForkGives15us) {
   EXPECT_EQ(s.placement, (std::vector<DeviceId>{0, 0, 1}));
   EXPECT_NEAR(s.start[2], 10e-6, 1e-15);
   EXPECT_NEAR(s.makespan, 15e-6, 1e-15);
-  auto etf = make("m-etf", "{}");
+  auto etf = make_strategy_from_yaml("m-etf", "{}");
   const PlacementResult r = run_strategy(*etf, "m-etf", g, c);
   Evaluator ev(g, c);
   EXPECT_NEAR(ev.latency(r.placement), 15e-6, 1e-15);
@@ -118,7 +117,7 @@ TEST(Baechi, TopoFillsGpusInOrderUnderTheMemoryLimit) {
   EXPECT_EQ(t.memory_fallbacks, 0);
 
   // With co-placement the chain is one group (every operator has a single consumer): one GPU.
-  auto topo = make("m-topo", "{}");
+  auto topo = make_strategy_from_yaml("m-topo", "{}");
   const PlacementResult r = run_strategy(*topo, "m-topo", g, c);
   EXPECT_EQ(r.placement, std::vector<DeviceId>(6, 0));
   EXPECT_EQ(r.report["groups"].get<int>(), 1);
@@ -267,7 +266,7 @@ TEST(Baechi, OneGpuTakesEverything) {
   Evaluator ev(g, c);
   for (const char* name : {"m-topo", "m-etf", "m-sct"}) {
     SCOPED_TRACE(name);
-    auto strategy = make(name, "{}");
+    auto strategy = make_strategy_from_yaml(name, "{}");
     const PlacementResult r = run_strategy(*strategy, name, g, c);
     EXPECT_EQ(r.placement, std::vector<DeviceId>(3, 0));
     EXPECT_NEAR(ev.latency(r.placement), 20e-6, 1e-15);
@@ -279,22 +278,14 @@ TEST(Baechi, OneGpuTakesEverything) {
 }
 
 TEST(Baechi, OptionsAreValidated) {
-  EXPECT_NO_THROW(make("m-sct", "{threshold: 0.1, memory_fraction: 0.9, coplace: false}"));
-  EXPECT_NO_THROW(make("m-topo", "{uniform: false}"));
-  const auto field_of = [](const std::string& name, const std::string& yaml) -> std::string {
-    try {
-      make(name, yaml);
-    } catch (const InputError& e) {
-      return e.field();
-    }
-    return "no error";
-  };
-  EXPECT_NE(field_of("m-sct", "{threshold: 2}").find("options.threshold"), std::string::npos);
-  EXPECT_NE(field_of("m-etf", "{memory_fraction: 0}").find("options.memory_fraction"), std::string::npos);
-  EXPECT_NE(field_of("m-topo", "{memory_fraction: 1.5}").find("options.memory_fraction"), std::string::npos);
-  EXPECT_NE(field_of("m-topo", "{coplace: maybe}").find("options.coplace"), std::string::npos);
-  EXPECT_NE(field_of("m-etf", "{threshold: 0.5}"), "no error");  // m-SCT only
-  EXPECT_NE(field_of("m-etf", "{uniform: true}"), "no error");   // m-TOPO only
+  EXPECT_NO_THROW(make_strategy_from_yaml("m-sct", "{threshold: 0.1, memory_fraction: 0.9, coplace: false}"));
+  EXPECT_NO_THROW(make_strategy_from_yaml("m-topo", "{uniform: false}"));
+  EXPECT_NE(option_error_field("m-sct", "{threshold: 2}").find("options.threshold"), std::string::npos);
+  EXPECT_NE(option_error_field("m-etf", "{memory_fraction: 0}").find("options.memory_fraction"), std::string::npos);
+  EXPECT_NE(option_error_field("m-topo", "{memory_fraction: 1.5}").find("options.memory_fraction"), std::string::npos);
+  EXPECT_NE(option_error_field("m-topo", "{coplace: maybe}").find("options.coplace"), std::string::npos);
+  EXPECT_NE(option_error_field("m-etf", "{threshold: 0.5}"), "no error");  // m-SCT only
+  EXPECT_NE(option_error_field("m-etf", "{uniform: true}"), "no error");   // m-TOPO only
 }
 
 TEST(Baechi, RealGraphsGiveValidPlacementsOnFourGpus) {
@@ -306,12 +297,12 @@ TEST(Baechi, RealGraphsGiveValidPlacementsOnFourGpus) {
     Evaluator ev(g, c);
     for (const char* name : {"m-topo", "m-etf", "m-sct"}) {
       SCOPED_TRACE(std::string(file) + " " + name);
-      auto strategy = make(name, "{}");
+      auto strategy = make_strategy_from_yaml(name, "{}");
       const PlacementResult r = run_strategy(*strategy, name, g, c);  // validates colocation too
       EXPECT_EQ(r.report["memory_fallbacks"].get<int>(), 0);
       for (double used : device_memory(g, r.placement, 4)) EXPECT_LE(used, c.device(0).memory_bytes);
       // Deterministic: a fresh strategy gives the same placement.
-      auto again = make(name, "{}");
+      auto again = make_strategy_from_yaml(name, "{}");
       EXPECT_EQ(run_strategy(*again, name, g, c).placement, r.placement);
       if (std::string(name) == "m-sct") {
         EXPECT_TRUE(r.report["lp"]["optimal"].get<bool>());
@@ -366,7 +357,7 @@ TEST(Baechi, GnmtColocationClassesAndMemoryPressure) {
     c.finalize("tight");
     for (const char* name : {"m-topo", "m-etf", "m-sct"}) {
       SCOPED_TRACE(std::string(name) + " " + std::to_string(gib) + " GiB");
-      auto strategy = make(name, "{}");
+      auto strategy = make_strategy_from_yaml(name, "{}");
       const PlacementResult r = run_strategy(*strategy, name, g, c);
       const auto used = device_memory(g, r.placement, 4);
       const int fallbacks = r.report["memory_fallbacks"].get<int>();

@@ -21,9 +21,8 @@ using namespace placesim::celeritas;
 
 namespace {
 
-std::unique_ptr<Strategy> make(const std::string& name, const std::string& options_yaml) {
-  return make_strategy(name, YAML::Load(options_yaml), "scenario.yaml", "strategies[0]");
-}
+using testutil::make_strategy_from_yaml;
+using testutil::option_error_field;
 
 // Every tensor goes forward in `order`, which lists each operator once.
 void expect_topological(const Graph& g, const std::vector<OpId>& order) {
@@ -360,25 +359,19 @@ TEST(Celeritas, ColocationClassesAreChargedAndPlacedAsOneUnit) {
 }
 
 TEST(Celeritas, OptionsAreValidated) {
-  EXPECT_NO_THROW(make("celeritas", "{exploration_range: 50, cluster_memory_fraction: 0.5, memory_fraction: 0.9, "
-                                    "keep_better: false}"));
-  EXPECT_NO_THROW(make("order-place", "{exploration_range: 1}"));
-  const auto field_of = [](const std::string& name, const std::string& yaml) -> std::string {
-    try {
-      make(name, yaml);
-    } catch (const InputError& e) {
-      return e.field();
-    }
-    return "no error";
-  };
-  EXPECT_NE(field_of("celeritas", "{exploration_range: 0}").find("options.exploration_range"), std::string::npos);
-  EXPECT_NE(field_of("celeritas", "{exploration_range: 2.5}").find("options.exploration_range"), std::string::npos);
-  EXPECT_NE(field_of("order-place", "{cluster_memory_fraction: 0}").find("options.cluster_memory_fraction"),
+  EXPECT_NO_THROW(make_strategy_from_yaml(
+      "celeritas", "{exploration_range: 50, cluster_memory_fraction: 0.5, memory_fraction: 0.9, keep_better: false}"));
+  EXPECT_NO_THROW(make_strategy_from_yaml("order-place", "{exploration_range: 1}"));
+  const std::string range = "options.exploration_range";
+  EXPECT_NE(option_error_field("celeritas", "{exploration_range: 0}").find(range), std::string::npos);
+  EXPECT_NE(option_error_field("celeritas", "{exploration_range: 2.5}").find(range), std::string::npos);
+  EXPECT_NE(option_error_field("order-place", "{cluster_memory_fraction: 0}").find("options.cluster_memory_fraction"),
             std::string::npos);
-  EXPECT_NE(field_of("order-place", "{memory_fraction: 1.5}").find("options.memory_fraction"), std::string::npos);
-  EXPECT_NE(field_of("celeritas", "{keep_better: maybe}").find("options.keep_better"), std::string::npos);
-  EXPECT_NE(field_of("order-place", "{keep_better: true}").find("options.keep_better"), std::string::npos);
-  EXPECT_NE(field_of("celeritas", "{R: 10}").find("options.R"), std::string::npos);
+  EXPECT_NE(option_error_field("order-place", "{memory_fraction: 1.5}").find("options.memory_fraction"),
+            std::string::npos);
+  EXPECT_NE(option_error_field("celeritas", "{keep_better: maybe}").find("options.keep_better"), std::string::npos);
+  EXPECT_NE(option_error_field("order-place", "{keep_better: true}").find("options.keep_better"), std::string::npos);
+  EXPECT_NE(option_error_field("celeritas", "{R: 10}").find("options.R"), std::string::npos);
 }
 
 TEST(Celeritas, StrategiesOnTheForkGraph) {
@@ -388,15 +381,15 @@ TEST(Celeritas, StrategiesOnTheForkGraph) {
   const Graph g = testutil::fig31_graph(1e5);
   const Cluster c = testutil::dedicated_mesh(2, 20e9);
   Evaluator ev(g, c);
-  auto celeritas = make("celeritas", "{exploration_range: 1}");
+  auto celeritas = make_strategy_from_yaml("celeritas", "{exploration_range: 1}");
   const PlacementResult r = run_strategy(*celeritas, "celeritas", g, c);
   EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 0, 1}));
   EXPECT_NEAR(ev.latency(r.placement), 15e-6, 1e-15);
   EXPECT_EQ(r.report["chosen"].get<std::string>(), "adjusting");
   EXPECT_EQ(r.report["clusters"].get<int>(), 3);
-  auto order = make("order-place", "{exploration_range: 1}");
+  auto order = make_strategy_from_yaml("order-place", "{exploration_range: 1}");
   EXPECT_EQ(run_strategy(*order, "order-place", g, c).placement, (std::vector<DeviceId>{0, 0, 0}));
-  auto fused = make("celeritas", "{}");
+  auto fused = make_strategy_from_yaml("celeritas", "{}");
   const PlacementResult one = run_strategy(*fused, "celeritas", g, c);
   EXPECT_EQ(one.report["clusters"].get<int>(), 1);
   EXPECT_EQ(one.placement, (std::vector<DeviceId>{0, 0, 0}));
@@ -423,9 +416,9 @@ TEST(Celeritas, AdjustingVersusOrderPlaceOnRealGraphsWithBindingMemory) {
       const Cluster c = testutil::nvlink_servers(n, 1.3 * g.total_memory() / n);
       ASSERT_GT(g.total_memory(), c.device(0).memory_bytes) << "memory must bind";
       Evaluator ev(g, c);
-      auto order = make("order-place", "{}");
-      auto guarded = make("celeritas", "{}");
-      auto raw = make("celeritas", "{keep_better: false}");
+      auto order = make_strategy_from_yaml("order-place", "{}");
+      auto guarded = make_strategy_from_yaml("celeritas", "{}");
+      auto raw = make_strategy_from_yaml("celeritas", "{keep_better: false}");
       const PlacementResult ro = run_strategy(*order, "order-place", g, c);
       const PlacementResult rg = run_strategy(*guarded, "celeritas", g, c);
       const PlacementResult rr = run_strategy(*raw, "celeritas", g, c);
@@ -455,7 +448,7 @@ TEST(Celeritas, PlacesVggQuickly) {
   PLACESIM_REQUIRE_SHARED_GRAPHS();
   const Graph g = load_graph(testutil::shared_graphs() + "/quickp/vgg.json").graph;
   const Cluster c = testutil::nvlink_servers(4);
-  auto s = make("celeritas", "{}");
+  auto s = make_strategy_from_yaml("celeritas", "{}");
   const PlacementResult r = run_strategy(*s, "celeritas", g, c);
   EXPECT_LT(r.search_seconds, 0.5);
   EXPECT_LT(r.report["clusters"].get<int>(), static_cast<int>(g.num_operators()) / 20);

@@ -17,6 +17,7 @@ using namespace placesim;
 namespace {
 
 using testutil::nvlink_servers;
+using testutil::option_error_field;
 
 // "input" -> l0/w -> l0/w/read -> l1/w -> l1/w/read -> ... -> l3/w/read -> "loss", a chain.
 // Layer i's two operators take compute[i] / 2 each; input and loss take no time.
@@ -133,19 +134,11 @@ TEST(Expert, UnnamedGraphFallsBackToOneLayerPerOperator) {
 }
 
 TEST(Expert, OptionsAreValidated) {
-  const auto field_of = [](const std::string& yaml) -> std::string {
-    try {
-      make_strategy("expert", YAML::Load(yaml), "s.yaml", "strategies[1]");
-    } catch (const InputError& e) {
-      return e.field();
-    }
-    return "no error";
-  };
-  EXPECT_NE(field_of("{mode: columns}").find("options.mode"), std::string::npos);
-  EXPECT_NE(field_of("{prefix_depth: 0}").find("options.prefix_depth"), std::string::npos);
-  EXPECT_NE(field_of("{prefix_depth: two}").find("options.prefix_depth"), std::string::npos);
-  EXPECT_NE(field_of("{depth: 2}").find("options"), std::string::npos);
-  EXPECT_EQ(field_of("{mode: branches, prefix_depth: 3}"), "no error");
+  EXPECT_NE(option_error_field("expert", "{mode: columns}").find("options.mode"), std::string::npos);
+  EXPECT_NE(option_error_field("expert", "{prefix_depth: 0}").find("options.prefix_depth"), std::string::npos);
+  EXPECT_NE(option_error_field("expert", "{prefix_depth: two}").find("options.prefix_depth"), std::string::npos);
+  EXPECT_NE(option_error_field("expert", "{depth: 2}").find("options"), std::string::npos);
+  EXPECT_EQ(option_error_field("expert", "{mode: branches, prefix_depth: 3}"), "no error");
 }
 
 TEST(Expert, VggPlacementIsValid) {

@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 #include <string>
 
+#include "placement/strategy.h"
 #include "sim/cluster.h"
+#include "sim/errors.h"
 #include "sim/graph.h"
 
 namespace placesim::testutil {
@@ -24,6 +26,22 @@ inline int run_cli(const std::string& args, std::string& output, const std::stri
   const int status = pclose(pipe);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A registered strategy built from its `options:` mapping written as YAML, as a scenario's first
+// strategy would be.
+inline std::unique_ptr<Strategy> make_strategy_from_yaml(const std::string& name, const std::string& options_yaml) {
+  return make_strategy(name, YAML::Load(options_yaml), "scenario.yaml", "strategies[0]");
+}
+
+// The field an option error names ("strategies[0].options.x (line 1)"), or "no error".
+inline std::string option_error_field(const std::string& name, const std::string& options_yaml) {
+  try {
+    make_strategy_from_yaml(name, options_yaml);
+  } catch (const InputError& e) {
+    return e.field();
+  }
+  return "no error";
 }
 
 // A fresh, empty folder "placesim-<name>-<pid>" under the system's temporary folder.
