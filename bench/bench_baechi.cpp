@@ -8,7 +8,7 @@
 
 #include "placement/baechi/baechi.h"
 #include "sim/graph_io.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 

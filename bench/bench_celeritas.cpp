@@ -6,7 +6,7 @@
 
 #include "placement/celeritas/celeritas.h"
 #include "sim/models/zoo.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 

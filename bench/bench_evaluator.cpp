@@ -10,7 +10,7 @@
 #include "sim/builtin_graphs.h"
 #include "sim/evaluator.h"
 #include "sim/graph_io.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 

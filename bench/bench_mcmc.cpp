@@ -19,7 +19,7 @@
 #include "placement/mcmc/mcmc.h"
 #include "sim/evaluator.h"
 #include "sim/graph_io.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 

@@ -10,7 +10,7 @@
 
 #include "placement/metis/metis_strategy.h"
 #include "sim/graph_io.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 

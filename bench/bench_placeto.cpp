@@ -25,7 +25,7 @@
 #include "placement/placeto/placeto_env.h"
 #include "placement/placeto/placeto_policy.h"
 #include "sim/evaluator.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 

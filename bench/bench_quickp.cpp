@@ -21,7 +21,7 @@
 #include "placement/quickp/quickp.h"
 #include "sim/builtin_graphs.h"
 #include "sim/evaluator.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 

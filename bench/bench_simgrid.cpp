@@ -13,7 +13,7 @@
 #include "sim/evaluator.h"
 #include "sim/graph_io.h"
 #include "sim/simgrid_engine.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 

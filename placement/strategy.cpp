@@ -1,12 +1,36 @@
 #include "placement/strategy.h"
 
-#include <chrono>
 #include <fmt/format.h>
 
 #include "sim/errors.h"
 #include "sim/evaluator.h"
 
 namespace placesim {
+
+OptionSchema<StrategyCommonOptions> strategy_common_schema(double time_limit_default) {
+  OptionSchema<StrategyCommonOptions> s;
+  Range range = Range::positive();
+  range.allow_infinity = true;
+  s.add({"time_limit", "duration",
+         "wall-clock budget of the whole call (search, solver, refinement), e.g. 10s; none: unbounded",
+         default_text_duration(time_limit_default), {}, "2s"},
+        [range](const YamlFields& f, std::string_view key, StrategyCommonOptions& c) {
+          c.time_limit_s = parse_duration_option(f, key, range);
+        });
+  return s;
+}
+
+PlacementResult Strategy::place(const Graph& graph, const Cluster& cluster) {
+  const Deadline deadline(common_.time_limit_s);
+  PlacementResult result = place_impl(graph, cluster, deadline);
+  result.search_seconds = deadline.elapsed();
+  validate_placement(graph, cluster, result.placement, "strategy '" + name_ + "'");
+  if (deadline.bounded()) {
+    result.report["time_limit_s"] = deadline.limit();
+    result.report["over_time_limit"] = result.search_seconds > deadline.limit();
+  }
+  return result;
+}
 
 const StrategyInfo& find_strategy(const std::string& name, const std::string& file, const std::string& field) {
   std::vector<std::string> names;
@@ -30,12 +54,19 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const YAML::Nod
   return info.make(YamlFields(opts, file, field + ".options"));
 }
 
-PlacementResult run_strategy(Strategy& strategy, const std::string& name, const Graph& graph, const Cluster& cluster) {
-  const auto t0 = std::chrono::steady_clock::now();
-  PlacementResult result = strategy.place(graph, cluster);
-  result.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  validate_placement(graph, cluster, result.placement, "strategy '" + name + "'");
-  return result;
+nlohmann::ordered_json strategies_to_json() {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& info : strategy_registry()) {
+    nlohmann::ordered_json options = nlohmann::ordered_json::array();
+    for (const auto& o : info.options) {
+      nlohmann::ordered_json j = {{"key", o.key}, {"kind", o.kind}, {"default", o.default_text}, {"help", o.help}};
+      if (!o.choices.empty()) j["choices"] = o.choices;
+      j["example"] = o.example;
+      options.push_back(std::move(j));
+    }
+    out.push_back({{"name", info.name}, {"description", info.description}, {"options", std::move(options)}});
+  }
+  return out;
 }
 
 }  // namespace placesim

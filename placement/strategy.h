@@ -1,8 +1,18 @@
 #pragma once
-// One small interface for placement strategies. A strategy maps every operator to a GPU; it is
-// built from its `options:` block in the scenario file (each strategy reads its own plain config
-// struct) and the runner times it and checks what it returns.
+// One interface for placement strategies. A strategy maps every operator to a GPU.
+//
+// Strategy::place is the one entry point (non-virtual): it starts the call's time budget, runs
+// the strategy's private place_impl, times it, checks what it returns (size, GPUs, colocation)
+// and records the budget in the report. Callers cannot bypass it, so every strategy honours the
+// same `time_limit`: wall time for the whole call, of which the strategy spends what it needs
+// and checks Deadline::expired() in its loops.
+//
+// A strategy is built from its `options:` block through its StrategyInfo: an OptionSchema of
+// its plain config struct (sim/options.h) plus the options every strategy shares (time_limit).
+// A new strategy is one folder under placement/ and one line in placement/registry.cpp.
+#include <chrono>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -10,35 +20,103 @@
 #include <string>
 #include <vector>
 
+#include "sim/bandwidth_allocation.h"
 #include "sim/cluster.h"
 #include "sim/graph.h"
+#include "sim/options.h"
 #include "sim/yaml_fields.h"
-#include "topologies/fabrics.h"
 
 namespace placesim {
 
 struct PlacementResult {
   std::vector<DeviceId> placement;  // GPU of each operator
-  double search_seconds = 0;        // wall time of place(), measured by run_strategy
+  double search_seconds = 0;        // wall time of Strategy::place
   nlohmann::json report = nlohmann::json::object();  // what the strategy wants to tell (figures, notes)
-  // Set by strategies that also choose the multi-NIC bandwidth allocation (QuickP P3): the run
-  // should use make_multi_nic(config, *bandwidth_allocation) instead of the scenario's cluster.
+  // A strategy that also chooses the multi-NIC bandwidth allocation (QuickP P3) says so here; the
+  // runner measures on the cluster rebuilt with it (topologies/registry.h: with_bandwidth_allocation).
   std::optional<BandwidthAllocation> bandwidth_allocation;
+};
+
+// The wall-clock budget of one Strategy::place call.
+class Deadline {
+ public:
+  explicit Deadline(double seconds = std::numeric_limits<double>::infinity())
+      : start_(std::chrono::steady_clock::now()), limit_(seconds) {}
+  double limit() const { return limit_; }
+  bool bounded() const { return limit_ < std::numeric_limits<double>::infinity(); }
+  double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  double remaining() const { return bounded() ? std::max(0.0, limit_ - elapsed()) : limit_; }
+  bool expired() const { return bounded() && elapsed() >= limit_; }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  double limit_;
+};
+
+// The options every strategy takes (declared once, in strategy_common_schema()).
+struct StrategyCommonOptions {
+  double time_limit_s = std::numeric_limits<double>::infinity();  // wall time of the whole call
+  bool operator==(const StrategyCommonOptions&) const = default;
 };
 
 class Strategy {
  public:
+  explicit Strategy(std::string name) : name_(std::move(name)) {}
   virtual ~Strategy() = default;
-  virtual PlacementResult place(const Graph& graph, const Cluster& cluster) = 0;
+  Strategy(const Strategy&) = default;
+  Strategy& operator=(const Strategy&) = default;
+
+  // Places the graph within the time budget, times the call and validates the placement.
+  PlacementResult place(const Graph& graph, const Cluster& cluster);
+
+  const std::string& name() const { return name_; }
+  const StrategyCommonOptions& common_options() const { return common_; }
+  void set_common_options(const StrategyCommonOptions& common) { common_ = common; }
+  void set_time_limit(double seconds) { common_.time_limit_s = seconds; }
+
+ private:
+  virtual PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) = 0;
+  std::string name_;
+  StrategyCommonOptions common_;
 };
 
 struct StrategyInfo {
   std::string name;
   std::string description;  // one line
-  std::string options;      // "key (default): meaning; ..." for `placesim strategies`
+  std::vector<OptionDoc> options;  // the strategy's own keys, then the common ones
   // Builds the strategy from its options mapping (an empty mapping when none were given).
   std::function<std::unique_ptr<Strategy>(const YamlFields& options)> make;
+  bool takes(std::string_view key) const {
+    for (const auto& o : options)
+      if (o.key == key) return true;
+    return false;
+  }
 };
+
+// The shared keys; `time_limit_default` is the strategy's own default (QuickP's is 60 s).
+OptionSchema<StrategyCommonOptions> strategy_common_schema(double time_limit_default);
+
+// The StrategyInfo of strategy class S built from a Config by `schema`:
+//   return strategy_info<Mcmc>("mcmc", "one line", mcmc_schema());
+// S must be constructible from Config. The common keys are parsed beside the schema's.
+template <class S, class Config>
+StrategyInfo strategy_info(std::string name, std::string description, OptionSchema<Config> schema,
+                           double time_limit_default = std::numeric_limits<double>::infinity()) {
+  const OptionSchema<StrategyCommonOptions> common = strategy_common_schema(time_limit_default);
+  std::vector<OptionDoc> docs = schema.docs();
+  for (auto& d : common.docs()) docs.push_back(d);
+  std::vector<std::string> keys = schema.keys();
+  for (auto& k : common.keys()) keys.push_back(k);
+  return {std::move(name), std::move(description), std::move(docs),
+          [schema = std::move(schema), common, keys, time_limit_default](const YamlFields& f) -> std::unique_ptr<Strategy> {
+            check_known_keys(f, keys);
+            StrategyCommonOptions base;
+            base.time_limit_s = time_limit_default;
+            auto s = std::make_unique<S>(schema.parse_known(f));
+            s->set_common_options(common.parse_known(f, base));
+            return s;
+          }};
+}
 
 // Every registered strategy, in registration order (placement/registry.cpp).
 std::span<const StrategyInfo> strategy_registry();
@@ -48,7 +126,7 @@ const StrategyInfo& find_strategy(const std::string& name, const std::string& fi
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const YAML::Node& options, const std::string& file,
                                         const std::string& field);
 
-// Runs a strategy, measures its search time and checks the placement (size, GPUs, colocation).
-PlacementResult run_strategy(Strategy& strategy, const std::string& name, const Graph& graph, const Cluster& cluster);
+// Every strategy's options as JSON, for `placesim strategies --json`.
+nlohmann::ordered_json strategies_to_json();
 
 }  // namespace placesim

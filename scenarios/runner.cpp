@@ -8,13 +8,13 @@
 #include <fmt/format.h>
 #include <ostream>
 
-#include "placement/quickp/bandwidth.h"
 #include "placement/strategy.h"
 #include "scenarios/fcfs.h"
 #include "sim/errors.h"
 #include "sim/placement_io.h"
 #include "sim/trace.h"
 #include "sim/units.h"
+#include "topologies/registry.h"
 
 namespace placesim {
 
@@ -73,11 +73,11 @@ std::string file_safe(const std::string& label) {
 // operator's GPU. Coarsening time counts as search time (it is part of finding the placement) and
 // is also reported on its own, with the coarse graph's size, under strategy_report.coarsening.
 PlacementResult place(const StrategySpec& spec, Strategy& strategy, const Graph& graph, const Cluster& cluster) {
-  if (!spec.coarsen) return run_strategy(strategy, spec.label, graph, cluster);
+  if (!spec.coarsen) return strategy.place(graph, cluster);
   const auto t0 = std::chrono::steady_clock::now();
   const Coarsening coarse = coarsen(graph, *spec.coarsen);
   const double coarsen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  PlacementResult placed = run_strategy(strategy, spec.label, coarse.coarse, cluster);
+  PlacementResult placed = strategy.place(coarse.coarse, cluster);
   placed.placement = expand_placement(coarse, placed.placement);
   validate_placement(graph, cluster, placed.placement, "strategy '" + spec.label + "' (expanded from the coarse graph)");
   placed.search_seconds += coarsen_s;
@@ -112,7 +112,11 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
     save_placement(graph, placed.placement, (folder / out.placement_file).string());
     // A strategy that also chose the multi-NIC bandwidth allocation (QuickP P3) is measured on
     // the cluster with that allocation, so SimGrid enforces it.
-    const std::optional<Cluster> allocated = allocated_cluster(scenario.cluster, placed.bandwidth_allocation);
+    const std::optional<Cluster> allocated =
+        placed.bandwidth_allocation
+            ? std::optional<Cluster>(with_bandwidth_allocation(scenario.cluster, *placed.bandwidth_allocation,
+                                                               "strategy '" + spec.label + "'"))
+            : std::nullopt;
     const Cluster& run_on = allocated ? *allocated : scenario.cluster;
     out.measurement = measure_placement(graph, run_on, placed.placement, scenario.simulation.engine,
                                         scenario.simulation.order);

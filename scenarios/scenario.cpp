@@ -11,7 +11,7 @@
 #include "sim/graph_io.h"
 #include "sim/graph_stats.h"
 #include "sim/yaml_fields.h"
-#include "topologies/cluster_config.h"
+#include "topologies/registry.h"
 
 namespace placesim {
 

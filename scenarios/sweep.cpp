@@ -122,21 +122,6 @@ std::uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-// Whether a strategy reads a `seed` option: built once with one, it does not reject the key.
-bool takes_seed(const StrategySpec& spec, long seed, const std::string& file) {
-  YAML::Node options = spec.options ? YAML::Clone(spec.options) : YAML::Node(YAML::NodeType::Map);
-  if (options.IsNull()) options = YAML::Node(YAML::NodeType::Map);
-  options["seed"] = seed;
-  try {
-    make_strategy(spec.name, options, file, spec.field);
-    return true;
-  } catch (const InputError& e) {
-    if (e.field().find(".options.seed") != std::string::npos && std::string(e.what()).find("unknown key") != std::string::npos)
-      return false;
-    throw;
-  }
-}
-
 }  // namespace
 
 void apply_sweep_override(YAML::Node& root, const std::string& path, const YAML::Node& value, const std::string& file,
@@ -262,7 +247,6 @@ SweepPlan plan_sweep(const YAML::Node& root, const std::string& file) {
 
   // Every combination of the YAML axes, the first axis varying slowest.
   std::vector<std::size_t> pick(yaml_axes.size(), 0);
-  std::map<std::string, bool> seed_taken;  // per strategy name
   while (true) {
     YAML::Node variant_root = YAML::Clone(base);
     std::vector<std::pair<std::string, std::string>> values;
@@ -323,9 +307,7 @@ SweepPlan plan_sweep(const YAML::Node& root, const std::string& file) {
       const StrategySpec& spec = variant.strategies[s];
       std::vector<std::optional<long>> point_seeds{std::nullopt};
       if (!seeds.empty()) {
-        auto [it, fresh] = seed_taken.try_emplace(spec.name, false);
-        if (fresh) it->second = takes_seed(spec, seeds.front(), file);
-        if (it->second) point_seeds.assign(seeds.begin(), seeds.end());
+        if (find_strategy(spec.name, file, spec.field).takes("seed")) point_seeds.assign(seeds.begin(), seeds.end());
       }
       for (const auto& seed : point_seeds)
         for (int r = 0; r < repetitions; ++r) {

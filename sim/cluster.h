@@ -15,7 +15,9 @@
 // paths of 6 links whose shares are the products of the stages' shares.
 //
 // Units: seconds, bytes, bytes per second.
+#include <any>
 #include <cstdint>
+#include <memory>
 #include <limits>
 #include <span>
 #include <string>
@@ -31,7 +33,7 @@ struct Device {
   double memory_bytes = 0;
   // Relative to the GPU the graph's compute times were measured on: an operator takes
   // compute_s / compute_speed on this GPU (Cluster::compute_time). 1 unless a heterogeneous
-  // cluster says otherwise. The SimGrid engine applies it; the Evaluator does not yet.
+  // cluster says otherwise.
   double compute_speed = 1.0;
 };
 
@@ -69,6 +71,14 @@ struct FabricInfo {
   std::vector<std::string> notes;   // routing, allocation, ... one line each
 };
 
+// How a cluster was built: the fabric's registered type and its typed configuration (the fabric's
+// config struct, in std::any), so that topologies/ can rebuild it with a change, such as a
+// bandwidth allocation, without reading anything back from link names. Empty for ad-hoc clusters.
+struct ClusterRecipe {
+  std::string type;
+  std::any config;
+};
+
 class Cluster {
  public:
   // Route id of a pair that has no bandwidth at all (a multi-NIC allocation of zero).
@@ -76,6 +86,7 @@ class Cluster {
 
   std::string description;  // one line, for reports
   FabricInfo fabric;
+  std::shared_ptr<const ClusterRecipe> recipe;  // set by the fabric builders of topologies/
 
   int add_device(Device d);
   int add_link(Link l);

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "sim/errors.h"
+#include "sim/options.h"
 #include "sim/units.h"
 
 namespace placesim {
@@ -25,17 +26,8 @@ std::string YamlFields::field(std::string_view key) const {
 }
 
 void YamlFields::allow_only(std::initializer_list<std::string_view> allowed) const {
-  std::vector<std::string> names(allowed.begin(), allowed.end());
-  for (const auto& kv : node_) {
-    const auto key = kv.first.as<std::string>();
-    if (std::find(names.begin(), names.end(), key) != names.end()) continue;
-    std::string hint = nearest_word(key, names);
-    std::string valid;
-    for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
-    throw InputError(file_, (path_.empty() ? key : path_ + "." + key) + fmt::format(" (line {})", kv.first.Mark().line + 1),
-                     hint.empty() ? fmt::format("unknown key (valid keys: {})", valid)
-                                  : fmt::format("unknown key; did you mean '{}'? (valid keys: {})", hint, valid));
-  }
+  const std::vector<std::string> names(allowed.begin(), allowed.end());
+  check_known_keys(*this, names);
 }
 
 bool YamlFields::has(std::string_view key) const { return static_cast<bool>(node_[std::string(key)]); }

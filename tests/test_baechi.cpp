@@ -8,7 +8,7 @@
 #include "sim/evaluator.h"
 #include "sim/graph_io.h"
 #include "tests/test_util.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 
@@ -89,7 +89,7 @@ TEST(Baechi, EtfFig31ForkGives15us) {
   EXPECT_NEAR(s.start[2], 10e-6, 1e-15);
   EXPECT_NEAR(s.makespan, 15e-6, 1e-15);
   auto etf = make_strategy_from_yaml("m-etf", "{}");
-  const PlacementResult r = run_strategy(*etf, "m-etf", g, c);
+  const PlacementResult r = etf->place(g, c);
   Evaluator ev(g, c);
   EXPECT_NEAR(ev.latency(r.placement), 15e-6, 1e-15);
   EXPECT_EQ(r.report["memory_fallbacks"].get<int>(), 0);
@@ -118,7 +118,7 @@ TEST(Baechi, TopoFillsGpusInOrderUnderTheMemoryLimit) {
 
   // With co-placement the chain is one group (every operator has a single consumer): one GPU.
   auto topo = make_strategy_from_yaml("m-topo", "{}");
-  const PlacementResult r = run_strategy(*topo, "m-topo", g, c);
+  const PlacementResult r = topo->place(g, c);
   EXPECT_EQ(r.placement, std::vector<DeviceId>(6, 0));
   EXPECT_EQ(r.report["groups"].get<int>(), 1);
 }
@@ -143,7 +143,7 @@ TEST(Baechi, EtfRespectsMemoryWhenItFitsAndFlagsBestEffort) {
   Baechi etf(BaechiMethod::Etf, no_coplace());
   {
     const Cluster c = testutil::dedicated_mesh(2, 1.0, 0.0, 12.0);
-    const PlacementResult r = run_strategy(etf, "m-etf", g, c);
+    const PlacementResult r = etf.place(g, c);
     EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 0, 1}));
     EXPECT_EQ(r.report["memory_fallbacks"].get<int>(), 0);
     for (double used : device_memory(g, r.placement, 2)) EXPECT_LE(used, 12.0);
@@ -151,7 +151,7 @@ TEST(Baechi, EtfRespectsMemoryWhenItFitsAndFlagsBestEffort) {
   }
   {
     const Cluster c = testutil::dedicated_mesh(2, 1.0, 0.0, 10.0);
-    const PlacementResult r = run_strategy(etf, "m-etf", g, c);
+    const PlacementResult r = etf.place(g, c);
     EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 1, 0}));
     EXPECT_EQ(r.report["memory_fallbacks"].get<int>(), 1);
   }
@@ -159,7 +159,7 @@ TEST(Baechi, EtfRespectsMemoryWhenItFitsAndFlagsBestEffort) {
     // m-SCT shares the memory rules.
     const Cluster c = testutil::dedicated_mesh(2, 1.0, 0.0, 10.0);
     Baechi sct(BaechiMethod::Sct, no_coplace());
-    const PlacementResult r = run_strategy(sct, "m-sct", g, c);
+    const PlacementResult r = sct.place(g, c);
     EXPECT_EQ(r.report["memory_fallbacks"].get<int>(), 1);
   }
 }
@@ -176,7 +176,7 @@ TEST(Baechi, GroupsArePlacedWithTheirTotalMemory) {
   g.finalize("class");
   const Cluster c = testutil::dedicated_mesh(2, 1.0, 0.0, 10.0);
   Baechi etf(BaechiMethod::Etf, {});
-  const PlacementResult r = run_strategy(etf, "m-etf", g, c);
+  const PlacementResult r = etf.place(g, c);
   EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 0, 1}));
   EXPECT_EQ(r.report["memory_fallbacks"].get<int>(), 0);
 }
@@ -251,7 +251,7 @@ TEST(Baechi, SctKeepsTheFavouriteChildOnItsParentsGpu) {
   EXPECT_DOUBLE_EQ(ev.latency(sct.placement), 7.5);
 
   Baechi strategy(BaechiMethod::Sct, no_coplace());
-  const PlacementResult r = run_strategy(strategy, "m-sct", g, c);
+  const PlacementResult r = strategy.place(g, c);
   EXPECT_EQ(r.placement, sct.placement);
   EXPECT_EQ(r.report["lp"]["favourite_children"].get<int>(), 2);
   EXPECT_TRUE(r.report["lp"]["optimal"].get<bool>());
@@ -267,7 +267,7 @@ TEST(Baechi, OneGpuTakesEverything) {
   for (const char* name : {"m-topo", "m-etf", "m-sct"}) {
     SCOPED_TRACE(name);
     auto strategy = make_strategy_from_yaml(name, "{}");
-    const PlacementResult r = run_strategy(*strategy, name, g, c);
+    const PlacementResult r = strategy->place(g, c);
     EXPECT_EQ(r.placement, std::vector<DeviceId>(3, 0));
     EXPECT_NEAR(ev.latency(r.placement), 20e-6, 1e-15);
   }
@@ -298,12 +298,12 @@ TEST(Baechi, RealGraphsGiveValidPlacementsOnFourGpus) {
     for (const char* name : {"m-topo", "m-etf", "m-sct"}) {
       SCOPED_TRACE(std::string(file) + " " + name);
       auto strategy = make_strategy_from_yaml(name, "{}");
-      const PlacementResult r = run_strategy(*strategy, name, g, c);  // validates colocation too
+      const PlacementResult r = strategy->place(g, c);  // validates colocation too
       EXPECT_EQ(r.report["memory_fallbacks"].get<int>(), 0);
       for (double used : device_memory(g, r.placement, 4)) EXPECT_LE(used, c.device(0).memory_bytes);
       // Deterministic: a fresh strategy gives the same placement.
       auto again = make_strategy_from_yaml(name, "{}");
-      EXPECT_EQ(run_strategy(*again, name, g, c).placement, r.placement);
+      EXPECT_EQ(again->place(g, c).placement, r.placement);
       if (std::string(name) == "m-sct") {
         EXPECT_TRUE(r.report["lp"]["optimal"].get<bool>());
       }
@@ -345,7 +345,7 @@ TEST(Baechi, GnmtColocationClassesAndMemoryPressure) {
   //  (observed: m-TOPO peaks at 1.47 GiB, m-ETF/m-SCT at 1.45 GiB) and use at least 4 GPUs
   //  (three hold at most 4.5 GiB).
   //  4 GPUs of 1 GiB (4 GiB): it cannot fit, so some group must be placed best effort, reported,
-  //  and some GPU ends over capacity. run_strategy checks the colocation classes in both cases.
+  //  and some GPU ends over capacity. Strategy::place checks the colocation classes in both cases.
   PLACESIM_REQUIRE_SHARED_GRAPHS();
   const Graph g = load_graph(testutil::shared_graphs() + "/msr-fiddle/gnmt_training.json").graph;
   ASSERT_GT(g.num_colocation_classes(), 0);
@@ -358,7 +358,7 @@ TEST(Baechi, GnmtColocationClassesAndMemoryPressure) {
     for (const char* name : {"m-topo", "m-etf", "m-sct"}) {
       SCOPED_TRACE(std::string(name) + " " + std::to_string(gib) + " GiB");
       auto strategy = make_strategy_from_yaml(name, "{}");
-      const PlacementResult r = run_strategy(*strategy, name, g, c);
+      const PlacementResult r = strategy->place(g, c);
       const auto used = device_memory(g, r.placement, 4);
       const int fallbacks = r.report["memory_fallbacks"].get<int>();
       int over = 0, gpus_used = 0;

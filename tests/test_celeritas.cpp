@@ -14,7 +14,7 @@
 #include "sim/graph_io.h"
 #include "sim/models/zoo.h"
 #include "tests/test_util.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 using namespace placesim::celeritas;
@@ -382,15 +382,15 @@ TEST(Celeritas, StrategiesOnTheForkGraph) {
   const Cluster c = testutil::dedicated_mesh(2, 20e9);
   Evaluator ev(g, c);
   auto celeritas = make_strategy_from_yaml("celeritas", "{exploration_range: 1}");
-  const PlacementResult r = run_strategy(*celeritas, "celeritas", g, c);
+  const PlacementResult r = celeritas->place(g, c);
   EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 0, 1}));
   EXPECT_NEAR(ev.latency(r.placement), 15e-6, 1e-15);
   EXPECT_EQ(r.report["chosen"].get<std::string>(), "adjusting");
   EXPECT_EQ(r.report["clusters"].get<int>(), 3);
   auto order = make_strategy_from_yaml("order-place", "{exploration_range: 1}");
-  EXPECT_EQ(run_strategy(*order, "order-place", g, c).placement, (std::vector<DeviceId>{0, 0, 0}));
+  EXPECT_EQ(order->place(g, c).placement, (std::vector<DeviceId>{0, 0, 0}));
   auto fused = make_strategy_from_yaml("celeritas", "{}");
-  const PlacementResult one = run_strategy(*fused, "celeritas", g, c);
+  const PlacementResult one = fused->place(g, c);
   EXPECT_EQ(one.report["clusters"].get<int>(), 1);
   EXPECT_EQ(one.placement, (std::vector<DeviceId>{0, 0, 0}));
 }
@@ -419,9 +419,9 @@ TEST(Celeritas, AdjustingVersusOrderPlaceOnRealGraphsWithBindingMemory) {
       auto order = make_strategy_from_yaml("order-place", "{}");
       auto guarded = make_strategy_from_yaml("celeritas", "{}");
       auto raw = make_strategy_from_yaml("celeritas", "{keep_better: false}");
-      const PlacementResult ro = run_strategy(*order, "order-place", g, c);
-      const PlacementResult rg = run_strategy(*guarded, "celeritas", g, c);
-      const PlacementResult rr = run_strategy(*raw, "celeritas", g, c);
+      const PlacementResult ro = order->place(g, c);
+      const PlacementResult rg = guarded->place(g, c);
+      const PlacementResult rr = raw->place(g, c);
       const double order_s = ev.latency(ro.placement), guarded_s = ev.latency(rg.placement),
                    raw_s = ev.latency(rr.placement);
       EXPECT_LE(guarded_s, order_s);
@@ -449,7 +449,7 @@ TEST(Celeritas, PlacesVggQuickly) {
   const Graph g = load_graph(testutil::shared_graphs() + "/quickp/vgg.json").graph;
   const Cluster c = testutil::nvlink_servers(4);
   auto s = make_strategy_from_yaml("celeritas", "{}");
-  const PlacementResult r = run_strategy(*s, "celeritas", g, c);
+  const PlacementResult r = s->place(g, c);
   EXPECT_LT(r.search_seconds, 0.5);
   EXPECT_LT(r.report["clusters"].get<int>(), static_cast<int>(g.num_operators()) / 20);
 }

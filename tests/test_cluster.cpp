@@ -2,7 +2,7 @@
 
 #include "sim/errors.h"
 #include "sim/units.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 

@@ -10,7 +10,7 @@
 #include "sim/graph_io.h"
 #include "sim/simgrid_engine.h"
 #include "tests/test_util.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 

@@ -10,7 +10,7 @@
 #include "sim/evaluator.h"
 #include "sim/graph_io.h"
 #include "tests/test_util.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 
@@ -36,7 +36,7 @@ Graph four_layer_chain(std::vector<double> compute) {
 
 PlacementResult run_expert(const Graph& g, const Cluster& c, ExpertConfig cfg = {}) {
   Expert e(cfg);
-  return run_strategy(e, "expert", g, c);
+  return e.place(g, c);
 }
 
 }  // namespace
@@ -148,7 +148,7 @@ TEST(Expert, VggPlacementIsValid) {
   for (auto mode : {ExpertConfig::Mode::Layers, ExpertConfig::Mode::Branches}) {
     ExpertConfig cfg;
     cfg.mode = mode;
-    const PlacementResult r = run_expert(g, c, cfg);  // run_strategy validates it
+    const PlacementResult r = run_expert(g, c, cfg);  // Strategy::place validates it
     EXPECT_GT(r.report["layers"].get<int>(), 4);
     // Almost every operator has a scope or a scoped neighbour (VGG has one isolated one).
     EXPECT_LE(r.report["own_layer_operators"].get<int>(), 2);

@@ -8,7 +8,7 @@
 #include "sim/evaluator.h"
 #include "sim/graph_io.h"
 #include "tests/test_util.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 
@@ -32,8 +32,8 @@ TEST(Heft, Fig31ForkGives15us) {
   EXPECT_EQ(s.order, (std::vector<OpId>{0, 1, 2}));
   EXPECT_EQ(s.placement, (std::vector<DeviceId>{0, 0, 1}));
   EXPECT_NEAR(s.makespan, 15e-6, 1e-15);
-  Heft heft({});
-  const PlacementResult r = run_strategy(heft, "heft", g, c);
+  Heft heft(HeftConfig{});
+  const PlacementResult r = heft.place(g, c);
   Evaluator ev(g, c);
   EXPECT_NEAR(ev.latency(r.placement), 15e-6, 1e-15);
   EXPECT_NEAR(r.report["heft_makespan_s"].get<double>(), 15e-6, 1e-15);
@@ -122,8 +122,8 @@ TEST(Heft, ColocationClassFollowsItsFirstMember) {
   g.add_tensor(0, 2, 1e5);
   g.finalize("fig31 coloc");
   const Cluster c = testutil::dedicated_mesh(2, 20e9);
-  Heft heft({});
-  const PlacementResult r = run_strategy(heft, "heft", g, c);
+  Heft heft(HeftConfig{});
+  const PlacementResult r = heft.place(g, c);
   EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 0, 0}));
   EXPECT_NEAR(r.report["heft_makespan_s"].get<double>(), 20e-6, 1e-15);
 }
@@ -143,8 +143,8 @@ TEST(Heft, VggOnFourGpus) {
   PLACESIM_REQUIRE_SHARED_GRAPHS();
   const Graph g = load_graph(testutil::shared_graphs() + "/quickp/vgg.json").graph;
   const Cluster c = nvlink_servers(4);
-  Heft heft({});
-  const PlacementResult r = run_strategy(heft, "heft", g, c);
+  Heft heft(HeftConfig{});
+  const PlacementResult r = heft.place(g, c);
   Evaluator ev(g, c);
   // HEFT's schedule respects every dependency and transfer, so it is no shorter than the lower bound.
   EXPECT_GE(r.report["heft_makespan_s"].get<double>(), ev.lower_bounds().best() * (1 - 1e-12));
@@ -158,7 +158,7 @@ TEST(Heft, MsrGraphWithColocationClassesIsValid) {
   PLACESIM_REQUIRE_SHARED_GRAPHS();
   const Graph g = load_graph(testutil::shared_graphs() + "/msr-fiddle/inceptionv3_training.json").graph;
   ASSERT_GT(g.num_colocation_classes(), 0);
-  Heft heft({});
-  const PlacementResult r = run_strategy(heft, "heft", g, nvlink_servers(4));  // validates the classes
+  Heft heft(HeftConfig{});
+  const PlacementResult r = heft.place(g, nvlink_servers(4));  // validates the classes
   EXPECT_GT(r.report["heft_makespan_s"].get<double>(), 0);
 }

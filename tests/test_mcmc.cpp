@@ -11,7 +11,7 @@
 #include "sim/evaluator.h"
 #include "sim/graph_io.h"
 #include "tests/test_util.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 
@@ -24,7 +24,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 PlacementResult run_mcmc(const Graph& g, const Cluster& c, const std::string& options) {
   auto strategy = make_strategy("mcmc", YAML::Load(options), "test.yaml", "strategies[0]");
-  return run_strategy(*strategy, "mcmc", g, c);  // also validates size, GPUs and colocation
+  return strategy->place(g, c);  // also validates size, GPUs and colocation
 }
 
 Graph small_synthetic() {
@@ -169,7 +169,7 @@ TEST(Mcmc, ColocationClassesMoveAsAUnit) {
   Cluster c = testutil::dedicated_mesh(2, 1.0);
   Evaluator ev(g, c);
   for (const char* options : {"{steps: 50}", "{steps: 50, init: random, seed: 3}", "{steps: 50, init: round-robin}"}) {
-    PlacementResult r = run_mcmc(g, c, options);  // run_strategy throws if a class were split
+    PlacementResult r = run_mcmc(g, c, options);  // Strategy::place throws if a class were split
     EXPECT_EQ(r.placement[0], r.placement[2]) << options;
     EXPECT_EQ(r.placement[1], r.placement[3]) << options;
     EXPECT_NE(r.placement[0], r.placement[1]) << options;
@@ -204,7 +204,7 @@ TEST(Mcmc, NeverWorseThanItsStart) {
   Cluster c = testutil::dedicated_mesh(4, 10e9, 2e-6);
   Evaluator ev(g, c);
   const double single = ev.latency(std::vector<DeviceId>(g.num_operators(), 0));
-  const double rr = ev.latency(RoundRobin({}).place(g, c).placement);
+  const double rr = ev.latency(RoundRobin(RoundRobinConfig{}).place(g, c).placement);
   for (const char* options : {"{steps: 800, beta: 2}", "{steps: 800, beta: 2, seed: 5}"}) {
     PlacementResult r = run_mcmc(g, c, options);
     EXPECT_EQ(r.report["initial_latency_s"].get<double>(), single);

@@ -11,7 +11,7 @@
 #include "sim/evaluator.h"
 #include "sim/graph_io.h"
 #include "tests/test_util.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 
@@ -39,7 +39,7 @@ Graph chains(int count, int length, double bytes, std::vector<std::tuple<int, in
 
 PlacementResult run_metis(const Graph& g, const Cluster& c, MetisConfig cfg = {}) {
   MetisStrategy s(cfg);
-  return run_strategy(s, "metis", g, c);
+  return s.place(g, c);
 }
 
 bool all_on(const std::vector<DeviceId>& p, int first, int last, DeviceId d) {
@@ -75,7 +75,7 @@ TEST(Metis, ColocationClassesAreContractedAndKept) {
   coloc[3] = coloc[4] = 0;
   const Graph g = chains(2, 4, 1e6, {}, 0, coloc);
   const Cluster c = testutil::dedicated_mesh(2, 20e9);
-  const PlacementResult r = run_metis(g, c);  // run_strategy validates the classes too
+  const PlacementResult r = run_metis(g, c);  // Strategy::place validates the classes too
   EXPECT_EQ(r.placement[3], r.placement[4]);
   EXPECT_EQ(r.report["metis_vertices"].get<int>(), 7);
   // Both GPUs are used: the balance constraint still holds.
@@ -231,7 +231,7 @@ TEST(Metis, VggOnFourGpusIsValidAndBalanced) {
   PLACESIM_REQUIRE_SHARED_GRAPHS();
   const Graph g = load_graph(testutil::shared_graphs() + "/quickp/vgg.json").graph;
   const Cluster c = nvlink_servers(4);
-  const PlacementResult r = run_metis(g, c);  // run_strategy: every operator on an existing GPU
+  const PlacementResult r = run_metis(g, c);  // Strategy::place checks: every operator on an existing GPU
   const auto loads = r.report["gpu_compute_s"].get<std::vector<double>>();
   ASSERT_EQ(loads.size(), 4u);
   const double mean = g.total_compute() / 4;

@@ -149,10 +149,10 @@ TEST(PlacetoGreedy, MemoryPenaltySplitsWhatDoesNotFit) {
   const Graph g = memory_chain();
   const Cluster c = testutil::dedicated_mesh(2, 1e9, 0.0, 8e9);
   auto fits = make("placeto-greedy", "{}");
-  const auto split = run_strategy(*fits, "placeto-greedy", g, c).placement;
+  const auto split = fits->place(g, c).placement;
   EXPECT_NE(split[0], split[1]);
   auto ignores = make("placeto-greedy", "{memory_penalty: 0}");
-  const auto together = run_strategy(*ignores, "placeto-greedy", g, c).placement;
+  const auto together = ignores->place(g, c).placement;
   EXPECT_EQ(together[0], together[1]);
 }
 
@@ -163,7 +163,7 @@ TEST(PlacetoGreedy, BeatsRandomOnRealGraphs) {
     const Graph g = load_graph(testutil::shared_graphs() + "/" + file).graph;
     const Cluster c = testutil::nvlink_servers(4);
     auto s = make("placeto-greedy", "{}");
-    const PlacementResult r = run_strategy(*s, "placeto-greedy", g, c);
+    const PlacementResult r = s->place(g, c);
     const double greedy = Evaluator(g, c).latency(r.placement);
     EXPECT_LT(greedy, mean_random_latency(g, c, 20, 3));
     // Never worse than where it starts: everything on one GPU (plus no memory overflow there).
@@ -336,18 +336,18 @@ TEST(PlacetoStrategy, PolicyFileZeroShotAndOptions) {
 
   // Zero-shot through the strategy equals the policy's own episode.
   auto s = make("placeto", "{policy: " + path + "}");
-  const auto r = run_strategy(*s, "placeto", g, c2);
+  const auto r = s->place(g, c2);
   PlacetoEnv env(g, c2, {});
   EXPECT_EQ(r.placement, env.expand(policy.place(env)));
   EXPECT_EQ(r.report["policy_episodes"], 0);
 
   // Fine-tuning continues the policy's episode count.
   auto tuned = make("placeto", "{policy: " + path + ", fine_tune_episodes: 3}");
-  EXPECT_EQ(run_strategy(*tuned, "placeto", g, c2).report["policy_episodes"], 3);
+  EXPECT_EQ(tuned->place(g, c2).report["policy_episodes"], 3);
 
   // A 2-GPU policy on a 4-GPU cluster is an input error naming the option.
   try {
-    run_strategy(*s, "placeto", g, testutil::dedicated_mesh(4, kBw));
+    s->place(g, testutil::dedicated_mesh(4, kBw));
     ADD_FAILURE() << "accepted a 2-GPU policy on 4 GPUs";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("options.policy"), std::string::npos) << e.what();

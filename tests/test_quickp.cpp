@@ -10,7 +10,7 @@
 #include "sim/evaluator.h"
 #include "sim/graph_io.h"
 #include "tests/test_util.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 
@@ -336,13 +336,13 @@ TEST(QuickPStrategy, Fig31Is15us) {
   Graph g = testutil::fig31_graph(kBytes);
   Cluster c = testutil::dedicated_mesh(2, kBw);
   auto quickp = make_quickp("{alpha: 0, mip_gap: 0}");
-  PlacementResult r = run_strategy(*quickp, "quickp", g, c);
+  PlacementResult r = quickp->place(g, c);
   EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 15e-6, 1e-12);
   EXPECT_EQ(r.report["fused_operators"], 3);
   EXPECT_EQ(r.report["groups"], 1);
   EXPECT_EQ(r.report["status"], "optimal");
   // With the default 90th percentile (10 us here) B fuses into A and then C: one GPU, 20 us.
-  PlacementResult all = run_strategy(*make_quickp("{}"), "quickp", g, c);
+  PlacementResult all = (make_quickp("{}"))->place(g, c);
   EXPECT_EQ(all.report["fused_operators"], 1);
   EXPECT_NEAR(Evaluator(g, c).latency(all.placement), 20e-6, 1e-12);
 }

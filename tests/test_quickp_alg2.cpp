@@ -11,7 +11,7 @@
 #include "sim/evaluator.h"
 #include "sim/graph_io.h"
 #include "tests/test_util.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 
@@ -150,7 +150,7 @@ TEST(QuickPAlg2, StrategyOption) {
   const Graph g = two_round_graph();
   const Cluster c = testutil::dedicated_mesh(2, 20e9);
   auto q = make_quickp("{coarsening: algorithm2, alpha: 0.5us, beta: 2us}");
-  PlacementResult r = run_strategy(*q, "quickp", g, c);
+  PlacementResult r = q->place(g, c);
   EXPECT_EQ(r.report["coarsening"], "algorithm2");
   EXPECT_EQ(r.report["fused_operators"], 4);
   EXPECT_EQ(r.report["groups"], 1);
@@ -198,7 +198,7 @@ void expect_never_worse_than_single_device(const char* name, std::initializer_li
     const Cluster c = testutil::nvlink_servers(gpus);
     Evaluator ev(g, c);
     const double single = ev.latency(std::vector<DeviceId>(g.num_operators(), 0));
-    PlacementResult r = run_strategy(*make_quickp("{time_limit: 0.2}"), "quickp", g, c);
+    PlacementResult r = (make_quickp("{time_limit: 0.2}"))->place(g, c);
     const double latency = ev.latency(r.placement);
     EXPECT_LE(latency, single) << name << " " << gpus;
     // And it does better than one GPU: these graphs have parallel branches worth splitting.

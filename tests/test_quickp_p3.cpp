@@ -56,8 +56,9 @@ TEST(QuickPP3, ReadsTheMultiNicConfigBack) {
   cfg.nvlink_bandwidth = 40e9;
   cfg.link_latency = 1e-6;
   const Cluster c = multi_nic(cfg);
-  const auto back = multi_nic_config_of(c);
-  ASSERT_TRUE(back.has_value());
+  const MultiNicConfig* back = multi_nic_config_of(c);  // the cluster's recipe
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(*back, cfg);
   EXPECT_EQ(back->servers, 3);
   EXPECT_EQ(back->gpus_per_server, 2);
   EXPECT_EQ(back->nics_per_server, 2);
@@ -69,7 +70,7 @@ TEST(QuickPP3, ReadsTheMultiNicConfigBack) {
   const BandwidthAllocation a = allocation_of(c);
   EXPECT_DOUBLE_EQ(a(0, 1), 10e9);
   EXPECT_DOUBLE_EQ(a(2, 0), 10e9);
-  EXPECT_FALSE(multi_nic_config_of([] { Cluster c = make_non_blocking(NonBlockingConfig{}); c.finalize("t"); return c; }()).has_value());
+  EXPECT_EQ(multi_nic_config_of(make_non_blocking(NonBlockingConfig{})), nullptr);
 }
 
 TEST(QuickPP3, AllocationSplitsEgressInProportionToBytes) {
@@ -103,20 +104,20 @@ TEST(QuickPP3, StrategyReturnsPlacementAndAllocation) {
   const MultiNicConfig cfg = three_servers();
   const Cluster uniform = multi_nic(cfg);
   auto q = make_quickp("{alpha: 0, colocation: false, mip_gap: 0, bandwidth_allocation: true}");
-  PlacementResult r = run_strategy(*q, "quickp", g, uniform);
+  PlacementResult r = q->place(g, uniform);
   ASSERT_TRUE(r.bandwidth_allocation.has_value());
   EXPECT_NEAR(r.report["latency_uniform_s"].get<double>(), 320e-6, 1e-12);
   const Cluster allocated = multi_nic(cfg, &*r.bandwidth_allocation);
   EXPECT_NEAR(Evaluator(g, allocated).latency(r.placement), 220e-6, 220e-6 * 1e-5);
   EXPECT_NEAR(r.report["latency_s"].get<double>(), 220e-6, 220e-6 * 1e-5);
   EXPECT_GE(r.report["allocation_accepted"].get<int>(), 1);
-  // The cluster a run would use: the allocation rebuilt on the recovered config gives 220 us too.
-  const std::optional<Cluster> rebuilt = allocated_cluster(uniform, r.bandwidth_allocation);
-  ASSERT_TRUE(rebuilt.has_value());
-  EXPECT_NEAR(Evaluator(g, *rebuilt).latency(r.placement), 220e-6, 220e-6 * 1e-5);
-  EXPECT_FALSE(allocated_cluster(uniform, std::nullopt).has_value());
+  // The cluster a run would use: the allocation applied to the cluster's recipe gives 220 us too.
+  const Cluster rebuilt = with_bandwidth_allocation(uniform, *r.bandwidth_allocation, "test");
+  EXPECT_NEAR(Evaluator(g, rebuilt).latency(r.placement), 220e-6, 220e-6 * 1e-5);
+  // Any other fabric has no allocation to apply: an error naming the strategy, never a silent run.
+  EXPECT_THROW(with_bandwidth_allocation(make_non_blocking(NonBlockingConfig{}), *r.bandwidth_allocation, "test"), InputError);
   // Not a multi-NIC cluster: no allocation, and the report says why.
-  PlacementResult plain = run_strategy(*q, "quickp", g, [] { Cluster c = make_non_blocking(NonBlockingConfig{}); c.finalize("t"); return c; }());
+  PlacementResult plain = q->place(g, [] { Cluster c = make_non_blocking(NonBlockingConfig{}); c.finalize("t"); return c; }());
   EXPECT_FALSE(plain.bandwidth_allocation.has_value());
   EXPECT_TRUE(plain.report["allocation"].is_string());
   // Options are validated.
@@ -180,7 +181,7 @@ TEST(QuickPP3, FourServersFanOut) {
   MultiNicConfig cfg = three_servers();
   cfg.servers = 4;
   auto q = make_quickp("{alpha: 0, colocation: false, mip_gap: 0, bandwidth_allocation: true}");
-  PlacementResult r = run_strategy(*q, "quickp", g, multi_nic(cfg));
+  PlacementResult r = q->place(g, multi_nic(cfg));
   ASSERT_TRUE(r.bandwidth_allocation.has_value());
   EXPECT_NEAR(r.report["latency_uniform_s"].get<double>(), 470e-6, 1e-12);
   EXPECT_NEAR(Evaluator(g, multi_nic(cfg, &*r.bandwidth_allocation)).latency(r.placement), 320e-6, 320e-6 * 1e-5);
@@ -212,7 +213,7 @@ TEST(QuickPP3, FourServersNeverWorseThanUniform) {
     cfg.link_bandwidth = 5e9;
     const Cluster uniform = multi_nic(cfg);
     auto q = make_quickp("{bandwidth_allocation: true, max_nodes: 5}");
-    PlacementResult r = run_strategy(*q, "quickp", g, uniform);
+    PlacementResult r = q->place(g, uniform);
     ASSERT_TRUE(r.bandwidth_allocation.has_value());
     const double with = Evaluator(g, multi_nic(cfg, &*r.bandwidth_allocation)).latency(r.placement);
     const double without = r.report["latency_uniform_s"].get<double>();

@@ -20,7 +20,7 @@
 #include "sim/simgrid_engine.h"
 #include "sim/trace.h"
 #include "tests/test_util.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 

@@ -27,7 +27,7 @@
 #include "sim/evaluator.h"
 #include "sim/graph_io.h"
 #include "tests/test_util.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 
@@ -58,7 +58,7 @@ StrategyFactory registered(const std::string& name) {
 PlacementResult place_once(const StrategyFactory& make, const std::string& name, const Graph& graph,
                            const Cluster& cluster) {
   auto s = make();
-  return run_strategy(*s, name, graph, cluster);  // validates size, GPUs and colocation
+  return s->place(graph, cluster);  // validates size, GPUs and colocation
 }
 
 void check_strategy(const StrategyFactory& make, const std::string& strategy, const Graph& graph,
@@ -155,7 +155,10 @@ class StrategySuite : public ::testing::TestWithParam<std::string> {};
 // Broken strategies, to show that the suite's checks catch what they claim to.
 class SplitsClasses : public Strategy {  // operator i on GPU i mod n, ignoring colocation
  public:
-  PlacementResult place(const Graph& graph, const Cluster& cluster) override {
+  SplitsClasses() : Strategy("splits-classes") {}
+
+ private:
+  PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline&) override {
     PlacementResult r;
     for (OpId op = 0; op < static_cast<OpId>(graph.num_operators()); ++op) r.placement.push_back(op % cluster.num_devices());
     return r;
@@ -164,7 +167,10 @@ class SplitsClasses : public Strategy {  // operator i on GPU i mod n, ignoring 
 
 class ClaimsToFit : public Strategy {  // everything on GPU 0, reporting that memory fits
  public:
-  PlacementResult place(const Graph& graph, const Cluster&) override {
+  ClaimsToFit() : Strategy("claims-to-fit") {}
+
+ private:
+  PlacementResult place_impl(const Graph& graph, const Cluster&, const Deadline&) override {
     PlacementResult r;
     r.placement.assign(graph.num_operators(), 0);
     r.report["oom"] = false;
@@ -174,14 +180,15 @@ class ClaimsToFit : public Strategy {  // everything on GPU 0, reporting that me
 
 class ChangesEveryRun : public Strategy {  // the k-th instance puts everything on GPU k mod n
  public:
-  explicit ChangesEveryRun(int k) : k_(k) {}
-  PlacementResult place(const Graph& graph, const Cluster& cluster) override {
+  explicit ChangesEveryRun(int k) : Strategy("changes-every-run"), k_(k) {}
+
+ private:
+  PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline&) override {
     PlacementResult r;
     r.placement.assign(graph.num_operators(), k_ % cluster.num_devices());
     return r;
   }
 
- private:
   int k_;
 };
 

@@ -23,7 +23,7 @@
 #include "sim/simgrid_engine.h"
 #include "sim/trace.h"
 #include "tests/test_util.h"
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 #include "topologies/topology_info.h"
 
 using namespace placesim;

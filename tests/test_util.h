@@ -90,7 +90,7 @@ inline std::string shared_graphs() {
       GTEST_SKIP() << "../shared/graphs is absent: the profiled real graphs are not available"; \
   } while (0)
 
-#include "topologies/cluster_config.h"
+#include "topologies/fabrics.h"
 
 namespace placesim::testutil {
 
@@ -103,3 +103,17 @@ inline Cluster nvlink_servers(int gpus, double memory = kDefaultGpuMemory) {
 }
 
 }  // namespace placesim::testutil
+
+// Expects `statement` to throw InputError whose field() contains `field_part` and whose message
+// contains `message_part` ("" for any); prints the message otherwise.
+#define EXPECT_INPUT_ERROR(statement, field_part, message_part)                                                  \
+  do {                                                                                                          \
+    try {                                                                                                       \
+      statement;                                                                                                \
+      ADD_FAILURE() << "expected an InputError naming '" << (field_part) << "'";                               \
+    } catch (const ::placesim::InputError& input_error_) {                                                      \
+      EXPECT_NE(input_error_.field().find(field_part), std::string::npos)                                       \
+          << "field: " << input_error_.field() << "\nmessage: " << input_error_.what();                       \
+      EXPECT_NE(std::string(input_error_.what()).find(message_part), std::string::npos) << input_error_.what(); \
+    }                                                                                                           \
+  } while (0)

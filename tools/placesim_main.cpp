@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <iostream>
 
 #include "placement/placeto/placeto_cli.h"
@@ -20,7 +21,7 @@
 #include "sim/models/zoo.h"
 #include "sim/placement_io.h"
 #include "sim/units.h"
-#include "topologies/cluster_config.h"
+#include "topologies/registry.h"
 #include "topologies/topology_info.h"
 
 #ifdef PLACESIM_HAVE_MPI
@@ -226,9 +227,25 @@ int cmd_topology_info(const std::string& path, const std::string& dot) {
   return 0;
 }
 
-int cmd_strategies() {
-  for (const auto& s : strategy_registry())
-    std::cout << fmt::format("{:<16} {}\n{:<16} options: {}\n", s.name, s.description, "", s.options);
+int cmd_strategies(bool json) {
+  if (json) {
+    std::cout << strategies_to_json().dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& s : strategy_registry()) {
+    std::cout << fmt::format("{}\n  {}\n", s.name, s.description);
+    for (const auto& o : s.options) {
+      std::string line = fmt::format("    {} ({}): {}", o.key, o.default_text, o.help);
+      if (!o.choices.empty()) line += fmt::format(" [{}]", fmt::join(o.choices, ", "));
+      std::cout << line << "\n";
+    }
+  }
+  return 0;
+}
+
+int cmd_topology_types(bool json) {
+  if (json) std::cout << topologies_to_json().dump(2) << "\n";
+  else std::cout << format_topology_types();
   return 0;
 }
 
@@ -298,6 +315,8 @@ int main(int argc, char** argv) {
   generate->add_option("--efficiency", gen.efficiency, "achieved fraction of the GPU's peaks (default: the preset's)");
 
   auto* strategies = app.add_subcommand("strategies", "list the registered placement strategies and their options");
+  bool strategies_json = false;
+  strategies->add_flag("--json", strategies_json, "as JSON: name, description, options (key, kind, default, help, choices, example)");
 
   auto* topology = app.add_subcommand("topology", "inspect cluster topologies");
   topology->require_subcommand(1);
@@ -305,6 +324,9 @@ int main(int argc, char** argv) {
   auto* topo_info = topology->add_subcommand("info", "GPU count, bandwidth levels between GPU pairs, bisection, oversubscription");
   topo_info->add_option("file", topo_path, "scenario or cluster YAML file")->required()->check(CLI::ExistingFile);
   topo_info->add_option("--dot", topo_dot, "also write a Graphviz drawing of the topology to this file");
+  bool types_json = false;
+  auto* topo_types = topology->add_subcommand("types", "list the cluster types and their keys");
+  topo_types->add_flag("--json", types_json, "as JSON: type, aliases, description, options");
 
   ReportOptions report_opts;
   PivotSpec pivot;
@@ -353,7 +375,7 @@ int main(int argc, char** argv) {
       std::cout << fmt::format("wrote {} ({} operators, {} tensors)\n", conv_out, g.num_operators(), g.num_tensors());
       return 0;
     }
-    if (*strategies) return cmd_strategies();
+    if (*strategies) return cmd_strategies(strategies_json);
     if (*reproduce) return cmd_reproduce(repro);
     if (*report) {
       report_opts.plots = !report_no_plots;
@@ -361,6 +383,7 @@ int main(int argc, char** argv) {
       return run_report(report_opts, std::cout, std::cerr);
     }
     if (*topo_info) return cmd_topology_info(topo_path, topo_dot);
+    if (*topo_types) return cmd_topology_types(types_json);
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

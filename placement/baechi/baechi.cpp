@@ -2,13 +2,10 @@
 #include "placement/baechi/baechi.h"
 
 #include <algorithm>
-#include <fmt/format.h>
-
-#include "sim/errors.h"
 
 namespace placesim {
 
-PlacementResult Baechi::place(const Graph& graph, const Cluster& cluster) {
+PlacementResult Baechi::place_impl(const Graph& graph, const Cluster& cluster, const Deadline&) {
   const baechi::Groups groups = baechi::make_groups(graph, config_.coplace);
   PlacementResult r;
   r.report["groups"] = groups.count();
@@ -52,56 +49,47 @@ PlacementResult Baechi::place(const Graph& graph, const Cluster& cluster) {
   return r;
 }
 
+OptionSchema<BaechiConfig> baechi_schema(BaechiMethod method) {
+  OptionSchema<BaechiConfig> s;
+  const Range fraction{0, 1, true, false};  // (0, 1]
+  s.number("memory_fraction", &BaechiConfig::memory_fraction, "share of each GPU's memory the placer may fill",
+           fraction, "0.5");
+  s.flag("coplace", &BaechiConfig::coplace, "co-place an operator with its only consumer (Baechi's co-placement)");
+  if (method == BaechiMethod::Topo)
+    s.flag("uniform", &BaechiConfig::uniform,
+           "fill each GPU up to total memory / #GPUs + the largest group, else up to its budget");
+  if (method == BaechiMethod::Sct)
+    s.number("threshold", &BaechiConfig::threshold, "an edge whose LP value is below it marks a favourite child",
+             fraction, "0.1");
+  return s;
+}
+
 namespace {
 
-constexpr const char* kCommonOptions =
-    "memory_fraction (1.0): share of each GPU's memory the placer may fill, in (0, 1]; "
-    "coplace (true): co-place an operator with its only consumer (Baechi's co-placement)";
-
-BaechiConfig parse_common(const YamlFields& options) {
-  BaechiConfig cfg;
-  cfg.memory_fraction = options.number_or("memory_fraction", cfg.memory_fraction);
-  if (!(cfg.memory_fraction > 0 && cfg.memory_fraction <= 1))
-    throw InputError(options.file(), options.field("memory_fraction"),
-                     fmt::format("expected a fraction in (0, 1], got {}", cfg.memory_fraction));
-  cfg.coplace = options.boolean_or("coplace", cfg.coplace);
-  return cfg;
-}
+// The strategy class strategy_info builds: a Baechi of one method.
+template <BaechiMethod M>
+class BaechiOf : public Baechi {
+ public:
+  explicit BaechiOf(BaechiConfig config) : Baechi(M, config) {}
+};
 
 }  // namespace
 
 StrategyInfo m_topo_strategy_info() {
-  return {"m-topo", "Baechi m-TOPO: fill the GPUs one after another in topological order, under a memory limit",
-          std::string(kCommonOptions) +
-              "; uniform (true): fill each GPU up to total memory / #GPUs + the largest group, else up to its budget",
-          [](const YamlFields& options) {
-            options.allow_only({"memory_fraction", "coplace", "uniform"});
-            BaechiConfig cfg = parse_common(options);
-            cfg.uniform = options.boolean_or("uniform", cfg.uniform);
-            return std::make_unique<Baechi>(BaechiMethod::Topo, cfg);
-          }};
+  return strategy_info<BaechiOf<BaechiMethod::Topo>>(
+      "m-topo", "Baechi m-TOPO: fill the GPUs one after another in topological order, under a memory limit",
+      baechi_schema(BaechiMethod::Topo));
 }
 
 StrategyInfo m_etf_strategy_info() {
-  return {"m-etf", "Baechi m-ETF: earliest-start-time list scheduling on the GPUs with room", kCommonOptions,
-          [](const YamlFields& options) {
-            options.allow_only({"memory_fraction", "coplace"});
-            return std::make_unique<Baechi>(BaechiMethod::Etf, parse_common(options));
-          }};
+  return strategy_info<BaechiOf<BaechiMethod::Etf>>(
+      "m-etf", "Baechi m-ETF: earliest-start-time list scheduling on the GPUs with room", baechi_schema(BaechiMethod::Etf));
 }
 
 StrategyInfo m_sct_strategy_info() {
-  return {"m-sct", "Baechi m-SCT: m-ETF that keeps each operator's LP-chosen favourite child on its GPU",
-          std::string(kCommonOptions) + "; threshold (0.5): an edge whose LP value is below it marks a favourite child",
-          [](const YamlFields& options) {
-            options.allow_only({"memory_fraction", "coplace", "threshold"});
-            BaechiConfig cfg = parse_common(options);
-            cfg.threshold = options.number_or("threshold", cfg.threshold);
-            if (!(cfg.threshold > 0 && cfg.threshold <= 1))
-              throw InputError(options.file(), options.field("threshold"),
-                               fmt::format("expected a value in (0, 1], got {}", cfg.threshold));
-            return std::make_unique<Baechi>(BaechiMethod::Sct, cfg);
-          }};
+  return strategy_info<BaechiOf<BaechiMethod::Sct>>(
+      "m-sct", "Baechi m-SCT: m-ETF that keeps each operator's LP-chosen favourite child on its GPU",
+      baechi_schema(BaechiMethod::Sct));
 }
 
 }  // namespace placesim

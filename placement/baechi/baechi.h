@@ -146,9 +146,17 @@ struct BaechiConfig {
   bool coplace = true;           // apply Baechi's co-placement rule on top of colocation classes
   bool uniform = true;           // m-TOPO: fill limit total / #GPUs + largest group (else capacity)
   double threshold = 0.5;        // m-SCT: an edge with x below this marks a favourite child, (0, 1]
+  bool operator==(const BaechiConfig&) const = default;
 };
 
 enum class BaechiMethod { Topo, Etf, Sct };
+
+// The registry name of each method.
+inline constexpr EnumName<BaechiMethod> kBaechiMethodNames[] = {
+    {BaechiMethod::Topo, "m-topo"},
+    {BaechiMethod::Etf, "m-etf"},
+    {BaechiMethod::Sct, "m-sct"},
+};
 
 // report: groups, colocation_classes, coplaced_merges, largest_group_ops, largest_group_bytes,
 // memory_fallbacks, device_memory_bytes, memory_limit_bytes; m-ETF/m-SCT add schedule_makespan_s;
@@ -156,14 +164,19 @@ enum class BaechiMethod { Topo, Etf, Sct };
 // rounding_conflicts} and favourite_children_on_parent_gpu.
 class Baechi : public Strategy {
  public:
-  Baechi(BaechiMethod method, BaechiConfig config) : method_(method), config_(config) {}
-  PlacementResult place(const Graph& graph, const Cluster& cluster) override;
+  Baechi(BaechiMethod method, BaechiConfig config)
+      : Strategy(std::string(enum_name<BaechiMethod>(kBaechiMethodNames, method))), method_(method), config_(config) {}
+  BaechiMethod method() const { return method_; }
+  const BaechiConfig& config() const { return config_; }
 
  private:
+  PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) override;
   BaechiMethod method_;
   BaechiConfig config_;
 };
 
+// Each method's keys: memory_fraction and coplace, plus uniform (m-TOPO) or threshold (m-SCT).
+OptionSchema<BaechiConfig> baechi_schema(BaechiMethod method);
 StrategyInfo m_topo_strategy_info();
 StrategyInfo m_etf_strategy_info();
 StrategyInfo m_sct_strategy_info();

@@ -2,14 +2,12 @@
 #include "placement/celeritas/celeritas.h"
 
 #include <algorithm>
-#include <fmt/format.h>
 
-#include "sim/errors.h"
 #include "sim/evaluator.h"
 
 namespace placesim {
 
-PlacementResult Celeritas::place(const Graph& graph, const Cluster& cluster) {
+PlacementResult Celeritas::place_impl(const Graph& graph, const Cluster& cluster, const Deadline&) {
   using namespace celeritas;
   PlacementResult r;
   const MeanCommCost comm(cluster);
@@ -60,54 +58,52 @@ PlacementResult Celeritas::place(const Graph& graph, const Cluster& cluster) {
   return r;
 }
 
+OptionSchema<CeleritasConfig> order_place_schema() {
+  OptionSchema<CeleritasConfig> s;
+  const Range fraction{0, 1, true, false};  // (0, 1]
+  s.count("exploration_range", &CeleritasConfig::exploration_range, "R, the most operators fused into one cluster", 1,
+          1'000'000, "2");
+  s.number("cluster_memory_fraction", &CeleritasConfig::cluster_memory_fraction,
+           "M, a cluster's memory limit as a share of the smallest GPU budget", fraction, "0.5");
+  s.number("memory_fraction", &CeleritasConfig::memory_fraction, "share of each GPU's memory the placer may fill",
+           fraction, "0.5");
+  return s;
+}
+
+OptionSchema<CeleritasConfig> celeritas_schema() {
+  OptionSchema<CeleritasConfig> s = order_place_schema();
+  s.flag("keep_better", &CeleritasConfig::keep_better,
+         "keep Order-Place's placement when the evaluator finds it faster");
+  return s;
+}
+
 namespace {
 
-constexpr const char* kCommonOptions =
-    "exploration_range (200): R, the most operators fused into one cluster, >= 1; "
-    "cluster_memory_fraction (0.25): M, a cluster's memory limit as a share of the smallest GPU budget, in (0, 1]; "
-    "memory_fraction (1.0): share of each GPU's memory the placer may fill, in (0, 1]";
+// The order-place strategy: Celeritas without Adjusting Placement (and so without keep_better).
+class OrderPlace : public Celeritas {
+ public:
+  explicit OrderPlace(CeleritasConfig config) : Celeritas(without_adjusting(config)) {}
 
-CeleritasConfig parse_common(const YamlFields& options) {
-  CeleritasConfig cfg;
-  const long range = options.integer_or("exploration_range", cfg.exploration_range);
-  if (range < 1 || range > 1'000'000)
-    throw InputError(options.file(), options.field("exploration_range"),
-                     fmt::format("expected an integer in [1, 1000000], got {}", range));
-  cfg.exploration_range = static_cast<int>(range);
-  for (auto [key, value] : {std::pair{"cluster_memory_fraction", &cfg.cluster_memory_fraction},
-                            std::pair{"memory_fraction", &cfg.memory_fraction}}) {
-    *value = options.number_or(key, *value);
-    if (!(*value > 0 && *value <= 1))
-      throw InputError(options.file(), options.field(key), fmt::format("expected a fraction in (0, 1], got {}", *value));
+ private:
+  static CeleritasConfig without_adjusting(CeleritasConfig config) {
+    config.adjust = false;
+    config.keep_better = false;
+    return config;
   }
-  return cfg;
-}
+};
 
 }  // namespace
 
 StrategyInfo order_place_strategy_info() {
-  return {"order-place",
-          "Celeritas Order-Place: fuse runs of the CPD-TOPO order, fill the GPUs one after another in that order",
-          kCommonOptions, [](const YamlFields& options) {
-            options.allow_only({"exploration_range", "cluster_memory_fraction", "memory_fraction"});
-            CeleritasConfig cfg = parse_common(options);
-            cfg.adjust = false;
-            cfg.keep_better = false;
-            return std::make_unique<Celeritas>(cfg);
-          }};
+  return strategy_info<OrderPlace>(
+      "order-place", "Celeritas Order-Place: fuse runs of the CPD-TOPO order, fill the GPUs one after another in that order",
+      order_place_schema());
 }
 
 StrategyInfo celeritas_strategy_info() {
-  return {"celeritas",
-          "Celeritas: fuse runs of the CPD-TOPO order, then Adjusting Placement (earliest start with insertion)",
-          std::string(kCommonOptions) +
-              "; keep_better (true): keep Order-Place's placement when the evaluator finds it faster",
-          [](const YamlFields& options) {
-            options.allow_only({"exploration_range", "cluster_memory_fraction", "memory_fraction", "keep_better"});
-            CeleritasConfig cfg = parse_common(options);
-            cfg.keep_better = options.boolean_or("keep_better", cfg.keep_better);
-            return std::make_unique<Celeritas>(cfg);
-          }};
+  return strategy_info<Celeritas>(
+      "celeritas", "Celeritas: fuse runs of the CPD-TOPO order, then Adjusting Placement (earliest start with insertion)",
+      celeritas_schema());
 }
 
 }  // namespace placesim

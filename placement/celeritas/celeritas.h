@@ -154,20 +154,28 @@ struct CeleritasConfig {
   double memory_fraction = 1.0;          // share of each GPU's memory the placer may fill, (0, 1]
   bool adjust = true;                    // false: Order-Place
   bool keep_better = true;               // celeritas: keep Order-Place's placement if the evaluator prefers it
+  bool operator==(const CeleritasConfig&) const = default;
 };
 
 // report: operators, clusters, coarse_tensors, fusion_cut_cost_s, memory_fallbacks,
 // device_memory_bytes (fine, per GPU), memory_budget_bytes; celeritas adds moves,
 // schedule_makespan_s, and with keep_better evaluator_latency_s {adjusting, order_place} and chosen.
+// Named "celeritas", or "order-place" when config.adjust is false.
 class Celeritas : public Strategy {
  public:
-  explicit Celeritas(CeleritasConfig config) : config_(config) {}
-  PlacementResult place(const Graph& graph, const Cluster& cluster) override;
+  explicit Celeritas(CeleritasConfig config = {})
+      : Strategy(config.adjust ? "celeritas" : "order-place"), config_(config) {}
+  const CeleritasConfig& config() const { return config_; }
 
  private:
+  PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) override;
   CeleritasConfig config_;
 };
 
+// order-place: exploration_range, cluster_memory_fraction, memory_fraction (adjust and keep_better
+// are not options: the strategy sets both false); celeritas adds keep_better.
+OptionSchema<CeleritasConfig> order_place_schema();
+OptionSchema<CeleritasConfig> celeritas_schema();
 StrategyInfo order_place_strategy_info();
 StrategyInfo celeritas_strategy_info();
 

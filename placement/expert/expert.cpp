@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/strong_components.hpp>
-#include <fmt/format.h>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -12,7 +11,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "sim/errors.h"
 
 namespace placesim {
 
@@ -251,7 +249,7 @@ std::vector<DeviceId> branches_mode(const Graph& graph, const Layers& layers, in
 
 }  // namespace
 
-PlacementResult Expert::place(const Graph& graph, const Cluster& cluster) {
+PlacementResult Expert::place_impl(const Graph& graph, const Cluster& cluster, const Deadline&) {
   const int gpus = cluster.num_devices();
   PlacementResult r;
   r.placement.assign(graph.num_operators(), 0);
@@ -279,7 +277,7 @@ PlacementResult Expert::place(const Graph& graph, const Cluster& cluster) {
       seen[layer_gpu[l]] = 1;
       first_layer[layer_gpu[l]] = layers.names[l];
     }
-  r.report["mode"] = config_.mode == ExpertConfig::Mode::Layers ? "layers" : "branches";
+  r.report["mode"] = std::string(enum_name<ExpertConfig::Mode>(kExpertModeNames, config_.mode));
   r.report["layers"] = layers.names.size();
   r.report["unscoped_operators"] = layers.unscoped;
   r.report["own_layer_operators"] = layers.own_layer;
@@ -288,30 +286,22 @@ PlacementResult Expert::place(const Graph& graph, const Cluster& cluster) {
   return r;
 }
 
+OptionSchema<ExpertConfig> expert_schema() {
+  OptionSchema<ExpertConfig> s;
+  s.choice<ExpertConfig::Mode>("mode", &ExpertConfig::mode, kExpertModeNames,
+                               "layers = contiguous chunks of layers of about equal compute, one per GPU; branches = "
+                               "each parallel branch on its own GPU, round-robin");
+  s.count("prefix_depth", &ExpertConfig::prefix_depth, "'/'-separated name components that name a layer", 1, 64, "1");
+  s.flag("backward_with_forward", &ExpertConfig::backward_with_forward,
+         "gradient_tape/<layer> operators join <layer>");
+  return s;
+}
+
 StrategyInfo expert_strategy_info() {
-  return {"expert",
-          "Placeto's human-expert baseline: layers read from name prefixes, contiguous layer chunks (or parallel "
-          "branches) per GPU",
-          "mode (layers): layers = contiguous chunks of layers of about equal compute, one per GPU; branches = each "
-          "parallel branch on its own GPU, round-robin; prefix_depth (2): '/'-separated name components that name a "
-          "layer; backward_with_forward (true): gradient_tape/<layer> operators join <layer>",
-          [](const YamlFields& options) {
-            options.allow_only({"mode", "prefix_depth", "backward_with_forward"});
-            ExpertConfig cfg;
-            const std::string mode = options.string_or("mode", "layers");
-            if (mode == "layers") cfg.mode = ExpertConfig::Mode::Layers;
-            else if (mode == "branches") cfg.mode = ExpertConfig::Mode::Branches;
-            else
-              throw InputError(options.file(), options.field("mode"),
-                               fmt::format("unknown mode '{}' (valid: layers, branches)", mode));
-            const long depth = options.integer_or("prefix_depth", cfg.prefix_depth);
-            if (depth < 1 || depth > 64)
-              throw InputError(options.file(), options.field("prefix_depth"),
-                               fmt::format("expected a whole number from 1 to 64, got {}", depth));
-            cfg.prefix_depth = static_cast<int>(depth);
-            cfg.backward_with_forward = options.boolean_or("backward_with_forward", cfg.backward_with_forward);
-            return std::make_unique<Expert>(cfg);
-          }};
+  return strategy_info<Expert>("expert",
+                               "Placeto's human-expert baseline: layers read from name prefixes, contiguous layer "
+                               "chunks (or parallel branches) per GPU",
+                               expert_schema());
 }
 
 }  // namespace placesim

@@ -45,20 +45,28 @@ struct ExpertConfig {
   Mode mode = Mode::Layers;
   int prefix_depth = 2;  // name components that identify a layer
   bool backward_with_forward = true;  // "gradient_tape/<layer>/..." belongs to <layer>
+  bool operator==(const ExpertConfig&) const = default;
+};
+
+inline constexpr EnumName<ExpertConfig::Mode> kExpertModeNames[] = {
+    {ExpertConfig::Mode::Layers, "layers"},
+    {ExpertConfig::Mode::Branches, "branches"},
 };
 
 class Expert : public Strategy {
  public:
-  explicit Expert(ExpertConfig config) : config_(config) {}
+  explicit Expert(ExpertConfig config = {}) : Strategy("expert"), config_(config) {}
+  const ExpertConfig& config() const { return config_; }
+
+ private:
   // report: mode, layers, unscoped_operators (had no '/'), own_layer_operators (fell back to a
   // layer of their own), gpu_compute_s (per GPU), first_layer_per_gpu (name of each GPU's
   // first layer, "" when it has none).
-  PlacementResult place(const Graph& graph, const Cluster& cluster) override;
-
- private:
+  PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) override;
   ExpertConfig config_;
 };
 
+OptionSchema<ExpertConfig> expert_schema();
 StrategyInfo expert_strategy_info();
 
 }  // namespace placesim

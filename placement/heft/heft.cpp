@@ -133,7 +133,7 @@ HeftSchedule heft_schedule(const Graph& graph, const Cluster& cluster, const Hef
   return s;
 }
 
-PlacementResult Heft::place(const Graph& graph, const Cluster& cluster) {
+PlacementResult Heft::place_impl(const Graph& graph, const Cluster& cluster, const Deadline&) {
   HeftSchedule s = heft_schedule(graph, cluster, config_);
   PlacementResult r;
   r.placement = std::move(s.placement);
@@ -142,17 +142,19 @@ PlacementResult Heft::place(const Graph& graph, const Cluster& cluster) {
   return r;
 }
 
+OptionSchema<HeftConfig> heft_schema() {
+  OptionSchema<HeftConfig> s;
+  s.flag("insertion", &HeftConfig::insertion,
+         "start operators in idle gaps (false: only after a GPU's last operator)");
+  s.flag("memory_aware", &HeftConfig::memory_aware,
+         "skip GPUs that would run out of memory while another has room");
+  return s;
+}
+
 StrategyInfo heft_strategy_info() {
-  return {"heft", "HEFT list scheduling: upward rank, insertion-based earliest-finish-time GPU choice, memory-aware",
-          "insertion (true): start operators in idle gaps (false: only after a GPU's last operator); "
-          "memory_aware (true): skip GPUs that would run out of memory while another has room",
-          [](const YamlFields& options) {
-            options.allow_only({"insertion", "memory_aware"});
-            HeftConfig cfg;
-            cfg.insertion = options.boolean_or("insertion", cfg.insertion);
-            cfg.memory_aware = options.boolean_or("memory_aware", cfg.memory_aware);
-            return std::make_unique<Heft>(cfg);
-          }};
+  return strategy_info<Heft>(
+      "heft", "HEFT list scheduling: upward rank, insertion-based earliest-finish-time GPU choice, memory-aware",
+      heft_schema());
 }
 
 }  // namespace placesim

@@ -29,6 +29,7 @@ namespace placesim {
 struct HeftConfig {
   bool insertion = true;     // fill idle gaps (the paper); false appends to each GPU's queue
   bool memory_aware = true;  // skip GPUs that would overflow while another fits
+  bool operator==(const HeftConfig&) const = default;
 };
 
 // HEFT's own schedule, exposed for tests and reports.
@@ -45,14 +46,16 @@ HeftSchedule heft_schedule(const Graph& graph, const Cluster& cluster, const Hef
 
 class Heft : public Strategy {
  public:
-  explicit Heft(HeftConfig config) : config_(config) {}
-  // report: heft_makespan_s, memory_overflow.
-  PlacementResult place(const Graph& graph, const Cluster& cluster) override;
+  explicit Heft(HeftConfig config = {}) : Strategy("heft"), config_(config) {}
+  const HeftConfig& config() const { return config_; }
 
  private:
+  // report: heft_makespan_s, memory_overflow.
+  PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) override;
   HeftConfig config_;
 };
 
+OptionSchema<HeftConfig> heft_schema();
 StrategyInfo heft_strategy_info();
 
 }  // namespace placesim

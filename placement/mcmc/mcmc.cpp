@@ -58,18 +58,9 @@ Units build_units(const Graph& g) {
 double uniform_open0(std::mt19937_64& rng) { return static_cast<double>((rng() >> 11) + 1) * 0x1.0p-53; }
 std::uint64_t below(std::mt19937_64& rng, std::uint64_t k) { return rng() % k; }
 
-const char* init_name(McmcConfig::Init init) {
-  switch (init) {
-    case McmcConfig::Init::SingleDevice: return "single-device";
-    case McmcConfig::Init::RoundRobin: return "round-robin";
-    case McmcConfig::Init::Random: return "random";
-  }
-  return "";
-}
-
 }  // namespace
 
-PlacementResult Mcmc::place(const Graph& graph, const Cluster& cluster) {
+PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) {
   const auto n = graph.num_operators();
   const int num_devices = cluster.num_devices();
   std::mt19937_64 rng(config_.seed);
@@ -117,7 +108,7 @@ PlacementResult Mcmc::place(const Graph& graph, const Cluster& cluster) {
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   for (; can_move && steps < config_.steps; ++steps) {
-    if (elapsed() >= config_.time_limit_s) {
+    if (deadline.expired()) {
       timed_out = true;
       break;
     }
@@ -165,7 +156,7 @@ PlacementResult Mcmc::place(const Graph& graph, const Cluster& cluster) {
   double best_overflow = 0;
   for (int d = 0; d < num_devices; ++d) best_overflow += std::max(0.0, best_memory[d] - cluster.device(d).memory_bytes);
   r.report = {
-      {"init", init_name(config_.init)},
+      {"init", std::string(enum_name<McmcConfig::Init>(kMcmcInitNames, config_.init))},
       {"beta", greedy ? nlohmann::json("inf") : nlohmann::json(config_.beta)},
       {"steps", steps},
       {"accepted", accepted},
@@ -184,67 +175,33 @@ PlacementResult Mcmc::place(const Graph& graph, const Cluster& cluster) {
   return r;
 }
 
+OptionSchema<McmcConfig> mcmc_schema() {
+  OptionSchema<McmcConfig> s;
+  s.choice<McmcConfig::Init>("init", &McmcConfig::init, kMcmcInitNames, "the chain's start");
+  Range beta = Range::positive();
+  beta.allow_infinity = true;
+  s.number("beta", &McmcConfig::beta, "inverse temperature on the relative latency change, inf for greedy", beta, "50");
+  s.add({"greedy", "flag", "accept only moves that are not worse (beta inf)", "false", {}, "true"},
+        [](const YamlFields& f, std::string_view key, McmcConfig& c) {
+          if (!f.boolean_or(key, false)) return;
+          if (f.has("beta")) throw_field_error(f, "beta", "greedy: true means beta inf; drop one of the two");
+          c.beta = std::numeric_limits<double>::infinity();
+        });
+  s.count("steps", &McmcConfig::steps, "proposals", 0, std::numeric_limits<long>::max(), "100");
+  s.count("seed", &McmcConfig::seed, "random seed", 0, std::numeric_limits<long>::max(), "7");
+  s.number("memory_penalty", &McmcConfig::memory_penalty, "cost factor per overflowing fraction of operator memory",
+           Range::non_negative(), "0");
+  s.number("zero_compute_weight", &McmcConfig::zero_compute_weight,
+           "relative chance of proposing a zero-compute operator", Range::non_negative(), "1");
+  s.flag("cutoff", &McmcConfig::cutoff, "stop evaluating a proposal once it cannot be accepted (same result, faster)");
+  return s;
+}
+
 StrategyInfo mcmc_strategy_info() {
-  return {"mcmc",
-          "Metropolis search moving one operator (or colocation class) at a time; returns the best placement seen",
-          "init (single-device): single-device, round-robin or random start; "
-          "beta (5000): inverse temperature on the relative latency change, inf for greedy; "
-          "greedy (false): accept only moves that are not worse (beta inf); "
-          "steps (25000): proposals; time_limit (none): wall-clock budget, e.g. 10s; "
-          "seed (1): random seed; memory_penalty (10): cost factor per overflowing fraction of operator memory; "
-          "zero_compute_weight (0.1): relative chance of proposing a zero-compute operator; "
-          "cutoff (true): stop evaluating a proposal once it cannot be accepted (same result, faster)",
-          [](const YamlFields& options) {
-            options.allow_only({"init", "beta", "greedy", "steps", "time_limit", "seed", "memory_penalty",
-                                "zero_compute_weight", "cutoff"});
-            McmcConfig cfg;
-            const std::string init = options.string_or("init", "single-device");
-            if (init == "single-device") cfg.init = McmcConfig::Init::SingleDevice;
-            else if (init == "round-robin") cfg.init = McmcConfig::Init::RoundRobin;
-            else if (init == "random") cfg.init = McmcConfig::Init::Random;
-            else
-              throw InputError(options.file(), options.field("init"),
-                               fmt::format("expected single-device, round-robin or random, got '{}'", init));
-
-            const bool greedy = options.boolean_or("greedy", false);
-            if (options.has("beta")) {
-              const std::string text = options.string("beta");
-              if (text == "inf" || text == ".inf" || text == "infinity") {
-                cfg.beta = std::numeric_limits<double>::infinity();
-              } else {
-                cfg.beta = options.number_or("beta", cfg.beta);
-                if (!(cfg.beta > 0))
-                  throw InputError(options.file(), options.field("beta"),
-                                   fmt::format("expected a positive number or inf, got '{}'", text));
-                if (greedy)
-                  throw InputError(options.file(), options.field("beta"),
-                                   "greedy: true means beta inf; drop one of the two");
-              }
-            }
-            if (greedy) cfg.beta = std::numeric_limits<double>::infinity();
-
-            cfg.steps = options.integer_or("steps", cfg.steps);
-            if (cfg.steps < 0)
-              throw InputError(options.file(), options.field("steps"),
-                               fmt::format("expected a whole number >= 0, got {}", cfg.steps));
-            if (options.has("time_limit")) {
-              cfg.time_limit_s = options.duration_or("time_limit", 0);
-              if (!(cfg.time_limit_s > 0))
-                throw InputError(options.file(), options.field("time_limit"), "expected a positive duration such as 10s");
-            }
-            const long seed = options.integer_or("seed", 1);
-            if (seed < 0)
-              throw InputError(options.file(), options.field("seed"), fmt::format("expected a whole number >= 0, got {}", seed));
-            cfg.seed = static_cast<std::uint64_t>(seed);
-            cfg.memory_penalty = options.number_or("memory_penalty", cfg.memory_penalty);
-            if (cfg.memory_penalty < 0)
-              throw InputError(options.file(), options.field("memory_penalty"), "expected a number >= 0");
-            cfg.zero_compute_weight = options.number_or("zero_compute_weight", cfg.zero_compute_weight);
-            if (cfg.zero_compute_weight < 0)
-              throw InputError(options.file(), options.field("zero_compute_weight"), "expected a number >= 0");
-            cfg.cutoff = options.boolean_or("cutoff", cfg.cutoff);
-            return std::make_unique<Mcmc>(cfg);
-          }};
+  return strategy_info<Mcmc>("mcmc",
+                             "Metropolis search moving one operator (or colocation class) at a time; returns the best "
+                             "placement seen",
+                             mcmc_schema());
 }
 
 }  // namespace placesim

@@ -44,26 +44,34 @@ struct McmcConfig {
   Init init = Init::SingleDevice;
   double beta = 5000;                    // inverse temperature on relative cost; inf = greedy
   long steps = 25000;                    // proposals
-  // Wall-clock budget of the loop. The same seed gives the same placement only while the step
-  // budget, not this one, ends the search (the report says which did).
-  double time_limit_s = std::numeric_limits<double>::infinity();
   std::uint64_t seed = 1;
   double memory_penalty = 10;            // cost factor per unit of overflow fraction
   // Relative probability of proposing a unit with zero compute (but with tensors) against one
   // that computes: profiled graphs are mostly zero-time bookkeeping operators (87% of VGG-16).
   double zero_compute_weight = 0.1;
   bool cutoff = true;                    // stop hopeless evaluations early (same chain, faster)
+  bool operator==(const McmcConfig&) const = default;
+};
+// The strategy's `time_limit` (wall time of the whole call) also ends the chain; the same seed
+// gives the same placement only while the step budget, not the time, ends it (the report says which).
+
+inline constexpr EnumName<McmcConfig::Init> kMcmcInitNames[] = {
+    {McmcConfig::Init::SingleDevice, "single-device"},
+    {McmcConfig::Init::RoundRobin, "round-robin"},
+    {McmcConfig::Init::Random, "random"},
 };
 
 class Mcmc : public Strategy {
  public:
-  explicit Mcmc(McmcConfig config) : config_(config) {}
-  PlacementResult place(const Graph& graph, const Cluster& cluster) override;
+  explicit Mcmc(McmcConfig config) : Strategy("mcmc"), config_(config) {}
+  const McmcConfig& config() const { return config_; }
 
  private:
+  PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) override;
   McmcConfig config_;
 };
 
+OptionSchema<McmcConfig> mcmc_schema();
 StrategyInfo mcmc_strategy_info();
 
 }  // namespace placesim

@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fmt/format.h>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <tuple>
 
-#include "sim/errors.h"
 
 namespace placesim {
 
@@ -261,7 +261,7 @@ std::vector<DeviceId> map_parts_to_devices(const PartTraffic& traffic, const Clu
   return best;
 }
 
-PlacementResult MetisStrategy::place(const Graph& graph, const Cluster& cluster) {
+PlacementResult MetisStrategy::place_impl(const Graph& graph, const Cluster& cluster, const Deadline&) {
   const int k = cluster.num_devices();
   PlacementResult r;
   r.placement.assign(graph.num_operators(), 0);
@@ -319,36 +319,22 @@ PlacementResult MetisStrategy::place(const Graph& graph, const Cluster& cluster)
   return r;
 }
 
+OptionSchema<MetisConfig> metis_schema() {
+  OptionSchema<MetisConfig> s;
+  s.choice<MetisConfig::Method>("method", &MetisConfig::method, kMetisMethodNames,
+                                "kway, recursive, or best (both, keep the smaller cut)", "kway");
+  s.count("ufactor", &MetisConfig::ufactor, "allowed imbalance, heaviest part <= (1 + ufactor/1000) x average", 1,
+          1000, "100");
+  s.count("seed", &MetisConfig::seed, "METIS random seed", 0, std::numeric_limits<std::int32_t>::max(), "7");
+  s.count("ncuts", &MetisConfig::ncuts, "partitionings METIS tries, best kept", 1, 100, "4");
+  s.flag("balance_memory", &MetisConfig::balance_memory, "also balance memory bytes (second METIS constraint)");
+  return s;
+}
+
 StrategyInfo metis_strategy_info() {
-  return {"metis",
-          "METIS k-way partition (compute-balanced, min tensor-byte cut), parts mapped so heavy traffic uses fast links",
-          "method (best): kway, recursive, or best (both, keep the smaller cut); "
-          "ufactor (30): allowed imbalance, heaviest part <= (1 + ufactor/1000) x average; "
-          "seed (1): METIS random seed; ncuts (1): partitionings METIS tries, best kept; "
-          "balance_memory (false): also balance memory bytes (second METIS constraint)",
-          [](const YamlFields& options) {
-            options.allow_only({"method", "ufactor", "seed", "ncuts", "balance_memory"});
-            MetisConfig cfg;
-            const std::string method = options.string_or("method", "best");
-            if (method == "kway") cfg.method = MetisConfig::Method::Kway;
-            else if (method == "recursive") cfg.method = MetisConfig::Method::Recursive;
-            else if (method == "best") cfg.method = MetisConfig::Method::Best;
-            else
-              throw InputError(options.file(), options.field("method"),
-                               fmt::format("unknown method '{}' (valid: kway, recursive, best)", method));
-            const auto bounded = [&](std::string_view key, long fallback, long lo, long hi) {
-              const long v = options.integer_or(key, fallback);
-              if (v < lo || v > hi)
-                throw InputError(options.file(), options.field(key),
-                                 fmt::format("expected a whole number from {} to {}, got {}", lo, hi, v));
-              return static_cast<int>(v);
-            };
-            cfg.ufactor = bounded("ufactor", cfg.ufactor, 1, 1000);
-            cfg.seed = bounded("seed", cfg.seed, 0, std::numeric_limits<std::int32_t>::max());
-            cfg.ncuts = bounded("ncuts", cfg.ncuts, 1, 100);
-            cfg.balance_memory = options.boolean_or("balance_memory", cfg.balance_memory);
-            return std::make_unique<MetisStrategy>(cfg);
-          }};
+  return strategy_info<MetisStrategy>(
+      "metis", "METIS k-way partition (compute-balanced, min tensor-byte cut), parts mapped so heavy traffic uses fast links",
+      metis_schema());
 }
 
 }  // namespace placesim

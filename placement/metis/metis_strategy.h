@@ -44,6 +44,13 @@ struct MetisConfig {
   int seed = 1;                  // METIS_OPTION_SEED
   int ncuts = 1;                 // METIS_OPTION_NCUTS: partitionings tried, the best kept
   bool balance_memory = false;   // also balance memory bytes (a second METIS constraint, ncon = 2)
+  bool operator==(const MetisConfig&) const = default;
+};
+
+inline constexpr EnumName<MetisConfig::Method> kMetisMethodNames[] = {
+    {MetisConfig::Method::Kway, "kway"},
+    {MetisConfig::Method::Recursive, "recursive"},
+    {MetisConfig::Method::Best, "best"},
 };
 
 // Directed traffic between k parts, row-major k x k: bytes[p * k + q] sums the tensors from part
@@ -62,16 +69,18 @@ std::vector<DeviceId> map_parts_to_devices(const PartTraffic& traffic, const Clu
 
 class MetisStrategy : public Strategy {
  public:
-  explicit MetisStrategy(MetisConfig config) : config_(config) {}
+  explicit MetisStrategy(MetisConfig config = {}) : Strategy("metis"), config_(config) {}
+  const MetisConfig& config() const { return config_; }
+
+ private:
   // report: method (the one whose cut was kept), metis_vertices, metis_edge_cut (scaled units),
   // edge_cut_bytes (cross-GPU tensor bytes), gpu_compute_s and gpu_memory_bytes (per GPU),
   // compute_imbalance (max / mean), mapping_transfer_s (the mapping's cost).
-  PlacementResult place(const Graph& graph, const Cluster& cluster) override;
-
- private:
+  PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) override;
   MetisConfig config_;
 };
 
+OptionSchema<MetisConfig> metis_schema();
 StrategyInfo metis_strategy_info();
 
 }  // namespace placesim

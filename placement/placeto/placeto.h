@@ -10,26 +10,59 @@
 //                    step puts its unit on the GPU that gives the lowest cost. No LibTorch.
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "placement/placeto/placeto_env.h"
 #include "placement/strategy.h"
 
 namespace placesim {
 
+// PlacetoEnvConfig (placeto_env.h) has no operator== of its own; the configs below compare it.
+inline bool operator==(const PlacetoEnvConfig& a, const PlacetoEnvConfig& b) {
+  return a.coarsen_target == b.coarsen_target && a.memory_penalty == b.memory_penalty &&
+         a.memory_threshold == b.memory_threshold;
+}
+
+// The options both strategies share (coarsen_target, memory_penalty, memory_threshold), read into
+// Config::env; defaults come from Config{}.env (placeto's coarsen_target is 32, placeto-greedy's 64).
+template <class Config>
+void add_placeto_env_options(OptionSchema<Config>& s) {
+  const PlacetoEnvConfig d = Config{}.env;
+  // The policy embeds every node at every step and pools over node sets: keep the graph small.
+  s.add({"coarsen_target", "count", "op groups after merge-and-colocate", std::to_string(d.coarsen_target), {},
+         d.coarsen_target == 16 ? "8" : "16"},
+        [](const YamlFields& f, std::string_view key, Config& c) {
+          c.env.coarsen_target = static_cast<int>(parse_count_option(f, key, 1, 2048));
+        });
+  s.add({"memory_penalty", "number", "cost per unit of relative memory overflow", default_text_number(d.memory_penalty),
+         {}, "0"},
+        [](const YamlFields& f, std::string_view key, Config& c) {
+          c.env.memory_penalty = parse_number_option(f, key, Range::non_negative());
+        });
+  s.add({"memory_threshold", "number", "usable fraction of GPU memory", default_text_number(d.memory_threshold), {},
+         "0.5"},
+        [](const YamlFields& f, std::string_view key, Config& c) {
+          c.env.memory_threshold = parse_number_option(f, key, Range{0, 1, true, false});
+        });
+}
+
 struct PlacetoGreedyConfig {
   PlacetoEnvConfig env;
   int passes = 1;  // sweeps over the steps; the first starts from every unit on GPU 0
+  bool operator==(const PlacetoGreedyConfig&) const = default;
 };
 
 class PlacetoGreedy : public Strategy {
  public:
-  explicit PlacetoGreedy(PlacetoGreedyConfig config) : config_(config) {}
-  PlacementResult place(const Graph& graph, const Cluster& cluster) override;
+  explicit PlacetoGreedy(PlacetoGreedyConfig config = {}) : Strategy("placeto-greedy"), config_(config) {}
+  const PlacetoGreedyConfig& config() const { return config_; }
 
  private:
+  PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) override;
   PlacetoGreedyConfig config_;
 };
 
+OptionSchema<PlacetoGreedyConfig> placeto_greedy_schema();
 StrategyInfo placeto_greedy_strategy_info();
 
 // Options of the `placeto` strategy (the network's own sizes come from the policy file, or
@@ -39,6 +72,8 @@ StrategyInfo placeto_greedy_strategy_info();
 struct PlacetoConfig {
   PlacetoEnvConfig env = {.coarsen_target = 32};
   std::string policy;          // policy file written by `placesim placeto train`; empty: train here
+  // Where `policy` was given (scenario file, field), for errors about the file; set with it.
+  std::string policy_file, policy_field;
   int episodes = 4;            // training episodes on the graph when there is no policy file
   int fine_tune_episodes = 0;  // training episodes on the graph after loading the policy
   // What place() returns: the policy's own episode (most likely GPU at every step), or the best
@@ -48,13 +83,13 @@ struct PlacetoConfig {
   int message_passing_steps = 3;
   double learning_rate = 0.01;
   double entropy = 0.02;
+  bool operator==(const PlacetoConfig&) const = default;
 };
 
+// The keys of `placeto`. Parsing `policy` resolves it against the scenario's folder and reads the
+// file (so a missing or broken one is reported when the scenario is loaded).
+OptionSchema<PlacetoConfig> placeto_schema();
 // Registered only when the build has LibTorch (PLACESIM_HAVE_TORCH).
 StrategyInfo placeto_strategy_info();
-
-// Reads the options shared by both strategies (coarsen_target, memory_penalty,
-// memory_threshold); errors name options.<key>.
-PlacetoEnvConfig placeto_env_config_from_options(const YamlFields& options, const PlacetoEnvConfig& defaults);
 
 }  // namespace placesim

@@ -13,7 +13,7 @@
 #include "sim/graph_io.h"
 #include "sim/models/zoo.h"
 #include "sim/units.h"
-#include "topologies/cluster_config.h"
+#include "topologies/nvlink_servers.h"
 
 namespace placesim {
 

@@ -6,7 +6,6 @@
 #include <OsiClpSolverInterface.hpp>
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <set>
@@ -15,60 +14,6 @@
 #include "sim/evaluator.h"
 
 namespace placesim {
-
-namespace {
-
-bool parse_two(const std::string& s, const char* fmt, int& a, int& b) { return std::sscanf(s.c_str(), fmt, &a, &b) == 2; }
-
-}  // namespace
-
-std::optional<MultiNicConfig> multi_nic_config_of(const Cluster& c) {
-  if (c.fabric.type != "multi-nic" || c.num_devices() == 0) return std::nullopt;
-  MultiNicConfig cfg;
-  cfg.servers = c.num_servers();
-  cfg.gpus_per_server = 0;
-  for (const Device& d : c.devices()) cfg.gpus_per_server += d.server == c.device(0).server;
-  int nics = 0, pods = 0, cores = 0;
-  for (const Link& l : c.links()) {
-    int srv = 0, nic = 0;
-    if (l.name == "gpu0-nvlink-up") {
-      cfg.nvlink_bandwidth = l.bandwidth;
-      cfg.nvlink_latency = l.latency;
-    } else if (parse_two(l.name, "server%d-nic%d-up", srv, nic) && l.name.find("queue") == std::string::npos &&
-               srv == 0) {
-      nics = std::max(nics, nic + 1);
-      cfg.link_bandwidth = l.bandwidth;
-      cfg.link_latency = l.latency;
-    }
-  }
-  for (const TopologyNode& node : c.nodes()) {
-    int a = 0, b = 0;
-    if (parse_two(node.name, "pod%d-switch%d", a, b)) pods = std::max(pods, a + 1);
-    if (parse_two(node.name, "core%d.%d", a, b)) ++cores;
-  }
-  if (nics == 0) return std::nullopt;
-  cfg.nics_per_server = nics;
-  if (pods > 1) {
-    cfg.servers_per_pod = (cfg.servers + pods - 1) / pods;
-    cfg.core_switches = cores / nics;
-    for (const Link& l : c.links())  // a pod switch -> core cable
-      if (l.from >= 0 && l.to >= 0 && c.nodes()[l.from].name.rfind("pod", 0) == 0 &&
-          c.nodes()[l.to].name.rfind("core", 0) == 0) {
-        cfg.core_bandwidth = l.bandwidth;
-        cfg.core_latency = l.latency;
-        break;
-      }
-  }
-  cfg.gpu_memory = c.device(0).memory_bytes;
-  cfg.gpu_speed = c.device(0).compute_speed;
-  for (const Device& d : c.devices())
-    if (d.memory_bytes != cfg.gpu_memory || d.compute_speed != cfg.gpu_speed) {
-      const bool seen = std::any_of(cfg.overrides.begin(), cfg.overrides.end(),
-                                    [&](const ServerOverride& o) { return o.server == d.server; });
-      if (!seen) cfg.overrides.push_back({d.server, d.memory_bytes, d.compute_speed});
-    }
-  return cfg;
-}
 
 BandwidthAllocation allocation_of(const Cluster& c) {
   const int servers = c.num_servers();
@@ -80,15 +25,6 @@ BandwidthAllocation allocation_of(const Cluster& c) {
     for (int t = 0; t < servers; ++t)
       if (s != t && c.reachable(first[s], first[t])) a.set(s, t, c.bandwidth(first[s], first[t]));
   return a;
-}
-
-std::optional<Cluster> allocated_cluster(const Cluster& cluster, const std::optional<BandwidthAllocation>& allocation) {
-  if (!allocation) return std::nullopt;
-  const std::optional<MultiNicConfig> config = multi_nic_config_of(cluster);
-  if (!config) return std::nullopt;
-  Cluster c = make_multi_nic(*config, *allocation);
-  c.finalize("multi-NIC cluster with the strategy's allocation");
-  return c;
 }
 
 AllocationResult allocate_bandwidth(const Graph& g, const Cluster& cluster, const MultiNicConfig& config,
@@ -245,7 +181,6 @@ P3Result solve_p3(const Graph& g, const Cluster& cluster, const MultiNicConfig& 
       const Schedule sched = Evaluator(g, current).schedule(placement);
       const AllocationResult alloc = allocate_bandwidth(g, current, config, placement, sched.device_order, options);
       Cluster next = make_multi_nic(config, alloc.allocation);
-      next.finalize("quickp bandwidth allocation");  // make_multi_nic leaves that to the caller
       bool improved = false;
       if (const double lat = Evaluator(g, next).latency(placement); lat < latency * (1 - 1e-9)) {
         latency = lat;
@@ -285,7 +220,6 @@ P3Result solve_p3(const Graph& g, const Cluster& cluster, const MultiNicConfig& 
       }
     }
     Cluster start = make_multi_nic(config, paired);
-    start.finalize("quickp paired allocation");
     std::vector<DeviceId> placement = place(start);
     alternate(std::move(start), std::move(placement), paired);
   }

@@ -1,6 +1,8 @@
 #pragma once
 // QuickP thesis P3 (sections 3.5 and 4.3): joint placement and per-destination bandwidth
-// allocation on the multi-NIC cluster (topologies/fabrics.h, make_multi_nic).
+// allocation on the multi-NIC cluster (topologies/multi_nic.h). The multi-NIC configuration comes
+// from the cluster's recipe (multi_nic_config_of), and the runner measures a result on the cluster
+// rebuilt with its allocation (with_bandwidth_allocation, topologies/registry.h).
 //
 // The thesis's P3 has the transfer time t_ij / b(s,t) with b a decision variable; with the
 // placement binaries that is not linear. We solve it exactly by alternation instead:
@@ -24,24 +26,12 @@
 
 #include "sim/cluster.h"
 #include "sim/graph.h"
-#include "topologies/fabrics.h"
+#include "topologies/multi_nic.h"
 
 namespace placesim {
 
-// The MultiNicConfig a make_multi_nic cluster was built from, read back from its links and nodes
-// (servers, GPUs, NVLink, NICs, pods, core, per-server GPU memory and speed); nullopt if the
-// cluster is not a multi-NIC fabric.
-std::optional<MultiNicConfig> multi_nic_config_of(const Cluster& cluster);
-
 // b(s,t) of a multi-NIC cluster as its pairwise view sees it (the bandwidth of the first GPU pair).
 BandwidthAllocation allocation_of(const Cluster& cluster);
-
-// The cluster a run should use for a strategy's result: make_multi_nic(multi_nic_config_of(cluster),
-// *allocation), finalized, when the strategy chose an allocation on a multi-NIC cluster; else
-// nullopt (run on `cluster`). The runner's hookup:
-//   const auto allocated = allocated_cluster(scenario.cluster, placed.bandwidth_allocation);
-//   const Cluster& run_on = allocated ? *allocated : scenario.cluster;
-std::optional<Cluster> allocated_cluster(const Cluster& cluster, const std::optional<BandwidthAllocation>& allocation);
 
 struct AllocationOptions {
   double floor_fraction = 0.05;  // rate kept by a pair without traffic: this times B / (servers - 1)

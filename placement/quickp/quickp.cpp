@@ -634,6 +634,7 @@ P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& co
   // small.json, 4 GPUs: 1.9 s against 0.5 s) and found nothing better on the profiled graphs.
   model.setNumberStrong(0);
   if (!proven_by_bound) model.branchAndBound();
+  sol.nodes = proven_by_bound ? 0 : model.getNodeCount();
 
   const double* best = proven_by_bound ? warm.data() : model.bestSolution();
   sol.placement.assign(n, 0);
@@ -678,10 +679,10 @@ P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& co
   return sol;
 }
 
-PlacementResult QuickP::place(const Graph& graph, const Cluster& cluster) {
-  PlacementResult r = place_once(graph, cluster);
+PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) {
+  PlacementResult r = place_once(graph, cluster, deadline);
   if (!config_.bandwidth_allocation) return r;
-  const std::optional<MultiNicConfig> multi_nic = multi_nic_config_of(cluster);
+  const MultiNicConfig* multi_nic = multi_nic_config_of(cluster);
   if (!multi_nic) {
     r.report["allocation"] = "not a multi-NIC cluster: nothing to allocate";
     return r;
@@ -694,7 +695,7 @@ PlacementResult QuickP::place(const Graph& graph, const Cluster& cluster) {
           first = false;
           return r.placement;
         }
-        return place_once(graph, c).placement;
+        return place_once(graph, c, deadline).placement;
       },
       config_.allocation_rounds);
   r.placement = p3.placement;
@@ -713,7 +714,7 @@ PlacementResult QuickP::place(const Graph& graph, const Cluster& cluster) {
   return r;
 }
 
-PlacementResult QuickP::place_once(const Graph& graph, const Cluster& cluster) const {
+PlacementResult QuickP::place_once(const Graph& graph, const Cluster& cluster, const Deadline& deadline) const {
   const auto t0 = std::chrono::steady_clock::now();
   const double alpha = config_.alpha_s ? *config_.alpha_s : fusion_threshold(graph, config_.alpha_percentile);
   const double beta = config_.beta_s ? *config_.beta_s : 2 * alpha;
@@ -739,7 +740,10 @@ PlacementResult QuickP::place_once(const Graph& graph, const Cluster& cluster) c
   }
   const double fusion_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::uint64_t pairs = Reachability(fused.coarse).count_parallelizable_pairs();
-  const P2Solution s = solve_p2(fused.coarse, cluster, groups, config_.p2);
+  // The solver gets what is left of the call's time limit (at least a moment, to return its warm start).
+  P2Options p2 = config_.p2;
+  p2.time_limit_s = deadline.bounded() ? std::max(1e-3, deadline.remaining()) : 1e9;
+  const P2Solution s = solve_p2(fused.coarse, cluster, groups, p2);
 
   PlacementResult r;
   r.placement = expand_placement(fused, s.placement);
@@ -762,70 +766,58 @@ PlacementResult QuickP::place_once(const Graph& graph, const Cluster& cluster) c
   r.report["gap"] = s.gap;
   r.report["objective_s"] = s.objective;
   r.report["best_bound_s"] = s.best_bound;
+  r.report["nodes"] = s.nodes;
   r.report["warm_started"] = s.warm_started;
   if (s.warm_started) r.report["warm_start_s"] = s.warm_start_objective;
   r.report["status"] = std::string(p2_status_name(s.status));
   return r;
 }
 
+OptionSchema<QuickPConfig> quickp_schema() {
+  using C = QuickPConfig;
+  OptionSchema<C> s;
+  const Range finite_non_negative = Range::non_negative();
+  s.optional_duration("alpha", &C::alpha_s, "fusion threshold (seconds, or with a unit)", finite_non_negative, "1ms",
+                      "the alpha_percentile of the non-zero compute times");
+  s.number("alpha_percentile", &C::alpha_percentile,
+           "fusion threshold as this percentile of the non-zero compute times, when alpha is unset", Range::closed(0, 1), "0.5");
+  s.choice<QuickPCoarsening>("coarsening", &C::coarsening, kQuickPCoarseningNames,
+                             "algorithm1 = ICC fusion then co-location; algorithm2 = the thesis's iterative fusion and "
+                             "co-location with WCC expansion");
+  s.optional_duration("beta", &C::beta_s, "algorithm2's co-location threshold", finite_non_negative, "1ms", "2 alpha");
+  s.flag("fusion", &C::fusion, "algorithm1: fuse operators (ICC Algorithm 1)");
+  s.flag("colocation", &C::colocation, "algorithm1: co-locate by eq. 7");
+  s.add({"mip_gap", "number", "relative gap at which the solver stops", default_text_number(P2Options{}.mip_gap), {}, "0.2"},
+        [](const YamlFields& f, std::string_view key, C& c) {
+          c.p2.mip_gap = parse_number_option(f, key, Range{0, 1, false, true});
+        });
+  s.add({"max_nodes", "count", "branch-and-bound node limit, deterministic (0: none; raise it for better placements)",
+         std::to_string(P2Options{}.max_nodes), {}, "1"},
+        [](const YamlFields& f, std::string_view key, C& c) {
+          c.p2.max_nodes = static_cast<int>(std::min<long>(parse_count_option(f, key, 0, std::numeric_limits<long>::max()), 2000000000));
+        });
+  s.add({"warm_start", "flag", "start from the better of single-device and HEFT", "true", {}, "false"},
+        [](const YamlFields& f, std::string_view key, C& c) { c.p2.warm_start = f.boolean_or(key, c.p2.warm_start); });
+  s.add({"write_model", "text", "write the model to this path (.mps for MPS, else LP)", "unset", {}, "model.lp"},
+        [](const YamlFields& f, std::string_view key, C& c) { c.p2.write_model = f.string(key); });
+  s.add({"cuts", "flag", "add CBC's cut generators and primal heuristics", "false", {}, "true"},
+        [](const YamlFields& f, std::string_view key, C& c) {
+          c.p2.cuts_and_heuristics = f.boolean_or(key, c.p2.cuts_and_heuristics);
+        });
+  s.flag("bandwidth_allocation", &C::bandwidth_allocation,
+         "on a multi-NIC cluster also choose the per-destination allocation b(s,t) (thesis P3, by alternating placement "
+         "and an allocation LP)");
+  s.count("allocation_rounds", &C::allocation_rounds, "alternations of P3 at most", 1, 100, "1");
+  return s;
+}
+
 StrategyInfo quickp_strategy_info() {
-  return {"quickp",
-          "QuickP (ICC 2025): operator fusion (Algorithm 1), co-location (eq. 7), then the integer program P2 with CBC",
-          "alpha (unset): fusion threshold in seconds; alpha_percentile (0.9): threshold as this percentile of the "
-          "non-zero compute times when alpha is unset; coarsening (algorithm1): algorithm1 = ICC fusion then "
-          "co-location, algorithm2 = the thesis's iterative fusion and co-location with WCC expansion; beta (2 alpha): "
-          "algorithm2's co-location threshold in seconds; fusion (true), colocation (true): algorithm1 steps; mip_gap (0.05): relative gap "
-          "to stop at; time_limit (60 s): solver wall-clock limit, the best placement found is returned (not deterministic: use max_nodes); max_nodes (20): branch-and-bound node limit, deterministic (0: none; raise it for better placements); warm_start "
-          "(true): start from the better of single-device and HEFT; write_model (unset): write the model to this "
-          "path (.mps for MPS, else LP); cuts (false): add CBC's cut generators and primal heuristics; "
-          "bandwidth_allocation (false): on a multi-NIC cluster also choose the per-destination allocation b(s,t) "
-          "(thesis P3, by alternating placement and an allocation LP); allocation_rounds (3): alternations at most",
-          [](const YamlFields& options) {
-            options.allow_only({"alpha", "alpha_percentile", "fusion", "colocation", "mip_gap", "time_limit",
-                                "warm_start", "write_model", "cuts", "max_nodes", "coarsening", "beta",
-                                "bandwidth_allocation", "allocation_rounds"});
-            QuickPConfig cfg;
-            if (options.has("alpha")) {
-              const double a = options.duration_or("alpha", 0.0);
-              if (!(a >= 0) || !std::isfinite(a))
-                throw InputError(options.file(), options.field("alpha"), "expected a duration >= 0");
-              cfg.alpha_s = a;
-            }
-            cfg.alpha_percentile = options.number_or("alpha_percentile", cfg.alpha_percentile);
-            if (!(cfg.alpha_percentile >= 0 && cfg.alpha_percentile <= 1))
-              throw InputError(options.file(), options.field("alpha_percentile"), "expected a number in [0, 1]");
-            const std::string coarsening = options.string_or("coarsening", "algorithm1");
-            if (coarsening == "algorithm2") cfg.coarsening = QuickPCoarsening::Algorithm2;
-            else if (coarsening != "algorithm1")
-              throw InputError(options.file(), options.field("coarsening"),
-                               fmt::format("expected algorithm1 or algorithm2, got '{}'", coarsening));
-            if (options.has("beta")) {
-              const double b = options.duration_or("beta", 0.0);
-              if (!(b >= 0) || !std::isfinite(b))
-                throw InputError(options.file(), options.field("beta"), "expected a duration >= 0");
-              cfg.beta_s = b;
-            }
-            cfg.bandwidth_allocation = options.boolean_or("bandwidth_allocation", cfg.bandwidth_allocation);
-            const long rounds = options.integer_or("allocation_rounds", cfg.allocation_rounds);
-            if (rounds < 1 || rounds > 100)
-              throw InputError(options.file(), options.field("allocation_rounds"), "expected a count in 1..100");
-            cfg.allocation_rounds = static_cast<int>(rounds);
-            cfg.fusion = options.boolean_or("fusion", cfg.fusion);
-            cfg.colocation = options.boolean_or("colocation", cfg.colocation);
-            cfg.p2.mip_gap = options.number_or("mip_gap", cfg.p2.mip_gap);
-            if (!(cfg.p2.mip_gap >= 0 && cfg.p2.mip_gap < 1))
-              throw InputError(options.file(), options.field("mip_gap"), "expected a number in [0, 1)");
-            cfg.p2.time_limit_s = options.duration_or("time_limit", cfg.p2.time_limit_s);
-            if (!(cfg.p2.time_limit_s > 0) || !std::isfinite(cfg.p2.time_limit_s))
-              throw InputError(options.file(), options.field("time_limit"), "expected a duration > 0");
-            cfg.p2.warm_start = options.boolean_or("warm_start", cfg.p2.warm_start);
-            const long nodes = options.integer_or("max_nodes", cfg.p2.max_nodes);
-            if (nodes < 0) throw InputError(options.file(), options.field("max_nodes"), "expected a node count >= 0 (0: no limit)");
-            cfg.p2.max_nodes = static_cast<int>(std::min<long>(nodes, 2000000000));
-            cfg.p2.write_model = options.string_or("write_model", "");
-            cfg.p2.cuts_and_heuristics = options.boolean_or("cuts", cfg.p2.cuts_and_heuristics);
-            return std::make_unique<QuickP>(cfg);
-          }};
+  // The time limit covers fusion and the solver, which returns its best placement when it runs out
+  // (not deterministic: use max_nodes for that).
+  return strategy_info<QuickP>(
+      "quickp",
+      "QuickP (ICC 2025): operator fusion (Algorithm 1), co-location (eq. 7), then the integer program P2 with CBC",
+      quickp_schema(), 60.0);
 }
 
 }  // namespace placesim

@@ -110,6 +110,7 @@ struct P2Options {
   bool break_symmetry = true;  // first unit on GPU 0 when every GPU looks alike
   std::string write_model;   // write the model here (".mps" -> MPS, else LP) before solving
   bool cuts_and_heuristics = false;  // CBC cut generators (probing, Gomory, ...) and FPump/RINS/local search
+  bool operator==(const P2Options&) const = default;
 };
 
 enum class P2Status { Optimal, TimeLimit, NodeLimit, Infeasible };
@@ -124,6 +125,7 @@ struct P2Solution {
   P2Status status = P2Status::Optimal;
   double seconds = 0;
   int columns = 0, rows = 0, ordering_pairs = 0;
+  int nodes = 0;                                 // branch-and-bound nodes explored (0: skipped)
   bool warm_started = false;
   double warm_start_objective = 0;               // makespan of the accepted warm start
 };
@@ -160,6 +162,10 @@ std::string_view p2_status_name(P2Status s);
 // How the graph is reduced before P2: ICC (Algorithm 1 then co-location) or the thesis's
 // Algorithm 2 (iterated, with fusion inside groups and WCC expansion by beta).
 enum class QuickPCoarsening { Algorithm1, Algorithm2 };
+inline constexpr EnumName<QuickPCoarsening> kQuickPCoarseningNames[] = {
+    {QuickPCoarsening::Algorithm1, "algorithm1"},
+    {QuickPCoarsening::Algorithm2, "algorithm2"},
+};
 
 struct QuickPConfig {
   std::optional<double> alpha_s;  // fusion threshold in seconds; unset: the percentile below
@@ -174,24 +180,27 @@ struct QuickPConfig {
   std::optional<double> beta_s;
   bool fusion = true;
   bool colocation = true;
-  P2Options p2;
+  P2Options p2;  // its time_limit_s is set per solve from the call's time limit
+  bool operator==(const QuickPConfig&) const = default;
 };
 
 class QuickP : public Strategy {
  public:
-  explicit QuickP(QuickPConfig config) : config_(std::move(config)) {}
+  explicit QuickP(QuickPConfig config) : Strategy("quickp"), config_(std::move(config)) {}
+  const QuickPConfig& config() const { return config_; }
   // report: operators, fused_operators, alpha_s, groups, parallelizable_pairs (fused graph),
   // fusion_seconds, solver_seconds, gap, objective_s, best_bound_s, status.
   // With bandwidth_allocation on a multi-NIC cluster, also bandwidth_allocation (the result's
   // allocation) and report: allocation (b(s,t) rows, bytes/s), latency_uniform_s (the first
   // placement on the cluster as given), latency_s, allocation_rounds, allocation_accepted.
-  PlacementResult place(const Graph& graph, const Cluster& cluster) override;
 
  private:
-  PlacementResult place_once(const Graph& graph, const Cluster& cluster) const;
+  PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) override;
+  PlacementResult place_once(const Graph& graph, const Cluster& cluster, const Deadline& deadline) const;
   QuickPConfig config_;
 };
 
+OptionSchema<QuickPConfig> quickp_schema();
 StrategyInfo quickp_strategy_info();
 
 }  // namespace placesim

@@ -2,7 +2,7 @@
 
 namespace placesim {
 
-PlacementResult RoundRobin::place(const Graph& graph, const Cluster& cluster) {
+PlacementResult RoundRobin::place_impl(const Graph& graph, const Cluster& cluster, const Deadline&) {
   PlacementResult r;
   r.placement.assign(graph.num_operators(), 0);
   std::vector<DeviceId> class_device(graph.num_colocation_classes(), -1);
@@ -24,15 +24,16 @@ PlacementResult RoundRobin::place(const Graph& graph, const Cluster& cluster) {
   return r;
 }
 
+OptionSchema<RoundRobinConfig> round_robin_schema() {
+  OptionSchema<RoundRobinConfig> s;
+  s.flag("skip_zero_compute", &RoundRobinConfig::skip_zero_compute,
+         "zero-time operators stay on the previous operator's GPU");
+  return s;
+}
+
 StrategyInfo round_robin_strategy_info() {
-  return {"round-robin", "operators dealt out to the GPUs in turn, in topological order",
-          "skip_zero_compute (false): zero-time operators stay on the previous operator's GPU",
-          [](const YamlFields& options) {
-            options.allow_only({"skip_zero_compute"});
-            RoundRobinConfig cfg;
-            cfg.skip_zero_compute = options.boolean_or("skip_zero_compute", false);
-            return std::make_unique<RoundRobin>(cfg);
-          }};
+  return strategy_info<RoundRobin>("round-robin", "operators dealt out to the GPUs in turn, in topological order",
+                                   round_robin_schema());
 }
 
 }  // namespace placesim

@@ -8,17 +8,20 @@ namespace placesim {
 // first member dealt.
 struct RoundRobinConfig {
   bool skip_zero_compute = false;  // zero-time operators stay with the previous operator's GPU
+  bool operator==(const RoundRobinConfig&) const = default;
 };
 
 class RoundRobin : public Strategy {
  public:
-  explicit RoundRobin(RoundRobinConfig config) : config_(config) {}
-  PlacementResult place(const Graph& graph, const Cluster& cluster) override;
+  explicit RoundRobin(RoundRobinConfig config = {}) : Strategy("round-robin"), config_(config) {}
+  const RoundRobinConfig& config() const { return config_; }
 
  private:
+  PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) override;
   RoundRobinConfig config_;
 };
 
+OptionSchema<RoundRobinConfig> round_robin_schema();
 StrategyInfo round_robin_strategy_info();
 
 }  // namespace placesim

@@ -1,12 +1,13 @@
 #include "placement/single_device/single_device.h"
 
 #include <fmt/format.h>
+#include <limits>
 
 #include "sim/errors.h"
 
 namespace placesim {
 
-PlacementResult SingleDevice::place(const Graph& graph, const Cluster& cluster) {
+PlacementResult SingleDevice::place_impl(const Graph& graph, const Cluster& cluster, const Deadline&) {
   if (config_.device >= cluster.num_devices())
     throw InputError("single-device", "options.device",
                      fmt::format("GPU {} does not exist (cluster has {} GPUs)", config_.device, cluster.num_devices()));
@@ -15,16 +16,14 @@ PlacementResult SingleDevice::place(const Graph& graph, const Cluster& cluster) 
   return r;
 }
 
+OptionSchema<SingleDeviceConfig> single_device_schema() {
+  OptionSchema<SingleDeviceConfig> s;
+  s.count("device", &SingleDeviceConfig::device, "the GPU to use", 0, std::numeric_limits<DeviceId>::max(), "1");
+  return s;
+}
+
 StrategyInfo single_device_strategy_info() {
-  return {"single-device", "every operator on one GPU", "device (0): the GPU to use",
-          [](const YamlFields& options) {
-            options.allow_only({"device"});
-            SingleDeviceConfig cfg;
-            const long d = options.integer_or("device", 0);
-            if (d < 0) throw InputError(options.file(), options.field("device"), "expected a GPU index >= 0");
-            cfg.device = static_cast<DeviceId>(d);
-            return std::make_unique<SingleDevice>(cfg);
-          }};
+  return strategy_info<SingleDevice>("single-device", "every operator on one GPU", single_device_schema());
 }
 
 }  // namespace placesim

@@ -1,0 +1,40 @@
+#include "topologies/full_mesh.h"
+
+#include <fmt/format.h>
+
+#include "sim/units.h"
+
+namespace placesim {
+
+Cluster make_full_mesh(const FullMeshConfig& config, const ConfigSource& src) {
+  fabric::require_count(src, "gpus", config.gpus, 1, kMaxClusterGpus);
+  fabric::require_positive(src, "bandwidth", config.bandwidth);
+  fabric::require_latency(src, "latency", config.latency);
+  Cluster c;
+  c.description = fmt::format("{} GPUs, full mesh of dedicated {} links", config.gpus, format_bandwidth(config.bandwidth));
+  c.fabric.type = "full-mesh";
+  c.fabric.oversubscription = 1;
+  c.fabric.notes.push_back("routing: a dedicated one-way link per ordered GPU pair");
+  for (int g = 0; g < config.gpus; ++g) {
+    c.add_device({fmt::format("gpu{}", g), g, config.gpu_memory});
+    c.add_node({fmt::format("gpu{}", g), NodeKind::Gpu, g});
+  }
+  for (int a = 0; a < config.gpus; ++a)
+    for (int b = 0; b < config.gpus; ++b)
+      if (a != b)
+        c.set_route(a, b, {c.add_link({fmt::format("gpu{}-to-gpu{}", a, b), config.bandwidth, config.latency, a, b})});
+  finish_cluster(c, "full-mesh", config, src.file.empty() ? "full-mesh cluster" : src.file);
+  return c;
+}
+
+TopologyType full_mesh_topology() {
+  using C = FullMeshConfig;
+  OptionSchema<C> s;
+  s.count("gpus", &C::gpus, "GPUs", 1, kMaxClusterGpus, "3");
+  s.bandwidth("bandwidth", &C::bandwidth, "bandwidth of each one-way link", "10GB/s");
+  s.duration("latency", &C::latency, "latency of each link", Range::non_negative(), "5us");
+  s.bytes("gpu_memory", &C::gpu_memory, "memory of each GPU", "8GiB");
+  return topology_type<C>("full-mesh", {}, "a dedicated one-way link for every ordered GPU pair", s, make_full_mesh);
+}
+
+}  // namespace placesim

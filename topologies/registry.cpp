@@ -1,0 +1,99 @@
+// The fabric registry: one line per fabric. A new fabric is a new file under topologies/ (its
+// config struct, builder and `..._topology()` entry) plus one line here.
+#include "topologies/registry.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "sim/errors.h"
+#include "sim/yaml_fields.h"
+#include "topologies/fat_tree.h"
+#include "topologies/full_mesh.h"
+#include "topologies/multi_nic.h"
+#include "topologies/non_blocking.h"
+#include "topologies/nvlink_servers.h"
+#include "topologies/spine_leaf.h"
+
+namespace placesim {
+
+std::span<const TopologyType> topology_registry() {
+  static const std::vector<TopologyType> registry = {
+      nvlink_servers_topology(),
+      full_mesh_topology(),
+      non_blocking_topology(),
+      fat_tree_topology(),
+      spine_leaf_topology(),
+      multi_nic_topology(),
+  };
+  return registry;
+}
+
+ConfigSource yaml_config_source(const YamlFields& f) {
+  return {f.file(), [f](const std::string& key) {
+            return f.has(key) ? f.field(key) : (f.path().empty() ? key : f.path() + "." + key);
+          }};
+}
+
+const TopologyType& find_topology(const std::string& type, const std::string& file, const std::string& field) {
+  std::vector<std::string> names;
+  for (const auto& t : topology_registry()) {
+    if (t.type == type) return t;
+    for (const auto& a : t.aliases)
+      if (a == type) return t;
+    names.push_back(t.type);
+    for (const auto& a : t.aliases) names.push_back(a);
+  }
+  std::string valid;
+  for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
+  const std::string hint = nearest_word(type, names);
+  throw InputError(file, field,
+                   fmt::format("unknown cluster type '{}'{} (valid: {})", type,
+                               hint.empty() ? "" : "; did you mean '" + hint + "'?", valid));
+}
+
+Cluster cluster_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
+  const YamlFields f(node, file, path);
+  return find_topology(f.string("type"), file, f.field("type")).from_yaml(f);
+}
+
+Cluster load_cluster_file(const std::string& path) {
+  YAML::Node root = load_yaml_file(path);
+  if (root.IsMap() && root["cluster"]) return cluster_from_yaml(root["cluster"], path, "cluster");
+  return cluster_from_yaml(root, path, "");
+}
+
+Cluster with_bandwidth_allocation(const Cluster& cluster, const BandwidthAllocation& allocation, const std::string& what) {
+  const MultiNicConfig* config = multi_nic_config_of(cluster);
+  if (!config)
+    throw InputError(what, "bandwidth_allocation",
+                     fmt::format("a bandwidth allocation was chosen for a {} cluster; only multi-nic clusters have one",
+                                 cluster.recipe ? cluster.recipe->type : std::string("hand-built")));
+  return make_multi_nic(*config, allocation, ConfigSource{what, {}});
+}
+
+nlohmann::ordered_json topologies_to_json() {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& t : topology_registry()) {
+    nlohmann::ordered_json options = nlohmann::ordered_json::array();
+    for (const auto& o : t.options) {
+      nlohmann::ordered_json j = {{"key", o.key}, {"kind", o.kind}, {"default", o.default_text}, {"help", o.help}};
+      if (!o.choices.empty()) j["choices"] = o.choices;
+      j["example"] = o.example;
+      options.push_back(std::move(j));
+    }
+    out.push_back({{"type", t.type}, {"aliases", t.aliases}, {"description", t.description}, {"options", std::move(options)}});
+  }
+  return out;
+}
+
+std::string format_topology_types() {
+  std::string out;
+  for (const auto& t : topology_registry()) {
+    out += fmt::format("{}{}\n  {}\n", t.type, t.aliases.empty() ? "" : fmt::format(" (alias: {})", fmt::join(t.aliases, ", ")),
+                       t.description);
+    for (const auto& o : t.options) out += fmt::format("    {} ({}): {}\n", o.key, o.default_text, o.help);
+  }
+  return out;
+}
+
+}  // namespace placesim

@@ -1,0 +1,195 @@
+#include "topologies/servers.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "sim/errors.h"
+#include "sim/units.h"
+
+namespace placesim {
+
+void ConfigSource::fail(const std::string& key, const std::string& what) const { throw InputError(file, name(key), what); }
+
+namespace {
+
+double positive_bytes(const YamlFields& f, std::string_view key, double fallback) {
+  const double v = f.bytes_or(key, fallback);
+  if (!(v > 0)) throw InputError(f.file(), f.field(key), "expected a positive memory size");
+  return v;
+}
+
+double positive_number(const YamlFields& f, std::string_view key, double fallback) {
+  const double v = f.number_or(key, fallback);
+  if (!(v > 0)) throw InputError(f.file(), f.field(key), fmt::format("expected a number greater than zero, got {}", v));
+  return v;
+}
+
+}  // namespace
+
+void parse_server_overrides(const YamlFields& f, std::string_view, GpuServersConfig& cfg) {
+  const YAML::Node list = f.node("server_overrides");
+  if (!list.IsSequence())
+    throw InputError(f.file(), f.field("server_overrides"),
+                     "expected a list such as [{server: 3, gpu_memory: 80GiB}, {servers: [4, 5], gpu_speed: 2}]");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    YamlFields o(list[i], f.file(), fmt::format("{}.server_overrides[{}]", f.path(), i));
+    o.allow_only({"server", "servers", "gpu_memory", "gpu_speed"});
+    if (o.has("server") == o.has("servers"))
+      throw InputError(f.file(), o.path(), "expected exactly one of 'server' (a server index) or 'servers' (a list of them)");
+    if (!o.has("gpu_memory") && !o.has("gpu_speed"))
+      throw InputError(f.file(), o.path(), "expected gpu_memory and/or gpu_speed to override");
+    ServerOverride base;
+    base.gpu_memory = o.has("gpu_memory") ? positive_bytes(o, "gpu_memory", 0) : 0;
+    base.gpu_speed = o.has("gpu_speed") ? positive_number(o, "gpu_speed", 0) : 0;
+    std::vector<YAML::Node> indices;
+    if (o.has("server")) {
+      indices.push_back(o.node("server"));
+    } else {
+      const YAML::Node servers = o.node("servers");
+      if (!servers.IsSequence()) throw InputError(f.file(), o.field("servers"), "expected a list of server indices");
+      for (const auto& s : servers) indices.push_back(s);
+    }
+    for (const YAML::Node& n : indices) {
+      const std::string text = n.IsScalar() ? n.Scalar() : "";
+      long v = -1;
+      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || v < 0)
+        throw InputError(f.file(), o.field(o.has("server") ? "server" : "servers"),
+                         fmt::format("expected a server index (0, 1, ...), got '{}'", text));
+      if (v > (1 << 20))
+        throw InputError(f.file(), o.field(o.has("server") ? "server" : "servers"),
+                         fmt::format("server {} does not exist", v));
+      ServerOverride one = base;
+      one.server = static_cast<int>(v);
+      cfg.overrides.push_back(one);
+    }
+  }
+}
+
+void check_server_overrides(const YamlFields& f, const GpuServersConfig& cfg) {
+  if (!f.has("server_overrides")) return;
+  // Walk the list again for the entry to name: cfg.overrides has one element per server index.
+  const YAML::Node list = f.node("server_overrides");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    YamlFields o(list[i], f.file(), fmt::format("{}.server_overrides[{}]", f.path(), i));
+    const std::string key = o.has("server") ? "server" : "servers";
+    std::vector<YAML::Node> indices;
+    if (o.has("server")) indices.push_back(o.node("server"));
+    else
+      for (const auto& n : o.node("servers")) indices.push_back(n);
+    for (const YAML::Node& n : indices) {
+      const long v = std::stol(n.Scalar());  // parse_server_overrides checked the text
+      if (v >= cfg.servers)
+        throw InputError(f.file(), o.field(key), fmt::format("server {} does not exist (servers are 0..{})", v, cfg.servers - 1));
+    }
+  }
+}
+
+namespace fabric {
+
+void require_positive(const ConfigSource& src, const std::string& key, double value, const char* what) {
+  if (!(value > 0) || !std::isfinite(value))
+    src.fail(key, fmt::format("expected {} greater than zero, got {}", what, value));
+}
+
+void require_latency(const ConfigSource& src, const std::string& key, double value) {
+  if (!(value >= 0) || !std::isfinite(value)) src.fail(key, fmt::format("expected a non-negative latency, got {}", value));
+}
+
+void require_count(const ConfigSource& src, const std::string& key, long value, long min, long max) {
+  if (value < min || value > max) src.fail(key, fmt::format("expected a whole number from {} to {}, got {}", min, max, value));
+}
+
+void validate_servers(const GpuServersConfig& cfg, const ConfigSource& src, long total_gpus) {
+  require_count(src, "gpus_per_server", cfg.gpus_per_server, 1, kMaxClusterGpus);
+  require_positive(src, "nvlink_bandwidth", cfg.nvlink_bandwidth);
+  require_latency(src, "nvlink_latency", cfg.nvlink_latency);
+  require_positive(src, "gpu_memory", cfg.gpu_memory, "a memory size");
+  require_positive(src, "gpu_speed", cfg.gpu_speed, "a relative compute speed");
+  if (total_gpus > kMaxClusterGpus)
+    src.fail("servers", fmt::format("{} GPUs is more than placesim handles ({}: the pairwise view is quadratic)", total_gpus,
+                                    kMaxClusterGpus));
+  for (std::size_t i = 0; i < cfg.overrides.size(); ++i) {
+    const ServerOverride& o = cfg.overrides[i];
+    const std::string key = fmt::format("server_overrides[{}]", i);
+    if (o.server < 0 || o.server >= cfg.servers)
+      src.fail(key + ".server", fmt::format("server {} does not exist (servers are 0..{})", o.server, cfg.servers - 1));
+    if (o.gpu_memory != 0) require_positive(src, key + ".gpu_memory", o.gpu_memory, "a memory size");
+    if (o.gpu_speed != 0) require_positive(src, key + ".gpu_speed", o.gpu_speed, "a relative compute speed");
+  }
+}
+
+// Adds GPUs (gpu<g>, numbered across servers), their NVLink up and down links in that order,
+// server nodes and the intra-server routes: GPU a's up link, then GPU b's down link.
+Servers add_servers(Cluster& c, const GpuServersConfig& cfg, const std::vector<int>& gpus_per_server) {
+  Servers s;
+  s.count = static_cast<int>(gpus_per_server.size());
+  s.first_gpu.assign(1, 0);
+  for (int g : gpus_per_server) s.first_gpu.push_back(s.first_gpu.back() + g);
+  std::vector<double> memory(s.count, cfg.gpu_memory), speed(s.count, cfg.gpu_speed);
+  for (const ServerOverride& o : cfg.overrides) {
+    if (o.gpu_memory > 0) memory[o.server] = o.gpu_memory;
+    if (o.gpu_speed > 0) speed[o.server] = o.gpu_speed;
+  }
+  for (int srv = 0; srv < s.count; ++srv) s.node.push_back(c.add_node({fmt::format("server{}", srv), NodeKind::Server, srv}));
+  std::vector<int> up_stage, down_stage;
+  for (int srv = 0; srv < s.count; ++srv)
+    for (int g = s.first_gpu[srv]; g < s.first_gpu[srv + 1]; ++g) {
+      c.add_device({fmt::format("gpu{}", g), srv, memory[srv], speed[srv]});
+      const int node = c.add_node({fmt::format("gpu{}", g), NodeKind::Gpu, srv});
+      const int up = c.add_link({fmt::format("gpu{}-nvlink-up", g), cfg.nvlink_bandwidth, cfg.nvlink_latency, node, s.node[srv]});
+      const int down = c.add_link({fmt::format("gpu{}-nvlink-down", g), cfg.nvlink_bandwidth, cfg.nvlink_latency, s.node[srv], node});
+      up_stage.push_back(c.add_path_set({RoutePath{{up}, 1.0}}));
+      down_stage.push_back(c.add_path_set({RoutePath{{down}, 1.0}}));
+    }
+  for (int srv = 0; srv < s.count; ++srv)
+    for (int a = s.first_gpu[srv]; a < s.first_gpu[srv + 1]; ++a)
+      for (int b = s.first_gpu[srv]; b < s.first_gpu[srv + 1]; ++b)
+        if (a != b) c.use_route(a, b, c.add_route({up_stage[a], down_stage[b]}));
+  return s;
+}
+
+// Every GPU pair of servers sa -> sb follows `route`.
+void use_server_route(Cluster& c, const Servers& s, int sa, int sb, int route) {
+  for (int a = s.first_gpu[sa]; a < s.first_gpu[sa + 1]; ++a)
+    for (int b = s.first_gpu[sb]; b < s.first_gpu[sb + 1]; ++b) c.use_route(a, b, route);
+}
+
+std::vector<int> uniform_servers(const GpuServersConfig& cfg) { return std::vector<int>(cfg.servers, cfg.gpus_per_server); }
+
+std::string servers_phrase(const GpuServersConfig& cfg, int servers) {
+  return fmt::format("{} servers x {} GPUs (NVLink {})", servers, cfg.gpus_per_server, format_bandwidth(cfg.nvlink_bandwidth));
+}
+
+void note_overrides(Cluster& c, const GpuServersConfig& cfg) {
+  for (const ServerOverride& o : cfg.overrides) {
+    std::string what;
+    if (o.gpu_memory > 0) what += fmt::format("GPU memory {}", format_bytes(o.gpu_memory));
+    if (o.gpu_speed > 0) what += fmt::format("{}compute speed x{}", what.empty() ? "" : ", ", o.gpu_speed);
+    if (!what.empty()) c.fabric.notes.push_back(fmt::format("server {}: {}", o.server, what));
+  }
+}
+
+// A one-way link from node `from` to node `to`, named after them.
+int add_cable_link(Cluster& c, int from, int to, double bandwidth, double latency) {
+  return c.add_link({fmt::format("{}-to-{}", c.nodes()[from].name, c.nodes()[to].name), bandwidth, latency, from, to});
+}
+
+Nics add_single_nics(Cluster& c, const Servers& s, const std::vector<int>& switch_of_server, double bandwidth, double latency) {
+  Nics n;
+  for (int srv = 0; srv < s.count; ++srv) {
+    const int up = c.add_link({fmt::format("server{}-nic-up", srv), bandwidth, latency, s.node[srv], switch_of_server[srv]});
+    const int down = c.add_link({fmt::format("server{}-nic-down", srv), bandwidth, latency, switch_of_server[srv], s.node[srv]});
+    n.up_stage.push_back(c.add_path_set({RoutePath{{up}, 1.0}}));
+    n.down_stage.push_back(c.add_path_set({RoutePath{{down}, 1.0}}));
+  }
+  return n;
+}
+
+std::string ratio(double r) { return fmt::format("{:.4g}:1", r); }
+
+}  // namespace fabric
+
+}  // namespace placesim

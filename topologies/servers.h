@@ -1,0 +1,125 @@
+#pragma once
+// What every server-based fabric shares: GPU servers whose GPUs are joined by NVLink (each GPU
+// has an up and a down link of `nvlink_bandwidth` to the server's NVSwitch, so GPU a -> GPU b of
+// one server crosses a's up link and b's down link), their NICs, the keys that describe them
+// (gpu_servers_schema) and the checks and building blocks the fabric files use.
+//
+// Inter-server traffic goes NIC to NIC; the GPU-to-NIC hop (PCIe) is not modelled, so the GPUs of
+// a server share its NICs. Every cable is full duplex: two one-way links, one per direction.
+// Link names: "gpu<g>-nvlink-up/down", "server<s>-nic-up/down" (multi-nic: "server<s>-nic<i>-up"),
+// switch-to-switch links "<from>-to-<to>".
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/cluster.h"
+#include "sim/options.h"
+
+namespace placesim {
+
+constexpr double kDefaultGpuMemory = 16.0 * 1024 * 1024 * 1024;
+// The pairwise view is quadratic in GPUs (28 bytes per ordered pair).
+constexpr int kMaxClusterGpus = 4096;
+
+// A per-server change, so heterogeneous clusters can be described; 0 keeps the cluster's value.
+struct ServerOverride {
+  int server = 0;
+  double gpu_memory = 0;  // bytes
+  double gpu_speed = 0;   // relative compute speed (see Device::compute_speed)
+  bool operator==(const ServerOverride&) const = default;
+};
+
+// How a builder's errors name fields: "cluster.<key>" by default; the registry passes the file
+// and a function that adds the YAML path and line.
+struct ConfigSource {
+  std::string file;
+  std::function<std::string(const std::string& key)> field;
+  std::string name(const std::string& key) const { return field ? field(key) : "cluster." + key; }
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const;
+};
+
+// The GPU servers every fabric connects (each fabric's config extends it).
+struct GpuServersConfig {
+  int servers = 4;
+  int gpus_per_server = 2;
+  double nvlink_bandwidth = 50e9;  // per GPU, each direction
+  double nvlink_latency = 0;
+  double gpu_memory = kDefaultGpuMemory;
+  double gpu_speed = 1.0;
+  std::vector<ServerOverride> overrides;
+  bool operator==(const GpuServersConfig&) const = default;
+};
+
+// `server_overrides: [{server: 3, gpu_memory: 80GiB}, {servers: [4, 5], gpu_speed: 2}]`.
+void parse_server_overrides(const YamlFields& f, std::string_view key, GpuServersConfig& cfg);
+// The override indices against the final server count (a fabric may derive it from other keys).
+void check_server_overrides(const YamlFields& f, const GpuServersConfig& cfg);
+
+// The keys of GpuServersConfig, for a fabric's schema (`servers_default` documents a derived
+// default, such as a full fat-tree).
+template <class Config>
+OptionSchema<Config> gpu_servers_schema(std::string servers_default = "") {
+  OptionSchema<GpuServersConfig> s;
+  s.count("servers", &GpuServersConfig::servers, "GPU servers", 1, 1 << 20, "3");
+  if (!servers_default.empty()) {
+    auto entries = s.entries();  // re-declare with the derived default's text
+    OptionSchema<GpuServersConfig> t;
+    OptionDoc doc = entries[0].doc;
+    doc.default_text = servers_default;
+    t.add(doc, entries[0].parse);
+    s = t;
+  }
+  s.count("gpus_per_server", &GpuServersConfig::gpus_per_server, "GPUs in each server", 1, 1 << 20, "1");
+  s.bandwidth("nvlink_bandwidth", &GpuServersConfig::nvlink_bandwidth, "NVLink bandwidth per GPU, each direction", "100GB/s");
+  s.duration("nvlink_latency", &GpuServersConfig::nvlink_latency, "NVLink latency", Range::non_negative(), "1us");
+  s.bytes("gpu_memory", &GpuServersConfig::gpu_memory, "memory of each GPU", "8GiB");
+  s.number("gpu_speed", &GpuServersConfig::gpu_speed,
+           "compute speed relative to the GPU the graph was profiled on (an operator takes compute_s / gpu_speed)",
+           Range::positive(), "2");
+  s.add({"server_overrides", "list", "per-server GPU memory and/or speed: [{server: 3, gpu_memory: 80GiB}, {servers: [4, 5], gpu_speed: 2}]",
+         "none", {}, "[{server: 0, gpu_speed: 3}]"},
+        parse_server_overrides);
+  s.check(check_server_overrides);
+  OptionSchema<Config> out;
+  out.include(s);
+  return out;
+}
+
+// Building blocks of the fabric files.
+namespace fabric {
+
+void require_positive(const ConfigSource& src, const std::string& key, double value, const char* what = "a bandwidth");
+void require_latency(const ConfigSource& src, const std::string& key, double value);
+void require_count(const ConfigSource& src, const std::string& key, long value, long min, long max);
+
+// The servers of a fabric: GPUs joined by NVLink, one Server node per server (its NVSwitch and
+// NICs), and the routes between GPUs of one server.
+struct Servers {
+  int count = 0;
+  std::vector<int> first_gpu;  // per server, plus one past the end
+  std::vector<int> node;       // per server: its Server node
+  int gpus(int s) const { return first_gpu[s + 1] - first_gpu[s]; }
+};
+
+void validate_servers(const GpuServersConfig& cfg, const ConfigSource& src, long total_gpus);
+// Adds GPUs (gpu<g>, numbered across servers), their NVLink up and down links in that order,
+// server nodes and the intra-server routes: GPU a's up link, then GPU b's down link.
+Servers add_servers(Cluster& c, const GpuServersConfig& cfg, const std::vector<int>& gpus_per_server);
+// Every GPU pair of servers sa -> sb follows `route`.
+void use_server_route(Cluster& c, const Servers& s, int sa, int sb, int route);
+std::vector<int> uniform_servers(const GpuServersConfig& cfg);
+std::string servers_phrase(const GpuServersConfig& cfg, int servers);
+void note_overrides(Cluster& c, const GpuServersConfig& cfg);
+// A one-way link from node `from` to node `to`, named after them.
+int add_cable_link(Cluster& c, int from, int to, double bandwidth, double latency);
+
+// The NIC links of a one-NIC server to its switch: "server<s>-nic-up" and "-down".
+struct Nics {
+  std::vector<int> up_stage, down_stage;  // per server: a one-link path set
+};
+Nics add_single_nics(Cluster& c, const Servers& s, const std::vector<int>& switch_of_server, double bandwidth, double latency);
+std::string ratio(double r);
+
+}  // namespace fabric
+
+}  // namespace placesim

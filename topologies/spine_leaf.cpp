@@ -1,0 +1,144 @@
+#include "topologies/spine_leaf.h"
+
+#include <charconv>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "sim/errors.h"
+#include "sim/units.h"
+
+namespace placesim {
+
+using namespace fabric;
+
+Cluster make_spine_leaf(const SpineLeafConfig& cfg, const ConfigSource& src) {
+  require_count(src, "servers_per_leaf", cfg.servers_per_leaf, 1, kMaxClusterGpus);
+  require_count(src, "spines", cfg.spines, 1, 1024);
+  if (cfg.leaves != 0) require_count(src, "leaves", cfg.leaves, 1, kMaxClusterGpus);
+  const int servers = cfg.servers == 0 ? cfg.leaves * cfg.servers_per_leaf : cfg.servers;
+  if (servers == 0) src.fail("servers", "give the number of servers or of leaves");
+  require_count(src, "servers", servers, 1, kMaxClusterGpus);
+  const int leaves = cfg.leaves != 0 ? cfg.leaves : (servers + cfg.servers_per_leaf - 1) / cfg.servers_per_leaf;
+  if (servers > static_cast<long>(leaves) * cfg.servers_per_leaf)
+    src.fail("servers", fmt::format("{} leaves of {} servers hold {} servers, not {}", leaves, cfg.servers_per_leaf,
+                                    leaves * cfg.servers_per_leaf, servers));
+  SpineLeafConfig full = cfg;
+  full.servers = servers;
+  validate_servers(full, src, static_cast<long>(servers) * cfg.gpus_per_server);
+  require_positive(src, "nic_bandwidth", cfg.nic_bandwidth);
+  require_latency(src, "nic_latency", cfg.nic_latency);
+  require_latency(src, "uplink_latency", cfg.uplink_latency);
+  double uplink = cfg.uplink_bandwidth;
+  if (uplink != 0) {
+    require_positive(src, "uplink_bandwidth", uplink);
+  } else {
+    require_positive(src, "oversubscription", cfg.oversubscription, "a ratio");
+    uplink = cfg.servers_per_leaf * cfg.nic_bandwidth / (cfg.spines * cfg.oversubscription);
+  }
+  const double oversubscription = cfg.servers_per_leaf * cfg.nic_bandwidth / (cfg.spines * uplink);
+
+  Cluster c;
+  const Servers s = add_servers(c, full, uniform_servers(full));
+  std::vector<int> leaf_node(leaves), spine_node(cfg.spines);
+  for (int l = 0; l < leaves; ++l) leaf_node[l] = c.add_node({fmt::format("leaf{}", l), NodeKind::Switch, -1});
+  for (int j = 0; j < cfg.spines; ++j) spine_node[j] = c.add_node({fmt::format("spine{}", j), NodeKind::Switch, -1});
+  std::vector<int> leaf_of_server(servers);
+  for (int srv = 0; srv < servers; ++srv) leaf_of_server[srv] = leaf_node[srv / cfg.servers_per_leaf];
+  const Nics nics = add_single_nics(c, s, leaf_of_server, cfg.nic_bandwidth, cfg.nic_latency);
+  std::vector<std::vector<int>> up(leaves, std::vector<int>(cfg.spines)), down = up;
+  for (int l = 0; l < leaves; ++l)
+    for (int j = 0; j < cfg.spines; ++j) {
+      up[l][j] = add_cable_link(c, leaf_node[l], spine_node[j], uplink, cfg.uplink_latency);
+      down[l][j] = add_cable_link(c, spine_node[j], leaf_node[l], uplink, cfg.uplink_latency);
+    }
+  // Middle stages per leaf pair: all spines (ECMP) or the one the destination picks (static).
+  const int choices = cfg.ecmp ? 1 : cfg.spines;
+  std::vector<int> middle(static_cast<std::size_t>(leaves) * leaves * choices, -1);
+  auto middle_stage = [&](int la, int lb, int dst) {
+    const int pick = cfg.ecmp ? 0 : dst % cfg.spines;
+    int& id = middle[(static_cast<std::size_t>(la) * leaves + lb) * choices + pick];
+    if (id >= 0) return id;
+    std::vector<RoutePath> paths;
+    if (cfg.ecmp)
+      for (int j = 0; j < cfg.spines; ++j) paths.push_back({{up[la][j], down[lb][j]}, 1.0 / cfg.spines});
+    else
+      paths.push_back({{up[la][pick], down[lb][pick]}, 1.0});
+    return id = c.add_path_set(std::move(paths));
+  };
+  for (int a = 0; a < servers; ++a)
+    for (int b = 0; b < servers; ++b) {
+      if (a == b) continue;
+      const int la = a / cfg.servers_per_leaf, lb = b / cfg.servers_per_leaf;
+      const int route = la == lb ? c.add_route({nics.up_stage[a], nics.down_stage[b]})
+                                 : c.add_route({nics.up_stage[a], middle_stage(la, lb, b), nics.down_stage[b]});
+      use_server_route(c, s, a, b, route);
+    }
+
+  c.description = fmt::format("spine-leaf: {} on {} leaves of {}, {} spines, NIC {}, uplinks {} ({} oversubscribed), {}",
+                              servers_phrase(cfg, servers), leaves, cfg.servers_per_leaf, cfg.spines,
+                              format_bandwidth(cfg.nic_bandwidth), format_bandwidth(uplink), ratio(oversubscription),
+                              cfg.ecmp ? "ECMP" : "static routing");
+  c.fabric.type = "spine-leaf";
+  c.fabric.oversubscription = oversubscription;
+  c.fabric.notes.push_back(cfg.ecmp ? fmt::format("routing: ECMP, transfers between leaves split into {} equal sub-flows, one per spine",
+                                                  cfg.spines)
+                                    : "routing: static, spine = destination server mod spines");
+  note_overrides(c, cfg);
+  finish_cluster(c, "spine-leaf", cfg, src.file.empty() ? "spine-leaf cluster" : src.file);
+  return c;
+}
+
+namespace {
+
+// "4", "4:1" or "1.5" -> the ratio.
+void parse_ratio(const YamlFields& f, std::string_view key, SpineLeafConfig& c) {
+  const std::string text = f.string(key);
+  const auto colon = text.find(':');
+  auto number = [&](std::string_view s) {
+    double v = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || !(v > 0) || !std::isfinite(v))
+      throw_field_error(f, key, fmt::format("expected a positive ratio such as 4 or '4:1', got '{}'", text));
+    return v;
+  };
+  c.oversubscription = colon == std::string::npos
+                           ? number(text)
+                           : number(std::string_view(text).substr(0, colon)) / number(std::string_view(text).substr(colon + 1));
+}
+
+}  // namespace
+
+TopologyType spine_leaf_topology() {
+  using C = SpineLeafConfig;
+  OptionSchema<C> s;
+  s.count("servers_per_leaf", &C::servers_per_leaf, "servers under each leaf switch", 1, 1 << 20, "2");
+  s.count("spines", &C::spines, "spine switches; each leaf has one uplink to each", 1, 1024, "4");
+  s.count("leaves", &C::leaves, "leaf switches (0: as many as the servers need)", 1, 1 << 20, "3");
+  s.check([](const YamlFields& f, C& c) {
+    if (f.has("servers")) return;
+    if (!f.has("leaves"))
+      throw InputError(f.file(), f.path().empty() ? "servers" : f.path() + ".servers", "give `servers:` or `leaves:`");
+    const long servers = static_cast<long>(c.leaves) * c.servers_per_leaf;
+    if (servers > kMaxClusterGpus)
+      throw_field_error(f, "leaves", fmt::format("{} leaves of {} servers make {} servers, more than placesim handles ({})",
+                                                 c.leaves, c.servers_per_leaf, servers, kMaxClusterGpus));
+    c.servers = static_cast<int>(servers);
+  });
+  s.include(gpu_servers_schema<GpuServersConfig>("leaves x servers_per_leaf"));
+  s.bandwidth("nic_bandwidth", &C::nic_bandwidth, "server <-> leaf, each direction", "25GB/s");
+  s.duration("nic_latency", &C::nic_latency, "latency of each NIC link", Range::non_negative(), "5us");
+  s.bandwidth("uplink_bandwidth", &C::uplink_bandwidth, "each leaf <-> spine link", "5GB/s", "from oversubscription");
+  s.add({"oversubscription", "ratio", "leaf downlink : uplink capacity, 4 or '4:1' (when uplink_bandwidth is not given)", "1:1",
+         {}, "4:1"},
+        parse_ratio);
+  s.check([](const YamlFields& f, C&) {
+    if (f.has("uplink_bandwidth") && f.has("oversubscription"))
+      throw_field_error(f, "oversubscription", "give either uplink_bandwidth or oversubscription (which sizes the uplinks), not both");
+  });
+  s.duration("uplink_latency", &C::uplink_latency, "leaf <-> spine latency", Range::non_negative(), "5us");
+  s.flag("ecmp", &C::ecmp, "split transfers between leaves over every spine (false: spine = destination mod spines)");
+  return topology_type<C>("spine-leaf", {}, "leaves of servers under spines, uplinks sized by an oversubscription ratio", s,
+                          make_spine_leaf);
+}
+
+}  // namespace placesim
