@@ -12,6 +12,8 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
+#include "scenarios/record.h"
+#include "scenarios/results_store.h"
 #include "sim/errors.h"
 #include "sim/units.h"
 #include "sim/yaml_fields.h"
@@ -22,114 +24,48 @@ using nlohmann::json;
 
 namespace {
 
-std::optional<double> number_at(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-std::string string_at(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-// Swept values arrive as YAML scalars ("20GB/s", "4", "0.5"): numbers where they parse, so that
-// plots can put them on an axis; bandwidths become bytes/s, durations seconds.
-json numeric_if_possible(const std::string& key, const json& value) {
-  if (!value.is_string()) return value;
-  const std::string text = value.get<std::string>();
-  try {
-    std::size_t used = 0;
-    double v = std::stod(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  try {
-    if (key.find("bandwidth") != std::string::npos) return parse_bandwidth(text, "", key);
-    if (key.find("latency") != std::string::npos || key.find("alpha") != std::string::npos)
-      return parse_duration(text, "", key);
-  } catch (const std::exception&) {
-  }
-  return value;
-}
-
-// One record of results.jsonl (a sweep point) or one entry of results.json's "strategies". The
-// point's own fields win over the file-level ones (`defaults`).
-ReportRecord normalise(const json& obj, const json& defaults, const fs::path& dir) {
-  ReportRecord r;
-  r.strategy = string_at(obj, "label");
-  if (r.strategy.empty()) r.strategy = string_at(obj, "strategy");
-  r.graph = string_at(obj, "graph");
-  if (r.graph.empty()) r.graph = string_at(defaults, "graph");
-  if (r.graph.empty()) r.graph = string_at(defaults, "scenario");
-  if (auto g = number_at(obj, "gpus")) r.gpus = static_cast<int>(*g);
-  else if (auto it = obj.find("memory_per_gpu"); it != obj.end() && it->is_array())
-    r.gpus = static_cast<int>(it->size());
-  else if (auto g2 = number_at(defaults, "gpus")) r.gpus = static_cast<int>(*g2);
-  for (const char* key : {"params", "sweep", "parameters"}) {
-    auto it = obj.find(key);
-    if (it != obj.end() && it->is_object()) {
-      for (const auto& [k, v] : it->items()) r.params[k] = numeric_if_possible(k, v);
-      break;
-    }
-  }
-  r.evaluator_latency = number_at(obj, "evaluator_latency");
-  r.simgrid_latency = number_at(obj, "simgrid_latency");
-  r.latency = r.simgrid_latency ? r.simgrid_latency : r.evaluator_latency;
-  r.search_time = number_at(obj, "search_time");
-  r.peak_memory = number_at(obj, "peak_memory").value_or(0);
-  r.oom = obj.value("oom", false);
-  r.error = string_at(obj, "error");
-  const std::string status = string_at(obj, "status");
-  r.failed = !r.error.empty() || status == "failed" || !r.latency;
-  if (r.failed && r.error.empty()) r.error = status.empty() ? "no latency recorded" : status;
-  if (auto trace = string_at(obj, "trace_file"); !trace.empty()) {
-    fs::path p(trace);
-    r.trace_file = (p.is_absolute() ? p : dir / p).lexically_normal().string();
-  }
-  if (auto it = obj.find("strategy_report"); it != obj.end() && it->is_object()) r.strategy_report = *it;
-  return r;
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-std::string param_text(const std::string& key, const json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number() && key.find("bandwidth") != std::string::npos) return format_bandwidth(v.get<double>());
-  if (v.is_number()) return fmt::format("{:.6g}", v.get<double>());
-  return v.dump();
+// The swept values in path order (as the report has always listed them).
+std::vector<const SweepValue*> sorted_sweep(const PointRecord& r) {
+  std::vector<const SweepValue*> values;
+  for (const SweepValue& v : r.sweep) values.push_back(&v);
+  std::sort(values.begin(), values.end(), [](const SweepValue* a, const SweepValue* b) { return a->path < b->path; });
+  return values;
 }
 
-// The parameters that tell groups apart: every swept value except the strategy and repetition.
-std::string group_name(const ReportRecord& r) {
+// The parameters that tell groups apart: every swept value except the strategy.
+std::string group_name(const PointRecord& r) {
   std::string name = fmt::format("{} on {} GPUs", r.graph, r.gpus);
-  for (const auto& [k, v] : r.params.items()) {
-    // The graph and strategy have their own columns; repetitions and seeds are what medians merge.
-    if (k == "graph" || k == "cluster.gpus" || k == "strategy" || k == "repetition" || k == "seed") continue;
-    name += fmt::format(", {}={}", k, param_text(k, v));
+  for (const SweepValue* v : sorted_sweep(r)) {
+    // The graph, GPU count and strategy have their own columns.
+    if (v->path == "graph" || v->path == "cluster.gpus" || v->path == "strategy") continue;
+    name += fmt::format(", {}={}", v->path, v->printed());
   }
   return name;
 }
 
-std::string field_text(const ReportRecord& r, const std::string& field) {
+std::string field_text(const PointRecord& r, const std::string& field) {
   if (field == "graph") return r.graph;
-  if (field == "strategy") return r.strategy;
+  if (field == "strategy") return r.label;
   if (field == "gpus") return std::to_string(r.gpus);
-  if (auto it = r.params.find(field); it != r.params.end()) return param_text(field, *it);
+  if (const SweepValue* v = r.sweep_value(field)) return v->printed();
   return "-";
 }
 
-std::optional<double> value_of(const ReportRecord& r, const std::string& value) {
-  if (value == "latency") return r.latency;
-  if (value == "evaluator_latency") return r.evaluator_latency;
-  if (value == "simgrid_latency") return r.simgrid_latency;
-  if (value == "search_time") return r.search_time;
-  if (value == "peak_memory") return r.peak_memory;
-  if (auto it = r.strategy_report.find(value); it != r.strategy_report.end() && it->is_number())
+std::optional<double> value_of(const PointRecord& r, const std::string& value) {
+  if (!r.measurement) return std::nullopt;
+  const PointMeasurement& m = *r.measurement;
+  if (value == "latency") return r.latency();
+  if (value == "evaluator_latency") return m.evaluator_latency;
+  if (value == "simgrid_latency") return m.simgrid_latency;
+  if (value == "search_time") return m.search_time;
+  if (value == "peak_memory") return m.peak_memory;
+  if (auto it = m.strategy_report.find(value); it != m.strategy_report.end() && it->is_number())
     return it->get<double>();
   return std::nullopt;
 }
@@ -142,7 +78,7 @@ std::string format_value(const std::string& value, double v) {
   return fmt::format("{:.4g}", v);
 }
 
-std::string joined(const ReportRecord& r, const std::vector<std::string>& fields) {
+std::string joined(const PointRecord& r, const std::vector<std::string>& fields) {
   std::string s;
   for (const auto& f : fields) s += (s.empty() ? "" : " / ") + field_text(r, f);
   return s;
@@ -150,58 +86,21 @@ std::string joined(const ReportRecord& r, const std::vector<std::string>& fields
 
 }  // namespace
 
-std::vector<ReportRecord> load_report_records(const std::string& path) {
-  fs::path file(path);
-  if (fs::is_directory(file)) {
-    if (fs::exists(file / "results.jsonl")) file /= "results.jsonl";
-    else if (fs::exists(file / "results.json")) file /= "results.json";
-    else throw InputError(path, "", "no results.jsonl or results.json in this folder; run `placesim run` first");
-  }
-  std::ifstream in(file);
-  if (!in) throw InputError(file.string(), "", "cannot be opened");
-  const fs::path dir = file.parent_path();
-  std::vector<ReportRecord> records;
-  if (file.extension() == ".jsonl") {
-    std::string line;
-    int line_no = 0;
-    while (std::getline(in, line)) {
-      ++line_no;
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      json obj;
-      try {
-        obj = json::parse(line);
-      } catch (const json::parse_error& e) {
-        throw InputError(file.string(), fmt::format("line {}", line_no), fmt::format("is not JSON: {}", e.what()));
-      }
-      if (!obj.is_object()) throw InputError(file.string(), fmt::format("line {}", line_no), "expected a JSON object");
-      records.push_back(normalise(obj, json::object(), dir));
-    }
-  } else {
-    json doc;
-    try {
-      doc = json::parse(in);
-    } catch (const json::parse_error& e) {
-      throw InputError(file.string(), "", fmt::format("is not JSON: {}", e.what()));
-    }
-    auto it = doc.find("strategies");
-    if (!doc.is_object() || it == doc.end() || !it->is_array())
-      throw InputError(file.string(), "strategies", "expected the array of results that `placesim run` writes");
-    for (const auto& s : *it) records.push_back(normalise(s, doc, dir));
-  }
-  return records;
+std::vector<PointRecord> load_report_records(const std::string& path) {
+  return read_results(results_file_in(path));
 }
 
-std::string format_comparison_table(std::span<const ReportRecord> records) {
+std::string format_comparison_table(std::span<const PointRecord> records) {
   // group -> strategy (in first-seen order) -> records
   std::vector<std::string> group_order;
   std::map<std::string, std::vector<std::string>> strategy_order;
-  std::map<std::pair<std::string, std::string>, std::vector<const ReportRecord*>> cells;
+  std::map<std::pair<std::string, std::string>, std::vector<const PointRecord*>> cells;
   for (const auto& r : records) {
     const std::string g = group_name(r);
     if (std::find(group_order.begin(), group_order.end(), g) == group_order.end()) group_order.push_back(g);
     auto& so = strategy_order[g];
-    if (std::find(so.begin(), so.end(), r.strategy) == so.end()) so.push_back(r.strategy);
-    cells[{g, r.strategy}].push_back(&r);
+    if (std::find(so.begin(), so.end(), r.label) == so.end()) so.push_back(r.label);
+    cells[{g, r.label}].push_back(&r);
   }
   std::ostringstream out;
   for (const auto& g : group_order) {
@@ -218,17 +117,17 @@ std::string format_comparison_table(std::span<const ReportRecord> records) {
       Row row;
       row.strategy = s;
       std::vector<double> lat, search;
-      for (const ReportRecord* r : cells[{g, s}]) {
+      for (const PointRecord* r : cells[{g, s}]) {
         ++row.runs;
-        if (r->failed) {
+        if (!r->measurement) {
           ++row.failures;
           if (row.error.empty()) row.error = r->error;
           continue;
         }
-        lat.push_back(*r->latency);
-        if (r->search_time) search.push_back(*r->search_time);
-        row.memory = std::max(row.memory, r->peak_memory);
-        row.oom = row.oom || r->oom;
+        lat.push_back(*r->latency());
+        search.push_back(r->measurement->search_time);
+        row.memory = std::max(row.memory, r->measurement->peak_memory);
+        row.oom = row.oom || r->measurement->oom;
       }
       if (!lat.empty()) row.latency = median(lat);
       if (!search.empty()) row.search = median(search);
@@ -255,24 +154,32 @@ std::string format_comparison_table(std::span<const ReportRecord> records) {
   return out.str();
 }
 
-nlohmann::json records_to_json(std::span<const ReportRecord> records) {
+nlohmann::json records_to_json(std::span<const PointRecord> records, const std::string& dir) {
   json out = json::array();
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   for (const auto& r : records) {
+    json params = json::object();
+    for (const SweepValue& v : r.sweep) params[v.path] = v.quantity ? json(v.quantity->value) : json(v.text);
+    const PointMeasurement* m = r.measurement ? &*r.measurement : nullptr;
+    std::string trace;
+    if (m && !m->trace_file.empty()) {
+      const fs::path p(m->trace_file);
+      trace = (p.is_absolute() ? p : fs::path(dir) / p).lexically_normal().string();
+    }
     out.push_back({{"graph", r.graph},
-                   {"strategy", r.strategy},
+                   {"strategy", r.label},
                    {"gpus", r.gpus},
-                   {"params", r.params},
-                   {"latency", opt(r.latency)},
-                   {"evaluator_latency", opt(r.evaluator_latency)},
-                   {"simgrid_latency", opt(r.simgrid_latency)},
-                   {"search_time", opt(r.search_time)},
-                   {"peak_memory", r.peak_memory},
-                   {"oom", r.oom},
-                   {"failed", r.failed},
+                   {"params", params},
+                   {"latency", opt(r.latency())},
+                   {"evaluator_latency", opt(m ? std::optional(m->evaluator_latency) : std::nullopt)},
+                   {"simgrid_latency", opt(m ? m->simgrid_latency : std::nullopt)},
+                   {"search_time", opt(m ? std::optional(m->search_time) : std::nullopt)},
+                   {"peak_memory", m ? m->peak_memory : 0.0},
+                   {"oom", m && m->oom},
+                   {"failed", r.failed()},
                    {"error", r.error},
-                   {"trace_file", r.trace_file},
-                   {"strategy_report", r.strategy_report}});
+                   {"trace_file", trace},
+                   {"strategy_report", m ? json(m->strategy_report) : json::object()}});
   }
   return out;
 }
@@ -319,22 +226,22 @@ ReportSpec report_spec_from_yaml(const YAML::Node& node, const std::string& file
   return spec;
 }
 
-std::string format_pivot_table(std::span<const ReportRecord> records, const PivotSpec& spec) {
+std::string format_pivot_table(std::span<const PointRecord> records, const PivotSpec& spec) {
   std::vector<std::string> row_keys, column_keys;
   std::map<std::pair<std::string, std::string>, std::vector<double>> cells;
   std::set<std::pair<std::string, std::string>> oom, failed;
   for (const auto& r : records) {
     if (!spec.strategies.empty() &&
-        std::find(spec.strategies.begin(), spec.strategies.end(), r.strategy) == spec.strategies.end())
+        std::find(spec.strategies.begin(), spec.strategies.end(), r.label) == spec.strategies.end())
       continue;
     const std::string row = joined(r, spec.rows), column = joined(r, spec.columns);
     if (std::find(row_keys.begin(), row_keys.end(), row) == row_keys.end()) row_keys.push_back(row);
     if (std::find(column_keys.begin(), column_keys.end(), column) == column_keys.end()) column_keys.push_back(column);
-    if (r.failed) {
+    if (r.failed()) {
       failed.insert({row, column});
       continue;
     }
-    if (r.oom) oom.insert({row, column});
+    if (r.measurement->oom) oom.insert({row, column});
     if (auto v = value_of(r, spec.value)) cells[{row, column}].push_back(*v);
   }
   std::ostringstream out;
@@ -397,7 +304,8 @@ std::string plot_python() {
 }
 
 int run_report(const ReportOptions& options, std::ostream& out, std::ostream& err) {
-  const std::vector<ReportRecord> records = load_report_records(options.results);
+  const std::string file = results_file_in(options.results);
+  const std::vector<PointRecord> records = read_results(file);
   if (records.empty()) throw InputError(options.results, "", "holds no results");
   fs::path dir = options.output;
   if (dir.empty()) {
@@ -414,7 +322,7 @@ int run_report(const ReportOptions& options, std::ostream& out, std::ostream& er
     out << md;
     write_text(dir / "pivot.md", md);
   }
-  write_text(dir / "records.json", records_to_json(records).dump(1) + "\n");
+  write_text(dir / "records.json", records_to_json(records, fs::path(file).parent_path().string()).dump(1) + "\n");
   out << fmt::format("report: {}/table.txt, {}/records.json\n", dir.string(), dir.string());
   if (!options.plots) return 0;
   std::string script = options.plot_script;

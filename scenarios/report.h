@@ -1,43 +1,34 @@
 #pragma once
-// `placesim report`: reads what `placesim run` wrote (results.jsonl of a sweep, or results.json of
-// a plain run), prints the comparison table and hands normalised records to tools/plot_results.py
-// for the plots. Latency is SimGrid's when it ran, else the evaluator's; all times in seconds.
+// `placesim report`: reads the records `placesim run` wrote (results.jsonl, or results.json;
+// scenarios/record.h), prints the comparison table and hands the records' values to
+// tools/plot_results.py for the plots. Latency is SimGrid's when it ran, else the evaluator's; all
+// times in seconds.
 #include <nlohmann/json.hpp>
-#include <yaml-cpp/yaml.h>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
+#include <yaml-cpp/yaml.h>
 
 namespace placesim {
 
-struct ReportRecord {
-  std::string graph;                 // the scenario's graph (model or file name)
-  std::string strategy;              // the strategy's label
-  int gpus = 0;
-  nlohmann::json params = nlohmann::json::object();  // swept values, numbers where they parse
-  std::optional<double> latency;     // SimGrid's if present, else the evaluator's
-  std::optional<double> evaluator_latency, simgrid_latency;
-  std::optional<double> search_time;
-  double peak_memory = 0;
-  bool oom = false;
-  bool failed = false;
-  std::string error;
-  std::string trace_file;            // absolute, or empty
-  nlohmann::json strategy_report = nlohmann::json::object();
-};
+// scenarios/record.h (which includes scenario.h, which includes this header for ReportSpec).
+struct PointRecord;
 
 // `path` is a results folder (results.jsonl is preferred over results.json) or one of those files.
 // Throws InputError naming the file, and the line for JSON Lines, when it cannot be read.
-std::vector<ReportRecord> load_report_records(const std::string& path);
+std::vector<PointRecord> load_report_records(const std::string& path);
 
 // One table per group of points that differ only in strategy (graph, GPU count, other swept
 // values): per strategy the median latency over repetitions, the speed-up of the best other
 // strategy's latency over this one (> 1: this one is faster), median search time, peak memory and
 // OOM or failure.
-std::string format_comparison_table(std::span<const ReportRecord> records);
+std::string format_comparison_table(std::span<const PointRecord> records);
 
-nlohmann::json records_to_json(std::span<const ReportRecord> records);
+// records.json for the plot script: per record graph, strategy (label), gpus, params (swept values
+// in SI units where they are quantities, else as written), latency, evaluator_latency,
+// simgrid_latency, search_time, peak_memory, oom, failed, error, trace_file (absolute: relative
+// paths are resolved against `dir`, the results folder) and strategy_report.
+nlohmann::json records_to_json(std::span<const PointRecord> records, const std::string& dir);
 
 // A pivot of one value (latency, search_time, evaluator_latency, simgrid_latency, peak_memory or a
 // key of strategy_report) with `rows` and `columns` naming record fields (graph, strategy, gpus) or
@@ -59,7 +50,7 @@ struct ReportSpec {
 // Parses a `report:` block: {tables: [{title, rows, columns, value, strategies}], gantt_strategy}.
 // Errors name the file and field.
 ReportSpec report_spec_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path);
-std::string format_pivot_table(std::span<const ReportRecord> records, const PivotSpec& spec);
+std::string format_pivot_table(std::span<const PointRecord> records, const PivotSpec& spec);
 
 struct ReportOptions {
   std::string results;      // results folder or file

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
-#include <ostream>
 
 #include "placement/strategy.h"
 #include "scenarios/fcfs.h"
@@ -90,11 +89,6 @@ PlacementResult place(const StrategySpec& spec, Strategy& strategy, const Graph&
   return placed;
 }
 
-void write_outputs(const ScenarioResults& r, const fs::path& dir) {
-  write_file_atomically((dir / "results.json").string(), results_to_json(r).dump(2) + "\n");
-  write_file_atomically((dir / "results.csv").string(), results_to_csv(r));
-}
-
 }  // namespace
 
 StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec& spec, const Graph& graph,
@@ -127,116 +121,6 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
   } catch (const std::exception& e) {
     // A failing strategy is recorded and the others still run: nothing asked for is dropped.
     out.error = e.what();
-  }
-  return out;
-}
-
-ScenarioResults run_scenario(const Scenario& scenario, const std::string& output_dir, std::ostream& log) {
-  ScenarioResults r;
-  r.scenario = scenario.name;
-  r.cluster = scenario.cluster.description;
-  const Graph graph = load_graph_source(scenario.graph, scenario.file, r.warnings);
-  for (const auto& w : r.warnings) log << "warning: " << w << "\n";
-  r.operators = graph.num_operators();
-  r.tensors = graph.num_tensors();
-  const fs::path dir = output_dir;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw InputError(output_dir, "output", "cannot create the output folder: " + ec.message());
-
-  log << fmt::format("scenario {}: {} operators, {} tensors on {}\n", scenario.name, graph.num_operators(),
-                     graph.num_tensors(), scenario.cluster.description);
-  for (std::size_t i = 0; i < scenario.strategies.size(); ++i) {
-    const StrategySpec& spec = scenario.strategies[i];
-    log << fmt::format("[{}/{}] {} ...", i + 1, scenario.strategies.size(), spec.label) << std::flush;
-    StrategyOutcome out = run_strategy_point(scenario, spec, graph, dir.string(), spec.label);
-    if (out.error.empty())
-      log << fmt::format(" {}{}\n", format_duration(out.measurement.simgrid_latency.value_or(out.measurement.evaluator_latency)),
-                         out.measurement.oom ? " (OOM)" : "");
-    else
-      log << " failed: " << out.error << "\n";
-    r.outcomes.push_back(std::move(out));
-    write_outputs(r, dir);
-  }
-  return r;
-}
-
-nlohmann::ordered_json outcome_to_json(const StrategyOutcome& o) {
-  nlohmann::ordered_json s;
-  s["label"] = o.label;
-  s["strategy"] = o.name;
-  if (!o.error.empty()) {
-    s["error"] = o.error;
-    return s;
-  }
-  const Measurement& m = o.measurement;
-  s["search_time"] = o.search_seconds;
-  s["evaluator_latency"] = m.evaluator_latency;
-  s["simgrid_latency"] = m.simgrid_latency ? nlohmann::ordered_json(*m.simgrid_latency) : nlohmann::ordered_json(nullptr);
-  s["simgrid_wall_time"] = m.simgrid_latency ? nlohmann::ordered_json(m.simgrid_wall_s) : nlohmann::ordered_json(nullptr);
-  s["lower_bound_critical_path"] = m.bounds.critical_path;
-  s["lower_bound_work_per_gpu"] = m.bounds.work_per_device;
-  s["memory_per_gpu"] = m.memory;
-  s["peak_memory"] = m.peak_memory;
-  s["oom"] = m.oom;
-  s["busy_per_gpu"] = m.schedule.busy;
-  nlohmann::ordered_json links = nlohmann::ordered_json::array();
-  for (const auto& l : m.links)
-    links.push_back({{"link", l.name}, {"bytes", l.bytes}, {"busy_time", l.busy_s},
-                     {"busy_fraction", l.busy_fraction}, {"mean_utilisation", l.mean_utilisation}});
-  s["links"] = std::move(links);
-  s["strategy_report"] = o.strategy_report;
-  s["placement_file"] = o.placement_file;
-  s["trace_file"] = o.trace_file;
-  return s;
-}
-
-nlohmann::json results_to_json(const ScenarioResults& r) {
-  nlohmann::ordered_json j;
-  j["scenario"] = r.scenario;
-  j["cluster"] = r.cluster;
-  j["operators"] = r.operators;
-  j["tensors"] = r.tensors;
-  j["units"] = {{"time", "s"}, {"memory", "B"}, {"bandwidth", "B/s"}};
-  j["warnings"] = r.warnings;
-  j["strategies"] = nlohmann::ordered_json::array();
-  for (const auto& o : r.outcomes) j["strategies"].push_back(outcome_to_json(o));
-  return j;
-}
-
-std::string results_to_csv(const ScenarioResults& r) {
-  std::string out =
-      "scenario,strategy,label,evaluator_latency_s,simgrid_latency_s,search_time_s,peak_memory_bytes,oom,error\n";
-  auto quote = [](const std::string& s) {
-    std::string q = "\"";
-    for (char c : s) q += (c == '"') ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-  };
-  for (const auto& o : r.outcomes) {
-    const Measurement& m = o.measurement;
-    if (!o.error.empty()) {
-      out += fmt::format("{},{},{},,,,,,{}\n", quote(r.scenario), quote(o.name), quote(o.label), quote(o.error));
-      continue;
-    }
-    out += fmt::format("{},{},{},{:.9g},{},{:.6g},{:.0f},{},\n", quote(r.scenario), quote(o.name), quote(o.label),
-                       m.evaluator_latency, m.simgrid_latency ? fmt::format("{:.9g}", *m.simgrid_latency) : "",
-                       o.search_seconds, m.peak_memory, m.oom ? "true" : "false");
-  }
-  return out;
-}
-
-std::string format_results_table(const ScenarioResults& r) {
-  std::string out = fmt::format("{:<20} {:>14} {:>14} {:>12} {:>14} {:>5}\n", "strategy", "evaluator", "simgrid",
-                                "search", "peak mem/GPU", "OOM");
-  for (const auto& o : r.outcomes) {
-    if (!o.error.empty()) {
-      out += fmt::format("{:<20} failed: {}\n", o.label, o.error);
-      continue;
-    }
-    const Measurement& m = o.measurement;
-    out += fmt::format("{:<20} {:>14} {:>14} {:>12} {:>14} {:>5}\n", o.label, format_duration(m.evaluator_latency),
-                       m.simgrid_latency ? format_duration(*m.simgrid_latency) : std::string("-"),
-                       format_duration(o.search_seconds), format_bytes(m.peak_memory), m.oom ? "yes" : "no");
   }
   return out;
 }

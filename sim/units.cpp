@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <fmt/format.h>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -44,32 +45,45 @@ std::string list_units(const std::vector<Unit>& units) {
   return out;
 }
 
-double parse_quantity(std::string_view text, const std::vector<Unit>& units, const char* kind,
-                      const std::string& file, const std::string& field) {
-  auto trim = [](std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
-  };
-  text = trim(text);
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// The number `text` starts with and the trimmed rest (the unit), or nullopt without a number.
+std::optional<std::pair<double, std::string_view>> split_number(std::string_view text) {
   double value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || ptr == text.data())
+  if (ec != std::errc() || ptr == text.data()) return std::nullopt;
+  return std::pair{value, trim(text.substr(ptr - text.data()))};
+}
+
+const Unit* find_unit(std::string_view suffix, const std::vector<Unit>& units) {
+  for (const auto& u : units)
+    if (u.suffix == suffix) return &u;
+  return nullptr;
+}
+
+double parse_quantity(std::string_view text, const std::vector<Unit>& units, const char* kind,
+                      const std::string& file, const std::string& field) {
+  text = trim(text);
+  const auto split = split_number(text);
+  if (!split)
     throw InputError(file, field, fmt::format("expected a {} such as '{}', got '{}'", kind,
                                               units.front().suffix == "B/s"      ? "20GB/s"
                                               : units.front().suffix == "s"      ? "1us"
                                               : units.front().suffix == "FLOP/s" ? "19.5TFLOP/s"
                                                                                  : "16GiB",
                                               text));
-  std::string_view suffix = trim(text.substr(ptr - text.data()));
+  const auto [value, suffix] = *split;
   double factor = 1.0;
   if (!suffix.empty()) {
-    bool found = false;
-    for (const auto& u : units)
-      if (u.suffix == suffix) { factor = u.factor; found = true; break; }
-    if (!found)
+    const Unit* unit = find_unit(suffix, units);
+    if (!unit)
       throw InputError(file, field, fmt::format("unknown {} unit '{}' (expected one of: {})", kind, suffix,
                                                 list_units(units)));
+    factor = unit->factor;
   }
   double result = value * factor;
   if (!std::isfinite(result) || result < 0)
@@ -97,6 +111,25 @@ double parse_flops(std::string_view text, const std::string& file, const std::st
   return rate;
 }
 
+std::optional<Quantity> parse_any_quantity(std::string_view text) {
+  text = trim(text);
+  const auto split = split_number(text);
+  if (!split) return std::nullopt;
+  const auto [value, suffix] = *split;
+  if (suffix.empty()) return std::isfinite(value) ? std::optional(Quantity{value, Dimension::Number}) : std::nullopt;
+  const std::pair<const std::vector<Unit>*, Dimension> tables[] = {{&kDurationUnits, Dimension::Duration},
+                                                                   {&kByteUnits, Dimension::Bytes},
+                                                                   {&kBandwidthUnits, Dimension::Bandwidth},
+                                                                   {&kFlopsUnits, Dimension::Flops}};
+  for (const auto& [units, dimension] : tables)
+    if (const Unit* unit = find_unit(suffix, *units)) {
+      const double result = value * unit->factor;
+      if (!std::isfinite(result) || result < 0) return std::nullopt;
+      return Quantity{result, dimension};
+    }
+  return std::nullopt;
+}
+
 std::string format_duration(double s) {
   double a = std::fabs(s);
   if (a == 0) return "0 s";
@@ -121,6 +154,17 @@ std::string format_flops(double f) {
   if (f >= 1e12) return fmt::format("{:.4g} TFLOP/s", f / 1e12);
   if (f >= 1e9) return fmt::format("{:.4g} GFLOP/s", f / 1e9);
   return fmt::format("{:.4g} FLOP/s", f);
+}
+
+std::string format_quantity(const Quantity& q) {
+  switch (q.dimension) {
+    case Dimension::Duration: return format_duration(q.value);
+    case Dimension::Bytes: return format_bytes(q.value);
+    case Dimension::Bandwidth: return format_bandwidth(q.value);
+    case Dimension::Flops: return format_flops(q.value);
+    case Dimension::Number: break;
+  }
+  return fmt::format("{:.6g}", q.value);
 }
 
 }  // namespace placesim

@@ -1,6 +1,7 @@
 #pragma once
 // Quantities with units, as written in scenario files ("25Gbps", "20GB/s", "1us", "16GiB").
 // Inside placesim everything is seconds, bytes and bytes per second; these parsers are the edge.
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,10 +15,25 @@ double parse_bytes(std::string_view text, const std::string& file, const std::st
 // Compute rate in FLOP/s: "19.5TFLOP/s", "19.5TFLOPS", "312GFLOP/s" or a bare number; positive.
 double parse_flops(std::string_view text, const std::string& file, const std::string& field);
 
+// What a value written with a unit measures; a bare number is a Number.
+enum class Dimension { Number, Duration, Bytes, Bandwidth, Flops };
+struct Quantity {
+  double value = 0;  // seconds, bytes, bytes per second, FLOP/s, or the number itself
+  Dimension dimension = Dimension::Number;
+};
+
+// The unit written after the number says what it is ("16GiB" is bytes, "20GB/s" a bandwidth; the
+// unit sets are disjoint), so no field name is needed: a bare number, or a number with any unit
+// of the parsers above, in base units. Any other text (or a negative quantity) gives nullopt;
+// it never throws.
+std::optional<Quantity> parse_any_quantity(std::string_view text);
+
 // Human-readable forms for tables and reports.
 std::string format_duration(double seconds);
 std::string format_bytes(double bytes);
 std::string format_bandwidth(double bytes_per_second);
 std::string format_flops(double flops_per_second);  // "19.5 TFLOP/s"
+// By its dimension with the functions above; a bare number as {:.6g}.
+std::string format_quantity(const Quantity& q);
 
 }  // namespace placesim

@@ -11,8 +11,9 @@
 #include <unistd.h>
 
 #include "placement/coarsening/coarsening.h"
-#include "scenarios/runner.h"
+#include "scenarios/record.h"
 #include "scenarios/scenario.h"
+#include "scenarios/sweep.h"
 #include "sim/errors.h"
 #include "sim/evaluator.h"
 #include "sim/graph_io.h"
@@ -398,38 +399,40 @@ strategies:
   - round-robin
 simulation: {engine: evaluator, trace: false}
 )";
-  Scenario s = parse_scenario(YAML::Load(yaml), "inline.yaml");
+  const SweepPlan plan = plan_sweep(YAML::Load(yaml), "inline.yaml");
+  const Scenario& s = plan.variants.at(0);
   ASSERT_TRUE(s.strategies[1].coarsen);
   EXPECT_EQ(s.strategies[1].coarsen->scheme, CoarseningScheme::PlaceTo);
   EXPECT_EQ(s.strategies[1].coarsen->target, 4);
   EXPECT_FALSE(s.strategies[3].coarsen);
-  const fs::path dir = fs::temp_directory_path() / ("placesim-test-coarsen-" + std::to_string(::getpid()));
-  std::ostringstream log;
-  ScenarioResults r = run_scenario(s, dir.string(), log);
-  ASSERT_EQ(r.outcomes.size(), 4u);
-  for (const auto& o : r.outcomes) ASSERT_EQ(o.error, "") << o.label;
+  const fs::path dir = testutil::fresh_temp_dir("coarsen");
+  const std::vector<PointRecord> r = testutil::run_plan(plan, dir);
+  ASSERT_EQ(r.size(), 4u);
+  for (const auto& o : r) ASSERT_TRUE(o.measurement) << o.label << ": " << o.error;
+  std::vector<std::string> warnings;
+  const Graph g = load_graph_source(s.graph, s.file, warnings);
 
   // PlaceTo down to 4 coarse operators; round-robin deals them to the 4 GPUs, one each, so the
   // expanded placement uses every GPU.
-  const auto& placeto_report = r.outcomes[1].strategy_report["coarsening"];
-  EXPECT_EQ(placeto_report["scheme"], "placeto");
-  EXPECT_EQ(placeto_report["coarse_operators"], 4);
-  EXPECT_EQ(placeto_report["target"], 4);
-  const double coarsen_s = placeto_report["coarsening_time"].get<double>();
+  const auto& placeto_report = r[1].measurement->strategy_report.at("coarsening");
+  EXPECT_EQ(placeto_report.at("scheme"), "placeto");
+  EXPECT_EQ(placeto_report.at("coarse_operators"), 4);
+  EXPECT_EQ(placeto_report.at("target"), 4);
+  const double coarsen_s = placeto_report.at("coarsening_time").get<double>();
   EXPECT_GE(coarsen_s, 0);
-  EXPECT_GE(r.outcomes[1].search_seconds, coarsen_s) << "coarsening counts as search time";
-  for (const auto& order : r.outcomes[1].measurement.schedule.device_order) EXPECT_EQ(order.size() > 0, true);
+  EXPECT_GE(r[1].measurement->search_time, coarsen_s) << "coarsening counts as search time";
+  const std::vector<DeviceId> placed = load_placement(g, (dir / r[1].measurement->placement_file).string());
+  EXPECT_EQ(std::set<DeviceId>(placed.begin(), placed.end()).size(), 4u);
 
   // The coarse graphs' sizes agree with coarsening the graph directly.
-  const Graph g = load_graph_source(s.graph, s.file, r.warnings);
-  EXPECT_EQ(r.outcomes[0].strategy_report["coarsening"]["coarse_operators"],
+  EXPECT_EQ(r[0].measurement->strategy_report.at("coarsening").at("coarse_operators"),
             coarsen(g, colocrl()).coarse.num_operators());
-  EXPECT_EQ(r.outcomes[2].strategy_report["coarsening"]["coarse_operators"],
+  EXPECT_EQ(r[2].measurement->strategy_report.at("coarsening").at("coarse_operators"),
             coarsen(g, spotlight()).coarse.num_operators());
-  EXPECT_FALSE(r.outcomes[3].strategy_report.contains("coarsening"));
+  EXPECT_FALSE(r[3].measurement->strategy_report.contains("coarsening"));
   // The saved placement is the expanded one: every ColocRL group sits on one GPU.
   const Coarsening cr = coarsen(g, colocrl());
-  const std::vector<DeviceId> saved = load_placement(g, (dir / r.outcomes[0].placement_file).string());
+  const std::vector<DeviceId> saved = load_placement(g, (dir / r[0].measurement->placement_file).string());
   std::vector<DeviceId> device_of_group(cr.coarse.num_operators(), -1);
   for (OpId i = 0; i < static_cast<OpId>(g.num_operators()); ++i) {
     const DeviceId d = saved[i];

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "scenarios/fcfs.h"
+#include "scenarios/record.h"
+#include "scenarios/results_store.h"
 #include "scenarios/runner.h"
 #include "scenarios/sweep.h"
 #include "scenarios/sweep_runner.h"
@@ -75,14 +77,25 @@ int run_sweep_in_child(const std::string& yaml, const SweepOptions& options) {
 // The fields of a record that do not depend on timing, by point key.
 std::map<std::string, nlohmann::json> deterministic(const fs::path& jsonl) {
   std::map<std::string, nlohmann::json> out;
-  for (const auto& r : read_result_lines(jsonl.string())) {
+  for (const PointRecord& record : read_result_lines(jsonl.string())) {
+    const nlohmann::ordered_json r = to_json(record);
     nlohmann::json d;
     for (const char* k : {"index", "status", "error", "seed", "repetition", "evaluator_latency", "simgrid_latency",
                           "memory_per_gpu", "peak_memory", "oom", "placement_file", "sweep"})
-      if (r.contains(k)) d[k] = r[k];
-    EXPECT_TRUE(out.emplace(r["key"].get<std::string>(), d).second) << "key twice: " << r["key"];
+      if (r.contains(k)) d[k] = r.at(k);
+    EXPECT_TRUE(out.emplace(record.key, d).second) << "key twice: " << record.key;
   }
   return out;
+}
+
+// Every line of a results file reads as a record that writes back as the same line, byte for
+// byte (what --resume and merge rely on).
+void expect_lines_round_trip(const fs::path& jsonl) {
+  std::ifstream in(jsonl);
+  std::size_t n = 0;
+  for (std::string text; std::getline(in, text); ++n)
+    EXPECT_EQ(to_json(record_from_json(nlohmann::ordered_json::parse(text), jsonl.string(), "line")).dump(), text);
+  EXPECT_GT(n, 0u);
 }
 
 std::size_t count_lines(const fs::path& file) {
@@ -289,21 +302,29 @@ TEST(FcfsOrder, RunsOperatorsInTheOrderTheyBecameReady) {
 
 TEST(SweepResults, AppendReadAndMergeShards) {
   const fs::path dir = temp_dir("merge");
-  append_line((dir / "results.rank1.jsonl").string(), R"({"key":"b","index":1,"status":"ok"})");
-  append_line((dir / "results.rank0.jsonl").string(), R"({"key":"c","index":2,"status":"ok"})");
-  append_line((dir / "results.rank0.jsonl").string(), R"({"key":"a","index":0,"status":"failed","error":"x"})");
-  append_line((dir / "results.jsonl").string(), R"({"key":"a","index":0,"status":"old"})");
+  auto record = [](const std::string& key, std::size_t index, const std::string& error) {
+    PointRecord r;
+    r.key = key;
+    r.index = index;
+    if (error.empty()) r.measurement.emplace();
+    else r.error = error;
+    return r;
+  };
+  append_record((dir / "results.rank1.jsonl").string(), record("b", 1, ""));
+  append_record((dir / "results.rank0.jsonl").string(), record("c", 2, ""));
+  append_record((dir / "results.rank0.jsonl").string(), record("a", 0, "x"));
+  append_record((dir / "results.jsonl").string(), record("a", 0, ""));
   EXPECT_EQ(merge_result_shards(dir.string(), std::nullopt), 3u);
   const auto merged = read_result_lines((dir / "results.jsonl").string());
   ASSERT_EQ(merged.size(), 3u);
-  EXPECT_EQ(merged[0]["key"], "a");
-  EXPECT_EQ(merged[0]["status"], "failed");  // the shard's line replaced the older one
-  EXPECT_EQ(merged[2]["key"], "c");
+  EXPECT_EQ(merged[0].key, "a");
+  EXPECT_EQ(merged[0].status(), PointStatus::Failed);  // the shard's line replaced the older one
+  EXPECT_EQ(merged[2].key, "c");
   EXPECT_FALSE(fs::exists(dir / "results.rank0.jsonl"));
   EXPECT_TRUE(fs::exists(dir / "results.json"));
   EXPECT_TRUE(fs::exists(dir / "results.csv"));
 
-  std::ofstream(dir / "bad.jsonl") << "{\"key\":\"a\"}\n{\"nokey\":1}\n";
+  std::ofstream(dir / "bad.jsonl") << to_json(record("a", 0, "")).dump() << "\n{\"nokey\":1}\n";
   try {
     read_result_lines((dir / "bad.jsonl").string());
     FAIL();
@@ -324,6 +345,7 @@ TEST(SweepRunner, KilledAndResumedEqualsUninterruptedAndJobsDoNotMatter) {
   const auto full = deterministic(dir / "full" / "results.jsonl");
   ASSERT_EQ(full.size(), 12u);
   for (const auto& [key, r] : full) EXPECT_EQ(r["status"], "ok") << key;
+  expect_lines_round_trip(dir / "full" / "results.jsonl");
 
   SweepOptions killed;
   killed.output = (dir / "part").string();
@@ -336,6 +358,7 @@ TEST(SweepRunner, KilledAndResumedEqualsUninterruptedAndJobsDoNotMatter) {
   resumed.resume = true;
   ASSERT_EQ(run_sweep_in_child(kSweepScenario, resumed), 0);
   EXPECT_EQ(deterministic(dir / "part" / "results.jsonl"), full);
+  expect_lines_round_trip(dir / "part" / "results.jsonl");
 
   // The aggregate lists every point in plan order.
   const nlohmann::json agg = nlohmann::json::parse(std::ifstream(dir / "part" / "results.json"));
@@ -377,6 +400,7 @@ TEST(SweepCli, AWorkerCrashIsAFailedPointAndTheSweepGoesOn) {
   EXPECT_NE(crashed["error"].get<std::string>().find("SIGABRT"), std::string::npos) << crashed;
   EXPECT_EQ(records.at("strategy=single-device rep=0")["status"], "ok");
   EXPECT_EQ(records.at("strategy=metis rep=0")["status"], "ok");
+  expect_lines_round_trip(dir / "results.jsonl");  // a crashed point's line too
   // fig3.1 on one GPU: 5 + 10 + 5 us.
   EXPECT_NEAR(records.at("strategy=single-device rep=0")["evaluator_latency"].get<double>(), 20e-6, 1e-12);
   EXPECT_NE(out.find("failed: worker crashed: killed by signal SIGABRT"), std::string::npos) << out;
@@ -407,7 +431,7 @@ TEST(SweepCli, TwoMpiRanksMergeToTheSingleProcessResults) {
   EXPECT_EQ(deterministic(dir / "mpi" / "results.jsonl"), deterministic(dir / "one" / "results.jsonl"));
   // Sorted by key.
   const auto lines = read_result_lines((dir / "mpi" / "results.jsonl").string());
-  for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_LT(lines[i - 1]["key"], lines[i]["key"]);
+  for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_LT(lines[i - 1].key, lines[i].key);
   fs::remove_all(dir);
 }
 
@@ -489,15 +513,16 @@ TEST(SweepRunner, SweepsAProfiledGraphOverGpusAndOrder) {
   const auto records = read_result_lines((dir / "results.jsonl").string());
   ASSERT_EQ(records.size(), 8u);
   for (const auto& r : records) {
-    ASSERT_EQ(r["status"], "ok") << r.dump();
-    const double evaluator = r["evaluator_latency"].get<double>(), simgrid = r["simgrid_latency"].get<double>();
+    ASSERT_EQ(r.status(), PointStatus::Ok) << to_json(r).dump();
+    const PointMeasurement& m = *r.measurement;
+    const double evaluator = m.evaluator_latency, simgrid = m.simgrid_latency.value();
     // With the scheduler's order SimGrid runs the evaluator's order under contention: never faster.
     // With FCFS each picks by its own arrival times, so either may be ahead.
-    if (r["order"] == "scheduler") EXPECT_GE(simgrid, evaluator * (1 - 1e-9)) << r["key"];
-    EXPECT_GE(simgrid, r["lower_bound_critical_path"].get<double>() * (1 - 1e-12)) << r["key"];
-    EXPECT_GE(evaluator, r["lower_bound_critical_path"].get<double>() * (1 - 1e-12)) << r["key"];
-    EXPECT_EQ(r["order"], r["sweep"]["simulation.order"]) << r["key"];
-    EXPECT_EQ(r["gpus"].get<int>(), std::stoi(r["sweep"]["cluster.gpus"].get<std::string>())) << r["key"];
+    if (r.order == OpOrder::Scheduler) EXPECT_GE(simgrid, evaluator * (1 - 1e-9)) << r.key;
+    EXPECT_GE(simgrid, m.bounds.critical_path * (1 - 1e-12)) << r.key;
+    EXPECT_GE(evaluator, m.bounds.critical_path * (1 - 1e-12)) << r.key;
+    EXPECT_EQ(op_order_name(r.order), r.sweep_value("simulation.order")->text) << r.key;
+    EXPECT_EQ(r.gpus, r.sweep_value("cluster.gpus")->quantity->value) << r.key;
   }
   fs::remove_all(dir);
 }

@@ -16,8 +16,9 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "scenarios/runner.h"
+#include "scenarios/record.h"
 #include "scenarios/scenario.h"
+#include "scenarios/sweep.h"
 #include "sim/errors.h"
 #include "sim/evaluator.h"
 #include "sim/simgrid_engine.h"
@@ -599,21 +600,21 @@ TEST(Topologies, ThousandGpuFatTreeStaysSmall) {
 TEST(Topologies, ScenarioFilesRun) {
   for (const char* name : {"fat-tree", "spine-leaf", "non-blocking", "multi-nic"}) {
     SCOPED_TRACE(name);
-    Scenario s = load_scenario(fmt::format("{}/scenarios/{}.yaml", PLACESIM_SOURCE_DIR, name));
-    EXPECT_EQ(s.cluster.fabric.type, name);
-    s.simulation.trace = false;
-    const fs::path dir = fs::temp_directory_path() / fmt::format("placesim-topo-{}-{}", name, ::getpid());
-    std::ostringstream log;
-    ScenarioResults r = run_scenario(s, dir.string(), log);
-    ASSERT_EQ(r.outcomes.size(), 2u);
-    for (const StrategyOutcome& o : r.outcomes) {
-      EXPECT_TRUE(o.error.empty()) << o.error;
-      ASSERT_TRUE(o.measurement.simgrid_latency.has_value());
-      EXPECT_GE(*o.measurement.simgrid_latency, o.measurement.evaluator_latency * (1 - 1e-9));
+    SweepPlan plan = load_sweep(fmt::format("{}/scenarios/{}.yaml", PLACESIM_SOURCE_DIR, name));
+    ASSERT_EQ(plan.variants.size(), 1u);
+    EXPECT_EQ(plan.variants[0].cluster.fabric.type, name);
+    plan.variants[0].simulation.trace = false;
+    const fs::path dir = testutil::fresh_temp_dir(fmt::format("topo-{}", name));
+    const std::vector<PointRecord> r = testutil::run_plan(plan, dir);
+    ASSERT_EQ(r.size(), 2u);
+    for (const PointRecord& o : r) {
+      ASSERT_TRUE(o.measurement) << o.error;
+      ASSERT_TRUE(o.measurement->simgrid_latency.has_value());
+      EXPECT_GE(*o.measurement->simgrid_latency, o.measurement->evaluator_latency * (1 - 1e-9));
     }
     // One GPU: no transfer, both engines give the total compute.
-    EXPECT_NEAR(*r.outcomes[0].measurement.simgrid_latency, r.outcomes[0].measurement.evaluator_latency,
-                1e-9 * r.outcomes[0].measurement.evaluator_latency);
+    EXPECT_NEAR(*r[0].measurement->simgrid_latency, r[0].measurement->evaluator_latency,
+                1e-9 * r[0].measurement->evaluator_latency);
     fs::remove_all(dir);
   }
   Scenario mn = load_scenario(fmt::format("{}/scenarios/multi-nic.yaml", PLACESIM_SOURCE_DIR));

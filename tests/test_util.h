@@ -117,3 +117,26 @@ inline Cluster nvlink_servers(int gpus, double memory = kDefaultGpuMemory) {
       EXPECT_NE(std::string(input_error_.what()).find(message_part), std::string::npos) << input_error_.what(); \
     }                                                                                                           \
   } while (0)
+
+#include <algorithm>
+#include <sstream>
+
+#include "scenarios/results_store.h"
+#include "scenarios/sweep_runner.h"
+
+namespace placesim::testutil {
+
+// Runs every point of `plan` as `placesim run` does (one worker at a time, no progress) into
+// `dir`, and returns the records of results.jsonl in plan order.
+inline std::vector<PointRecord> run_plan(const SweepPlan& plan, const std::filesystem::path& dir) {
+  SweepOptions options;
+  options.output = dir.string();
+  options.progress = false;
+  std::ostringstream log;
+  run_sweep(plan, options, log);
+  std::vector<PointRecord> records = read_result_lines((dir / "results.jsonl").string());
+  std::stable_sort(records.begin(), records.end(), [](const PointRecord& a, const PointRecord& b) { return a.index < b.index; });
+  return records;
+}
+
+}  // namespace placesim::testutil

@@ -10,7 +10,9 @@
 
 #include "placement/placeto/placeto_cli.h"
 #include "placement/strategy.h"
+#include "scenarios/record.h"
 #include "scenarios/report.h"
+#include "scenarios/results_store.h"
 #include "scenarios/runner.h"
 #include "scenarios/scenario.h"
 #include "scenarios/sweep.h"
@@ -44,15 +46,11 @@ struct RunArgs {
 
 // Prints the table of every point in results.jsonl; exit code 1 when some point failed.
 int report_points(const std::string& output) {
-  std::vector<nlohmann::ordered_json> records = read_result_lines((std::filesystem::path(output) / "results.jsonl").string());
-  std::stable_sort(records.begin(), records.end(), [](const auto& a, const auto& b) {
-    return a.value("index", std::size_t{0}) < b.value("index", std::size_t{0});
-  });
+  std::vector<PointRecord> records = read_result_lines((std::filesystem::path(output) / "results.jsonl").string());
+  std::stable_sort(records.begin(), records.end(), [](const PointRecord& a, const PointRecord& b) { return a.index < b.index; });
   std::cout << format_point_table(records);
   std::cout << fmt::format("results: {0}/results.jsonl, {0}/results.json, {0}/results.csv\n", output);
-  for (const auto& r : records)
-    if (r.value("status", "") == "failed") return 1;
-  return 0;
+  return std::any_of(records.begin(), records.end(), [](const PointRecord& r) { return r.failed(); }) ? 1 : 0;
 }
 
 int cmd_run(const RunArgs& a) {

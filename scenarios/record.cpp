@@ -1,0 +1,341 @@
+#include "scenarios/record.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <limits>
+
+#include "sim/errors.h"
+
+namespace placesim {
+
+using ojson = nlohmann::ordered_json;
+
+SweepValue::SweepValue(std::string path_, std::string text_)
+    : path(std::move(path_)), text(std::move(text_)), quantity(parse_any_quantity(text)) {}
+
+std::string SweepValue::printed() const { return quantity ? format_quantity(*quantity) : text; }
+
+std::string_view point_status_name(PointStatus status) {
+  switch (status) {
+    case PointStatus::Ok: return "ok";
+    case PointStatus::Oom: return "oom";
+    case PointStatus::Failed: break;
+  }
+  return "failed";
+}
+
+PointStatus PointRecord::status() const {
+  if (!measurement) return PointStatus::Failed;
+  return measurement->oom ? PointStatus::Oom : PointStatus::Ok;
+}
+
+std::optional<double> PointRecord::latency() const {
+  if (!measurement) return std::nullopt;
+  return measurement->simgrid_latency ? measurement->simgrid_latency : measurement->evaluator_latency;
+}
+
+const SweepValue* PointRecord::sweep_value(std::string_view path) const {
+  auto it = std::find_if(sweep.begin(), sweep.end(), [&](const SweepValue& v) { return v.path == path; });
+  return it != sweep.end() ? &*it : nullptr;
+}
+
+namespace {
+
+std::string_view engine_name(Engine engine) {
+  return engine == Engine::Both ? "both" : engine == Engine::SimGrid ? "simgrid" : "evaluator";
+}
+
+ojson optional_number(const std::optional<double>& v) { return v ? ojson(*v) : ojson(nullptr); }
+
+// The fields of one JSON object, read with errors that name the file, the line and the field.
+class FieldReader {
+ public:
+  FieldReader(const ojson& j, std::string file, std::string where)
+      : j_(j), file_(std::move(file)), where_(std::move(where)) {
+    if (!j.is_object()) fail("", "expected a JSON object (a record that `placesim run` writes)");
+  }
+
+  bool has(const char* key) const { return j_.contains(key); }
+  const ojson& at(const char* key) const {
+    auto it = j_.find(key);
+    if (it == j_.end()) fail(key, "missing");
+    return *it;
+  }
+  std::string string(const char* key) const {
+    const ojson& v = at(key);
+    if (!v.is_string()) fail(key, "expected a string");
+    return v.get<std::string>();
+  }
+  template <class Int>
+  Int integer(const char* key) const {
+    const ojson& v = at(key);
+    if (!v.is_number_integer()) fail(key, "expected a whole number");
+    return v.get<Int>();
+  }
+  // A number; null stands for a value JSON cannot hold (NaN or infinity are written as null).
+  double number(const char* key) const { return number_of(at(key), key); }
+  std::optional<double> optional_number(const char* key) const {
+    const ojson& v = at(key);
+    if (v.is_null()) return std::nullopt;
+    return number_of(v, key);
+  }
+  bool boolean(const char* key) const {
+    const ojson& v = at(key);
+    if (!v.is_boolean()) fail(key, "expected true or false");
+    return v.get<bool>();
+  }
+  std::vector<double> numbers(const char* key) const {
+    std::vector<double> out;
+    for (const ojson& v : array(key)) out.push_back(number_of(v, key));
+    return out;
+  }
+  std::vector<std::string> strings(const char* key) const {
+    std::vector<std::string> out;
+    for (const ojson& v : array(key)) {
+      if (!v.is_string()) fail(key, "expected a list of strings");
+      out.push_back(v.get<std::string>());
+    }
+    return out;
+  }
+  const ojson& array(const char* key) const {
+    const ojson& v = at(key);
+    if (!v.is_array()) fail(key, "expected a list");
+    return v;
+  }
+  const ojson& object(const char* key) const {
+    const ojson& v = at(key);
+    if (!v.is_object()) fail(key, "expected an object");
+    return v;
+  }
+  // A reader of an object inside this one, whose errors name it (`links[2]`).
+  FieldReader inner(const ojson& j, const std::string& name) const { return FieldReader(j, file_, where_ + ": " + name); }
+  [[noreturn]] void fail(std::string_view key, const std::string& what) const {
+    throw InputError(file_, where_, key.empty() ? what : fmt::format("\"{}\": {}", key, what));
+  }
+
+ private:
+  double number_of(const ojson& v, const char* key) const {
+    if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();
+    if (!v.is_number()) fail(key, "expected a number");
+    return v.get<double>();
+  }
+
+  const ojson& j_;
+  std::string file_, where_;
+};
+
+PointMeasurement measurement_from_json(const FieldReader& f) {
+  PointMeasurement m;
+  m.search_time = f.number("search_time");
+  m.evaluator_latency = f.number("evaluator_latency");
+  m.simgrid_latency = f.optional_number("simgrid_latency");
+  m.simgrid_wall_time = f.optional_number("simgrid_wall_time");
+  m.bounds.critical_path = f.number("lower_bound_critical_path");
+  m.bounds.work_per_device = f.number("lower_bound_work_per_gpu");
+  m.memory_per_gpu = f.numbers("memory_per_gpu");
+  m.peak_memory = f.number("peak_memory");
+  m.oom = f.boolean("oom");
+  m.busy_per_gpu = f.numbers("busy_per_gpu");
+  const ojson& links = f.array("links");
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const FieldReader link = f.inner(links[i], fmt::format("links[{}]", i));
+    m.links.push_back({link.string("link"), link.number("bytes"), link.number("busy_time"), link.number("busy_fraction"),
+                       link.number("mean_utilisation")});
+  }
+  m.strategy_report = f.object("strategy_report");
+  m.placement_file = f.string("placement_file");
+  m.trace_file = f.string("trace_file");
+  return m;
+}
+
+}  // namespace
+
+ojson to_json(const PointRecord& r) {
+  ojson j;
+  j["key"] = r.key;
+  j["index"] = r.index;
+  j["scenario"] = r.scenario;
+  j["graph"] = r.graph;
+  j["gpus"] = r.gpus;
+  j["cluster"] = r.cluster;
+  ojson sweep = ojson::object();
+  for (const SweepValue& v : r.sweep) sweep[v.path] = v.text;
+  j["sweep"] = std::move(sweep);
+  j["label"] = r.label;
+  j["strategy"] = r.strategy;
+  j["seed"] = r.seed ? ojson(*r.seed) : ojson(nullptr);
+  j["repetition"] = r.repetition;
+  j["engine"] = std::string(engine_name(r.engine));
+  j["order"] = std::string(op_order_name(r.order));
+  if (r.graph_size) {
+    j["operators"] = r.graph_size->operators;
+    j["tensors"] = r.graph_size->tensors;
+  }
+  j["status"] = std::string(point_status_name(r.status()));
+  if (!r.measurement) {
+    j["error"] = r.error;
+  } else {
+    const PointMeasurement& m = *r.measurement;
+    j["search_time"] = m.search_time;
+    j["evaluator_latency"] = m.evaluator_latency;
+    j["simgrid_latency"] = optional_number(m.simgrid_latency);
+    j["simgrid_wall_time"] = optional_number(m.simgrid_wall_time);
+    j["lower_bound_critical_path"] = m.bounds.critical_path;
+    j["lower_bound_work_per_gpu"] = m.bounds.work_per_device;
+    j["memory_per_gpu"] = m.memory_per_gpu;
+    j["peak_memory"] = m.peak_memory;
+    j["oom"] = m.oom;
+    j["busy_per_gpu"] = m.busy_per_gpu;
+    ojson links = ojson::array();
+    for (const auto& l : m.links)
+      links.push_back({{"link", l.name}, {"bytes", l.bytes}, {"busy_time", l.busy_s},
+                       {"busy_fraction", l.busy_fraction}, {"mean_utilisation", l.mean_utilisation}});
+    j["links"] = std::move(links);
+    j["strategy_report"] = m.strategy_report;
+    j["placement_file"] = m.placement_file;
+    j["trace_file"] = m.trace_file;
+  }
+  if (r.graph_size) j["warnings"] = r.graph_size->warnings;
+  return j;
+}
+
+PointRecord record_from_json(const ojson& j, const std::string& file, const std::string& where) {
+  const FieldReader f(j, file, where);
+  PointRecord r;
+  r.key = f.string("key");
+  r.index = f.integer<std::size_t>("index");
+  r.scenario = f.string("scenario");
+  r.graph = f.string("graph");
+  r.gpus = f.integer<int>("gpus");
+  r.cluster = f.string("cluster");
+  for (const auto& [path, value] : f.object("sweep").items()) {
+    if (!value.is_string()) f.fail("sweep", fmt::format("\"{}\": expected the value as written (a string)", path));
+    r.sweep.emplace_back(path, value.get<std::string>());
+  }
+  r.label = f.string("label");
+  r.strategy = f.string("strategy");
+  if (!f.at("seed").is_null()) r.seed = f.integer<long>("seed");
+  r.repetition = f.integer<int>("repetition");
+  const std::string engine = f.string("engine");
+  if (engine == "both") r.engine = Engine::Both;
+  else if (engine == "simgrid") r.engine = Engine::SimGrid;
+  else if (engine == "evaluator") r.engine = Engine::Evaluator;
+  else f.fail("engine", "expected evaluator, simgrid or both");
+  const std::string order = f.string("order");
+  if (order == op_order_name(OpOrder::Fcfs)) r.order = OpOrder::Fcfs;
+  else if (order == op_order_name(OpOrder::Scheduler)) r.order = OpOrder::Scheduler;
+  else f.fail("order", "expected scheduler or fcfs");
+  if (f.has("operators")) {
+    r.graph_size.emplace();
+    r.graph_size->operators = f.integer<std::size_t>("operators");
+    r.graph_size->tensors = f.integer<std::size_t>("tensors");
+    r.graph_size->warnings = f.strings("warnings");
+  }
+  const std::string status = f.string("status");
+  if (status == point_status_name(PointStatus::Failed)) {
+    r.error = f.string("error");
+  } else if (status == point_status_name(PointStatus::Ok) || status == point_status_name(PointStatus::Oom)) {
+    r.measurement = measurement_from_json(f);
+    if (r.status() != (status == "oom" ? PointStatus::Oom : PointStatus::Ok))
+      f.fail("status", fmt::format("'{}' disagrees with \"oom\"", status));
+  } else {
+    f.fail("status", "expected ok, oom or failed");
+  }
+  return r;
+}
+
+std::vector<std::string> sweep_paths(std::span<const PointRecord> records) {
+  std::vector<std::string> paths;
+  for (const PointRecord& r : records)
+    for (const SweepValue& v : r.sweep)
+      if (std::find(paths.begin(), paths.end(), v.path) == paths.end()) paths.push_back(v.path);
+  return paths;
+}
+
+ojson results_document(std::span<const PointRecord> records) {
+  ojson j;
+  const PointRecord* first = records.empty() ? nullptr : &records.front();
+  j["scenario"] = first ? first->scenario : std::string();
+  j["cluster"] = first ? first->cluster : std::string();
+  j["operators"] = first && first->graph_size ? first->graph_size->operators : std::size_t{0};
+  j["tensors"] = first && first->graph_size ? first->graph_size->tensors : std::size_t{0};
+  j["units"] = {{"time", "s"}, {"memory", "B"}, {"bandwidth", "B/s"}};
+  std::vector<std::string> warnings;
+  for (const PointRecord& r : records)
+    if (r.graph_size)
+      for (const auto& w : r.graph_size->warnings)
+        if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+  j["warnings"] = warnings;
+  j["sweep"] = sweep_paths(records);
+  ojson all = ojson::array();
+  for (const PointRecord& r : records) all.push_back(to_json(r));
+  j["strategies"] = std::move(all);
+  return j;
+}
+
+namespace {
+
+std::string csv_quote(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) q += (c == '"') ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+std::string records_to_csv(std::span<const PointRecord> records) {
+  const std::vector<std::string> paths = sweep_paths(records);
+  std::string csv = "key,scenario,strategy,label";
+  for (const auto& p : paths) csv += "," + csv_quote(p);
+  csv += ",seed,repetition,status,evaluator_latency_s,simgrid_latency_s,search_time_s,peak_memory_bytes,oom,error\n";
+  for (const PointRecord& r : records) {
+    csv += fmt::format("{},{},{},{}", csv_quote(r.key), csv_quote(r.scenario), csv_quote(r.strategy), csv_quote(r.label));
+    for (const auto& p : paths) {
+      const SweepValue* v = r.sweep_value(p);
+      csv += "," + (v ? csv_quote(v->text) : std::string());
+    }
+    csv += fmt::format(",{},{},{}", r.seed ? std::to_string(*r.seed) : std::string(), r.repetition,
+                       point_status_name(r.status()));
+    if (const auto& m = r.measurement) {
+      csv += fmt::format(",{:.9g},{},{:.6g},{:.0f},{},", m->evaluator_latency,
+                         m->simgrid_latency ? fmt::format("{:.9g}", *m->simgrid_latency) : std::string(), m->search_time,
+                         m->peak_memory, m->oom ? "true" : "false");
+    } else {
+      csv += ",,,,,," + csv_quote(r.error);
+    }
+    csv += "\n";
+  }
+  return csv;
+}
+
+std::string format_point_table(std::span<const PointRecord> records) {
+  // The point column: sweep values, seed and repetition (the strategy has a column of its own).
+  const bool repeated = std::any_of(records.begin(), records.end(), [](const PointRecord& r) { return r.repetition > 0; });
+  auto point_of = [&](const PointRecord& r) {
+    std::string point;
+    for (const SweepValue& v : r.sweep)
+      if (v.path != "strategy") point += (point.empty() ? "" : " ") + v.path + "=" + v.text;
+    if (r.seed) point += fmt::format("{}seed={}", point.empty() ? "" : " ", *r.seed);
+    if (repeated) point += fmt::format("{}rep={}", point.empty() ? "" : " ", r.repetition);
+    return point;
+  };
+  std::size_t width = 0;
+  for (const PointRecord& r : records) width = std::max(width, point_of(r).size());
+  const std::string point_head = width ? fmt::format("{:<{}} ", "point", width) : std::string();
+  std::string out = point_head + fmt::format("{:<20} {:>14} {:>14} {:>12} {:>14} {:>5}\n", "strategy", "evaluator", "simgrid",
+                                             "search", "peak mem/GPU", "OOM");
+  for (const PointRecord& r : records) {
+    const std::string point = width ? fmt::format("{:<{}} ", point_of(r), width) : std::string();
+    if (!r.measurement) {
+      out += point + fmt::format("{:<20} failed: {}\n", r.label, r.error);
+      continue;
+    }
+    const PointMeasurement& m = *r.measurement;
+    out += point + fmt::format("{:<20} {:>14} {:>14} {:>12} {:>14} {:>5}\n", r.label, format_duration(m.evaluator_latency),
+                               m.simgrid_latency ? format_duration(*m.simgrid_latency) : std::string("-"),
+                               format_duration(m.search_time), format_bytes(m.peak_memory), m.oom ? "yes" : "no");
+  }
+  return out;
+}
+
+}  // namespace placesim

@@ -1,0 +1,134 @@
+#include "scenarios/results_store.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <unistd.h>
+
+#include "sim/errors.h"
+#include "sim/placement_io.h"
+
+namespace placesim {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+std::string results_file_name(int rank, int ranks) {
+  return ranks > 1 ? fmt::format("results.rank{}.jsonl", rank) : std::string("results.jsonl");
+}
+
+void append_line(const std::string& path, const std::string& line) {
+  const std::string data = line + "\n";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot open for appending: {}", path, std::strerror(errno)));
+  ssize_t n;
+  do n = ::write(fd, data.data(), data.size());
+  while (n < 0 && errno == EINTR);
+  const int err = errno;
+  ::close(fd);
+  // Never complete a short write with a second one: the line would no longer be one write.
+  if (n != static_cast<ssize_t>(data.size()))
+    throw std::runtime_error(fmt::format("{}: short write ({} of {} bytes): {}", path, n, data.size(), std::strerror(err)));
+}
+
+void append_record(const std::string& path, const PointRecord& record) { append_line(path, to_json(record).dump()); }
+
+std::vector<PointRecord> read_result_lines(const std::string& path) {
+  std::vector<PointRecord> records;
+  std::ifstream in(path);
+  if (!in) return records;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = fmt::format("line {}", number);
+    ojson j;
+    try {
+      j = ojson::parse(line);
+    } catch (const std::exception& e) {
+      throw InputError(path, where, fmt::format("is not JSON: {}", e.what()));
+    }
+    records.push_back(record_from_json(j, path, where));
+  }
+  return records;
+}
+
+std::string results_file_in(const std::string& path) {
+  const fs::path p = path;
+  if (!fs::is_directory(p)) return path;
+  for (const char* name : {"results.jsonl", "results.json"})
+    if (fs::exists(p / name)) return (p / name).string();
+  throw InputError(path, "", "no results.jsonl or results.json in this folder; run `placesim run` first");
+}
+
+std::vector<PointRecord> read_results(const std::string& file) {
+  if (fs::path(file).extension() == ".jsonl") {
+    if (!fs::exists(file)) throw InputError(file, "", "cannot be opened");
+    return read_result_lines(file);
+  }
+  std::ifstream in(file);
+  if (!in) throw InputError(file, "", "cannot be opened");
+  ojson doc;
+  try {
+    doc = ojson::parse(in);
+  } catch (const std::exception& e) {
+    throw InputError(file, "", fmt::format("is not JSON: {}", e.what()));
+  }
+  auto it = doc.is_object() ? doc.find("strategies") : doc.end();
+  if (it == doc.end() || !it->is_array())
+    throw InputError(file, "strategies", "expected the array of results that `placesim run` writes");
+  std::vector<PointRecord> records;
+  for (std::size_t i = 0; i < it->size(); ++i)
+    records.push_back(record_from_json((*it)[i], file, fmt::format("strategies[{}]", i)));
+  return records;
+}
+
+void write_aggregates(const std::string& dir, std::vector<PointRecord> records) {
+  std::stable_sort(records.begin(), records.end(),
+                   [](const PointRecord& a, const PointRecord& b) { return a.index < b.index; });
+  write_file_atomically((fs::path(dir) / "results.json").string(), results_document(records).dump(2) + "\n");
+  write_file_atomically((fs::path(dir) / "results.csv").string(), records_to_csv(records));
+}
+
+std::size_t merge_result_shards(const std::string& dir, std::optional<int> ranks) {
+  const fs::path folder = dir;
+  std::vector<std::string> shards;
+  if (ranks) {
+    for (int r = 0; r < *ranks; ++r) shards.push_back((folder / results_file_name(r, 2)).string());
+  } else {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(folder, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.starts_with("results.rank") && name.ends_with(".jsonl")) shards.push_back(entry.path().string());
+    }
+    if (ec) throw InputError(dir, "", "cannot list the folder: " + ec.message());
+    std::sort(shards.begin(), shards.end());
+  }
+  const std::string merged = (folder / "results.jsonl").string();
+  std::map<std::string, PointRecord> by_key;
+  auto keep = [&](PointRecord& r) {
+    std::string key = r.key;  // copied before the record moves
+    by_key.insert_or_assign(std::move(key), std::move(r));
+  };
+  for (PointRecord& r : read_result_lines(merged)) keep(r);
+  for (const auto& shard : shards)
+    for (PointRecord& r : read_result_lines(shard)) keep(r);
+  std::string text;
+  std::vector<PointRecord> records;
+  for (auto& [key, r] : by_key) {
+    text += to_json(r).dump() + "\n";
+    records.push_back(std::move(r));
+  }
+  write_file_atomically(merged, text);
+  std::error_code ec;
+  for (const auto& shard : shards) fs::remove(shard, ec);
+  write_aggregates(dir, std::move(records));
+  return by_key.size();
+}
+
+}  // namespace placesim
