@@ -8,6 +8,7 @@
 #include "placement/metis/metis_strategy.h"
 #include "placement/placeto/placeto.h"
 #include "placement/quickp/quickp.h"
+#include "placement/random/random.h"
 #include "placement/round_robin/round_robin.h"
 #include "placement/single_device/single_device.h"
 #include "placement/strategy.h"
@@ -18,6 +19,7 @@ std::span<const StrategyInfo> strategy_registry() {
   static const std::vector<StrategyInfo> registry = {
       single_device_strategy_info(),
       round_robin_strategy_info(),
+      random_strategy_info(),
       mcmc_strategy_info(),
       metis_strategy_info(),
       heft_strategy_info(),

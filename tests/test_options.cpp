@@ -13,6 +13,8 @@
 #include <map>
 #include <set>
 
+#include "placement/mcmc/mcmc.h"
+#include "placement/quickp/quickp.h"
 #include "placement/strategy.h"
 #include "sim/builtin_graphs.h"
 #include "sim/errors.h"
@@ -317,6 +319,25 @@ TEST(StrategyOptions, SeedIsKnownFromTheSchema) {
   EXPECT_TRUE(find_strategy("metis", "", "").takes("seed"));
   EXPECT_FALSE(find_strategy("heft", "", "").takes("seed"));
   for (const auto& s : strategy_registry()) EXPECT_TRUE(s.takes("time_limit")) << s.name;
+}
+
+TEST(StrategyOptions, ParsedConfigsReadBack) {
+  auto m = testutil::make_strategy_from_yaml("mcmc", "{beta: 50, steps: 10, init: random, seed: 3}");
+  const McmcConfig& mc = dynamic_cast<const Mcmc&>(*m).config();
+  EXPECT_EQ(mc.beta, 50);
+  EXPECT_EQ(mc.steps, 10);
+  EXPECT_EQ(mc.init, McmcConfig::Init::Random);
+  EXPECT_EQ(mc.seed, 3u);
+  EXPECT_TRUE(std::isinf(m->common_options().time_limit_s));
+  EXPECT_TRUE(std::isinf(dynamic_cast<const Mcmc&>(*testutil::make_strategy_from_yaml("mcmc", "{greedy: true}")).config().beta));
+  auto q = testutil::make_strategy_from_yaml("quickp", "{coarsening: algorithm2, max_nodes: 3, alpha: 2ms}");
+  const QuickPConfig& qc = dynamic_cast<const QuickP&>(*q).config();
+  EXPECT_EQ(qc.coarsening, QuickPCoarsening::Algorithm2);
+  EXPECT_EQ(qc.p2.max_nodes, 3);
+  EXPECT_EQ(qc.alpha_s, 2e-3);
+  EXPECT_EQ(q->common_options().time_limit_s, 60);  // QuickP's own default
+  EXPECT_EQ(testutil::make_strategy_from_yaml("quickp", "{time_limit: 5s}")->common_options().time_limit_s, 5);
+  EXPECT_EQ(dynamic_cast<const QuickP&>(*testutil::make_strategy_from_yaml("quickp", "{}")).config(), QuickPConfig{});
 }
 
 TEST(StrategyOptions, TimeLimitIsWallTimeOfTheWholeCall) {

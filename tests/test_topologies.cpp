@@ -450,6 +450,42 @@ TEST(TopologiesCrossCheck, EveryPairOfEveryFabricMatchesTheView) {
   }
 }
 
+// Every registered fabric, at its defaults and with each key set to its documented example:
+// a lone transfer between every GPU pair in SimGrid takes what the pairwise view says.
+TEST(TopologiesCrossCheck, EveryRegisteredFabricAndKeyMatchesTheView) {
+  for (const TopologyType& t : topology_registry()) {
+    // What a fabric needs besides its defaults (spine-leaf a size; a fat-tree spanning two pods;
+    // a multi-NIC core only with pods).
+    auto base = [&](const std::string& key) -> std::string {
+      if (t.type == "spine-leaf" && key != "servers" && key != "leaves") return "servers: 4, ";
+      if (t.type == "fat-tree" && key != "servers") return "servers: 6, gpus_per_server: 1, ";
+      if (t.type == "multi-nic" && key.rfind("core_", 0) == 0) return "servers_per_pod: 2, ";
+      return "";
+    };
+    std::vector<std::string> variants = {fmt::format("{{type: {}, {}}}", t.type, base(""))};
+    for (const OptionDoc& o : t.options)
+      variants.push_back(fmt::format("{{type: {}, {}{}: {}}}", t.type, base(o.key), o.key, o.example));
+    for (const std::string& yaml : variants) {
+      SCOPED_TRACE(yaml);
+      EXPECT_NO_THROW(expect_view_matches_simgrid(cluster_from_yaml(YAML::Load(yaml), "c.yaml")));
+    }
+  }
+}
+
+// Rail-only (topologies/rail_only.h): traffic to rank j of a server rides rail j. Servers of 2 GPUs,
+// 10 GB/s NICs. GPU 0 (server 0, rank 0) and GPU 1 (server 0, rank 1) both send X to GPU 3
+// (server 1, rank 1): both cross server 0's rail-1 NIC, so they share it, 5 GB/s each. Sent to
+// GPUs 2 and 3 instead, they use rails 0 and 1 and run at 10 GB/s each.
+TEST(Topologies, RailOnlySendsToRankJOverRailJ) {
+  const Cluster c = cluster_from_yaml(YAML::Load("{type: rail-only, servers: 2, gpus_per_server: 2, nic_bandwidth: 10GB/s}"), "t");
+  EXPECT_EQ(c.link(c.route(0, 3)[0]).name, "server0-rail1-up");
+  EXPECT_EQ(c.link(c.route(0, 2)[0]).name, "server0-rail0-up");
+  const SimulationResult shared = run_transfers(c, {{0, 3}, {1, 3}});
+  for (const FlowRecord& f : shared.flows) EXPECT_TIME(f.end - f.start, X / (5 * GB));
+  const SimulationResult apart = run_transfers(c, {{0, 2}, {1, 3}});
+  for (const FlowRecord& f : apart.flows) EXPECT_TIME(f.end - f.start, X / (10 * GB));
+}
+
 TEST(TopologiesCrossCheck, ViewsHaveTheExpectedClosedForms) {
   // Fat-tree with ECMP and slower upper tiers: NIC 10, edge-aggregation 4, aggregation-core 3 GB/s.
   // Same edge: NIC bound, 10. Same pod: 2 paths, X/2 on each 4 GB/s edge uplink: 8 GB/s.

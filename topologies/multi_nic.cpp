@@ -197,7 +197,7 @@ TopologyType multi_nic_topology() {
   s.duration("core_latency", &C::core_latency, "pod switch <-> core latency (with pods)", Range::non_negative(), "5us");
   // Read after every other key: the matrix is checked against servers and the egress d*b.
   s.add({"allocation", "matrix", "b(s,t): uniform, or one row per server of bandwidths ('0' or '-' for none)", "uniform", {},
-         "[[0, 30GB/s, 10GB/s, 0], [10GB/s, 0, 30GB/s, 0], [10GB/s, 0, 0, 30GB/s], [30GB/s, 0, 10GB/s, 0]]"},
+         "[[0, 20GB/s, 10GB/s, 10GB/s], [10GB/s, 0, 20GB/s, 10GB/s], [10GB/s, 10GB/s, 0, 20GB/s], [20GB/s, 10GB/s, 10GB/s, 0]]"},
         [](const YamlFields&, std::string_view, C&) {});
   s.check([](const YamlFields& f, C& c) {
     if (!c.servers_per_pod)

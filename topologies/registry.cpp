@@ -12,6 +12,7 @@
 #include "topologies/multi_nic.h"
 #include "topologies/non_blocking.h"
 #include "topologies/nvlink_servers.h"
+#include "topologies/rail_only.h"
 #include "topologies/spine_leaf.h"
 
 namespace placesim {
@@ -24,6 +25,7 @@ std::span<const TopologyType> topology_registry() {
       fat_tree_topology(),
       spine_leaf_topology(),
       multi_nic_topology(),
+      rail_only_topology(),
   };
   return registry;
 }
