@@ -10,7 +10,6 @@
 
 #include "placement/quickp/bandwidth.h"
 #include "placement/strategy.h"
-#include "scenarios/fcfs.h"
 #include "sim/errors.h"
 #include "sim/placement_io.h"
 #include "sim/trace.h"
@@ -24,7 +23,7 @@ Measurement measure_placement(const Graph& graph, const Cluster& cluster, const 
                               Engine engine, OpOrder order) {
   Measurement m;
   Evaluator evaluator(graph, cluster);
-  m.schedule = order == OpOrder::Fcfs ? fcfs_schedule(graph, cluster, placement) : evaluator.schedule(placement);
+  m.schedule = evaluator.schedule(placement, order == OpOrder::Fcfs ? Priority::Fcfs : Priority::Rank);
   m.evaluator_latency = m.schedule.latency;
   m.bounds = evaluator.lower_bounds();
   m.memory = m.schedule.memory;
