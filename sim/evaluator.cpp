@@ -288,9 +288,21 @@ void check_device_order(const Graph& graph, int num_devices, std::span<const Dev
 
 Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
                       const std::vector<std::vector<OpId>>& device_order) {
+  check_device_order(graph, cluster.num_devices(), placement, device_order);
+  std::vector<double> compute(graph.num_operators()), transfer(graph.num_tensors());
+  for (OpId i = 0; i < static_cast<OpId>(compute.size()); ++i)
+    compute[i] = cluster.compute_time(placement[i], graph.op(i).compute_s);
+  for (EdgeId e = 0; e < static_cast<EdgeId>(transfer.size()); ++e) {
+    const Tensor& t = graph.tensor(e);
+    transfer[e] = cluster.transfer_time(placement[t.src], placement[t.dst], t.bytes);
+  }
+  return replay_order_with_costs(graph, cluster.num_devices(), placement, device_order, compute, transfer);
+}
+
+Schedule replay_order_with_costs(const Graph& graph, int num_devices, std::span<const DeviceId> placement,
+                                 const std::vector<std::vector<OpId>>& device_order, std::span<const double> compute,
+                                 std::span<const double> transfer) {
   const auto n = static_cast<std::int32_t>(graph.num_operators());
-  const int num_devices = cluster.num_devices();
-  check_device_order(graph, num_devices, placement, device_order);
   // The order adds an edge from each operator to its successor on the same GPU; a topological
   // pass over data plus order edges gives every start time.
   std::vector<OpId> next_on_device(n, -1);
@@ -320,16 +332,14 @@ Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<cons
   for (std::size_t head = 0; head < queue.size(); ++head) {
     const OpId op = queue[head];
     s.start[op] = ready_at[op];
-    const double compute = cluster.compute_time(placement[op], graph.op(op).compute_s);
-    s.finish[op] = s.start[op] + compute;
+    s.finish[op] = s.start[op] + compute[op];
     s.latency = std::max(s.latency, s.finish[op]);
-    s.busy[placement[op]] += compute;
+    s.busy[placement[op]] += compute[op];
     if (next_on_device[op] >= 0) release(next_on_device[op], s.finish[op]);
-    for (EdgeId e : graph.out_edges(op)) {
-      const Tensor& t = graph.tensor(e);
-      release(t.dst, s.finish[op] + cluster.transfer_time(placement[op], placement[t.dst], t.bytes));
-    }
+    for (EdgeId e : graph.out_edges(op)) release(graph.tensor(e).dst, s.finish[op] + transfer[e]);
   }
+  if (static_cast<std::int32_t>(queue.size()) < n)
+    throw std::invalid_argument(fmt::format("device_order deadlocks: only {} of {} operators can run", queue.size(), n));
   s.memory = device_memory(graph, placement, num_devices);
   return s;
 }

@@ -105,6 +105,16 @@ class Evaluator {
 Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
                       const std::vector<std::vector<OpId>>& device_order);
 
+// The same replay with durations given instead of the cluster's: compute[i] for operator i on its
+// GPU, transfer[e] from the finish of tensor e's producer to its arrival at the consumer, in any one
+// unit of time (a strategy's own cost model may count microseconds or merge parallel tensors).
+// replay_order is this with the cluster's durations after check_device_order; here the order is
+// not checked beyond a deadlock (std::invalid_argument), so it must list every operator once, on
+// its GPU (a topological order split by GPU does).
+Schedule replay_order_with_costs(const Graph& graph, int num_devices, std::span<const DeviceId> placement,
+                                 const std::vector<std::vector<OpId>>& device_order, std::span<const double> compute,
+                                 std::span<const double> transfer);
+
 // Checks that `device_order` lists every operator exactly once, on the GPU it is placed on, and
 // that the order cannot deadlock (an operator waiting, directly or through other GPUs, for an
 // operator ordered after it). Throws std::invalid_argument naming the operators involved.
