@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "placement/strategy.h"
-#include "scenarios/fcfs.h"
 #include "sim/errors.h"
 #include "sim/placement_io.h"
 #include "sim/trace.h"
@@ -23,7 +22,7 @@ Measurement measure_placement(const Graph& graph, const Cluster& cluster, const 
                               Engine engine, OpOrder order) {
   Measurement m;
   Evaluator evaluator(graph, cluster);
-  m.schedule = order == OpOrder::Fcfs ? fcfs_schedule(graph, cluster, placement) : evaluator.schedule(placement);
+  m.schedule = evaluator.schedule(placement, order == OpOrder::Fcfs ? Priority::Fcfs : Priority::Rank);
   m.evaluator_latency = m.schedule.latency;
   m.bounds = evaluator.lower_bounds();
   m.memory = m.schedule.memory;

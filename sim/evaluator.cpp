@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
+#include <utility>
 
 #include "sim/errors.h"
 
@@ -14,6 +16,12 @@ namespace placesim {
 namespace {
 constexpr std::int32_t kFinish = 0;
 constexpr std::int32_t kReady = 1;
+
+// Per-GPU min-heaps of ready operators: Priority::Rank keys them by priority position (0 = highest
+// rank), Priority::Fcfs by (arrival of the last input, operator id).
+struct Lower {
+  bool operator()(std::int32_t a, std::int32_t b) const { return a > b; }
+};
 }  // namespace
 
 Evaluator::Evaluator(const Graph& graph, const Cluster& cluster)
@@ -55,19 +63,55 @@ Evaluator::Evaluator(const Graph& graph, const Cluster& cluster)
 }
 
 double Evaluator::latency(std::span<const DeviceId> placement) {
-  return run(placement, nullptr, std::numeric_limits<double>::infinity());
+  return run<Priority::Rank>(placement, nullptr, std::numeric_limits<double>::infinity());
 }
 
 double Evaluator::latency_with_cutoff(std::span<const DeviceId> placement, double cutoff) {
-  return run(placement, nullptr, cutoff);
+  return run<Priority::Rank>(placement, nullptr, cutoff);
 }
 
-Schedule Evaluator::schedule(std::span<const DeviceId> placement) {
+Schedule Evaluator::schedule(std::span<const DeviceId> placement, Priority priority) {
   Schedule s;
-  run(placement, &s, std::numeric_limits<double>::infinity());
+  if (priority == Priority::Fcfs) {
+    fcfs_ready_.resize(cluster_.num_devices());
+    run<Priority::Fcfs>(placement, &s, std::numeric_limits<double>::infinity());
+  } else {
+    run<Priority::Rank>(placement, &s, std::numeric_limits<double>::infinity());
+  }
   return s;
 }
 
+template <Priority P>
+void Evaluator::push_ready(int d, OpId op) {
+  if constexpr (P == Priority::Rank) {
+    auto& heap = ready_[d];
+    heap.push_back(priority_[op]);
+    std::push_heap(heap.begin(), heap.end(), Lower{});
+  } else {
+    auto& heap = fcfs_ready_[d];
+    heap.emplace_back(inputs_arrive_[op], op);
+    std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+  }
+}
+
+template <Priority P>
+OpId Evaluator::pop_ready(int d) {
+  if constexpr (P == Priority::Rank) {
+    auto& heap = ready_[d];
+    std::pop_heap(heap.begin(), heap.end(), Lower{});
+    const OpId op = by_priority_[heap.back()];
+    heap.pop_back();
+    return op;
+  } else {
+    auto& heap = fcfs_ready_[d];
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+    const OpId op = heap.back().second;
+    heap.pop_back();
+    return op;
+  }
+}
+
+template <Priority P>
 double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double cutoff) {
   const auto n = static_cast<std::int32_t>(graph_.num_operators());
   const int num_devices = cluster_.num_devices();
@@ -78,25 +122,24 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
   const double rank_cutoff = cutoff + 1e-9 * std::fabs(cutoff);
 
   // Events are ordered by time; at equal times finishes come first, then by priority, so that
-  // everything that happens at one instant is known before any idle GPU picks its next operator.
+  // everything that happens at one instant is known before any idle GPU picks its next operator
+  // (so the order among events of one instant changes nothing, whatever the policy).
   auto later = [&](const Event& a, const Event& b) {
     if (a.time != b.time) return a.time > b.time;
     if (a.kind != b.kind) return a.kind > b.kind;
     return priority_[a.op] > priority_[b.op];
   };
-  auto lower_priority = [](std::int32_t a, std::int32_t b) { return a > b; };  // min-heap on priority
 
   events_.clear();
-  for (auto& heap : ready_) heap.clear();
+  if constexpr (P == Priority::Rank)
+    for (auto& heap : ready_) heap.clear();
+  else
+    for (auto& heap : fcfs_ready_) heap.clear();
   std::fill(device_busy_.begin(), device_busy_.end(), 0);
   for (OpId i = 0; i < n; ++i) {
     pending_inputs_[i] = static_cast<std::int32_t>(graph_.in_edges(i).size());
     inputs_arrive_[i] = 0.0;
-    if (pending_inputs_[i] == 0) {
-      auto& heap = ready_[placement[i]];
-      heap.push_back(priority_[i]);
-      std::push_heap(heap.begin(), heap.end(), lower_priority);
-    }
+    if (pending_inputs_[i] == 0) push_ready<P>(placement[i], i);
   }
   if (out) {
     out->device_order.assign(num_devices, {});
@@ -105,11 +148,8 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
 
   // Returns false when the operator it starts proves the makespan exceeds `cutoff`.
   auto dispatch = [&](int d, double now) {
-    auto& heap = ready_[d];
-    if (device_busy_[d] || heap.empty()) return true;
-    std::pop_heap(heap.begin(), heap.end(), lower_priority);
-    const OpId op = by_priority_[heap.back()];
-    heap.pop_back();
+    if (device_busy_[d] || ready_empty<P>(d)) return true;
+    const OpId op = pop_ready<P>(d);
     start_[op] = now;
     finish_[op] = now + cluster_.compute_time(d, graph_.op(op).compute_s);
     if (finish_[op] > cutoff || now + rank_[op] / max_speed_ > rank_cutoff) return false;
@@ -140,9 +180,7 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
           inputs_arrive_[j] = std::max(inputs_arrive_[j], arrive);
           if (--pending_inputs_[j] == 0) {
             if (inputs_arrive_[j] <= now) {
-              auto& heap = ready_[placement[j]];
-              heap.push_back(priority_[j]);
-              std::push_heap(heap.begin(), heap.end(), lower_priority);
+              push_ready<P>(placement[j], j);
             } else {
               if (inputs_arrive_[j] + rank_[j] / max_speed_ > rank_cutoff) return kOverCutoff;
               events_.push_back({inputs_arrive_[j], kReady, j});
@@ -151,22 +189,28 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
           }
         }
       } else {
-        auto& heap = ready_[placement[ev.op]];
-        heap.push_back(priority_[ev.op]);
-        std::push_heap(heap.begin(), heap.end(), lower_priority);
+        push_ready<P>(placement[ev.op], ev.op);
       }
     }
     // Only GPUs that are idle and hold ready work can start something; checking every GPU is
     // cheap for the cluster sizes placement targets and keeps the loop free of bookkeeping.
     for (int d = 0; d < num_devices; ++d)
-      if (!device_busy_[d] && !ready_[d].empty() && !dispatch(d, now)) return kOverCutoff;
+      if (!device_busy_[d] && !ready_empty<P>(d) && !dispatch(d, now)) return kOverCutoff;
   }
 
   if (out) {
     out->latency = makespan;
     out->start = start_;
     out->finish = finish_;
-    for (OpId i = 0; i < n; ++i) out->busy[placement[i]] += cluster_.compute_time(placement[i], graph_.op(i).compute_s);
+    // Compute time per GPU: by operator id under rank priority; under FCFS in the order each GPU ran
+    // its operators, the sum replay_order makes (the two sums can differ in the last bit).
+    if constexpr (P == Priority::Fcfs) {
+      for (int d = 0; d < num_devices; ++d)
+        for (OpId op : out->device_order[d]) out->busy[d] += cluster_.compute_time(d, graph_.op(op).compute_s);
+    } else {
+      for (OpId i = 0; i < n; ++i)
+        out->busy[placement[i]] += cluster_.compute_time(placement[i], graph_.op(i).compute_s);
+    }
     out->memory = device_memory(graph_, placement, num_devices);
   }
   return makespan;
@@ -244,9 +288,21 @@ void check_device_order(const Graph& graph, int num_devices, std::span<const Dev
 
 Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
                       const std::vector<std::vector<OpId>>& device_order) {
+  check_device_order(graph, cluster.num_devices(), placement, device_order);
+  std::vector<double> compute(graph.num_operators()), transfer(graph.num_tensors());
+  for (OpId i = 0; i < static_cast<OpId>(compute.size()); ++i)
+    compute[i] = cluster.compute_time(placement[i], graph.op(i).compute_s);
+  for (EdgeId e = 0; e < static_cast<EdgeId>(transfer.size()); ++e) {
+    const Tensor& t = graph.tensor(e);
+    transfer[e] = cluster.transfer_time(placement[t.src], placement[t.dst], t.bytes);
+  }
+  return replay_order_with_costs(graph, cluster.num_devices(), placement, device_order, compute, transfer);
+}
+
+Schedule replay_order_with_costs(const Graph& graph, int num_devices, std::span<const DeviceId> placement,
+                                 const std::vector<std::vector<OpId>>& device_order, std::span<const double> compute,
+                                 std::span<const double> transfer) {
   const auto n = static_cast<std::int32_t>(graph.num_operators());
-  const int num_devices = cluster.num_devices();
-  check_device_order(graph, num_devices, placement, device_order);
   // The order adds an edge from each operator to its successor on the same GPU; a topological
   // pass over data plus order edges gives every start time.
   std::vector<OpId> next_on_device(n, -1);
@@ -276,16 +332,14 @@ Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<cons
   for (std::size_t head = 0; head < queue.size(); ++head) {
     const OpId op = queue[head];
     s.start[op] = ready_at[op];
-    const double compute = cluster.compute_time(placement[op], graph.op(op).compute_s);
-    s.finish[op] = s.start[op] + compute;
+    s.finish[op] = s.start[op] + compute[op];
     s.latency = std::max(s.latency, s.finish[op]);
-    s.busy[placement[op]] += compute;
+    s.busy[placement[op]] += compute[op];
     if (next_on_device[op] >= 0) release(next_on_device[op], s.finish[op]);
-    for (EdgeId e : graph.out_edges(op)) {
-      const Tensor& t = graph.tensor(e);
-      release(t.dst, s.finish[op] + cluster.transfer_time(placement[op], placement[t.dst], t.bytes));
-    }
+    for (EdgeId e : graph.out_edges(op)) release(graph.tensor(e).dst, s.finish[op] + transfer[e]);
   }
+  if (static_cast<std::int32_t>(queue.size()) < n)
+    throw std::invalid_argument(fmt::format("device_order deadlocks: only {} of {} operators can run", queue.size(), n));
   s.memory = device_memory(graph, placement, num_devices);
   return s;
 }

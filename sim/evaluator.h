@@ -8,8 +8,10 @@
 // finishes (alpha-beta view of the cluster, no contention) and transfers overlap computation.
 // An operator therefore starts at max(finish of the previous operator on its GPU, arrival of its
 // last input) -- the same rule the SimGrid engine follows, which is what makes the two comparable.
+// schedule() can also pick first come, first served instead of by rank (Priority::Fcfs).
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "sim/cluster.h"
@@ -31,6 +33,15 @@ struct LowerBounds {
   double best() const { return critical_path > work_per_device ? critical_path : work_per_device; }
 };
 
+// Which ready operator an idle GPU starts.
+enum class Priority {
+  Rank,  // the highest computation rank (ties: earlier in topological order); what latency() uses
+  // First come, first served: the one whose last input arrived first (ties: the lower operator
+  // id). Arrivals follow the same contention-free model; SimGrid applies the rule to its own,
+  // contended, arrival times (GpuQueue::Fcfs).
+  Fcfs,
+};
+
 class Evaluator {
  public:
   Evaluator(const Graph& graph, const Cluster& cluster);
@@ -44,15 +55,27 @@ class Evaluator {
   // Either proves makespan > cutoff, so a search that only asks "is it below a threshold?"
   // (Metropolis acceptance) gets the same answers as from latency(), sooner.
   double latency_with_cutoff(std::span<const DeviceId> placement, double cutoff);
-  // The full schedule of a placement (allocates its result).
-  Schedule schedule(std::span<const DeviceId> placement);
+  // The full schedule of a placement (allocates its result), with GPUs picking by `priority`.
+  Schedule schedule(std::span<const DeviceId> placement, Priority priority = Priority::Rank);
 
   LowerBounds lower_bounds() const { return bounds_; }
   std::span<const double> rank() const { return rank_; }
 
  private:
+  // The event loop, one instance per priority policy (so the rank loop pays nothing for FCFS).
   // cutoff = +infinity for a full run; see latency_with_cutoff.
+  template <Priority P>
   double run(std::span<const DeviceId> placement, Schedule* out, double cutoff);
+  // The per-GPU queues of ready operators under policy P: which one an idle GPU starts. Always
+  // inlined: the rank loop is the hot path of every search.
+  template <Priority P>
+  [[gnu::always_inline]] inline void push_ready(int d, OpId op);
+  template <Priority P>
+  [[gnu::always_inline]] inline OpId pop_ready(int d);
+  template <Priority P>
+  bool ready_empty(int d) const {
+    return P == Priority::Rank ? ready_[d].empty() : fcfs_ready_[d].empty();
+  }
 
   const Graph& graph_;
   const Cluster& cluster_;
@@ -67,7 +90,8 @@ class Evaluator {
     std::int32_t op;
   };
   std::vector<Event> events_;
-  std::vector<std::vector<std::int32_t>> ready_;  // per GPU: heap of priorities
+  std::vector<std::vector<std::int32_t>> ready_;  // per GPU: heap of priorities (Priority::Rank)
+  std::vector<std::vector<std::pair<double, OpId>>> fcfs_ready_;  // per GPU: heap of (arrival, op) (Fcfs)
   std::vector<std::int32_t> pending_inputs_;
   std::vector<double> inputs_arrive_, start_, finish_;
   std::vector<std::uint8_t> device_busy_;
@@ -80,6 +104,16 @@ class Evaluator {
 // Throws std::invalid_argument if the order deadlocks (is inconsistent with the graph).
 Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
                       const std::vector<std::vector<OpId>>& device_order);
+
+// The same replay with durations given instead of the cluster's: compute[i] for operator i on its
+// GPU, transfer[e] from the finish of tensor e's producer to its arrival at the consumer, in any one
+// unit of time (a strategy's own cost model may count microseconds or merge parallel tensors).
+// replay_order is this with the cluster's durations after check_device_order; here the order is
+// not checked beyond a deadlock (std::invalid_argument), so it must list every operator once, on
+// its GPU (a topological order split by GPU does).
+Schedule replay_order_with_costs(const Graph& graph, int num_devices, std::span<const DeviceId> placement,
+                                 const std::vector<std::vector<OpId>>& device_order, std::span<const double> compute,
+                                 std::span<const double> transfer);
 
 // Checks that `device_order` lists every operator exactly once, on the GPU it is placed on, and
 // that the order cannot deadlock (an operator waiting, directly or through other GPUs, for an

@@ -12,7 +12,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "scenarios/fcfs.h"
 #include "scenarios/record.h"
 #include "scenarios/results_store.h"
 #include "scenarios/runner.h"
@@ -283,12 +282,12 @@ TEST(FcfsOrder, RunsOperatorsInTheOrderTheyBecameReady) {
   const Cluster c = testutil::dedicated_mesh(2, 1e9);
   const std::vector<DeviceId> placement{0, 0, 1, 1, 1, 0};
 
-  const auto order = fcfs_device_order(g, c, placement);
-  EXPECT_EQ(order[0], (std::vector<OpId>{0, 1, 5}));
-  EXPECT_EQ(order[1], (std::vector<OpId>{2, 3, 4}));
-  EXPECT_NEAR(fcfs_schedule(g, c, placement).latency, 18e-6, 1e-12);
-
   Evaluator evaluator(g, c);
+  const Schedule fcfs = evaluator.schedule(placement, Priority::Fcfs);
+  EXPECT_EQ(fcfs.device_order[0], (std::vector<OpId>{0, 1, 5}));
+  EXPECT_EQ(fcfs.device_order[1], (std::vector<OpId>{2, 3, 4}));
+  EXPECT_NEAR(fcfs.latency, 18e-6, 1e-12);
+
   const Schedule scheduler = evaluator.schedule(placement);
   EXPECT_NEAR(scheduler.latency, 17e-6, 1e-12);
   EXPECT_EQ(scheduler.device_order[1], (std::vector<OpId>{2, 4, 3}));
@@ -456,7 +455,7 @@ TEST(FcfsOrder, SimGridPicksByTheArrivalsItSimulates) {
   const Cluster c = testutil::dedicated_mesh(3, 1e9);
   const std::vector<DeviceId> placement{0, 2, 1, 1, 1, 1, 2};
 
-  const Schedule fcfs = fcfs_schedule(g, c, placement);
+  const Schedule fcfs = Evaluator(g, c).schedule(placement, Priority::Fcfs);
   EXPECT_EQ(fcfs.device_order[1], (std::vector<OpId>{2, 3, 4, 5}));
   EXPECT_NEAR(fcfs.latency, 18e-6, 1e-12);
   EXPECT_NEAR(simulate(g, c, placement, fcfs.device_order, GpuQueue::Fixed).latency, 18e-6, 1e-12);
@@ -473,17 +472,23 @@ TEST(FcfsOrder, SimGridPicksByTheArrivalsItSimulates) {
 }
 
 // On a profiled graph dealt round-robin over 4 GPUs: the FCFS order is a valid order (replay_order
-// checks every operator is listed once, on its GPU, without deadlock), is not the scheduler's,
-// and its latency is at least the lower bounds, in the evaluator and in SimGrid (which picks by
-// the arrival times it simulates, so its order, and latency, may differ either way).
+// checks every operator is listed once, on its GPU, without deadlock) whose replay is the FCFS
+// schedule to the bit, is not the scheduler's, and its latency is at least the lower bounds, in the
+// evaluator and in SimGrid (which picks by the arrival times it simulates, so its order, and
+// latency, may differ either way).
 TEST(FcfsOrder, OnARealGraphIsAValidOrderOtherThanTheSchedulers) {
   PLACESIM_REQUIRE_SHARED_GRAPHS();
   const Graph g = load_graph(testutil::shared_graphs() + "/quickp/small.json").graph;
   const Cluster c = testutil::dedicated_mesh(4, 20e9);
   std::vector<DeviceId> placement(g.num_operators());
   for (std::size_t i = 0; i < placement.size(); ++i) placement[i] = static_cast<DeviceId>(i % 4);
-  const Schedule fcfs = fcfs_schedule(g, c, placement);
   Evaluator evaluator(g, c);
+  const Schedule fcfs = evaluator.schedule(placement, Priority::Fcfs);
+  const Schedule replay = replay_order(g, c, placement, fcfs.device_order);
+  EXPECT_EQ(fcfs.start, replay.start);
+  EXPECT_EQ(fcfs.finish, replay.finish);
+  EXPECT_EQ(fcfs.busy, replay.busy);
+  EXPECT_EQ(fcfs.latency, replay.latency);
   const Schedule scheduler = evaluator.schedule(placement);
   EXPECT_NE(fcfs.device_order, scheduler.device_order);
   EXPECT_GE(fcfs.latency, evaluator.lower_bounds().best() * (1 - 1e-12));
