@@ -97,8 +97,9 @@ void check_strategy(const StrategyFactory& make, const std::string& strategy, co
   }
   EXPECT_EQ(m.oom, oom);
   for (const char* key : {"oom", "memory_overflow"})
-    if (first.report.contains(key) && first.report[key].is_boolean())
+    if (first.report.contains(key) && first.report[key].is_boolean()) {
       EXPECT_EQ(first.report[key].get<bool>(), oom) << "report." << key;
+    }
   for (const auto& [key, value] : first.report.items()) {
     if (!key.ends_with("memory_bytes") || !value.is_array() || value.size() != memory.size()) continue;
     for (int d = 0; d < cluster.num_devices(); ++d)

@@ -660,7 +660,9 @@ TEST(Topologies, TraceShowsEverySubflowOnItsLinks) {
   EXPECT_DOUBLE_EQ(bytes["server2-nic-down"], X);
   // Link statistics agree.
   for (int l = 0; l < static_cast<int>(c.links().size()); ++l)
-    if (bytes.count(c.link(l).name)) EXPECT_DOUBLE_EQ(r.links[l].bytes, bytes[c.link(l).name]) << c.link(l).name;
+    if (bytes.count(c.link(l).name)) {
+      EXPECT_DOUBLE_EQ(r.links[l].bytes, bytes[c.link(l).name]) << c.link(l).name;
+    }
 }
 
 TEST(Topologies, CliTopologyInfoAndDot) {
