@@ -32,7 +32,7 @@ fs::path temp_dir(const std::string& name) { return testutil::fresh_temp_dir("te
 }  // namespace
 
 TEST(Scenario, ParsesTheQuickstart) {
-  Scenario s = load_scenario(std::string(PLACESIM_SOURCE_DIR) + "/scenarios/quickstart.yaml");
+  Scenario s = load_scenario(std::string(PLACESIM_TEST_SOURCE_DIR) + "/scenarios/quickstart.yaml");
   EXPECT_EQ(s.name, "quickstart");
   EXPECT_EQ(s.cluster.num_devices(), 4);
   ASSERT_EQ(s.strategies.size(), 8u);
@@ -103,7 +103,7 @@ TEST(Scenario, MalformedYamlGivesLineAndColumn) {
 TEST(Cli, RunsTheFig31ScenarioAndWritesResults) {
   fs::path dir = temp_dir("fig31");
   std::string out;
-  const int rc = run_cli(std::string("run ") + PLACESIM_SOURCE_DIR + "/scenarios/fig31.yaml -o " + dir.string(), out);
+  const int rc = run_cli(std::string("run ") + PLACESIM_TEST_SOURCE_DIR + "/scenarios/fig31.yaml -o " + dir.string(), out);
   ASSERT_EQ(rc, 0) << out;
   nlohmann::json r = nlohmann::json::parse(std::ifstream(dir / "results.json"));
   ASSERT_EQ(r["strategies"].size(), 2u);

@@ -506,7 +506,7 @@ TEST(SweepRunner, SweepsAProfiledGraphOverGpusAndOrder) {
 
 TEST(SweepPlan, TheExampleSweepFileExpands) {
   // 3 bandwidths x 3 GPU counts x (metis per seed, heft once, mcmc per seed) = 45 points.
-  const SweepPlan p = load_sweep(std::string(PLACESIM_SOURCE_DIR) + "/scenarios/sweep.yaml");
+  const SweepPlan p = load_sweep(std::string(PLACESIM_TEST_SOURCE_DIR) + "/scenarios/sweep.yaml");
   EXPECT_EQ(p.variants.size(), 9u);
   EXPECT_EQ(p.points.size(), 45u);
   EXPECT_EQ(p.variants[8].cluster.num_devices(), 6);

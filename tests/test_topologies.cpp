@@ -599,7 +599,7 @@ TEST(Topologies, ThousandGpuFatTreeStaysSmall) {
 TEST(Topologies, ScenarioFilesRun) {
   for (const char* name : {"fat-tree", "spine-leaf", "non-blocking", "multi-nic"}) {
     SCOPED_TRACE(name);
-    Scenario s = load_scenario(fmt::format("{}/scenarios/{}.yaml", PLACESIM_SOURCE_DIR, name));
+    Scenario s = load_scenario(fmt::format("{}/scenarios/{}.yaml", PLACESIM_TEST_SOURCE_DIR, name));
     EXPECT_EQ(s.cluster.fabric.type, name);
     s.simulation.trace = false;
     const fs::path dir = fs::temp_directory_path() / fmt::format("placesim-topo-{}-{}", name, ::getpid());
@@ -616,7 +616,7 @@ TEST(Topologies, ScenarioFilesRun) {
                 1e-9 * r.outcomes[0].measurement.evaluator_latency);
     fs::remove_all(dir);
   }
-  Scenario mn = load_scenario(fmt::format("{}/scenarios/multi-nic.yaml", PLACESIM_SOURCE_DIR));
+  Scenario mn = load_scenario(fmt::format("{}/scenarios/multi-nic.yaml", PLACESIM_TEST_SOURCE_DIR));
   // Server 0 gives server 1 25 Gb/s: one NIC plus 5 Gb/s on the other.
   EXPECT_DOUBLE_EQ(mn.cluster.bandwidth(0, 2), 25e9 / 8);
   EXPECT_EQ(mn.cluster.num_paths(0, 2), 2);
@@ -668,7 +668,7 @@ TEST(Topologies, TraceShowsEverySubflowOnItsLinks) {
 TEST(Topologies, CliTopologyInfoAndDot) {
   const fs::path dot = fs::temp_directory_path() / fmt::format("placesim_topo_{}.dot", ::getpid());
   const std::string cmd = fmt::format("{} topology info {}/scenarios/spine-leaf.yaml --dot {} 2>&1", PLACESIM_CLI_PATH,
-                                      PLACESIM_SOURCE_DIR, dot.string());
+                                      PLACESIM_TEST_SOURCE_DIR, dot.string());
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];

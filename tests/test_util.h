@@ -78,7 +78,7 @@ inline Cluster dedicated_mesh(int n, double bandwidth, double latency = 0.0, dou
 // Root of ../shared/graphs, or empty when it is absent (tests then skip and say why).
 inline std::string shared_graphs() {
   if (const char* env = std::getenv("PLACESIM_SHARED_GRAPHS"); env && std::filesystem::exists(env)) return env;
-  std::string fallback = std::string(PLACESIM_SOURCE_DIR) + "/../shared/graphs";
+  std::string fallback = std::string(PLACESIM_TEST_SOURCE_DIR) + "/../shared/graphs";
   return std::filesystem::exists(fallback) ? fallback : std::string();
 }
 
