@@ -413,6 +413,7 @@ class Reader {
  private:
   void take(void* out, std::size_t size) {
     if (size > bytes_.size() - pos_) throw std::runtime_error("truncated");
+    if (size == 0) return;  // an empty array's data() may be null: memcpy with it is undefined
     std::memcpy(out, bytes_.data() + pos_, size);
     pos_ += size;
   }
