@@ -310,6 +310,11 @@ std::vector<std::string> engine_arguments() {
       // small stack without a guard page makes the per-flow actors several times cheaper.
       "--cfg=contexts/stack-size:128",
       "--cfg=contexts/guard-size:0",
+#ifdef __SANITIZE_ADDRESS__
+      // AddressSanitizer cannot follow SimGrid's own stack switching (Debian's libsimgrid is built
+      // without its fiber annotations): run each actor on a thread instead.
+      "--cfg=contexts/factory:thread",
+#endif
   };
 }
 
