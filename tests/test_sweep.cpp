@@ -39,12 +39,7 @@ const char* kBase =
 SweepPlan plan(const std::string& yaml) { return plan_sweep(YAML::Load(yaml), "s.yaml"); }
 
 std::string plan_error(const std::string& yaml) {
-  try {
-    plan(yaml);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return testutil::input_error_message([&] { plan(yaml); });
 }
 
 using testutil::run_cli;
@@ -304,12 +299,7 @@ TEST(SweepResults, AppendReadAndMergeShards) {
   EXPECT_TRUE(fs::exists(dir / "results.csv"));
 
   std::ofstream(dir / "bad.jsonl") << "{\"key\":\"a\"}\n{\"nokey\":1}\n";
-  try {
-    read_result_lines((dir / "bad.jsonl").string());
-    FAIL();
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
-  }
+  EXPECT_INPUT_ERROR(read_result_lines((dir / "bad.jsonl").string()), "", "line 2");
   fs::remove_all(dir);
 }
 

@@ -6,7 +6,12 @@
 #include <unistd.h>
 #include <filesystem>
 #include <fmt/format.h>
+#include <functional>
+#include <gtest/gtest.h>
+#include <initializer_list>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "placement/strategy.h"
 #include "sim/cluster.h"
@@ -34,14 +39,49 @@ inline std::unique_ptr<Strategy> make_strategy_from_yaml(const std::string& name
   return make_strategy(name, YAML::Load(options_yaml), "scenario.yaml", "strategies[0]");
 }
 
+// The InputError `f` throws, or nothing when it throws none (other exceptions pass through).
+inline std::optional<InputError> input_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
+// Whether `statement` throws an InputError whose field() contains `field` and whose message
+// contains each of `messages`; otherwise says what happened instead (with the error's message).
+// Use it through EXPECT_INPUT_ERROR (below).
+inline ::testing::AssertionResult input_error_matches(const std::function<void()>& statement, const char* text,
+                                                      std::string_view field,
+                                                      std::initializer_list<std::string_view> messages = {}) {
+  std::optional<InputError> e;
+  try {
+    e = input_error_of(statement);
+  } catch (const std::exception& other) {
+    return ::testing::AssertionFailure() << text << " threw another error than an InputError: " << other.what();
+  }
+  if (!e) return ::testing::AssertionFailure() << text << " threw no InputError";
+  if (e->field().find(field) == std::string::npos)
+    return ::testing::AssertionFailure() << text << " threw an InputError whose field '" << e->field()
+                                         << "' does not contain '" << field << "': " << e->what();
+  for (std::string_view m : messages)
+    if (std::string_view(e->what()).find(m) == std::string_view::npos)
+      return ::testing::AssertionFailure() << text << " threw an InputError whose message lacks '" << m
+                                           << "': " << e->what();
+  return ::testing::AssertionSuccess();
+}
+
+// The message of the InputError `f` throws, or "" when it throws none.
+inline std::string input_error_message(const std::function<void()>& f) {
+  const std::optional<InputError> e = input_error_of(f);
+  return e ? e->what() : "";
+}
+
 // The field an option error names ("strategies[0].options.x (line 1)"), or "no error".
 inline std::string option_error_field(const std::string& name, const std::string& options_yaml) {
-  try {
-    make_strategy_from_yaml(name, options_yaml);
-  } catch (const InputError& e) {
-    return e.field();
-  }
-  return "no error";
+  const std::optional<InputError> e = input_error_of([&] { make_strategy_from_yaml(name, options_yaml); });
+  return e ? e->field() : "no error";
 }
 
 // A fresh, empty folder "placesim-<name>-<pid>" under the system's temporary folder.
@@ -83,6 +123,14 @@ inline std::string shared_graphs() {
 }
 
 }  // namespace placesim::testutil
+
+// Expects `statement` to throw placesim::InputError whose field() contains `field_substring` (""
+// for any field) and whose message contains each further argument, e.g.
+//   EXPECT_INPUT_ERROR(parse_bandwidth("20 GB/h", "c.yaml", "cluster.bandwidth"), "cluster.bandwidth", "GB/h");
+// Otherwise the failure shows the statement and the error's message. Stream more context with <<.
+#define EXPECT_INPUT_ERROR(statement, field_substring, ...)                                  \
+  EXPECT_TRUE(::placesim::testutil::input_error_matches([&] { statement; }, #statement, field_substring \
+                                                        __VA_OPT__(, {__VA_ARGS__})))
 
 #define PLACESIM_REQUIRE_SHARED_GRAPHS()                                                       \
   do {                                                                                          \
