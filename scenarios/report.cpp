@@ -14,6 +14,7 @@
 
 #include "scenarios/record.h"
 #include "scenarios/results_store.h"
+#include "sim/data_dir.h"
 #include "sim/errors.h"
 #include "sim/units.h"
 #include "sim/yaml_fields.h"
@@ -328,7 +329,7 @@ int run_report(const ReportOptions& options, std::ostream& out, std::ostream& er
   std::string script = options.plot_script;
   if (script.empty()) {
     const char* env = std::getenv("PLACESIM_PLOT_SCRIPT");
-    script = env && *env ? env : std::string(PLACESIM_SOURCE_DIR) + "/tools/plot_results.py";
+    script = env && *env ? env : (data_dir() / "tools" / "plot_results.py").string();
   }
   if (!fs::exists(script)) {
     err << "report: plots skipped: the plot script " << script << " is missing (set PLACESIM_PLOT_SCRIPT)\n";

@@ -25,14 +25,7 @@ using namespace placesim::models;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return testutil::input_error_message(f); }
 
 ModelConfig config(std::string model) {
   ModelConfig c;

@@ -402,10 +402,11 @@ TEST(FabricOptions, EveryFabricNamesAnUnknownKeyAndItsType) {
     EXPECT_INPUT_ERROR(cluster_from_yaml(YAML::Load(fmt::format("{{type: {}, {}bogus_key: 1}}", t.type, servers)), "c.yaml"),
                        "cluster.bogus_key", "unknown key");
     for (const OptionDoc& o : t.options)  // every key rejects a value of the wrong kind, naming itself
-      if (o.kind != "text" && !(o.key == "servers" && !servers.empty()))
+      if (o.kind != "text" && !(o.key == "servers" && !servers.empty())) {
         EXPECT_INPUT_ERROR(cluster_from_yaml(YAML::Load(fmt::format("{{type: {}, {}{}: [not, a, value]}}", t.type, servers, o.key)),
                                              "c.yaml"),
                            "cluster." + o.key, "");
+      }
   }
   EXPECT_INPUT_ERROR(cluster_from_yaml(YAML::Load("{type: spine-leef}"), "c.yaml"), "cluster.type", "did you mean 'spine-leaf'");
 }

@@ -11,7 +11,7 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(Papers, EveryReproductionPlansAndHasTables) {
-  const fs::path dir = fs::path(PLACESIM_SOURCE_DIR) / "scenarios" / "papers";
+  const fs::path dir = fs::path(PLACESIM_TEST_SOURCE_DIR) / "scenarios" / "papers";
   int files = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() != ".yaml") continue;

@@ -33,12 +33,7 @@ std::unique_ptr<Strategy> make(const std::string& name, const std::string& yaml)
 }
 
 std::string option_error(const std::string& name, const std::string& yaml) {
-  try {
-    make(name, yaml);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return testutil::input_error_message([&] { make(name, yaml); });
 }
 
 // a -> b, 1 s each, 6 GB each, joined by a 1 GB tensor; GPUs of 8 GB joined at 1 GB/s.
@@ -191,12 +186,7 @@ TEST(PlacetoGraphs, FamilyAndSpecs) {
   EXPECT_EQ(graphs[3].name, "synthetic:9");
   EXPECT_EQ(to_placesim_json(graphs[1].graph), to_placesim_json(a));
   for (const char* bad : {"synthetic:5-2", "synthetic:x", "zoo:nonsense", "no/such/file.json"}) {
-    try {
-      placeto_training_graphs({bad});
-      ADD_FAILURE() << bad << " was accepted";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("--graphs"), std::string::npos) << e.what();
-    }
+    EXPECT_INPUT_ERROR(placeto_training_graphs({bad}), "", "--graphs") << bad;
   }
 }
 
@@ -346,12 +336,8 @@ TEST(PlacetoStrategy, PolicyFileZeroShotAndOptions) {
   EXPECT_EQ(tuned->place(g, c2).report["policy_episodes"], 3);
 
   // A 2-GPU policy on a 4-GPU cluster is an input error naming the option.
-  try {
-    s->place(g, testutil::dedicated_mesh(4, kBw));
-    ADD_FAILURE() << "accepted a 2-GPU policy on 4 GPUs";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("options.policy"), std::string::npos) << e.what();
-  }
+  EXPECT_INPUT_ERROR(s->place(g, testutil::dedicated_mesh(4, kBw)), "", "options.policy")
+      << "accepted a 2-GPU policy on 4 GPUs";
   EXPECT_NE(option_error("placeto", "{policy: " + (dir / "missing.pt").string() + "}").find("options.policy"),
             std::string::npos);
   EXPECT_NE(option_error("placeto", "{fine_tune_episodes: 2}").find("options.fine_tune_episodes"), std::string::npos);

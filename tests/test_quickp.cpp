@@ -349,13 +349,8 @@ TEST(QuickPStrategy, Fig31Is15us) {
 
 TEST(QuickPStrategy, OptionsAreValidated) {
   for (const char* bad : {"{mip_gap: 2}", "{time_limit: 0}", "{alpha_percentile: 1.5}", "{alpha: -1}"}) {
-    try {
-      make_quickp(bad);
-      ADD_FAILURE() << bad;
-    } catch (const InputError& e) {
-      const std::string key = std::string(bad).substr(1, std::string(bad).find(':') - 1);
-      EXPECT_NE(e.field().find("options." + key), std::string::npos) << e.what();
-    }
+    const std::string key = std::string(bad).substr(1, std::string(bad).find(':') - 1);
+    EXPECT_INPUT_ERROR(make_quickp(bad), "options." + key) << bad;
   }
   EXPECT_THROW(make_quickp("{gap: 0.1}"), InputError);
   EXPECT_NO_THROW(make_strategy("quickp", YAML::Load("{}"), "s.yaml", "strategies[0]"));  // registered

@@ -8,6 +8,7 @@
 #include "sim/builtin_graphs.h"
 #include "sim/errors.h"
 #include "sim/evaluator.h"
+#include "tests/test_util.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;
@@ -121,12 +122,7 @@ TEST(QuickPP3, StrategyReturnsPlacementAndAllocation) {
   EXPECT_FALSE(plain.bandwidth_allocation.has_value());
   EXPECT_TRUE(plain.report["allocation"].is_string());
   // Options are validated.
-  try {
-    make_quickp("{allocation_rounds: 0}");
-    ADD_FAILURE();
-  } catch (const InputError& e) {
-    EXPECT_NE(e.field().find("options.allocation_rounds"), std::string::npos) << e.what();
-  }
+  EXPECT_INPUT_ERROR(make_quickp("{allocation_rounds: 0}"), "options.allocation_rounds");
 }
 
 TEST(QuickPP3, P2IsExactOnAnAllocatedCluster) {

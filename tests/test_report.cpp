@@ -144,20 +144,10 @@ TEST(Report, PivotTakesTheMedianOverRepetitions) {
 TEST(Report, BadInputsNameTheFileLineAndField) {
   const fs::path dir = fresh_dir("bad");
   write(dir / "results.jsonl", lines({measured("a", {}, 0.001)}) + "{not json\n");
-  try {
-    load_report_records(dir.string());
-    FAIL() << "expected an InputError";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
-  }
+  EXPECT_INPUT_ERROR(load_report_records(dir.string()), "", "line 2");
   // A record without its measurement is no record (no aliases, no guesses).
   write(dir / "results.jsonl", R"({"label":"a","graph":"g","gpus":2,"evaluator_latency":0.01})" "\n");
-  try {
-    load_report_records(dir.string());
-    FAIL() << "expected an InputError";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("line 1: \"key\": missing"), std::string::npos) << e.what();
-  }
+  EXPECT_INPUT_ERROR(load_report_records(dir.string()), "", "line 1: \"key\": missing");
   const fs::path empty = fresh_dir("empty");
   EXPECT_THROW(load_report_records(empty.string()), InputError);
   write(empty / "results.json", "{\"scenario\": \"x\"}");
@@ -255,12 +245,7 @@ TEST(Report, ReportBlockParsesAndFiltersStrategies) {
 
 TEST(Report, ReportBlockErrorsNameTheField) {
   auto error_of = [](const char* yaml) {
-    try {
-      report_spec_from_yaml(YAML::Load(yaml), "s.yaml", "report");
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
+    return testutil::input_error_message([&] { report_spec_from_yaml(YAML::Load(yaml), "s.yaml", "report"); });
   };
   EXPECT_NE(error_of("tables: [{rows: graph, colums: gpus}]").find("report.tables[0]"), std::string::npos);
   EXPECT_NE(error_of("tables: [{rows: graph, colums: gpus}]").find("columns"), std::string::npos);  // suggested

@@ -15,12 +15,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string parse_error(const std::string& yaml) {
-  try {
-    parse_scenario(YAML::Load(yaml), "bad.yaml");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return testutil::input_error_message([&] { parse_scenario(YAML::Load(yaml), "bad.yaml"); });
 }
 
 const char* kCluster = "cluster: {type: full-mesh, gpus: 2, bandwidth: 10GB/s}\n";
@@ -32,7 +27,7 @@ fs::path temp_dir(const std::string& name) { return testutil::fresh_temp_dir("te
 }  // namespace
 
 TEST(Scenario, ParsesTheQuickstart) {
-  Scenario s = load_scenario(std::string(PLACESIM_SOURCE_DIR) + "/scenarios/quickstart.yaml");
+  Scenario s = load_scenario(std::string(PLACESIM_TEST_SOURCE_DIR) + "/scenarios/quickstart.yaml");
   EXPECT_EQ(s.name, "quickstart");
   EXPECT_EQ(s.cluster.num_devices(), 4);
   ASSERT_EQ(s.strategies.size(), 8u);
@@ -87,15 +82,7 @@ TEST(Scenario, ErrorsNameTheFieldAndSuggest) {
 TEST(Scenario, MalformedYamlGivesLineAndColumn) {
   fs::path dir = temp_dir("yaml");
   std::ofstream(dir / "broken.yaml") << "graph: {builtin: fig3.1\ncluster: [\n";
-  try {
-    load_scenario((dir / "broken.yaml").string());
-    FAIL();
-  } catch (const InputError& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("broken.yaml"), std::string::npos) << m;
-    EXPECT_NE(m.find("line"), std::string::npos) << m;
-    EXPECT_NE(m.find("malformed YAML"), std::string::npos) << m;
-  }
+  EXPECT_INPUT_ERROR(load_scenario((dir / "broken.yaml").string()), "", "broken.yaml", "line", "malformed YAML");
   EXPECT_THROW(load_scenario((dir / "missing.yaml").string()), InputError);
   fs::remove_all(dir);
 }
@@ -103,7 +90,7 @@ TEST(Scenario, MalformedYamlGivesLineAndColumn) {
 TEST(Cli, RunsTheFig31ScenarioAndWritesResults) {
   fs::path dir = temp_dir("fig31");
   std::string out;
-  const int rc = run_cli(std::string("run ") + PLACESIM_SOURCE_DIR + "/scenarios/fig31.yaml -o " + dir.string(), out);
+  const int rc = run_cli(std::string("run ") + PLACESIM_TEST_SOURCE_DIR + "/scenarios/fig31.yaml -o " + dir.string(), out);
   ASSERT_EQ(rc, 0) << out;
   nlohmann::json r = nlohmann::json::parse(std::ifstream(dir / "results.json"));
   ASSERT_EQ(r["strategies"].size(), 2u);
@@ -112,7 +99,7 @@ TEST(Cli, RunsTheFig31ScenarioAndWritesResults) {
   EXPECT_TRUE(fs::exists(dir / "results.csv"));
   EXPECT_TRUE(fs::exists(dir / "trace-single-device.json"));
   EXPECT_TRUE(fs::exists(dir / "placement-round-robin.json"));
-  EXPECT_NO_THROW((void)nlohmann::json::parse(std::ifstream(dir / "trace-round-robin.json")));
+  EXPECT_TRUE(nlohmann::json::accept(std::ifstream(dir / "trace-round-robin.json")));
 
   fs::remove_all(dir);
 }

@@ -40,12 +40,7 @@ const char* kBase =
 SweepPlan plan(const std::string& yaml) { return plan_sweep(YAML::Load(yaml), "s.yaml"); }
 
 std::string plan_error(const std::string& yaml) {
-  try {
-    plan(yaml);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return testutil::input_error_message([&] { plan(yaml); });
 }
 
 using testutil::run_cli;
@@ -324,12 +319,7 @@ TEST(SweepResults, AppendReadAndMergeShards) {
   EXPECT_TRUE(fs::exists(dir / "results.csv"));
 
   std::ofstream(dir / "bad.jsonl") << to_json(record("a", 0, "")).dump() << "\n{\"nokey\":1}\n";
-  try {
-    read_result_lines((dir / "bad.jsonl").string());
-    FAIL();
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
-  }
+  EXPECT_INPUT_ERROR(read_result_lines((dir / "bad.jsonl").string()), "", "line 2");
   fs::remove_all(dir);
 }
 
@@ -523,7 +513,9 @@ TEST(SweepRunner, SweepsAProfiledGraphOverGpusAndOrder) {
     const double evaluator = m.evaluator_latency, simgrid = m.simgrid_latency.value();
     // With the scheduler's order SimGrid runs the evaluator's order under contention: never faster.
     // With FCFS each picks by its own arrival times, so either may be ahead.
-    if (r.order == OpOrder::Scheduler) EXPECT_GE(simgrid, evaluator * (1 - 1e-9)) << r.key;
+    if (r.order == OpOrder::Scheduler) {
+      EXPECT_GE(simgrid, evaluator * (1 - 1e-9)) << r.key;
+    }
     EXPECT_GE(simgrid, m.bounds.critical_path * (1 - 1e-12)) << r.key;
     EXPECT_GE(evaluator, m.bounds.critical_path * (1 - 1e-12)) << r.key;
     EXPECT_EQ(op_order_name(r.order), r.sweep_value("simulation.order")->text) << r.key;
@@ -534,7 +526,7 @@ TEST(SweepRunner, SweepsAProfiledGraphOverGpusAndOrder) {
 
 TEST(SweepPlan, TheExampleSweepFileExpands) {
   // 3 bandwidths x 3 GPU counts x (metis per seed, heft once, mcmc per seed) = 45 points.
-  const SweepPlan p = load_sweep(std::string(PLACESIM_SOURCE_DIR) + "/scenarios/sweep.yaml");
+  const SweepPlan p = load_sweep(std::string(PLACESIM_TEST_SOURCE_DIR) + "/scenarios/sweep.yaml");
   EXPECT_EQ(p.variants.size(), 9u);
   EXPECT_EQ(p.points.size(), 45u);
   EXPECT_EQ(p.variants[8].cluster.num_devices(), 6);

@@ -74,12 +74,7 @@ double moving(const Cluster& c, const FlowRecord& f) { return f.end - f.start - 
 DeviceId gpu(int server, int gpus_per_server, int index = 0) { return server * gpus_per_server + index; }
 
 std::string error_of(const std::string& yaml) {
-  try {
-    cluster_from_yaml(YAML::Load(yaml), "c.yaml");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return testutil::input_error_message([&] { cluster_from_yaml(YAML::Load(yaml), "c.yaml"); });
 }
 
 }  // namespace
@@ -560,20 +555,10 @@ TEST(Topologies, ImpossibleShapesAndBadUnitsNameTheField) {
   // The C++ builders check the same shapes (QuickP builds clusters directly).
   FatTreeConfig ft;
   ft.k = 3;
-  try {
-    make_fat_tree(ft);
-    ADD_FAILURE();
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("cluster.k: k must be even"), std::string::npos) << e.what();
-  }
+  EXPECT_INPUT_ERROR(make_fat_tree(ft), "cluster.k", "cluster.k: k must be even");
   BandwidthAllocation a(3);
   a.set(1, 0, 25e9);
-  try {
-    a.validate(3, 20e9);
-    ADD_FAILURE();
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("cluster.allocation[1]"), std::string::npos) << e.what();
-  }
+  EXPECT_INPUT_ERROR(a.validate(3, 20e9), "", "cluster.allocation[1]");
   a.set(1, 0, -1);
   EXPECT_THROW(a.validate(3, 20e9), InputError);
   EXPECT_THROW(BandwidthAllocation(2).validate(3, 20e9), InputError);
@@ -636,7 +621,7 @@ TEST(Topologies, ThousandGpuFatTreeStaysSmall) {
 TEST(Topologies, ScenarioFilesRun) {
   for (const char* name : {"fat-tree", "spine-leaf", "non-blocking", "multi-nic"}) {
     SCOPED_TRACE(name);
-    SweepPlan plan = load_sweep(fmt::format("{}/scenarios/{}.yaml", PLACESIM_SOURCE_DIR, name));
+    SweepPlan plan = load_sweep(fmt::format("{}/scenarios/{}.yaml", PLACESIM_TEST_SOURCE_DIR, name));
     ASSERT_EQ(plan.variants.size(), 1u);
     EXPECT_EQ(plan.variants[0].cluster.fabric.type, name);
     plan.variants[0].simulation.trace = false;
@@ -653,7 +638,7 @@ TEST(Topologies, ScenarioFilesRun) {
                 1e-9 * r[0].measurement->evaluator_latency);
     fs::remove_all(dir);
   }
-  Scenario mn = load_scenario(fmt::format("{}/scenarios/multi-nic.yaml", PLACESIM_SOURCE_DIR));
+  Scenario mn = load_scenario(fmt::format("{}/scenarios/multi-nic.yaml", PLACESIM_TEST_SOURCE_DIR));
   // Server 0 gives server 1 25 Gb/s: one NIC plus 5 Gb/s on the other.
   EXPECT_DOUBLE_EQ(mn.cluster.bandwidth(0, 2), 25e9 / 8);
   EXPECT_EQ(mn.cluster.num_paths(0, 2), 2);
@@ -697,13 +682,15 @@ TEST(Topologies, TraceShowsEverySubflowOnItsLinks) {
   EXPECT_DOUBLE_EQ(bytes["server2-nic-down"], X);
   // Link statistics agree.
   for (int l = 0; l < static_cast<int>(c.links().size()); ++l)
-    if (bytes.count(c.link(l).name)) EXPECT_DOUBLE_EQ(r.links[l].bytes, bytes[c.link(l).name]) << c.link(l).name;
+    if (bytes.count(c.link(l).name)) {
+      EXPECT_DOUBLE_EQ(r.links[l].bytes, bytes[c.link(l).name]) << c.link(l).name;
+    }
 }
 
 TEST(Topologies, CliTopologyInfoAndDot) {
   const fs::path dot = fs::temp_directory_path() / fmt::format("placesim_topo_{}.dot", ::getpid());
   const std::string cmd = fmt::format("{} topology info {}/scenarios/spine-leaf.yaml --dot {} 2>&1", PLACESIM_CLI_PATH,
-                                      PLACESIM_SOURCE_DIR, dot.string());
+                                      PLACESIM_TEST_SOURCE_DIR, dot.string());
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];

@@ -1,17 +1,27 @@
 #pragma once
 // Small hand-made graphs and clusters whose answers can be derived by hand.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <filesystem>
 #include <fmt/format.h>
+#include <functional>
+#include <gtest/gtest.h>
+#include <initializer_list>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <string_view>
 
 #include "placement/strategy.h"
+#include "scenarios/results_store.h"
+#include "scenarios/sweep_runner.h"
 #include "sim/cluster.h"
 #include "sim/errors.h"
 #include "sim/graph.h"
+#include "topologies/fabrics.h"
 
 namespace placesim::testutil {
 
@@ -34,14 +44,49 @@ inline std::unique_ptr<Strategy> make_strategy_from_yaml(const std::string& name
   return make_strategy(name, YAML::Load(options_yaml), "scenario.yaml", "strategies[0]");
 }
 
+// The InputError `f` throws, or nothing when it throws none (other exceptions pass through).
+inline std::optional<InputError> input_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
+// Whether `statement` throws an InputError whose field() contains `field` and whose message
+// contains each of `messages`; otherwise says what happened instead (with the error's message).
+// Use it through EXPECT_INPUT_ERROR (below).
+inline ::testing::AssertionResult input_error_matches(const std::function<void()>& statement, const char* text,
+                                                      std::string_view field,
+                                                      std::initializer_list<std::string_view> messages = {}) {
+  std::optional<InputError> e;
+  try {
+    e = input_error_of(statement);
+  } catch (const std::exception& other) {
+    return ::testing::AssertionFailure() << text << " threw another error than an InputError: " << other.what();
+  }
+  if (!e) return ::testing::AssertionFailure() << text << " threw no InputError";
+  if (e->field().find(field) == std::string::npos)
+    return ::testing::AssertionFailure() << text << " threw an InputError whose field '" << e->field()
+                                         << "' does not contain '" << field << "': " << e->what();
+  for (std::string_view m : messages)
+    if (std::string_view(e->what()).find(m) == std::string_view::npos)
+      return ::testing::AssertionFailure() << text << " threw an InputError whose message lacks '" << m
+                                           << "': " << e->what();
+  return ::testing::AssertionSuccess();
+}
+
+// The message of the InputError `f` throws, or "" when it throws none.
+inline std::string input_error_message(const std::function<void()>& f) {
+  const std::optional<InputError> e = input_error_of(f);
+  return e ? e->what() : "";
+}
+
 // The field an option error names ("strategies[0].options.x (line 1)"), or "no error".
 inline std::string option_error_field(const std::string& name, const std::string& options_yaml) {
-  try {
-    make_strategy_from_yaml(name, options_yaml);
-  } catch (const InputError& e) {
-    return e.field();
-  }
-  return "no error";
+  const std::optional<InputError> e = input_error_of([&] { make_strategy_from_yaml(name, options_yaml); });
+  return e ? e->field() : "no error";
 }
 
 // A fresh, empty folder "placesim-<name>-<pid>" under the system's temporary folder.
@@ -78,19 +123,25 @@ inline Cluster dedicated_mesh(int n, double bandwidth, double latency = 0.0, dou
 // Root of ../shared/graphs, or empty when it is absent (tests then skip and say why).
 inline std::string shared_graphs() {
   if (const char* env = std::getenv("PLACESIM_SHARED_GRAPHS"); env && std::filesystem::exists(env)) return env;
-  std::string fallback = std::string(PLACESIM_SOURCE_DIR) + "/../shared/graphs";
+  std::string fallback = std::string(PLACESIM_TEST_SOURCE_DIR) + "/../shared/graphs";
   return std::filesystem::exists(fallback) ? fallback : std::string();
 }
 
 }  // namespace placesim::testutil
+
+// Expects `statement` to throw placesim::InputError whose field() contains `field_substring` (""
+// for any field) and whose message contains each further argument, e.g.
+//   EXPECT_INPUT_ERROR(parse_bandwidth("20 GB/h", "c.yaml", "cluster.bandwidth"), "cluster.bandwidth", "GB/h");
+// Otherwise the failure shows the statement and the error's message. Stream more context with <<.
+#define EXPECT_INPUT_ERROR(statement, field_substring, ...)                                  \
+  EXPECT_TRUE(::placesim::testutil::input_error_matches([&] { statement; }, #statement, field_substring \
+                                                        __VA_OPT__(, {__VA_ARGS__})))
 
 #define PLACESIM_REQUIRE_SHARED_GRAPHS()                                                       \
   do {                                                                                          \
     if (placesim::testutil::shared_graphs().empty())                                            \
       GTEST_SKIP() << "../shared/graphs is absent: the profiled real graphs are not available"; \
   } while (0)
-
-#include "topologies/fabrics.h"
 
 namespace placesim::testutil {
 
@@ -101,30 +152,6 @@ inline Cluster nvlink_servers(int gpus, double memory = kDefaultGpuMemory) {
   cfg.gpu_memory = memory;
   return make_nvlink_servers(cfg);
 }
-
-}  // namespace placesim::testutil
-
-// Expects `statement` to throw InputError whose field() contains `field_part` and whose message
-// contains `message_part` ("" for any); prints the message otherwise.
-#define EXPECT_INPUT_ERROR(statement, field_part, message_part)                                                  \
-  do {                                                                                                          \
-    try {                                                                                                       \
-      statement;                                                                                                \
-      ADD_FAILURE() << "expected an InputError naming '" << (field_part) << "'";                               \
-    } catch (const ::placesim::InputError& input_error_) {                                                      \
-      EXPECT_NE(input_error_.field().find(field_part), std::string::npos)                                       \
-          << "field: " << input_error_.field() << "\nmessage: " << input_error_.what();                       \
-      EXPECT_NE(std::string(input_error_.what()).find(message_part), std::string::npos) << input_error_.what(); \
-    }                                                                                                           \
-  } while (0)
-
-#include <algorithm>
-#include <sstream>
-
-#include "scenarios/results_store.h"
-#include "scenarios/sweep_runner.h"
-
-namespace placesim::testutil {
 
 // Runs every point of `plan` as `placesim run` does (one worker at a time, no progress) into
 // `dir`, and returns the records of results.jsonl in plan order.

@@ -17,6 +17,7 @@
 #include "scenarios/scenario.h"
 #include "scenarios/sweep.h"
 #include "scenarios/sweep_runner.h"
+#include "sim/data_dir.h"
 #include "sim/errors.h"
 #include "sim/graph_io.h"
 #include "sim/graph_stats.h"
@@ -89,10 +90,10 @@ int cmd_run(const RunArgs& a) {
 #endif
 }
 
-// The reproductions: scenarios/papers/*.yaml of the source tree ($PLACESIM_PAPERS overrides).
+// The reproductions: scenarios/papers/*.yaml of the data folder ($PLACESIM_PAPERS overrides).
 std::filesystem::path papers_dir() {
   if (const char* env = std::getenv("PLACESIM_PAPERS"); env && *env) return env;
-  return std::filesystem::path(PLACESIM_SOURCE_DIR) / "scenarios" / "papers";
+  return data_dir() / "scenarios" / "papers";
 }
 
 struct ReproduceArgs {

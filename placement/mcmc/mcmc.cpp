@@ -34,7 +34,7 @@ Units build_units(const Graph& g) {
   Units u;
   std::vector<std::int32_t> count(next, 0);
   for (OpId i = 0; i < n; ++i) ++count[unit_of[i]];
-  u.offsets.resize(next + 1);
+  u.offsets.assign(static_cast<std::size_t>(next) + 1, 0);
   for (std::int32_t k = 0; k < next; ++k) u.offsets[k + 1] = u.offsets[k] + count[k];
   u.ops.resize(n);
   std::vector<std::int32_t> fill(u.offsets.begin(), u.offsets.end() - 1);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "placement/placeto/placeto_plugin.h"
+#include "sim/data_dir.h"
 #include "sim/errors.h"
 
 #ifdef PLACESIM_HAVE_TORCH
@@ -21,7 +22,7 @@ namespace {
 // does not support being unloaded, and policy objects keep pointers into the plugin's code.
 const PlacetoTorchPlugin* open_torch_plugin() {
   const char* override_path = std::getenv("PLACESIM_TORCH_PLUGIN");
-  const std::string path = override_path && *override_path ? override_path : PLACESIM_TORCH_PLUGIN;
+  const std::string path = override_path && *override_path ? override_path : plugin_path(PLACESIM_TORCH_PLUGIN_NAME).string();
   const std::string fix = "the placeto strategy needs placesim's LibTorch plugin (built with placesim; the "
                           "environment variable PLACESIM_TORCH_PLUGIN overrides its path)";
   // RTLD_NOW: a missing symbol is reported here, not as a crash in the middle of training.

@@ -2,8 +2,9 @@
 // Placeto's policy (section 2.2) and its REINFORCE training (appendix A.1, A.7), behind a
 // torch-free interface: only placement/placeto/*_torch.cpp include LibTorch, and those files make
 // the plugin module placesim_torch, built only when PLACESIM_HAVE_TORCH is defined. The first
-// PlacetoPolicy made or loaded in a process loads the plugin (and LibTorch with it, ~0.6 s); its
-// path is compiled in and overridden by the environment variable PLACESIM_TORCH_PLUGIN. When it
+// PlacetoPolicy made or loaded in a process loads the plugin (and LibTorch with it, ~0.6 s) from
+// beside the executable or from lib/placesim when installed (sim/data_dir.h); the environment
+// variable PLACESIM_TORCH_PLUGIN overrides its path. When it
 // cannot be loaded (or the build has no LibTorch), making a policy throws an InputError naming the
 // plugin's path and why.
 //
