@@ -128,21 +128,23 @@ P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& co
   auto transfer = [&](DeviceId d, DeviceId e, double bytes) { return cluster.transfer_time(d, e, bytes) / kTimeUnit; };
   const bool symmetric = options.break_symmetry && k > 1 && n > 0 && gpus_interchangeable(cluster);
 
-  // Start times of a placement whose GPUs run their operators in the order of `sequence` (a
-  // topological order of g): each starts when its GPU is free and its inputs are in.
-  auto schedule_of = [&](const std::vector<DeviceId>& placement, std::span<const OpId> sequence, double& makespan) {
-    std::vector<double> start(n, 0.0), device_free(k, 0.0);
-    makespan = 0;
-    for (OpId i : sequence) {
-      const DeviceId d = placement[i];
-      double t = device_free[d];
-      for (const auto& [q, bytes] : preds[i])
-        t = std::max(t, start[q] + p(q) + (unit[q] == unit[i] ? 0.0 : transfer(placement[q], d, bytes)));
-      start[i] = t;
-      device_free[d] = t + p(i);
-      makespan = std::max(makespan, device_free[d]);
+  // The schedule (model unit) of a placement whose GPUs run their operators in the order of
+  // `sequence` (a topological order of g): the evaluator's replay with P2's durations, the ones the
+  // model's rows hold a solution to -- p_i, and per tensor the transfer of its merged edge (none
+  // inside a unit).
+  std::vector<double> compute(n), merged_bytes(g.num_tensors());
+  for (int i = 0; i < n; ++i) compute[i] = p(i);
+  for (EdgeId e = 0; e < static_cast<EdgeId>(merged_bytes.size()); ++e)
+    merged_bytes[e] = edge_bytes.at({g.tensor(e).src, g.tensor(e).dst});
+  auto schedule_of = [&](const std::vector<DeviceId>& placement, std::span<const OpId> sequence) {
+    std::vector<std::vector<OpId>> order(k);
+    for (OpId i : sequence) order[placement[i]].push_back(i);
+    std::vector<double> arrival(merged_bytes.size());
+    for (EdgeId e = 0; e < static_cast<EdgeId>(arrival.size()); ++e) {
+      const Tensor& t = g.tensor(e);
+      arrival[e] = unit[t.src] == unit[t.dst] ? 0.0 : transfer(placement[t.src], placement[t.dst], merged_bytes[e]);
     }
-    return start;
+    return replay_order_with_costs(g, k, placement, order, compute, arrival);
   };
   // The evaluator's order for a placement, with each unit's operators put back in topological
   // order within the unit's slots (P2 fixes that order); empty if that breaks a dependency.
@@ -183,11 +185,10 @@ P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& co
   std::vector<double> warm_start_times;
   std::vector<int> warm_pos(n);
   auto consider = [&](const std::vector<DeviceId>& placement, std::span<const OpId> sequence) {
-    double mk = 0;
-    auto start = schedule_of(placement, sequence, mk);
-    if (mk < warm_makespan) {
-      warm_makespan = mk;
-      warm_start_times = std::move(start);
+    Schedule sched = schedule_of(placement, sequence);
+    if (sched.latency < warm_makespan) {
+      warm_makespan = sched.latency;
+      warm_start_times = std::move(sched.start);
       fallback = placement;
       for (int q = 0; q < n; ++q) warm_pos[sequence[q]] = q;
       have_warm = true;
@@ -241,8 +242,7 @@ P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& co
       std::vector<std::vector<OpId>> members(num_units);
       for (OpId i : topo) members[unit[i]].push_back(i);
       std::vector<DeviceId> current = fallback;
-      double current_mk = kInf;
-      schedule_of(current, topo, current_mk);
+      double current_mk = schedule_of(current, topo).latency;
       for (int pass = 0; pass < 10; ++pass) {
         bool improved = false;
         for (int u = 0; u < num_units; ++u) {
@@ -251,8 +251,7 @@ P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& co
             const DeviceId was = current[members[u][0]];
             if (d == was) continue;
             for (OpId i : members[u]) current[i] = d;
-            double mk = 0;
-            schedule_of(current, topo, mk);
+            const double mk = schedule_of(current, topo).latency;
             if (mk < current_mk * (1 - 1e-12) && fits(current)) {
               current_mk = mk;
               improved = true;
@@ -642,10 +641,9 @@ P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& co
   if (best == nullptr) {
     sol.status = P2Status::Infeasible;
     sol.placement = fallback;
-    double mk = 0;
-    const auto start = schedule_of(fallback, topo, mk);
-    for (int i = 0; i < n; ++i) sol.start[i] = start[i] * kTimeUnit;
-    sol.objective = mk * kTimeUnit;
+    const Schedule replay = schedule_of(fallback, topo);
+    for (int i = 0; i < n; ++i) sol.start[i] = replay.start[i] * kTimeUnit;
+    sol.objective = replay.latency * kTimeUnit;
     sol.best_bound = model.getBestPossibleObjValue() * kTimeUnit;
   } else {
     for (int i = 0; i < n; ++i) {
