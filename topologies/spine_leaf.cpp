@@ -104,6 +104,8 @@ void parse_ratio(const YamlFields& f, std::string_view key, SpineLeafConfig& c) 
   c.oversubscription = colon == std::string::npos
                            ? number(text)
                            : number(std::string_view(text).substr(0, colon)) / number(std::string_view(text).substr(colon + 1));
+  // The uplinks are sized from it: a ratio of 1e-300 would make them infinitely fast.
+  check_ratio_range(c.oversubscription, text, f.file(), f.field(key));
 }
 
 }  // namespace

@@ -1,0 +1,139 @@
+// Regression tests of issue #18: inputs that crashed placesim, left a results folder --resume
+// could not read, or ended in "internal error". One test (or more) per numbered item, named after
+// it, each reproducing the issue's input where it can and checking what the user sees.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "placement/heft/heft.h"
+#include "scenarios/record.h"
+#include "scenarios/results_store.h"
+#include "scenarios/runner.h"
+#include "scenarios/sweep.h"
+#include "scenarios/sweep_runner.h"
+#include "sim/errors.h"
+#include "sim/graph_io.h"
+#include "sim/models/zoo.h"
+#include "sim/placement_io.h"
+#include "sim/units.h"
+#include "sim/yaml_fields.h"
+#include "tests/test_util.h"
+#include "topologies/registry.h"
+
+namespace placesim {
+namespace {
+
+namespace fs = std::filesystem;
+using testutil::run_cli;
+
+fs::path temp_dir(const std::string& name) { return testutil::fresh_temp_dir("robust-" + name); }
+
+void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The issue's graph for items 1, 2 and 7: two operators of 1e308 s joined by a zero-byte tensor.
+const char* kHugeComputeGraph = R"({"format": "placesim-graph", "version": 1,
+  "operators": [{"name": "a", "compute_s": 1e308}, {"name": "b", "compute_s": 1e308}],
+  "tensors": [{"src": "a", "dst": "b", "bytes": 0}]})";
+
+// ---------------------------------------------------------------------------------------------
+// Item 7: finite values that overflow on the way (1e308 s, 1e-320 B/s) are refused at load,
+// naming the field; the ranges are sim/units.h's, the same for every loader.
+
+TEST(Robustness, Item7GraphFilesAreBoundedPerField) {
+  EXPECT_INPUT_ERROR(parse_graph(kHugeComputeGraph, "big.json"), "operators[0].compute_s",
+                     "expected a duration from 0 to 1e+09 s", "'1e+308 seconds'");
+  auto native = [](const std::string& op, const std::string& tensor_bytes) {
+    return R"({"format": "placesim-graph", "version": 1, "operators": [)" + op +
+           R"(, {"name": "z", "compute_s": 0}], "tensors": [{"src": "a", "dst": "z", "bytes": )" + tensor_bytes + "}]}";
+  };
+  EXPECT_INPUT_ERROR(parse_graph(native(R"({"name": "a", "compute_s": 1, "memory_bytes": 2e14})", "0"), "g.json"),
+                     "operators[0].memory_bytes", "expected a size from 0 to 1e+14 bytes");
+  EXPECT_INPUT_ERROR(parse_graph(native(R"({"name": "a", "compute_s": 1})", "1e15"), "g.json"), "tensors[0].bytes",
+                     "1e+14 bytes");
+  // The largest values load.
+  EXPECT_NO_THROW(parse_graph(native(R"({"name": "a", "compute_s": 1e9, "memory_bytes": 1e14})", "1e14"), "g.json"));
+
+  // QuickP: microseconds per device (the mean of two 1e308 us costs was infinite), bytes, bits.
+  const std::string quickp_node = R"({"id": "a", "op_type": "x", "mem": 0, "comp_cost": {"gpu0": 1e308, "gpu1": 1e308}})";
+  EXPECT_INPUT_ERROR(parse_graph(R"({"nodes": [)" + quickp_node + R"(], "links": []})", "q.json"),
+                     "nodes[0].comp_cost.gpu0", "'1e+308 microseconds'");
+  EXPECT_INPUT_ERROR(parse_graph(R"({"nodes": [{"id": "a", "op_type": "x", "mem": 0, "comp_cost": {"gpu0": 1}},
+      {"id": "b", "op_type": "x", "mem": 0, "comp_cost": {"gpu0": 1}}],
+      "links": [{"source": "a", "target": "b", "tensor_size_in_bit": 1e16}]})", "q.json"),
+                     "links[0].tensor_size_in_bit", "'1e+16 bits'");
+  // msr-fiddle: milliseconds.
+  EXPECT_INPUT_ERROR(parse_graph(R"({"nodes": [{"id": 1, "name": "a", "fpgaLatency": 1e300, "size": 0, "isBackwardNode": 0}],
+      "edges": []})", "m.json", GraphFormat::Msr),
+                     "nodes[0].fpgaLatency", "milliseconds");
+
+  // The CLI: `graph info` on the issue's graph is one line naming the field, exit 2 (the
+  // parallelism was -nan).
+  const fs::path dir = temp_dir("item7");
+  write(dir / "big.json", kHugeComputeGraph);
+  std::string out;
+  EXPECT_EQ(run_cli("graph info " + (dir / "big.json").string(), out), 2) << out;
+  EXPECT_TRUE(contains(out, "big.json: operators[0].compute_s: expected a duration from 0 to 1e+09 s")) << out;
+  EXPECT_FALSE(contains(out, "nan")) << out;
+  fs::remove_all(dir);
+}
+
+TEST(Robustness, Item7ScenarioQuantitiesAreBoundedPerField) {
+  EXPECT_INPUT_ERROR(parse_bandwidth("1e-320B/s", "s.yaml", "cluster.ethernet_bandwidth"), "cluster.ethernet_bandwidth",
+                     "expected a bandwidth from 1 B/s to 1e+18 B/s, got '1e-320B/s'");
+  EXPECT_INPUT_ERROR(parse_bandwidth("2e18", "s.yaml", "b"), "b", "1e+18 B/s");
+  EXPECT_INPUT_ERROR(parse_duration("1e308s", "s.yaml", "cluster.nic_latency"), "cluster.nic_latency", "1e+09 s");
+  EXPECT_INPUT_ERROR(parse_bytes("200TB", "s.yaml", "cluster.gpu_memory"), "cluster.gpu_memory", "1e+14 bytes");
+  EXPECT_INPUT_ERROR(parse_flops("1e-300FLOP/s", "s.yaml", "graph.gpu.flops"), "graph.gpu.flops", "from 1 FLOP/s");
+  EXPECT_DOUBLE_EQ(parse_bandwidth("1B/s", "s.yaml", "b"), 1.0);
+  EXPECT_DOUBLE_EQ(parse_duration("1e9s", "s.yaml", "d"), 1e9);
+  EXPECT_DOUBLE_EQ(parse_bytes("1e14", "s.yaml", "m"), 1e14);
+
+  // Through the cluster parser, with the field's line (the issue: `ethernet_bandwidth: 1e-320B/s`).
+  auto cluster = [](const std::string& yaml) { return cluster_from_yaml(YAML::Load(yaml), "s.yaml", "cluster"); };
+  EXPECT_INPUT_ERROR(cluster("type: nvlink-servers\ngpus: 4\nethernet_bandwidth: 1e-320B/s\n"),
+                     "cluster.ethernet_bandwidth (line 3)", "expected a bandwidth from 1 B/s");
+  EXPECT_INPUT_ERROR(cluster("type: non-blocking\nservers: 2\ngpu_speed: 1e-300\n"), "cluster.gpu_speed (line 3)",
+                     "expected a number in [1e-06, 1e+06]");
+  EXPECT_INPUT_ERROR(cluster("type: non-blocking\nservers: 2\nserver_overrides: [{server: 1, gpu_speed: 1e300}]\n"),
+                     "gpu_speed", "expected a ratio from 1e-06 to 1e+06");
+  EXPECT_INPUT_ERROR(cluster("type: spine-leaf\nservers: 4\noversubscription: '1:1e300'\n"),
+                     "cluster.oversubscription (line 3)", "expected a ratio from 1e-06 to 1e+06");
+}
+
+TEST(Robustness, Item7ModelZooSizesThatOverflowNameTheOperator) {
+  models::ModelConfig c;
+  c.model = "bert-base";
+  c.hidden = 1'000'000'000;
+  c.heads = 1;
+  const std::string message = testutil::input_error_message([&] { models::zoo_graph(c); });
+  EXPECT_TRUE(contains(message, "more than the 1e+14 bytes placesim simulates; give smaller model sizes")) << message;
+}
+
+TEST(Robustness, Item7TheLargestValuesStayFiniteInBothEngines) {
+  // The extremes the ranges allow: a 1e9 s operator sends 1e14 bytes over a 1 B/s link with 1e9 s
+  // of latency, then a chain of nanosecond operators follows. Both engines give finite, equal times.
+  Graph g;
+  g.add_operator({"big", "op", kMaxDuration, kMaxBytes});
+  for (int i = 0; i < 20; ++i) g.add_operator({fmt::format("t{}", i), "op", 1e-9, 0});
+  g.add_tensor(0, 1, kMaxBytes);
+  for (int i = 1; i < 20; ++i) g.add_tensor(i, i + 1, 1e-3);
+  g.finalize("extremes");
+  const Cluster c = testutil::dedicated_mesh(2, kMinBandwidth, kMaxDuration, kMaxBytes);
+  std::vector<DeviceId> placement(g.num_operators());
+  for (std::size_t i = 0; i < placement.size(); ++i) placement[i] = static_cast<DeviceId>(i % 2);
+  const Measurement m = measure_placement(g, c, placement, Engine::Both);
+  ASSERT_TRUE(m.simgrid_latency);
+  EXPECT_TRUE(std::isfinite(m.evaluator_latency) && std::isfinite(*m.simgrid_latency));
+  EXPECT_GT(m.evaluator_latency, kMaxBytes / kMinBandwidth);
+  EXPECT_NEAR(*m.simgrid_latency, m.evaluator_latency, 1e-9 * m.evaluator_latency);
+}
+
+}  // namespace
+}  // namespace placesim
