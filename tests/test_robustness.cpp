@@ -42,6 +42,51 @@ const char* kHugeComputeGraph = R"({"format": "placesim-graph", "version": 1,
   "operators": [{"name": "a", "compute_s": 1e308}, {"name": "b", "compute_s": 1e308}],
   "tensors": [{"src": "a", "dst": "b", "bytes": 0}]})";
 
+// Two GPUs where 0 -> 1 has no bandwidth (as a multi-NIC allocation of zero leaves it) and
+// 1 -> 0 is a 10 GB/s link. GPU 0 holds 1 GB, GPU 1 16 GB.
+Cluster one_way_pair() {
+  Cluster c;
+  c.add_device({"gpu0", 0, 1e9});
+  c.add_device({"gpu1", 1, 16e9});
+  c.set_unreachable(0, 1);
+  c.set_route(1, 0, {c.add_link({"l1_0", 10e9, 0})});
+  c.finalize("one-way pair");
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 1: HEFT read out of bounds when every candidate finish time was infinite (`best` stayed -1).
+
+TEST(Robustness, Item1HeftAllInfiniteFinishTimes) {
+  // The issue's input, built in memory (the loaders now refuse 1e308 s: item 7): b can start only
+  // after a's 1e308 s, so b finishes at infinity on either GPU.
+  Graph g;
+  g.add_operator({"a", "op", 1e308, 0});
+  g.add_operator({"b", "op", 1e308, 0});
+  g.add_tensor(0, 1, 0);
+  g.finalize("huge");
+  FullMeshConfig mesh;
+  mesh.gpus = 2;
+  const HeftSchedule s = heft_schedule(g, make_full_mesh(mesh), HeftConfig{});
+  ASSERT_EQ(s.placement.size(), 2u);
+  for (DeviceId d : s.placement) EXPECT_TRUE(d == 0 || d == 1) << d;
+  EXPECT_TRUE(std::isinf(s.makespan));
+}
+
+TEST(Robustness, Item1HeftColocatedOperatorWhoseInputCannotArrive) {
+  // c (class 0, 2 GB) fits only GPU 1; a goes to GPU 0 (idle, earliest); b joins c's class on
+  // GPU 1, but a's tensor cannot cross 0 -> 1: b's only candidate finishes at infinity.
+  Graph g;
+  g.add_operator({"a", "op", 1e-3, 0});
+  g.add_operator({"b", "op", 1e-3, 0, 0});
+  g.add_operator({"c", "op", 10e-3, 2e9, 0});
+  g.add_tensor(0, 1, 100);
+  g.finalize("one-way");
+  const HeftSchedule s = heft_schedule(g, one_way_pair(), HeftConfig{});
+  EXPECT_EQ(s.placement, (std::vector<DeviceId>{0, 1, 1}));
+  EXPECT_TRUE(std::isinf(s.finish[1]));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Item 7: finite values that overflow on the way (1e308 s, 1e-320 B/s) are refused at load,
 // naming the field; the ranges are sim/units.h's, the same for every loader.
