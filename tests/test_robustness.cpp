@@ -180,5 +180,43 @@ TEST(Robustness, Item7TheLargestValuesStayFiniteInBothEngines) {
   EXPECT_NEAR(*m.simgrid_latency, m.evaluator_latency, 1e-9 * m.evaluator_latency);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Item 12: `run` reported "(line 1)" for every scenario error, and the progress line showed
+// "18446744073709551615 running" when a graph failed to load.
+
+TEST(Robustness, Item12RunReportsTheLineOfAScenarioError) {
+  const fs::path dir = temp_dir("item12-line");
+  const std::string scenario = "name: x\ngraph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [heft]\n"
+                               "simulation:\n  engine: both\n  tracee: true\n";
+  write(dir / "s.yaml", scenario);
+  write(dir / "sweep.yaml", scenario + "sweep: {cluster.gpus: [2, 3]}\n");
+  std::string out;
+  for (const char* file : {"s.yaml", "sweep.yaml"}) {
+    EXPECT_EQ(run_cli("run " + (dir / file).string() + " -o " + (dir / "out").string(), out), 2) << out;
+    EXPECT_TRUE(contains(out, std::string(file) + ": simulation.tracee (line 7): unknown key; did you mean 'trace'?")) << out;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Robustness, Item12ProgressCountsPointsWhoseGraphFailedToLoad) {
+  const fs::path dir = temp_dir("item12-progress");
+  write(dir / "bad.json", R"({"format": "placesim-graph", "version": 1, "operators": [{"name": "a", "compute_s": -1}],
+                             "tensors": []})");
+  write(dir / "s.yaml", "graph: {file: bad.json}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [heft, round-robin]\n"
+                        "simulation: {engine: evaluator, trace: false}\n"
+                        "sweep: {graph: [{file: bad.json}, {builtin: fig3.1}]}\n");
+  SweepOptions options;
+  options.output = (dir / "out").string();
+  options.jobs = 2;
+  std::ostringstream log;
+  const SweepSummary summary = run_sweep(load_sweep((dir / "s.yaml").string()), options, log);
+  EXPECT_EQ(summary.failed, 2u);
+  EXPECT_EQ(summary.ok, 2u);
+  EXPECT_FALSE(contains(log.str(), "18446744073709551615")) << log.str();
+  EXPECT_TRUE(contains(log.str(), "[2/4] graph={file: bad.json} strategy=round-robin rep=0: failed: graph: ")) << log.str();
+  EXPECT_TRUE(contains(log.str(), "(0 running, 2 failed")) << log.str();
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace placesim
