@@ -207,6 +207,9 @@ SweepPlan plan_sweep(const YAML::Node& root, const std::string& file) {
       throw InputError(file, top.field("sweep"), "expected a mapping of field path: [values], e.g. {cluster.gpus: [2, 4]}");
     for (const auto& kv : sweep) {
       SweepAxis axis;
+      if (!kv.first.IsScalar())
+        throw InputError(file, fmt::format("sweep (line {})", kv.first.Mark().line + 1),
+                         "expected a field path such as cluster.gpus as key, got a list or mapping");
       axis.path = kv.first.Scalar();
       axis.field = fmt::format("sweep.{} (line {})", axis.path, kv.first.Mark().line + 1);
       const YAML::Node& list = kv.second;

@@ -88,6 +88,33 @@ TEST(Robustness, Item1HeftColocatedOperatorWhoseInputCannotArrive) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Item 3: a YAML key that is a list or a mapping escaped as "internal error: yaml-cpp: bad
+// conversion".
+
+TEST(Robustness, Item3NonScalarKeysAreInputErrorsWithTheirLine) {
+  const std::string base = "graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [heft]\n";
+  EXPECT_INPUT_ERROR(plan_sweep(YAML::Load(base + "? [a]\n: 1\n"), "s.yaml"), "(line 4)",
+                     "expected a plain word as key, got a list or mapping");
+  EXPECT_INPUT_ERROR(plan_sweep(YAML::Load("graph: {builtin: fig3.1}\ncluster:\n  type: full-mesh\n  gpus: 2\n  [x]: 1\n"
+                                           "strategies: [heft]\n"),
+                                "s.yaml"),
+                     "cluster (line 5)", "expected a plain word as key");
+  EXPECT_INPUT_ERROR(plan_sweep(YAML::Load(base + "sweep: {[x]: [1, 2]}\n"), "s.yaml"), "sweep (line 4)",
+                     "expected a field path such as cluster.gpus as key");
+
+  const fs::path dir = temp_dir("item3");
+  write(dir / "top.yaml", base + "? [a]\n: 1\n");
+  write(dir / "cluster.yaml", "graph: {builtin: fig3.1}\ncluster:\n  type: full-mesh\n  [x]: 1\nstrategies: [heft]\n");
+  std::string out;
+  EXPECT_EQ(run_cli("run " + (dir / "top.yaml").string() + " -o " + (dir / "out").string(), out), 2) << out;
+  EXPECT_TRUE(contains(out, "top.yaml: <key> (line 4): expected a plain word as key")) << out;
+  EXPECT_EQ(run_cli("run " + (dir / "cluster.yaml").string() + " -o " + (dir / "out").string(), out), 2) << out;
+  EXPECT_TRUE(contains(out, "cluster.yaml: cluster (line 4): expected a plain word as key")) << out;
+  EXPECT_FALSE(contains(out, "internal error")) << out;
+  fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Item 7: finite values that overflow on the way (1e308 s, 1e-320 B/s) are refused at load,
 // naming the field; the ranges are sim/units.h's, the same for every loader.
 
