@@ -115,6 +115,27 @@ TEST(Robustness, Item3NonScalarKeysAreInputErrorsWithTheirLine) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Item 5: spine-leaf with 65536 leaves of 65536 servers overflowed an int and blamed
+// `cluster.servers`, a key the user never set.
+
+TEST(Robustness, Item5SpineLeafTooManyServersBlamesTheLeaves) {
+  const fs::path dir = temp_dir("item5");
+  write(dir / "c.yaml", "cluster:\n  type: spine-leaf\n  leaves: 65536\n  servers_per_leaf: 65536\n");
+  std::string out;
+  EXPECT_EQ(run_cli("topology info " + (dir / "c.yaml").string(), out), 2) << out;
+  EXPECT_TRUE(contains(out, "c.yaml: cluster.leaves (line 3): 65536 leaves of 65536 servers make 4294967296 servers")) << out;
+  EXPECT_FALSE(contains(out, "cluster.servers")) << out;
+  fs::remove_all(dir);
+
+  // The builder, called from C++ without `servers`, says the same.
+  SpineLeafConfig cfg;
+  cfg.servers = 0;
+  cfg.leaves = 4096;
+  cfg.servers_per_leaf = 4096;
+  EXPECT_INPUT_ERROR(make_spine_leaf(cfg), "cluster.leaves", "4096 leaves of 4096 servers make 16777216 servers");
+}
+
+// ---------------------------------------------------------------------------------------------
 // Item 7: finite values that overflow on the way (1e308 s, 1e-320 B/s) are refused at load,
 // naming the field; the ranges are sim/units.h's, the same for every loader.
 
