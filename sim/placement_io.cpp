@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -41,10 +42,13 @@ std::vector<DeviceId> load_placement(const Graph& graph, const std::string& path
     throw InputError(path, "", std::string("malformed JSON: ") + e.what());
   }
   std::vector<DeviceId> placement(graph.num_operators(), -1);
+  // Read at full width and compared before narrowing: 2^32 must not wrap to GPU 0.
   auto as_gpu = [&](const nlohmann::json& v, const std::string& field) {
-    if (!v.is_number_integer() || v.get<long>() < 0)
-      throw InputError(path, field, "expected a GPU index (a whole number >= 0)");
-    return static_cast<DeviceId>(v.get<long>());
+    constexpr auto kMaxGpu = std::numeric_limits<DeviceId>::max();
+    if (!v.is_number_integer() || (v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxGpu)
+                                                          : v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > kMaxGpu))
+      throw InputError(path, field, fmt::format("expected a GPU index (a whole number from 0 to {}), got {}", kMaxGpu, v.dump()));
+    return static_cast<DeviceId>(v.get<std::int64_t>());
   };
   if (j.is_array()) {
     if (j.size() != graph.num_operators())

@@ -136,6 +136,36 @@ TEST(Robustness, Item5SpineLeafTooManyServersBlamesTheLeaves) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Item 6: a placement file's GPU index of 2^32 was read as GPU 0.
+
+TEST(Robustness, Item6PlacementGpuIndexBeyondAnIntIsRefused) {
+  const fs::path dir = temp_dir("item6");
+  const Graph g = testutil::fig31_graph();
+  write(dir / "named.json", R"({"format":"placesim-placement","version":1,"placement":{"A":4294967296,"B":1,"C":0}})");
+  EXPECT_INPUT_ERROR(load_placement(g, (dir / "named.json").string()), "placement.A",
+                     "expected a GPU index (a whole number from 0 to 2147483647), got 4294967296");
+  write(dir / "list.json", "[0, 2147483648, 0]");
+  EXPECT_INPUT_ERROR(load_placement(g, (dir / "list.json").string()), "[1]", "got 2147483648");
+  write(dir / "largest.json", "[0, 2147483647, 0]");
+  EXPECT_EQ(load_placement(g, (dir / "largest.json").string())[1], 2147483647);  // read as is; the cluster judges it
+
+  // Through the CLI: exit 2, naming the file and the operator.
+  write(dir / "g.json", R"({"format": "placesim-graph", "version": 1,
+    "operators": [{"name": "a", "compute_s": 1e-3}, {"name": "b", "compute_s": 1e-3}],
+    "tensors": [{"src": "a", "dst": "b", "bytes": 1000}]})");
+  write(dir / "p.json", R"({"format":"placesim-placement","version":1,"placement":{"a":4294967296,"b":1}})");
+  write(dir / "c.yaml", "type: full-mesh\ngpus: 2\n");
+  std::string out;
+  EXPECT_EQ(run_cli("simulate --graph " + (dir / "g.json").string() + " --placement " + (dir / "p.json").string() +
+                        " --cluster " + (dir / "c.yaml").string() + " --engine evaluator",
+                    out),
+            2)
+      << out;
+  EXPECT_TRUE(contains(out, "p.json: placement.a: expected a GPU index")) << out;
+  fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Item 7: finite values that overflow on the way (1e308 s, 1e-320 B/s) are refused at load,
 // naming the field; the ranges are sim/units.h's, the same for every loader.
 
