@@ -98,7 +98,8 @@ struct PointRecord {
   const SweepValue* sweep_value(std::string_view path) const;
 };
 
-// The JSON form described at the top; to_json of from_json gives back the same text.
+// The JSON form described at the top; to_json of from_json gives back the same text (except for a
+// line an older runner wrote with status ok and a null latency, which reads as failed).
 nlohmann::ordered_json to_json(const PointRecord& record);
 // Throws InputError naming `file` and `where` (such as "line 3") and the field when `j` is not a
 // record of that form.

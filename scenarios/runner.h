@@ -47,7 +47,7 @@ struct StrategyOutcome {
 
 // Places the graph with one strategy (coarsening first if asked), measures the placement and
 // writes placement-<file_stem>.json (and trace-<file_stem>.json) into `dir`. A strategy that
-// throws is recorded in `error`; nothing else is caught.
+// throws, or a measurement that is not finite, is recorded in `error`; nothing else is caught.
 StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec& spec, const Graph& graph,
                                    const std::string& dir, const std::string& file_stem);
 

@@ -35,6 +35,11 @@ fs::path temp_dir(const std::string& name) { return testutil::fresh_temp_dir("ro
 
 void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // The issue's graph for items 1, 2 and 7: two operators of 1e308 s joined by a zero-byte tensor.
@@ -85,6 +90,68 @@ TEST(Robustness, Item1HeftColocatedOperatorWhoseInputCannotArrive) {
   const HeftSchedule s = heft_schedule(g, one_way_pair(), HeftConfig{});
   EXPECT_EQ(s.placement, (std::vector<DeviceId>{0, 1, 1}));
   EXPECT_TRUE(std::isinf(s.finish[1]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 2: a non-finite latency was written as null with status ok, and --resume then crashed.
+
+// round-robin puts fig3.1's A on GPU 0 and B on GPU 1, which a zero allocation leaves unreachable.
+const char* kUnreachableScenario = R"(graph: {builtin: fig3.1}
+cluster:
+  type: multi-nic
+  servers: 2
+  gpus_per_server: 1
+  nics_per_server: 1
+  link_bandwidth: 10GB/s
+  allocation: [[0, 0], [0, 0]]
+strategies: [round-robin, single-device]
+simulation: {engine: evaluator, trace: false}
+)";
+
+TEST(Robustness, Item2NonFiniteLatencyIsAFailedPointWithItsReason) {
+  const fs::path dir = temp_dir("item2");
+  const std::vector<PointRecord> records =
+      testutil::run_plan(plan_sweep(YAML::Load(kUnreachableScenario), "s.yaml"), dir);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].status(), PointStatus::Failed);
+  EXPECT_TRUE(contains(records[0].error, "the evaluator's latency is inf, not a finite number"
+                                         ": tensor 'A' -> 'B' goes from GPU 0 to GPU 1, which the cluster cannot reach"))
+      << records[0].error;
+  EXPECT_EQ(records[1].status(), PointStatus::Ok);  // single-device needs no transfer
+  const std::string text = read(dir / "results.jsonl");
+  EXPECT_FALSE(contains(text, "\"evaluator_latency\":null")) << "no latency is written as null: " << text;
+
+  std::string out;
+  write(dir / "s.yaml", kUnreachableScenario);
+  EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string() + " --resume -o " + dir.string(), out), 1) << out;
+  EXPECT_TRUE(contains(out, "2 points (2 already done), 0 to run")) << out;
+  fs::remove_all(dir);
+}
+
+TEST(Robustness, Item2ResumeReadsAnOldOkLineWithANullLatencyAsFailed) {
+  // The line an earlier placesim wrote for the issue's single-device run on the 1e308 s graph.
+  const fs::path dir = temp_dir("item2-resume");
+  write(dir / "s.yaml", "graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [single-device]\n"
+                        "simulation: {engine: evaluator, trace: false}\n");
+  write(dir / "results.jsonl",
+        R"({"key":"strategy=single-device rep=0","index":0,"scenario":"s","graph":"big","gpus":2,"cluster":"c","sweep":{},)"
+        R"("label":"single-device","strategy":"single-device","seed":null,"repetition":0,"engine":"evaluator",)"
+        R"("order":"scheduler","operators":2,"tensors":1,"status":"ok","search_time":4e-06,"evaluator_latency":null,)"
+        R"("simgrid_latency":null,"simgrid_wall_time":null,"lower_bound_critical_path":null,"lower_bound_work_per_gpu":null,)"
+        R"("memory_per_gpu":[0,0],"peak_memory":0,"oom":false,"busy_per_gpu":[null,0],"links":[],"strategy_report":{},)"
+        R"("placement_file":"placement-single-device.json","trace_file":"","warnings":[]})"
+        "\n");
+  const std::vector<PointRecord> records = read_result_lines((dir / "results.jsonl").string());
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_TRUE(records[0].failed());
+  EXPECT_TRUE(contains(records[0].error, "\"evaluator_latency\": null")) << records[0].error;
+
+  std::string out;
+  EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string() + " --resume -o " + dir.string(), out), 1) << out;
+  EXPECT_TRUE(contains(out, "1 points (1 already done), 0 to run")) << out;
+  EXPECT_TRUE(contains(out, "failed: recorded as ok with \"evaluator_latency\": null")) << out;
+  EXPECT_FALSE(contains(out, "internal error")) << out;
+  fs::remove_all(dir);
 }
 
 // ---------------------------------------------------------------------------------------------
