@@ -200,6 +200,8 @@ ojson to_json(const PointRecord& r) {
   return j;
 }
 
+std::string dump_json(const ojson& j, int indent) { return j.dump(indent, ' ', false, ojson::error_handler_t::replace); }
+
 PointRecord record_from_json(const ojson& j, const std::string& file, const std::string& where) {
   const FieldReader f(j, file, where);
   PointRecord r;

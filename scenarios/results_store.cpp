@@ -37,7 +37,7 @@ void append_line(const std::string& path, const std::string& line) {
     throw std::runtime_error(fmt::format("{}: short write ({} of {} bytes): {}", path, n, data.size(), std::strerror(err)));
 }
 
-void append_record(const std::string& path, const PointRecord& record) { append_line(path, to_json(record).dump()); }
+void append_record(const std::string& path, const PointRecord& record) { append_line(path, dump_json(to_json(record))); }
 
 std::vector<PointRecord> read_result_lines(const std::string& path) {
   std::vector<PointRecord> records;
@@ -91,7 +91,7 @@ std::vector<PointRecord> read_results(const std::string& file) {
 void write_aggregates(const std::string& dir, std::vector<PointRecord> records) {
   std::stable_sort(records.begin(), records.end(),
                    [](const PointRecord& a, const PointRecord& b) { return a.index < b.index; });
-  write_file_atomically((fs::path(dir) / "results.json").string(), results_document(records).dump(2) + "\n");
+  write_file_atomically((fs::path(dir) / "results.json").string(), dump_json(results_document(records), 2) + "\n");
   write_file_atomically((fs::path(dir) / "results.csv").string(), records_to_csv(records));
 }
 
@@ -121,7 +121,7 @@ std::size_t merge_result_shards(const std::string& dir, std::optional<int> ranks
   std::string text;
   std::vector<PointRecord> records;
   for (auto& [key, r] : by_key) {
-    text += to_json(r).dump() + "\n";
+    text += dump_json(to_json(r)) + "\n";
     records.push_back(std::move(r));
   }
   write_file_atomically(merged, text);

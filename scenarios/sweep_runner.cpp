@@ -88,7 +88,7 @@ std::string run_point(const SweepPlan& plan, const SweepPoint& point, const Grap
   r.graph_size = PointRecord::GraphSize{graph.num_operators(), graph.num_tensors(), warnings};
   if (out.error.empty()) r.measurement = recorded(out);
   else r.error = out.error;
-  return to_json(r).dump();
+  return dump_json(to_json(r));
 }
 
 std::string format_eta(double seconds) {

@@ -91,13 +91,69 @@ double YamlFields::bytes_or(std::string_view key, double fallback) const {
 YAML::Node load_yaml_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "cannot open the file");
+  YAML::Node root;
   try {
-    YAML::Node root = YAML::Load(in);
-    if (!root || root.IsNull()) throw InputError(path, "", "the file is empty");
-    return root;
+    root = YAML::Load(in);
   } catch (const YAML::Exception& e) {
     throw InputError(path, fmt::format("line {}, column {}", e.mark.line + 1, e.mark.column + 1),
                      "malformed YAML: " + e.msg);
+  }
+  if (!root || root.IsNull()) throw InputError(path, "", "the file is empty");
+  check_utf8(root, path, "");
+  return root;
+}
+
+std::size_t first_invalid_utf8(std::string_view text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // The lead byte gives the length and the range of the second byte (RFC 3629, table 3-7 of
+    // the Unicode standard); later bytes are 0x80..0xBF.
+    std::size_t length = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) length = 2;
+    else if (c == 0xE0) length = 3, lo = 0xA0;
+    else if (c >= 0xE1 && c <= 0xEC) length = 3;
+    else if (c == 0xED) length = 3, hi = 0x9F;
+    else if (c >= 0xEE && c <= 0xEF) length = 3;
+    else if (c == 0xF0) length = 4, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) length = 4;
+    else if (c == 0xF4) length = 4, hi = 0x8F;
+    else return i;
+    if (i + length > n || s[i + 1] < lo || s[i + 1] > hi) return i;
+    for (std::size_t k = 2; k < length; ++k)
+      if (s[i + k] < 0x80 || s[i + k] > 0xBF) return i;
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
+void check_utf8(const YAML::Node& node, const std::string& file, const std::string& path) {
+  auto check = [&](const YAML::Node& n, const std::string& where) {
+    if (!n.IsScalar()) return;
+    const std::size_t at = first_invalid_utf8(n.Scalar());
+    if (at != std::string_view::npos)
+      throw InputError(file, fmt::format("{} (line {})", where.empty() ? "<top level>" : where, n.Mark().line + 1),
+                       fmt::format("expected UTF-8 text, got the byte 0x{:02X} at character {} (save the file as UTF-8)",
+                                   static_cast<unsigned char>(n.Scalar()[at]), at + 1));
+  };
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      check(kv.first, path.empty() ? "<key>" : path + ".<key>");
+      // A key that is not a plain word is the parser's to refuse; its value is still checked.
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "<key>";
+      check_utf8(kv.second, file, path.empty() ? key : path + "." + key);
+    }
+  } else if (node.IsSequence()) {
+    std::size_t i = 0;
+    for (const auto& item : node) check_utf8(item, file, fmt::format("{}[{}]", path, i++));
+  } else {
+    check(node, path);
   }
 }
 

@@ -182,6 +182,47 @@ TEST(Robustness, Item3NonScalarKeysAreInputErrorsWithTheirLine) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Item 4: a scenario name that is not UTF-8 crashed after the work was done (json type_error 316).
+
+TEST(Robustness, Item4ScenarioTextThatIsNotUtf8IsRefusedAtLoad) {
+  const fs::path dir = temp_dir("item4");
+  write(dir / "s.yaml", "name: caf\xe9\ngraph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [heft]\n");
+  std::string out;
+  EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string() + " -o " + (dir / "out").string(), out), 2) << out;
+  EXPECT_TRUE(contains(out, "s.yaml: name (line 1): expected UTF-8 text, got the byte 0xE9 at character 4")) << out;
+  EXPECT_FALSE(fs::exists(dir / "out")) << "refused before anything ran";
+  // Deeper fields and keys are named too.
+  write(dir / "deep.yaml", "graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies:\n  - name: heft\n"
+                           "    label: h\xc3\n");
+  EXPECT_INPUT_ERROR(load_sweep((dir / "deep.yaml").string()), "strategies[0].label (line 5)", "0xC3");
+  // An escaped \xe9 in double quotes is the character U+00E9, which is fine.
+  write(dir / "escaped.yaml", "name: \"caf\\xe9\"\ngraph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\n"
+                              "strategies: [round-robin]\nsimulation: {engine: evaluator, trace: false}\n");
+  EXPECT_EQ(run_cli("run " + (dir / "escaped.yaml").string() + " -o " + (dir / "out").string(), out), 0) << out;
+  fs::remove_all(dir);
+}
+
+TEST(Robustness, Item4Utf8CheckFollowsRfc3629) {
+  EXPECT_EQ(first_invalid_utf8("plain ascii"), std::string_view::npos);
+  EXPECT_EQ(first_invalid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), std::string_view::npos);
+  EXPECT_EQ(first_invalid_utf8("caf\xe9"), 3u);            // Latin-1
+  EXPECT_EQ(first_invalid_utf8("x\xc0\x80"), 1u);          // overlong NUL
+  EXPECT_EQ(first_invalid_utf8("x\xed\xa0\x80"), 1u);      // a UTF-16 surrogate
+  EXPECT_EQ(first_invalid_utf8("x\xf4\x90\x80\x80"), 1u);  // above U+10FFFF
+  EXPECT_EQ(first_invalid_utf8("ab\xe2\x82"), 2u);         // cut short
+}
+
+TEST(Robustness, Item4TheResultsWriterNeverThrowsOnAStrayByte) {
+  PointRecord r;
+  r.key = "k";
+  r.scenario = "caf\xe9";
+  r.error = "failed";
+  std::string line;
+  ASSERT_NO_THROW(line = dump_json(to_json(r)));
+  EXPECT_TRUE(contains(line, "\"scenario\":\"caf\xef\xbf\xbd\"")) << "U+FFFD in place of the bad byte: " << line;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Item 5: spine-leaf with 65536 leaves of 65536 servers overflowed an int and blamed
 // `cluster.servers`, a key the user never set.
 
