@@ -16,6 +16,7 @@
 #include "scenarios/results_store.h"
 #include "sim/data_dir.h"
 #include "sim/errors.h"
+#include "sim/placement_io.h"
 #include "sim/units.h"
 #include "sim/yaml_fields.h"
 
@@ -276,9 +277,7 @@ std::string format_pivot_table(std::span<const PointRecord> records, const Pivot
 namespace {
 
 void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text;
-  if (!f) throw InputError(path.string(), "", "cannot be written");
+  write_file_atomically(path.string(), text);
 }
 
 // python3 SCRIPT ARGS..., without a shell (paths may hold spaces). Returns the exit status, or -1

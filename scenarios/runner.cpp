@@ -145,6 +145,8 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
       out.trace_file = "trace-" + file_safe(file_stem) + ".json";
       write_trace((folder / out.trace_file).string(), graph, run_on, placed.placement, out.measurement);
     }
+  } catch (const OutputError&) {
+    throw;  // the results folder, not the strategy: the caller stops the run
   } catch (const std::exception& e) {
     // A failing strategy is recorded and the others still run: nothing asked for is dropped.
     out.error = e.what();

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "sim/errors.h"
+#include "sim/placement_io.h"
 #include "sim/units.h"
 
 namespace placesim {
@@ -671,11 +672,7 @@ void save_placesim_json(const Graph& g, const std::string& path) {
     // Only invalid UTF-8 in an operator name or type gets here.
     throw InputError(path, "operators", std::string("cannot write the graph: ") + e.what());
   }
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw InputError(path, "", fmt::format("cannot open the file for writing: {}", std::strerror(errno)));
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) throw InputError(path, "", "cannot write the file");
+  write_file_atomically(path, text);
 }
 
 }  // namespace placesim

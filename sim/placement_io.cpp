@@ -1,5 +1,8 @@
 #include "sim/placement_io.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -13,13 +16,20 @@ namespace placesim {
 
 void write_file_atomically(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path, "", "cannot write the file");
-    out << text;
-    if (!out.flush()) throw InputError(path, "", "writing the file failed");
+  std::FILE* out = std::fopen(tmp.c_str(), "wb");
+  if (!out) throw OutputError(path, fmt::format("cannot write the file: {}", std::strerror(errno)));
+  int err = 0;
+  if (std::fwrite(text.data(), 1, text.size(), out) != text.size() || std::fflush(out) != 0) err = errno;
+  if (std::fclose(out) != 0 && err == 0) err = errno;
+  std::error_code ec;
+  if (err == 0) std::filesystem::rename(tmp, path, ec);
+  if (err != 0 || ec) {
+    // A full disk leaves a truncated temporary file: never leave it behind.
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw OutputError(path, err != 0 ? fmt::format("cannot write the file: {}", std::strerror(err))
+                                     : fmt::format("cannot replace the file: {}", ec.message()));
   }
-  std::filesystem::rename(tmp, path);
 }
 
 void save_placement(const Graph& graph, const std::vector<DeviceId>& placement, const std::string& path) {

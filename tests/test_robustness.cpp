@@ -367,6 +367,92 @@ TEST(Robustness, Item7TheLargestValuesStayFiniteInBothEngines) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Item 11: an output folder that cannot be written, or a full disk, was "internal error" (exit 1)
+// and left *.tmp files; a partial last line of results.jsonl blocked --resume.
+
+TEST(Robustness, Item11AFailedAtomicWriteLeavesNoTemporaryFile) {
+  const fs::path dir = temp_dir("item11-atomic");
+  // The temporary file is /dev/full: every write fails with ENOSPC, as on a full disk.
+  fs::create_symlink("/dev/full", dir / "results.json.tmp");
+  try {
+    write_file_atomically((dir / "results.json").string(), std::string(1 << 16, 'x'));
+    ADD_FAILURE() << "no error";
+  } catch (const OutputError& e) {
+    EXPECT_EQ(e.file(), (dir / "results.json").string());
+    EXPECT_TRUE(contains(e.what(), "No space left on device")) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dir / "results.json.tmp"))) << "the temporary file is removed";
+  EXPECT_FALSE(fs::exists(dir / "results.json"));
+  fs::remove_all(dir);
+}
+
+// Every file under `dir` whose name ends in .tmp.
+std::vector<std::string> temporary_files(const fs::path& dir) {
+  std::vector<std::string> found;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().extension() == ".tmp") found.push_back(e.path().string());
+  return found;
+}
+
+TEST(Robustness, Item11AFullDiskEndsTheRunWithOneLineAndExitCode2) {
+  const fs::path dir = temp_dir("item11-full");
+  write(dir / "s.yaml", "graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\n"
+                        "strategies: [heft, round-robin, single-device]\n");
+  // Files may grow to 512 bytes (dash counts 512-byte blocks): a placement file fits, a trace or
+  // a results line does not. SIGXFSZ is ignored so that writes fail with EFBIG instead of killing.
+  std::string out;
+  const int rc = run_cli("run " + (dir / "s.yaml").string() + " -o " + (dir / "out").string(), out,
+                         "trap '' XFSZ; ulimit -f 1; ");
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_TRUE(contains(out, "error: " + (dir / "out").string() + "/")) << "the line names the path: " << out;
+  EXPECT_TRUE(contains(out, "File too large")) << out;
+  EXPECT_FALSE(contains(out, "internal error")) << out;
+  EXPECT_EQ(temporary_files(dir), std::vector<std::string>{});
+  // No point is recorded as failed for it, so a --resume with room runs every point.
+  EXPECT_TRUE(read_result_lines((dir / "out" / "results.jsonl").string()).empty());
+  EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string() + " --resume -o " + (dir / "out").string(), out), 0) << out;
+  EXPECT_TRUE(contains(out, "3 points, 3 to run")) << out;
+  fs::remove_all(dir);
+}
+
+TEST(Robustness, Item11AnOutputFolderThatCannotBeCreatedIsOneLine) {
+  const fs::path dir = temp_dir("item11-folder");
+  write(dir / "s.yaml", "graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [heft]\n");
+  write(dir / "a-file", "");
+  std::string out;
+  EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string() + " -o " + (dir / "a-file" / "out").string(), out), 2) << out;
+  EXPECT_TRUE(contains(out, "error: " + (dir / "a-file" / "out").string() + ": cannot create the output folder: Not a directory"))
+      << out;
+  fs::remove_all(dir);
+}
+
+TEST(Robustness, Item11ResumeSkipsAPartialLastLineWithAWarning) {
+  const fs::path dir = temp_dir("item11-partial");
+  write(dir / "s.yaml", "graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [heft, round-robin]\n"
+                        "simulation: {engine: evaluator, trace: false}\n");
+  std::string out;
+  ASSERT_EQ(run_cli("run " + (dir / "s.yaml").string() + " -o " + dir.string(), out), 0) << out;
+  // Keep the first line whole and cut the second short, as a full disk or another writer would.
+  const std::string text = read(dir / "results.jsonl");
+  const std::size_t first_end = text.find('\n') + 1;
+  write(dir / "results.jsonl", text.substr(0, first_end) + text.substr(first_end, 40));
+
+  std::vector<std::string> warnings;
+  EXPECT_EQ(read_result_lines((dir / "results.jsonl").string(), &warnings).size(), 1u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_TRUE(contains(warnings[0], "line 2: skipped a partial last line (40 bytes without a newline)")) << warnings[0];
+
+  EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string() + " --resume -o " + dir.string(), out), 0) << out;
+  EXPECT_TRUE(contains(out, "warning: " + (dir / "results.jsonl").string() + ": removed a partial last line (40 bytes"))
+      << out;
+  EXPECT_TRUE(contains(out, "2 points (1 already done), 1 to run")) << out;
+  const std::string repaired = read(dir / "results.jsonl");
+  EXPECT_EQ(std::count(repaired.begin(), repaired.end(), '\n'), 2) << repaired;
+  EXPECT_EQ(read_result_lines((dir / "results.jsonl").string()).size(), 2u);
+  fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Item 12: `run` reported "(line 1)" for every scenario error, and the progress line showed
 // "18446744073709551615 running" when a graph failed to load.
 
