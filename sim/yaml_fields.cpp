@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <fstream>
+#include <set>
 
 #include "sim/errors.h"
 #include "sim/options.h"
@@ -133,28 +134,56 @@ std::size_t first_invalid_utf8(std::string_view text) {
   return std::string_view::npos;
 }
 
-void check_utf8(const YAML::Node& node, const std::string& file, const std::string& path) {
-  auto check = [&](const YAML::Node& n, const std::string& where) {
-    if (!n.IsScalar()) return;
+namespace {
+
+// Walks a loaded tree once: an alias makes several paths lead to one node (an anchored list used
+// twice is checked once, so nested aliases cannot make the walk exponential), and an alias inside
+// the node it names makes a cycle, which nothing downstream could walk either.
+class Utf8Walk {
+ public:
+  explicit Utf8Walk(const std::string& file) : file_(file) {}
+
+  void node(const YAML::Node& n, const std::string& path) {
+    if (n.IsScalar()) return scalar(n, path);
+    if (!n.IsMap() && !n.IsSequence()) return;
+    for (const YAML::Node& a : ancestors_)
+      if (a.is(n))
+        throw InputError(file_, fmt::format("{} (line {})", path.empty() ? "<top level>" : path, n.Mark().line + 1),
+                         "an alias (*name) refers to a mapping or list that contains it: the value would never end");
+    if (!walked_.insert(n.Mark().pos).second) return;
+    ancestors_.push_back(n);
+    if (n.IsMap()) {
+      for (const auto& kv : n) {
+        if (kv.first.IsScalar()) scalar(kv.first, path.empty() ? "<key>" : path + ".<key>");
+        // A key that is not a plain word is the parser's to refuse; its value is still checked.
+        const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "<key>";
+        node(kv.second, path.empty() ? key : path + "." + key);
+      }
+    } else {
+      std::size_t i = 0;
+      for (const auto& item : n) node(item, fmt::format("{}[{}]", path, i++));
+    }
+    ancestors_.pop_back();
+  }
+
+ private:
+  void scalar(const YAML::Node& n, const std::string& where) const {
     const std::size_t at = first_invalid_utf8(n.Scalar());
     if (at != std::string_view::npos)
-      throw InputError(file, fmt::format("{} (line {})", where.empty() ? "<top level>" : where, n.Mark().line + 1),
+      throw InputError(file_, fmt::format("{} (line {})", where.empty() ? "<top level>" : where, n.Mark().line + 1),
                        fmt::format("expected UTF-8 text, got the byte 0x{:02X} at character {} (save the file as UTF-8)",
                                    static_cast<unsigned char>(n.Scalar()[at]), at + 1));
-  };
-  if (node.IsMap()) {
-    for (const auto& kv : node) {
-      check(kv.first, path.empty() ? "<key>" : path + ".<key>");
-      // A key that is not a plain word is the parser's to refuse; its value is still checked.
-      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "<key>";
-      check_utf8(kv.second, file, path.empty() ? key : path + "." + key);
-    }
-  } else if (node.IsSequence()) {
-    std::size_t i = 0;
-    for (const auto& item : node) check_utf8(item, file, fmt::format("{}[{}]", path, i++));
-  } else {
-    check(node, path);
   }
+
+  const std::string& file_;
+  std::vector<YAML::Node> ancestors_;
+  std::set<int> walked_;  // containers, by position in the file: an alias is the node it names
+};
+
+}  // namespace
+
+void check_utf8(const YAML::Node& node, const std::string& file, const std::string& path) {
+  Utf8Walk(file).node(node, path);
 }
 
 std::string nearest_word(std::string_view word, const std::vector<std::string>& candidates) {

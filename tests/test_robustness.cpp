@@ -202,6 +202,20 @@ TEST(Robustness, Item4ScenarioTextThatIsNotUtf8IsRefusedAtLoad) {
   fs::remove_all(dir);
 }
 
+TEST(Robustness, Item4TheLoadCheckRefusesAliasCyclesAndWalksSharedNodesOnce) {
+  const fs::path dir = temp_dir("item4-alias");
+  write(dir / "cycle.yaml", "graph: {builtin: fig3.1}\ncluster: &c {type: full-mesh, gpus: 2, z: *c}\nstrategies: [heft]\n");
+  EXPECT_INPUT_ERROR(load_yaml_file((dir / "cycle.yaml").string()), "cluster.z (line 2)",
+                     "an alias (*name) refers to a mapping or list that contains it");
+  // 10^30 paths through 31 lists: checked once each, so this returns at once.
+  std::string laughs = "l0: &l0 [a, a]\n";
+  for (int i = 1; i <= 30; ++i)
+    laughs += fmt::format("l{0}: &l{0} [*l{1}, *l{1}, *l{1}, *l{1}, *l{1}, *l{1}, *l{1}, *l{1}, *l{1}, *l{1}]\n", i, i - 1);
+  write(dir / "laughs.yaml", laughs + "bad: \xff\n");
+  EXPECT_INPUT_ERROR(load_yaml_file((dir / "laughs.yaml").string()), "bad (line 32)", "0xFF");
+  fs::remove_all(dir);
+}
+
 TEST(Robustness, Item4Utf8CheckFollowsRfc3629) {
   EXPECT_EQ(first_invalid_utf8("plain ascii"), std::string_view::npos);
   EXPECT_EQ(first_invalid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), std::string_view::npos);
