@@ -118,8 +118,20 @@ void run_process_pool(std::span<const std::size_t> tasks, int jobs, const std::f
   std::vector<pollfd> fds;
   std::size_t next = 0;
   char buffer[1 << 16];
-  while (next < tasks.size() || !running.empty()) {
-    while (static_cast<int>(running.size()) < jobs && next < tasks.size()) {
+  // No child outlives a failing parent loop: it would go on writing into the results folder.
+  struct KillOnThrow {
+    std::vector<Running>& running;
+    ~KillOnThrow() {
+      if (std::uncaught_exceptions() == 0) return;
+      for (Running& r : running) {
+        ::kill(r.pid, SIGKILL);
+        reap(r);
+      }
+    }
+  } guard{running};
+  auto stopped = [&] { return hooks.stop && hooks.stop(); };
+  while ((next < tasks.size() && !stopped()) || !running.empty()) {
+    while (static_cast<int>(running.size()) < jobs && next < tasks.size() && !stopped()) {
       running.push_back(spawn(tasks[next++], work));
       if (hooks.started) hooks.started(running.back().task);
     }

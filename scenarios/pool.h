@@ -25,10 +25,14 @@ struct ProcessPoolHooks {
   std::function<void(std::size_t task)> started;      // in the parent, after the fork
   std::function<void(const WorkerExit&)> finished;    // in the parent, once the child is reaped
   std::function<void()> tick;                         // in the parent, about every 200 ms
+  // In the parent, before each task would start: true starts no more tasks (those running finish).
+  std::function<bool()> stop;
 };
 
 // Runs `work(task)` for each task in a forked child, at most `jobs` at a time, in the order given;
-// the string `work` returns comes back in WorkerExit::output. Blocks until every task finished.
+// the string `work` returns comes back in WorkerExit::output. Blocks until every task finished
+// (or, once `stop` says so, every started one). If a hook throws, the running children are killed
+// and reaped before the exception goes on.
 void run_process_pool(std::span<const std::size_t> tasks, int jobs, const std::function<std::string(std::size_t)>& work,
                       const ProcessPoolHooks& hooks);
 

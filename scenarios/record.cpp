@@ -1,6 +1,7 @@
 #include "scenarios/record.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <limits>
 
@@ -199,6 +200,8 @@ ojson to_json(const PointRecord& r) {
   return j;
 }
 
+std::string dump_json(const ojson& j, int indent) { return j.dump(indent, ' ', false, ojson::error_handler_t::replace); }
+
 PointRecord record_from_json(const ojson& j, const std::string& file, const std::string& where) {
   const FieldReader f(j, file, where);
   PointRecord r;
@@ -238,6 +241,12 @@ PointRecord record_from_json(const ojson& j, const std::string& file, const std:
     r.measurement = measurement_from_json(f);
     if (r.status() != (status == "oom" ? PointStatus::Oom : PointStatus::Ok))
       f.fail("status", fmt::format("'{}' disagrees with \"oom\"", status));
+    // Older runners wrote an infinite or NaN latency as null with status ok: such a point did not
+    // measure anything comparable, so it reads as the failed point it is (and --resume goes on).
+    if (!std::isfinite(r.measurement->evaluator_latency)) {
+      r.measurement.reset();
+      r.error = fmt::format("recorded as {} with \"evaluator_latency\": null: the latency was not a finite number", status);
+    }
   } else {
     f.fail("status", "expected ok, oom or failed");
   }

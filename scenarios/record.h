@@ -98,8 +98,13 @@ struct PointRecord {
   const SweepValue* sweep_value(std::string_view path) const;
 };
 
-// The JSON form described at the top; to_json of from_json gives back the same text.
+// The JSON form described at the top; to_json of from_json gives back the same text (except for a
+// line an older runner wrote with status ok and a null latency, which reads as failed).
 nlohmann::ordered_json to_json(const PointRecord& record);
+// JSON text of `j` (indented by `indent`, -1: one line) that never throws: a string that is not
+// UTF-8 is written with U+FFFD in place of its bad bytes. The loaders refuse such text, but a
+// finished run must not be lost at the last step to a stray byte.
+std::string dump_json(const nlohmann::ordered_json& j, int indent = -1);
 // Throws InputError naming `file` and `where` (such as "line 3") and the field when `j` is not a
 // record of that form.
 PointRecord record_from_json(const nlohmann::ordered_json& j, const std::string& file, const std::string& where);

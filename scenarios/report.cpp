@@ -16,6 +16,7 @@
 #include "scenarios/results_store.h"
 #include "sim/data_dir.h"
 #include "sim/errors.h"
+#include "sim/placement_io.h"
 #include "sim/units.h"
 #include "sim/yaml_fields.h"
 
@@ -276,9 +277,7 @@ std::string format_pivot_table(std::span<const PointRecord> records, const Pivot
 namespace {
 
 void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text;
-  if (!f) throw InputError(path.string(), "", "cannot be written");
+  write_file_atomically(path.string(), text);
 }
 
 // python3 SCRIPT ARGS..., without a shell (paths may hold spaces). Returns the exit status, or -1
@@ -323,7 +322,7 @@ int run_report(const ReportOptions& options, std::ostream& out, std::ostream& er
     out << md;
     write_text(dir / "pivot.md", md);
   }
-  write_text(dir / "records.json", records_to_json(records, fs::path(file).parent_path().string()).dump(1) + "\n");
+  write_text(dir / "records.json", records_to_json(records, fs::path(file).parent_path().string()).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   out << fmt::format("report: {}/table.txt, {}/records.json\n", dir.string(), dir.string());
   if (!options.plots) return 0;
   std::string script = options.plot_script;

@@ -1,7 +1,7 @@
 #pragma once
 // Where the records of a run live (scenarios/record.h). Each finished point is one line of JSON
-// appended to results.jsonl with a single write() under O_APPEND, so the file never holds a
-// partial line; a resumed run skips the points whose key already has a line. results.json and
+// appended to results.jsonl with a single write() under O_APPEND (a short one is cut off again),
+// so the file holds whole lines; a resumed run skips the points whose key already has a line. results.json and
 // results.csv aggregate the records (ordered by point index).
 //
 // With MPI, rank r of R appends to results.rank<r>.jsonl, and merge_result_shards joins the shards
@@ -18,15 +18,21 @@ namespace placesim {
 // results.jsonl for one process, results.rank<r>.jsonl for MPI rank r of several.
 std::string results_file_name(int rank, int ranks);
 
-// Appends `line` and a newline with one write() under O_APPEND; throws std::runtime_error if the
-// write is short (then nothing else is appended after it).
+// Appends `line` and a newline with one write() under O_APPEND; throws OutputError naming the file
+// if it cannot (a short write on a full disk is cut off again, so the file keeps whole lines).
 void append_line(const std::string& path, const std::string& line);
 // Appends the record's JSON line.
 void append_record(const std::string& path, const PointRecord& record);
 
 // The records of a JSON Lines file, in file order; a missing file has none. A line that is not a
-// record is an InputError naming the file, the line and the field.
-std::vector<PointRecord> read_result_lines(const std::string& path);
+// record is an InputError naming the file, the line and the field, except a last line without its
+// newline that is not JSON (a write cut short): it is skipped, with a warning in `warnings`.
+std::vector<PointRecord> read_result_lines(const std::string& path, std::vector<std::string>* warnings = nullptr);
+
+// Before appending to an existing results file: a last line without its newline is completed
+// when it is a whole record, else cut off (a write cut short, by a full disk or another program),
+// so the next line starts on a line of its own. Returns a warning when it cut.
+std::optional<std::string> repair_last_line(const std::string& path);
 
 // The results file a path names: a folder's results.jsonl (preferred) or results.json, or the
 // file itself. Throws InputError when a folder holds neither.

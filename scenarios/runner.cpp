@@ -70,6 +70,30 @@ std::string file_safe(const std::string& label) {
 // Places the graph; with `coarsen:`, places the coarse graph and gives every operator its coarse
 // operator's GPU. Coarsening time counts as search time (it is part of finding the placement) and
 // is also reported on its own, with the coarse graph's size, under strategy_report.coarsening.
+// Why a measurement holds a value that is not a finite number, or "" when every value is finite.
+// JSON has no infinity or NaN (they would be written as null, as if absent), and such a point
+// cannot be compared with others, so the runner records it as a failed point with this reason.
+std::string non_finite_reason(const Graph& graph, const Cluster& cluster, const std::vector<DeviceId>& placement,
+                              const Measurement& m) {
+  std::string what;
+  auto check = [&](double v, const char* name) {
+    if (what.empty() && !std::isfinite(v)) what = fmt::format("{} is {}", name, v);
+  };
+  check(m.evaluator_latency, "the evaluator's latency");
+  if (m.simgrid_latency) check(*m.simgrid_latency, "SimGrid's latency");
+  check(m.bounds.critical_path, "the critical-path lower bound");
+  check(m.bounds.work_per_device, "the work-per-GPU lower bound");
+  check(m.peak_memory, "the peak memory");
+  for (double busy : m.schedule.busy) check(busy, "a GPU's busy time");
+  if (what.empty()) return "";
+  for (const Tensor& t : graph.tensors())
+    if (t.bytes > 0 && !cluster.reachable(placement[t.src], placement[t.dst]))
+      return fmt::format("{}, not a finite number: tensor '{}' -> '{}' goes from GPU {} to GPU {}, which the cluster "
+                         "cannot reach (no bandwidth between them)",
+                         what, graph.op(t.src).name, graph.op(t.dst).name, placement[t.src], placement[t.dst]);
+  return what + ", not a finite number: the graph's times and sizes add up beyond what the engines can represent";
+}
+
 PlacementResult place(const StrategySpec& spec, Strategy& strategy, const Graph& graph, const Cluster& cluster) {
   if (!spec.coarsen) return strategy.place(graph, cluster);
   const auto t0 = std::chrono::steady_clock::now();
@@ -113,10 +137,16 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
     const Cluster& run_on = allocated ? *allocated : scenario.cluster;
     out.measurement = measure_placement(graph, run_on, placed.placement, scenario.simulation.engine,
                                         scenario.simulation.order);
+    if (const std::string reason = non_finite_reason(graph, run_on, placed.placement, out.measurement); !reason.empty()) {
+      out.error = reason;
+      return out;
+    }
     if (scenario.simulation.trace) {
       out.trace_file = "trace-" + file_safe(file_stem) + ".json";
       write_trace((folder / out.trace_file).string(), graph, run_on, placed.placement, out.measurement);
     }
+  } catch (const OutputError&) {
+    throw;  // the results folder, not the strategy: the caller stops the run
   } catch (const std::exception& e) {
     // A failing strategy is recorded and the others still run: nothing asked for is dropped.
     out.error = e.what();

@@ -47,7 +47,8 @@ struct StrategyOutcome {
 
 // Places the graph with one strategy (coarsening first if asked), measures the placement and
 // writes placement-<file_stem>.json (and trace-<file_stem>.json) into `dir`. A strategy that
-// throws is recorded in `error`; nothing else is caught.
+// throws, or a measurement that is not finite, is recorded in `error`; an OutputError (a file in
+// `dir` cannot be written) is thrown on.
 StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec& spec, const Graph& graph,
                                    const std::string& dir, const std::string& file_stem);
 

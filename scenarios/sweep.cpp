@@ -187,9 +187,11 @@ void apply_sweep_override(YAML::Node& root, const std::string& path, const YAML:
 
 SweepPlan plan_sweep(const YAML::Node& root, const std::string& file) {
   YamlFields top(root, file, "");
+  // Parsed from the file's own tree, which the parser accepts with its `sweep:`: yaml-cpp's
+  // Clone drops the line marks, and an error in the base scenario must name its line.
+  const Scenario base_scenario = parse_scenario(root, file);
   YAML::Node base = YAML::Clone(root);
   base.remove("sweep");
-  const Scenario base_scenario = parse_scenario(base, file);
 
   SweepPlan plan;
   plan.file = file;
@@ -205,6 +207,9 @@ SweepPlan plan_sweep(const YAML::Node& root, const std::string& file) {
       throw InputError(file, top.field("sweep"), "expected a mapping of field path: [values], e.g. {cluster.gpus: [2, 4]}");
     for (const auto& kv : sweep) {
       SweepAxis axis;
+      if (!kv.first.IsScalar())
+        throw InputError(file, fmt::format("sweep (line {})", kv.first.Mark().line + 1),
+                         "expected a field path such as cluster.gpus as key, got a list or mapping");
       axis.path = kv.first.Scalar();
       axis.field = fmt::format("sweep.{} (line {})", axis.path, kv.first.Mark().line + 1);
       const YAML::Node& list = kv.second;
@@ -255,9 +260,10 @@ SweepPlan plan_sweep(const YAML::Node& root, const std::string& file) {
       apply_sweep_override(variant_root, axis.path, axis_nodes[a][pick[a]], file, axis.field);
       values.emplace_back(axis.path, axis.values[pick[a]]);
     }
-    Scenario variant;
+    // Without YAML axes the one variant is the base scenario, parsed above with its line marks.
+    Scenario variant = yaml_axes.empty() ? base_scenario : Scenario{};
     try {
-      variant = parse_scenario(variant_root, file);
+      if (!yaml_axes.empty()) variant = parse_scenario(variant_root, file);
     } catch (const InputError& e) {
       std::string combination;
       for (const auto& [p, v] : values) combination += (combination.empty() ? "" : ", ") + p + "=" + v;

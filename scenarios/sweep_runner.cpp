@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <unistd.h>
@@ -79,16 +80,27 @@ PointMeasurement recorded(const StrategyOutcome& out) {
   return p;
 }
 
-// Runs in the worker process; the record travels to the runner as its JSON line.
+// What a worker sends instead of a record when it cannot write into the results folder.
+constexpr const char* kOutputErrorKey = "output_error";
+
+// Runs in the worker process; the record travels to the runner as its JSON line, or an output
+// error as {"output_error": {"file", "reason"}}, which stops the run.
 std::string run_point(const SweepPlan& plan, const SweepPoint& point, const Graph& graph,
                       const std::vector<std::string>& warnings, const std::string& dir) {
   const Scenario& scenario = plan.variants[point.variant];
-  const StrategyOutcome out = run_strategy_point(scenario, point_strategy(plan, point), graph, dir, point.file_stem);
+  StrategyOutcome out;
+  try {
+    out = run_strategy_point(scenario, point_strategy(plan, point), graph, dir, point.file_stem);
+  } catch (const OutputError& e) {
+    nlohmann::ordered_json j;
+    j[kOutputErrorKey] = {{"file", e.file()}, {"reason", e.reason()}};
+    return dump_json(j);
+  }
   PointRecord r = point_header(plan, point);
   r.graph_size = PointRecord::GraphSize{graph.num_operators(), graph.num_tensors(), warnings};
   if (out.error.empty()) r.measurement = recorded(out);
   else r.error = out.error;
-  return to_json(r).dump();
+  return dump_json(to_json(r));
 }
 
 std::string format_eta(double seconds) {
@@ -129,6 +141,11 @@ class Progress {
       out_ << line << fmt::format("  ({} running, {} failed, ETA {})", running_, failed_, eta()) << "\n" << std::flush;
     }
   }
+  // A worker ended without a record (the run is stopping): it no longer runs.
+  void stopped() {
+    --running_;
+    draw();
+  }
   void tick() { draw(); }
   void close() {
     if (tty_) out_ << "\r\x1b[K" << std::flush;
@@ -156,13 +173,18 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
 };
 
+// What the log lines of this process start with.
+std::string prefix_of(const SweepOptions& options) {
+  return options.ranks > 1 ? fmt::format("rank {}: ", options.rank) : std::string();
+}
+
 }  // namespace
 
 SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::ostream& log) {
   const fs::path dir = options.output;
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw InputError(options.output, "output", "cannot create the output folder: " + ec.message());
+  if (ec) throw OutputError(options.output, "cannot create the output folder: " + ec.message());
   const int ranks = std::max(1, options.ranks);
   SweepSummary summary;
   summary.results_file = (dir / results_file_name(options.rank, ranks)).string();
@@ -172,9 +194,13 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   std::set<std::string> done;
   std::vector<PointRecord> records;
   if (options.resume) {
+    if (const auto warning = repair_last_line(summary.results_file)) log << prefix_of(options) << "warning: " << *warning << "\n";
     records = read_result_lines(summary.results_file);
-    if (ranks > 1)
-      for (PointRecord& r : read_result_lines(merged)) records.push_back(std::move(r));
+    if (ranks > 1) {
+      std::vector<std::string> warnings;
+      for (PointRecord& r : read_result_lines(merged, &warnings)) records.push_back(std::move(r));
+      for (const auto& w : warnings) log << prefix_of(options) << "warning: " << w << "\n";
+    }
     for (const PointRecord& r : records) done.insert(r.key);
   } else {
     fs::remove(summary.results_file, ec);
@@ -188,7 +214,7 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
     if (done.count(p.key)) ++summary.skipped;
     else todo.push_back(p.index);
   }
-  const std::string prefix = ranks > 1 ? fmt::format("rank {}: ", options.rank) : std::string();
+  const std::string prefix = prefix_of(options);
   if (options.progress)
     log << fmt::format("{}scenario {}: {} points{}, {} to run with {} job{}\n", prefix, plan.name, summary.points,
                        summary.skipped ? fmt::format(" ({} already done)", summary.skipped) : std::string(), todo.size(),
@@ -220,8 +246,19 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   Progress progress(log, todo.size(), options.progress, prefix);
   std::size_t appended = 0;
   auto last_aggregate = std::chrono::steady_clock::now();
+  // The first file that could not be written: no point starts after it, and the run ends with it
+  // once the running points are in (their records may still fit).
+  std::optional<OutputError> output_error;
   auto record_point = [&](PointRecord record, bool ran) {
-    append_record(summary.results_file, record);
+    try {
+      if (!output_error) append_record(summary.results_file, record);
+    } catch (const OutputError& e) {
+      output_error = e;
+    }
+    if (output_error) {
+      if (ran) progress.stopped();
+      return;
+    }
     switch (record.status()) {
       case PointStatus::Ok: ++summary.ok; break;
       case PointStatus::Oom: ++summary.oom; break;
@@ -234,11 +271,16 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
     // The aggregates are for reading along; results.jsonl is the record. Rewriting them after every
     // point would be quadratic in a long sweep.
     if (ranks == 1 && std::chrono::steady_clock::now() - last_aggregate > std::chrono::seconds(2)) {
-      write_aggregates(dir.string(), records);
+      try {
+        write_aggregates(dir.string(), records);
+      } catch (const OutputError& e) {
+        output_error = e;
+      }
       last_aggregate = std::chrono::steady_clock::now();
     }
   };
 
+  const std::string out_dir = dir.string();
   // A point whose graph cannot be loaded fails without a worker.
   std::vector<std::size_t> runnable;
   for (std::size_t index : todo) {
@@ -248,6 +290,7 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   }
 
   ProcessPoolHooks hooks;
+  hooks.stop = [&] { return output_error.has_value(); };
   hooks.started = [&](std::size_t) { progress.started(); };
   hooks.tick = [&] { progress.tick(); };
   hooks.finished = [&](const WorkerExit& exit) {
@@ -258,13 +301,19 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
     }
     PointRecord record;
     try {
-      record = record_from_json(nlohmann::ordered_json::parse(exit.output), "worker", point.key);
+      const auto j = nlohmann::ordered_json::parse(exit.output);
+      if (j.is_object() && j.contains(kOutputErrorKey)) {
+        progress.stopped();
+        if (!output_error)
+          output_error = OutputError(j[kOutputErrorKey].value("file", out_dir), j[kOutputErrorKey].value("reason", ""));
+        return;
+      }
+      record = record_from_json(j, "worker", point.key);
     } catch (const std::exception& e) {
       record = failed_record(plan, point, fmt::format("worker sent an unreadable result: {}", e.what()));
     }
     record_point(std::move(record), true);
   };
-  const std::string out_dir = dir.string();
   const long abort_point = options.debug_abort_point;
   run_process_pool(runnable, options.jobs, [&](std::size_t index) {
     const SweepPoint& point = plan.points[index];
@@ -273,6 +322,7 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
     return run_point(plan, point, *g.graph, g.warnings, out_dir);
   }, hooks);
   progress.close();
+  if (output_error) throw *output_error;
   if (ranks == 1) write_aggregates(dir.string(), std::move(records));
   return summary;
 }

@@ -12,6 +12,8 @@
 #include <unordered_map>
 
 #include "sim/errors.h"
+#include "sim/placement_io.h"
+#include "sim/units.h"
 
 namespace placesim {
 
@@ -207,6 +209,20 @@ class Fields {
     return x;
   }
 
+  // A duration in `unit` (of `seconds_per_unit` each), as written, within the range every
+  // duration placesim reads must lie in (sim/units.h).
+  double duration(const json& v, const std::string& field, std::string_view unit, double seconds_per_unit) const {
+    const double x = quantity(v, field, unit);
+    check_duration_range(x * seconds_per_unit, fmt::format("{} {}", v.dump(), unit), file_, field);
+    return x;
+  }
+  // A size in `unit` (of `bytes_per_unit` each), as written, within the range of sizes.
+  double size(const json& v, const std::string& field, std::string_view unit, double bytes_per_unit) const {
+    const double x = quantity(v, field, unit);
+    check_bytes_range(x * bytes_per_unit, fmt::format("{} {}", v.dump(), unit), file_, field);
+    return x;
+  }
+
   std::string string(const json& v, const std::string& field, std::string_view expected) const {
     if (!v.is_string()) fail(field, fmt::format("expected {}, got {}", expected, describe(v)));
     return v.get<std::string>();
@@ -285,7 +301,7 @@ LoadResult load_quickp_json(const json& doc, const std::string& file) {
     const std::string id_field = join(path, "id");
     std::string name = id_key(f.member(node, "id", path, "a node id (string)"), id_field);
     std::string type = f.string(f.member(node, "op_type", path, "an operator type (string)"), join(path, "op_type"), "an operator type (string)");
-    double memory = f.quantity(f.member(node, "mem", path, "a non-negative number (bytes)"), join(path, "mem"), "bytes");
+    double memory = f.size(f.member(node, "mem", path, "a non-negative number (bytes)"), join(path, "mem"), "bytes", 1);
 
     const std::string cost_field = join(path, "comp_cost");
     const json& cost = f.member(node, "comp_cost", path, "an object of device -> microseconds");
@@ -294,7 +310,7 @@ LoadResult load_quickp_json(const json& doc, const std::string& file) {
                                      cost.is_object() ? "an empty object" : describe(cost)));
     double sum = 0, lo = INFINITY, hi = -INFINITY;
     for (auto it = cost.begin(); it != cost.end(); ++it) {
-      double us = f.quantity(it.value(), join(cost_field, it.key()), "microseconds");
+      double us = f.duration(it.value(), join(cost_field, it.key()), "microseconds", 1e-6);
       sum += us;
       lo = std::min(lo, us);
       hi = std::max(hi, us);
@@ -333,7 +349,7 @@ LoadResult load_quickp_json(const json& doc, const std::string& file) {
     }
     double bytes = 0;
     if (const json* bits = f.optional_member(link, "tensor_size_in_bit"))
-      bytes = f.quantity(*bits, join(path, "tensor_size_in_bit"), "bits") / 8;
+      bytes = f.size(*bits, join(path, "tensor_size_in_bit"), "bits", 1.0 / 8) / 8;
     g.add_tensor(ends[0], ends[1], bytes);
   }
   g.finalize(file);
@@ -357,7 +373,7 @@ LoadResult load_msr_json(const json& doc, const std::string& file) {
   LoadResult result;
   result.format = GraphFormat::Msr;
   if (const json* mem = f.optional_member(doc, "maxSizePerFPGA"))
-    result.suggested_device_memory = f.quantity(*mem, "maxSizePerFPGA", "bytes");
+    result.suggested_device_memory = f.size(*mem, "maxSizePerFPGA", "bytes", 1);
 
   const json& nodes = f.array_member(doc, "nodes", "", "an array of operators");
   const json& edges = f.array_member(doc, "edges", "", "an array of tensors (sourceId, destId, size)");
@@ -374,9 +390,9 @@ LoadResult load_msr_json(const json& doc, const std::string& file) {
     const std::string id_field = join(path, "id");
     std::int64_t id = f.integer(f.member(node, "id", path, "an integer node id"), id_field, "an integer node id");
     std::string name = f.string(f.member(node, "name", path, "a name (string)"), join(path, "name"), "a name (string)");
-    double latency_ms = f.quantity(f.member(node, "fpgaLatency", path, "a non-negative number (milliseconds)"),
-                                   join(path, "fpgaLatency"), "milliseconds");
-    double memory = f.quantity(f.member(node, "size", path, "a non-negative number (bytes)"), join(path, "size"), "bytes");
+    double latency_ms = f.duration(f.member(node, "fpgaLatency", path, "a non-negative number (milliseconds)"),
+                                   join(path, "fpgaLatency"), "milliseconds", 1e-3);
+    double memory = f.size(f.member(node, "size", path, "a non-negative number (bytes)"), join(path, "size"), "bytes", 1);
     const json& backward = f.member(node, "isBackwardNode", path, "a boolean (or 0/1)");
     bool is_backward = false;
     if (backward.is_boolean()) {
@@ -429,7 +445,7 @@ LoadResult load_msr_json(const json& doc, const std::string& file) {
       if (found == by_id.end()) f.fail(field, fmt::format("unknown node id {}: no such entry in nodes", id));
       ends[k] = found->second.first;
     }
-    double bytes = f.quantity(f.member(edge, "size", path, "a non-negative number (bytes)"), join(path, "size"), "bytes");
+    double bytes = f.size(f.member(edge, "size", path, "a non-negative number (bytes)"), join(path, "size"), "bytes", 1);
     g.add_tensor(ends[0], ends[1], bytes);
   }
   g.finalize(file);
@@ -496,9 +512,9 @@ LoadResult load_placesim_json(const json& doc, const std::string& file) {
     if (name.empty()) f.fail(name_field, "expected a non-empty name (string)");
     std::string type;
     if (const json* t = f.optional_member(op, "type")) type = f.string(*t, join(path, "type"), "an operator type (string)");
-    double compute = f.quantity(f.member(op, "compute_s", path, "a non-negative number (seconds)"), join(path, "compute_s"), "seconds");
+    double compute = f.duration(f.member(op, "compute_s", path, "a non-negative number (seconds)"), join(path, "compute_s"), "seconds", 1);
     double memory = 0;
-    if (const json* m = f.optional_member(op, "memory_bytes")) memory = f.quantity(*m, join(path, "memory_bytes"), "bytes");
+    if (const json* m = f.optional_member(op, "memory_bytes")) memory = f.size(*m, join(path, "memory_bytes"), "bytes", 1);
     if (const json* c = f.optional_member(op, "colocation_class"); c && !c->is_null()) {
       const std::string field = join(path, "colocation_class");
       if (c->is_string()) {
@@ -544,7 +560,7 @@ LoadResult load_placesim_json(const json& doc, const std::string& file) {
       if (found == by_name.end()) f.fail(field, fmt::format("unknown operator '{}': no such name in operators", name));
       ends[k] = found->second;
     }
-    double bytes = f.quantity(f.member(t, "bytes", path, "a non-negative number (bytes)"), join(path, "bytes"), "bytes");
+    double bytes = f.size(f.member(t, "bytes", path, "a non-negative number (bytes)"), join(path, "bytes"), "bytes", 1);
     g.add_tensor(ends[0], ends[1], bytes);
   }
   if (!unknown_keys.empty()) {
@@ -656,11 +672,7 @@ void save_placesim_json(const Graph& g, const std::string& path) {
     // Only invalid UTF-8 in an operator name or type gets here.
     throw InputError(path, "operators", std::string("cannot write the graph: ") + e.what());
   }
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw InputError(path, "", fmt::format("cannot open the file for writing: {}", std::strerror(errno)));
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) throw InputError(path, "", "cannot write the file");
+  write_file_atomically(path, text);
 }
 
 }  // namespace placesim

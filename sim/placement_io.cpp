@@ -1,8 +1,12 @@
 #include "sim/placement_io.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -12,13 +16,20 @@ namespace placesim {
 
 void write_file_atomically(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path, "", "cannot write the file");
-    out << text;
-    if (!out.flush()) throw InputError(path, "", "writing the file failed");
+  std::FILE* out = std::fopen(tmp.c_str(), "wb");
+  if (!out) throw OutputError(path, fmt::format("cannot write the file: {}", std::strerror(errno)));
+  int err = 0;
+  if (std::fwrite(text.data(), 1, text.size(), out) != text.size() || std::fflush(out) != 0) err = errno;
+  if (std::fclose(out) != 0 && err == 0) err = errno;
+  std::error_code ec;
+  if (err == 0) std::filesystem::rename(tmp, path, ec);
+  if (err != 0 || ec) {
+    // A full disk leaves a truncated temporary file: never leave it behind.
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw OutputError(path, err != 0 ? fmt::format("cannot write the file: {}", std::strerror(err))
+                                     : fmt::format("cannot replace the file: {}", ec.message()));
   }
-  std::filesystem::rename(tmp, path);
 }
 
 void save_placement(const Graph& graph, const std::vector<DeviceId>& placement, const std::string& path) {
@@ -41,10 +52,13 @@ std::vector<DeviceId> load_placement(const Graph& graph, const std::string& path
     throw InputError(path, "", std::string("malformed JSON: ") + e.what());
   }
   std::vector<DeviceId> placement(graph.num_operators(), -1);
+  // Read at full width and compared before narrowing: 2^32 must not wrap to GPU 0.
   auto as_gpu = [&](const nlohmann::json& v, const std::string& field) {
-    if (!v.is_number_integer() || v.get<long>() < 0)
-      throw InputError(path, field, "expected a GPU index (a whole number >= 0)");
-    return static_cast<DeviceId>(v.get<long>());
+    constexpr auto kMaxGpu = std::numeric_limits<DeviceId>::max();
+    if (!v.is_number_integer() || (v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxGpu)
+                                                          : v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > kMaxGpu))
+      throw InputError(path, field, fmt::format("expected a GPU index (a whole number from 0 to {}), got {}", kMaxGpu, v.dump()));
+    return static_cast<DeviceId>(v.get<std::int64_t>());
   };
   if (j.is_array()) {
     if (j.size() != graph.num_operators())

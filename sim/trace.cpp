@@ -50,7 +50,7 @@ class TraceFile {
   explicit TraceFile(const std::string& path) : path_(path), file_(std::fopen(path.c_str(), "w")) {
     if (!file_) {
       const int err = errno;
-      throw InputError(path, "trace", fmt::format("cannot open for writing: {}", std::strerror(err)));
+      throw OutputError(path, fmt::format("cannot write the trace: {}", std::strerror(err)));
     }
     std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", file_.get());
   }
@@ -65,8 +65,11 @@ class TraceFile {
     std::fputs("\n]}\n", file_.get());
     const bool failed = std::ferror(file_.get()) != 0;
     const int err = errno;
-    if (std::fclose(file_.release()) != 0 || failed)
-      throw InputError(path_, "trace", fmt::format("write failed: {}", std::strerror(failed ? err : errno)));
+    if (std::fclose(file_.release()) != 0 || failed) {
+      const int reason = failed ? err : errno;
+      std::remove(path_.c_str());  // a truncated trace (full disk) is of no use to anyone
+      throw OutputError(path_, fmt::format("cannot write the trace: {}", std::strerror(reason)));
+    }
   }
 
  private:

@@ -93,21 +93,49 @@ double parse_quantity(std::string_view text, const std::vector<Unit>& units, con
 
 }  // namespace
 
+void check_duration_range(double seconds, std::string_view written, const std::string& file, const std::string& field) {
+  if (!(seconds >= 0 && seconds <= kMaxDuration))
+    throw InputError(file, field, fmt::format("expected a duration from 0 to {:g} s (the longest placesim simulates), got '{}'",
+                                              kMaxDuration, written));
+}
+void check_bytes_range(double bytes, std::string_view written, const std::string& file, const std::string& field) {
+  if (!(bytes >= 0 && bytes <= kMaxBytes))
+    throw InputError(file, field, fmt::format("expected a size from 0 to {:g} bytes (100 TB, the largest placesim simulates), got '{}'",
+                                              kMaxBytes, written));
+}
+void check_bandwidth_range(double bytes_per_second, std::string_view written, const std::string& file, const std::string& field) {
+  if (!(bytes_per_second >= kMinBandwidth && bytes_per_second <= kMaxBandwidth))
+    throw InputError(file, field, fmt::format("expected a bandwidth from {:g} B/s to {:g} B/s, got '{}'", kMinBandwidth,
+                                              kMaxBandwidth, written));
+}
+void check_ratio_range(double ratio, std::string_view written, const std::string& file, const std::string& field) {
+  if (!(ratio >= 1 / kMaxRatio && ratio <= kMaxRatio))
+    throw InputError(file, field, fmt::format("expected a ratio from {:g} to {:g}, got '{}'", 1 / kMaxRatio, kMaxRatio, written));
+}
+
 double parse_bandwidth(std::string_view text, const std::string& file, const std::string& field) {
   double bw = parse_quantity(text, kBandwidthUnits, "bandwidth", file, field);
-  if (bw <= 0) throw InputError(file, field, "bandwidth must be positive, got '" + std::string(text) + "'");
+  if (bw <= 0) throw InputError(file, field, "bandwidth must be positive, got '" + std::string(trim(text)) + "'");
+  check_bandwidth_range(bw, trim(text), file, field);
   return bw;
 }
 double parse_duration(std::string_view text, const std::string& file, const std::string& field) {
-  return parse_quantity(text, kDurationUnits, "duration", file, field);
+  const double seconds = parse_quantity(text, kDurationUnits, "duration", file, field);
+  check_duration_range(seconds, trim(text), file, field);
+  return seconds;
 }
 double parse_bytes(std::string_view text, const std::string& file, const std::string& field) {
-  return parse_quantity(text, kByteUnits, "size", file, field);
+  const double bytes = parse_quantity(text, kByteUnits, "size", file, field);
+  check_bytes_range(bytes, trim(text), file, field);
+  return bytes;
 }
 
 double parse_flops(std::string_view text, const std::string& file, const std::string& field) {
   double rate = parse_quantity(text, kFlopsUnits, "compute rate", file, field);
-  if (rate <= 0) throw InputError(file, field, "compute rate must be positive, got '" + std::string(text) + "'");
+  if (rate <= 0) throw InputError(file, field, "compute rate must be positive, got '" + std::string(trim(text)) + "'");
+  if (!(rate >= kMinFlops && rate <= kMaxFlops))
+    throw InputError(file, field, fmt::format("expected a compute rate from {:g} FLOP/s to {:g} FLOP/s, got '{}'", kMinFlops,
+                                              kMaxFlops, trim(text)));
   return rate;
 }
 

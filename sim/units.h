@@ -7,8 +7,30 @@
 
 namespace placesim {
 
+// The range of every quantity placesim reads, in one place. The parsers below, the graph loaders
+// and the model zoo refuse a value outside its range with an InputError naming the field, so that
+// nothing finite on the way in overflows on the way through: a million operators of kMaxDuration
+// sum to 1e15 s, and the largest transfer (kMaxBytes at kMinBandwidth) takes 1e14 s, both far
+// inside a double and SimGrid's clock. Ranges are wide enough for any real cluster or model.
+inline constexpr double kMaxDuration = 1e9;     // seconds (about 32 years): compute times, latencies
+inline constexpr double kMaxBytes = 1e14;       // bytes (100 TB): SimGrid carries at most ~2.8e14 B per transfer
+inline constexpr double kMinBandwidth = 1;      // bytes per second
+inline constexpr double kMaxBandwidth = 1e18;   // bytes per second
+inline constexpr double kMinFlops = 1;          // FLOP/s
+inline constexpr double kMaxFlops = 1e21;       // FLOP/s
+inline constexpr double kMaxRatio = 1e6;        // relative speeds and oversubscription: in [1/kMaxRatio, kMaxRatio]
+
+// Each throws InputError naming `file` and `field` when `value` (in SI units) is outside its range
+// above; `written` is the value as the user wrote it, for the message.
+void check_duration_range(double seconds, std::string_view written, const std::string& file, const std::string& field);
+void check_bytes_range(double bytes, std::string_view written, const std::string& file, const std::string& field);
+void check_bandwidth_range(double bytes_per_second, std::string_view written, const std::string& file,
+                           const std::string& field);
+void check_ratio_range(double ratio, std::string_view written, const std::string& file, const std::string& field);
+
 // Each parser accepts a bare number (already in base units) or a number followed by a unit.
-// On failure they throw InputError naming `file` and `field`.
+// On failure, or for a value outside its range (above), they throw InputError naming `file` and
+// `field`.
 double parse_bandwidth(std::string_view text, const std::string& file, const std::string& field);
 double parse_duration(std::string_view text, const std::string& file, const std::string& field);
 double parse_bytes(std::string_view text, const std::string& file, const std::string& field);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <fstream>
+#include <set>
 
 #include "sim/errors.h"
 #include "sim/options.h"
@@ -91,14 +92,98 @@ double YamlFields::bytes_or(std::string_view key, double fallback) const {
 YAML::Node load_yaml_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "cannot open the file");
+  YAML::Node root;
   try {
-    YAML::Node root = YAML::Load(in);
-    if (!root || root.IsNull()) throw InputError(path, "", "the file is empty");
-    return root;
+    root = YAML::Load(in);
   } catch (const YAML::Exception& e) {
     throw InputError(path, fmt::format("line {}, column {}", e.mark.line + 1, e.mark.column + 1),
                      "malformed YAML: " + e.msg);
   }
+  if (!root || root.IsNull()) throw InputError(path, "", "the file is empty");
+  check_utf8(root, path, "");
+  return root;
+}
+
+std::size_t first_invalid_utf8(std::string_view text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // The lead byte gives the length and the range of the second byte (RFC 3629, table 3-7 of
+    // the Unicode standard); later bytes are 0x80..0xBF.
+    std::size_t length = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) length = 2;
+    else if (c == 0xE0) length = 3, lo = 0xA0;
+    else if (c >= 0xE1 && c <= 0xEC) length = 3;
+    else if (c == 0xED) length = 3, hi = 0x9F;
+    else if (c >= 0xEE && c <= 0xEF) length = 3;
+    else if (c == 0xF0) length = 4, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) length = 4;
+    else if (c == 0xF4) length = 4, hi = 0x8F;
+    else return i;
+    if (i + length > n || s[i + 1] < lo || s[i + 1] > hi) return i;
+    for (std::size_t k = 2; k < length; ++k)
+      if (s[i + k] < 0x80 || s[i + k] > 0xBF) return i;
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
+namespace {
+
+// Walks a loaded tree once: an alias makes several paths lead to one node (an anchored list used
+// twice is checked once, so nested aliases cannot make the walk exponential), and an alias inside
+// the node it names makes a cycle, which nothing downstream could walk either.
+class Utf8Walk {
+ public:
+  explicit Utf8Walk(const std::string& file) : file_(file) {}
+
+  void node(const YAML::Node& n, const std::string& path) {
+    if (n.IsScalar()) return scalar(n, path);
+    if (!n.IsMap() && !n.IsSequence()) return;
+    for (const YAML::Node& a : ancestors_)
+      if (a.is(n))
+        throw InputError(file_, fmt::format("{} (line {})", path.empty() ? "<top level>" : path, n.Mark().line + 1),
+                         "an alias (*name) refers to a mapping or list that contains it: the value would never end");
+    if (!walked_.insert(n.Mark().pos).second) return;
+    ancestors_.push_back(n);
+    if (n.IsMap()) {
+      for (const auto& kv : n) {
+        if (kv.first.IsScalar()) scalar(kv.first, path.empty() ? "<key>" : path + ".<key>");
+        // A key that is not a plain word is the parser's to refuse; its value is still checked.
+        const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "<key>";
+        node(kv.second, path.empty() ? key : path + "." + key);
+      }
+    } else {
+      std::size_t i = 0;
+      for (const auto& item : n) node(item, fmt::format("{}[{}]", path, i++));
+    }
+    ancestors_.pop_back();
+  }
+
+ private:
+  void scalar(const YAML::Node& n, const std::string& where) const {
+    const std::size_t at = first_invalid_utf8(n.Scalar());
+    if (at != std::string_view::npos)
+      throw InputError(file_, fmt::format("{} (line {})", where.empty() ? "<top level>" : where, n.Mark().line + 1),
+                       fmt::format("expected UTF-8 text, got the byte 0x{:02X} at character {} (save the file as UTF-8)",
+                                   static_cast<unsigned char>(n.Scalar()[at]), at + 1));
+  }
+
+  const std::string& file_;
+  std::vector<YAML::Node> ancestors_;
+  std::set<int> walked_;  // containers, by position in the file: an alias is the node it names
+};
+
+}  // namespace
+
+void check_utf8(const YAML::Node& node, const std::string& file, const std::string& path) {
+  Utf8Walk(file).node(node, path);
 }
 
 std::string nearest_word(std::string_view word, const std::vector<std::string>& candidates) {

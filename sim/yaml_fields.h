@@ -41,8 +41,19 @@ class YamlFields {
   std::string file_, path_;
 };
 
-// Loads a YAML file; malformed YAML becomes an InputError with the parser's line and column.
+// Loads a YAML file; malformed YAML becomes an InputError with the parser's line and column, and
+// text that is not UTF-8 (in any key or value) an InputError naming the field and its line:
+// every name ends up in JSON results, which hold UTF-8 only.
 YAML::Node load_yaml_file(const std::string& path);
+
+// The offset of the first byte of `text` that does not start a well-formed UTF-8 sequence
+// (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF), or npos.
+std::size_t first_invalid_utf8(std::string_view text);
+// Throws InputError naming `file` and the field path of the first key or value under `node`
+// (whose own path is `path`) that is not UTF-8, or of an alias that refers to a mapping or list
+// containing it (a cycle). Nodes reached through several aliases are checked once; `node` must be
+// a tree as the parser made it (their positions in the file tell its nodes apart).
+void check_utf8(const YAML::Node& node, const std::string& file, const std::string& path);
 
 // The candidate closest to `word` by edit distance, or "" if none is reasonably close.
 std::string nearest_word(std::string_view word, const std::vector<std::string>& candidates);

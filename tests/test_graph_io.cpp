@@ -380,11 +380,12 @@ TEST(GraphIo, NonFiniteLiteralsAreExplained) {
 TEST(GraphIo, NativeRoundTripOfAwkwardValues) {
   Graph g;
   g.add_operator({"a \"quoted\" name", "T\\1", 0.1, 1.0 / 3.0, 1});
-  g.add_operator({"b", "", 5e-324, 9007199254740993.0, 0});  // a denormal; 2^53 + 1 rounds to 2^53
-  g.add_operator({"c", "ünïcode", 1.0 / 7.0, 1e300, 1});
-  g.add_operator({"d", "x", 123456.0, 0.0});
+  // Values stay within the ranges the loaders accept (sim/units.h): at most 1e9 s and 1e14 bytes.
+  g.add_operator({"b", "", 5e-324, 70368744177664.5, 0});  // a denormal; 2^46 + 0.5 is not integral
+  g.add_operator({"c", "ünïcode", 1.0 / 7.0, 1e14, 1});     // the largest size, written as an integer
+  g.add_operator({"d", "x", 1e9, 0.0});                     // the longest duration
   g.add_tensor(0, 1, 1e-7);
-  g.add_tensor(0, 2, 18446744073709551616.0);  // 2^64: integral but written as a double
+  g.add_tensor(0, 2, 99999999999999.98);  // just under the largest size, not integral
   g.add_tensor(2, 3, 3.0);
   g.add_tensor(0, 3, 0.0);
   g.finalize("awkward");

@@ -20,9 +20,10 @@ double positive_bytes(const YamlFields& f, std::string_view key, double fallback
   return v;
 }
 
-double positive_number(const YamlFields& f, std::string_view key, double fallback) {
+double relative_speed(const YamlFields& f, std::string_view key, double fallback) {
   const double v = f.number_or(key, fallback);
   if (!(v > 0)) throw InputError(f.file(), f.field(key), fmt::format("expected a number greater than zero, got {}", v));
+  check_ratio_range(v, f.string(key), f.file(), f.field(key));
   return v;
 }
 
@@ -42,7 +43,7 @@ void parse_server_overrides(const YamlFields& f, std::string_view, GpuServersCon
       throw InputError(f.file(), o.path(), "expected gpu_memory and/or gpu_speed to override");
     ServerOverride base;
     base.gpu_memory = o.has("gpu_memory") ? positive_bytes(o, "gpu_memory", 0) : 0;
-    base.gpu_speed = o.has("gpu_speed") ? positive_number(o, "gpu_speed", 0) : 0;
+    base.gpu_speed = o.has("gpu_speed") ? relative_speed(o, "gpu_speed", 0) : 0;
     std::vector<YAML::Node> indices;
     if (o.has("server")) {
       indices.push_back(o.node("server"));

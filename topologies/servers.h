@@ -14,6 +14,7 @@
 
 #include "sim/cluster.h"
 #include "sim/options.h"
+#include "sim/units.h"
 
 namespace placesim {
 
@@ -75,7 +76,7 @@ OptionSchema<Config> gpu_servers_schema(std::string servers_default = "") {
   s.bytes("gpu_memory", &GpuServersConfig::gpu_memory, "memory of each GPU", "8GiB");
   s.number("gpu_speed", &GpuServersConfig::gpu_speed,
            "compute speed relative to the GPU the graph was profiled on (an operator takes compute_s / gpu_speed)",
-           Range::positive(), "2");
+           Range::closed(1 / kMaxRatio, kMaxRatio), "2");
   s.add({"server_overrides", "list", "per-server GPU memory and/or speed: [{server: 3, gpu_memory: 80GiB}, {servers: [4, 5], gpu_speed: 2}]",
          "none", {}, "[{server: 0, gpu_speed: 3}]"},
         parse_server_overrides);

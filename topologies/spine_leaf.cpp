@@ -15,9 +15,14 @@ Cluster make_spine_leaf(const SpineLeafConfig& cfg, const ConfigSource& src) {
   require_count(src, "servers_per_leaf", cfg.servers_per_leaf, 1, kMaxClusterGpus);
   require_count(src, "spines", cfg.spines, 1, 1024);
   if (cfg.leaves != 0) require_count(src, "leaves", cfg.leaves, 1, kMaxClusterGpus);
-  const int servers = cfg.servers == 0 ? cfg.leaves * cfg.servers_per_leaf : cfg.servers;
-  if (servers == 0) src.fail("servers", "give the number of servers or of leaves");
-  require_count(src, "servers", servers, 1, kMaxClusterGpus);
+  if (cfg.servers == 0 && cfg.leaves == 0) src.fail("servers", "give the number of servers or of leaves");
+  // Without `servers` the count comes from the leaves: an error names them, not a key never set.
+  const long derived = static_cast<long>(cfg.leaves) * cfg.servers_per_leaf;
+  if (cfg.servers == 0 && derived > kMaxClusterGpus)
+    src.fail("leaves", fmt::format("{} leaves of {} servers make {} servers, more than placesim handles ({})", cfg.leaves,
+                                   cfg.servers_per_leaf, derived, kMaxClusterGpus));
+  if (cfg.servers != 0) require_count(src, "servers", cfg.servers, 1, kMaxClusterGpus);
+  const int servers = cfg.servers != 0 ? cfg.servers : static_cast<int>(derived);
   const int leaves = cfg.leaves != 0 ? cfg.leaves : (servers + cfg.servers_per_leaf - 1) / cfg.servers_per_leaf;
   if (servers > static_cast<long>(leaves) * cfg.servers_per_leaf)
     src.fail("servers", fmt::format("{} leaves of {} servers hold {} servers, not {}", leaves, cfg.servers_per_leaf,
@@ -104,6 +109,8 @@ void parse_ratio(const YamlFields& f, std::string_view key, SpineLeafConfig& c) 
   c.oversubscription = colon == std::string::npos
                            ? number(text)
                            : number(std::string_view(text).substr(0, colon)) / number(std::string_view(text).substr(colon + 1));
+  // The uplinks are sized from it: a ratio of 1e-300 would make them infinitely fast.
+  check_ratio_range(c.oversubscription, text, f.file(), f.field(key));
 }
 
 }  // namespace

@@ -111,7 +111,9 @@ HeftSchedule heft_schedule(const Graph& graph, const Cluster& cluster, const Hef
         ready = std::max(ready, s.finish[t.src] + cluster.transfer_time(s.placement[t.src], d, t.bytes));
       }
       const double start = earliest_start(busy[d], ready, w, config.insertion);
-      if (start + w < best_finish) {
+      // The first allowed GPU is taken even when its finish is infinite (its only inputs come
+      // over a pair the cluster cannot reach, say): every operator gets a GPU.
+      if (best < 0 || start + w < best_finish) {
         best_finish = start + w;
         best = d;
         candidate_start[d] = start;

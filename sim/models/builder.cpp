@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "sim/errors.h"
+#include "sim/units.h"
+
 namespace placesim::models {
 
 double dtype_bytes(DType dtype) {
@@ -750,13 +753,29 @@ Graph ModelBuilder::to_graph(const GpuSpec& gpu, const std::string& source) cons
       if (tensors_[t].saved_for_backward) memory += tensors_[t].bytes;
     o.memory_bytes = memory;
     o.colocation_class = op.variable >= 0 ? class_of[op.variable] : -1;
+    // Sizes up to 1e9 per key and a slow GPU multiply into values no engine can represent: the
+    // same ranges as for graph files (sim/units.h), named after what makes them big.
+    if (!(o.compute_s <= kMaxDuration))
+      throw InputError(source, fmt::format("operator '{}'", o.name),
+                       fmt::format("would take {:g} s on GPU '{}', more than the {:g} s placesim simulates; give a faster "
+                                   "gpu (flops, memory_bandwidth, efficiency) or smaller model sizes",
+                                   o.compute_s, gpu.name, kMaxDuration));
+    if (!(o.memory_bytes <= kMaxBytes))
+      throw InputError(source, fmt::format("operator '{}'", o.name),
+                       fmt::format("would hold {:g} bytes, more than the {:g} bytes placesim simulates; give smaller model sizes",
+                                   o.memory_bytes, kMaxBytes));
     g.add_operator(std::move(o));
   }
   for (std::int32_t i = 0; i < static_cast<std::int32_t>(ops_.size()); ++i) {
     const auto& in = ops_[i].inputs;
     for (std::size_t k = 0; k < in.size(); ++k) {
       if (std::find(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(k), in[k]) != in.begin() + static_cast<std::ptrdiff_t>(k)) continue;
-      g.add_tensor(tensors_[in[k]].producer, i, tensors_[in[k]].bytes);
+      const double bytes = tensors_[in[k]].bytes;
+      if (!(bytes <= kMaxBytes))
+        throw InputError(source, fmt::format("tensor '{}' -> '{}'", ops_[tensors_[in[k]].producer].name, ops_[i].name),
+                         fmt::format("would hold {:g} bytes, more than the {:g} bytes placesim simulates; give smaller model sizes",
+                                     bytes, kMaxBytes));
+      g.add_tensor(tensors_[in[k]].producer, i, bytes);
     }
   }
   g.finalize(source);
