@@ -120,3 +120,46 @@ TEST(PlacementFile, SameTextAsTheOrderedJsonWriter) {
   none["placement"] = nlohmann::ordered_json::object();
   EXPECT_EQ(read_text(dir / "empty.json"), none.dump(1) + "\n");
 }
+
+// --- Item 10: full-mesh holds a link and a route per ordered pair, so its size is capped. ---
+
+TEST(FullMeshScale, LargestMeshBuildsWithTheRightView) {
+  FullMeshConfig cfg;
+  cfg.gpus = kMaxFullMeshGpus;
+  cfg.bandwidth = 25e9;
+  cfg.latency = 2e-6;
+  const Cluster c = make_full_mesh(cfg);
+  ASSERT_EQ(c.num_devices(), kMaxFullMeshGpus);
+  EXPECT_EQ(c.links().size(), static_cast<std::size_t>(kMaxFullMeshGpus) * (kMaxFullMeshGpus - 1));
+  for (auto [a, b] : {std::pair{0, 1}, std::pair{1, 0}, std::pair{kMaxFullMeshGpus - 1, 0}, std::pair{517, 42}}) {
+    SCOPED_TRACE(fmt::format("{} -> {}", a, b));
+    ASSERT_EQ(c.num_paths(a, b), 1);
+    const auto route = c.route(a, b);
+    ASSERT_EQ(route.size(), 1u);
+    const Link& link = c.link(route[0]);
+    EXPECT_EQ(link.name, fmt::format("gpu{}-to-gpu{}", a, b));
+    EXPECT_EQ(c.nodes()[link.from].name, fmt::format("gpu{}", a));
+    EXPECT_EQ(c.nodes()[link.to].name, fmt::format("gpu{}", b));
+    EXPECT_EQ(c.bandwidth(a, b), 25e9);
+    EXPECT_EQ(c.latency(a, b), 2e-6);
+    EXPECT_DOUBLE_EQ(c.transfer_time(a, b, 50e9), 2.0 + 2e-6);
+  }
+  // Dedicated links: the two directions of a pair, and two pairs, share none.
+  EXPECT_NE(c.route(3, 4)[0], c.route(4, 3)[0]);
+  EXPECT_NE(c.route(3, 4)[0], c.route(3, 5)[0]);
+}
+
+TEST(FullMeshScale, LargerMeshesAreRefusedSayingWhy) {
+  for (int gpus : {kMaxFullMeshGpus + 1, 4096}) {
+    SCOPED_TRACE(gpus);
+    const std::string links = std::to_string(static_cast<long>(gpus) * (gpus - 1));
+    EXPECT_INPUT_ERROR(cluster_from_yaml(YAML::Load(fmt::format("type: full-mesh\ngpus: {}\n", gpus)), "s.yaml"),
+                       "cluster.gpus", "s.yaml", links + " dedicated links",
+                       fmt::format("at most {} GPUs", kMaxFullMeshGpus), "non-blocking");
+    FullMeshConfig cfg;
+    cfg.gpus = gpus;
+    EXPECT_INPUT_ERROR(make_full_mesh(cfg), "gpus", links + " dedicated links");
+  }
+  // Beyond every fabric's limit, the usual range error.
+  EXPECT_INPUT_ERROR(cluster_from_yaml(YAML::Load("type: full-mesh\ngpus: 5000\n"), "s.yaml"), "cluster.gpus", "from 1 to 4096");
+}
