@@ -25,6 +25,20 @@ using json = nlohmann::json;
 // Parsing JSON text. nlohmann's own DOM parser reports where an error is only as a byte
 // position; this SAX builder also tracks the key path, so a malformed file names the field
 // ("nodes[12].comp_cost") as well as the line and column.
+//
+// The elements of the root object's arrays that an ElementSink asks for are handed to it one at a
+// time, as each is complete, instead of being kept: the DOM of a million operators took 1.4 GB
+// (a std::map per element), while the graph they make takes a tenth of that. The DOM keeps an
+// empty array in their place.
+
+struct ElementSink {
+  virtual ~ElementSink() = default;
+  virtual bool streams(std::string_view key) const = 0;
+  // The array `key` of the root object starts; its elements follow in order; it ends.
+  virtual void begin(std::string_view key) = 0;
+  virtual void element(std::string_view key, std::size_t index, json&& value) = 0;
+  virtual void end(std::string_view key) = 0;
+};
 
 class PathTrackingBuilder {
  public:
@@ -33,6 +47,8 @@ class PathTrackingBuilder {
   using number_float_t = json::number_float_t;
   using string_t = json::string_t;
   using binary_t = json::binary_t;
+
+  explicit PathTrackingBuilder(ElementSink* sink = nullptr) : sink_(sink) {}
 
   json root;
   std::string error_path;
@@ -47,11 +63,16 @@ class PathTrackingBuilder {
   bool number_float(number_float_t v, const string_t&) { add(v); return true; }
   bool string(string_t& v) { add(std::move(v)); return true; }
   bool binary(binary_t& v) { add(json::binary(std::move(v))); return true; }
-  bool start_object(std::size_t) { open_.push_back({add(json::object()), {}}); return true; }
+  bool start_object(std::size_t) { open_.push_back({add(json::object(), true), {}}); return true; }
   bool key(string_t& k) { open_.back().key = k; return true; }
-  bool end_object() { open_.pop_back(); return true; }
-  bool start_array(std::size_t) { open_.push_back({add(json::array()), {}}); return true; }
-  bool end_array() { open_.pop_back(); return true; }
+  bool end_object() { close(); return true; }
+  bool start_array(std::size_t) {
+    const bool streamed = sink_ && open_.size() == 1 && open_[0].value->is_object() && sink_->streams(open_[0].key);
+    open_.push_back({add(json::array(), true), {}, 0, streamed});
+    if (streamed) sink_->begin(open_[0].key);
+    return true;
+  }
+  bool end_array() { close(); return true; }
 
   bool parse_error(std::size_t position, const std::string& last_token, const nlohmann::detail::exception& ex) {
     error_position = position;
@@ -69,48 +90,72 @@ class PathTrackingBuilder {
  private:
   struct Open {
     json* value;
-    std::string key;  // last key read, for objects
+    std::string key;         // last key read, for objects
+    std::size_t count = 0;   // values added so far, for arrays
+    bool streamed = false;   // an array whose elements go to the sink
   };
   // Pointers stay valid: only the innermost open container grows, and it is never an element of
   // a container that grows while it is open.
   std::vector<Open> open_;
+  ElementSink* sink_;
+  json element_;  // the element of a streamed array being built
 
-  json* add(json&& v) {
+  // `container`: v is an object or array about to be opened (it is complete when it closes).
+  json* add(json&& v, bool container = false) {
     if (open_.empty()) {
       root = std::move(v);
       return &root;
     }
-    json& top = *open_.back().value;
-    if (top.is_array()) {
-      top.push_back(std::move(v));
-      return &top.back();
+    Open& top = open_.back();
+    ++top.count;
+    if (top.streamed) {
+      element_ = std::move(v);
+      if (!container) hand_over();
+      return &element_;
     }
-    json& slot = top[open_.back().key];
+    json& value = *top.value;
+    if (value.is_array()) {
+      value.push_back(std::move(v));
+      return &value.back();
+    }
+    json& slot = value[top.key];
     slot = std::move(v);
     return &slot;
+  }
+
+  void close() {
+    const bool streamed = open_.back().streamed;
+    open_.pop_back();
+    if (streamed) sink_->end(open_[0].key);
+    else if (open_.size() == 2 && open_[1].streamed) hand_over();  // an element of a streamed array is complete
+  }
+
+  void hand_over() {
+    sink_->element(open_[0].key, open_[1].count - 1, std::move(element_));
+    element_ = json();
   }
 
   std::string current_path() const {
     std::string path;
     for (std::size_t i = 0; i < open_.size(); ++i) {
-      const json& v = *open_[i].value;
+      const Open& o = open_[i];
       bool innermost = i + 1 == open_.size();
-      if (v.is_array()) {
+      if (o.value->is_array()) {
         // The innermost array is parsing its next element; an outer one holds the open child last.
-        std::size_t index = innermost ? v.size() : (v.empty() ? 0 : v.size() - 1);
+        std::size_t index = innermost ? o.count : (o.count == 0 ? 0 : o.count - 1);
         path += fmt::format("[{}]", index);
-      } else if (!open_[i].key.empty()) {
-        path += (path.empty() ? "" : ".") + open_[i].key;
+      } else if (!o.key.empty()) {
+        path += (path.empty() ? "" : ".") + o.key;
       }
     }
     return path;
   }
 };
 
-json parse_json(std::string_view text, const std::string& file) {
+json parse_json(std::string_view text, const std::string& file, ElementSink* sink = nullptr) {
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
     throw InputError(file, "", "the file is empty: expected a JSON object");
-  PathTrackingBuilder builder;
+  PathTrackingBuilder builder(sink);
   bool ok = false;
   try {
     ok = json::sax_parse(text, &builder);
@@ -458,119 +503,191 @@ LoadResult load_msr_json(const json& doc, const std::string& file) {
 constexpr std::string_view kFormatTag = "placesim-graph";
 constexpr int kFormatVersion = 1;
 
-LoadResult load_placesim_json(const json& doc, const std::string& file) {
-  Fields f(file);
-  f.expect_object(doc, "", "a JSON object (format, version, operators, tensors)");
-  LoadResult result;
-  result.format = GraphFormat::Placesim;
+// Read element by element: parse_graph streams the elements of "operators" and "tensors" here
+// while it parses the text (ElementSink), and finish() reads the rest of the document (feeding it
+// the elements itself when the document was parsed whole). An element's error is kept until
+// finish() has checked the top level, so errors come in the order of a reading of the whole
+// document: top level, then operators, then tensors. Tensors that come before the operators are
+// complete wait for them.
+class PlacesimReader final : public ElementSink {
+ public:
+  explicit PlacesimReader(const std::string& file) : f_(file), file_(file) {}
 
-  const std::string expected_tag = fmt::format("\"{}\"", kFormatTag);
-  std::string tag = f.string(f.member(doc, "format", "", expected_tag), "format", expected_tag);
-  if (tag != kFormatTag) f.fail("format", fmt::format("expected {}, got \"{}\"", expected_tag, tag));
-  std::int64_t version = f.integer(f.member(doc, "version", "", "1"), "version", "the integer 1");
-  if (version != kFormatVersion)
-    f.fail("version", fmt::format("unsupported version {}: this placesim reads version {}", version, kFormatVersion));
-  if (const json* units = f.optional_member(doc, "units")) {
-    f.expect_object(*units, "units", "an object {\"time\": \"s\", \"memory\": \"B\", \"tensor\": \"B\"}");
-    static constexpr std::pair<const char*, const char*> kUnits[] = {{"time", "s"}, {"memory", "B"}, {"tensor", "B"}};
-    for (auto [key, unit] : kUnits) {
-      const std::string field = join("units", key);
-      const std::string expected = fmt::format("\"{}\"", unit);
-      if (const json* u = f.optional_member(*units, key); u && f.string(*u, field, expected) != unit)
-        f.fail(field, fmt::format("expected {} (the only unit this version supports), got {}", expected, u->dump()));
+  bool streams(std::string_view key) const override { return key == "operators" || key == "tensors"; }
+  void begin(std::string_view key) override {
+    bool& seen = key == "operators" ? ops_streamed_ : tensors_streamed_;
+    if (seen && !repeated_) repeated_ = std::string(key);
+    seen = true;
+  }
+  void element(std::string_view key, std::size_t index, json&& value) override {
+    if (repeated_) return;
+    if (key == "operators") {
+      if (!ops_error_) capture(ops_error_, [&] { add_operator(value, index); });
+    } else if (!ops_done_) {
+      waiting_.emplace_back(index, std::move(value));
+    } else if (!tensors_error_) {
+      capture(tensors_error_, [&] { add_tensor(value, index); });
+    }
+  }
+  void end(std::string_view key) override {
+    if (key == "operators") ops_done_ = true;
+  }
+
+  LoadResult finish(const json& doc) {
+    f_.expect_object(doc, "", "a JSON object (format, version, operators, tensors)");
+    if (repeated_) f_.fail(*repeated_, "the key appears twice in the top-level object");
+    LoadResult result;
+    result.format = GraphFormat::Placesim;
+
+    const std::string expected_tag = fmt::format("\"{}\"", kFormatTag);
+    std::string tag = f_.string(f_.member(doc, "format", "", expected_tag), "format", expected_tag);
+    if (tag != kFormatTag) f_.fail("format", fmt::format("expected {}, got \"{}\"", expected_tag, tag));
+    std::int64_t version = f_.integer(f_.member(doc, "version", "", "1"), "version", "the integer 1");
+    if (version != kFormatVersion)
+      f_.fail("version", fmt::format("unsupported version {}: this placesim reads version {}", version, kFormatVersion));
+    if (const json* units = f_.optional_member(doc, "units")) {
+      f_.expect_object(*units, "units", "an object {\"time\": \"s\", \"memory\": \"B\", \"tensor\": \"B\"}");
+      static constexpr std::pair<const char*, const char*> kUnits[] = {{"time", "s"}, {"memory", "B"}, {"tensor", "B"}};
+      for (auto [key, unit] : kUnits) {
+        const std::string field = join("units", key);
+        const std::string expected = fmt::format("\"{}\"", unit);
+        if (const json* u = f_.optional_member(*units, key); u && f_.string(*u, field, expected) != unit)
+          f_.fail(field, fmt::format("expected {} (the only unit this version supports), got {}", expected, u->dump()));
+      }
+    }
+    std::vector<std::string> unknown_keys;
+    note_unknown(unknown_keys, doc, "", {"format", "version", "units", "operators", "tensors"});
+
+    const json& operators = f_.array_member(doc, "operators", "", "an array of operators");
+    const json& tensors = f_.array_member(doc, "tensors", "", "an array of tensors (src, dst, bytes)");
+
+    if (!ops_streamed_)
+      for (std::size_t i = 0; i < operators.size(); ++i) add_operator(operators[i], i);
+    if (ops_error_) throw *ops_error_;
+    ops_done_ = true;
+    // Colocation classes: numbered densely, integers ascending, then strings.
+    std::sort(class_ints_.begin(), class_ints_.end());
+    class_ints_.erase(std::unique(class_ints_.begin(), class_ints_.end()), class_ints_.end());
+    Graph& g = result.graph;
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+      auto [is_string, v] = raw_class_[i];
+      if (is_string)
+        ops_[i].colocation_class = static_cast<std::int32_t>(class_ints_.size() + v);
+      else if (v >= 0)
+        ops_[i].colocation_class = static_cast<std::int32_t>(std::lower_bound(class_ints_.begin(), class_ints_.end(), v) - class_ints_.begin());
+      g.add_operator(std::move(ops_[i]));
+    }
+    std::vector<Operator>().swap(ops_);
+
+    if (!tensors_streamed_)
+      for (std::size_t e = 0; e < tensors.size(); ++e) add_tensor(tensors[e], e);
+    for (auto& [e, t] : waiting_) add_tensor(t, e);
+    if (tensors_error_) throw *tensors_error_;
+    for (const Tensor& t : tensors_) g.add_tensor(t.src, t.dst, t.bytes);
+
+    for (auto* list : {&ops_unknown_, &tensors_unknown_})
+      for (const std::string& k : *list)
+        if (unknown_keys.size() < 5) unknown_keys.push_back(k);
+    if (!unknown_keys.empty()) {
+      std::string list;
+      for (const auto& k : unknown_keys) list += (list.empty() ? "" : ", ") + k;
+      result.warnings.push_back(with_file(file_, "unknown field(s) ignored: " + list + (unknown_keys.size() == 5 ? ", ..." : "")));
+    }
+    by_name_ = {};
+    g.finalize(file_);
+    return result;
+  }
+
+ private:
+  template <class F>
+  static void capture(std::optional<InputError>& error, F&& f) {
+    try {
+      f();
+    } catch (const InputError& e) {
+      error = e;
     }
   }
 
-  std::vector<std::string> unknown_keys;
-  auto note_unknown = [&](const json& obj, const std::string& path, std::initializer_list<std::string_view> known) {
-    for (auto it = obj.begin(); it != obj.end(); ++it)
-      if (std::find(known.begin(), known.end(), it.key()) == known.end() && unknown_keys.size() < 5)
-        unknown_keys.push_back(join(path, it.key()));
-  };
-  note_unknown(doc, "", {"format", "version", "units", "operators", "tensors"});
+  // The first five unknown keys of `obj` (the warning lists at most five in all).
+  static void note_unknown(std::vector<std::string>& out, const json& obj, const std::string& path,
+                           std::initializer_list<std::string_view> known) {
+    for (auto it = obj.begin(); it != obj.end() && out.size() < 5; ++it)
+      if (std::find(known.begin(), known.end(), it.key()) == known.end()) out.push_back(join(path, it.key()));
+  }
 
-  const json& operators = f.array_member(doc, "operators", "", "an array of operators");
-  const json& tensors = f.array_member(doc, "tensors", "", "an array of tensors (src, dst, bytes)");
-
-  // Colocation classes: collect first, then number densely (integers ascending, then strings).
-  std::vector<std::int64_t> class_ints;
-  std::vector<std::string> class_names;
-  std::vector<std::pair<bool, std::int64_t>> raw_class(operators.size(), {false, -1});  // (is string, value or index)
-  std::unordered_map<std::string, std::size_t> name_index;
-
-  std::vector<Operator> ops;
-  ops.reserve(operators.size());
-  std::unordered_map<std::string, OpId> by_name;
-  by_name.reserve(operators.size());
-  for (std::size_t i = 0; i < operators.size(); ++i) {
+  void add_operator(const json& op, std::size_t i) {
     const std::string path = at("operators", i);
-    const json& op = operators[i];
-    f.expect_object(op, path, "an object (name, type, compute_s, memory_bytes)");
-    note_unknown(op, path, {"name", "type", "compute_s", "memory_bytes", "colocation_class"});
+    f_.expect_object(op, path, "an object (name, type, compute_s, memory_bytes)");
+    note_unknown(ops_unknown_, op, path, {"name", "type", "compute_s", "memory_bytes", "colocation_class"});
     const std::string name_field = join(path, "name");
-    std::string name = f.string(f.member(op, "name", path, "a non-empty name (string)"), name_field, "a non-empty name (string)");
-    if (name.empty()) f.fail(name_field, "expected a non-empty name (string)");
+    std::string name = f_.string(f_.member(op, "name", path, "a non-empty name (string)"), name_field, "a non-empty name (string)");
+    if (name.empty()) f_.fail(name_field, "expected a non-empty name (string)");
     std::string type;
-    if (const json* t = f.optional_member(op, "type")) type = f.string(*t, join(path, "type"), "an operator type (string)");
-    double compute = f.duration(f.member(op, "compute_s", path, "a non-negative number (seconds)"), join(path, "compute_s"), "seconds", 1);
+    if (const json* t = f_.optional_member(op, "type")) type = f_.string(*t, join(path, "type"), "an operator type (string)");
+    double compute = f_.duration(f_.member(op, "compute_s", path, "a non-negative number (seconds)"), join(path, "compute_s"), "seconds", 1);
     double memory = 0;
-    if (const json* m = f.optional_member(op, "memory_bytes")) memory = f.size(*m, join(path, "memory_bytes"), "bytes", 1);
-    if (const json* c = f.optional_member(op, "colocation_class"); c && !c->is_null()) {
+    if (const json* m = f_.optional_member(op, "memory_bytes")) memory = f_.size(*m, join(path, "memory_bytes"), "bytes", 1);
+    std::pair<bool, std::int64_t> raw_class{false, -1};  // (is string, value or index)
+    if (const json* c = f_.optional_member(op, "colocation_class"); c && !c->is_null()) {
       const std::string field = join(path, "colocation_class");
       if (c->is_string()) {
         std::string label = c->get<std::string>();
-        if (label.empty()) f.fail(field, "expected a non-negative integer or a non-empty string");
-        auto [it, inserted] = name_index.emplace(label, class_names.size());
-        if (inserted) class_names.push_back(label);
-        raw_class[i] = {true, static_cast<std::int64_t>(it->second)};
+        if (label.empty()) f_.fail(field, "expected a non-negative integer or a non-empty string");
+        auto [it, inserted] = class_index_.emplace(label, class_names_.size());
+        if (inserted) class_names_.push_back(label);
+        raw_class = {true, static_cast<std::int64_t>(it->second)};
       } else {
-        std::int64_t v = f.integer(*c, field, "a non-negative integer or a non-empty string");
-        if (v < 0) f.fail(field, fmt::format("expected a non-negative integer or a non-empty string, got {}", v));
-        class_ints.push_back(v);
-        raw_class[i] = {false, v};
+        std::int64_t v = f_.integer(*c, field, "a non-negative integer or a non-empty string");
+        if (v < 0) f_.fail(field, fmt::format("expected a non-negative integer or a non-empty string, got {}", v));
+        class_ints_.push_back(v);
+        raw_class = {false, v};
       }
     }
-    auto [it, inserted] = by_name.emplace(name, static_cast<OpId>(ops.size()));
-    if (!inserted) f.fail(name_field, fmt::format("duplicate operator name '{}' (first at operators[{}])", name, it->second));
-    ops.push_back({std::move(name), std::move(type), compute, memory});
-  }
-  std::sort(class_ints.begin(), class_ints.end());
-  class_ints.erase(std::unique(class_ints.begin(), class_ints.end()), class_ints.end());
-  Graph& g = result.graph;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    auto [is_string, v] = raw_class[i];
-    if (is_string)
-      ops[i].colocation_class = static_cast<std::int32_t>(class_ints.size() + v);
-    else if (v >= 0)
-      ops[i].colocation_class = static_cast<std::int32_t>(std::lower_bound(class_ints.begin(), class_ints.end(), v) - class_ints.begin());
-    g.add_operator(std::move(ops[i]));
+    auto [it, inserted] = by_name_.emplace(name, static_cast<OpId>(ops_.size()));
+    if (!inserted) f_.fail(name_field, fmt::format("duplicate operator name '{}' (first at operators[{}])", name, it->second));
+    ops_.push_back({std::move(name), std::move(type), compute, memory});
+    raw_class_.push_back(raw_class);
   }
 
-  for (std::size_t e = 0; e < tensors.size(); ++e) {
+  void add_tensor(const json& t, std::size_t e) {
     const std::string path = at("tensors", e);
-    const json& t = tensors[e];
-    f.expect_object(t, path, "an object (src, dst, bytes)");
-    note_unknown(t, path, {"src", "dst", "bytes"});
+    f_.expect_object(t, path, "an object (src, dst, bytes)");
+    note_unknown(tensors_unknown_, t, path, {"src", "dst", "bytes"});
     OpId ends[2];
     const char* keys[2] = {"src", "dst"};
     for (int k = 0; k < 2; ++k) {
       const std::string field = join(path, keys[k]);
-      std::string name = f.string(f.member(t, keys[k], path, "an operator name"), field, "an operator name (string)");
-      auto found = by_name.find(name);
-      if (found == by_name.end()) f.fail(field, fmt::format("unknown operator '{}': no such name in operators", name));
+      const json& v = f_.member(t, keys[k], path, "an operator name");
+      if (!v.is_string()) f_.string(v, field, "an operator name (string)");  // throws
+      auto found = by_name_.find(v.get_ref<const std::string&>());
+      if (found == by_name_.end())
+        f_.fail(field, fmt::format("unknown operator '{}': no such name in operators", v.get_ref<const std::string&>()));
       ends[k] = found->second;
     }
-    double bytes = f.size(f.member(t, "bytes", path, "a non-negative number (bytes)"), join(path, "bytes"), "bytes", 1);
-    g.add_tensor(ends[0], ends[1], bytes);
+    double bytes = f_.size(f_.member(t, "bytes", path, "a non-negative number (bytes)"), join(path, "bytes"), "bytes", 1);
+    tensors_.push_back({ends[0], ends[1], bytes});
   }
-  if (!unknown_keys.empty()) {
-    std::string list;
-    for (const auto& k : unknown_keys) list += (list.empty() ? "" : ", ") + k;
-    result.warnings.push_back(with_file(file, "unknown field(s) ignored: " + list + (unknown_keys.size() == 5 ? ", ..." : "")));
-  }
-  g.finalize(file);
-  return result;
-}
+
+  Fields f_;
+  const std::string& file_;
+  std::optional<std::string> repeated_;  // "operators" or "tensors" given twice
+  // Operators, in order, with their raw colocation classes.
+  bool ops_streamed_ = false, ops_done_ = false;
+  std::optional<InputError> ops_error_;
+  std::vector<Operator> ops_;
+  std::vector<std::pair<bool, std::int64_t>> raw_class_;  // (is string, value or index in class_names_)
+  std::vector<std::int64_t> class_ints_;
+  std::vector<std::string> class_names_;
+  std::unordered_map<std::string, std::size_t> class_index_;
+  std::unordered_map<std::string, OpId> by_name_;
+  std::vector<std::string> ops_unknown_;
+  // Tensors.
+  bool tensors_streamed_ = false;
+  std::optional<InputError> tensors_error_;
+  std::vector<Tensor> tensors_;
+  std::vector<std::pair<std::size_t, json>> waiting_;  // streamed before the operators were complete
+  std::vector<std::string> tensors_unknown_;
+};
 
 GraphFormat detect_format(const json& doc, const std::string& file) {
   if (!doc.is_object())
@@ -618,12 +735,16 @@ std::string_view graph_format_name(GraphFormat format) {
 }
 
 LoadResult parse_graph(std::string_view text, const std::string& source, GraphFormat format) {
-  json doc = parse_json(text, source);
+  // The native format's operators and tensors are read as they are parsed (PlacesimReader); the
+  // other formats have no top-level "operators" or "tensors" and never see the reader.
+  PlacesimReader reader(source);
+  const bool native = format == GraphFormat::Auto || format == GraphFormat::Placesim;
+  json doc = parse_json(text, source, native ? &reader : nullptr);
   if (format == GraphFormat::Auto) format = detect_format(doc, source);
   switch (format) {
     case GraphFormat::QuickP: return load_quickp_json(doc, source);
     case GraphFormat::Msr: return load_msr_json(doc, source);
-    default: return load_placesim_json(doc, source);
+    default: return reader.finish(doc);
   }
 }
 

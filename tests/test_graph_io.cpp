@@ -425,6 +425,58 @@ TEST(GraphIo, NativeUnknownKeysWarn) {
   EXPECT_NE(r.warnings[0].find("typo.json"), std::string::npos) << r.warnings[0];
 }
 
+// The native format's operators and tensors are read while the text is parsed (no whole-document
+// DOM); the keys may come in any order and errors keep the order of a whole-document reading.
+TEST(GraphIo, NativeKeysInAnyOrder) {
+  const std::string ops = R"("operators": [{"name": "a", "compute_s": 1, "colocation_class": 3},
+                                           {"name": "b", "compute_s": 2}, {"name": "c", "compute_s": 3}])";
+  const std::string tensors = R"("tensors": [{"src": "a", "dst": "b", "bytes": 8}, {"src": "b", "dst": "c", "bytes": 4}])";
+  const std::string head = R"("format": "placesim-graph", "version": 1)";
+  const LoadResult usual = parse_graph("{" + head + ", " + ops + ", " + tensors + "}", "usual.json");
+  for (const std::string& text : {"{" + tensors + ", " + ops + ", " + head + "}", "{" + ops + ", " + head + ", " + tensors + "}"}) {
+    SCOPED_TRACE(text);
+    for (GraphFormat format : {GraphFormat::Auto, GraphFormat::Placesim}) {
+      const LoadResult r = parse_graph(text, "reordered.json", format);
+      EXPECT_EQ(r.format, GraphFormat::Placesim);
+      expect_same_graph(usual.graph, r.graph);
+    }
+  }
+}
+
+TEST(GraphIo, NativeErrorsComeInDocumentOrder) {
+  const std::string bad_op = R"("operators": [{"name": "a", "compute_s": 1}, {"name": "b", "compute_s": -2}])";
+  const std::string bad_tensor = R"("tensors": [{"src": "a", "dst": "ghost", "bytes": 8}])";
+  // The top level first, even when it comes last in the file.
+  EXPECT_INPUT_ERROR(parse_graph("{" + bad_op + ", " + bad_tensor + R"(, "format": "placesim-graph", "version": 7})", "v.json"),
+                     "version", "unsupported version 7");
+  EXPECT_INPUT_ERROR(parse_graph("{" + bad_op + R"(, "format": "placesim-graph", "version": 1})", "t.json"), "tensors",
+                     "missing field");
+  // Then operators, then tensors, whichever array comes first.
+  EXPECT_INPUT_ERROR(parse_graph("{" + bad_tensor + ", " + bad_op + R"(, "format": "placesim-graph", "version": 1})", "o.json"),
+                     "operators[1].compute_s", "non-negative");
+  EXPECT_INPUT_ERROR(parse_graph(R"({"format": "placesim-graph", "version": 1, "operators": [{"name": "a", "compute_s": 1}], )" +
+                                     bad_tensor + "}",
+                                 "g.json"),
+                     "tensors[0].dst", "unknown operator 'ghost'");
+  // A key given twice would make one array's elements meet the other's.
+  EXPECT_INPUT_ERROR(parse_graph(R"({"format": "placesim-graph", "version": 1, "operators": [], "tensors": [], "operators": []})",
+                                 "twice.json"),
+                     "operators", "appears twice");
+  // Malformed JSON inside a streamed element names it.
+  EXPECT_INPUT_ERROR(parse_graph(R"({"format": "placesim-graph", "version": 1, "operators": [{"name": "a", "compute_s": 1},
+                                   {"name": "b", "compute_s": }], "tensors": []})",
+                                 "m.json"),
+                     "operators[1].compute_s", "malformed JSON");
+}
+
+TEST(GraphIo, NativeUnknownKeysListTheTopLevelFirst) {
+  const LoadResult r = parse_graph(R"({"operators": [{"name": "a", "compute_s": 1, "memory": 5}, {"name": "b", "compute_s": 1}],
+      "tensors": [{"src": "a", "dst": "b", "bytes": 0, "size": 1}], "format": "placesim-graph", "version": 1, "comment": "x"})",
+                                   "order.json");
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("ignored: comment, operators[0].memory, tensors[0].size"), std::string::npos) << r.warnings[0];
+}
+
 TEST(GraphIo, EmptyGraphRoundTrips) {
   Graph g;
   g.finalize("empty");
