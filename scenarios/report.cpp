@@ -322,7 +322,9 @@ int run_report(const ReportOptions& options, std::ostream& out, std::ostream& er
     out << md;
     write_text(dir / "pivot.md", md);
   }
-  write_text(dir / "records.json", records_to_json(records, fs::path(file).parent_path().string()).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  // A stray byte that is not UTF-8 becomes U+FFFD rather than an exception (see dump_json).
+  const nlohmann::json records_json = records_to_json(records, fs::path(file).parent_path().string());
+  write_text(dir / "records.json", records_json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   out << fmt::format("report: {}/table.txt, {}/records.json\n", dir.string(), dir.string());
   if (!options.plots) return 0;
   std::string script = options.plot_script;

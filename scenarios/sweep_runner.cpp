@@ -194,7 +194,8 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   std::set<std::string> done;
   std::vector<PointRecord> records;
   if (options.resume) {
-    if (const auto warning = repair_last_line(summary.results_file)) log << prefix_of(options) << "warning: " << *warning << "\n";
+    if (const auto warning = repair_last_line(summary.results_file))
+      log << prefix_of(options) << "warning: " << *warning << "\n";
     records = read_result_lines(summary.results_file);
     if (ranks > 1) {
       std::vector<std::string> warnings;
