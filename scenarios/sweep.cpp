@@ -251,7 +251,7 @@ SweepPlan plan_sweep(const YAML::Node& root, const std::string& file, const Plan
   YamlFields top(root, file, "");
   YAML::Node base = YAML::Clone(root);
   base.remove("sweep");
-  const Scenario base_scenario = parse_scenario(base, file);
+  Scenario base_scenario = parse_scenario(base, file);
 
   SweepPlan plan;
   plan.file = file;
@@ -393,7 +393,9 @@ SweepPlan plan_sweep(const YAML::Node& root, const std::string& file, const Plan
     }
     Scenario variant;
     try {
-      variant = parse_scenario(variant_root, file);
+      // Without YAML axes the one combination is the base scenario, already parsed (a large
+      // cluster is built once, not twice).
+      variant = yaml_axes.empty() ? std::move(base_scenario) : parse_scenario(variant_root, file);
     } catch (const InputError& e) {
       std::string combination;
       for (const auto& [p, v] : values) combination += (combination.empty() ? "" : ", ") + p + "=" + v;
