@@ -12,6 +12,8 @@
 //                                peak_rss_MiB: the process's peak RSS during the pass (VmHWM, reset
 //                                through /proc/self/clear_refs before it; the graph is not
 //                                resident before the load starts).
+//   BM_ScaleEvaluate/ops/gpus    the evaluator alone on the chain dealt round-robin over `gpus` GPUs
+//                                (nvlink-servers, 8 per server): every instant wakes one GPU.
 //   BM_ScaleGraphInfo/ops/shape  `placesim graph info`: load_graph then compute_stats, with its
 //                                peak RSS.
 //
@@ -35,6 +37,7 @@
 #include "scenarios/results_store.h"
 #include "scenarios/runner.h"
 #include "sim/graph_io.h"
+#include "sim/evaluator.h"
 #include "sim/graph_stats.h"
 #include "sim/placement_io.h"
 #include "topologies/fabrics.h"
@@ -166,6 +169,18 @@ void BM_ScalePipeline(benchmark::State& state) {
   state.counters["peak_rss_MiB"] = peak;
 }
 
+void BM_ScaleEvaluate(benchmark::State& state) {
+  static const LoadResult loaded = load_graph(graph_file(state.range(0), 0));
+  NvlinkServersConfig cfg;
+  cfg.gpus = static_cast<int>(state.range(1));
+  cfg.gpus_per_server = 8;
+  const Cluster cluster = make_nvlink_servers(cfg);
+  auto strategy = make_strategy("round-robin", YAML::Node(), "bench", "strategies[0]");
+  const PlacementResult placed = strategy->place(loaded.graph, cluster);
+  Evaluator evaluator(loaded.graph, cluster);
+  for (auto _ : state) benchmark::DoNotOptimize(evaluator.latency(placed.placement));
+}
+
 void BM_ScaleGraphInfo(benchmark::State& state) {
   const std::string path = graph_file(state.range(0), static_cast<int>(state.range(1)));
   double peak = 0;
@@ -190,3 +205,11 @@ void scale_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_ScalePipeline)->Apply(scale_args);
 BENCHMARK(BM_ScaleGraphInfo)->Apply(scale_args);
+BENCHMARK(BM_ScaleEvaluate)
+    ->ArgNames({"ops", "gpus"})
+    ->Args({1000000, 8})
+    ->Args({1000000, 4096})
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime()
+    ->Iterations(1)
+    ->Repetitions(3);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <fmt/format.h>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -122,6 +123,67 @@ std::uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
+
+std::size_t saturating_mul(std::size_t a, std::size_t b) {
+  std::size_t out = 0;
+  return __builtin_mul_overflow(a, b, &out) ? SIZE_MAX : out;
+}
+std::size_t saturating_add(std::size_t a, std::size_t b) {
+  std::size_t out = 0;
+  return __builtin_add_overflow(a, b, &out) ? SIZE_MAX : out;
+}
+
+// An axis whose values can change which strategies a combination runs.
+bool is_strategies_path(const std::string& path) {
+  return path == "strategies" || path.rfind("strategies[", 0) == 0 || path.rfind("strategies.", 0) == 0;
+}
+
+struct VariantPoints {
+  std::size_t points = 0, strategies = 0;
+  bool seeded = false;  // some strategy runs once per seed
+};
+
+// The points of one combination, read off its YAML (`strategies` as written, after the overrides)
+// the way plan_sweep expands it, without parsing the scenario. Malformed entries count one point
+// each: the parse that follows reports them.
+VariantPoints points_of_variant(const YAML::Node& root, const std::optional<std::vector<std::string>>& strategy_axis,
+                                std::size_t seeds, int repetitions) {
+  std::vector<std::pair<std::string, std::string>> listed;  // (label, name)
+  if (const YAML::Node list = root["strategies"]; list && list.IsSequence())
+    for (const auto& item : list) {
+      std::string name;
+      if (item.IsScalar()) name = item.Scalar();
+      else if (item.IsMap() && item["name"] && item["name"].IsScalar()) name = item["name"].Scalar();
+      std::string label = name;
+      if (item.IsMap() && item["label"] && item["label"].IsScalar()) label = item["label"].Scalar();
+      listed.emplace_back(label, name);
+    }
+  std::vector<std::string> names;
+  if (strategy_axis) {
+    for (const std::string& label : *strategy_axis) {
+      auto it = std::find_if(listed.begin(), listed.end(), [&](const auto& l) { return l.first == label; });
+      names.push_back(it == listed.end() ? label : it->second);
+    }
+  } else {
+    for (const auto& l : listed) names.push_back(l.second);
+  }
+  VariantPoints v;
+  v.strategies = names.size();
+  for (const std::string& name : names) {
+    std::size_t runs = 1;
+    if (seeds > 0)
+      for (const auto& info : strategy_registry())
+        if (info.name == name && info.takes("seed")) {
+          runs = seeds;
+          v.seeded = true;
+        }
+    v.points = saturating_add(v.points, saturating_mul(runs, static_cast<std::size_t>(repetitions)));
+  }
+  return v;
+}
+
+std::string plural(std::size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
+
 }  // namespace
 
 void apply_sweep_override(YAML::Node& root, const std::string& path, const YAML::Node& value, const std::string& file,
@@ -185,11 +247,11 @@ void apply_sweep_override(YAML::Node& root, const std::string& path, const YAML:
   }
 }
 
-SweepPlan plan_sweep(const YAML::Node& root, const std::string& file) {
+SweepPlan plan_sweep(const YAML::Node& root, const std::string& file, const PlanOptions& options) {
   YamlFields top(root, file, "");
   // Parsed from the file's own tree, which the parser accepts with its `sweep:`: yaml-cpp's
   // Clone drops the line marks, and an error in the base scenario must name its line.
-  const Scenario base_scenario = parse_scenario(root, file);
+  Scenario base_scenario = parse_scenario(root, file);
   YAML::Node base = YAML::Clone(root);
   base.remove("sweep");
 
@@ -216,13 +278,13 @@ SweepPlan plan_sweep(const YAML::Node& root, const std::string& file) {
       if (!list.IsSequence() || list.size() == 0)
         throw InputError(file, axis.field, "expected a non-empty list of values, e.g. [10GB/s, 20GB/s]");
       std::vector<YAML::Node> nodes;
+      std::set<std::string> seen;
       for (std::size_t i = 0; i < list.size(); ++i) {
         if (!list[i].IsScalar() && !list[i].IsMap() && !list[i].IsSequence())
           throw InputError(file, fmt::format("sweep.{}[{}] (line {})", axis.path, i, list[i].Mark().line + 1),
                            "expected a value, a mapping or a list");
         const std::string text = value_text(list[i]);
-        if (std::find(axis.values.begin(), axis.values.end(), text) != axis.values.end())
-          throw InputError(file, axis.field, fmt::format("value '{}' is listed twice", text));
+        if (!seen.insert(text).second) throw InputError(file, axis.field, fmt::format("value '{}' is listed twice", text));
         axis.values.push_back(text);
         nodes.push_back(list[i]);
       }
@@ -233,20 +295,94 @@ SweepPlan plan_sweep(const YAML::Node& root, const std::string& file) {
                              "expected a strategy label or registry name");
         strategy_axis = plan.axes.size();
       } else {
-        // Each value on its own, so that an error names the one axis and value at fault.
-        for (std::size_t i = 0; i < nodes.size(); ++i) {
-          YAML::Node trial = YAML::Clone(base);
-          apply_sweep_override(trial, axis.path, nodes[i], file, axis.field);
-          try {
-            parse_scenario(trial, file);
-          } catch (const InputError& e) {
-            throw InputError(file, axis.field, fmt::format("value '{}': {}", axis.values[i], inner_message(e.what(), file)));
-          }
-        }
         yaml_axes.push_back(plan.axes.size());
         axis_nodes.push_back(std::move(nodes));
       }
       plan.axes.push_back(std::move(axis));
+    }
+  }
+
+  // Count the points before making any: the cross product of the axes that cannot change the
+  // strategies, times the points of each combination of those that can (strategies[...]).
+  {
+    const std::optional<std::vector<std::string>> chosen =
+        strategy_axis ? std::optional(plan.axes[*strategy_axis].values) : std::nullopt;
+    const std::size_t seeds = base_scenario.simulation.seeds.size();
+    const int repetitions = base_scenario.simulation.repetitions;
+    SweepCount count;
+    std::size_t others = 1, strategy_combinations = 1;
+    std::vector<std::size_t> strategy_axes;  // positions in yaml_axes
+    std::string axes_text;
+    for (std::size_t a = 0; a < yaml_axes.size(); ++a) {
+      const SweepAxis& axis = plan.axes[yaml_axes[a]];
+      const std::size_t n = axis.values.size();
+      if (is_strategies_path(axis.path)) {
+        strategy_combinations = saturating_mul(strategy_combinations, n);
+        strategy_axes.push_back(a);
+      } else {
+        others = saturating_mul(others, n);
+      }
+      axes_text += fmt::format("{}{} of {}", axes_text.empty() ? "" : " x ", plural(n, "value", "values"), axis.path);
+    }
+    std::size_t per_combination = 0;  // when every combination has as many
+    VariantPoints shape;
+    if (strategy_axes.empty()) {
+      shape = points_of_variant(base, chosen, seeds, repetitions);
+      per_combination = shape.points;
+      count.points = saturating_mul(others, per_combination);
+    } else if (saturating_mul(others, strategy_combinations) > options.max_points) {
+      // Every combination runs at least one point.
+      count.points = saturating_mul(others, strategy_combinations);
+      count.exact = false;
+    } else {
+      std::vector<std::size_t> pick(strategy_axes.size(), 0);
+      for (bool more = true; more;) {
+        YAML::Node variant_root = YAML::Clone(base);
+        for (std::size_t k = 0; k < strategy_axes.size(); ++k) {
+          const std::size_t a = strategy_axes[k];
+          apply_sweep_override(variant_root, plan.axes[yaml_axes[a]].path, axis_nodes[a][pick[k]], file,
+                               plan.axes[yaml_axes[a]].field);
+        }
+        count.points = saturating_add(count.points, saturating_mul(others, points_of_variant(variant_root, chosen, seeds, repetitions).points));
+        more = false;
+        for (std::size_t k = pick.size(); k-- > 0 && !more;) {
+          if (++pick[k] < axis_nodes[strategy_axes[k]].size()) more = true;
+          else pick[k] = 0;
+        }
+      }
+    }
+    std::string each;
+    if (per_combination > 0) {
+      std::vector<std::string> parts{plural(shape.strategies, "strategy", "strategies")};
+      if (shape.seeded) parts.push_back(plural(seeds, "seed", "seeds"));
+      if (repetitions > 1) parts.push_back(plural(static_cast<std::size_t>(repetitions), "repetition", "repetitions"));
+      std::string joined;
+      for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
+      each = axes_text.empty() ? joined
+                               : fmt::format("{} x {} each ({})", axes_text, plural(per_combination, "point", "points"), joined);
+    } else {
+      each = fmt::format("{}, with the strategies of each combination", axes_text);
+    }
+    count.breakdown = each;
+    if (options.counted) options.counted(count);
+    if (count.points > options.max_points)
+      throw InputError(file, top.has("sweep") ? top.field("sweep") : std::string("simulation"),
+                       fmt::format("{}{} points ({}) is more than --max-points {}: sweep fewer values, or raise "
+                                   "--max-points to run them all",
+                                   count.exact ? "" : "at least ", count.points, count.breakdown, options.max_points));
+  }
+
+  // Each value on its own, so that an error names the one axis and value at fault.
+  for (std::size_t a = 0; a < yaml_axes.size(); ++a) {
+    const SweepAxis& axis = plan.axes[yaml_axes[a]];
+    for (std::size_t i = 0; i < axis_nodes[a].size(); ++i) {
+      YAML::Node trial = YAML::Clone(base);
+      apply_sweep_override(trial, axis.path, axis_nodes[a][i], file, axis.field);
+      try {
+        parse_scenario(trial, file);
+      } catch (const InputError& e) {
+        throw InputError(file, axis.field, fmt::format("value '{}': {}", axis.values[i], inner_message(e.what(), file)));
+      }
     }
   }
 
@@ -260,10 +396,11 @@ SweepPlan plan_sweep(const YAML::Node& root, const std::string& file) {
       apply_sweep_override(variant_root, axis.path, axis_nodes[a][pick[a]], file, axis.field);
       values.emplace_back(axis.path, axis.values[pick[a]]);
     }
-    // Without YAML axes the one variant is the base scenario, parsed above with its line marks.
-    Scenario variant = yaml_axes.empty() ? base_scenario : Scenario{};
+    // Without YAML axes the one variant is the base scenario, parsed above with its line marks
+    // (moved: a large cluster is built once, not twice).
+    Scenario variant;
     try {
-      if (!yaml_axes.empty()) variant = parse_scenario(variant_root, file);
+      variant = yaml_axes.empty() ? std::move(base_scenario) : parse_scenario(variant_root, file);
     } catch (const InputError& e) {
       std::string combination;
       for (const auto& [p, v] : values) combination += (combination.empty() ? "" : ", ") + p + "=" + v;
@@ -343,7 +480,9 @@ SweepPlan plan_sweep(const YAML::Node& root, const std::string& file) {
   return plan;
 }
 
-SweepPlan load_sweep(const std::string& path) { return plan_sweep(load_yaml_file(path), path); }
+SweepPlan load_sweep(const std::string& path, const PlanOptions& options) {
+  return plan_sweep(load_yaml_file(path), path, options);
+}
 
 StrategySpec point_strategy(const SweepPlan& plan, const SweepPoint& point) {
   StrategySpec spec = plan.variants[point.variant].strategies[point.strategy];

@@ -10,6 +10,7 @@
 // `simulation.seeds` is given) x repetition. Each point has a stable key built from those
 // (`cluster.gpus=4 strategy=metis rep=0`): results are stored and resumed by key.
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,10 +47,34 @@ struct SweepPlan {
   std::vector<SweepPoint> points;
 };
 
+// How many points a scenario has, counted from its axes before any point exists.
+struct SweepCount {
+  std::size_t points = 0;  // saturates at SIZE_MAX
+  // False when only a lower bound was counted: the combinations of the axes under `strategies`
+  // alone were too many to look at, each of them giving at least one point.
+  bool exact = true;
+  // How the count comes about, e.g. "3 values of cluster.gpus x 2 of cluster.bandwidth x 4 points
+  // each (2 strategies, 2 seeds)".
+  std::string breakdown;
+};
+
+// The largest plan made unless asked for more (`placesim run --max-points`): the points, their
+// scenarios and clusters are all held in memory, and a typo in a sweep can ask for millions.
+constexpr std::size_t kDefaultMaxPoints = 100'000;
+
+struct PlanOptions {
+  std::size_t max_points = kDefaultMaxPoints;
+  // Called with the count as soon as it is known, before the points are made (the CLI says it).
+  std::function<void(const SweepCount&)> counted;
+};
+
 // Expands a scenario YAML tree into its points; a scenario without a sweep gives one point per
-// strategy (per seed and repetition). Every error names the file and the sweep path.
-SweepPlan plan_sweep(const YAML::Node& root, const std::string& file);
-SweepPlan load_sweep(const std::string& path);
+// strategy (per seed and repetition). Every error names the file and the sweep path. The points
+// are counted first (the cross product of the axes, times each combination's strategies, seeds
+// and repetitions); more than options.max_points is an InputError naming the count and
+// --max-points, raised before anything is allocated for them.
+SweepPlan plan_sweep(const YAML::Node& root, const std::string& file, const PlanOptions& options = {});
+SweepPlan load_sweep(const std::string& path, const PlanOptions& options = {});
 
 // Replaces the field at `path` in `root` by `value` (creating missing mapping keys, which the
 // scenario parser then validates). Throws InputError naming `field` when the path cannot be

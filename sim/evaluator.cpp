@@ -60,6 +60,8 @@ Evaluator::Evaluator(const Graph& graph, const Cluster& cluster)
   start_.resize(n);
   finish_.resize(n);
   device_busy_.resize(d);
+  device_touched_.resize(d);
+  touched_.reserve(d);
 }
 
 double Evaluator::latency(std::span<const DeviceId> placement) {
@@ -131,11 +133,13 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
   };
 
   events_.clear();
+  touched_.clear();
   if constexpr (P == Priority::Rank)
     for (auto& heap : ready_) heap.clear();
   else
     for (auto& heap : fcfs_ready_) heap.clear();
   std::fill(device_busy_.begin(), device_busy_.end(), 0);
+  std::fill(device_touched_.begin(), device_touched_.end(), 0);
   for (OpId i = 0; i < n; ++i) {
     pending_inputs_[i] = static_cast<std::int32_t>(graph_.in_edges(i).size());
     inputs_arrive_[i] = 0.0;
@@ -173,6 +177,7 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
       if (ev.kind == kFinish) {
         const DeviceId d = placement[ev.op];
         device_busy_[d] = 0;
+        touch(d);
         makespan = std::max(makespan, now);
         for (EdgeId e : graph_.out_edges(ev.op)) {
           const OpId j = tensors[e].dst;
@@ -181,6 +186,7 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
           if (--pending_inputs_[j] == 0) {
             if (inputs_arrive_[j] <= now) {
               push_ready<P>(placement[j], j);
+              touch(placement[j]);
             } else {
               if (inputs_arrive_[j] + rank_[j] / max_speed_ > rank_cutoff) return kOverCutoff;
               events_.push_back({inputs_arrive_[j], kReady, j});
@@ -190,12 +196,17 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
         }
       } else {
         push_ready<P>(placement[ev.op], ev.op);
+        touch(placement[ev.op]);
       }
     }
-    // Only GPUs that are idle and hold ready work can start something; checking every GPU is
-    // cheap for the cluster sizes placement targets and keeps the loop free of bookkeeping.
-    for (int d = 0; d < num_devices; ++d)
+    // Only a GPU that became idle or received ready work at `now` can start something. (Scanning
+    // every GPU at every instant made a long chain on thousands of GPUs cost operators x GPUs.)
+    // The order does not matter: events are ordered by (time, kind, priority), a total order.
+    for (const std::int32_t d : touched_) {
+      device_touched_[d] = 0;
       if (!device_busy_[d] && !ready_empty<P>(d) && !dispatch(d, now)) return kOverCutoff;
+    }
+    touched_.clear();
   }
 
   if (out) {

@@ -95,6 +95,15 @@ class Evaluator {
   std::vector<std::int32_t> pending_inputs_;
   std::vector<double> inputs_arrive_, start_, finish_;
   std::vector<std::uint8_t> device_busy_;
+  // GPUs that became idle or got ready work at the current instant (each listed once).
+  std::vector<std::int32_t> touched_;
+  std::vector<std::uint8_t> device_touched_;
+  void touch(DeviceId d) {
+    if (!device_touched_[d]) {
+      device_touched_[d] = 1;
+      touched_.push_back(d);
+    }
+  }
   std::vector<OpId> by_priority_;
 };
 

@@ -258,6 +258,111 @@ TEST(SweepPlan, WithoutASweepOnePointPerStrategyNamedAsBefore) {
   EXPECT_EQ(p.points[1].file_stem, "metis");  // placement-metis.json, as a plain run writes
 }
 
+// --- The point count (issue #18 item 9): counted before any point is made, and capped. ---
+
+namespace {
+
+// A list of n distinct values with a unit: [1GB/s, 2GB/s, ...].
+std::string values(int n, const char* unit) {
+  std::string out = "[";
+  for (int i = 1; i <= n; ++i) out += fmt::format("{}{}{}", i > 1 ? ", " : "", i, unit);
+  return out + "]";
+}
+
+// 100 x 100 x 1000 values: ten million points, one strategy each.
+std::string ten_million_points() {
+  return "graph: {builtin: fig3.1}\n"
+         "cluster: {type: full-mesh, gpus: 2, bandwidth: 10GB/s}\n"
+         "strategies: [round-robin]\n"
+         "simulation: {engine: evaluator, trace: false}\n"
+         "sweep:\n"
+         "  cluster.bandwidth: " + values(100, "GB/s") + "\n"
+         "  cluster.latency: " + values(100, "us") + "\n"
+         "  cluster.gpu_memory: " + values(1000, "GiB") + "\n";
+}
+
+}  // namespace
+
+TEST(SweepCount, CountsEveryShapeOfSweepExactly) {
+  const std::vector<std::string> scenarios = {
+      kBase,
+      std::string(kBase) + "simulation: {seeds: [7, 8, 9], repetitions: 2}\n",
+      std::string(kBase) + "simulation: {seeds: [7, 8], repetitions: 2}\n"
+                           "sweep: {cluster.gpus: [2, 3, 4], cluster.bandwidth: [1GB/s, 2GB/s], strategy: [mcmc, round-robin]}\n",
+      // The strategies themselves swept: combinations run different strategies.
+      std::string(kBase) + "simulation: {seeds: [7, 8]}\n"
+                           "sweep:\n"
+                           "  strategies: [[round-robin], [round-robin, {name: mcmc, options: {steps: 5}}]]\n"
+                           "  cluster.gpus: [2, 3]\n",
+      std::string(kBase) + "simulation: {seeds: [7, 8]}\nsweep:\n  strategies[round-robin].name: [round-robin, random]\n",
+  };
+  for (const std::string& yaml : scenarios) {
+    SCOPED_TRACE(yaml);
+    std::optional<SweepCount> counted;
+    PlanOptions options;
+    options.counted = [&](const SweepCount& c) { counted = c; };
+    const SweepPlan p = plan_sweep(YAML::Load(yaml), "s.yaml", options);
+    ASSERT_TRUE(counted.has_value());
+    EXPECT_TRUE(counted->exact);
+    EXPECT_EQ(counted->points, p.points.size()) << counted->breakdown;
+  }
+  // Spot checks of the arithmetic: 3 x 2 combinations x (mcmc twice, round-robin once) x 2 repetitions.
+  PlanOptions options;
+  std::string breakdown;
+  options.counted = [&](const SweepCount& c) { breakdown = c.breakdown; };
+  EXPECT_EQ(plan_sweep(YAML::Load(scenarios[2]), "s.yaml", options).points.size(), 36u);
+  EXPECT_EQ(breakdown, "3 values of cluster.gpus x 2 values of cluster.bandwidth x 6 points each (2 strategies, 2 seeds, 2 repetitions)");
+}
+
+TEST(SweepCount, MoreThanTheLimitIsRefusedBeforeThePointsAreMade) {
+  std::optional<SweepCount> counted;
+  PlanOptions options;
+  options.counted = [&](const SweepCount& c) { counted = c; };
+  EXPECT_INPUT_ERROR(plan_sweep(YAML::Load(ten_million_points()), "big.yaml", options), "sweep", "big.yaml",
+                     "10000000 points (100 values of cluster.bandwidth x 100 values of cluster.latency x 1000 values of "
+                     "cluster.gpu_memory x 1 point each (1 strategy)) is more than --max-points 100000");
+  ASSERT_TRUE(counted.has_value());
+  EXPECT_EQ(counted->points, 10'000'000u);
+
+  // The limit is the caller's; exactly at it is fine.
+  const std::string yaml = std::string(kBase) + "sweep: {cluster.gpus: [2, 3, 4]}\n";  // 9 points
+  options.max_points = 9;
+  EXPECT_EQ(plan_sweep(YAML::Load(yaml), "s.yaml", options).points.size(), 9u);
+  options.max_points = 8;
+  EXPECT_INPUT_ERROR(plan_sweep(YAML::Load(yaml), "s.yaml", options), "sweep", "9 points", "--max-points 8");
+  // Without a sweep, seeds and repetitions count too: (round-robin once, metis and mcmc per seed)
+  // x 1000 repetitions.
+  EXPECT_INPUT_ERROR(plan_sweep(YAML::Load(std::string(kBase) + "simulation: {seeds: [1, 2, 3], repetitions: 1000}\n"), "s.yaml",
+                                options),
+                     "simulation", "7000 points (3 strategies, 3 seeds, 1000 repetitions)", "--max-points 8");
+  // Strategies swept over more combinations than the limit: a lower bound (one point each).
+  options.max_points = 3;
+  EXPECT_INPUT_ERROR(plan_sweep(YAML::Load(std::string(kBase) + "sweep:\n  strategies[mcmc].options.steps: [1, 2, 3, 4]\n"),
+                                "s.yaml", options),
+                     "sweep", "at least 4 points", "--max-points 3");
+}
+
+TEST(SweepCount, CliSaysTheCountAndRefusesWithExitTwo) {
+  const fs::path dir = temp_dir("max-points");
+  std::ofstream(dir / "big.yaml") << ten_million_points() << "output: " << (dir / "out").string() << "\n";
+  std::string out;
+  EXPECT_EQ(run_cli("run " + (dir / "big.yaml").string(), out), 2) << out;
+  EXPECT_NE(out.find("planning 10000000 points"), std::string::npos) << out;
+  EXPECT_NE(out.find("10000000 points (100 values of cluster.bandwidth"), std::string::npos) << out;
+  EXPECT_NE(out.find("is more than --max-points 100000"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir / "out")) << "nothing is run";
+
+  EXPECT_NE(run_cli("run --max-points 0 " + (dir / "big.yaml").string(), out), 0);
+  EXPECT_NE(out.find("expected a whole number >= 1, got '0'"), std::string::npos) << out;
+
+  std::ofstream(dir / "small.yaml") << kBase << "simulation: {engine: evaluator, trace: false}\n"
+                                    << "sweep: {cluster.gpus: [2, 3]}\noutput: " << (dir / "small").string() << "\n";
+  EXPECT_EQ(run_cli("run --max-points 5 " + (dir / "small.yaml").string(), out), 2) << out;
+  EXPECT_NE(out.find("6 points"), std::string::npos) << out;
+  EXPECT_EQ(run_cli("run --max-points 6 " + (dir / "small.yaml").string(), out), 0) << out;
+  EXPECT_NE(out.find("planning 6 points (2 values of cluster.gpus x 3 points each (3 strategies))"), std::string::npos) << out;
+}
+
 // Two GPUs joined by 1 GB/s links; every tensor is 1000 bytes, so each transfer takes 1 us.
 // GPU0: P (1 us, id 0), R (1 us, id 1), Q2 (10 us, id 5). GPU1: W (5 us, id 2), Y (1 us, id 3),
 // Q (1 us, id 4). Tensors P->Y, R->Q, Q->Q2.

@@ -2,6 +2,7 @@
 // field, and exit code 2; internal failures exit 1.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
@@ -41,6 +42,7 @@ namespace {
 struct RunArgs {
   std::string scenario, output, engine;
   int jobs = 1;
+  std::size_t max_points = kDefaultMaxPoints;
   bool resume = false, mpi = false;
   long debug_abort_point = -1, debug_stop_after = -1;  // test hooks (hidden flags)
 };
@@ -54,8 +56,34 @@ int report_points(const std::string& output) {
   return std::any_of(records.begin(), records.end(), [](const PointRecord& r) { return r.failed(); }) ? 1 : 0;
 }
 
+// A whole number >= 1, said in words (CLI11's own range check prints the largest double).
+CLI::Validator at_least_one() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::size_t v = 0;
+        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || v < 1)
+          return "expected a whole number >= 1, got '" + text + "'";
+        return "";
+      },
+      "N >= 1");
+}
+
+// Says how many points a scenario has as soon as they are counted, before they are made (a large
+// sweep takes a while to plan), and refuses more than `max_points`.
+PlanOptions plan_options(std::size_t max_points) {
+  PlanOptions options;
+  options.max_points = max_points;
+  options.counted = [](const SweepCount& c) {
+    std::cerr << fmt::format("planning {}{} point{} ({})\n", c.exact ? "" : "at least ", c.points, c.points == 1 ? "" : "s",
+                             c.breakdown)
+              << std::flush;
+  };
+  return options;
+}
+
 int cmd_run(const RunArgs& a) {
-  SweepPlan plan = load_sweep(a.scenario);
+  SweepPlan plan = load_sweep(a.scenario, plan_options(a.max_points));
   if (!a.engine.empty())
     for (Scenario& v : plan.variants)
       v.simulation.engine = a.engine == "evaluator" ? Engine::Evaluator : a.engine == "simgrid" ? Engine::SimGrid : Engine::Both;
@@ -99,6 +127,7 @@ std::filesystem::path papers_dir() {
 struct ReproduceArgs {
   std::string name, output;
   int jobs = 2;
+  std::size_t max_points = kDefaultMaxPoints;
   bool list = false, fresh = false, no_plots = false;
 };
 
@@ -126,7 +155,7 @@ int cmd_reproduce(const ReproduceArgs& a) {
     throw InputError("command line", "name", fmt::format("no reproduction '{}' in {} (there are: {})", a.name, dir.string(), all));
   }
   const auto started = std::chrono::steady_clock::now();
-  SweepPlan plan = load_sweep(file.string());
+  SweepPlan plan = load_sweep(file.string(), plan_options(a.max_points));
   SweepOptions options;
   options.output = a.output.empty() ? plan.output : a.output;
   options.jobs = a.jobs;
@@ -261,6 +290,10 @@ int main(int argc, char** argv) {
   run->add_option("--engine", run_args.engine, "evaluator, simgrid or both (default: the scenario's)")
       ->check(CLI::IsMember({"evaluator", "simgrid", "both"}));
   run->add_option("-j,--jobs", run_args.jobs, "points run at a time, each in a worker process of its own")->check(CLI::Range(1, 1024));
+  run->add_option("--max-points", run_args.max_points,
+                  fmt::format("refuse a scenario of more points than this (they are all planned in memory; default {})",
+                              kDefaultMaxPoints))
+      ->check(at_least_one());
   run->add_flag("--resume", run_args.resume, "skip the points already in the output folder's results.jsonl");
   run->add_flag("--mpi", run_args.mpi, "under mpirun: rank r runs the points with index % ranks == r, rank 0 merges the shards");
   // Test hooks, hidden from --help (empty group).
@@ -346,6 +379,9 @@ int main(int argc, char** argv) {
   reproduce->add_flag("--list", repro.list, "list the reproductions");
   reproduce->add_option("-j,--jobs", repro.jobs, "points run at a time (default 2)")->check(CLI::Range(1, 1024));
   reproduce->add_option("-o,--output", repro.output, "output folder (default: the scenario's `output`)");
+  reproduce->add_option("--max-points", repro.max_points,
+                        fmt::format("refuse a reproduction of more points than this (default {})", kDefaultMaxPoints))
+      ->check(at_least_one());
   reproduce->add_flag("--fresh", repro.fresh, "start over instead of keeping the points a previous run finished");
   reproduce->add_flag("--no-plots", repro.no_plots, "tables only");
 
