@@ -82,13 +82,30 @@ namespace {
 bool is_infinity_word(const std::string& s) { return s == "inf" || s == ".inf" || s == "infinity" || s == "none"; }
 }  // namespace
 
+std::string whole_number_problem(std::string_view text, long long min, long long max) {
+  long long v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (!text.empty() && ec == std::errc() && ptr == text.data() + text.size() && v >= min && v <= max) return "";
+  return max == std::numeric_limits<long long>::max()
+             ? fmt::format("expected a whole number >= {}, got '{}'", min, text)
+             : fmt::format("expected a whole number from {} to {}, got '{}'", min, max, text);
+}
+
+std::string number_problem(std::string_view text, const Range& range) {
+  if (range.allow_infinity && is_infinity_word(std::string(text))) return "";
+  double v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (!text.empty() && ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(v) && range.contains(v))
+    return "";
+  return fmt::format("expected {}, got '{}'", range.describe(), text);
+}
+
 double parse_number_option(const YamlFields& f, std::string_view key, const Range& range) {
   const std::string text = f.string(key);
+  if (const std::string problem = number_problem(text, range); !problem.empty()) throw_field_error(f, key, problem);
   if (range.allow_infinity && is_infinity_word(text)) return std::numeric_limits<double>::infinity();
   double v = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(v) || !range.contains(v))
-    throw_field_error(f, key, fmt::format("expected {}, got '{}'", range.describe(), text));
+  std::from_chars(text.data(), text.data() + text.size(), v);
   return v;
 }
 
@@ -106,13 +123,9 @@ double parse_duration_option(const YamlFields& f, std::string_view key, const Ra
 
 long parse_count_option(const YamlFields& f, std::string_view key, long min, long max) {
   const std::string text = f.string(key);
+  if (const std::string problem = whole_number_problem(text, min, max); !problem.empty()) throw_field_error(f, key, problem);
   long v = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || v < min || v > max)
-    throw_field_error(f, key,
-                      max == std::numeric_limits<long>::max()
-                          ? fmt::format("expected a whole number >= {}, got '{}'", min, text)
-                          : fmt::format("expected a whole number from {} to {}, got '{}'", min, max, text));
+  std::from_chars(text.data(), text.data() + text.size(), v);
   return v;
 }
 

@@ -86,6 +86,14 @@ std::string default_text_duration(double seconds);
 std::string default_text_bandwidth(double bytes_per_second);
 std::string default_text_bytes(double bytes);
 
+// Why `text` is not a whole number from `min` to `max` ("expected a whole number from 1 to 1024,
+// got 'two'"; "... >= 1 ..." without a finite max), or "" when it is one. Also for command-line
+// flags, whose values arrive as text.
+std::string whole_number_problem(std::string_view text, long long min,
+                                 long long max = std::numeric_limits<long long>::max());
+// Why `text` is not a number in `range` ("expected a number in (0, 1], got 'x'"), or "".
+std::string number_problem(std::string_view text, const Range& range);
+
 // Parses a number key with its range; "inf" when the range allows it.
 double parse_number_option(const YamlFields& f, std::string_view key, const Range& range);
 double parse_duration_option(const YamlFields& f, std::string_view key, const Range& range);
