@@ -119,12 +119,31 @@ Graph load_graph_source(const GraphSource& source, const std::string& scenario_f
   return std::move(loaded.graph);
 }
 
+namespace {
+
+// One line, for listings such as `placesim reproduce --list`; a folded YAML block (`>`) is one line
+// with a trailing line break, which is dropped.
+std::string description_field(const YamlFields& f) {
+  std::string text = f.string_or("description", "");
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  if (text.find('\n') != std::string::npos)
+    throw InputError(f.file(), f.field("description"), "expected one line (a folded block, `>`, joins lines)");
+  return text;
+}
+
+}  // namespace
+
+std::string load_scenario_description(const std::string& path) {
+  return description_field(YamlFields(load_yaml_file(path), path, ""));
+}
+
 Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
   YamlFields f(root, file, "");
-  f.allow_only({"name", "graph", "cluster", "strategies", "simulation", "output", "sweep", "report"});
+  f.allow_only({"name", "description", "graph", "cluster", "strategies", "simulation", "output", "sweep", "report"});
   Scenario s;
   s.file = file;
   s.name = f.string_or("name", fs::path(file).stem().string());
+  s.description = description_field(f);
   s.graph = graph_source_from_yaml(f.node("graph"), file, "graph");
   s.cluster = cluster_from_yaml(f.node("cluster"), file, "cluster");
 

@@ -57,6 +57,7 @@ struct SimulationSpec {
 struct Scenario {
   std::string file;
   std::string name;
+  std::string description;  // one line, for listings (`placesim reproduce --list`); may be empty
   GraphSource graph;
   Cluster cluster;
   std::vector<StrategySpec> strategies;
@@ -68,6 +69,8 @@ struct Scenario {
 // A file with a `sweep:` block parses as its base scenario (the sweep is not applied; see
 // scenarios/sweep.h for the points).
 Scenario load_scenario(const std::string& path);
+// The `description:` of a scenario file ("" when it has none), without parsing the rest.
+std::string load_scenario_description(const std::string& path);
 Scenario parse_scenario(const YAML::Node& root, const std::string& file);
 
 std::string_view op_order_name(OpOrder order);
