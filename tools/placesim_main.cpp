@@ -1,14 +1,15 @@
-// placesim: the command-line front door. Every bad input ends as one line naming the file and the
-// field, and exit code 2; internal failures exit 1.
+// placesim: the command-line front door. Exit codes (tools/cli_conventions.h): 0 ok, 1 some point
+// failed, 2 bad input or environment, said in one line naming the file or flag and the field.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <iostream>
+#include <set>
 
+#include "cli_conventions.h"
 #include "placement/placeto/placeto_cli.h"
 #include "placement/strategy.h"
 #include "scenarios/record.h"
@@ -25,6 +26,7 @@
 #include "sim/models/zoo.h"
 #include "sim/placement_io.h"
 #include "sim/units.h"
+#include "sim/yaml_fields.h"
 #include "topologies/registry.h"
 #include "topologies/topology_info.h"
 
@@ -47,27 +49,18 @@ struct RunArgs {
   long debug_abort_point = -1, debug_stop_after = -1;  // test hooks (hidden flags)
 };
 
-// Prints the table of every point in results.jsonl; exit code 1 when some point failed.
+// Prints the table of every point in results.jsonl; kExitFailed when some point failed.
 int report_points(const std::string& output) {
   std::vector<PointRecord> records = read_result_lines((std::filesystem::path(output) / "results.jsonl").string());
   std::stable_sort(records.begin(), records.end(), [](const PointRecord& a, const PointRecord& b) { return a.index < b.index; });
   std::cout << format_point_table(records);
   std::cout << fmt::format("results: {0}/results.jsonl, {0}/results.json, {0}/results.csv\n", output);
-  return std::any_of(records.begin(), records.end(), [](const PointRecord& r) { return r.failed(); }) ? 1 : 0;
+  return std::any_of(records.begin(), records.end(), [](const PointRecord& r) { return r.failed(); }) ? kExitFailed : kExitOk;
 }
 
-// A whole number >= 1, said in words (CLI11's own range check prints the largest double).
-CLI::Validator at_least_one() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        std::size_t v = 0;
-        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-        if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || v < 1)
-          return "expected a whole number >= 1, got '" + text + "'";
-        return "";
-      },
-      "N >= 1");
-}
+// run_report's code as an exit code: the only failure it reports is plots that could not be made
+// (no plot script, no python3 or matplotlib), which is the environment.
+int report_exit_code(int run_report_code) { return run_report_code == 0 ? kExitOk : kExitBadInput; }
 
 // Says how many points a scenario has as soon as they are counted, before they are made (a large
 // sweep takes a while to plan), and refuses more than `max_points`.
@@ -82,8 +75,37 @@ PlanOptions plan_options(std::size_t max_points) {
   return options;
 }
 
+// The graph format a scenario file's YAML looks like ("placesim", "quickp", "msr"), or "" when it
+// does not look like a graph: graph files are JSON, which the YAML parser reads too, and without
+// this `run g.json` says "format (line 1): unknown key".
+std::string graph_format_of(const YAML::Node& root) {
+  if (!root.IsMap()) return "";
+  std::set<std::string> keys;
+  for (const auto& kv : root)
+    if (kv.first.IsScalar()) keys.insert(kv.first.Scalar());
+  if (keys.contains("graph") && keys.contains("strategies")) return "";  // a scenario, if a broken one
+  const YAML::Node format = root["format"];
+  if (format && format.IsScalar() && format.Scalar() == "placesim-graph") return "placesim";
+  if (keys.contains("nodes") && keys.contains("edges") && keys.contains("maxSizePerFPGA")) return "msr";
+  if (keys.contains("nodes") && (keys.contains("links") || keys.contains("edges"))) return "quickp";
+  return "";
+}
+
+// load_sweep, but a graph file given for the scenario is refused as such.
+SweepPlan load_scenario_sweep(const std::string& path, const PlanOptions& options) {
+  const YAML::Node root = load_yaml_file(path);
+  if (const std::string format = graph_format_of(root); !format.empty())
+    throw InputError(path, "",
+                     fmt::format("looks like a graph ({1} format), not a scenario: `placesim simulate --graph {0} "
+                                 "--placement P.json --cluster C.yaml` simulates one placement of it, `placesim graph "
+                                 "info {0}` describes it; to place it with strategies, write a scenario with "
+                                 "`graph: {{file: {0}}}` (scenarios/quickstart.yaml is one to start from)",
+                                 path, format));
+  return plan_sweep(root, path, options);
+}
+
 int cmd_run(const RunArgs& a) {
-  SweepPlan plan = load_sweep(a.scenario, plan_options(a.max_points));
+  SweepPlan plan = load_scenario_sweep(a.scenario, plan_options(a.max_points));
   if (!a.engine.empty())
     for (Scenario& v : plan.variants)
       v.simulation.engine = a.engine == "evaluator" ? Engine::Evaluator : a.engine == "simgrid" ? Engine::SimGrid : Engine::Both;
@@ -108,9 +130,9 @@ int cmd_run(const RunArgs& a) {
   } catch (const std::exception& e) {
     // The other ranks would wait at the barrier for ever.
     std::cerr << fmt::format("error: rank {}: {}\n", options.rank, e.what()) << std::flush;
-    MPI_Abort(MPI_COMM_WORLD, 2);
+    MPI_Abort(MPI_COMM_WORLD, kExitBadInput);
   }
-  const int rc = options.rank == 0 ? report_points(options.output) : 0;
+  const int rc = options.rank == 0 ? report_points(options.output) : kExitOk;
   MPI_Finalize();
   return rc;
 #else
@@ -144,7 +166,12 @@ int cmd_reproduce(const ReproduceArgs& a) {
   std::vector<std::string> names;
   for (const auto& f : files) names.push_back(f.stem().string());
   if (a.list || a.name.empty()) {
-    for (const auto& n : names) std::cout << n << "\n";
+    std::size_t width = 0;
+    for (const auto& n : names) width = std::max(width, n.size());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const std::string description = load_scenario_description(files[i].string());
+      std::cout << fmt::format("{:<{}}  {}\n", names[i], width, description.empty() ? "(no description)" : description);
+    }
     if (!a.list) throw InputError("command line", "name", "expected a reproduction name (listed above)");
     return 0;
   }
@@ -155,7 +182,7 @@ int cmd_reproduce(const ReproduceArgs& a) {
     throw InputError("command line", "name", fmt::format("no reproduction '{}' in {} (there are: {})", a.name, dir.string(), all));
   }
   const auto started = std::chrono::steady_clock::now();
-  SweepPlan plan = load_sweep(file.string(), plan_options(a.max_points));
+  SweepPlan plan = load_scenario_sweep(file.string(), plan_options(a.max_points));
   SweepOptions options;
   options.output = a.output.empty() ? plan.output : a.output;
   options.jobs = a.jobs;
@@ -167,12 +194,12 @@ int cmd_reproduce(const ReproduceArgs& a) {
   report.plots = !a.no_plots;
   report.pivots = plan.variants.front().report.tables;
   report.gantt_strategy = plan.variants.front().report.gantt_strategy;
-  const int rc = run_report(report, std::cout, std::cerr);
+  const int rc = report_exit_code(run_report(report, std::cout, std::cerr));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::cout << fmt::format("reproduce {}: {} points ({} run now, {} kept from before, {} failed) in {}\n", a.name,
                            summary.points, summary.points - summary.skipped, summary.skipped, summary.failed,
                            format_duration(seconds));
-  return summary.failed > 0 ? 1 : rc;
+  return summary.failed > 0 ? kExitFailed : rc;
 }
 
 int cmd_simulate(const std::string& graph_path, const std::string& placement_path, const std::string& cluster_path,
@@ -182,6 +209,17 @@ int cmd_simulate(const std::string& graph_path, const std::string& placement_pat
   const Cluster cluster = load_cluster_file(cluster_path);
   const auto placement = load_placement(loaded.graph, placement_path);
   validate_placement(loaded.graph, cluster, placement, placement_path);
+  // A tensor between GPUs that cannot reach each other has no transfer time: SimGrid refuses it and
+  // the evaluator's latency is infinite. The placement is what the user can change.
+  for (const Tensor& t : loaded.graph.tensors())
+    if (t.bytes > 0 && !cluster.reachable(placement[t.src], placement[t.dst]))
+      throw InputError(placement_path, "placement." + loaded.graph.op(t.dst).name,
+                       fmt::format("tensor '{}' -> '{}' ({}) goes from {} to {}, which cannot reach each other in {} "
+                                   "(no route between them; `placesim topology info {}` lists the pairs): place "
+                                   "both operators on GPUs that can",
+                                   loaded.graph.op(t.src).name, loaded.graph.op(t.dst).name, format_bytes(t.bytes),
+                                   cluster.device(placement[t.src]).name, cluster.device(placement[t.dst]).name,
+                                   cluster_path, cluster_path));
   const Engine engine = engine_name == "evaluator" ? Engine::Evaluator : engine_name == "simgrid" ? Engine::SimGrid : Engine::Both;
   Measurement m = measure_placement(loaded.graph, cluster, placement, engine);
   std::cout << fmt::format("graph           {} ({} operators, {} tensors)\n", graph_path, loaded.graph.num_operators(),
@@ -204,7 +242,12 @@ int cmd_simulate(const std::string& graph_path, const std::string& placement_pat
     write_trace(trace, loaded.graph, cluster, placement, m);
     std::cout << "trace           " << trace << "\n";
   }
-  return m.oom ? 3 : 0;
+  if (m.oom) {
+    // An infeasible point, as a sweep records it: the run itself went well.
+    std::cerr << "simulate: the placement does not fit: a GPU holds more than its memory (OOM above)\n";
+    return kExitFailed;
+  }
+  return kExitOk;
 }
 
 struct GenerateArgs {
@@ -280,8 +323,10 @@ int cmd_topology_types(bool json) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"placesim: a discrete-event cluster simulator for device placement of DNN training"};
+  CLI::App app{"placesim: a discrete-event cluster simulator for device placement of DNN training", "placesim"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "placesim " PLACESIM_VERSION, "print the version and exit");
+  app.footer(kExitCodesHelp);
 
   RunArgs run_args;
   auto* run = app.add_subcommand("run", "run a scenario file (every point of its sweep): each strategy places the graph, then it is simulated");
@@ -289,16 +334,20 @@ int main(int argc, char** argv) {
   run->add_option("-o,--output", run_args.output, "output folder (default: the scenario's `output`)");
   run->add_option("--engine", run_args.engine, "evaluator, simgrid or both (default: the scenario's)")
       ->check(CLI::IsMember({"evaluator", "simgrid", "both"}));
-  run->add_option("-j,--jobs", run_args.jobs, "points run at a time, each in a worker process of its own")->check(CLI::Range(1, 1024));
+  run->add_option("-j,--jobs", run_args.jobs, "points run at a time, each in a worker process of its own")->check(whole_number(1, 1024));
   run->add_option("--max-points", run_args.max_points,
                   fmt::format("refuse a scenario of more points than this (they are all planned in memory; default {})",
                               kDefaultMaxPoints))
-      ->check(at_least_one());
+      ->check(whole_number(1));
   run->add_flag("--resume", run_args.resume, "skip the points already in the output folder's results.jsonl");
   run->add_flag("--mpi", run_args.mpi, "under mpirun: rank r runs the points with index % ranks == r, rank 0 merges the shards");
   // Test hooks, hidden from --help (empty group).
-  run->add_option("--debug-abort-point", run_args.debug_abort_point, "the worker of this point index calls abort()")->group("");
-  run->add_option("--debug-stop-after", run_args.debug_stop_after, "SIGKILL the runner after this many points are recorded")->group("");
+  run->add_option("--debug-abort-point", run_args.debug_abort_point, "the worker of this point index calls abort()")
+      ->check(whole_number(0))
+      ->group("");
+  run->add_option("--debug-stop-after", run_args.debug_stop_after, "SIGKILL the runner after this many points are recorded")
+      ->check(whole_number(0))
+      ->group("");
 
   std::string merge_dir;
   auto* merge = app.add_subcommand("merge", "join the MPI shards results.rank<r>.jsonl of a results folder into results.jsonl");
@@ -331,20 +380,21 @@ int main(int argc, char** argv) {
   auto* generate = graph->add_subcommand("generate", "write a model-zoo graph (" + models::zoo_model_names() + ") as placesim JSON");
   generate->add_option("model", gen.model, "zoo model")->required();
   generate->add_option("-o,--output", gen.output, "placesim JSON file to write")->required();
-  generate->add_option("--batch", gen.batch, "batch size (default: the model's)");
-  generate->add_option("--seq", gen.seq, "sequence length");
-  generate->add_option("--layers", gen.layers, "layers (transformer blocks, LSTM layers per stack)");
-  generate->add_option("--heads", gen.heads, "attention heads");
-  generate->add_option("--hidden", gen.hidden, "model width");
-  generate->add_option("--ffn", gen.ffn, "feed-forward width");
-  generate->add_option("--vocab", gen.vocab, "vocabulary size");
-  generate->add_option("--image", gen.image, "image height and width");
-  generate->add_option("--classes", gen.classes, "classes");
+  generate->add_option("--batch", gen.batch, "batch size (default: the model's)")->check(whole_number(1));
+  generate->add_option("--seq", gen.seq, "sequence length")->check(whole_number(1));
+  generate->add_option("--layers", gen.layers, "layers (transformer blocks, LSTM layers per stack)")->check(whole_number(1));
+  generate->add_option("--heads", gen.heads, "attention heads")->check(whole_number(1));
+  generate->add_option("--hidden", gen.hidden, "model width")->check(whole_number(1));
+  generate->add_option("--ffn", gen.ffn, "feed-forward width")->check(whole_number(1));
+  generate->add_option("--vocab", gen.vocab, "vocabulary size")->check(whole_number(1));
+  generate->add_option("--image", gen.image, "image height and width")->check(whole_number(1));
+  generate->add_option("--classes", gen.classes, "classes")->check(whole_number(1));
   generate->add_option("--style", gen.style, "tensorflow (Keras, unfused) or fused (one kernel per layer)");
   generate->add_option("--optimizer", gen.optimizer, "adam or sgd");
   generate->add_option("--gpu", gen.gpu,
                        "GPU preset (" + models::gpu_preset_names() + ") or a mapping '{flops: 30TFLOP/s, memory_bandwidth: 1TB/s}'");
-  generate->add_option("--efficiency", gen.efficiency, "achieved fraction of the GPU's peaks (default: the preset's)");
+  generate->add_option("--efficiency", gen.efficiency, "achieved fraction of the GPU's peaks (default: the preset's)")
+      ->check(number_in({0, 1, /*min_open=*/true, /*max_open=*/false}));
 
   auto* strategies = app.add_subcommand("strategies", "list the registered placement strategies and their options");
   bool strategies_json = false;
@@ -377,15 +427,33 @@ int main(int argc, char** argv) {
   auto* reproduce = app.add_subcommand("reproduce", "run one paper reproduction of scenarios/papers/ end to end: its sweep, tables and plots");
   reproduce->add_option("name", repro.name, "reproduction name (see --list)");
   reproduce->add_flag("--list", repro.list, "list the reproductions");
-  reproduce->add_option("-j,--jobs", repro.jobs, "points run at a time (default 2)")->check(CLI::Range(1, 1024));
+  reproduce->add_option("-j,--jobs", repro.jobs, "points run at a time (default 2)")->check(whole_number(1, 1024));
   reproduce->add_option("-o,--output", repro.output, "output folder (default: the scenario's `output`)");
   reproduce->add_option("--max-points", repro.max_points,
                         fmt::format("refuse a reproduction of more points than this (default {})", kDefaultMaxPoints))
-      ->check(at_least_one());
+      ->check(whole_number(1));
   reproduce->add_flag("--fresh", repro.fresh, "start over instead of keeping the points a previous run finished");
   reproduce->add_flag("--no-plots", repro.no_plots, "tables only");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    if (const CLI::App* incomplete = check_command_words(app, argc, argv)) {
+      std::cerr << short_usage(*incomplete);
+      return kExitBadInput;
+    }
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return app.exit(e);
+  } catch (const CLI::RuntimeError& e) {  // a command run inside the parse (placeto train) has said why
+    return e.get_exit_code() == kExitBadInput ? kExitBadInput : kExitFailed;
+  } catch (const CLI::ParseError& e) {
+    const CLI::App* command = &app;
+    while (!command->get_subcommands().empty()) command = command->get_subcommands().back();
+    std::cerr << "error: command line: " << e.what() << " ('" << command_path(*command) << " --help' lists the options)\n";
+    return kExitBadInput;
+  } catch (const InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitBadInput;
+  }
   try {
     if (*run) return cmd_run(run_args);
     if (*merge) {
@@ -415,16 +483,19 @@ int main(int argc, char** argv) {
     if (*report) {
       report_opts.plots = !report_no_plots;
       if (!pivot.rows.empty() || !pivot.columns.empty()) report_opts.pivots.push_back(pivot);
-      return run_report(report_opts, std::cout, std::cerr);
+      return report_exit_code(run_report(report_opts, std::cout, std::cerr));
     }
     if (*topo_info) return cmd_topology_info(topo_path, topo_dot);
     if (*topo_types) return cmd_topology_types(types_json);
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
-    return 2;
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of memory\n";
+    return kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << "placesim: internal error: " << e.what() << "\n";
-    return 1;
+    return kExitFailed;
   }
-  return 0;
+  return kExitOk;
 }

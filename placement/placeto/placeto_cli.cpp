@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 #include "placement/placeto/placeto_env.h"
@@ -12,6 +13,7 @@
 #include "sim/errors.h"
 #include "sim/graph_io.h"
 #include "sim/models/zoo.h"
+#include "sim/options.h"
 #include "sim/units.h"
 #include "topologies/nvlink_servers.h"
 
@@ -27,6 +29,17 @@ std::uint64_t parse_seed(const std::string& text, const std::string& field, cons
   } catch (const std::exception&) {
   }
   throw InputError("command line", field, fmt::format("'{}': expected a seed (a non-negative integer), got '{}'", spec, text));
+}
+
+// Numeric flags say what they expect in words, as every placesim flag does (tools/cli_conventions.h;
+// CLI11's own Range says "Value two not in range 1 to 1024").
+CLI::Validator whole_number(long long min, long long max = std::numeric_limits<long long>::max()) {
+  const std::string description =
+      max == std::numeric_limits<long long>::max() ? fmt::format("N >= {}", min) : fmt::format("{}..{}", min, max);
+  return CLI::Validator([min, max](std::string& text) { return whole_number_problem(text, min, max); }, description);
+}
+CLI::Validator number_in(const Range& range) {
+  return CLI::Validator([range](std::string& text) { return number_problem(text, range); }, range.describe());
 }
 
 struct TrainArgs {
@@ -145,22 +158,22 @@ void add_placeto_commands(CLI::App& app) {
   auto* train = placeto->add_subcommand("train", "train a policy over a set of graphs and write the policy file");
   train->add_option("--graphs", args->graphs, "graph files, synthetic:SEED[-SEED] (generated family), zoo:MODEL")
       ->required();
-  train->add_option("--gpus", args->gpus, "GPUs (NVLink servers of 2)")->check(CLI::Range(1, 1024));
-  train->add_option("--episodes", args->episodes, "total training episodes")->required()->check(CLI::Range(1, 100000000));
+  train->add_option("--gpus", args->gpus, "GPUs (NVLink servers of 2)")->check(whole_number(1, 1024));
+  train->add_option("--episodes", args->episodes, "total training episodes")->required()->check(whole_number(1, 100000000));
   train->add_option("--out", args->out, "policy file to write (and to resume from)")->required();
   train->add_flag("--resume", args->resume, "continue the training saved in --out");
   train->add_option("--checkpoint-every", args->checkpoint_every, "episodes between checkpoints (0: only at the end)")
-      ->check(CLI::Range(0, 100000000));
-  train->add_option("--log-every", args->log_every, "episodes between progress lines")->check(CLI::Range(0, 100000000));
-  train->add_option("--seed", args->seed, "seed of the weights and of the episodes");
+      ->check(whole_number(0, 100000000));
+  train->add_option("--log-every", args->log_every, "episodes between progress lines")->check(whole_number(0, 100000000));
+  train->add_option("--seed", args->seed, "seed of the weights and of the episodes")->check(whole_number(0));
   train->add_option("--coarsen-target", args->coarsen_target, "op groups after merge-and-colocate")
-      ->check(CLI::Range(1, 2048));
-  train->add_option("--hidden", args->hidden, "hidden units")->check(CLI::Range(1, 1024));
-  train->add_option("--message-passing-steps", args->message_passing_steps, "k")->check(CLI::Range(0, 64));
+      ->check(whole_number(1, 2048));
+  train->add_option("--hidden", args->hidden, "hidden units")->check(whole_number(1, 1024));
+  train->add_option("--message-passing-steps", args->message_passing_steps, "k")->check(whole_number(0, 64));
   train->add_option("--learning-rate", args->learning_rate, "Adam's initial rate (decays linearly to a tenth)")
-      ->check(CLI::PositiveNumber);
+      ->check(number_in(Range::positive()));
   train->add_option("--entropy", args->entropy, "initial entropy bonus (decays linearly to a tenth)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_in(Range::non_negative()));
   // Runs inside CLI11's parse; errors end as one line and exit code 2 (bad input) or 1.
   train->callback([args] {
     int code = 0;

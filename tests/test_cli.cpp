@@ -1,0 +1,261 @@
+// The command line's conventions (issue #18 item 13), through the binary as a user runs it: the
+// version, unknown commands and options named with the nearest valid one, numbers said in words,
+// exit codes 0, 1 and 2 only, `reproduce --list`, a graph given where a scenario is expected, and
+// `simulate` across GPUs that cannot reach each other.
+#include <algorithm>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "scenarios/scenario.h"
+#include "tests/test_util.h"
+
+namespace placesim {
+namespace {
+
+namespace fs = std::filesystem;
+using testutil::run_cli;
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+void write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+// A two-operator graph in placesim's format: a -> b, 1000 bytes.
+constexpr const char* kTwoOperatorGraph = R"({"format": "placesim-graph", "version": 1,
+  "operators": [{"name": "a", "compute_s": 1e-3}, {"name": "b", "compute_s": 1e-3}],
+  "tensors": [{"src": "a", "dst": "b", "bytes": 1000}]})";
+
+TEST(Cli, Item13VersionIsTheProjectVersion) {
+  std::string out;
+  ASSERT_EQ(run_cli("--version", out), 0) << out;
+  EXPECT_TRUE(std::regex_match(out, std::regex("placesim [0-9]+\\.[0-9]+\\.[0-9]+\n"))) << out;
+}
+
+TEST(Cli, Item13UnknownCommandIsNamedWithTheNearestOne) {
+  std::string out;
+  EXPECT_EQ(run_cli("simulat", out), 2) << out;
+  EXPECT_TRUE(contains(out, "error: command line: placesim: unknown command 'simulat'; did you mean 'simulate'?")) << out;
+  EXPECT_TRUE(contains(out, "(commands: run, merge, simulate, graph")) << out;
+  EXPECT_FALSE(contains(out, "A subcommand is required")) << out;
+
+  EXPECT_EQ(run_cli("foo", out), 2) << out;
+  EXPECT_TRUE(contains(out, "unknown command 'foo'")) << out;
+
+  EXPECT_EQ(run_cli("graph inf g.json", out), 2) << out;
+  EXPECT_TRUE(contains(out, "placesim graph: unknown command 'inf'; did you mean 'info'?")) << out;
+}
+
+TEST(Cli, Item13NoCommandPrintsAShortUsage) {
+  std::string out;
+  EXPECT_EQ(run_cli("", out), 2) << out;
+  EXPECT_TRUE(contains(out, "usage: placesim <command> [options]")) << out;
+  EXPECT_TRUE(contains(out, "  reproduce ")) << out;
+  EXPECT_LT(std::count(out.begin(), out.end(), '\n'), 15) << out;
+
+  EXPECT_EQ(run_cli("graph", out), 2) << out;
+  EXPECT_TRUE(contains(out, "usage: placesim graph <command> [options]")) << out;
+  EXPECT_TRUE(contains(out, "  generate ")) << out;
+}
+
+TEST(Cli, Item13MistypedOptionGetsTheNearestOne) {
+  std::string out;
+  EXPECT_EQ(run_cli("run --job 2 scenario.yaml", out), 2) << out;
+  EXPECT_TRUE(contains(out, "placesim run: unknown option '--job'; did you mean '--jobs'?")) << out;
+  EXPECT_FALSE(contains(out, "File does not exist")) << out;
+
+  EXPECT_EQ(run_cli("simulate --grpah g.json", out), 2) << out;
+  EXPECT_TRUE(contains(out, "unknown option '--grpah'; did you mean '--graph'?")) << out;
+
+  // An option given before its command is found where it belongs.
+  EXPECT_EQ(run_cli("--jobs 2 run scenario.yaml", out), 2) << out;
+  EXPECT_TRUE(contains(out, "placesim: unknown option '--jobs' here: it is an option of 'placesim run', 'placesim reproduce', "
+                            "and goes after that command")) << out;
+
+  // A value that looks like an option is the value of the option before it, not an option.
+  EXPECT_EQ(run_cli("graph generate nosuchmodel -o -not-an-option.json", out), 2) << out;
+  EXPECT_FALSE(contains(out, "unknown option")) << out;
+  EXPECT_TRUE(contains(out, "unknown model 'nosuchmodel'")) << out;
+}
+
+TEST(Cli, Item13NumericFlagsSayTheyExpectANumber) {
+  std::string out;
+  EXPECT_EQ(run_cli(std::string("run --jobs two ") + PLACESIM_TEST_SOURCE_DIR + "/scenarios/fig31.yaml", out), 2) << out;
+  EXPECT_TRUE(contains(out, "--jobs: expected a whole number from 1 to 1024, got 'two'")) << out;
+  EXPECT_EQ(run_cli("graph generate gpt2 -o x.json --efficiency high", out), 2) << out;
+  EXPECT_TRUE(contains(out, "--efficiency: expected a number in (0, 1], got 'high'")) << out;
+}
+
+// Every command and subcommand that `--help` lists, as "graph info", ...
+std::vector<std::string> commands_under(const std::string& command) {
+  std::string help;
+  run_cli(command + " --help", help);
+  std::vector<std::string> out;
+  std::istringstream lines(help);
+  bool in_subcommands = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("Subcommands:")) in_subcommands = true;
+    else if (!line.starts_with("  ")) in_subcommands = false;
+    std::smatch m;
+    if (in_subcommands && std::regex_search(line, m, std::regex("^  ([a-z-]+)\\s"))) {
+      const std::string sub = command.empty() ? m[1].str() : command + " " + m[1].str();
+      out.push_back(sub);
+      for (const auto& deeper : commands_under(sub)) out.push_back(deeper);
+    }
+  }
+  return out;
+}
+
+// Each flag whose --help says it takes a number (INT, UINT, FLOAT), with "two" for its value.
+TEST(Cli, Item13EveryNumericFlagSaysItExpectsANumber) {
+  const std::vector<std::string> commands = commands_under("");
+  ASSERT_GE(commands.size(), 10u);
+  int checked = 0;
+  for (const std::string& command : commands) {
+    std::string help;
+    ASSERT_EQ(run_cli(command + " --help", help), 0) << help;
+    std::istringstream lines(help);
+    for (std::string line; std::getline(lines, line);) {
+      std::smatch m;
+      if (!std::regex_search(line, m, std::regex("^\\s+(?:-\\w,)?(--[a-z-]+) (INT|UINT|FLOAT)\\b"))) continue;
+      const std::string flag = m[1].str(), kind = m[2].str();
+      std::string out;
+      EXPECT_EQ(run_cli(command + " " + flag + " two", out), 2) << command << " " << flag << ": " << out;
+      const std::string expected = kind == "FLOAT" ? "expected a number" : "expected a whole number";
+      EXPECT_TRUE(contains(out, flag + ": " + expected)) << command << " " << flag << ": " << out;
+      EXPECT_TRUE(contains(out, "got 'two'")) << command << " " << flag << ": " << out;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 20) << "the --help scan found too few numeric flags: has the help format changed?";
+}
+
+TEST(Cli, Item13GenerateBatchZeroIsAnErrorLikeMinusOne) {
+  const fs::path dir = testutil::fresh_temp_dir("cli-batch");
+  for (const char* batch : {"0", "-1"}) {
+    std::string out;
+    EXPECT_EQ(run_cli("graph generate gpt2 -o " + (dir / "g.json").string() + " --batch " + batch, out), 2) << out;
+    EXPECT_TRUE(contains(out, "--batch: expected a whole number >= 1, got")) << out;
+  }
+  EXPECT_FALSE(fs::exists(dir / "g.json"));
+  fs::remove_all(dir);
+}
+
+TEST(Cli, Item13ExitCodesAreZeroOneOrTwo) {
+  const fs::path dir = testutil::fresh_temp_dir("cli-exit");
+  std::string out;
+  ASSERT_EQ(run_cli("--help", out), 0) << out;
+  EXPECT_TRUE(contains(out, "Exit codes:\n  0  everything ran\n  1  some point failed")) << out;
+  // CLI11's own errors (106, 105, ...) are bad input.
+  EXPECT_EQ(run_cli("run", out), 2) << out;
+  EXPECT_TRUE(contains(out, "error: command line: scenario is required")) << out;
+  EXPECT_EQ(run_cli("run " + (dir / "missing.yaml").string(), out), 2) << out;
+  EXPECT_EQ(run_cli("strategies extra", out), 2) << out;
+  EXPECT_EQ(run_cli("run --jobs", out), 2) << out;
+
+  // A placement that does not fit in memory is a failed point (it was 3).
+  write(dir / "g.json", R"({"format": "placesim-graph", "version": 1,
+    "operators": [{"name": "a", "compute_s": 1e-3, "memory_bytes": 2e9}, {"name": "b", "compute_s": 1e-3}],
+    "tensors": [{"src": "a", "dst": "b", "bytes": 1000}]})");
+  write(dir / "p.json", "[0, 1]");
+  write(dir / "c.yaml", "type: full-mesh\ngpus: 2\ngpu_memory: 1GB\n");
+  EXPECT_EQ(run_cli("simulate --engine evaluator --graph " + (dir / "g.json").string() + " --placement " +
+                        (dir / "p.json").string() + " --cluster " + (dir / "c.yaml").string(),
+                    out),
+            1)
+      << out;
+  EXPECT_TRUE(contains(out, "(OOM)")) << out;
+  EXPECT_TRUE(contains(out, "the placement does not fit")) << out;
+  fs::remove_all(dir);
+}
+
+TEST(Cli, Item13ReproduceListSaysWhatEachReproductionIs) {
+  std::string out;
+  ASSERT_EQ(run_cli("reproduce --list", out), 0) << out;
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(PLACESIM_TEST_SOURCE_DIR) / "scenarios" / "papers")) {
+    if (e.path().extension() != ".yaml") continue;
+    ++files;
+    const std::string name = e.path().stem().string();
+    const std::string description = load_scenario_description(e.path().string());
+    EXPECT_FALSE(description.empty()) << name << " has no description:";
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(out, m, std::regex("(^|\n)" + std::regex_replace(name, std::regex("\\."), "\\.") +
+                                                     " +(.*)\n")))
+        << name << " is not listed: " << out;
+    EXPECT_EQ(m[2].str(), description) << out;
+  }
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), files) << out;
+}
+
+TEST(Cli, Item13ScenarioDescriptionIsOneLine) {
+  const fs::path dir = testutil::fresh_temp_dir("cli-description");
+  const std::string rest = "graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [round-robin]\n";
+  write(dir / "one.yaml", "description: >\n  what it\n  shows\n" + rest);
+  EXPECT_EQ(load_scenario((dir / "one.yaml").string()).description, "what it shows");
+  EXPECT_EQ(load_scenario_description((dir / "one.yaml").string()), "what it shows");
+  write(dir / "two.yaml", "description: |\n  line one\n  line two\n" + rest);
+  EXPECT_INPUT_ERROR(load_scenario((dir / "two.yaml").string()), "description (line 1)", "expected one line");
+  fs::remove_all(dir);
+}
+
+TEST(Cli, Item13RunGivenAGraphSaysSo) {
+  const fs::path dir = testutil::fresh_temp_dir("cli-graph-as-scenario");
+  write(dir / "g.json", kTwoOperatorGraph);
+  write(dir / "quickp.json", R"({"directed": true, "multigraph": false, "graph": {}, "nodes": [], "links": []})");
+  write(dir / "msr.json", R"({"maxSizePerFPGA": 1e9, "maxFPGAs": 2, "nodes": [], "edges": []})");
+  for (const auto& [file, format] : {std::pair{"g.json", "placesim"}, {"quickp.json", "quickp"}, {"msr.json", "msr"}}) {
+    const std::string path = (dir / file).string();
+    std::string out;
+    EXPECT_EQ(run_cli("run " + path, out), 2) << out;
+    EXPECT_TRUE(contains(out, "error: " + path + ": looks like a graph (" + format + " format), not a scenario")) << out;
+    EXPECT_TRUE(contains(out, "`placesim simulate --graph " + path)) << out;
+    EXPECT_TRUE(contains(out, "`graph: {file: " + path + "}`")) << out;
+  }
+  // A broken scenario is still judged as a scenario.
+  write(dir / "s.yaml", "graph: {builtin: fig3.1}\nstrategies: [round-robin]\nnodes: 1\nlinks: 2\n");
+  std::string out;
+  EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string(), out), 2) << out;
+  EXPECT_FALSE(contains(out, "looks like a graph")) << out;
+  fs::remove_all(dir);
+}
+
+// Two servers of one GPU whose only NICs are allocated no bandwidth: gpu0 and gpu1 cannot reach
+// each other. SimGrid's refusal was "internal error" (exit 1); the evaluator printed "inf s".
+TEST(Cli, Item13SimulateAcrossUnreachableGpusNamesThem) {
+  const fs::path dir = testutil::fresh_temp_dir("cli-unreachable");
+  write(dir / "g.json", kTwoOperatorGraph);
+  write(dir / "p.json", "[0, 1]");
+  write(dir / "c.yaml",
+        "type: multi-nic\nservers: 2\ngpus_per_server: 1\nnics_per_server: 1\nallocation: [['-', '-'], ['-', '-']]\n");
+  for (const char* engine : {"both", "simgrid", "evaluator"}) {
+    std::string out;
+    EXPECT_EQ(run_cli(fmt::format("simulate --engine {} --graph {} --placement {} --cluster {}", engine,
+                                  (dir / "g.json").string(), (dir / "p.json").string(), (dir / "c.yaml").string()),
+                      out),
+              2)
+        << engine << ": " << out;
+    EXPECT_TRUE(contains(out, "p.json: placement.b: tensor 'a' -> 'b' (1000 B) goes from gpu0 to gpu1, which cannot "
+                              "reach each other"))
+        << engine << ": " << out;
+    EXPECT_FALSE(contains(out, "internal error")) << engine << ": " << out;
+    EXPECT_FALSE(contains(out, "inf s")) << engine << ": " << out;
+  }
+  // The same GPU for both is fine.
+  write(dir / "same.json", "[1, 1]");
+  std::string out;
+  EXPECT_EQ(run_cli("simulate --graph " + (dir / "g.json").string() + " --placement " + (dir / "same.json").string() +
+                        " --cluster " + (dir / "c.yaml").string(),
+                    out),
+            0)
+      << out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace placesim
