@@ -47,6 +47,9 @@ TEST(Cli, Item13UnknownCommandIsNamedWithTheNearestOne) {
   EXPECT_EQ(run_cli("foo", out), 2) << out;
   EXPECT_TRUE(contains(out, "unknown command 'foo'")) << out;
 
+  EXPECT_EQ(run_cli("help", out), 2) << out;
+  EXPECT_TRUE(contains(out, "unknown command 'help'; did you mean '--help'?")) << out;
+
   EXPECT_EQ(run_cli("graph inf g.json", out), 2) << out;
   EXPECT_TRUE(contains(out, "placesim graph: unknown command 'inf'; did you mean 'info'?")) << out;
 }
@@ -157,6 +160,8 @@ TEST(Cli, Item13ExitCodesAreZeroOneOrTwo) {
   EXPECT_EQ(run_cli("run " + (dir / "missing.yaml").string(), out), 2) << out;
   EXPECT_EQ(run_cli("strategies extra", out), 2) << out;
   EXPECT_EQ(run_cli("run --jobs", out), 2) << out;
+  EXPECT_EQ(run_cli(std::string("graph info --format foo ") + PLACESIM_TEST_SOURCE_DIR + "/README.md", out), 2) << out;
+  EXPECT_TRUE(contains(out, "error: command line: --format: unknown graph format 'foo'")) << out;
 
   // A placement that does not fit in memory is a failed point (it was 3).
   write(dir / "g.json", R"({"format": "placesim-graph", "version": 1,
@@ -217,9 +222,12 @@ TEST(Cli, Item13RunGivenAGraphSaysSo) {
     EXPECT_TRUE(contains(out, "`placesim simulate --graph " + path)) << out;
     EXPECT_TRUE(contains(out, "`graph: {file: " + path + "}`")) << out;
   }
+  // Nor is a graph a cluster file.
+  std::string out;
+  EXPECT_EQ(run_cli("topology info " + (dir / "g.json").string(), out), 2) << out;
+  EXPECT_TRUE(contains(out, "looks like a graph (placesim format), not a scenario or cluster file")) << out;
   // A broken scenario is still judged as a scenario.
   write(dir / "s.yaml", "graph: {builtin: fig3.1}\nstrategies: [round-robin]\nnodes: 1\nlinks: 2\n");
-  std::string out;
   EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string(), out), 2) << out;
   EXPECT_FALSE(contains(out, "looks like a graph")) << out;
   fs::remove_all(dir);

@@ -72,7 +72,7 @@ void commands_with_option(const CLI::App& root, const std::string& name, std::ve
 [[noreturn]] void throw_unknown_command(const CLI::App& command, const std::string& word) {
   std::vector<std::string> names;
   for (const CLI::App* sub : subcommands_of(command)) names.push_back(sub->get_name());
-  const std::string hint = nearest_word(word, names);
+  const std::string hint = word == "help" ? "--help" : nearest_word(word, names);
   throw InputError("command line", command_path(command),
                    fmt::format("unknown command '{}'{} (commands: {})", word,
                                hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint), fmt::join(names, ", ")));

@@ -91,16 +91,21 @@ std::string graph_format_of(const YAML::Node& root) {
   return "";
 }
 
-// load_sweep, but a graph file given for the scenario is refused as such.
-SweepPlan load_scenario_sweep(const std::string& path, const PlanOptions& options) {
-  const YAML::Node root = load_yaml_file(path);
+// Refuses a graph file given where a scenario (or a cluster file, `expected`) is expected.
+void refuse_graph(const YAML::Node& root, const std::string& path, const std::string& expected) {
   if (const std::string format = graph_format_of(root); !format.empty())
     throw InputError(path, "",
-                     fmt::format("looks like a graph ({1} format), not a scenario: `placesim simulate --graph {0} "
+                     fmt::format("looks like a graph ({1} format), not {2}: `placesim simulate --graph {0} "
                                  "--placement P.json --cluster C.yaml` simulates one placement of it, `placesim graph "
                                  "info {0}` describes it; to place it with strategies, write a scenario with "
                                  "`graph: {{file: {0}}}` (scenarios/quickstart.yaml is one to start from)",
-                                 path, format));
+                                 path, format, expected));
+}
+
+// load_sweep, but a graph file given for the scenario is refused as such.
+SweepPlan load_scenario_sweep(const std::string& path, const PlanOptions& options) {
+  const YAML::Node root = load_yaml_file(path);
+  refuse_graph(root, path, "a scenario");
   return plan_sweep(root, path, options);
 }
 
@@ -204,7 +209,7 @@ int cmd_reproduce(const ReproduceArgs& a) {
 
 int cmd_simulate(const std::string& graph_path, const std::string& placement_path, const std::string& cluster_path,
                  const std::string& format, const std::string& engine_name, const std::string& trace) {
-  LoadResult loaded = load_graph(graph_path, format);
+  LoadResult loaded = load_graph(graph_path, parse_graph_format(format, "command line", "--format"));
   for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
   const Cluster cluster = load_cluster_file(cluster_path);
   const auto placement = load_placement(loaded.graph, placement_path);
@@ -289,6 +294,7 @@ int cmd_generate(const GenerateArgs& a) {
 
 // A cluster file or a scenario file (its `cluster:` block): counts, bandwidth levels, bisection.
 int cmd_topology_info(const std::string& path, const std::string& dot) {
+  refuse_graph(load_yaml_file(path), path, "a scenario or cluster file");
   const Cluster cluster = load_cluster_file(path);
   std::cout << format_topology_info(cluster, describe_topology(cluster));
   if (!dot.empty()) {
@@ -463,7 +469,7 @@ int main(int argc, char** argv) {
     }
     if (*sim) return cmd_simulate(graph_path, placement_path, cluster_path, format, sim_engine, trace);
     if (*info) {
-      LoadResult loaded = load_graph(info_path, info_format);
+      LoadResult loaded = load_graph(info_path, parse_graph_format(info_format, "command line", "--format"));
       for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
       std::cout << "graph: " << info_path << " (" << graph_format_name(loaded.format) << " format)\n"
                 << format_stats(compute_stats(loaded.graph));
@@ -471,7 +477,7 @@ int main(int argc, char** argv) {
     }
     if (*generate) return cmd_generate(gen);
     if (*convert) {
-      LoadResult loaded = load_graph(conv_in, conv_format);
+      LoadResult loaded = load_graph(conv_in, parse_graph_format(conv_format, "command line", "--format"));
       for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
       const Graph g = conv_wcc ? largest_weakly_connected_component(loaded.graph) : std::move(loaded.graph);
       save_placesim_json(g, conv_out);
