@@ -160,6 +160,7 @@ TEST(Cli, Item13ExitCodesAreZeroOneOrTwo) {
   EXPECT_EQ(run_cli("run " + (dir / "missing.yaml").string(), out), 2) << out;
   EXPECT_EQ(run_cli("strategies extra", out), 2) << out;
   EXPECT_EQ(run_cli("run --jobs", out), 2) << out;
+  EXPECT_TRUE(contains(out, "error: command line: --jobs: expected a value after it")) << out;
   EXPECT_EQ(run_cli(std::string("graph info --format foo ") + PLACESIM_TEST_SOURCE_DIR + "/README.md", out), 2) << out;
   EXPECT_TRUE(contains(out, "error: command line: --format: unknown graph format 'foo'")) << out;
 

@@ -99,6 +99,9 @@ const CLI::App* check_command_words(const CLI::App& app, int argc, const char* c
       const int values = option->get_items_expected_max();
       const bool value_attached = is_long ? equals != std::string::npos : arg.size() > 2;
       list_values = values > 1;
+      if (values >= 1 && !value_attached && i + 1 == argc)  // CLI11: "--jobs: 1 required INT:1..1024 missing"
+        throw InputError("command line", name,
+                         fmt::format("expected a value after it ('{} --help' says what it takes)", command_path(*command)));
       if (values == 1 && !value_attached) ++i;  // the next word is this option's value, whatever it looks like
       continue;
     }
