@@ -459,6 +459,9 @@ int main(int argc, char** argv) {
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitBadInput;
+  } catch (const std::exception& e) {  // never std::terminate's abort (134): exit codes are 0, 1 and 2
+    std::cerr << "placesim: internal error: " << e.what() << "\n";
+    return kExitFailed;
   }
   try {
     if (*run) return cmd_run(run_args);
