@@ -412,6 +412,88 @@ LoadResult load_quickp_json(const json& doc, const std::string& file) {
 //            colocation classes 0..k-1 in order of first appearance). cpuLatency is ignored;
 //            supportedOnFpga is ignored with a warning when false (placesim has no CPU tier).
 //   edges[]: sourceId, destId (node ids), size (BYTES of the tensor); cost (ms to CPU) ignored.
+//
+// Forward-to-backward pairing: in this format a backward node is paired with the forward node(s)
+// of its colorClass. Layer graphs (inceptionv3_training, gnmt_training) carry no edge at all from a
+// forward to a backward node, so without help their backward pass could start at t = 0. When a
+// file has backward nodes and not one forward -> backward edge, the loader adds, for every colour
+// class, a zero-byte control tensor f -> b from each forward node f to each backward node b of the
+// class, unless f already reaches b (the dependency is implied) or b reaches f (the edge would
+// close a cycle); backward nodes are visited in a topological order of the file's own edges, and
+// "reaches" counts the edges added so far, so implied pairs add nothing. Files that do link the
+// passes (operator graphs: bert_l-3, resnet50) are left as they are: there a class groups a weight
+// with its gradient and update operators, some of which rightly need no forward output.
+// Returns the number of edges added, and the number skipped because of a cycle.
+struct PairingEdges {
+  std::vector<std::pair<OpId, OpId>> added;
+  std::size_t skipped_cycle = 0;
+};
+
+PairingEdges msr_pairing_edges(const std::vector<char>& backward, const std::vector<std::int32_t>& colour,
+                               const std::vector<std::pair<OpId, OpId>>& edges) {
+  PairingEdges out;
+  const std::size_t n = backward.size();
+  bool any_backward = false;
+  for (char b : backward) any_backward = any_backward || b;
+  if (!any_backward) return out;
+  for (const auto& [src, dst] : edges)
+    if (!backward[src] && backward[dst]) return out;  // the file links the passes itself
+
+  std::vector<std::vector<OpId>> succ(n);
+  std::vector<std::int32_t> indegree(n, 0);
+  for (const auto& [src, dst] : edges) {
+    succ[src].push_back(dst);
+    ++indegree[dst];
+  }
+  // Kahn's order; a cyclic file is left to Graph::finalize, which names the cycle.
+  std::vector<OpId> order;
+  for (std::size_t v = 0; v < n; ++v)
+    if (indegree[v] == 0) order.push_back(static_cast<OpId>(v));
+  for (std::size_t i = 0; i < order.size(); ++i)
+    for (OpId w : succ[order[i]])
+      if (--indegree[w] == 0) order.push_back(w);
+  if (order.size() != n) return out;
+
+  std::map<std::int32_t, std::vector<OpId>> forward_of_class;
+  for (std::size_t v = 0; v < n; ++v)
+    if (!backward[v] && colour[v] >= 0) forward_of_class[colour[v]].push_back(static_cast<OpId>(v));
+
+  std::vector<std::uint32_t> seen(n, 0);
+  std::uint32_t stamp = 0;
+  std::vector<OpId> stack;
+  const auto reaches = [&](OpId from, OpId to) {
+    ++stamp;
+    stack.assign(1, from);
+    seen[from] = stamp;
+    while (!stack.empty()) {
+      const OpId u = stack.back();
+      stack.pop_back();
+      if (u == to) return true;
+      for (OpId w : succ[u])
+        if (seen[w] != stamp) {
+          seen[w] = stamp;
+          stack.push_back(w);
+        }
+    }
+    return false;
+  };
+  for (OpId b : order) {
+    if (!backward[b] || colour[b] < 0) continue;
+    const auto it = forward_of_class.find(colour[b]);
+    if (it == forward_of_class.end()) continue;
+    for (OpId f : it->second) {
+      if (reaches(f, b)) continue;
+      if (reaches(b, f)) {
+        ++out.skipped_cycle;
+        continue;
+      }
+      succ[f].push_back(b);
+      out.added.emplace_back(f, b);
+    }
+  }
+  return out;
+}
+
 LoadResult load_msr_json(const json& doc, const std::string& file) {
   Fields f(file);
   f.expect_object(doc, "", "a JSON object (nodes, edges)");
@@ -428,6 +510,8 @@ LoadResult load_msr_json(const json& doc, const std::string& file) {
   std::unordered_map<std::string, std::size_t> name_at;
   std::map<std::int64_t, std::int32_t> class_of;  // colorClass -> dense id
   std::size_t cpu_only = 0, renamed = 0;
+  std::vector<char> backward_of;        // per operator
+  std::vector<std::int32_t> colour_of;  // per operator: dense class or -1
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const std::string path = at("nodes", i);
     const json& node = nodes[i];
@@ -468,6 +552,8 @@ LoadResult load_msr_json(const json& doc, const std::string& file) {
     if (!name_at.emplace(name, i).second)
       f.fail(join(path, "name"), fmt::format("duplicate name '{}' (also nodes[{}])", name, name_at[name]));
     g.add_operator({std::move(name), is_backward ? "backward" : "forward", latency_ms / 1e3, memory, colocation});
+    backward_of.push_back(is_backward ? 1 : 0);
+    colour_of.push_back(colocation);
   }
   if (cpu_only > 0)
     result.warnings.push_back(with_file(file, fmt::format(
@@ -477,6 +563,7 @@ LoadResult load_msr_json(const json& doc, const std::string& file) {
     result.warnings.push_back(with_file(file, fmt::format(
         "{} operator(s) share a name with an earlier one; renamed to 'name#id'", renamed)));
 
+  std::vector<std::pair<OpId, OpId>> file_edges;
   for (std::size_t e = 0; e < edges.size(); ++e) {
     const std::string path = at("edges", e);
     const json& edge = edges[e];
@@ -492,7 +579,18 @@ LoadResult load_msr_json(const json& doc, const std::string& file) {
     }
     double bytes = f.size(f.member(edge, "size", path, "a non-negative number (bytes)"), join(path, "size"), "bytes", 1);
     g.add_tensor(ends[0], ends[1], bytes);
+    file_edges.emplace_back(ends[0], ends[1]);
   }
+  const PairingEdges pairing = msr_pairing_edges(backward_of, colour_of, file_edges);
+  for (const auto& [fwd, bwd] : pairing.added) g.add_tensor(fwd, bwd, 0.0);
+  if (!pairing.added.empty() || pairing.skipped_cycle > 0)
+    result.warnings.push_back(with_file(file, fmt::format(
+        "no edge leads from a forward to a backward node; added {} zero-byte control edge(s) forward -> backward "
+        "between nodes of the same colorClass so that no backward node starts before its forward node has "
+        "finished{}",
+        pairing.added.size(),
+        pairing.skipped_cycle ? fmt::format(" ({} pair(s) skipped: the edge would close a cycle)", pairing.skipped_cycle)
+                              : std::string())));
   g.finalize(file);
   return result;
 }

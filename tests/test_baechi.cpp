@@ -383,3 +383,62 @@ TEST(Baechi, GnmtColocationClassesAndMemoryPressure) {
     }
   }
 }
+
+// Issue #13: m-ETF uses Cluster::compute_time. Two independent 3 ms operators, gpu1 3x faster:
+// x starts at 0 on both GPUs -> gpu0 (lower index), [0, 3]; y starts at 3 on gpu0 or 0 on gpu1
+// -> gpu1, where it takes 1 ms (it took 3 ms before).
+TEST(Baechi, EtfUsesEachGpusSpeed) {
+  Graph g;
+  for (const char* name : {"x", "y"}) g.add_operator({name, "op", 3e-3, 0});
+  g.finalize("two independent");
+  const Cluster c = testutil::dedicated_mesh_with_speeds({1.0, 3.0}, 1e9);
+  const baechi::EtfSchedule s = baechi::etf_schedule(g, c, baechi::make_groups(g, false), 1.0);
+  EXPECT_EQ(s.placement, (std::vector<DeviceId>{0, 1}));
+  EXPECT_NEAR(s.finish[1], 1e-3, 1e-15);
+  EXPECT_NEAR(s.makespan, 3e-3, 1e-15);
+  // The one-GPU schedule on the fast GPU takes 2 x 1 ms = 2 ms < 3 ms: m-ETF keeps it.
+  auto etf = make_strategy_from_yaml("m-etf", "{coplace: false}");
+  const PlacementResult r = etf->place(g, c);
+  EXPECT_EQ(r.placement, (std::vector<DeviceId>{1, 1}));
+  EXPECT_EQ(r.report["kept"].get<std::string>(), "one-gpu");
+  EXPECT_NEAR(r.report["schedule_makespan_s"].get<double>(), 2e-3, 1e-15);
+  EXPECT_NEAR(r.report["etf_makespan_s"].get<double>(), 3e-3, 1e-15);
+}
+
+// Issue #13: m-ETF follows the bandwidth. Sources s1, s2 (1 ms each) feed j (1 ms) with 1 MB each,
+// 2 GPUs, no co-placement; a transfer takes T = 1 MB / bandwidth.
+//   List schedule: s1 gpu0 [0, 1]; s2 starts at 1 on gpu0 or 0 on gpu1 -> gpu1 [0, 1]; j's inputs
+//   arrive at 1 + T on either GPU -> gpu0 (lower index), finishing at 2 + T.
+//   One GPU: 3 ms. m-ETF keeps one GPU while 3 <= 2 + T, i.e. T >= 1 ms (bandwidth <= 1 GB/s),
+//   and the spread schedule above. Before the fix it spread at every bandwidth (at 0.1 GB/s its
+//   own schedule took 12 ms against 3 ms on one GPU).
+TEST(Baechi, EtfKeepsOneGpuAtLowBandwidthAndSplitsAtHigh) {
+  Graph g;
+  g.add_operator({"s1", "op", 1e-3, 0});
+  g.add_operator({"s2", "op", 1e-3, 0});
+  g.add_operator({"j", "op", 1e-3, 0});
+  g.add_tensor(0, 2, 1e6);
+  g.add_tensor(1, 2, 1e6);
+  g.finalize("two sources");
+  struct Point { double bandwidth; const char* kept; double makespan; };
+  for (const auto& [bandwidth, kept, makespan] :
+       {Point{0.1e9, "one-gpu", 3e-3}, Point{1e9, "one-gpu", 3e-3}, Point{4e9, "etf", 2.25e-3},
+        Point{100e9, "etf", 2.01e-3}}) {
+    SCOPED_TRACE(bandwidth);
+    const Cluster c = testutil::dedicated_mesh(2, bandwidth);
+    {
+      auto etf = make_strategy_from_yaml("m-etf", "{coplace: false}");
+      const PlacementResult r = etf->place(g, c);
+      EXPECT_EQ(r.report["kept"].get<std::string>(), kept);
+      EXPECT_NEAR(r.report["schedule_makespan_s"].get<double>(), makespan, 1e-12);
+      EXPECT_NEAR(r.report["etf_makespan_s"].get<double>(), 2e-3 + 1e6 / bandwidth, 1e-12);
+      if (std::string(kept) == "one-gpu") {
+        EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 0, 0}));
+      } else {
+        EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 1, 0}));
+      }
+      Evaluator ev(g, c);
+      EXPECT_NEAR(ev.latency(r.placement), makespan, 1e-12);
+    }
+  }
+}

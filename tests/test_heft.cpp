@@ -158,3 +158,40 @@ TEST(Heft, MsrGraphWithColocationClassesIsValid) {
   const PlacementResult r = heft.place(g, nvlink_servers(4));  // validates the classes
   EXPECT_GT(r.report["heft_makespan_s"].get<double>(), 0);
 }
+
+// Issue #13: HEFT must use Cluster::compute_time. GPU 1 is 3x faster than GPU 0.
+// Four independent operators of 3 ms (as measured): ranks are all 3 x mean(1, 1/3) = 2 ms, so the
+// order is x, y, z, w (topological position).
+//   x: gpu0 finishes at 3, gpu1 at 1 -> gpu1 [0, 1].   y: gpu0 3, gpu1 [1, 2] -> gpu1.
+//   z: gpu0 [0, 3], gpu1 [2, 3]: a tie, the lower index -> gpu0.   w: gpu0 6, gpu1 [2, 3] -> gpu1.
+// Makespan 3 ms (ignoring the speed it was 6 ms: two operators on each GPU, 3 ms each).
+TEST(Heft, FastGpuTakesWhatItFinishesFirst) {
+  Graph g;
+  for (const char* name : {"x", "y", "z", "w"}) g.add_operator({name, "op", 3e-3, 0});
+  g.finalize("four independent");
+  const Cluster c = testutil::dedicated_mesh_with_speeds({1.0, 3.0}, 1e9);
+  const HeftSchedule s = heft_schedule(g, c, {});
+  EXPECT_NEAR(s.rank[0], 2e-3, 1e-15);
+  EXPECT_EQ(s.placement, (std::vector<DeviceId>{1, 1, 0, 1}));
+  EXPECT_NEAR(s.finish[1], 2e-3, 1e-15);
+  EXPECT_NEAR(s.makespan, 3e-3, 1e-15);
+}
+
+// The issue's case in small: a chain a -> b -> c of 3 ms operators (1 MB tensors, 1 GB/s, so a
+// hop costs 1 ms) on two servers of one GPU, the second 3x faster. a finishes at 1 ms on gpu1
+// against 3 ms on gpu0; b and c then finish first where their input is. All on the fast GPU:
+// 3 x 1 ms = 3 ms (was 9 ms on gpu0), and the evaluator agrees.
+TEST(Heft, ChainGoesToTheFastServer) {
+  Graph g;
+  for (const char* name : {"a", "b", "c"}) g.add_operator({name, "op", 3e-3, 0});
+  g.add_tensor(0, 1, 1e6);
+  g.add_tensor(1, 2, 1e6);
+  g.finalize("chain");
+  const Cluster c = testutil::dedicated_mesh_with_speeds({1.0, 3.0}, 1e9);
+  Heft heft(HeftConfig{});
+  const PlacementResult r = heft.place(g, c);
+  EXPECT_EQ(r.placement, (std::vector<DeviceId>{1, 1, 1}));
+  EXPECT_NEAR(r.report["heft_makespan_s"].get<double>(), 3e-3, 1e-15);
+  Evaluator ev(g, c);
+  EXPECT_NEAR(ev.latency(r.placement), 3e-3, 1e-15);
+}

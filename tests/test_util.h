@@ -167,3 +167,21 @@ inline std::vector<PointRecord> run_plan(const SweepPlan& plan, const std::files
 }
 
 }  // namespace placesim::testutil
+
+namespace placesim::testutil {
+
+// dedicated_mesh with per-GPU compute speeds (Device::compute_speed): GPU i runs an operator in
+// compute_s / speeds[i].
+inline Cluster dedicated_mesh_with_speeds(const std::vector<double>& speeds, double bandwidth, double latency = 0.0,
+                                          double memory = 16e9) {
+  Cluster c;
+  const int n = static_cast<int>(speeds.size());
+  for (int i = 0; i < n; ++i) c.add_device({"gpu" + std::to_string(i), i, memory, speeds[i]});
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b)
+      if (a != b) c.set_route(a, b, {c.add_link({"l" + std::to_string(a) + "_" + std::to_string(b), bandwidth, latency})});
+  c.finalize("test mesh with speeds");
+  return c;
+}
+
+}  // namespace placesim::testutil

@@ -5,6 +5,25 @@
 
 namespace placesim {
 
+namespace baechi {
+
+OneGpuSchedule one_gpu_schedule(const Graph& graph, const Cluster& cluster, double memory_fraction) {
+  OneGpuSchedule out;
+  const double memory = graph.total_memory();
+  for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
+    if (memory > cluster.device(d).memory_bytes * memory_fraction) continue;
+    double makespan = 0;
+    for (const Operator& op : graph.operators()) makespan += cluster.compute_time(d, op.compute_s);
+    if (out.device < 0 || makespan < out.makespan) {
+      out.device = d;
+      out.makespan = makespan;
+    }
+  }
+  return out;
+}
+
+}  // namespace baechi
+
 PlacementResult Baechi::place_impl(const Graph& graph, const Cluster& cluster, const Deadline&) {
   const baechi::Groups groups = baechi::make_groups(graph, config_.coplace);
   PlacementResult r;
@@ -40,11 +59,25 @@ PlacementResult Baechi::place_impl(const Graph& graph, const Cluster& cluster, c
     favourite = std::move(lp.favourite);
   }
   baechi::EtfSchedule s = baechi::etf_schedule(graph, cluster, groups, config_.memory_fraction, favourite);
-  r.placement = std::move(s.placement);
-  r.report["schedule_makespan_s"] = s.makespan;
-  r.report["memory_fallbacks"] = s.memory_fallbacks;
+  r.report["etf_makespan_s"] = s.makespan;
+  const baechi::OneGpuSchedule one = baechi::one_gpu_schedule(graph, cluster, config_.memory_fraction);
+  if (one.device >= 0) r.report["one_gpu_makespan_s"] = one.makespan;
+  if (one.device >= 0 && s.memory_fallbacks == 0 && one.makespan <= s.makespan) {
+    r.placement.assign(graph.num_operators(), one.device);
+    r.report["kept"] = "one-gpu";
+    r.report["schedule_makespan_s"] = one.makespan;
+    r.report["memory_fallbacks"] = 0;
+    std::vector<double> memory(cluster.num_devices(), 0.0);
+    memory[one.device] = graph.total_memory();
+    r.report["device_memory_bytes"] = memory;
+  } else {
+    r.placement = std::move(s.placement);
+    r.report["kept"] = "etf";
+    r.report["schedule_makespan_s"] = s.makespan;
+    r.report["memory_fallbacks"] = s.memory_fallbacks;
+    r.report["device_memory_bytes"] = s.device_memory;
+  }
   r.report["memory_limit_bytes"] = budget;
-  r.report["device_memory_bytes"] = s.device_memory;
   if (method_ == BaechiMethod::Sct) r.report["favourite_children_on_parent_gpu"] = s.favourite_children_on_parent_gpu;
   return r;
 }

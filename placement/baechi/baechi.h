@@ -40,7 +40,8 @@
 //    start = max(GPU free, data ready on that GPU), data ready = max over inputs of
 //    producer finish + Cluster::transfer_time. Ties go to the higher computation rank, then to the
 //    lower operator id, then the lower GPU. GPUs run operators in the order they are scheduled (no
-//    insertion into idle gaps), as in Baechi.
+//    insertion into idle gaps), as in Baechi. An operator takes Cluster::compute_time(d, compute_s)
+//    on GPU d (compute_s / the GPU's speed).
 //  * m-SCT is m-ETF with the favourite-child rule of the SCT algorithm (Hanen & Munier), as Baechi's
 //    SCTDevice does it. A linear program (below) picks at most one favourite child per operator.
 //    When GPU d's last operator i has a favourite child f that is ready, not yet placed elsewhere,
@@ -58,7 +59,7 @@
 //     s_i + p_i <= w                 for every operator
 //     sum_j x_ij >= out-degree(i) - 1, sum_i x_ij >= in-degree(j) - 1
 //     0 <= x <= 1, s >= 0
-//   with p the compute time and c_ij = bytes / mean bandwidth + mean latency (means over the
+//   with p the mean over GPUs of Cluster::compute_time and c_ij = bytes / mean bandwidth + mean latency (means over the
 //   ordered GPU pairs; zero-byte tensors cost nothing, as everywhere in placesim). An edge whose x
 //   is below `threshold` (0.5: plain rounding; Baechi's command-line default is 0.1) marks a
 //   favourite child. Rounding can give an operator two favourites (or a child two favourite
@@ -130,6 +131,15 @@ struct EtfSchedule {
 EtfSchedule etf_schedule(const Graph& graph, const Cluster& cluster, const Groups& groups,
                          double memory_fraction, std::span<const OpId> favourite = {});
 
+// Every operator back to back on one GPU: the fastest (lowest index on ties) whose budget holds
+// the whole graph's memory; device -1 when none does. No transfers, so its makespan is the sum of
+// the operators' times there (Cluster::compute_time).
+struct OneGpuSchedule {
+  DeviceId device = -1;
+  double makespan = 0;
+};
+OneGpuSchedule one_gpu_schedule(const Graph& graph, const Cluster& cluster, double memory_fraction);
+
 struct TopoPlacement {
   std::vector<DeviceId> placement;
   std::vector<double> fill_limit;     // per GPU, bytes
@@ -158,8 +168,21 @@ inline constexpr EnumName<BaechiMethod> kBaechiMethodNames[] = {
     {BaechiMethod::Sct, "m-sct"},
 };
 
+// m-ETF and m-SCT keep the better of their own schedule and the one-GPU schedule (ties: one GPU),
+// by makespan, when the graph fits one GPU and the list schedule needed no memory fallback. The
+// list schedule's communication term (an input's transfer time in the data-ready time) is right,
+// but the start-time rule cannot see the transfers its choices cause later: operators without
+// inputs (constants, variables, input batches) can start at once on any idle GPU, so at t = 0 they
+// are spread over the idle GPUs, and with them the placement groups they open, whatever the
+// bandwidth; every tensor they feed to the rest of the graph then crosses the network (BERT, 4
+// layers, 4 GPUs at 10 Gb/s: 431 ms against 65 ms on one GPU, and the same placement at 400 Gb/s).
+// Comparing with one GPU makes the answer follow the bandwidth: one GPU while transfers cost more
+// than the parallelism gains, the spread schedule once the links are fast enough.
+//
 // report: groups, colocation_classes, coplaced_merges, largest_group_ops, largest_group_bytes,
-// memory_fallbacks, device_memory_bytes, memory_limit_bytes; m-ETF/m-SCT add schedule_makespan_s;
+// memory_fallbacks, device_memory_bytes, memory_limit_bytes; m-ETF/m-SCT add schedule_makespan_s
+// (of the placement returned), etf_makespan_s (the list schedule's), one_gpu_makespan_s (when the
+// graph fits a GPU) and kept ("etf" or "one-gpu");
 // m-SCT adds lp {solve_seconds, objective_s, optimal, rows, columns, favourite_children,
 // rounding_conflicts} and favourite_children_on_parent_gpu.
 class Baechi : public Strategy {

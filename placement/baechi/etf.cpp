@@ -233,7 +233,7 @@ class EtfScheduler {
     out_.order.push_back(op);
     out_.placement[op] = d;
     out_.start[op] = start;
-    out_.finish[op] = start + graph_.op(op).compute_s;
+    out_.finish[op] = start + cluster_.compute_time(d, graph_.op(op).compute_s);
     out_.makespan = std::max(out_.makespan, out_.finish[op]);
     gpu_free_[d] = out_.finish[op];
     last_[d] = op;

@@ -59,8 +59,13 @@ SctLp solve_sct_lp(const Graph& graph, const Cluster& cluster, double threshold)
   // (1e-7) are small against them whether the graph is profiled in microseconds or seconds.
   double cost_sum = 0;
   int cost_count = 0;
-  for (const Operator& op : graph.operators())
-    if (op.compute_s > 0) cost_sum += op.compute_s, ++cost_count;
+  // p_i: the operator's mean time over the GPUs (Cluster::compute_time).
+  double mean_inv_speed = 0;
+  for (DeviceId d = 0; d < cluster.num_devices(); ++d) mean_inv_speed += cluster.compute_time(d, 1.0);
+  mean_inv_speed = cluster.num_devices() > 0 ? mean_inv_speed / cluster.num_devices() : 1.0;
+  const auto p = [&](OpId i) { return graph.op(i).compute_s * mean_inv_speed; };
+  for (OpId i = 0; i < n; ++i)
+    if (p(i) > 0) cost_sum += p(i), ++cost_count;
   for (double c : comm)
     if (c > 0) cost_sum += c, ++cost_count;
   const double unit = cost_count > 0 ? cost_sum / cost_count : 1.0;
@@ -82,14 +87,14 @@ SctLp solve_sct_lp(const Graph& graph, const Cluster& cluster, double threshold)
     add(r, col_s + edges[e].dst, -1.0);
     if (comm[e] > 0) add(r, e, comm[e] / unit);
     row_lo.push_back(-inf);
-    row_hi.push_back(-graph.op(edges[e].src).compute_s / unit);
+    row_hi.push_back(-p(edges[e].src) / unit);
   }
   for (OpId i = 0; i < n; ++i) {  // s_i - w <= -p_i
     const int r = static_cast<int>(row_lo.size());
     add(r, col_s + i, 1.0);
     add(r, col_w, -1.0);
     row_lo.push_back(-inf);
-    row_hi.push_back(-graph.op(i).compute_s / unit);
+    row_hi.push_back(-p(i) / unit);
   }
   // At most one favourite child per operator and one favourite parent per operator: the edges
   // are sorted by source, so out-edges are contiguous; in-edges are gathered per destination.

@@ -43,7 +43,12 @@ HeftSchedule heft_schedule(const Graph& graph, const Cluster& cluster, const Hef
   s.finish.assign(n, 0);
   s.rank.assign(n, 0);
 
-  // Mean communication cost per tensor over ordered GPU pairs.
+  // Mean time factor over GPUs: w(i) = compute_s x mean over GPUs of 1 / speed (the mean of
+  // Cluster::compute_time). Mean communication cost per tensor over ordered GPU pairs (the
+  // paper's: mean latency + bytes / mean bandwidth).
+  double mean_inv_speed = 0;
+  for (DeviceId d = 0; d < k; ++d) mean_inv_speed += cluster.compute_time(d, 1.0);
+  mean_inv_speed = k > 0 ? mean_inv_speed / k : 1.0;
   double mean_latency = 0, mean_bandwidth = 0;
   if (k > 1) {
     for (DeviceId a = 0; a < k; ++a)
@@ -67,7 +72,7 @@ HeftSchedule heft_schedule(const Graph& graph, const Cluster& cluster, const Hef
       const Tensor& t = graph.tensor(e);
       best_succ = std::max(best_succ, mean_comm(t.bytes) + s.rank[t.dst]);
     }
-    s.rank[*it] = graph.op(*it).compute_s + best_succ;
+    s.rank[*it] = graph.op(*it).compute_s * mean_inv_speed + best_succ;
   }
   s.order.assign(topo.begin(), topo.end());
   std::stable_sort(s.order.begin(), s.order.end(), [&](OpId a, OpId b) { return s.rank[a] > s.rank[b]; });
@@ -84,7 +89,6 @@ HeftSchedule heft_schedule(const Graph& graph, const Cluster& cluster, const Hef
 
   for (OpId op : s.order) {
     const Operator& o = graph.op(op);
-    const double w = o.compute_s;
     const bool follows = o.colocation_class >= 0 && class_device[o.colocation_class] >= 0;
     const double need = o.colocation_class >= 0 ? class_memory[o.colocation_class] : o.memory_bytes;
     if (follows) {
@@ -110,6 +114,7 @@ HeftSchedule heft_schedule(const Graph& graph, const Cluster& cluster, const Hef
         const Tensor& t = graph.tensor(e);
         ready = std::max(ready, s.finish[t.src] + cluster.transfer_time(s.placement[t.src], d, t.bytes));
       }
+      const double w = cluster.compute_time(d, o.compute_s);
       const double start = earliest_start(busy[d], ready, w, config.insertion);
       // The first allowed GPU is taken even when its finish is infinite (its only inputs come
       // over a pair the cluster cannot reach, say): every operator gets a GPU.

@@ -3,15 +3,17 @@
 // scheduling by upward rank, each operator on the GPU where it would finish first.
 //
 //  * Upward rank: rank(i) = w(i) + max over successors j of (c(i, j) + rank(j)), where w(i) is
-//    the compute time (GPUs are identical, so it is the mean over GPUs) and c(i, j) the mean
-//    communication cost of the tensor: mean latency + bytes / mean bandwidth, both averaged over
-//    the cluster's ordered GPU pairs (Cluster::latency / Cluster::bandwidth); zero-byte tensors
-//    and one-GPU clusters cost nothing. Operators are taken by decreasing rank, ties by
-//    topological position, which is a topological order since rank(pred) >= rank(succ).
+//    the mean over GPUs of the operator's time there (Cluster::compute_time: compute_s / the
+//    GPU's speed) and c(i, j) the paper's mean communication cost of the tensor: mean latency +
+//    bytes / mean bandwidth, both averaged over the cluster's ordered GPU pairs (Cluster::latency
+//    / Cluster::bandwidth); zero-byte tensors and one-GPU clusters cost nothing. Operators are taken by
+//    decreasing rank, ties by topological position, which is a topological order since
+//    rank(pred) >= rank(succ).
 //  * Device choice: an operator is ready on GPU d when every input has arrived there (producer's
-//    finish + Cluster::transfer_time). With insertion (the paper's policy) it starts in the
-//    earliest idle gap on d, at or after that time, long enough to hold it; without, after the
-//    last operator scheduled on d. The GPU with the earliest finish wins (lowest index on ties).
+//    finish + Cluster::transfer_time) and takes Cluster::compute_time(d, compute_s) there. With
+//    insertion (the paper's policy) it starts in the earliest idle gap on d, at or after that
+//    time, long enough to hold it; without, after the last operator scheduled on d. The GPU with
+//    the earliest finish wins (lowest index on ties), so a faster GPU wins when it finishes first.
 //  * Memory: a GPU whose placed memory would exceed its capacity is skipped when some other GPU
 //    can take the operator; if none can, all GPUs compete (the runner then flags OOM).
 //  * Colocation classes: the first member scheduled chooses the GPU (and must fit the whole

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <fmt/format.h>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 #include <tuple>
@@ -18,6 +19,7 @@ namespace {
 
 constexpr double kMaxWeight = 1e6;       // the heaviest vertex or edge
 constexpr double kMaxTotalWeight = 1e9;  // the sum of one constraint (or of the CSR edge weights)
+constexpr int kSwapPolishMaxGpus = 32;   // pairwise-swap polish of the hierarchical mapping up to here
 
 // Scales non-negative values to METIS integers (see the header): one factor for all, the largest
 // value to kMaxWeight unless `total_multiplicity` x the sum would exceed kMaxTotalWeight; every
@@ -149,80 +151,309 @@ Partition run_metis(MetisGraph& m, const MetisConfig& config, idx_t nparts, bool
   return p;
 }
 
-// Greedy start for k > 8 (see the header).
-std::vector<DeviceId> greedy_mapping(const PartTraffic& traffic, const Cluster& cluster) {
-  const int k = traffic.parts;
-  struct Pair {
-    double weight;
-    int a, b;
-  };
-  std::vector<Pair> part_pairs, gpu_pairs;
-  for (int a = 0; a < k; ++a)
-    for (int b = a + 1; b < k; ++b) {
-      part_pairs.push_back({traffic.bytes[a * k + b] + traffic.bytes[b * k + a], a, b});
-      gpu_pairs.push_back({std::min(cluster.bandwidth(a, b), cluster.bandwidth(b, a)), a, b});
-    }
-  const auto heavier = [](const Pair& x, const Pair& y) {
-    return std::tie(y.weight, x.a, x.b) < std::tie(x.weight, y.a, y.b);
-  };
-  std::stable_sort(part_pairs.begin(), part_pairs.end(), heavier);
-  std::stable_sort(gpu_pairs.begin(), gpu_pairs.end(), heavier);
+// ----- Hierarchical mapping for k > 8 (see the header) --------------------------------------
 
-  std::vector<DeviceId> device(k, -1);
-  std::vector<bool> used(k, false);
-  const auto fastest_free_partner = [&](DeviceId g) {
-    DeviceId best = -1;
-    for (DeviceId h = 0; h < k; ++h)
-      if (!used[h] && (best < 0 || std::min(cluster.bandwidth(g, h), cluster.bandwidth(h, g)) >
-                                       std::min(cluster.bandwidth(g, best), cluster.bandwidth(best, g))))
-        best = h;
-    return best;
+// Symmetric traffic between parts as adjacency lists: w = the summed lone transfer time the
+// traffic would take over a link of the given class (bytes / bandwidth + tensors x latency).
+struct PartGraph {
+  struct Arc {
+    int to;
+    double bytes, tensors;
   };
-  for (const Pair& pp : part_pairs) {
-    if (pp.weight <= 0) break;
-    if (device[pp.a] < 0 && device[pp.b] < 0) {
-      for (const Pair& gp : gpu_pairs)
-        if (!used[gp.a] && !used[gp.b]) {
-          device[pp.a] = gp.a;
-          device[pp.b] = gp.b;
-          used[gp.a] = used[gp.b] = true;
-          break;
+  std::vector<std::vector<Arc>> adj;
+};
+
+PartGraph part_graph(const PartTraffic& traffic) {
+  PartGraph g;
+  g.adj.resize(traffic.parts);
+  for (const PartTraffic::Flow& f : traffic.flows) {
+    if (f.src == f.dst || f.bytes <= 0) continue;
+    g.adj[f.src].push_back({f.dst, f.bytes, f.tensors});
+    g.adj[f.dst].push_back({f.src, f.bytes, f.tensors});
+  }
+  return g;
+}
+
+// A GPU-pair class: the view of the worse direction of an unordered pair.
+struct LinkClass {
+  double inv_bandwidth, latency;
+};
+
+// The topology's bandwidth levels as a tree: the root holds every GPU, each node's children are
+// the groups its GPUs fall into when only pairs of a better class are joined, leaves are GPUs.
+struct GpuTree {
+  struct Node {
+    std::vector<int> children;  // node ids; empty for a leaf
+    std::vector<DeviceId> gpus; // the GPUs under the node, ascending
+    LinkClass link{0, 0};       // class of the pairs that join its children
+  };
+  std::vector<Node> nodes;  // nodes[0] is the root
+};
+
+struct UnionFind {
+  std::vector<int> parent;
+  explicit UnionFind(int n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  int find(int x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  }
+  void join(int a, int b) {
+    a = find(a), b = find(b);
+    if (a != b) parent[std::max(a, b)] = std::min(a, b);
+  }
+};
+
+GpuTree gpu_tree(const Cluster& cluster) {
+  const int k = cluster.num_devices();
+  // Distinct classes of unordered pairs (equal to 1e-9 relative), best (fastest) first.
+  const auto close = [](double a, double b) {
+    return a == b || std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));  // a == b: infinities
+  };
+  std::vector<LinkClass> classes;
+  std::vector<std::uint8_t> class_of(static_cast<std::size_t>(k) * (k - 1) / 2);
+  const auto find_class = [&](const LinkClass& c) {
+    for (std::size_t i = 0; i < classes.size(); ++i)
+      if (close(classes[i].inv_bandwidth, c.inv_bandwidth) && close(classes[i].latency, c.latency)) return i;
+    classes.push_back(c);
+    return classes.size() - 1;
+  };
+  // Pair (a, b), a < b, is at index a * k - a * (a + 1) / 2 + (b - a - 1). Tiles of 64 x 64 keep
+  // the reads of both directions (rows a and b of the pair tables) in cache.
+  const auto pair_index = [k](std::size_t a, std::size_t b) { return a * k - a * (a + 1) / 2 + (b - a - 1); };
+  std::size_t last = 0;
+  constexpr int kTile = 64;
+  for (int a0 = 0; a0 < k; a0 += kTile)
+    for (int b0 = a0; b0 < k; b0 += kTile)
+      for (DeviceId a = a0; a < std::min(a0 + kTile, k); ++a)
+        for (DeviceId b = std::max(a + 1, b0); b < std::min(b0 + kTile, k); ++b) {
+          const LinkClass c{std::max(1.0 / cluster.bandwidth(a, b), 1.0 / cluster.bandwidth(b, a)),
+                            std::max(cluster.latency(a, b), cluster.latency(b, a))};
+          if (classes.empty() || !close(classes[last].inv_bandwidth, c.inv_bandwidth) ||
+              !close(classes[last].latency, c.latency))
+            last = find_class(c);
+          // More than 256 classes (no regular fabric has them): the rest share the 256th.
+          class_of[pair_index(a, b)] = static_cast<std::uint8_t>(std::min<std::size_t>(last, 255));
         }
-    } else if (device[pp.a] < 0 || device[pp.b] < 0) {
-      const int lone = device[pp.a] < 0 ? pp.a : pp.b;
-      const DeviceId h = fastest_free_partner(device[lone == pp.a ? pp.b : pp.a]);
-      device[lone] = h;
-      used[h] = true;
+  std::size_t pair = 0;
+  std::vector<std::size_t> order(classes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    return std::tie(classes[x].inv_bandwidth, classes[x].latency) < std::tie(classes[y].inv_bandwidth, classes[y].latency);
+  });
+  std::vector<int> rank_of(256, static_cast<int>(order.size()) - 1);
+  for (std::size_t r = 0; r < order.size(); ++r) rank_of[order[r]] = static_cast<int>(r);
+
+  // Level by level, best class first: the groups (union-find roots) after joining the pairs of
+  // classes up to that level. groups_at[l][gpu] = group representative.
+  const int levels = static_cast<int>(order.size());
+  // One sweep of the class table per level (levels are few).
+  UnionFind uf(k);
+  std::vector<std::vector<int>> groups_at;
+  // The last level joins every GPU (the root) and is never split on: it is not computed.
+  for (int l = 0; l + 1 < levels; ++l) {
+    pair = 0;
+    for (DeviceId a = 0; a < k; ++a)
+      for (DeviceId b = a + 1; b < k; ++b, ++pair)
+        if (rank_of[class_of[pair]] == l) uf.join(a, b);
+    std::vector<int> g(k);
+    for (DeviceId d = 0; d < k; ++d) g[d] = uf.find(d);
+    groups_at.push_back(std::move(g));
+  }
+
+  // Build the tree top-down: a node at level l (its GPUs share a group at level l) splits into its
+  // groups at level l - 1; levels where it does not split are skipped. Leaves are single GPUs.
+  GpuTree tree;
+  struct Pending {
+    int node, level;
+  };
+  tree.nodes.push_back({});
+  tree.nodes[0].gpus.resize(k);
+  std::iota(tree.nodes[0].gpus.begin(), tree.nodes[0].gpus.end(), 0);
+  std::vector<Pending> stack{{0, levels - 1}};
+  while (!stack.empty()) {
+    auto [id, level] = stack.back();
+    stack.pop_back();
+    if (tree.nodes[id].gpus.size() <= 1) continue;
+    // Find the highest level below `level` at which the node's GPUs fall into several groups.
+    std::vector<std::vector<DeviceId>> parts;
+    int split = level;
+    for (; split >= 0; --split) {
+      parts.clear();
+      if (split == 0) {
+        for (DeviceId d : tree.nodes[id].gpus) parts.push_back({d});
+      } else {
+        const std::vector<int>& g = groups_at[split - 1];
+        std::map<int, std::size_t> index;
+        for (DeviceId d : tree.nodes[id].gpus) {
+          auto [it, fresh] = index.emplace(g[d], parts.size());
+          if (fresh) parts.emplace_back();
+          parts[it->second].push_back(d);
+        }
+      }
+      if (parts.size() > 1) break;
+    }
+    tree.nodes[id].link = classes[order[std::max(split, 0)]];
+    for (auto& gpus : parts) {
+      const int child = static_cast<int>(tree.nodes.size());
+      tree.nodes.push_back({});
+      tree.nodes.back().gpus = std::move(gpus);
+      tree.nodes[id].children.push_back(child);
+      stack.push_back({child, split - 1});
     }
   }
-  for (int p = 0; p < k; ++p)
-    if (device[p] < 0) {
-      device[p] = static_cast<DeviceId>(std::find(used.begin(), used.end(), false) - used.begin());
-      used[device[p]] = true;
+  return tree;
+}
+
+// Splits `parts` into groups of the given sizes so that little traffic crosses groups: each group
+// grows from the unassigned part with the most traffic, taking the part most connected to it,
+// then pairs of parts in different groups are swapped while that lowers the crossing traffic.
+std::vector<std::vector<int>> split_parts(const PartGraph& pg, const std::vector<int>& parts,
+                                          const std::vector<std::size_t>& sizes, const LinkClass& link,
+                                          std::vector<int>& local, std::vector<double>& scratch) {
+  const int n = static_cast<int>(parts.size());
+  const int m = static_cast<int>(sizes.size());
+  for (int i = 0; i < n; ++i) local[parts[i]] = i;
+  const auto weight = [&](const PartGraph::Arc& a) { return a.bytes * link.inv_bandwidth + a.tensors * link.latency; };
+  std::vector<double> total(n, 0);
+  for (int i = 0; i < n; ++i)
+    for (const auto& a : pg.adj[parts[i]])
+      if (local[a.to] >= 0) total[i] += weight(a);
+
+  std::vector<int> group(n, -1);
+  std::vector<double> conn(n, 0);
+  for (int c = 0; c < m; ++c) {
+    std::fill(conn.begin(), conn.end(), 0.0);
+    for (std::size_t taken = 0; taken < sizes[c]; ++taken) {
+      int best = -1;
+      for (int i = 0; i < n; ++i) {
+        if (group[i] >= 0) continue;
+        if (best < 0 || conn[i] > conn[best] || (conn[i] == conn[best] && total[i] > total[best])) best = i;
+      }
+      group[best] = c;
+      for (const auto& a : pg.adj[parts[best]])
+        if (const int j = local[a.to]; j >= 0) conn[j] += weight(a);
     }
+  }
+
+  // Refinement: conn_to[i * m + g] = traffic between part i and group g.
+  std::vector<double> conn_to(static_cast<std::size_t>(n) * m, 0.0);
+  for (int i = 0; i < n; ++i)
+    for (const auto& a : pg.adj[parts[i]])
+      if (const int j = local[a.to]; j >= 0) conn_to[static_cast<std::size_t>(i) * m + group[j]] += weight(a);
+  std::vector<std::vector<int>> members(m);
+  for (int i = 0; i < n; ++i) members[group[i]].push_back(i);
+  const auto move = [&](int i, int from, int to) {
+    for (const auto& a : pg.adj[parts[i]])
+      if (const int j = local[a.to]; j >= 0) {
+        conn_to[static_cast<std::size_t>(j) * m + from] -= weight(a);
+        conn_to[static_cast<std::size_t>(j) * m + to] += weight(a);
+      }
+    group[i] = to;
+  };
+  for (int pass = 0; pass < 8 && m > 1; ++pass) {
+    bool improved = false;
+    for (int i = 0; i < n; ++i) {
+      if (pg.adj[parts[i]].empty()) continue;
+      const int a = group[i];
+      const double* ci = &conn_to[static_cast<std::size_t>(i) * m];
+      int b = -1;
+      for (int g = 0; g < m; ++g)
+        if (g != a && (b < 0 || ci[g] > ci[b])) b = g;
+      if (ci[b] - ci[a] <= 0) continue;
+      for (const auto& arc : pg.adj[parts[i]])
+        if (const int j = local[arc.to]; j >= 0) scratch[j] += weight(arc);
+      int best_q = -1;
+      double best_gain = 1e-12 * (total[i] + 1e-300);
+      for (int q : members[b]) {
+        const double* cq = &conn_to[static_cast<std::size_t>(q) * m];
+        const double gain = (ci[b] - ci[a]) + (cq[a] - cq[b]) - 2 * scratch[q];
+        if (gain > best_gain) {
+          best_gain = gain;
+          best_q = q;
+        }
+      }
+      for (const auto& arc : pg.adj[parts[i]])
+        if (const int j = local[arc.to]; j >= 0) scratch[j] = 0;
+      if (best_q < 0) continue;
+      move(i, a, b);
+      move(best_q, b, a);
+      std::replace(members[a].begin(), members[a].end(), i, best_q);
+      std::replace(members[b].begin(), members[b].end(), best_q, i);
+      improved = true;
+    }
+    if (!improved) break;
+  }
+  std::vector<std::vector<int>> out(m);
+  for (int i = 0; i < n; ++i) out[group[i]].push_back(parts[i]);
+  for (int i = 0; i < n; ++i) local[parts[i]] = -1;
+  return out;
+}
+
+std::vector<DeviceId> hierarchical_mapping(const PartTraffic& traffic, const Cluster& cluster) {
+  const int k = traffic.parts;
+  const PartGraph pg = part_graph(traffic);
+  const GpuTree tree = gpu_tree(cluster);
+  std::vector<DeviceId> device(k, -1);
+  std::vector<int> local(k, -1);
+  std::vector<double> scratch(k, 0.0);
+  std::vector<std::pair<int, std::vector<int>>> stack;
+  std::vector<int> all(k);
+  std::iota(all.begin(), all.end(), 0);
+  stack.emplace_back(0, std::move(all));
+  while (!stack.empty()) {
+    auto [id, parts] = std::move(stack.back());
+    stack.pop_back();
+    const GpuTree::Node& node = tree.nodes[id];
+    if (node.children.empty()) {
+      device[parts[0]] = node.gpus[0];
+      continue;
+    }
+    std::vector<std::size_t> sizes;
+    for (int c : node.children) sizes.push_back(tree.nodes[c].gpus.size());
+    std::vector<std::vector<int>> groups = split_parts(pg, parts, sizes, node.link, local, scratch);
+    for (std::size_t c = 0; c < node.children.size(); ++c) stack.emplace_back(node.children[c], std::move(groups[c]));
+  }
   return device;
 }
 
 }  // namespace
 
-double mapping_cost(const PartTraffic& traffic, std::span<const DeviceId> device_of_part, const Cluster& cluster) {
-  const int k = traffic.parts;
-  double cost = 0;
-  for (int p = 0; p < k; ++p)
-    for (int q = 0; q < k; ++q) {
-      const std::size_t pq = static_cast<std::size_t>(p) * k + q;
-      if (p == q || traffic.bytes[pq] <= 0) continue;
-      const DeviceId a = device_of_part[p], b = device_of_part[q];
-      if (a == b) continue;
-      cost += traffic.tensors[pq] * cluster.latency(a, b) + traffic.bytes[pq] / cluster.bandwidth(a, b);
+void PartTraffic::add(int src, int dst, double bytes, double count) {
+  if (src == dst || bytes <= 0) return;
+  flows.push_back({src, dst, bytes, count});
+}
+
+void PartTraffic::merge() {
+  std::sort(flows.begin(), flows.end(), [](const Flow& x, const Flow& y) { return std::tie(x.src, x.dst) < std::tie(y.src, y.dst); });
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    if (out > 0 && flows[out - 1].src == flows[i].src && flows[out - 1].dst == flows[i].dst) {
+      flows[out - 1].bytes += flows[i].bytes;
+      flows[out - 1].tensors += flows[i].tensors;
+    } else {
+      flows[out++] = flows[i];
     }
+  }
+  flows.resize(out);
+}
+
+double mapping_cost(const PartTraffic& traffic, std::span<const DeviceId> device_of_part, const Cluster& cluster) {
+  double cost = 0;
+  for (const PartTraffic::Flow& f : traffic.flows) {
+    if (f.src == f.dst || f.bytes <= 0) continue;
+    const DeviceId a = device_of_part[f.src], b = device_of_part[f.dst];
+    if (a == b) continue;
+    cost += f.tensors * cluster.latency(a, b) + f.bytes / cluster.bandwidth(a, b);
+  }
   return cost;
 }
 
-std::vector<DeviceId> map_parts_to_devices(const PartTraffic& traffic, const Cluster& cluster) {
-  const int k = traffic.parts;
+std::vector<DeviceId> map_parts_to_devices(const PartTraffic& traffic_in, const Cluster& cluster) {
+  const int k = traffic_in.parts;
   if (k != cluster.num_devices())
     throw std::invalid_argument(fmt::format("map_parts_to_devices: {} parts for {} GPUs", k, cluster.num_devices()));
+  PartTraffic traffic = traffic_in;
+  traffic.merge();  // sorted by (src, dst): costs sum in the same order whatever the input order
   std::vector<DeviceId> best(k);
   std::iota(best.begin(), best.end(), 0);
   double best_cost = mapping_cost(traffic, best, cluster);
@@ -237,26 +468,28 @@ std::vector<DeviceId> map_parts_to_devices(const PartTraffic& traffic, const Clu
     }
     return best;
   }
-  std::vector<DeviceId> greedy = greedy_mapping(traffic, cluster);
-  if (const double c = mapping_cost(traffic, greedy, cluster); c < best_cost) {
+  std::vector<DeviceId> tree = hierarchical_mapping(traffic, cluster);
+  if (const double c = mapping_cost(traffic, tree, cluster); c < best_cost) {
     best_cost = c;
-    best = std::move(greedy);
+    best = std::move(tree);
   }
-  // Pairwise swaps, first improvement, until none helps (bounded to keep large k cheap).
-  for (int round = 0; round < 4 * k; ++round) {
-    bool improved = false;
-    for (int p = 0; p < k && !improved; ++p)
-      for (int q = p + 1; q < k && !improved; ++q) {
-        std::swap(best[p], best[q]);
-        const double c = mapping_cost(traffic, best, cluster);
-        if (c < best_cost) {
-          best_cost = c;
-          improved = true;
-        } else {
+  // Up to 32 GPUs: pairwise swaps, first improvement, until none helps (bounded).
+  if (k <= kSwapPolishMaxGpus) {
+    for (int round = 0; round < 2 * k; ++round) {
+      bool improved = false;
+      for (int p = 0; p < k && !improved; ++p)
+        for (int q = p + 1; q < k && !improved; ++q) {
           std::swap(best[p], best[q]);
+          const double c = mapping_cost(traffic, best, cluster);
+          if (c < best_cost) {
+            best_cost = c;
+            improved = true;
+          } else {
+            std::swap(best[p], best[q]);
+          }
         }
-      }
-    if (!improved) break;
+      if (!improved) break;
+    }
   }
   return best;
 }
@@ -287,14 +520,9 @@ PlacementResult MetisStrategy::place_impl(const Graph& graph, const Cluster& clu
 
   PartTraffic traffic;
   traffic.parts = k;
-  traffic.bytes.assign(static_cast<std::size_t>(k) * k, 0);
-  traffic.tensors.assign(static_cast<std::size_t>(k) * k, 0);
-  for (const Tensor& t : graph.tensors()) {
-    const idx_t p = part.part[m.vertex_of[t.src]], q = part.part[m.vertex_of[t.dst]];
-    if (p == q || t.bytes <= 0) continue;
-    traffic.bytes[static_cast<std::size_t>(p) * k + q] += t.bytes;
-    traffic.tensors[static_cast<std::size_t>(p) * k + q] += 1;
-  }
+  for (const Tensor& t : graph.tensors())
+    traffic.add(part.part[m.vertex_of[t.src]], part.part[m.vertex_of[t.dst]], t.bytes);
+  traffic.merge();
   const std::vector<DeviceId> device_of_part = map_parts_to_devices(traffic, cluster);
 
   std::vector<double> gpu_compute(k, 0), gpu_memory(k, 0);
