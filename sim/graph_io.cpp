@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -415,10 +416,11 @@ LoadResult load_quickp_json(const json& doc, const std::string& file) {
 //
 // Forward-to-backward pairing: in this format a backward node is paired with the forward node(s)
 // of its colorClass. Layer graphs (inceptionv3_training, gnmt_training) carry no edge at all from a
-// forward to a backward node, so without help their backward pass could start at t = 0. When a
-// file has backward nodes and not one forward -> backward edge, the loader adds, for every colour
-// class, a zero-byte control tensor f -> b from each forward node f to each backward node b of the
-// class, unless f already reaches b (the dependency is implied) or b reaches f (the edge would
+// forward to a backward node, so without help their backward pass could start at t = 0 (and their
+// backward edges copy the forward direction: see msr_backward_edges_mirror_forward; the loader
+// reverses them before this runs). When a file has backward nodes and not one forward -> backward
+// edge, the loader adds, for every colour class, a zero-byte control tensor f -> b from each
+// forward node f to each backward node b of the class, unless f already reaches b (the dependency is implied) or b reaches f (the edge would
 // close a cycle); backward nodes are visited in a topological order of the file's own edges, and
 // "reaches" counts the edges added so far, so implied pairs add nothing. Files that do link the
 // passes (operator graphs: bert_l-3, resnet50) are left as they are: there a class groups a weight
@@ -494,6 +496,27 @@ PairingEdges msr_pairing_edges(const std::vector<char>& backward, const std::vec
   return out;
 }
 
+// Layer graphs in this format (inceptionv3_training, gnmt_training) copy the forward graph for the
+// backward pass without reversing it: for every edge f_a -> f_b there is b_a -> b_b, where the
+// gradient of a is in fact computed from the gradient of b. True when the file has backward nodes,
+// no edge between the passes, and every backward -> backward edge joins two colour classes that a
+// forward edge joins in the same direction; the loader then reverses the backward edges.
+bool msr_backward_edges_mirror_forward(const std::vector<char>& backward, const std::vector<std::int32_t>& colour,
+                                       const std::vector<std::pair<OpId, OpId>>& edges) {
+  std::set<std::pair<std::int32_t, std::int32_t>> forward_class_edges;
+  std::size_t backward_edges = 0;
+  for (const auto& [src, dst] : edges) {
+    if (backward[src] != backward[dst]) return false;
+    if (!backward[src]) forward_class_edges.emplace(colour[src], colour[dst]);
+  }
+  for (const auto& [src, dst] : edges) {
+    if (!backward[src]) continue;
+    ++backward_edges;
+    if (colour[src] < 0 || colour[dst] < 0 || !forward_class_edges.count({colour[src], colour[dst]})) return false;
+  }
+  return backward_edges > 0;
+}
+
 LoadResult load_msr_json(const json& doc, const std::string& file) {
   Fields f(file);
   f.expect_object(doc, "", "a JSON object (nodes, edges)");
@@ -564,6 +587,7 @@ LoadResult load_msr_json(const json& doc, const std::string& file) {
         "{} operator(s) share a name with an earlier one; renamed to 'name#id'", renamed)));
 
   std::vector<std::pair<OpId, OpId>> file_edges;
+  std::vector<double> file_bytes;
   for (std::size_t e = 0; e < edges.size(); ++e) {
     const std::string path = at("edges", e);
     const json& edge = edges[e];
@@ -578,9 +602,20 @@ LoadResult load_msr_json(const json& doc, const std::string& file) {
       ends[k] = found->second.first;
     }
     double bytes = f.size(f.member(edge, "size", path, "a non-negative number (bytes)"), join(path, "size"), "bytes", 1);
-    g.add_tensor(ends[0], ends[1], bytes);
     file_edges.emplace_back(ends[0], ends[1]);
+    file_bytes.push_back(bytes);
   }
+  const bool mirrored = msr_backward_edges_mirror_forward(backward_of, colour_of, file_edges);
+  for (std::size_t e = 0; e < file_edges.size(); ++e) {
+    auto& [src, dst] = file_edges[e];
+    if (mirrored && backward_of[src] && backward_of[dst]) std::swap(src, dst);
+    g.add_tensor(src, dst, file_bytes[e]);
+  }
+  if (mirrored)
+    result.warnings.push_back(with_file(file, fmt::format(
+        "the backward edges copy the forward edges' direction (each runs from the gradient of a layer to the "
+        "gradient of its consumer); reversed them so that the backward pass runs from the last layer to the "
+        "first, as training does")));
   const PairingEdges pairing = msr_pairing_edges(backward_of, colour_of, file_edges);
   for (const auto& [fwd, bwd] : pairing.added) g.add_tensor(fwd, bwd, 0.0);
   if (!pairing.added.empty() || pairing.skipped_cycle > 0)

@@ -122,12 +122,13 @@ TEST(GraphIoReal, TinyUsesMeanOverDevicesAndWarns) {
 
 TEST(GraphIoReal, MsrGraphsLoadWithExpectedCounts) {
   PLACESIM_REQUIRE_SHARED_GRAPHS();
-  // Inception-v3 and GNMT get one forward -> backward control edge per colour class (326 and 96,
-  // see MsrRealLayerGraphsGetTheirPairingEdges); BERT-3 and ResNet-50 link their passes already.
+  // Inception-v3 and GNMT get their backward edges reversed and one forward -> backward control
+  // edge per forward sink (1 and 17, see MsrRealLayerGraphsGetTheirPairingEdges); BERT-3 and
+  // ResNet-50 link their passes already.
   struct Expect { const char* file; std::size_t ops, edges; int classes; };
   for (auto [file, ops, edges, classes] :
        {Expect{"bert_l-3_training.json", 600, 817, 121}, Expect{"resnet50_training.json", 1243, 1806, 177},
-        Expect{"inceptionv3_training.json", 652, 726 + 326, 326}, Expect{"gnmt_training.json", 192, 244 + 96, 96}}) {
+        Expect{"inceptionv3_training.json", 652, 726 + 1, 326}, Expect{"gnmt_training.json", 192, 244 + 17, 96}}) {
     SCOPED_TRACE(file);
     LoadResult r = load_graph(shared_graph(std::string("msr-fiddle/") + file));
     EXPECT_EQ(r.format, GraphFormat::Msr);
@@ -136,7 +137,7 @@ TEST(GraphIoReal, MsrGraphsLoadWithExpectedCounts) {
     EXPECT_EQ(r.graph.num_colocation_classes(), classes);
     ASSERT_TRUE(r.suggested_device_memory);
     EXPECT_EQ(*r.suggested_device_memory, 17185374208.0);
-    EXPECT_EQ(r.warnings.size(), edges == 726 + 326 || edges == 244 + 96 ? 1u : 0u);
+    EXPECT_EQ(r.warnings.size(), edges == 726 + 1 || edges == 244 + 17 ? 2u : 0u);
   }
 }
 
@@ -148,16 +149,20 @@ TEST(GraphIoReal, MsrRealLayerGraphsGetTheirPairingEdges) {
     GTEST_SKIP() << "missing " << PLACESIM_TEST_SOURCE_DIR << "/../shared/graphs/msr-fiddle (or $PLACESIM_SHARED_GRAPHS): "
                  << "the profiled msr-fiddle graphs are not available";
   struct Expect { const char* file; std::size_t added; double critical_path_s; };
-  // Critical paths computed independently (a Python longest path over the file plus the added
-  // edges); before the fix they were the longest forward or backward chain alone.
-  for (auto [file, added, critical] : {Expect{"inceptionv3_training.json", 326, 281.62e-3},
-                                       Expect{"gnmt_training.json", 96, 337.57e-3}}) {
+  // The backward edges are reversed, so only the forward sinks need an edge to their backward
+  // node (every other pair is implied). Critical paths computed independently (a Python longest
+  // path over the file with its backward edges reversed and an edge from each forward sink to its
+  // class's backward node): the longest forward chain, then the longest backward chain. Before the
+  // fix they were the longest forward or backward chain alone.
+  for (auto [file, added, critical] : {Expect{"inceptionv3_training.json", 1, 433.461e-3},
+                                       Expect{"gnmt_training.json", 17, 519.865e-3}}) {
     SCOPED_TRACE(file);
     const std::string path = root + "/msr-fiddle/" + file;
     LoadResult r = load_graph(path);
-    ASSERT_EQ(r.warnings.size(), 1u);
+    ASSERT_EQ(r.warnings.size(), 2u);
     EXPECT_NE(r.warnings[0].find(file), std::string::npos) << r.warnings[0];
-    EXPECT_NE(r.warnings[0].find(fmt::format("added {} zero-byte", added)), std::string::npos) << r.warnings[0];
+    EXPECT_NE(r.warnings[0].find("reversed them"), std::string::npos) << r.warnings[0];
+    EXPECT_NE(r.warnings[1].find(fmt::format("added {} zero-byte", added)), std::string::npos) << r.warnings[1];
     const Graph& g = r.graph;
     std::size_t control = 0;
     for (const Tensor& t : g.tensors()) {
@@ -697,6 +702,27 @@ TEST(GraphIo, MsrLayerGraphGetsForwardToBackwardEdges) {
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_NE(r.warnings[0].find(f.path()), std::string::npos) << r.warnings[0];
   EXPECT_NE(r.warnings[0].find("added 1 zero-byte"), std::string::npos) << r.warnings[0];
+}
+
+// The same layers written as the real layer graphs write them: the backward edge b1 -> b2 copies
+// the forward edge f1 -> f2. It is reversed to b2 -> b1, and then only f2 -> b2 is added: 10 ms.
+TEST(GraphIo, MsrMirroredBackwardEdgesAreReversed) {
+  TempFile f("msr_mirror.json",
+             msr_file({msr_node(1, "f1", 1, false, 10), msr_node(2, "f2", 2, false, 20), msr_node(3, "b2", 3, true, 20),
+                       msr_node(4, "b1", 4, true, 10)},
+                      R"({"sourceId": 1, "destId": 2, "size": 100}, {"sourceId": 4, "destId": 3, "size": 100})"));
+  LoadResult r = load_graph(f.path());
+  const Graph& g = r.graph;
+  ASSERT_EQ(g.num_tensors(), 3u);
+  EXPECT_EQ(g.op(g.tensor(1).src).name, "b2");
+  EXPECT_EQ(g.op(g.tensor(1).dst).name, "b1");
+  EXPECT_EQ(g.tensor(1).bytes, 100.0);
+  EXPECT_EQ(g.op(g.tensor(2).src).name, "f2");
+  EXPECT_EQ(g.op(g.tensor(2).dst).name, "b2");
+  EXPECT_NEAR(critical_path(g), 10e-3, 1e-15);
+  ASSERT_EQ(r.warnings.size(), 2u);
+  EXPECT_NE(r.warnings[0].find("reversed them"), std::string::npos) << r.warnings[0];
+  EXPECT_NE(r.warnings[1].find("added 1 zero-byte"), std::string::npos) << r.warnings[1];
 }
 
 // A class with two forward nodes: its backward node waits for both (f1 -> b, f2 -> b), since
