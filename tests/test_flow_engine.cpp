@@ -15,6 +15,9 @@
 #include <map>
 #include <random>
 
+#include "scenarios/record.h"
+#include "scenarios/runner.h"
+#include "sim/errors.h"
 #include "sim/evaluator.h"
 #include "sim/flow_engine.h"
 #include "sim/graph_io.h"
@@ -323,3 +326,48 @@ TEST(FlowEngineCrossCheck, FcfsAgreesWithSimgrid) {
   std::cout << fmt::format("[ flow vs SimGrid ] fcfs: max relative difference {:.3g}\n", worst);
 }
 
+// `simulation.engine: flow | all` (scenarios/scenario.h): the runner measures with the flow engine
+// in SimGrid's order, and records and tables carry flow_latency.
+TEST(FlowEngine, EngineOptionRecordsAndTable) {
+  EXPECT_EQ(engine_parse("all", "s.yaml", "simulation.engine"), Engine::All);
+  EXPECT_EQ(engine_parse("flow", "s.yaml", "simulation.engine"), Engine::Flow);
+  EXPECT_THROW(engine_parse("ns3", "s.yaml", "simulation.engine"), InputError);
+  for (const auto& n : kEngineNames) EXPECT_EQ(engine_parse(n.name, "", ""), n.value);
+
+  std::mt19937 rng(3);
+  const Graph g = random_dag(rng, 40);
+  const Cluster c = cluster_from_yaml(YAML::Load("{type: fat-tree, k: 4, servers: 4, gpus_per_server: 2}"), "t");
+  const auto p = random_placement(rng, g, c);
+  const Measurement all = measure_placement(g, c, p, Engine::All);
+  ASSERT_TRUE(all.flow_latency && all.simgrid_latency);
+  EXPECT_LE(relative(*all.flow_latency, *all.simgrid_latency), kRelative);
+  const Measurement flow = measure_placement(g, c, p, Engine::Flow);
+  EXPECT_FALSE(flow.simgrid_latency);
+  ASSERT_TRUE(flow.flow_latency);
+  EXPECT_EQ(*flow.flow_latency, *all.flow_latency);
+  EXPECT_FALSE(measure_placement(g, c, p, Engine::Both).flow_latency);
+
+  PointRecord r;
+  r.key = "k";
+  r.scenario = "s";
+  r.graph = "g";
+  r.gpus = 8;
+  r.cluster = "c";
+  r.label = r.strategy = "round-robin";
+  r.engine = Engine::Flow;
+  r.measurement.emplace();
+  r.measurement->evaluator_latency = 1e-3;
+  r.measurement->flow_latency = 1.5e-3;
+  const PointRecord back = record_from_json(to_json(r), "results.jsonl", "line 1");
+  EXPECT_EQ(back.engine, Engine::Flow);
+  ASSERT_TRUE(back.measurement && back.measurement->flow_latency);
+  EXPECT_EQ(*back.measurement->flow_latency, 1.5e-3);
+  EXPECT_EQ(back.latency(), 1.5e-3);
+  EXPECT_EQ(dump_json(to_json(back)), dump_json(to_json(r)));
+  const std::string table = format_point_table(std::span<const PointRecord>(&r, 1));
+  EXPECT_NE(table.find("flow"), std::string::npos) << table;
+  EXPECT_NE(records_to_csv(std::span<const PointRecord>(&r, 1)).find("flow_latency_s"), std::string::npos);
+  r.measurement->flow_latency.reset();
+  EXPECT_FALSE(to_json(r).contains("flow_latency"));
+  EXPECT_EQ(format_point_table(std::span<const PointRecord>(&r, 1)).find(" flow"), std::string::npos);
+}
