@@ -277,11 +277,11 @@ TEST(FlowEngineCrossCheck, RealGraphsAgreeWithSimgrid) {
   PLACESIM_REQUIRE_SHARED_GRAPHS();
   const std::string root = testutil::shared_graphs();
   const std::pair<const char*, const char*> fabrics[] = {
-      {"fat-tree", "{type: fat-tree, k: 4, servers: 4, gpus_per_server: 4, nic_bandwidth: 100Gbps, gpu_memory: 1000TB}"},
+      {"fat-tree", "{type: fat-tree, k: 4, servers: 4, gpus_per_server: 4, nic_bandwidth: 100Gbps, gpu_memory: 100TB}"},
       {"spine-leaf 4:1",
        "{type: spine-leaf, leaves: 2, servers_per_leaf: 2, spines: 2, gpus_per_server: 4, nic_bandwidth: 100Gbps, "
-       "oversubscription: 4, gpu_memory: 1000TB}"},
-      {"multi-nic", "{type: multi-nic, servers: 4, gpus_per_server: 2, nics_per_server: 2, gpu_memory: 1000TB}"},
+       "oversubscription: 4, gpu_memory: 100TB}"},
+      {"multi-nic", "{type: multi-nic, servers: 4, gpus_per_server: 2, nics_per_server: 2, gpu_memory: 100TB}"},
   };
   for (const char* rel : {"quickp/small.json", "quickp/alexnet.json", "msr-fiddle/bert_l-3_training.json"}) {
     const Graph g = load_graph(root + "/" + rel).graph;
