@@ -92,8 +92,8 @@ void run_flow(benchmark::State& state, const Case& c) {
   state.counters["operators"] = static_cast<double>(c.graph.num_operators());
   state.counters["latency_ms"] = latency * 1e3;
   state.counters["solves"] = static_cast<double>(flow.solves());
-  state.counters["subflows_per_solve"] =
-      flow.solves() ? static_cast<double>(flow.solved_subflows()) / static_cast<double>(flow.solves()) : 0.0;
+  state.counters["paths_per_solve"] =
+      flow.solves() ? static_cast<double>(flow.solved_classes()) / static_cast<double>(flow.solves()) : 0.0;
 }
 
 void run_simgrid(benchmark::State& state, const Case& c) {

@@ -96,10 +96,19 @@ void FlowEngine::ensure_route(int route) {
     paths_.push_back({static_cast<std::int32_t>(path_links_.size()), static_cast<std::int32_t>(p.links.size()), p.share});
     path_links_.insert(path_links_.end(), p.links.begin(), p.links.end());
   }
+  classes_.resize(paths_.size(), PathClass{0, 0, 0, kInf, 0, 0, -1});
+  targets_.resize(paths_.size());
+  class_used_.resize(paths_.size(), 0);
 }
 
 // One flow per cross-GPU tensor with bytes, its sub-flows laid out flow by flow.
 void FlowEngine::prepare_flows(std::span<const DeviceId> placement) {
+  for (const std::int32_t c : used_classes_) {
+    classes_[c] = PathClass{0, 0, 0, kInf, 0, 0, -1};
+    targets_[c].clear();
+    class_used_[c] = 0;
+  }
+  used_classes_.clear();
   flows_.clear();
   unreachable_ = false;
   std::int32_t num_subs = 0;
@@ -131,53 +140,98 @@ void FlowEngine::prepare_flows(std::span<const DeviceId> placement) {
       Sub& s = subs_[flow.first_sub + k];
       const double units = std::round(flow.num_subs == 1 ? t.bytes * kPayloadUnitsPerByte
                                                          : t.bytes * paths_[first_path + k].share * kPayloadUnitsPerByte);
-      s.remaining = std::max(1.0, units) / kPayloadUnitsPerByte;
-      s.rate = 0;
-      s.last = 0;
-      s.finish = kInf;
+      s.bytes = std::max(1.0, units) / kPayloadUnitsPerByte;
       s.path = first_path + k;
       s.flow = f;
-      s.heap_pos = -1;
-      s.mark = 0;
     }
   }
+}
+
+// Brings what each sub-flow of the class has sent up to `now`, at its current rate.
+void FlowEngine::advance(std::int32_t cls, double now) {
+  PathClass& c = classes_[cls];
+  c.sent += c.rate * (now - c.last);
+  c.last = now;
+}
+
+// The class's next finish at its current rate (its first target; `sent` is up to date).
+void FlowEngine::set_finish(std::int32_t cls) {
+  PathClass& c = classes_[cls];
+  const double left = targets_[cls].front().first - c.sent;
+  c.finish = left > 0 ? c.last + left / c.rate : c.last;
+  heap_update(cls);
 }
 
 void FlowEngine::start_flow(std::int32_t flow, double now) {
   const Flow& f = flows_[flow];
   for (std::int32_t s = f.first_sub; s < f.first_sub + f.num_subs; ++s) {
-    subs_[s].last = now;
-    const PathRec& p = paths_[subs_[s].path];
+    const std::int32_t cls = subs_[s].path;
+    PathClass& c = classes_[cls];
+    if (!class_used_[cls]) {
+      class_used_[cls] = 1;
+      used_classes_.push_back(cls);
+    }
+    if (c.count == 0) {
+      c.sent = 0;
+      c.rate = 0;
+      c.last = now;
+    } else {
+      advance(cls, now);
+    }
+    auto& heap = targets_[cls];
+    heap.emplace_back(c.sent + subs_[s].bytes, s);
+    std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+    const PathRec& p = paths_[cls];
     for (std::int32_t k = 0; k < p.num_links; ++k) {
       const std::int32_t l = path_links_[p.first_link + k];
-      active_[l].push_back(s);
+      if (c.count == 0) active_[l].push_back(cls);
       dirty_links_.push_back(l);
     }
+    // Joining a running class: if it is now the class's first to finish, the class's key must say
+    // so (at the current rate, until this instant's solve) before any finish of this instant.
+    if (c.count++ > 0 && heap.front().second == s) set_finish(cls);
   }
 }
 
-void FlowEngine::finish_subflow(std::int32_t s) {
-  const PathRec& p = paths_[subs_[s].path];
+std::int32_t FlowEngine::finish_subflow(std::int32_t cls, double now) {
+  PathClass& c = classes_[cls];
+  auto& heap = targets_[cls];
+  std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+  const std::int32_t s = heap.back().second;
+  heap.pop_back();
+  --c.count;
+  const PathRec& p = paths_[cls];
   for (std::int32_t k = 0; k < p.num_links; ++k) {
     const std::int32_t l = path_links_[p.first_link + k];
-    auto& list = active_[l];
-    *std::find(list.begin(), list.end(), s) = list.back();
-    list.pop_back();
+    if (c.count == 0) {
+      auto& list = active_[l];
+      *std::find(list.begin(), list.end(), cls) = list.back();
+      list.pop_back();
+    }
     dirty_links_.push_back(l);
   }
-  subs_[s].remaining = 0;
-  subs_[s].rate = 0;
+  if (c.count == 0) {
+    heap_remove(cls);
+    c.rate = 0;
+    c.finish = kInf;
+  } else {
+    // The others keep their rate until the solve at the end of this instant: the next one may
+    // also be due now.
+    advance(cls, now);
+    set_finish(cls);
+  }
+  return s;
 }
 
-// Max-min fair rates for the connected component(s) of the dirty links: bring every sub-flow's
-// remaining bytes to `now` at its old rate, then progressive filling with equal weights (the
-// bottleneck share is a link's remaining capacity over its unfixed sub-flows; every sub-flow of a
+// Max-min fair rates for the connected component(s) of the dirty links: bring every class's sent
+// bytes to `now` at its old rate, then progressive filling with equal weights per sub-flow (the
+// bottleneck share is a link's remaining capacity over its unfixed sub-flows; every class of a
 // link at the smallest share is fixed at that share), then new finish times.
 void FlowEngine::solve(double now) {
   if (dirty_links_.empty()) return;
   ++epoch_;
   comp_links_.clear();
-  comp_subs_.clear();
+  comp_classes_.clear();
   for (const std::int32_t l : dirty_links_)
     if (link_mark_[l] != epoch_) {
       link_mark_[l] = epoch_;
@@ -185,12 +239,12 @@ void FlowEngine::solve(double now) {
     }
   dirty_links_.clear();
   for (std::size_t i = 0; i < comp_links_.size(); ++i) {
-    for (const std::int32_t s : active_[comp_links_[i]]) {
-      Sub& sub = subs_[s];
-      if (sub.mark == epoch_) continue;
-      sub.mark = epoch_;
-      comp_subs_.push_back(s);
-      const PathRec& p = paths_[sub.path];
+    for (const std::int32_t cls : active_[comp_links_[i]]) {
+      PathClass& c = classes_[cls];
+      if (c.mark == epoch_) continue;
+      c.mark = epoch_;
+      comp_classes_.push_back(cls);
+      const PathRec& p = paths_[cls];
       for (std::int32_t k = 0; k < p.num_links; ++k) {
         const std::int32_t m = path_links_[p.first_link + k];
         if (link_mark_[m] != epoch_) {
@@ -200,21 +254,20 @@ void FlowEngine::solve(double now) {
       }
     }
   }
-  if (comp_subs_.empty()) return;
+  if (comp_classes_.empty()) return;
   ++solves_;
-  solved_subflows_ += static_cast<std::int64_t>(comp_subs_.size());
+  solved_classes_ += static_cast<std::int64_t>(comp_classes_.size());
 
-  for (const std::int32_t s : comp_subs_) {
-    Sub& sub = subs_[s];
-    sub.remaining -= sub.rate * (now - sub.last);
-    sub.last = now;
-    sub.rate = -1;  // unfixed
+  for (const std::int32_t cls : comp_classes_) {
+    advance(cls, now);
+    classes_[cls].rate = -1;  // unfixed
   }
   for (const std::int32_t l : comp_links_) {
     link_cap_[l] = link_bandwidth_[l];
-    link_count_[l] = static_cast<std::int32_t>(active_[l].size());
+    link_count_[l] = 0;
+    for (const std::int32_t cls : active_[l]) link_count_[l] += classes_[cls].count;
   }
-  std::size_t unfixed = comp_subs_.size();
+  std::size_t unfixed = comp_classes_.size();
   while (unfixed > 0) {
     double share = kInf;
     for (const std::int32_t l : comp_links_)
@@ -223,79 +276,76 @@ void FlowEngine::solve(double now) {
     for (const std::int32_t l : comp_links_)
       if (link_count_[l] > 0 && link_cap_[l] / link_count_[l] == share) saturated_.push_back(l);
     for (const std::int32_t l : saturated_)
-      for (const std::int32_t s : active_[l]) {
-        Sub& sub = subs_[s];
-        if (sub.rate >= 0) continue;
-        sub.rate = share;
+      for (const std::int32_t cls : active_[l]) {
+        PathClass& c = classes_[cls];
+        if (c.rate >= 0) continue;
+        c.rate = share;
         --unfixed;
-        const PathRec& p = paths_[sub.path];
+        const PathRec& p = paths_[cls];
         for (std::int32_t k = 0; k < p.num_links; ++k) {
           const std::int32_t m = path_links_[p.first_link + k];
-          link_cap_[m] = std::max(0.0, link_cap_[m] - share);
-          --link_count_[m];
+          link_cap_[m] = std::max(0.0, link_cap_[m] - share * c.count);
+          link_count_[m] -= c.count;
         }
       }
   }
-  for (const std::int32_t s : comp_subs_) {
-    Sub& sub = subs_[s];
-    sub.finish = sub.remaining > 0 ? now + sub.remaining / sub.rate : now;
-    heap_update(s);
-  }
+  for (const std::int32_t cls : comp_classes_) set_finish(cls);
 }
 
-// --- the indexed heap of sub-flow finish times ---------------------------------------------------
+// --- the indexed heap of class finish times ------------------------------------------------------
 
 void FlowEngine::heap_up(std::int32_t pos) {
   const std::int32_t s = heap_[pos];
-  const double key = subs_[s].finish;
+  const double key = classes_[s].finish;
   while (pos > 0) {
     const std::int32_t parent = (pos - 1) / 2;
-    if (!(subs_[heap_[parent]].finish > key)) break;
+    if (!(classes_[heap_[parent]].finish > key)) break;
     heap_[pos] = heap_[parent];
-    subs_[heap_[pos]].heap_pos = pos;
+    classes_[heap_[pos]].heap_pos = pos;
     pos = parent;
   }
   heap_[pos] = s;
-  subs_[s].heap_pos = pos;
+  classes_[s].heap_pos = pos;
 }
 
 void FlowEngine::heap_down(std::int32_t pos) {
   const std::int32_t s = heap_[pos];
-  const double key = subs_[s].finish;
+  const double key = classes_[s].finish;
   const auto size = static_cast<std::int32_t>(heap_.size());
   for (;;) {
     std::int32_t child = 2 * pos + 1;
     if (child >= size) break;
-    if (child + 1 < size && subs_[heap_[child + 1]].finish < subs_[heap_[child]].finish) ++child;
-    if (!(subs_[heap_[child]].finish < key)) break;
+    if (child + 1 < size && classes_[heap_[child + 1]].finish < classes_[heap_[child]].finish) ++child;
+    if (!(classes_[heap_[child]].finish < key)) break;
     heap_[pos] = heap_[child];
-    subs_[heap_[pos]].heap_pos = pos;
+    classes_[heap_[pos]].heap_pos = pos;
     pos = child;
   }
   heap_[pos] = s;
-  subs_[s].heap_pos = pos;
+  classes_[s].heap_pos = pos;
 }
 
 void FlowEngine::heap_update(std::int32_t s) {
-  if (subs_[s].heap_pos < 0) {
+  if (classes_[s].heap_pos < 0) {
     heap_.push_back(s);
     heap_up(static_cast<std::int32_t>(heap_.size()) - 1);
   } else {
-    heap_up(subs_[s].heap_pos);
-    heap_down(subs_[s].heap_pos);
+    heap_up(classes_[s].heap_pos);
+    heap_down(classes_[s].heap_pos);
   }
 }
 
 void FlowEngine::heap_remove(std::int32_t s) {
-  const std::int32_t pos = subs_[s].heap_pos;
-  subs_[s].heap_pos = -1;
+  const std::int32_t pos = classes_[s].heap_pos;
+  if (pos < 0) return;
+  classes_[s].heap_pos = -1;
   const std::int32_t last = heap_.back();
   heap_.pop_back();
   if (last == s) return;
   heap_[pos] = last;
-  subs_[last].heap_pos = pos;
+  classes_[last].heap_pos = pos;
   heap_up(pos);
-  heap_down(subs_[last].heap_pos);
+  heap_down(classes_[last].heap_pos);
 }
 
 // --- the event loop ------------------------------------------------------------------------------
@@ -307,7 +357,7 @@ double FlowEngine::run(std::span<const DeviceId> placement, const std::vector<st
   const int num_devices = cluster_.num_devices();
   const auto tensors = graph_.tensors();
   solves_ = 0;
-  solved_subflows_ = 0;
+  solved_classes_ = 0;
   prepare_flows(placement);
 
   auto later = [](const Event& a, const Event& b) { return a.time > b.time; };
@@ -399,7 +449,7 @@ double FlowEngine::run(std::span<const DeviceId> placement, const std::vector<st
   std::int32_t finished = 0;
   for (;;) {
     const double t_event = events_.empty() ? kInf : events_.front().time;
-    const double t_flow = heap_.empty() ? kInf : subs_[heap_.front()].finish;
+    const double t_flow = heap_.empty() ? kInf : classes_[heap_.front()].finish;
     const double now = std::min(t_event, t_flow);
     if (now == kInf) break;
     const double horizon = now + kTimePrecision;
@@ -440,10 +490,8 @@ double FlowEngine::run(std::span<const DeviceId> placement, const std::vector<st
           start_flow(ev.id, now);
         }
       }
-      while (!heap_.empty() && subs_[heap_.front()].finish < horizon) {
-        const std::int32_t s = heap_.front();
-        heap_remove(s);
-        finish_subflow(s);
+      while (!heap_.empty() && classes_[heap_.front()].finish < horizon) {
+        const std::int32_t s = finish_subflow(heap_.front(), now);
         progress = true;
         Flow& f = flows_[subs_[s].flow];
         if (--f.subs_left == 0) deliver(tensors[f.edge].dst, now);

@@ -19,8 +19,9 @@
 //    there, as in SimGrid.
 //  - An event due less than 1e-12 s after the current time happens at the current time: SimGrid
 //    (surf/precision 1e-12) finishes every action whose date is within that of its clock.
-// Rates are recomputed only for the sub-flows of the connected component (in the link--sub-flow
-// graph) of the links a change touched: a sub-flow started or finished.
+// Rates are recomputed only for the connected component (in the link--path graph) of the links a
+// change touched: a sub-flow started or finished. Sub-flows on one path always share one rate, so
+// the solve has one variable per active path (with its number of sub-flows), not per sub-flow.
 //
 // GPUs pick their next operator as the evaluator's do (Priority::Rank, Priority::Fcfs, same
 // priorities and tie-breaks) but with arrivals under contention, or follow a fixed per-GPU order
@@ -52,9 +53,10 @@ class FlowEngine {
   // The same without checking the order or building a result: allocates nothing after warm-up.
   double replay_latency(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>& device_order);
 
-  // How many max-min solves the last run did and how many sub-flows they covered in total.
+  // How many max-min solves the last run did, and how many path classes (the active sub-flows of
+  // one path, one variable of the solve) they covered in total.
   std::int64_t solves() const { return solves_; }
-  std::int64_t solved_subflows() const { return solved_subflows_; }
+  std::int64_t solved_classes() const { return solved_classes_; }
 
  private:
   enum class Mode { Rank, Fcfs, Fixed };
@@ -63,11 +65,14 @@ class FlowEngine {
   void prepare_flows(std::span<const DeviceId> placement);
   void ensure_route(int route);
   void start_flow(std::int32_t flow, double now);
-  void finish_subflow(std::int32_t sub);
+  // Finishes the class's first sub-flow; returns it.
+  std::int32_t finish_subflow(std::int32_t cls, double now);
+  void advance(std::int32_t cls, double now);
+  void set_finish(std::int32_t cls);
   void solve(double now);
-  // Indexed min-heap of sub-flow finish times.
-  void heap_update(std::int32_t sub);
-  void heap_remove(std::int32_t sub);
+  // Indexed min-heap of class finish times.
+  void heap_update(std::int32_t cls);
+  void heap_remove(std::int32_t cls);
   void heap_up(std::int32_t pos);
   void heap_down(std::int32_t pos);
 
@@ -94,7 +99,7 @@ class FlowEngine {
     std::int32_t id;
   };
   std::vector<Event> events_;
-  std::vector<std::int32_t> flow_of_edge_;  // per tensor: its flow, or -1
+  std::vector<std::int32_t> flow_of_edge_;  // per tensor: its flow, -1 (free) or -2 (unreachable)
   struct Flow {
     EdgeId edge;
     std::int32_t first_sub, num_subs, subs_left;
@@ -102,19 +107,32 @@ class FlowEngine {
   };
   std::vector<Flow> flows_;
   struct Sub {
-    double remaining, rate, last, finish;
-    std::int64_t mark;  // epoch of the last solve that reached it
-    std::int32_t path, flow, heap_pos;
+    double bytes;  // payload, rounded as SimGrid rounds it
+    std::int32_t path, flow;
   };
   std::vector<Sub> subs_;
-  std::vector<std::int32_t> heap_;  // sub-flow ids, by finish time
-  std::vector<std::vector<std::int32_t>> active_;  // per link: sub-flows crossing it
+  // Sub-flows on the same path cross the same links, so max-min gives them the same rate at all
+  // times: a path's active sub-flows form one class, solved as one variable of multiplicity
+  // `count`. Its `sent` is what each of them has sent since the class began (bytes, at `rate`
+  // since `last`); a sub-flow that joins at sent = s with b bytes is done at sent = s + b, so each
+  // class keeps a min-heap of those targets and the engine an indexed heap of class finish times.
+  struct PathClass {
+    double sent, rate, last, finish;
+    std::int64_t mark;  // epoch of the last solve that reached it
+    std::int32_t count, heap_pos;
+  };
+  std::vector<PathClass> classes_;                                    // per cached path
+  std::vector<std::vector<std::pair<double, std::int32_t>>> targets_;  // per cached path: (target, sub)
+  std::vector<std::int32_t> used_classes_;                            // paths used by this evaluation
+  std::vector<std::uint8_t> class_used_;                              // per cached path: listed there
+  std::vector<std::int32_t> heap_;  // classes with active sub-flows, by finish time
+  std::vector<std::vector<std::int32_t>> active_;  // per link: classes with active sub-flows crossing it
   std::vector<std::int32_t> dirty_links_;
   std::vector<std::int64_t> link_mark_;  // per link: epoch of the last solve that visited it
   std::int64_t epoch_ = 0;                // never wraps: one per solve
   std::vector<double> link_cap_;
   std::vector<std::int32_t> link_count_;
-  std::vector<std::int32_t> comp_links_, comp_subs_, saturated_;
+  std::vector<std::int32_t> comp_links_, comp_classes_, saturated_;
   bool unreachable_ = false;
 
   std::vector<std::int32_t> pending_inputs_;
@@ -124,7 +142,7 @@ class FlowEngine {
   std::vector<std::size_t> cursor_;  // Fixed: per GPU, next position in its order
   std::vector<std::vector<std::int32_t>> ready_;                   // Rank: per GPU, heap of priorities
   std::vector<std::vector<std::pair<double, OpId>>> fcfs_ready_;  // Fcfs: per GPU, heap of (ready, op)
-  std::int64_t solves_ = 0, solved_subflows_ = 0;
+  std::int64_t solves_ = 0, solved_classes_ = 0;
 };
 
 }  // namespace placesim
