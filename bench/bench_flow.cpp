@@ -7,6 +7,9 @@
 // Each benchmark reports the other engine's latency beside its own (`flow_over_simgrid` must be 1
 // to 1e-6). The SimGrid engine forks a child per run, as the CLI does; the flow engine runs in
 // process with warm buffers, as a search calls it.
+//
+// Medians measured on 2 shared cores (2026-11-24): VGG-16 1.84 ms (flow) vs 306 ms (SimGrid),
+// 166x; BERT-base 7.86 ms vs 1,508 ms, 192x.
 #include <benchmark/benchmark.h>
 
 #include "bench/bench_util.h"

@@ -289,8 +289,8 @@ TEST(FlowEngineCrossCheck, RealGraphsAgreeWithSimgrid) {
       SCOPED_TRACE(fmt::format("{} on {}", rel, name));
       const Cluster c = cluster_from_yaml(YAML::Load(yaml), "c.yaml");
       const Comparison k = compare_with_simgrid(g, c, mixed_placement(g, c.num_devices()));
-      std::cout << fmt::format("[ flow vs SimGrid ] {:<34} {:<15} {:>6} flows, max relative difference {:.3g}\n", rel,
-                               name, k.flows, k.max_relative);
+      std::cout << fmt::format("[ flow vs SimGrid ] {:<34} {:<15} {:>6} flows, max relative difference {:.3g}{}\n", rel,
+                               name, k.flows, k.max_relative, k.contended ? "" : " (no contention)");
     }
   }
 }
