@@ -29,7 +29,9 @@
 using namespace placesim;
 
 // GCC flags free() in a replaced operator delete as mismatched once it is inlined into callers.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 
 // Counts every allocation of this test binary (the replaceable global operator new), so that a
 // test can check that an evaluation allocates nothing once the engine is warm.
