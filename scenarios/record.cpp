@@ -32,7 +32,8 @@ PointStatus PointRecord::status() const {
 
 std::optional<double> PointRecord::latency() const {
   if (!measurement) return std::nullopt;
-  return measurement->simgrid_latency ? measurement->simgrid_latency : measurement->evaluator_latency;
+  if (measurement->simgrid_latency) return measurement->simgrid_latency;
+  return measurement->flow_latency ? measurement->flow_latency : measurement->evaluator_latency;
 }
 
 const SweepValue* PointRecord::sweep_value(std::string_view path) const {
@@ -41,10 +42,6 @@ const SweepValue* PointRecord::sweep_value(std::string_view path) const {
 }
 
 namespace {
-
-std::string_view engine_name(Engine engine) {
-  return engine == Engine::Both ? "both" : engine == Engine::SimGrid ? "simgrid" : "evaluator";
-}
 
 ojson optional_number(const std::optional<double>& v) { return v ? ojson(*v) : ojson(nullptr); }
 
@@ -131,6 +128,7 @@ PointMeasurement measurement_from_json(const FieldReader& f) {
   m.evaluator_latency = f.number("evaluator_latency");
   m.simgrid_latency = f.optional_number("simgrid_latency");
   m.simgrid_wall_time = f.optional_number("simgrid_wall_time");
+  if (f.has("flow_latency")) m.flow_latency = f.optional_number("flow_latency");
   m.bounds.critical_path = f.number("lower_bound_critical_path");
   m.bounds.work_per_device = f.number("lower_bound_work_per_gpu");
   m.memory_per_gpu = f.numbers("memory_per_gpu");
@@ -181,6 +179,7 @@ ojson to_json(const PointRecord& r) {
     j["evaluator_latency"] = m.evaluator_latency;
     j["simgrid_latency"] = optional_number(m.simgrid_latency);
     j["simgrid_wall_time"] = optional_number(m.simgrid_wall_time);
+    if (m.flow_latency) j["flow_latency"] = *m.flow_latency;  // only where the flow engine ran
     j["lower_bound_critical_path"] = m.bounds.critical_path;
     j["lower_bound_work_per_gpu"] = m.bounds.work_per_device;
     j["memory_per_gpu"] = m.memory_per_gpu;
@@ -219,11 +218,20 @@ PointRecord record_from_json(const ojson& j, const std::string& file, const std:
   r.strategy = f.string("strategy");
   if (!f.at("seed").is_null()) r.seed = f.integer<long>("seed");
   r.repetition = f.integer<int>("repetition");
-  const std::string engine = f.string("engine");
-  if (engine == "both") r.engine = Engine::Both;
-  else if (engine == "simgrid") r.engine = Engine::SimGrid;
-  else if (engine == "evaluator") r.engine = Engine::Evaluator;
-  else f.fail("engine", "expected evaluator, simgrid or both");
+  {
+    const std::string engine = f.string("engine");
+    bool known = false;
+    for (const auto& n : kEngineNames)
+      if (n.name == engine) {
+        r.engine = n.value;
+        known = true;
+      }
+    if (!known) {
+      std::vector<std::string_view> names;
+      for (const auto& n : kEngineNames) names.push_back(n.name);
+      f.fail("engine", "expected " + join_choices(names));
+    }
+  }
   const std::string order = f.string("order");
   if (order == op_order_name(OpOrder::Fcfs)) r.order = OpOrder::Fcfs;
   else if (order == op_order_name(OpOrder::Scheduler)) r.order = OpOrder::Scheduler;
@@ -296,7 +304,7 @@ std::string records_to_csv(std::span<const PointRecord> records) {
   const std::vector<std::string> paths = sweep_paths(records);
   std::string csv = "key,scenario,strategy,label";
   for (const auto& p : paths) csv += "," + csv_quote(p);
-  csv += ",seed,repetition,status,evaluator_latency_s,simgrid_latency_s,search_time_s,peak_memory_bytes,oom,error\n";
+  csv += ",seed,repetition,status,evaluator_latency_s,simgrid_latency_s,flow_latency_s,search_time_s,peak_memory_bytes,oom,error\n";
   for (const PointRecord& r : records) {
     csv += fmt::format("{},{},{},{}", csv_quote(r.key), csv_quote(r.scenario), csv_quote(r.strategy), csv_quote(r.label));
     for (const auto& p : paths) {
@@ -306,11 +314,12 @@ std::string records_to_csv(std::span<const PointRecord> records) {
     csv += fmt::format(",{},{},{}", r.seed ? std::to_string(*r.seed) : std::string(), r.repetition,
                        point_status_name(r.status()));
     if (const auto& m = r.measurement) {
-      csv += fmt::format(",{:.9g},{},{:.6g},{:.0f},{},", m->evaluator_latency,
-                         m->simgrid_latency ? fmt::format("{:.9g}", *m->simgrid_latency) : std::string(), m->search_time,
+      csv += fmt::format(",{:.9g},{},{},{:.6g},{:.0f},{},", m->evaluator_latency,
+                         m->simgrid_latency ? fmt::format("{:.9g}", *m->simgrid_latency) : std::string(),
+                         m->flow_latency ? fmt::format("{:.9g}", *m->flow_latency) : std::string(), m->search_time,
                          m->peak_memory, m->oom ? "true" : "false");
     } else {
-      csv += ",,,,,," + csv_quote(r.error);
+      csv += ",,,,,,," + csv_quote(r.error);
     }
     csv += "\n";
   }
@@ -331,8 +340,12 @@ std::string format_point_table(std::span<const PointRecord> records) {
   std::size_t width = 0;
   for (const PointRecord& r : records) width = std::max(width, point_of(r).size());
   const std::string point_head = width ? fmt::format("{:<{}} ", "point", width) : std::string();
-  std::string out = point_head + fmt::format("{:<20} {:>14} {:>14} {:>12} {:>14} {:>5}\n", "strategy", "evaluator", "simgrid",
-                                             "search", "peak mem/GPU", "OOM");
+  // The flow engine's column only when it ran for some point.
+  const bool flow = std::any_of(records.begin(), records.end(),
+                                [](const PointRecord& r) { return r.measurement && r.measurement->flow_latency; });
+  std::string out = point_head + fmt::format("{:<20} {:>14} {:>14}{} {:>12} {:>14} {:>5}\n", "strategy", "evaluator", "simgrid",
+                                             flow ? fmt::format(" {:>14}", "flow") : std::string(), "search",
+                                             "peak mem/GPU", "OOM");
   for (const PointRecord& r : records) {
     const std::string point = width ? fmt::format("{:<{}} ", point_of(r), width) : std::string();
     if (!r.measurement) {
@@ -340,8 +353,10 @@ std::string format_point_table(std::span<const PointRecord> records) {
       continue;
     }
     const PointMeasurement& m = *r.measurement;
-    out += point + fmt::format("{:<20} {:>14} {:>14} {:>12} {:>14} {:>5}\n", r.label, format_duration(m.evaluator_latency),
+    out += point + fmt::format("{:<20} {:>14} {:>14}{} {:>12} {:>14} {:>5}\n", r.label, format_duration(m.evaluator_latency),
                                m.simgrid_latency ? format_duration(*m.simgrid_latency) : std::string("-"),
+                               !flow ? std::string()
+                                     : fmt::format(" {:>14}", m.flow_latency ? format_duration(*m.flow_latency) : "-"),
                                format_duration(m.search_time), format_bytes(m.peak_memory), m.oom ? "yes" : "no");
   }
   return out;

@@ -9,7 +9,7 @@
 // cluster, sweep (path -> value as written), label, strategy, seed, repetition, engine, order,
 // operators and tensors (when the worker loaded the graph), status (ok, oom or failed), then either
 // error (failed) or the measurement (search_time, evaluator_latency, simgrid_latency,
-// simgrid_wall_time, lower_bound_critical_path, lower_bound_work_per_gpu, memory_per_gpu,
+// simgrid_wall_time, flow_latency (only when the flow engine ran), lower_bound_critical_path, lower_bound_work_per_gpu, memory_per_gpu,
 // peak_memory, oom, busy_per_gpu, links, strategy_report, placement_file, trace_file), and last
 // warnings (with operators and tensors).
 #include <cstddef>
@@ -54,6 +54,7 @@ struct PointMeasurement {
   double search_time = 0;  // the strategy's, including coarsening
   double evaluator_latency = 0;
   std::optional<double> simgrid_latency, simgrid_wall_time;  // when SimGrid ran
+  std::optional<double> flow_latency;                        // when the flow engine ran
   LowerBounds bounds;
   std::vector<double> memory_per_gpu;  // bytes
   double peak_memory = 0;              // the largest of memory_per_gpu
@@ -93,7 +94,8 @@ struct PointRecord {
 
   PointStatus status() const;
   bool failed() const { return !measurement; }
-  // SimGrid's latency where it ran, else the evaluator's; nullopt for a failed point.
+  // SimGrid's latency where it ran, else the flow engine's, else the evaluator's; nullopt for a
+  // failed point.
   std::optional<double> latency() const;
   const SweepValue* sweep_value(std::string_view path) const;
 };

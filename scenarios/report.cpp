@@ -65,6 +65,7 @@ std::optional<double> value_of(const PointRecord& r, const std::string& value) {
   if (value == "latency") return r.latency();
   if (value == "evaluator_latency") return m.evaluator_latency;
   if (value == "simgrid_latency") return m.simgrid_latency;
+  if (value == "flow_latency") return m.flow_latency;
   if (value == "search_time") return m.search_time;
   if (value == "peak_memory") return m.peak_memory;
   if (auto it = m.strategy_report.find(value); it != m.strategy_report.end() && it->is_number())
@@ -175,6 +176,7 @@ nlohmann::json records_to_json(std::span<const PointRecord> records, const std::
                    {"latency", opt(r.latency())},
                    {"evaluator_latency", opt(m ? std::optional(m->evaluator_latency) : std::nullopt)},
                    {"simgrid_latency", opt(m ? m->simgrid_latency : std::nullopt)},
+                   {"flow_latency", opt(m ? m->flow_latency : std::nullopt)},
                    {"search_time", opt(m ? std::optional(m->search_time) : std::nullopt)},
                    {"peak_memory", m ? m->peak_memory : 0.0},
                    {"oom", m && m->oom},

@@ -9,6 +9,7 @@
 
 #include "placement/strategy.h"
 #include "sim/errors.h"
+#include "sim/flow_engine.h"
 #include "sim/placement_io.h"
 #include "sim/trace.h"
 #include "sim/units.h"
@@ -30,7 +31,14 @@ Measurement measure_placement(const Graph& graph, const Cluster& cluster, const 
     m.peak_memory = std::max(m.peak_memory, m.memory[d]);
     if (m.memory[d] > cluster.device(d).memory_bytes) m.oom = true;
   }
-  if (engine != Engine::Evaluator) {
+  if (runs_flow(engine)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    FlowEngine flow(graph, cluster);
+    m.flow_latency = order == OpOrder::Fcfs ? flow.schedule(placement, Priority::Fcfs).latency
+                                            : flow.replay(placement, m.schedule.device_order).latency;
+    m.flow_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  if (runs_simgrid(engine)) {
     // FCFS: SimGrid picks by the arrival times it simulates, under contention (the evaluator's
     // FCFS order is only the starting point it is checked against).
     m.simulation = simulate(graph, cluster, placement, m.schedule.device_order,
@@ -81,6 +89,7 @@ std::string non_finite_reason(const Graph& graph, const Cluster& cluster, const 
   };
   check(m.evaluator_latency, "the evaluator's latency");
   if (m.simgrid_latency) check(*m.simgrid_latency, "SimGrid's latency");
+  if (m.flow_latency) check(*m.flow_latency, "the flow engine's latency");
   check(m.bounds.critical_path, "the critical-path lower bound");
   check(m.bounds.work_per_device, "the work-per-GPU lower bound");
   check(m.peak_memory, "the peak memory");

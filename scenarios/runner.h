@@ -19,6 +19,8 @@ struct Measurement {
   double evaluator_latency = 0;
   std::optional<double> simgrid_latency;
   double simgrid_wall_s = 0;
+  std::optional<double> flow_latency;  // the flow engine's (sim/flow_engine.h), in the order SimGrid gets
+  double flow_wall_s = 0;
   LowerBounds bounds;
   std::vector<double> memory;  // per GPU, bytes
   double peak_memory = 0;      // the largest of `memory`
@@ -29,7 +31,8 @@ struct Measurement {
 };
 
 // Schedules the placement with the evaluator (in the evaluator's order, or first come first
-// served) and, unless the engine is the evaluator alone, runs that per-GPU order in SimGrid.
+// served) and, as `engine` says, runs that per-GPU order in SimGrid and in the flow engine (with
+// FCFS both apply it to their own arrival times under contention).
 Measurement measure_placement(const Graph& graph, const Cluster& cluster, const std::vector<DeviceId>& placement,
                               Engine engine, OpOrder order = OpOrder::Scheduler);
 

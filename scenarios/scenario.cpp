@@ -176,11 +176,8 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
   if (f.has("simulation")) {
     YamlFields sim(f.node("simulation"), file, "simulation");
     sim.allow_only({"engine", "order", "trace", "repetitions", "seeds"});
-    const std::string engine = sim.string_or("engine", "both");
-    if (engine == "both") s.simulation.engine = Engine::Both;
-    else if (engine == "evaluator") s.simulation.engine = Engine::Evaluator;
-    else if (engine == "simgrid") s.simulation.engine = Engine::SimGrid;
-    else throw InputError(file, sim.field("engine"), fmt::format("expected evaluator, simgrid or both, got '{}'", engine));
+    s.simulation.engine = engine_parse(sim.string_or("engine", std::string(engine_name(Engine::Both))), file,
+                                       sim.field("engine"));
     const std::string order = sim.string_or("order", "scheduler");
     if (order == "scheduler") s.simulation.order = OpOrder::Scheduler;
     else if (order == "fcfs") s.simulation.order = OpOrder::Fcfs;

@@ -13,6 +13,7 @@
 #include "sim/builtin_graphs.h"
 #include "sim/cluster.h"
 #include "sim/graph.h"
+#include "sim/options.h"
 #include "sim/models/zoo.h"
 
 namespace placesim {
@@ -38,7 +39,21 @@ struct StrategySpec {
   std::string field;    // "strategies[i]", for error messages
 };
 
-enum class Engine { Evaluator, SimGrid, Both };
+// Which engines measure a placement (`simulation.engine`). The evaluator always runs: its schedule
+// gives the per-GPU order the others follow. `both` is the evaluator and SimGrid (the default, and
+// what `both` meant before the flow engine); `all` adds the flow engine (sim/flow_engine.h).
+enum class Engine { Evaluator, Flow, SimGrid, All, Both };
+inline constexpr EnumName<Engine> kEngineNames[] = {{Engine::Evaluator, "evaluator"},
+                                                    {Engine::Flow, "flow"},
+                                                    {Engine::SimGrid, "simgrid"},
+                                                    {Engine::All, "all"},
+                                                    {Engine::Both, "both"}};
+inline std::string_view engine_name(Engine engine) { return enum_name<Engine>(kEngineNames, engine); }
+inline Engine engine_parse(std::string_view text, const std::string& file, const std::string& field) {
+  return enum_parse<Engine>(kEngineNames, text, file, field);
+}
+inline bool runs_simgrid(Engine e) { return e == Engine::SimGrid || e == Engine::All || e == Engine::Both; }
+inline bool runs_flow(Engine e) { return e == Engine::Flow || e == Engine::All; }
 
 // The order in which a GPU runs the operators placed on it.
 enum class OpOrder {

@@ -68,6 +68,7 @@ PointMeasurement recorded(const StrategyOutcome& out) {
   p.evaluator_latency = m.evaluator_latency;
   p.simgrid_latency = m.simgrid_latency;
   if (m.simgrid_latency) p.simgrid_wall_time = m.simgrid_wall_s;
+  p.flow_latency = m.flow_latency;
   p.bounds = m.bounds;
   p.memory_per_gpu = m.memory;
   p.peak_memory = m.peak_memory;

@@ -113,7 +113,7 @@ int cmd_run(const RunArgs& a) {
   SweepPlan plan = load_scenario_sweep(a.scenario, plan_options(a.max_points));
   if (!a.engine.empty())
     for (Scenario& v : plan.variants)
-      v.simulation.engine = a.engine == "evaluator" ? Engine::Evaluator : a.engine == "simgrid" ? Engine::SimGrid : Engine::Both;
+      v.simulation.engine = engine_parse(a.engine, "", "--engine");
   SweepOptions options;
   options.output = a.output.empty() ? plan.output : a.output;
   options.jobs = a.jobs;
@@ -225,7 +225,7 @@ int cmd_simulate(const std::string& graph_path, const std::string& placement_pat
                                    loaded.graph.op(t.src).name, loaded.graph.op(t.dst).name, format_bytes(t.bytes),
                                    cluster.device(placement[t.src]).name, cluster.device(placement[t.dst]).name,
                                    cluster_path, cluster_path));
-  const Engine engine = engine_name == "evaluator" ? Engine::Evaluator : engine_name == "simgrid" ? Engine::SimGrid : Engine::Both;
+  const Engine engine = engine_parse(engine_name, "", "--engine");
   Measurement m = measure_placement(loaded.graph, cluster, placement, engine);
   std::cout << fmt::format("graph           {} ({} operators, {} tensors)\n", graph_path, loaded.graph.num_operators(),
                            loaded.graph.num_tensors());
@@ -234,6 +234,9 @@ int cmd_simulate(const std::string& graph_path, const std::string& placement_pat
   if (m.simgrid_latency)
     std::cout << fmt::format("simgrid         {} (simulated in {})\n", format_duration(*m.simgrid_latency),
                              format_duration(m.simgrid_wall_s));
+  if (m.flow_latency)
+    std::cout << fmt::format("flow            {} (simulated in {})\n", format_duration(*m.flow_latency),
+                             format_duration(m.flow_wall_s));
   std::cout << fmt::format("lower bounds    critical path {}, work/GPU {}\n", format_duration(m.bounds.critical_path),
                            format_duration(m.bounds.work_per_device));
   for (int d = 0; d < cluster.num_devices(); ++d)
@@ -328,6 +331,18 @@ int cmd_topology_types(bool json) {
 
 }  // namespace
 
+// The `--engine` values, from the one table (scenarios/scenario.h).
+std::vector<std::string> engine_names() {
+  std::vector<std::string> out;
+  for (const auto& n : kEngineNames) out.emplace_back(n.name);
+  return out;
+}
+std::string engine_choices() {
+  std::vector<std::string_view> names;
+  for (const auto& n : kEngineNames) names.push_back(n.name);
+  return join_choices(names);
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"placesim: a discrete-event cluster simulator for device placement of DNN training", "placesim"};
   app.require_subcommand(1);
@@ -338,8 +353,8 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "run a scenario file (every point of its sweep): each strategy places the graph, then it is simulated");
   run->add_option("scenario", run_args.scenario, "scenario YAML file")->required()->check(CLI::ExistingFile);
   run->add_option("-o,--output", run_args.output, "output folder (default: the scenario's `output`)");
-  run->add_option("--engine", run_args.engine, "evaluator, simgrid or both (default: the scenario's)")
-      ->check(CLI::IsMember({"evaluator", "simgrid", "both"}));
+  run->add_option("--engine", run_args.engine, engine_choices() + " (default: the scenario's)")
+      ->check(CLI::IsMember(engine_names()));
   run->add_option("-j,--jobs", run_args.jobs, "points run at a time, each in a worker process of its own")->check(whole_number(1, 1024));
   run->add_option("--max-points", run_args.max_points,
                   fmt::format("refuse a scenario of more points than this (they are all planned in memory; default {})",
@@ -365,7 +380,7 @@ int main(int argc, char** argv) {
   sim->add_option("--placement", placement_path, "placement JSON file")->required()->check(CLI::ExistingFile);
   sim->add_option("--cluster", cluster_path, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
   sim->add_option("--format", format, "graph format: auto, quickp, msr, placesim");
-  sim->add_option("--engine", sim_engine, "evaluator, simgrid or both")->check(CLI::IsMember({"evaluator", "simgrid", "both"}));
+  sim->add_option("--engine", sim_engine, engine_choices())->check(CLI::IsMember(engine_names()));
   sim->add_option("--trace", trace, "write a Chrome trace (open in Perfetto)");
 
   auto* graph = app.add_subcommand("graph", "inspect and convert graphs");
