@@ -25,11 +25,14 @@ OneGpuSchedule one_gpu_schedule(const Graph& graph, const Cluster& cluster, doub
 }  // namespace baechi
 
 PlacementResult Baechi::place_impl(const Graph& graph, const Cluster& cluster, const Deadline&) {
-  const baechi::Groups groups = baechi::make_groups(graph, config_.coplace);
+  double smallest_budget = std::numeric_limits<double>::infinity();
+  for (const Device& d : cluster.devices()) smallest_budget = std::min(smallest_budget, d.memory_bytes * config_.memory_fraction);
+  const baechi::Groups groups = baechi::make_groups(graph, config_.coplace, smallest_budget);
   PlacementResult r;
   r.report["groups"] = groups.count();
   r.report["colocation_classes"] = graph.num_colocation_classes();
   r.report["coplaced_merges"] = groups.coplaced_merges;
+  r.report["coplace_skipped_for_memory"] = groups.coplace_skipped_for_memory;
   if (groups.count() > 0) {
     const auto largest = std::max_element(groups.memory_bytes.begin(), groups.memory_bytes.end());
     r.report["largest_group_bytes"] = *largest;

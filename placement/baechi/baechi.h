@@ -66,6 +66,7 @@
 //   parents); edges are then accepted greedily by increasing x (ties: larger c, lower operator
 //   ids), and the rejected ones are counted as rounding conflicts.
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -81,9 +82,13 @@ struct Groups {
   std::vector<double> memory_bytes;  // per group: total memory of its operators
   std::vector<std::int32_t> size;    // per group: number of operators
   int coplaced_merges = 0;           // merges made by the co-placement rule (not by colocation classes)
+  int coplace_skipped_for_memory = 0;  // co-placement merges left out: the group would exceed the limit
   int count() const { return static_cast<int>(size.size()); }
 };
-Groups make_groups(const Graph& graph, bool coplace);
+// Colocation classes, then (with `coplace`) each operator joined to its only consumer unless the
+// merged group would hold more than `coplace_limit_bytes` (the smallest GPU's budget).
+Groups make_groups(const Graph& graph, bool coplace,
+                   double coplace_limit_bytes = std::numeric_limits<double>::infinity());
 
 // Per GPU: what the placer may fill and what it has filled, charging groups as units.
 class MemoryLedger {

@@ -7,7 +7,7 @@
 
 namespace placesim::baechi {
 
-Groups make_groups(const Graph& graph, bool coplace) {
+Groups make_groups(const Graph& graph, bool coplace, double coplace_limit_bytes) {
   const auto n = static_cast<OpId>(graph.num_operators());
   boost::disjoint_sets_with_storage<> sets(static_cast<std::size_t>(n));
   std::vector<OpId> class_first(graph.num_colocation_classes(), -1);
@@ -21,6 +21,11 @@ Groups make_groups(const Graph& graph, bool coplace) {
   }
   Groups groups;
   if (coplace) {
+    // Memory per set, so that co-placement (a heuristic) never makes a group no GPU can hold:
+    // on a layer chain "only consumer" links every layer, and with colocation classes that pair
+    // each layer's forward and backward operators the whole model became one group.
+    std::vector<double> set_bytes(static_cast<std::size_t>(n), 0.0);
+    for (OpId op = 0; op < n; ++op) set_bytes[sets.find_set(op)] += graph.op(op).memory_bytes;
     for (OpId op = 0; op < n; ++op) {
       // Exactly one distinct consumer (parallel tensors to it count once, as in Baechi's DiGraph).
       OpId successor = -1;
@@ -36,10 +41,15 @@ Groups make_groups(const Graph& graph, bool coplace) {
       }
       if (successor < 0 || !single) continue;
       const auto a = sets.find_set(op), b = sets.find_set(successor);
-      if (a != b) {
-        sets.link(a, b);
-        ++groups.coplaced_merges;
+      if (a == b) continue;
+      const double merged = set_bytes[a] + set_bytes[b];
+      if (merged > coplace_limit_bytes) {
+        ++groups.coplace_skipped_for_memory;
+        continue;
       }
+      sets.link(a, b);
+      set_bytes[sets.find_set(a)] = merged;
+      ++groups.coplaced_merges;
     }
   }
   // Dense numbering by first member in topological order, so groups are numbered deterministically.
