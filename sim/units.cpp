@@ -1,5 +1,6 @@
 #include "sim/units.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -193,6 +194,60 @@ std::string format_quantity(const Quantity& q) {
     case Dimension::Number: break;
   }
   return fmt::format("{:.6g}", q.value);
+}
+
+namespace {
+
+// The median of the nonzero magnitudes; 0 when every value is 0 (or there are none).
+double typical_magnitude(std::span<const double> values) {
+  std::vector<double> m;
+  for (double v : values)
+    if (std::isfinite(v) && v != 0) m.push_back(std::fabs(v));
+  if (m.empty()) return 0;
+  std::sort(m.begin(), m.end());
+  return m[(m.size() - 1) / 2];
+}
+
+}  // namespace
+
+ColumnUnit duration_unit(std::span<const double> seconds) {
+  const double t = typical_magnitude(seconds);
+  if (t == 0 || t >= 1) return {"s", 1};
+  if (t >= 1e-3) return {"ms", 1e-3};
+  if (t >= 1e-6) return {"us", 1e-6};
+  return {"ns", 1e-9};
+}
+
+ColumnUnit bytes_unit(std::span<const double> bytes) {
+  static const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double t = typical_magnitude(bytes), scale = 1;
+  int i = 0;
+  while (t >= 1024 && i < 4) {
+    t /= 1024;
+    scale *= 1024;
+    ++i;
+  }
+  return {names[i], scale};
+}
+
+ColumnUnit number_unit() { return {"", 1}; }
+
+std::string format_number_in(double value, const ColumnUnit& unit) {
+  const double x = value / unit.scale;
+  if (!std::isfinite(x)) return fmt::format("{}", x);
+  const double a = std::fabs(x);
+  const int decimals = a == 0 || a >= 1000 ? 0 : std::clamp(3 - static_cast<int>(std::floor(std::log10(a))), 0, 9);
+  std::string s = fmt::format("{:.{}f}", x, decimals);
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s == "-0" ? "0" : s;
+}
+
+std::string format_in(double value, const ColumnUnit& unit) {
+  const std::string number = format_number_in(value, unit);
+  return unit.name.empty() ? number : number + " " + unit.name;
 }
 
 }  // namespace placesim

@@ -256,3 +256,106 @@ TEST(Report, ReportBlockErrorsNameTheField) {
 
 }  // namespace
 }  // namespace placesim
+
+// Issue #18 item 14: tables a paper reader can use.
+namespace placesim {
+namespace {
+
+// results.jsonl holds the points in the order they finished; the tables follow the scenario (point
+// index): groups in sweep order, strategies in the order listed.
+TEST(Report, TablesFollowTheScenarioNotTheOrderPointsFinished) {
+  const Sweep bw10 = {{"cluster.bandwidth", "10GB/s"}}, bw20 = {{"cluster.bandwidth", "20GB/s"}};
+  std::vector<PointRecord> in_order = {measured("zeta", bw10, 0.01), measured("alpha", bw10, 0.02),
+                                       measured("zeta", bw20, 0.03), measured("alpha", bw20, 0.04)};
+  for (std::size_t i = 0; i < in_order.size(); ++i) in_order[i].index = i;
+  const fs::path dir = fresh_dir("order");
+  write(dir / "results.jsonl", lines({in_order[3], in_order[1], in_order[2], in_order[0]}));  // finished last to first
+  const auto records = load_report_records(dir.string());
+  const std::string table = format_comparison_table(records);
+  EXPECT_LT(table.find("cluster.bandwidth=10 GB/s"), table.find("cluster.bandwidth=20 GB/s")) << table;
+  EXPECT_LT(table.find("zeta"), table.find("alpha")) << table;
+  PivotSpec spec;
+  spec.rows = {"strategy"};
+  spec.columns = {"cluster.bandwidth"};
+  const std::string md = format_pivot_table(records, spec);
+  EXPECT_NE(md.find("| strategy | 10 GB/s | 20 GB/s |"), std::string::npos) << md;
+  EXPECT_LT(md.find("| zeta |"), md.find("| alpha |")) << md;
+  const auto j = records_to_json(records, dir.string());
+  ASSERT_EQ(j.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(j[i]["index"].get<std::size_t>(), i);
+}
+
+// The column says what it computes: the fastest other strategy's latency over this one's.
+TEST(Report, SpeedUpColumnIsNamedForWhatItComputes) {
+  const fs::path dir = fresh_dir("speedup");
+  write(dir / "results.jsonl", sample_lines());
+  const std::string table = format_comparison_table(load_report_records(dir.string()));
+  EXPECT_NE(table.find("speed-up vs best other"), std::string::npos) << table;
+  EXPECT_NE(table.find("speed-up vs best other: the latency of the fastest other strategy"), std::string::npos) << table;
+  // Latency is SimGrid's for b and the evaluator's for a and c: the table says whose it is.
+  EXPECT_NE(table.find("SimGrid's where SimGrid ran, else the evaluator's"), std::string::npos) << table;
+}
+
+// One unit per column, chosen from its values and named once: no "1.037e+04 ms" beside "10.37 s".
+TEST(Report, EachColumnHasOneUnit) {
+  PointRecord slow = measured("slow", {}, 10.37), a = measured("a", {}, 0.02), b = measured("b", {}, 0.03);
+  slow.index = 0, a.index = 1, b.index = 2;
+  slow.measurement->search_time = 2.0;
+  a.measurement->search_time = 50e-6;
+  b.measurement->search_time = 0.004;
+  slow.measurement->peak_memory = 3.0 * (1 << 30);
+  a.measurement->peak_memory = b.measurement->peak_memory = 512.0 * (1 << 20);
+  const fs::path dir = fresh_dir("units-column");
+  write(dir / "results.jsonl", lines({slow, a, b}));
+  const auto records = load_report_records(dir.string());
+  const std::string table = format_comparison_table(records);
+  EXPECT_EQ(table.find("e+"), std::string::npos) << table;
+  EXPECT_NE(table.find("evaluator latency (ms)"), std::string::npos) << table;  // median 30 ms
+  EXPECT_NE(table.find("search (ms)"), std::string::npos) << table;
+  EXPECT_NE(table.find("peak mem (MiB)"), std::string::npos) << table;
+  EXPECT_NE(table.find(" 10370 "), std::string::npos) << table;
+  EXPECT_NE(table.find(" 0.05 "), std::string::npos) << table;  // 50 us in ms
+  EXPECT_NE(table.find(" 3072 "), std::string::npos) << table;
+  for (const char* mixed : {" s ", " us ", " GiB ", " ms "}) EXPECT_EQ(table.find(mixed), std::string::npos) << mixed << table;
+  PivotSpec spec;
+  spec.rows = {"strategy"};
+  const std::string md = format_pivot_table(records, spec);
+  EXPECT_NE(md.find("| slow | 10370 ms |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| a | 20 ms |"), std::string::npos) << md;
+  // Numbers of a strategy's report print whole, not as 1.037e+04.
+  slow.measurement->strategy_report["fused_operators"] = 10370;
+  write(dir / "results.jsonl", lines({slow}));
+  spec.value = "fused_operators";
+  EXPECT_NE(format_pivot_table(load_report_records(dir.string()), spec).find("| slow | 10370 |"), std::string::npos);
+}
+
+// A swept path written in one unit keeps it in the tables (the paper's 10 Gbps, not 1.25 GB/s);
+// written in several, each value is shown in placesim's units.
+TEST(Report, SweptValuesKeepTheUnitTheyWereWrittenIn) {
+  const fs::path dir = fresh_dir("written");
+  write(dir / "results.jsonl", lines({measured("a", {{"cluster.link_bandwidth", "10Gbps"}}, 0.01),
+                                      measured("a", {{"cluster.link_bandwidth", "40Gbps"}}, 0.01)}));
+  PivotSpec spec;
+  spec.rows = {"cluster.link_bandwidth"};
+  std::string md = format_pivot_table(load_report_records(dir.string()), spec);
+  EXPECT_NE(md.find("| 10 Gbps |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 40 Gbps |"), std::string::npos) << md;
+  write(dir / "results.jsonl", lines({measured("a", {{"cluster.link_bandwidth", "10Gbps"}}, 0.01),
+                                      measured("a", {{"cluster.link_bandwidth", "5GB/s"}}, 0.01)}));
+  md = format_pivot_table(load_report_records(dir.string()), spec);
+  EXPECT_NE(md.find("| 1.25 GB/s |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 5 GB/s |"), std::string::npos) << md;
+}
+
+TEST(Report, CountsAreSingularOrPlural) {
+  PointRecord one = measured("a", {}, 0.01);
+  one.gpus = 1;
+  const fs::path dir = fresh_dir("plural");
+  write(dir / "results.jsonl", lines({one}));
+  const std::string table = format_comparison_table(load_report_records(dir.string()));
+  EXPECT_NE(table.find("g on 1 GPU\n"), std::string::npos) << table;
+  EXPECT_EQ(table.find("1 GPUs"), std::string::npos) << table;
+}
+
+}  // namespace
+}  // namespace placesim

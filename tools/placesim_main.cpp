@@ -169,9 +169,10 @@ int cmd_reproduce(const ReproduceArgs& a) {
   report.gantt_strategy = plan.variants.front().report.gantt_strategy;
   const int rc = run_report(report, std::cout, std::cerr);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::cout << fmt::format("reproduce {}: {} points ({} run now, {} kept from before, {} failed) in {}\n", a.name,
-                           summary.points, summary.points - summary.skipped, summary.skipped, summary.failed,
-                           format_duration(seconds));
+  // A status line, so on stderr with the others (stdout holds the tables only).
+  std::cerr << fmt::format("reproduce {}: {} {} ({} run now, {} kept from before, {} failed) in {}\n", a.name,
+                           summary.points, summary.points == 1 ? "point" : "points", summary.points - summary.skipped,
+                           summary.skipped, summary.failed, format_duration(seconds));
   return summary.failed > 0 ? 1 : rc;
 }
 
