@@ -1,6 +1,7 @@
 #include "scenarios/report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -110,6 +111,8 @@ std::string field_text(const PointRecord& r, const std::string& field, const Swe
   if (const SweepValue* v = r.sweep_value(field)) return text(*v);
   return "-";
 }
+
+const char* const kValueFields[] = {"latency", "search_time", "evaluator_latency", "simgrid_latency", "peak_memory"};
 
 std::optional<double> value_of(const PointRecord& r, const std::string& value) {
   if (!r.measurement) return std::nullopt;
@@ -322,10 +325,49 @@ ReportSpec report_spec_from_yaml(const YAML::Node& node, const std::string& file
     p.columns = names_from_yaml(t, "columns");
     p.value = t.string_or("value", "latency");
     p.strategies = names_from_yaml(t, "strategies");
+    p.file = file;
+    p.rows_field = t.field("rows");
+    p.columns_field = t.field("columns");
+    p.value_field = t.field("value");
+    p.strategies_field = t.field("strategies");
     if (p.rows.empty()) throw InputError(file, t.field("rows"), "expected at least one row field (graph, strategy, gpus or a swept path)");
     spec.tables.push_back(std::move(p));
   }
   return spec;
+}
+
+namespace {
+
+// "unknown field 'x'; did you mean 'y'? (valid: a, b, c)"
+[[noreturn]] void unknown(const std::string& file, const std::string& field, std::string_view what, const std::string& name,
+                          const std::vector<std::string>& valid) {
+  const std::string hint = nearest_word(name, valid);
+  throw InputError(file, field,
+                   fmt::format("unknown {} '{}'{} (valid: {})", what, name, hint.empty() ? "" : "; did you mean '" + hint + "'?",
+                               fmt::join(valid, ", ")));
+}
+
+}  // namespace
+
+void check_pivot_fields(std::span<const PointRecord> records, const PivotSpec& spec) {
+  std::vector<std::string> fields = {"graph", "strategy", "gpus"};
+  for (const std::string& path : sweep_paths(records))
+    if (std::find(fields.begin(), fields.end(), path) == fields.end()) fields.push_back(path);
+  for (const auto& [names, where] : {std::pair{&spec.rows, &spec.rows_field}, std::pair{&spec.columns, &spec.columns_field}})
+    for (const std::string& name : *names)
+      if (std::find(fields.begin(), fields.end(), name) == fields.end()) unknown(spec.file, *where, "field", name, fields);
+  std::vector<std::string> values(std::begin(kValueFields), std::end(kValueFields));
+  for (const PointRecord& r : records)
+    if (r.measurement)
+      for (const auto& [key, v] : r.measurement->strategy_report.items())
+        if (v.is_number() && std::find(values.begin(), values.end(), key) == values.end()) values.push_back(key);
+  if (std::find(values.begin(), values.end(), spec.value) == values.end())
+    unknown(spec.file, spec.value_field, "value", spec.value, values);
+  std::vector<std::string> labels;
+  for (const PointRecord* r : in_scenario_order(records))
+    if (std::find(labels.begin(), labels.end(), r->label) == labels.end()) labels.push_back(r->label);
+  for (const std::string& s : spec.strategies)
+    if (std::find(labels.begin(), labels.end(), s) == labels.end()) unknown(spec.file, spec.strategies_field, "strategy", s, labels);
 }
 
 std::string format_pivot_table(std::span<const PointRecord> records, const PivotSpec& spec) {
@@ -419,6 +461,7 @@ int run_report(const ReportOptions& options, std::ostream& out, std::ostream& er
     const fs::path base = fs::is_directory(options.results) ? fs::path(options.results) : fs::path(options.results).parent_path();
     dir = base / "report";
   }
+  for (const auto& p : options.pivots) check_pivot_fields(records, p);  // before anything is printed or written
   fs::create_directories(dir);
   const std::string table = format_comparison_table(records);
   out << table;

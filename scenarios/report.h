@@ -43,8 +43,17 @@ struct PivotSpec {
   std::string value = "latency";
   std::string title;
   std::vector<std::string> strategies;  // only these labels (empty: every record)
+  // Where the spec was written, for errors: the command line's flags, or a scenario's fields.
+  std::string file = "command line";
+  std::string rows_field = "--rows", columns_field = "--columns", value_field = "--value",
+              strategies_field = "strategies";
 };
 
+// Throws InputError naming the spec's file and field when a row or column field is none of graph,
+// strategy, gpus and the records' swept paths, the value is none of latency, search_time,
+// evaluator_latency, simgrid_latency, peak_memory and the numbers the records' strategies report,
+// or a strategy label is in no record; the message lists the valid ones (and the nearest).
+void check_pivot_fields(std::span<const PointRecord> records, const PivotSpec& spec);
 
 // A scenario's `report:` block: the tables its reproduction prints (scenarios/README.md).
 struct ReportSpec {

@@ -257,7 +257,7 @@ TEST(Report, ReportBlockErrorsNameTheField) {
 }  // namespace
 }  // namespace placesim
 
-// Issue #18 item 14: tables a paper reader can use.
+// Issue #18 items 13 (the report's flags) and 14 (tables a paper reader can use).
 namespace placesim {
 namespace {
 
@@ -355,6 +355,56 @@ TEST(Report, CountsAreSingularOrPlural) {
   const std::string table = format_comparison_table(load_report_records(dir.string()));
   EXPECT_NE(table.find("g on 1 GPU\n"), std::string::npos) << table;
   EXPECT_EQ(table.find("1 GPUs"), std::string::npos) << table;
+}
+
+// Item 13: a pivot field or value that is in no record is an error naming the flag and the valid
+// ones, before anything is printed or written.
+TEST(Report, UnknownPivotFieldsAreErrorsNamingTheValidOnes) {
+  const fs::path dir = fresh_dir("pivot-fields");
+  PointRecord r = measured("a", {{"cluster.bandwidth", "10GB/s"}}, 0.01);
+  r.measurement->strategy_report["fused_operators"] = 12;
+  write(dir / "results.jsonl", lines({r}));
+  const auto records = load_report_records(dir.string());
+  PivotSpec spec;
+  spec.rows = {"grpah"};
+  EXPECT_INPUT_ERROR(check_pivot_fields(records, spec), "--rows", "unknown field 'grpah'", "did you mean 'graph'",
+                     "valid: graph, strategy, gpus, cluster.bandwidth");
+  spec.rows = {"graph"};
+  spec.columns = {"gpus", "bandwidth"};
+  EXPECT_INPUT_ERROR(check_pivot_fields(records, spec), "--columns", "unknown field 'bandwidth'");
+  spec.columns = {"cluster.bandwidth"};
+  spec.value = "latncy";
+  EXPECT_INPUT_ERROR(check_pivot_fields(records, spec), "--value", "did you mean 'latency'",
+                     "latency, search_time, evaluator_latency, simgrid_latency, peak_memory, fused_operators");
+  spec.value = "fused_operators";
+  EXPECT_NO_THROW(check_pivot_fields(records, spec));
+  // From a scenario's report block the error names its file and field.
+  const ReportSpec block = report_spec_from_yaml(YAML::Load("tables: [{rows: graph, columns: gpu}]"), "s.yaml", "report");
+  EXPECT_INPUT_ERROR(check_pivot_fields(records, block.tables[0]), "report.tables[0].columns", "did you mean 'gpus'");
+  // run_report refuses before it prints or writes anything.
+  ReportOptions options;
+  options.results = dir.string();
+  options.plots = false;
+  options.pivots = {block.tables[0]};
+  std::ostringstream out, err;
+  EXPECT_THROW(run_report(options, out, err), InputError);
+  EXPECT_EQ(out.str(), "");
+  EXPECT_FALSE(fs::exists(dir / "report"));
+}
+
+TEST(Report, CliRejectsUnknownPivotFieldsWithExitCode2) {
+  const fs::path dir = fresh_dir("pivot-cli");
+  write(dir / "results.jsonl", lines({measured("a", {}, 0.01)}));
+  std::string output;
+  EXPECT_EQ(testutil::run_cli("report " + dir.string() + " --no-plots --rows graph --columns gpu", output), 2) << output;
+  EXPECT_NE(output.find("--columns: unknown field 'gpu'; did you mean 'gpus'? (valid: graph, strategy, gpus)"),
+            std::string::npos)
+      << output;
+  EXPECT_EQ(testutil::run_cli("report " + dir.string() + " --no-plots --rows graph --value latncy", output), 2) << output;
+  EXPECT_NE(output.find("--value: unknown value 'latncy'"), std::string::npos) << output;
+  EXPECT_EQ(testutil::run_cli("report " + dir.string() + " --no-plots --value search_time", output), 2) << output;
+  EXPECT_NE(output.find("--rows"), std::string::npos) << output;
+  EXPECT_EQ(testutil::run_cli("report " + dir.string() + " --no-plots --rows graph --columns gpus", output), 0) << output;
 }
 
 }  // namespace

@@ -415,7 +415,9 @@ int main(int argc, char** argv) {
     if (*reproduce) return cmd_reproduce(repro);
     if (*report) {
       report_opts.plots = !report_no_plots;
-      if (!pivot.rows.empty() || !pivot.columns.empty()) report_opts.pivots.push_back(pivot);
+      if (pivot.rows.empty() && (report->count("--columns") || report->count("--value")))
+        throw InputError("command line", "--rows", "expected with --columns and --value: the pivot's row fields");
+      if (!pivot.rows.empty()) report_opts.pivots.push_back(pivot);
       return run_report(report_opts, std::cout, std::cerr);
     }
     if (*topo_info) return cmd_topology_info(topo_path, topo_dot);
