@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fmt/format.h>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "scenarios/record.h"
 #include "scenarios/report.h"
 #include "scenarios/results_store.h"
+#include "sim/data_dir.h"
 #include "sim/errors.h"
 #include "tests/test_util.h"
 
@@ -257,9 +259,14 @@ TEST(Report, ReportBlockErrorsNameTheField) {
 }  // namespace
 }  // namespace placesim
 
-// Issue #18 items 13 (the report's flags) and 14 (tables a paper reader can use).
+// Issue #18 items 13 (the report's flags), 14 (tables) and 15 (plots).
 namespace placesim {
 namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
 
 // results.jsonl holds the points in the order they finished; the tables follow the scenario (point
 // index): groups in sweep order, strategies in the order listed.
@@ -405,6 +412,134 @@ TEST(Report, CliRejectsUnknownPivotFieldsWithExitCode2) {
   EXPECT_EQ(testutil::run_cli("report " + dir.string() + " --no-plots --value search_time", output), 2) << output;
   EXPECT_NE(output.find("--rows"), std::string::npos) << output;
   EXPECT_EQ(testutil::run_cli("report " + dir.string() + " --no-plots --rows graph --columns gpus", output), 0) << output;
+}
+
+// The records of a small sweep as `placesim run` would write them: two models, two GPU counts,
+// NIC bandwidth 10 and 40 Gbps (multi-nic's link_bandwidth), strategies single-device and a
+// scenario label "ours"; SimGrid's latency; "ours" has a trace with an idle GPU and a link track.
+fs::path plot_fixture(const std::string& name) {
+  const fs::path dir = fresh_dir(name);
+  write(dir / "trace-ours.json",
+        R"({"traceEvents":[{"name":"process_name","ph":"M","pid":1,"args":{"name":"GPUs"}},
+            {"name":"thread_name","ph":"M","pid":1,"tid":0,"args":{"name":"gpu0"}},
+            {"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"gpu1"}},
+            {"name":"thread_name","ph":"M","pid":1,"tid":2,"args":{"name":"gpu2"}},
+            {"name":"x","ph":"X","pid":1,"tid":0,"ts":0,"dur":5000},
+            {"name":"y","ph":"X","pid":1,"tid":1,"ts":6000,"dur":3000},
+            {"name":"process_name","ph":"M","pid":2,"args":{"name":"links"}},
+            {"name":"thread_name","ph":"M","pid":2,"tid":7,"args":{"name":"server0-nic0-up"}},
+            {"name":"server0-nic0-up","ph":"b","id":1,"pid":2,"tid":7,"ts":5000},
+            {"name":"server0-nic0-up","ph":"e","id":1,"pid":2,"tid":7,"ts":6000}]})");
+  std::string text;
+  std::size_t index = 0;
+  for (const char* graph : {"alexnet", "vgg"})
+    for (int gpus : {2, 4})
+      for (const char* bw : {"10Gbps", "40Gbps"})
+        for (const char* s : {"single-device", "ours"}) {
+          PointRecord r = measured(s, {{"graph", graph}, {"cluster.gpus", std::to_string(gpus)}, {"cluster.link_bandwidth", bw}},
+                                   0.02, s[0] == 'o' ? 0.008 * (bw[0] == '1' ? 2 : 1) : 0.02);
+          r.graph = graph;
+          r.gpus = gpus;
+          r.cluster = fmt::format("{} servers x 1 GPU, 2 NICs of {} each", gpus, bw);
+          r.index = index++;
+          r.measurement->search_time = 0.1 * gpus;
+          if (s[0] == 'o') r.measurement->trace_file = "trace-ours.json";
+          text += lines({r});
+        }
+  write(dir / "results.jsonl", text);
+  return dir;
+}
+
+// Status lines (the report's and the plot script's) go to stderr; stdout holds the tables only.
+TEST(Report, StatusGoesToStderrAndTablesToStdout) {
+  const fs::path dir = plot_fixture("streams");
+  const std::string cmd = fmt::format("{} report {} --rows graph,gpus --columns strategy >{} 2>{}", PLACESIM_CLI_PATH,
+                                      dir.string(), (dir / "out.txt").string(), (dir / "err.txt").string());
+  const int rc = std::system(cmd.c_str());
+  const std::string out = slurp(dir / "out.txt"), err = slurp(dir / "err.txt");
+  EXPECT_EQ(out.find("plot:"), std::string::npos) << out;
+  EXPECT_EQ(out.find("report:"), std::string::npos) << out;
+  EXPECT_NE(out.find("| alexnet / 2 |"), std::string::npos) << out;
+  EXPECT_NE(err.find("report: wrote"), std::string::npos) << err;
+  if (matplotlib_available()) {
+    EXPECT_EQ(rc, 0) << err;
+    EXPECT_NE(err.find("plot: wrote"), std::string::npos) << err;
+  }
+}
+
+// Item 15, read back from matplotlib's objects (the script's --describe).
+TEST(Report, PlotsNameTheirAxesAndKeepOneStylePerStrategy) {
+  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
+  const fs::path dir = plot_fixture("describe");
+  ReportOptions options;
+  options.results = dir.string();
+  options.plots = false;
+  std::ostringstream out, err;
+  ASSERT_EQ(run_report(options, out, err), 0) << err.str();
+  const fs::path script = data_dir() / "tools" / "plot_results.py", report = dir / "report";
+  const std::string cmd = fmt::format("{} {} {} --out {} --describe {} >{} 2>&1", plot_python(), script.string(),
+                                      (report / "records.json").string(), report.string(), (report / "describe.json").string(),
+                                      (report / "plot.log").string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(report / "plot.log");
+  const nlohmann::json d = nlohmann::json::parse(slurp(report / "describe.json"));
+  const nlohmann::json& figures = d["figures"];
+  for (const char* name : {"latency_by_model", "latency_vs_bandwidth", "search_time_vs_gpus", "gantt"})
+    ASSERT_TRUE(figures.contains(name)) << name;
+
+  // Bandwidth: log axis, ticks at the swept values in the unit they were written in, named in words.
+  const nlohmann::json& bw = figures["latency_vs_bandwidth"];
+  ASSERT_EQ(bw["axes"].size(), 4u);  // alexnet and vgg, on 2 and 4 GPUs
+  for (const auto& ax : bw["axes"]) {
+    EXPECT_EQ(ax["xscale"], "log");
+    EXPECT_EQ(ax["xticks"], nlohmann::json::parse("[10.0, 40.0]"));
+    EXPECT_EQ(ax["xticklabels"], nlohmann::json::parse(R"(["10", "40"])"));
+    EXPECT_EQ(ax["minor_xticks"], nlohmann::json::array());
+    EXPECT_EQ(ax["xlabel"], "NIC bandwidth (Gb/s)");
+    EXPECT_NE(ax["ylabel"].get<std::string>().find("SimGrid"), std::string::npos) << ax["ylabel"];
+  }
+  EXPECT_EQ(bw["axes"][0]["title"], "alexnet, 2 GPUs");
+  // The title names the models and the cluster (the swept part elided).
+  const std::string title = bw["suptitle"];
+  EXPECT_NE(title.find("alexnet, vgg"), std::string::npos) << title;
+  EXPECT_NE(title.find("servers x 1 GPU, 2 NICs of"), std::string::npos) << title;
+
+  // GPU counts: whole-number ticks at the counts swept.
+  for (const auto& ax : figures["search_time_vs_gpus"]["axes"]) {
+    EXPECT_EQ(ax["xticks"], nlohmann::json::parse("[2.0, 4.0]"));
+    EXPECT_EQ(ax["xticklabels"], nlohmann::json::parse(R"(["2", "4"])"));
+  }
+
+  // Bars over a sweep say they show medians over it.
+  const nlohmann::json& bars = figures["latency_by_model"];
+  EXPECT_NE(bars["axes"][0]["title"].get<std::string>().find("Medians over the sweep of cluster.link_bandwidth (2 values)"),
+            std::string::npos)
+      << bars["axes"][0]["title"];
+  EXPECT_NE(bars["axes"][0]["ylabel"].get<std::string>().find("median per-iteration latency, SimGrid"), std::string::npos);
+
+  // One colour and marker per strategy in every plot; legends outside the data.
+  const std::string single = d["styles"]["single-device"]["color"], ours = d["styles"]["ours"]["color"];
+  EXPECT_NE(single, ours);
+  for (const auto& ax : bars["axes"])
+    for (const auto& b : ax["bars"]) EXPECT_EQ(b["color"], d["styles"][b["label"].get<std::string>()]["color"]) << b;
+  for (const char* name : {"latency_vs_bandwidth", "search_time_vs_gpus"})
+    for (const auto& ax : figures[name]["axes"])
+      for (const auto& line : ax["lines"]) {
+        EXPECT_EQ(line["color"], d["styles"][line["label"].get<std::string>()]["color"]) << name << line;
+        EXPECT_EQ(line["marker"], d["styles"][line["label"].get<std::string>()]["marker"]) << name << line;
+      }
+  for (const char* name : {"latency_by_model", "latency_vs_bandwidth", "search_time_vs_gpus"}) {
+    ASSERT_EQ(figures[name]["legends"].size(), 1u) << name;
+    EXPECT_TRUE(figures[name]["legends"][0]["outside_axes"].get<bool>()) << name;
+  }
+
+  // The Gantt chart: the point it shows, GPU tracks without the idle one, then the link tracks.
+  const nlohmann::json& gantt = figures["gantt"]["axes"][0];
+  EXPECT_EQ(gantt["yticklabels"], nlohmann::json::parse(R"(["gpu0", "gpu1", "server0-nic0-up"])"));
+  const std::string point = gantt["title"];
+  EXPECT_NE(point.find("ours at the point alexnet, 2 GPUs, cluster.link_bandwidth=40Gbps"), std::string::npos) << point;
+  EXPECT_NE(point.find("1 idle GPU"), std::string::npos) << point;
+  // Nothing but status lines, and those on stderr (checked above through the CLI).
+  EXPECT_EQ(slurp(report / "plot.log").find("Traceback"), std::string::npos);
 }
 
 }  // namespace
