@@ -208,26 +208,36 @@ double typical_magnitude(std::span<const double> values) {
   return m[(m.size() - 1) / 2];
 }
 
+// The largest finite magnitude.
+double largest_magnitude(std::span<const double> values) {
+  double m = 0;
+  for (double v : values)
+    if (std::isfinite(v)) m = std::max(m, std::fabs(v));
+  return m;
+}
+
+// Units from small to large: the one the typical value reads best in, then larger ones while the
+// largest value would need more than five digits before the point ("2084156 us" -> "2084 ms").
+ColumnUnit pick_unit(std::span<const ColumnUnit> units, std::span<const double> values) {
+  const double typical = typical_magnitude(values), largest = largest_magnitude(values);
+  std::size_t i = 0;
+  while (i + 1 < units.size() && typical >= units[i + 1].scale) ++i;
+  while (i + 1 < units.size() && largest / units[i].scale >= 1e5) ++i;
+  return units[i];
+}
+
 }  // namespace
 
 ColumnUnit duration_unit(std::span<const double> seconds) {
-  const double t = typical_magnitude(seconds);
-  if (t == 0 || t >= 1) return {"s", 1};
-  if (t >= 1e-3) return {"ms", 1e-3};
-  if (t >= 1e-6) return {"us", 1e-6};
-  return {"ns", 1e-9};
+  static const ColumnUnit units[] = {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}};
+  if (typical_magnitude(seconds) == 0 && largest_magnitude(seconds) == 0) return units[3];
+  return pick_unit(units, seconds);
 }
 
 ColumnUnit bytes_unit(std::span<const double> bytes) {
-  static const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double t = typical_magnitude(bytes), scale = 1;
-  int i = 0;
-  while (t >= 1024 && i < 4) {
-    t /= 1024;
-    scale *= 1024;
-    ++i;
-  }
-  return {names[i], scale};
+  static const double k = 1024;
+  static const ColumnUnit units[] = {{"B", 1}, {"KiB", k}, {"MiB", k * k}, {"GiB", k * k * k}, {"TiB", k * k * k * k}};
+  return pick_unit(units, bytes);
 }
 
 ColumnUnit number_unit() { return {"", 1}; }

@@ -59,8 +59,9 @@ std::string format_flops(double flops_per_second);  // "19.5 TFLOP/s"
 // By its dimension with the functions above; a bare number as {:.6g}.
 std::string format_quantity(const Quantity& q);
 
-// One unit for a whole column of a table (so that "10370 ms" never stands beside "10.37 s"): the
-// unit the column's typical value (the median of its nonzero magnitudes) reads best in. A value
+// One unit for a whole column of a table (so that "1.037e+04 ms" never stands beside "10.37 s"):
+// the unit the column's typical value (the median of its nonzero magnitudes) reads best in, or a
+// larger one when the largest value would need more than five digits before the point. A value
 // is printed as value / scale followed by `name` (empty for a bare number).
 struct ColumnUnit {
   std::string name;

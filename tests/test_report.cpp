@@ -329,6 +329,20 @@ TEST(Report, EachColumnHasOneUnit) {
   const std::string md = format_pivot_table(records, spec);
   EXPECT_NE(md.find("| slow | 10370 ms |"), std::string::npos) << md;
   EXPECT_NE(md.find("| a | 20 ms |"), std::string::npos) << md;
+  // A unit from the typical value, and a larger one when the largest would need six digits: the
+  // searches of 60 us, 468 us and 2.084 s are in ms, not "2084156 us".
+  {
+    PointRecord x = measured("x", {}, 0.1), y = measured("y", {}, 0.1), z = measured("z", {}, 0.1);
+    x.measurement->search_time = 60e-6;
+    y.measurement->search_time = 468e-6;
+    z.measurement->search_time = 2.084156;
+    const fs::path other = fresh_dir("units-largest");
+    write(other / "results.jsonl", lines({x, y, z}));
+    const std::string t = format_comparison_table(load_report_records(other.string()));
+    EXPECT_NE(t.find("search (ms)"), std::string::npos) << t;
+    EXPECT_NE(t.find(" 2084 "), std::string::npos) << t;
+    EXPECT_NE(t.find(" 0.468 "), std::string::npos) << t;
+  }
   // Numbers of a strategy's report print whole, not as 1.037e+04.
   slow.measurement->strategy_report["fused_operators"] = 10370;
   write(dir / "results.jsonl", lines({slow}));
@@ -352,6 +366,21 @@ TEST(Report, SweptValuesKeepTheUnitTheyWereWrittenIn) {
   md = format_pivot_table(load_report_records(dir.string()), spec);
   EXPECT_NE(md.find("| 1.25 GB/s |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 5 GB/s |"), std::string::npos) << md;
+}
+
+// The table `placesim run` prints has one unit per column too.
+TEST(Report, PointTableHasOneUnitPerColumn) {
+  PointRecord slow = measured("slow", {}, 10.37, 10.5), a = measured("a", {}, 0.02), b = measured("b", {}, 0.03);
+  a.measurement->search_time = 50e-6;
+  b.measurement->search_time = 0.004;
+  const std::vector<PointRecord> records = {slow, a, b};
+  const std::string table = format_point_table(records);
+  EXPECT_NE(table.find("evaluator (ms)"), std::string::npos) << table;
+  EXPECT_NE(table.find("simgrid (ms)"), std::string::npos) << table;
+  EXPECT_NE(table.find(" 10370 "), std::string::npos) << table;
+  EXPECT_NE(table.find(" 10500 "), std::string::npos) << table;
+  EXPECT_EQ(table.find(" s "), std::string::npos) << table;
+  EXPECT_EQ(table.find(" us "), std::string::npos) << table;
 }
 
 TEST(Report, CountsAreSingularOrPlural) {
