@@ -573,3 +573,22 @@ TEST(Report, PlotsNameTheirAxesAndKeepOneStylePerStrategy) {
 
 }  // namespace
 }  // namespace placesim
+
+namespace placesim {
+namespace {
+
+// Counts in CLI output: "1 operator", "1 tensor" (issue #18 item 14).
+TEST(Report, CliCountsAreSingularOrPlural) {
+  const fs::path dir = fresh_dir("cli-plural");
+  write(dir / "one.json",
+        R"({"format": "placesim-graph", "version": 1, "units": {"time": "s", "memory": "B", "tensor": "B"},
+            "operators": [{"name": "a", "compute_s": 0.001}, {"name": "b", "compute_s": 0.001}],
+            "tensors": [{"src": "a", "dst": "b", "bytes": 8}]})");
+  std::string output;
+  ASSERT_EQ(testutil::run_cli("graph convert " + (dir / "one.json").string() + " " + (dir / "out.json").string(), output), 0)
+      << output;
+  EXPECT_NE(output.find("(2 operators, 1 tensor)"), std::string::npos) << output;
+}
+
+}  // namespace
+}  // namespace placesim

@@ -185,8 +185,9 @@ int cmd_simulate(const std::string& graph_path, const std::string& placement_pat
   validate_placement(loaded.graph, cluster, placement, placement_path);
   const Engine engine = engine_name == "evaluator" ? Engine::Evaluator : engine_name == "simgrid" ? Engine::SimGrid : Engine::Both;
   Measurement m = measure_placement(loaded.graph, cluster, placement, engine);
-  std::cout << fmt::format("graph           {} ({} operators, {} tensors)\n", graph_path, loaded.graph.num_operators(),
-                           loaded.graph.num_tensors());
+  std::cout << fmt::format("graph           {} ({} operator{}, {} tensor{})\n", graph_path, loaded.graph.num_operators(),
+                           loaded.graph.num_operators() == 1 ? "" : "s", loaded.graph.num_tensors(),
+                           loaded.graph.num_tensors() == 1 ? "" : "s");
   std::cout << fmt::format("cluster         {}\n", cluster.description);
   std::cout << fmt::format("evaluator       {}\n", format_duration(m.evaluator_latency));
   if (m.simgrid_latency)
@@ -391,7 +392,8 @@ int main(int argc, char** argv) {
     if (*run) return cmd_run(run_args);
     if (*merge) {
       const std::size_t n = merge_result_shards(merge_dir, std::nullopt);
-      std::cout << fmt::format("merged {} points into {}/results.jsonl (and results.json, results.csv)\n", n, merge_dir);
+      std::cout << fmt::format("merged {} point{} into {}/results.jsonl (and results.json, results.csv)\n", n, n == 1 ? "" : "s",
+                               merge_dir);
       return 0;
     }
     if (*sim) return cmd_simulate(graph_path, placement_path, cluster_path, format, sim_engine, trace);
@@ -408,7 +410,8 @@ int main(int argc, char** argv) {
       for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
       const Graph g = conv_wcc ? largest_weakly_connected_component(loaded.graph) : std::move(loaded.graph);
       save_placesim_json(g, conv_out);
-      std::cout << fmt::format("wrote {} ({} operators, {} tensors)\n", conv_out, g.num_operators(), g.num_tensors());
+      std::cout << fmt::format("wrote {} ({} operator{}, {} tensor{})\n", conv_out, g.num_operators(),
+                               g.num_operators() == 1 ? "" : "s", g.num_tensors(), g.num_tensors() == 1 ? "" : "s");
       return 0;
     }
     if (*strategies) return cmd_strategies(strategies_json);
