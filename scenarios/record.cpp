@@ -339,13 +339,28 @@ std::string format_point_table(std::span<const PointRecord> records) {
   };
   std::size_t width = 0;
   for (const PointRecord& r : records) width = std::max(width, point_of(r).size());
+  // One unit per column, named in the header (both latencies in one, to be compared).
+  std::vector<double> latencies, searches, memories;
+  for (const PointRecord& r : records)
+    if (r.measurement) {
+      latencies.push_back(r.measurement->evaluator_latency);
+      if (r.measurement->simgrid_latency) latencies.push_back(*r.measurement->simgrid_latency);
+      if (r.measurement->flow_latency) latencies.push_back(*r.measurement->flow_latency);
+      searches.push_back(r.measurement->search_time);
+      memories.push_back(r.measurement->peak_memory);
+    }
+  const ColumnUnit latency = duration_unit(latencies), search = duration_unit(searches), memory = bytes_unit(memories);
   const std::string point_head = width ? fmt::format("{:<{}} ", "point", width) : std::string();
   // The flow engine's column only when it ran for some point.
   const bool flow = std::any_of(records.begin(), records.end(),
                                 [](const PointRecord& r) { return r.measurement && r.measurement->flow_latency; });
-  std::string out = point_head + fmt::format("{:<20} {:>14} {:>14}{} {:>12} {:>14} {:>5}\n", "strategy", "evaluator", "simgrid",
-                                             flow ? fmt::format(" {:>14}", "flow") : std::string(), "search",
-                                             "peak mem/GPU", "OOM");
+  std::string out = point_head + fmt::format("{:<20} {:>14} {:>14}{} {:>12} {:>18} {:>5}\n", "strategy",
+                                             fmt::format("evaluator ({})", latency.name),
+                                             fmt::format("simgrid ({})", latency.name),
+                                             flow ? fmt::format(" {:>14}", fmt::format("flow ({})", latency.name))
+                                                  : std::string(),
+                                             fmt::format("search ({})", search.name),
+                                             fmt::format("peak mem/GPU ({})", memory.name), "OOM");
   for (const PointRecord& r : records) {
     const std::string point = width ? fmt::format("{:<{}} ", point_of(r), width) : std::string();
     if (!r.measurement) {
@@ -353,11 +368,14 @@ std::string format_point_table(std::span<const PointRecord> records) {
       continue;
     }
     const PointMeasurement& m = *r.measurement;
-    out += point + fmt::format("{:<20} {:>14} {:>14}{} {:>12} {:>14} {:>5}\n", r.label, format_duration(m.evaluator_latency),
-                               m.simgrid_latency ? format_duration(*m.simgrid_latency) : std::string("-"),
+    out += point + fmt::format("{:<20} {:>14} {:>14}{} {:>12} {:>18} {:>5}\n", r.label,
+                               format_number_in(m.evaluator_latency, latency),
+                               m.simgrid_latency ? format_number_in(*m.simgrid_latency, latency) : std::string("-"),
                                !flow ? std::string()
-                                     : fmt::format(" {:>14}", m.flow_latency ? format_duration(*m.flow_latency) : "-"),
-                               format_duration(m.search_time), format_bytes(m.peak_memory), m.oom ? "yes" : "no");
+                                     : fmt::format(" {:>14}", m.flow_latency ? format_number_in(*m.flow_latency, latency)
+                                                                            : std::string("-")),
+                               format_number_in(m.search_time, search), format_number_in(m.peak_memory, memory),
+                               m.oom ? "yes" : "no");
   }
   return out;
 }

@@ -119,7 +119,8 @@ std::vector<std::string> sweep_paths(std::span<const PointRecord> records);
 nlohmann::ordered_json results_document(std::span<const PointRecord> records);
 // results.csv: one row per record, a column per swept path.
 std::string records_to_csv(std::span<const PointRecord> records);
-// The table `placesim run` prints: one row per record, its sweep values, seed and repetition first.
+// The table `placesim run` prints: one row per record, its sweep values, seed and repetition first;
+// each column in one unit, named in its header.
 std::string format_point_table(std::span<const PointRecord> records);
 
 }  // namespace placesim

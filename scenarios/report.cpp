@@ -1,8 +1,11 @@
 #include "scenarios/report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -32,32 +35,84 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// The swept values in path order (as the report has always listed them).
-std::vector<const SweepValue*> sorted_sweep(const PointRecord& r) {
-  std::vector<const SweepValue*> values;
-  for (const SweepValue& v : r.sweep) values.push_back(&v);
-  std::sort(values.begin(), values.end(), [](const SweepValue* a, const SweepValue* b) { return a->path < b->path; });
-  return values;
+// "1 point", "2 points".
+std::string count_of(std::size_t n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
-// The parameters that tell groups apart: every swept value except the strategy.
-std::string group_name(const PointRecord& r) {
-  std::string name = fmt::format("{} on {} GPUs", r.graph, r.gpus);
-  for (const SweepValue* v : sorted_sweep(r)) {
+// The records in the scenario's order: by point index (the sweep's axes in the order written, the
+// last fastest, then the strategies in the order listed). results.jsonl holds them in the order
+// the points finished; the tables and plots must not depend on that.
+std::vector<const PointRecord*> in_scenario_order(std::span<const PointRecord> records) {
+  std::vector<const PointRecord*> out;
+  out.reserve(records.size());
+  for (const PointRecord& r : records) out.push_back(&r);
+  std::stable_sort(out.begin(), out.end(), [](const PointRecord* a, const PointRecord* b) { return a->index < b->index; });
+  return out;
+}
+
+// The number and unit of a quantity as written ("10Gbps" -> {"10", "Gbps"}); nullopt for other text.
+std::optional<std::pair<std::string, std::string>> number_and_unit(const SweepValue& v) {
+  if (!v.quantity) return std::nullopt;
+  const std::string& t = v.text;
+  std::size_t end = 0;
+  while (end < t.size() && (std::isdigit(static_cast<unsigned char>(t[end])) || std::strchr(".+-eE", t[end]))) ++end;
+  // An exponent's 'e' belongs to the number only when a digit or sign follows.
+  while (end > 0 && (t[end - 1] == 'e' || t[end - 1] == 'E')) --end;
+  std::size_t unit = end;
+  while (unit < t.size() && std::isspace(static_cast<unsigned char>(t[unit]))) ++unit;
+  if (end == 0) return std::nullopt;
+  return std::pair{t.substr(0, end), t.substr(unit)};
+}
+
+// How the tables print swept values: a path whose values were all written in one unit keeps it
+// ("10 Gbps", as the scenario and its paper say), else each value in placesim's units (printed()).
+class SweepText {
+ public:
+  explicit SweepText(std::span<const PointRecord> records) {
+    std::map<std::string, std::set<std::string>> units;
+    std::set<std::string> mixed;
+    for (const PointRecord& r : records)
+      for (const SweepValue& v : r.sweep) {
+        if (const auto nu = number_and_unit(v)) units[v.path].insert(nu->second);
+        else mixed.insert(v.path);
+      }
+    for (const auto& [path, u] : units)
+      if (u.size() == 1 && !mixed.count(path)) as_written_.insert(path);
+  }
+  std::string operator()(const SweepValue& v) const {
+    if (as_written_.count(v.path)) {
+      const auto nu = number_and_unit(v);
+      return nu->second.empty() ? nu->first : nu->first + " " + nu->second;
+    }
+    return v.printed();
+  }
+
+ private:
+  std::set<std::string> as_written_;
+};
+
+// The parameters that tell groups apart: every swept value except the strategy, in the sweep's
+// order.
+std::string group_name(const PointRecord& r, const SweepText& text) {
+  std::string name = fmt::format("{} on {}", r.graph, count_of(static_cast<std::size_t>(std::max(r.gpus, 0)), "GPU", "GPUs"));
+  for (const SweepValue& v : r.sweep) {
     // The graph, GPU count and strategy have their own columns.
-    if (v->path == "graph" || v->path == "cluster.gpus" || v->path == "strategy") continue;
-    name += fmt::format(", {}={}", v->path, v->printed());
+    if (v.path == "graph" || v.path == "cluster.gpus" || v.path == "strategy") continue;
+    name += fmt::format(", {}={}", v.path, text(v));
   }
   return name;
 }
 
-std::string field_text(const PointRecord& r, const std::string& field) {
+std::string field_text(const PointRecord& r, const std::string& field, const SweepText& text) {
   if (field == "graph") return r.graph;
   if (field == "strategy") return r.label;
   if (field == "gpus") return std::to_string(r.gpus);
-  if (const SweepValue* v = r.sweep_value(field)) return v->printed();
+  if (const SweepValue* v = r.sweep_value(field)) return text(*v);
   return "-";
 }
+
+const char* const kValueFields[] = {"latency", "search_time", "evaluator_latency", "simgrid_latency", "peak_memory"};
 
 std::optional<double> value_of(const PointRecord& r, const std::string& value) {
   if (!r.measurement) return std::nullopt;
@@ -73,17 +128,18 @@ std::optional<double> value_of(const PointRecord& r, const std::string& value) {
   return std::nullopt;
 }
 
-std::string format_value(const std::string& value, double v) {
+// One unit for every cell of a pivot of `value`, chosen from the cells.
+ColumnUnit unit_of(const std::string& value, std::span<const double> cells) {
   if (value.find("latency") != std::string::npos || value == "search_time" || value.ends_with("seconds") ||
       value.ends_with("_s"))
-    return format_duration(v);
-  if (value == "peak_memory" || value.ends_with("bytes")) return format_bytes(v);
-  return fmt::format("{:.4g}", v);
+    return duration_unit(cells);
+  if (value == "peak_memory" || value.ends_with("bytes")) return bytes_unit(cells);
+  return number_unit();
 }
 
-std::string joined(const PointRecord& r, const std::vector<std::string>& fields) {
+std::string joined(const PointRecord& r, const std::vector<std::string>& fields, const SweepText& text) {
   std::string s;
-  for (const auto& f : fields) s += (s.empty() ? "" : " / ") + field_text(r, f);
+  for (const auto& f : fields) s += (s.empty() ? "" : " / ") + field_text(r, f, text);
   return s;
 }
 
@@ -94,28 +150,32 @@ std::vector<PointRecord> load_report_records(const std::string& path) {
 }
 
 std::string format_comparison_table(std::span<const PointRecord> records) {
-  // group -> strategy (in first-seen order) -> records
+  // group -> strategy (both in the scenario's order) -> records
   std::vector<std::string> group_order;
   std::map<std::string, std::vector<std::string>> strategy_order;
   std::map<std::pair<std::string, std::string>, std::vector<const PointRecord*>> cells;
-  for (const auto& r : records) {
-    const std::string g = group_name(r);
+  bool any_simgrid = false, any_evaluator_only = false;
+  const SweepText text(records);
+  for (const PointRecord* r : in_scenario_order(records)) {
+    const std::string g = group_name(*r, text);
     if (std::find(group_order.begin(), group_order.end(), g) == group_order.end()) group_order.push_back(g);
     auto& so = strategy_order[g];
-    if (std::find(so.begin(), so.end(), r.label) == so.end()) so.push_back(r.label);
-    cells[{g, r.label}].push_back(&r);
+    if (std::find(so.begin(), so.end(), r->label) == so.end()) so.push_back(r->label);
+    cells[{g, r->label}].push_back(r);
+    if (r->measurement) (r->measurement->simgrid_latency ? any_simgrid : any_evaluator_only) = true;
   }
-  std::ostringstream out;
+  struct Row {
+    std::string strategy;
+    std::optional<double> latency, search;
+    double memory = 0;
+    bool oom = false;
+    std::size_t runs = 0, failures = 0;
+    std::string error;
+  };
+  std::vector<std::vector<Row>> tables;
+  std::vector<double> all_latency, all_search, all_memory;  // the medians, to choose each column's unit
   for (const auto& g : group_order) {
-    struct Row {
-      std::string strategy;
-      std::optional<double> latency, search;
-      double memory = 0;
-      bool oom = false;
-      std::size_t runs = 0, failures = 0;
-      std::string error;
-    };
-    std::vector<Row> rows;
+    std::vector<Row>& rows = tables.emplace_back();
     for (const auto& s : strategy_order[g]) {
       Row row;
       row.strategy = s;
@@ -132,13 +192,38 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
         row.memory = std::max(row.memory, r->measurement->peak_memory);
         row.oom = row.oom || r->measurement->oom;
       }
-      if (!lat.empty()) row.latency = median(lat);
-      if (!search.empty()) row.search = median(search);
+      if (!lat.empty()) {
+        row.latency = median(lat);
+        all_latency.push_back(*row.latency);
+        all_memory.push_back(row.memory);
+      }
+      if (!search.empty()) all_search.push_back(*(row.search = median(search)));
       rows.push_back(row);
     }
-    out << g << "\n";
-    out << fmt::format("  {:<24} {:>12} {:>9} {:>11} {:>11} {:>5}  {}\n", "strategy", "latency", "speed-up",
-                       "search", "peak mem", "OOM", "runs");
+  }
+  // One unit per column across every table, named in the header; the cells are bare numbers.
+  const ColumnUnit latency_unit = duration_unit(all_latency), search_unit = duration_unit(all_search),
+                   memory_unit = bytes_unit(all_memory);
+  const std::string latency_name = any_simgrid && !any_evaluator_only ? "SimGrid latency"
+                                   : any_simgrid                      ? "latency"
+                                                                      : "evaluator latency";
+  const std::string latency_head = fmt::format("{} ({})", latency_name, latency_unit.name),
+                    speedup_head = "speed-up vs best other", search_head = fmt::format("search ({})", search_unit.name),
+                    memory_head = fmt::format("peak mem ({})", memory_unit.name);
+  std::size_t strategy_width = 8;
+  for (const auto& rows : tables)
+    for (const Row& row : rows) strategy_width = std::max(strategy_width, row.strategy.size());
+  auto line = [&](std::string_view strategy, std::string_view latency, std::string_view speedup, std::string_view search,
+                  std::string_view memory, std::string_view oom, std::string_view runs) {
+    return fmt::format("  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}  {:>3}  {}\n", strategy, strategy_width, latency,
+                       latency_head.size(), speedup, speedup_head.size(), search, search_head.size(), memory,
+                       memory_head.size(), oom, runs);
+  };
+  std::ostringstream out;
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    const std::vector<Row>& rows = tables[t];
+    out << group_order[t] << "\n";
+    out << line("strategy", latency_head, speedup_head, search_head, memory_head, "OOM", "runs");
     for (const Row& row : rows) {
       // Speed-up over the best *other* strategy; OOM placements do not count as competitors.
       std::optional<double> best_other;
@@ -146,34 +231,52 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
         if (&o != &row && o.latency && !o.oom) best_other = std::min(best_other.value_or(*o.latency), *o.latency);
       std::string runs = std::to_string(row.runs);
       if (row.failures) runs += fmt::format(" ({} failed: {})", row.failures, row.error);
-      out << fmt::format("  {:<24} {:>12} {:>9} {:>11} {:>11} {:>5}  {}\n", row.strategy,
-                         row.latency ? fmt::format("{:.4g} ms", *row.latency * 1e3) : "failed",
-                         row.latency && best_other ? fmt::format("{:.3f}x", *best_other / *row.latency) : "-",
-                         row.search ? format_duration(*row.search) : "-",
-                         row.latency ? format_bytes(row.memory) : "-", row.oom ? "yes" : "", runs);
+      out << line(row.strategy, row.latency ? format_number_in(*row.latency, latency_unit) : "failed",
+                  row.latency && best_other ? fmt::format("{:.3f}x", *best_other / *row.latency) : "-",
+                  row.search ? format_number_in(*row.search, search_unit) : "-",
+                  row.latency ? format_number_in(row.memory, memory_unit) : "-", row.oom ? "yes" : "", runs);
     }
     out << "\n";
+  }
+  if (!tables.empty()) {
+    if (any_simgrid && any_evaluator_only)
+      out << "latency: per iteration, SimGrid's where SimGrid ran, else the evaluator's; the median of a strategy's runs\n";
+    else
+      out << fmt::format("{}: per iteration; the median of a strategy's runs\n", latency_name);
+    out << "speed-up vs best other: the latency of the fastest other strategy in the same table that fits in memory, "
+           "divided by this one's (> 1: this one is the fastest)\n";
   }
   return out.str();
 }
 
-nlohmann::json records_to_json(std::span<const PointRecord> records, const std::string& dir) {
+nlohmann::ordered_json records_to_json(std::span<const PointRecord> records, const std::string& dir) {
+  using json = nlohmann::ordered_json;
   json out = json::array();
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
-  for (const auto& r : records) {
-    json params = json::object();
-    for (const SweepValue& v : r.sweep) params[v.path] = v.quantity ? json(v.quantity->value) : json(v.text);
+  for (const PointRecord* record : in_scenario_order(records)) {
+    const PointRecord& r = *record;
+    // params keeps the sweep's order (an ordered object), so the plots follow the scenario too.
+    json params = json::object(), written = json::object();
+    for (const SweepValue& v : r.sweep) {
+      params[v.path] = v.quantity ? json(v.quantity->value) : json(v.text);
+      written[v.path] = v.text;
+    }
     const PointMeasurement* m = r.measurement ? &*r.measurement : nullptr;
     std::string trace;
     if (m && !m->trace_file.empty()) {
       const fs::path p(m->trace_file);
       trace = (p.is_absolute() ? p : fs::path(dir) / p).lexically_normal().string();
     }
-    out.push_back({{"graph", r.graph},
+    out.push_back({{"index", r.index},
+                   {"scenario", r.scenario},
+                   {"graph", r.graph},
+                   {"cluster", r.cluster},
                    {"strategy", r.label},
                    {"gpus", r.gpus},
                    {"params", params},
+                   {"params_text", written},
                    {"latency", opt(r.latency())},
+                   {"latency_source", !m ? "" : m->simgrid_latency ? "simgrid" : "evaluator"},
                    {"evaluator_latency", opt(m ? std::optional(m->evaluator_latency) : std::nullopt)},
                    {"simgrid_latency", opt(m ? m->simgrid_latency : std::nullopt)},
                    {"flow_latency", opt(m ? m->flow_latency : std::nullopt)},
@@ -224,21 +327,62 @@ ReportSpec report_spec_from_yaml(const YAML::Node& node, const std::string& file
     p.columns = names_from_yaml(t, "columns");
     p.value = t.string_or("value", "latency");
     p.strategies = names_from_yaml(t, "strategies");
+    p.file = file;
+    p.rows_field = t.field("rows");
+    p.columns_field = t.field("columns");
+    p.value_field = t.field("value");
+    p.strategies_field = t.field("strategies");
     if (p.rows.empty()) throw InputError(file, t.field("rows"), "expected at least one row field (graph, strategy, gpus or a swept path)");
     spec.tables.push_back(std::move(p));
   }
   return spec;
 }
 
+namespace {
+
+// "unknown field 'x'; did you mean 'y'? (valid: a, b, c)"
+[[noreturn]] void unknown(const std::string& file, const std::string& field, std::string_view what, const std::string& name,
+                          const std::vector<std::string>& valid) {
+  const std::string hint = nearest_word(name, valid);
+  throw InputError(file, field,
+                   fmt::format("unknown {} '{}'{} (valid: {})", what, name, hint.empty() ? "" : "; did you mean '" + hint + "'?",
+                               fmt::join(valid, ", ")));
+}
+
+}  // namespace
+
+void check_pivot_fields(std::span<const PointRecord> records, const PivotSpec& spec) {
+  std::vector<std::string> fields = {"graph", "strategy", "gpus"};
+  for (const std::string& path : sweep_paths(records))
+    if (std::find(fields.begin(), fields.end(), path) == fields.end()) fields.push_back(path);
+  for (const auto& [names, where] : {std::pair{&spec.rows, &spec.rows_field}, std::pair{&spec.columns, &spec.columns_field}})
+    for (const std::string& name : *names)
+      if (std::find(fields.begin(), fields.end(), name) == fields.end()) unknown(spec.file, *where, "field", name, fields);
+  std::vector<std::string> values(std::begin(kValueFields), std::end(kValueFields));
+  for (const PointRecord& r : records)
+    if (r.measurement)
+      for (const auto& [key, v] : r.measurement->strategy_report.items())
+        if (v.is_number() && std::find(values.begin(), values.end(), key) == values.end()) values.push_back(key);
+  if (std::find(values.begin(), values.end(), spec.value) == values.end())
+    unknown(spec.file, spec.value_field, "value", spec.value, values);
+  std::vector<std::string> labels;
+  for (const PointRecord* r : in_scenario_order(records))
+    if (std::find(labels.begin(), labels.end(), r->label) == labels.end()) labels.push_back(r->label);
+  for (const std::string& s : spec.strategies)
+    if (std::find(labels.begin(), labels.end(), s) == labels.end()) unknown(spec.file, spec.strategies_field, "strategy", s, labels);
+}
+
 std::string format_pivot_table(std::span<const PointRecord> records, const PivotSpec& spec) {
   std::vector<std::string> row_keys, column_keys;
   std::map<std::pair<std::string, std::string>, std::vector<double>> cells;
   std::set<std::pair<std::string, std::string>> oom, failed;
-  for (const auto& r : records) {
+  const SweepText text(records);
+  for (const PointRecord* record : in_scenario_order(records)) {
+    const PointRecord& r = *record;
     if (!spec.strategies.empty() &&
         std::find(spec.strategies.begin(), spec.strategies.end(), r.label) == spec.strategies.end())
       continue;
-    const std::string row = joined(r, spec.rows), column = joined(r, spec.columns);
+    const std::string row = joined(r, spec.rows, text), column = joined(r, spec.columns, text);
     if (std::find(row_keys.begin(), row_keys.end(), row) == row_keys.end()) row_keys.push_back(row);
     if (std::find(column_keys.begin(), column_keys.end(), column) == column_keys.end()) column_keys.push_back(column);
     if (r.failed()) {
@@ -248,6 +392,11 @@ std::string format_pivot_table(std::span<const PointRecord> records, const Pivot
     if (r.measurement->oom) oom.insert({row, column});
     if (auto v = value_of(r, spec.value)) cells[{row, column}].push_back(*v);
   }
+  // One unit for the whole table (its cells are one quantity, compared along rows and columns).
+  std::map<std::pair<std::string, std::string>, double> medians;
+  std::vector<double> all;
+  for (const auto& [key, values] : cells) all.push_back(medians[key] = median(values));
+  const ColumnUnit unit = unit_of(spec.value, all);
   std::ostringstream out;
   if (!spec.title.empty()) out << "**" << spec.title << "**\n\n";
   std::string header = "| " + (spec.rows.empty() ? std::string() : [&] {
@@ -264,8 +413,8 @@ std::string format_pivot_table(std::span<const PointRecord> records, const Pivot
   for (const auto& row : row_keys) {
     out << "| " << row;
     for (const auto& c : column_keys) {
-      auto it = cells.find({row, c});
-      std::string cell = it != cells.end() ? format_value(spec.value, median(it->second))
+      auto it = medians.find({row, c});
+      std::string cell = it != medians.end() ? format_in(it->second, unit)
                          : failed.count({row, c}) ? "failed"
                                                   : "";
       if (oom.count({row, c})) cell += " (OOM)";
@@ -314,6 +463,7 @@ int run_report(const ReportOptions& options, std::ostream& out, std::ostream& er
     const fs::path base = fs::is_directory(options.results) ? fs::path(options.results) : fs::path(options.results).parent_path();
     dir = base / "report";
   }
+  for (const auto& p : options.pivots) check_pivot_fields(records, p);  // before anything is printed or written
   fs::create_directories(dir);
   const std::string table = format_comparison_table(records);
   out << table;
@@ -325,9 +475,14 @@ int run_report(const ReportOptions& options, std::ostream& out, std::ostream& er
     write_text(dir / "pivot.md", md);
   }
   // A stray byte that is not UTF-8 becomes U+FFFD rather than an exception (see dump_json).
-  const nlohmann::json records_json = records_to_json(records, fs::path(file).parent_path().string());
-  write_text(dir / "records.json", records_json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-  out << fmt::format("report: {}/table.txt, {}/records.json\n", dir.string(), dir.string());
+  const nlohmann::ordered_json records_json = records_to_json(records, fs::path(file).parent_path().string());
+  write_text(dir / "records.json", records_json.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+  // Tables to `out`, what was done to `err`; `out` is flushed before the plot script (which
+  // writes to the same stderr) runs, so that nothing lands in the middle of a table.
+  out << std::flush;
+  err << fmt::format("report: wrote {}/table.txt{}, {}/records.json\n", dir.string(),
+                     options.pivots.empty() ? "" : ", " + (dir / "pivot.md").string(), dir.string())
+      << std::flush;
   if (!options.plots) return 0;
   std::string script = options.plot_script;
   if (script.empty()) {

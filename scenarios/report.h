@@ -19,16 +19,20 @@ struct PointRecord;
 std::vector<PointRecord> load_report_records(const std::string& path);
 
 // One table per group of points that differ only in strategy (graph, GPU count, other swept
-// values): per strategy the median latency over repetitions, the speed-up of the best other
-// strategy's latency over this one (> 1: this one is faster), median search time, peak memory and
-// OOM or failure.
+// values), groups and strategies in the scenario's order (point index, not the order the points
+// finished): per strategy the median latency over repetitions, its speed-up vs the best other
+// strategy (the fastest other latency that fits in memory over this one; > 1: this one is
+// fastest), median search time, peak memory and OOM or failure. Each column has one unit, named
+// in its header; notes under the tables say what the latency and the speed-up are.
 std::string format_comparison_table(std::span<const PointRecord> records);
 
-// records.json for the plot script: per record graph, strategy (label), gpus, params (swept values
-// in SI units where they are quantities, else as written), latency, evaluator_latency,
-// simgrid_latency, search_time, peak_memory, oom, failed, error, trace_file (absolute: relative
-// paths are resolved against `dir`, the results folder) and strategy_report.
-nlohmann::json records_to_json(std::span<const PointRecord> records, const std::string& dir);
+// records.json for the plot script, in the scenario's order (point index): per record index,
+// scenario, graph, cluster (its description), strategy (label), gpus, params (swept values in the
+// sweep's order, in SI units where they are quantities, else as written), params_text (as
+// written), latency, latency_source ("simgrid" or "evaluator": whose latency `latency` is),
+// evaluator_latency, simgrid_latency, search_time, peak_memory, oom, failed, error, trace_file
+// (absolute: relative paths are resolved against `dir`, the results folder) and strategy_report.
+nlohmann::ordered_json records_to_json(std::span<const PointRecord> records, const std::string& dir);
 
 // A pivot of one value (latency, search_time, evaluator_latency, simgrid_latency, peak_memory or a
 // key of strategy_report) with `rows` and `columns` naming record fields (graph, strategy, gpus) or
@@ -39,7 +43,17 @@ struct PivotSpec {
   std::string value = "latency";
   std::string title;
   std::vector<std::string> strategies;  // only these labels (empty: every record)
+  // Where the spec was written, for errors: the command line's flags, or a scenario's fields.
+  std::string file = "command line";
+  std::string rows_field = "--rows", columns_field = "--columns", value_field = "--value",
+              strategies_field = "strategies";
 };
+
+// Throws InputError naming the spec's file and field when a row or column field is none of graph,
+// strategy, gpus and the records' swept paths, the value is none of latency, search_time,
+// evaluator_latency, simgrid_latency, peak_memory and the numbers the records' strategies report,
+// or a strategy label is in no record; the message lists the valid ones (and the nearest).
+void check_pivot_fields(std::span<const PointRecord> records, const PivotSpec& spec);
 
 // A scenario's `report:` block: the tables its reproduction prints (scenarios/README.md).
 struct ReportSpec {

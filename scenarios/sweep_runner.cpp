@@ -218,7 +218,8 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   }
   const std::string prefix = prefix_of(options);
   if (options.progress)
-    log << fmt::format("{}scenario {}: {} points{}, {} to run with {} job{}\n", prefix, plan.name, summary.points,
+    log << fmt::format("{}scenario {}: {} point{}{}, {} to run with {} job{}\n", prefix, plan.name, summary.points,
+                       summary.points == 1 ? "" : "s",
                        summary.skipped ? fmt::format(" ({} already done)", summary.skipped) : std::string(), todo.size(),
                        options.jobs, options.jobs == 1 ? "" : "s")
         << std::flush;

@@ -1,5 +1,6 @@
 #include "sim/units.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -193,6 +194,70 @@ std::string format_quantity(const Quantity& q) {
     case Dimension::Number: break;
   }
   return fmt::format("{:.6g}", q.value);
+}
+
+namespace {
+
+// The median of the nonzero magnitudes; 0 when every value is 0 (or there are none).
+double typical_magnitude(std::span<const double> values) {
+  std::vector<double> m;
+  for (double v : values)
+    if (std::isfinite(v) && v != 0) m.push_back(std::fabs(v));
+  if (m.empty()) return 0;
+  std::sort(m.begin(), m.end());
+  return m[(m.size() - 1) / 2];
+}
+
+// The largest finite magnitude.
+double largest_magnitude(std::span<const double> values) {
+  double m = 0;
+  for (double v : values)
+    if (std::isfinite(v)) m = std::max(m, std::fabs(v));
+  return m;
+}
+
+// Units from small to large: the one the typical value reads best in, then larger ones while the
+// largest value would need more than five digits before the point ("2084156 us" -> "2084 ms").
+ColumnUnit pick_unit(std::span<const ColumnUnit> units, std::span<const double> values) {
+  const double typical = typical_magnitude(values), largest = largest_magnitude(values);
+  std::size_t i = 0;
+  while (i + 1 < units.size() && typical >= units[i + 1].scale) ++i;
+  while (i + 1 < units.size() && largest / units[i].scale >= 1e5) ++i;
+  return units[i];
+}
+
+}  // namespace
+
+ColumnUnit duration_unit(std::span<const double> seconds) {
+  static const ColumnUnit units[] = {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}};
+  if (typical_magnitude(seconds) == 0 && largest_magnitude(seconds) == 0) return units[3];
+  return pick_unit(units, seconds);
+}
+
+ColumnUnit bytes_unit(std::span<const double> bytes) {
+  static const double k = 1024;
+  static const ColumnUnit units[] = {{"B", 1}, {"KiB", k}, {"MiB", k * k}, {"GiB", k * k * k}, {"TiB", k * k * k * k}};
+  return pick_unit(units, bytes);
+}
+
+ColumnUnit number_unit() { return {"", 1}; }
+
+std::string format_number_in(double value, const ColumnUnit& unit) {
+  const double x = value / unit.scale;
+  if (!std::isfinite(x)) return fmt::format("{}", x);
+  const double a = std::fabs(x);
+  const int decimals = a == 0 || a >= 1000 ? 0 : std::clamp(3 - static_cast<int>(std::floor(std::log10(a))), 0, 9);
+  std::string s = fmt::format("{:.{}f}", x, decimals);
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s == "-0" ? "0" : s;
+}
+
+std::string format_in(double value, const ColumnUnit& unit) {
+  const std::string number = format_number_in(value, unit);
+  return unit.name.empty() ? number : number + " " + unit.name;
 }
 
 }  // namespace placesim

@@ -2,6 +2,7 @@
 // Quantities with units, as written in scenario files ("25Gbps", "20GB/s", "1us", "16GiB").
 // Inside placesim everything is seconds, bytes and bytes per second; these parsers are the edge.
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -57,5 +58,22 @@ std::string format_bandwidth(double bytes_per_second);
 std::string format_flops(double flops_per_second);  // "19.5 TFLOP/s"
 // By its dimension with the functions above; a bare number as {:.6g}.
 std::string format_quantity(const Quantity& q);
+
+// One unit for a whole column of a table (so that "1.037e+04 ms" never stands beside "10.37 s"):
+// the unit the column's typical value (the median of its nonzero magnitudes) reads best in, or a
+// larger one when the largest value would need more than five digits before the point. A value
+// is printed as value / scale followed by `name` (empty for a bare number).
+struct ColumnUnit {
+  std::string name;
+  double scale = 1;
+};
+ColumnUnit duration_unit(std::span<const double> seconds);  // ns, us, ms or s
+ColumnUnit bytes_unit(std::span<const double> bytes);       // B, KiB, MiB, GiB or TiB
+ColumnUnit number_unit();                                   // no unit, scale 1
+// `value` / unit.scale with four significant digits (at most nine decimals), never in exponent
+// form and without trailing zeros: "10370", "106.9", "0.05298", "2". No unit name appended.
+std::string format_number_in(double value, const ColumnUnit& unit);
+// The same followed by " " and the unit's name, when it has one: "106.9 ms".
+std::string format_in(double value, const ColumnUnit& unit);
 
 }  // namespace placesim

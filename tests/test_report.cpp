@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fmt/format.h>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "scenarios/record.h"
 #include "scenarios/report.h"
 #include "scenarios/results_store.h"
+#include "sim/data_dir.h"
 #include "sim/errors.h"
 #include "tests/test_util.h"
 
@@ -252,6 +254,340 @@ TEST(Report, ReportBlockErrorsNameTheField) {
   EXPECT_NE(error_of("tables: [{columns: gpus}]").find("rows"), std::string::npos);
   EXPECT_NE(error_of("tabels: []").find("tables"), std::string::npos);
   EXPECT_NE(error_of("tables: {rows: graph}").find("list of tables"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace placesim
+
+// Issue #18 items 13 (the report's flags), 14 (tables) and 15 (plots).
+namespace placesim {
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// results.jsonl holds the points in the order they finished; the tables follow the scenario (point
+// index): groups in sweep order, strategies in the order listed.
+TEST(Report, TablesFollowTheScenarioNotTheOrderPointsFinished) {
+  const Sweep bw10 = {{"cluster.bandwidth", "10GB/s"}}, bw20 = {{"cluster.bandwidth", "20GB/s"}};
+  std::vector<PointRecord> in_order = {measured("zeta", bw10, 0.01), measured("alpha", bw10, 0.02),
+                                       measured("zeta", bw20, 0.03), measured("alpha", bw20, 0.04)};
+  for (std::size_t i = 0; i < in_order.size(); ++i) in_order[i].index = i;
+  const fs::path dir = fresh_dir("order");
+  write(dir / "results.jsonl", lines({in_order[3], in_order[1], in_order[2], in_order[0]}));  // finished last to first
+  const auto records = load_report_records(dir.string());
+  const std::string table = format_comparison_table(records);
+  EXPECT_LT(table.find("cluster.bandwidth=10 GB/s"), table.find("cluster.bandwidth=20 GB/s")) << table;
+  EXPECT_LT(table.find("zeta"), table.find("alpha")) << table;
+  PivotSpec spec;
+  spec.rows = {"strategy"};
+  spec.columns = {"cluster.bandwidth"};
+  const std::string md = format_pivot_table(records, spec);
+  EXPECT_NE(md.find("| strategy | 10 GB/s | 20 GB/s |"), std::string::npos) << md;
+  EXPECT_LT(md.find("| zeta |"), md.find("| alpha |")) << md;
+  const auto j = records_to_json(records, dir.string());
+  ASSERT_EQ(j.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(j[i]["index"].get<std::size_t>(), i);
+}
+
+// The column says what it computes: the fastest other strategy's latency over this one's.
+TEST(Report, SpeedUpColumnIsNamedForWhatItComputes) {
+  const fs::path dir = fresh_dir("speedup");
+  write(dir / "results.jsonl", sample_lines());
+  const std::string table = format_comparison_table(load_report_records(dir.string()));
+  EXPECT_NE(table.find("speed-up vs best other"), std::string::npos) << table;
+  EXPECT_NE(table.find("speed-up vs best other: the latency of the fastest other strategy"), std::string::npos) << table;
+  // Latency is SimGrid's for b and the evaluator's for a and c: the table says whose it is.
+  EXPECT_NE(table.find("SimGrid's where SimGrid ran, else the evaluator's"), std::string::npos) << table;
+}
+
+// One unit per column, chosen from its values and named once: no "1.037e+04 ms" beside "10.37 s".
+TEST(Report, EachColumnHasOneUnit) {
+  PointRecord slow = measured("slow", {}, 10.37), a = measured("a", {}, 0.02), b = measured("b", {}, 0.03);
+  slow.index = 0, a.index = 1, b.index = 2;
+  slow.measurement->search_time = 2.0;
+  a.measurement->search_time = 50e-6;
+  b.measurement->search_time = 0.004;
+  slow.measurement->peak_memory = 3.0 * (1 << 30);
+  a.measurement->peak_memory = b.measurement->peak_memory = 512.0 * (1 << 20);
+  const fs::path dir = fresh_dir("units-column");
+  write(dir / "results.jsonl", lines({slow, a, b}));
+  const auto records = load_report_records(dir.string());
+  const std::string table = format_comparison_table(records);
+  EXPECT_EQ(table.find("e+"), std::string::npos) << table;
+  EXPECT_NE(table.find("evaluator latency (ms)"), std::string::npos) << table;  // median 30 ms
+  EXPECT_NE(table.find("search (ms)"), std::string::npos) << table;
+  EXPECT_NE(table.find("peak mem (MiB)"), std::string::npos) << table;
+  EXPECT_NE(table.find(" 10370 "), std::string::npos) << table;
+  EXPECT_NE(table.find(" 0.05 "), std::string::npos) << table;  // 50 us in ms
+  EXPECT_NE(table.find(" 3072 "), std::string::npos) << table;
+  for (const char* mixed : {" s ", " us ", " GiB ", " ms "}) EXPECT_EQ(table.find(mixed), std::string::npos) << mixed << table;
+  PivotSpec spec;
+  spec.rows = {"strategy"};
+  const std::string md = format_pivot_table(records, spec);
+  EXPECT_NE(md.find("| slow | 10370 ms |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| a | 20 ms |"), std::string::npos) << md;
+  // A unit from the typical value, and a larger one when the largest would need six digits: the
+  // searches of 60 us, 468 us and 2.084 s are in ms, not "2084156 us".
+  {
+    PointRecord x = measured("x", {}, 0.1), y = measured("y", {}, 0.1), z = measured("z", {}, 0.1);
+    x.measurement->search_time = 60e-6;
+    y.measurement->search_time = 468e-6;
+    z.measurement->search_time = 2.084156;
+    const fs::path other = fresh_dir("units-largest");
+    write(other / "results.jsonl", lines({x, y, z}));
+    const std::string t = format_comparison_table(load_report_records(other.string()));
+    EXPECT_NE(t.find("search (ms)"), std::string::npos) << t;
+    EXPECT_NE(t.find(" 2084 "), std::string::npos) << t;
+    EXPECT_NE(t.find(" 0.468 "), std::string::npos) << t;
+  }
+  // Numbers of a strategy's report print whole, not as 1.037e+04.
+  slow.measurement->strategy_report["fused_operators"] = 10370;
+  write(dir / "results.jsonl", lines({slow}));
+  spec.value = "fused_operators";
+  EXPECT_NE(format_pivot_table(load_report_records(dir.string()), spec).find("| slow | 10370 |"), std::string::npos);
+}
+
+// A swept path written in one unit keeps it in the tables (the paper's 10 Gbps, not 1.25 GB/s);
+// written in several, each value is shown in placesim's units.
+TEST(Report, SweptValuesKeepTheUnitTheyWereWrittenIn) {
+  const fs::path dir = fresh_dir("written");
+  write(dir / "results.jsonl", lines({measured("a", {{"cluster.link_bandwidth", "10Gbps"}}, 0.01),
+                                      measured("a", {{"cluster.link_bandwidth", "40Gbps"}}, 0.01)}));
+  PivotSpec spec;
+  spec.rows = {"cluster.link_bandwidth"};
+  std::string md = format_pivot_table(load_report_records(dir.string()), spec);
+  EXPECT_NE(md.find("| 10 Gbps |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 40 Gbps |"), std::string::npos) << md;
+  write(dir / "results.jsonl", lines({measured("a", {{"cluster.link_bandwidth", "10Gbps"}}, 0.01),
+                                      measured("a", {{"cluster.link_bandwidth", "5GB/s"}}, 0.01)}));
+  md = format_pivot_table(load_report_records(dir.string()), spec);
+  EXPECT_NE(md.find("| 1.25 GB/s |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 5 GB/s |"), std::string::npos) << md;
+}
+
+// The table `placesim run` prints has one unit per column too.
+TEST(Report, PointTableHasOneUnitPerColumn) {
+  PointRecord slow = measured("slow", {}, 10.37, 10.5), a = measured("a", {}, 0.02), b = measured("b", {}, 0.03);
+  a.measurement->search_time = 50e-6;
+  b.measurement->search_time = 0.004;
+  const std::vector<PointRecord> records = {slow, a, b};
+  const std::string table = format_point_table(records);
+  EXPECT_NE(table.find("evaluator (ms)"), std::string::npos) << table;
+  EXPECT_NE(table.find("simgrid (ms)"), std::string::npos) << table;
+  EXPECT_NE(table.find(" 10370 "), std::string::npos) << table;
+  EXPECT_NE(table.find(" 10500 "), std::string::npos) << table;
+  EXPECT_EQ(table.find(" s "), std::string::npos) << table;
+  EXPECT_EQ(table.find(" us "), std::string::npos) << table;
+}
+
+TEST(Report, CountsAreSingularOrPlural) {
+  PointRecord one = measured("a", {}, 0.01);
+  one.gpus = 1;
+  const fs::path dir = fresh_dir("plural");
+  write(dir / "results.jsonl", lines({one}));
+  const std::string table = format_comparison_table(load_report_records(dir.string()));
+  EXPECT_NE(table.find("g on 1 GPU\n"), std::string::npos) << table;
+  EXPECT_EQ(table.find("1 GPUs"), std::string::npos) << table;
+}
+
+// Item 13: a pivot field or value that is in no record is an error naming the flag and the valid
+// ones, before anything is printed or written.
+TEST(Report, UnknownPivotFieldsAreErrorsNamingTheValidOnes) {
+  const fs::path dir = fresh_dir("pivot-fields");
+  PointRecord r = measured("a", {{"cluster.bandwidth", "10GB/s"}}, 0.01);
+  r.measurement->strategy_report["fused_operators"] = 12;
+  write(dir / "results.jsonl", lines({r}));
+  const auto records = load_report_records(dir.string());
+  PivotSpec spec;
+  spec.rows = {"grpah"};
+  EXPECT_INPUT_ERROR(check_pivot_fields(records, spec), "--rows", "unknown field 'grpah'", "did you mean 'graph'",
+                     "valid: graph, strategy, gpus, cluster.bandwidth");
+  spec.rows = {"graph"};
+  spec.columns = {"gpus", "bandwidth"};
+  EXPECT_INPUT_ERROR(check_pivot_fields(records, spec), "--columns", "unknown field 'bandwidth'");
+  spec.columns = {"cluster.bandwidth"};
+  spec.value = "latncy";
+  EXPECT_INPUT_ERROR(check_pivot_fields(records, spec), "--value", "did you mean 'latency'",
+                     "latency, search_time, evaluator_latency, simgrid_latency, peak_memory, fused_operators");
+  spec.value = "fused_operators";
+  EXPECT_NO_THROW(check_pivot_fields(records, spec));
+  // From a scenario's report block the error names its file and field.
+  const ReportSpec block = report_spec_from_yaml(YAML::Load("tables: [{rows: graph, columns: gpu}]"), "s.yaml", "report");
+  EXPECT_INPUT_ERROR(check_pivot_fields(records, block.tables[0]), "report.tables[0].columns", "did you mean 'gpus'");
+  // run_report refuses before it prints or writes anything.
+  ReportOptions options;
+  options.results = dir.string();
+  options.plots = false;
+  options.pivots = {block.tables[0]};
+  std::ostringstream out, err;
+  EXPECT_THROW(run_report(options, out, err), InputError);
+  EXPECT_EQ(out.str(), "");
+  EXPECT_FALSE(fs::exists(dir / "report"));
+}
+
+TEST(Report, CliRejectsUnknownPivotFieldsWithExitCode2) {
+  const fs::path dir = fresh_dir("pivot-cli");
+  write(dir / "results.jsonl", lines({measured("a", {}, 0.01)}));
+  std::string output;
+  EXPECT_EQ(testutil::run_cli("report " + dir.string() + " --no-plots --rows graph --columns gpu", output), 2) << output;
+  EXPECT_NE(output.find("--columns: unknown field 'gpu'; did you mean 'gpus'? (valid: graph, strategy, gpus)"),
+            std::string::npos)
+      << output;
+  EXPECT_EQ(testutil::run_cli("report " + dir.string() + " --no-plots --rows graph --value latncy", output), 2) << output;
+  EXPECT_NE(output.find("--value: unknown value 'latncy'"), std::string::npos) << output;
+  EXPECT_EQ(testutil::run_cli("report " + dir.string() + " --no-plots --value search_time", output), 2) << output;
+  EXPECT_NE(output.find("--rows"), std::string::npos) << output;
+  EXPECT_EQ(testutil::run_cli("report " + dir.string() + " --no-plots --rows graph --columns gpus", output), 0) << output;
+}
+
+// The records of a small sweep as `placesim run` would write them: two models, two GPU counts,
+// NIC bandwidth 10 and 40 Gbps (multi-nic's link_bandwidth), strategies single-device and a
+// scenario label "ours"; SimGrid's latency; "ours" has a trace with an idle GPU and a link track.
+fs::path plot_fixture(const std::string& name) {
+  const fs::path dir = fresh_dir(name);
+  write(dir / "trace-ours.json",
+        R"({"traceEvents":[{"name":"process_name","ph":"M","pid":1,"args":{"name":"GPUs"}},
+            {"name":"thread_name","ph":"M","pid":1,"tid":0,"args":{"name":"gpu0"}},
+            {"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"gpu1"}},
+            {"name":"thread_name","ph":"M","pid":1,"tid":2,"args":{"name":"gpu2"}},
+            {"name":"x","ph":"X","pid":1,"tid":0,"ts":0,"dur":5000},
+            {"name":"y","ph":"X","pid":1,"tid":1,"ts":6000,"dur":3000},
+            {"name":"process_name","ph":"M","pid":2,"args":{"name":"links"}},
+            {"name":"thread_name","ph":"M","pid":2,"tid":7,"args":{"name":"server0-nic0-up"}},
+            {"name":"server0-nic0-up","ph":"b","id":1,"pid":2,"tid":7,"ts":5000},
+            {"name":"server0-nic0-up","ph":"e","id":1,"pid":2,"tid":7,"ts":6000}]})");
+  std::string text;
+  std::size_t index = 0;
+  for (const char* graph : {"alexnet", "vgg"})
+    for (int gpus : {2, 4})
+      for (const char* bw : {"10Gbps", "40Gbps"})
+        for (const char* s : {"single-device", "ours"}) {
+          PointRecord r = measured(s, {{"graph", graph}, {"cluster.gpus", std::to_string(gpus)}, {"cluster.link_bandwidth", bw}},
+                                   0.02, s[0] == 'o' ? 0.008 * (bw[0] == '1' ? 2 : 1) : 0.02);
+          r.graph = graph;
+          r.gpus = gpus;
+          r.cluster = fmt::format("{} servers x 1 GPU, 2 NICs of {} each", gpus, bw);
+          r.index = index++;
+          r.measurement->search_time = 0.1 * gpus;
+          if (s[0] == 'o') r.measurement->trace_file = "trace-ours.json";
+          text += lines({r});
+        }
+  write(dir / "results.jsonl", text);
+  return dir;
+}
+
+// Status lines (the report's and the plot script's) go to stderr; stdout holds the tables only.
+TEST(Report, StatusGoesToStderrAndTablesToStdout) {
+  const fs::path dir = plot_fixture("streams");
+  const std::string cmd = fmt::format("{} report {} --rows graph,gpus --columns strategy >{} 2>{}", PLACESIM_CLI_PATH,
+                                      dir.string(), (dir / "out.txt").string(), (dir / "err.txt").string());
+  const int rc = std::system(cmd.c_str());
+  const std::string out = slurp(dir / "out.txt"), err = slurp(dir / "err.txt");
+  EXPECT_EQ(out.find("plot:"), std::string::npos) << out;
+  EXPECT_EQ(out.find("report:"), std::string::npos) << out;
+  EXPECT_NE(out.find("| alexnet / 2 |"), std::string::npos) << out;
+  EXPECT_NE(err.find("report: wrote"), std::string::npos) << err;
+  if (matplotlib_available()) {
+    EXPECT_EQ(rc, 0) << err;
+    EXPECT_NE(err.find("plot: wrote"), std::string::npos) << err;
+  }
+}
+
+// Item 15, read back from matplotlib's objects (the script's --describe).
+TEST(Report, PlotsNameTheirAxesAndKeepOneStylePerStrategy) {
+  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
+  const fs::path dir = plot_fixture("describe");
+  ReportOptions options;
+  options.results = dir.string();
+  options.plots = false;
+  std::ostringstream out, err;
+  ASSERT_EQ(run_report(options, out, err), 0) << err.str();
+  const fs::path script = data_dir() / "tools" / "plot_results.py", report = dir / "report";
+  const std::string cmd = fmt::format("{} {} {} --out {} --describe {} >{} 2>&1", plot_python(), script.string(),
+                                      (report / "records.json").string(), report.string(), (report / "describe.json").string(),
+                                      (report / "plot.log").string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(report / "plot.log");
+  const nlohmann::json d = nlohmann::json::parse(slurp(report / "describe.json"));
+  const nlohmann::json& figures = d["figures"];
+  for (const char* name : {"latency_by_model", "latency_vs_bandwidth", "search_time_vs_gpus", "gantt"})
+    ASSERT_TRUE(figures.contains(name)) << name;
+
+  // Bandwidth: log axis, ticks at the swept values in the unit they were written in, named in words.
+  const nlohmann::json& bw = figures["latency_vs_bandwidth"];
+  ASSERT_EQ(bw["axes"].size(), 4u);  // alexnet and vgg, on 2 and 4 GPUs
+  for (const auto& ax : bw["axes"]) {
+    EXPECT_EQ(ax["xscale"], "log");
+    EXPECT_EQ(ax["xticks"], nlohmann::json::parse("[10.0, 40.0]"));
+    EXPECT_EQ(ax["xticklabels"], nlohmann::json::parse(R"(["10", "40"])"));
+    EXPECT_EQ(ax["minor_xticks"], nlohmann::json::array());
+    EXPECT_EQ(ax["xlabel"], "NIC bandwidth (Gb/s)");
+    EXPECT_NE(ax["ylabel"].get<std::string>().find("SimGrid"), std::string::npos) << ax["ylabel"];
+  }
+  EXPECT_EQ(bw["axes"][0]["title"], "alexnet, 2 GPUs");
+  // The title names the models and the cluster (the swept part elided).
+  const std::string title = bw["suptitle"];
+  EXPECT_NE(title.find("alexnet, vgg"), std::string::npos) << title;
+  EXPECT_NE(title.find("servers x 1 GPU, 2 NICs of"), std::string::npos) << title;
+
+  // GPU counts: whole-number ticks at the counts swept.
+  for (const auto& ax : figures["search_time_vs_gpus"]["axes"]) {
+    EXPECT_EQ(ax["xticks"], nlohmann::json::parse("[2.0, 4.0]"));
+    EXPECT_EQ(ax["xticklabels"], nlohmann::json::parse(R"(["2", "4"])"));
+  }
+
+  // Bars over a sweep say they show medians over it.
+  const nlohmann::json& bars = figures["latency_by_model"];
+  EXPECT_NE(bars["axes"][0]["title"].get<std::string>().find("Medians over the sweep of cluster.link_bandwidth (2 values)"),
+            std::string::npos)
+      << bars["axes"][0]["title"];
+  EXPECT_NE(bars["axes"][0]["ylabel"].get<std::string>().find("median per-iteration latency, SimGrid"), std::string::npos);
+
+  // One colour and marker per strategy in every plot; legends outside the data.
+  const std::string single = d["styles"]["single-device"]["color"], ours = d["styles"]["ours"]["color"];
+  EXPECT_NE(single, ours);
+  for (const auto& ax : bars["axes"])
+    for (const auto& b : ax["bars"]) EXPECT_EQ(b["color"], d["styles"][b["label"].get<std::string>()]["color"]) << b;
+  for (const char* name : {"latency_vs_bandwidth", "search_time_vs_gpus"})
+    for (const auto& ax : figures[name]["axes"])
+      for (const auto& line : ax["lines"]) {
+        EXPECT_EQ(line["color"], d["styles"][line["label"].get<std::string>()]["color"]) << name << line;
+        EXPECT_EQ(line["marker"], d["styles"][line["label"].get<std::string>()]["marker"]) << name << line;
+      }
+  for (const char* name : {"latency_by_model", "latency_vs_bandwidth", "search_time_vs_gpus"}) {
+    ASSERT_EQ(figures[name]["legends"].size(), 1u) << name;
+    EXPECT_TRUE(figures[name]["legends"][0]["outside_axes"].get<bool>()) << name;
+  }
+
+  // The Gantt chart: the point it shows, GPU tracks without the idle one, then the link tracks.
+  const nlohmann::json& gantt = figures["gantt"]["axes"][0];
+  EXPECT_EQ(gantt["yticklabels"], nlohmann::json::parse(R"(["gpu0", "gpu1", "server0-nic0-up"])"));
+  const std::string point = gantt["title"];
+  EXPECT_NE(point.find("ours at the point alexnet, 2 GPUs, cluster.link_bandwidth=40Gbps"), std::string::npos) << point;
+  EXPECT_NE(point.find("1 idle GPU"), std::string::npos) << point;
+  // Nothing but status lines, and those on stderr (checked above through the CLI).
+  EXPECT_EQ(slurp(report / "plot.log").find("Traceback"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace placesim
+
+namespace placesim {
+namespace {
+
+// Counts in CLI output: "1 operator", "1 tensor" (issue #18 item 14).
+TEST(Report, CliCountsAreSingularOrPlural) {
+  const fs::path dir = fresh_dir("cli-plural");
+  write(dir / "one.json",
+        R"({"format": "placesim-graph", "version": 1, "units": {"time": "s", "memory": "B", "tensor": "B"},
+            "operators": [{"name": "a", "compute_s": 0.001}, {"name": "b", "compute_s": 0.001}],
+            "tensors": [{"src": "a", "dst": "b", "bytes": 8}]})");
+  std::string output;
+  ASSERT_EQ(testutil::run_cli("graph convert " + (dir / "one.json").string() + " " + (dir / "out.json").string(), output), 0)
+      << output;
+  EXPECT_NE(output.find("(2 operators, 1 tensor)"), std::string::npos) << output;
 }
 
 }  // namespace

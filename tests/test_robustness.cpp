@@ -148,7 +148,7 @@ TEST(Robustness, Item2ResumeReadsAnOldOkLineWithANullLatencyAsFailed) {
 
   std::string out;
   EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string() + " --resume -o " + dir.string(), out), 1) << out;
-  EXPECT_TRUE(contains(out, "1 points (1 already done), 0 to run")) << out;
+  EXPECT_TRUE(contains(out, "1 point (1 already done), 0 to run")) << out;
   EXPECT_TRUE(contains(out, "failed: recorded as ok with \"evaluator_latency\": null")) << out;
   EXPECT_FALSE(contains(out, "internal error")) << out;
   fs::remove_all(dir);

@@ -709,3 +709,18 @@ TEST(Topologies, CliTopologyInfoAndDot) {
   EXPECT_NE(text.find("spine1"), std::string::npos);
   fs::remove(dot);
 }
+
+namespace placesim {
+namespace {
+
+// Issue #18 item 14: the descriptions that reach every report say one in the singular.
+TEST(Topologies, DescriptionsSayOneInTheSingular) {
+  EXPECT_NE(testutil::nvlink_servers(2).description.find("2 GPUs in 1 server of 2"), std::string::npos)
+      << testutil::nvlink_servers(2).description;
+  const Cluster multi = cluster_from_yaml(
+      YAML::Load("type: multi-nic\nservers: 4\ngpus_per_server: 1\nnics_per_server: 2\nlink_bandwidth: 20Gbps\n"), "c.yaml");
+  EXPECT_NE(multi.description.find("4 servers x 1 GPU (NVLink"), std::string::npos) << multi.description;
+}
+
+}  // namespace
+}  // namespace placesim

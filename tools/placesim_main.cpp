@@ -201,9 +201,10 @@ int cmd_reproduce(const ReproduceArgs& a) {
   report.gantt_strategy = plan.variants.front().report.gantt_strategy;
   const int rc = report_exit_code(run_report(report, std::cout, std::cerr));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::cout << fmt::format("reproduce {}: {} points ({} run now, {} kept from before, {} failed) in {}\n", a.name,
-                           summary.points, summary.points - summary.skipped, summary.skipped, summary.failed,
-                           format_duration(seconds));
+  // A status line, so on stderr with the others (stdout holds the tables only).
+  std::cerr << fmt::format("reproduce {}: {} {} ({} run now, {} kept from before, {} failed) in {}\n", a.name,
+                           summary.points, summary.points == 1 ? "point" : "points", summary.points - summary.skipped,
+                           summary.skipped, summary.failed, format_duration(seconds));
   return summary.failed > 0 ? kExitFailed : rc;
 }
 
@@ -227,8 +228,9 @@ int cmd_simulate(const std::string& graph_path, const std::string& placement_pat
                                    cluster_path, cluster_path));
   const Engine engine = engine_parse(engine_name, "", "--engine");
   Measurement m = measure_placement(loaded.graph, cluster, placement, engine);
-  std::cout << fmt::format("graph           {} ({} operators, {} tensors)\n", graph_path, loaded.graph.num_operators(),
-                           loaded.graph.num_tensors());
+  std::cout << fmt::format("graph           {} ({} operator{}, {} tensor{})\n", graph_path, loaded.graph.num_operators(),
+                           loaded.graph.num_operators() == 1 ? "" : "s", loaded.graph.num_tensors(),
+                           loaded.graph.num_tensors() == 1 ? "" : "s");
   std::cout << fmt::format("cluster         {}\n", cluster.description);
   std::cout << fmt::format("evaluator       {}\n", format_duration(m.evaluator_latency));
   if (m.simgrid_latency)
@@ -482,7 +484,8 @@ int main(int argc, char** argv) {
     if (*run) return cmd_run(run_args);
     if (*merge) {
       const std::size_t n = merge_result_shards(merge_dir, std::nullopt);
-      std::cout << fmt::format("merged {} points into {}/results.jsonl (and results.json, results.csv)\n", n, merge_dir);
+      std::cout << fmt::format("merged {} point{} into {}/results.jsonl (and results.json, results.csv)\n", n, n == 1 ? "" : "s",
+                               merge_dir);
       return 0;
     }
     if (*sim) return cmd_simulate(graph_path, placement_path, cluster_path, format, sim_engine, trace);
@@ -499,14 +502,17 @@ int main(int argc, char** argv) {
       for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
       const Graph g = conv_wcc ? largest_weakly_connected_component(loaded.graph) : std::move(loaded.graph);
       save_placesim_json(g, conv_out);
-      std::cout << fmt::format("wrote {} ({} operators, {} tensors)\n", conv_out, g.num_operators(), g.num_tensors());
+      std::cout << fmt::format("wrote {} ({} operator{}, {} tensor{})\n", conv_out, g.num_operators(),
+                               g.num_operators() == 1 ? "" : "s", g.num_tensors(), g.num_tensors() == 1 ? "" : "s");
       return 0;
     }
     if (*strategies) return cmd_strategies(strategies_json);
     if (*reproduce) return cmd_reproduce(repro);
     if (*report) {
       report_opts.plots = !report_no_plots;
-      if (!pivot.rows.empty() || !pivot.columns.empty()) report_opts.pivots.push_back(pivot);
+      if (pivot.rows.empty() && (report->count("--columns") || report->count("--value")))
+        throw InputError("command line", "--rows", "expected with --columns and --value: the pivot's row fields");
+      if (!pivot.rows.empty()) report_opts.pivots.push_back(pivot);
       return report_exit_code(run_report(report_opts, std::cout, std::cerr));
     }
     if (*topo_info) return cmd_topology_info(topo_path, topo_dot);

@@ -24,7 +24,8 @@ Cluster make_full_mesh(const FullMeshConfig& config, const ConfigSource& src) {
   fabric::require_positive(src, "bandwidth", config.bandwidth);
   fabric::require_latency(src, "latency", config.latency);
   Cluster c;
-  c.description = fmt::format("{} GPUs, full mesh of dedicated {} links", config.gpus, format_bandwidth(config.bandwidth));
+  c.description = fmt::format("{} GPU{}, full mesh of dedicated {} links", config.gpus, config.gpus == 1 ? "" : "s",
+                              format_bandwidth(config.bandwidth));
   c.fabric.type = "full-mesh";
   c.fabric.oversubscription = 1;
   c.fabric.notes.push_back("routing: a dedicated one-way link per ordered GPU pair");

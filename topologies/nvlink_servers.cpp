@@ -24,8 +24,9 @@ Cluster make_nvlink_servers(const NvlinkServersConfig& config, const ConfigSourc
   per_server.back() = config.gpus - (cfg.servers - 1) * cfg.gpus_per_server;  // the last one may be partly filled
 
   Cluster c;
-  c.description = fmt::format("{} GPUs in {} servers of {} (NVLink {}), servers on a non-blocking switch ({})",
-                              config.gpus, cfg.servers, config.gpus_per_server,
+  c.description = fmt::format("{} GPU{} in {} server{} of {} (NVLink {}), servers on a non-blocking switch ({})",
+                              config.gpus, config.gpus == 1 ? "" : "s", cfg.servers, cfg.servers == 1 ? "" : "s",
+                              config.gpus_per_server,
                               format_bandwidth(config.nvlink_bandwidth), format_bandwidth(config.ethernet_bandwidth));
   const Servers s = add_servers(c, cfg, per_server);
   const int sw = c.add_node({"switch", NodeKind::Switch, -1});

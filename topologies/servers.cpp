@@ -161,7 +161,8 @@ void use_server_route(Cluster& c, const Servers& s, int sa, int sb, int route) {
 std::vector<int> uniform_servers(const GpuServersConfig& cfg) { return std::vector<int>(cfg.servers, cfg.gpus_per_server); }
 
 std::string servers_phrase(const GpuServersConfig& cfg, int servers) {
-  return fmt::format("{} servers x {} GPUs (NVLink {})", servers, cfg.gpus_per_server, format_bandwidth(cfg.nvlink_bandwidth));
+  return fmt::format("{} server{} x {} GPU{} (NVLink {})", servers, servers == 1 ? "" : "s", cfg.gpus_per_server,
+                     cfg.gpus_per_server == 1 ? "" : "s", format_bandwidth(cfg.nvlink_bandwidth));
 }
 
 void note_overrides(Cluster& c, const GpuServersConfig& cfg) {

@@ -111,7 +111,7 @@ std::string format_topology_info(const Cluster& c, const TopologyInfo& info) {
   for (const auto& [kind, count] : kinds)
     gpus += fmt::format("{}{} x {}{}", gpus.empty() ? "" : ", ", count, format_bytes(kind.first),
                         kind.second == 1.0 ? "" : fmt::format(" at speed x{}", kind.second));
-  out << fmt::format("GPUs              {} in {} servers ({})\n", info.gpus, info.servers, gpus);
+  out << fmt::format("GPUs              {} in {} server{} ({})\n", info.gpus, info.servers, info.servers == 1 ? "" : "s", gpus);
   out << fmt::format("links             {} one-way links{}\n", info.physical_links,
                      info.logical_links ? fmt::format(" + {} per-destination queues (rate caps)", info.logical_links) : "");
   out << fmt::format("paths per pair    up to {}{}\n", info.max_paths,
