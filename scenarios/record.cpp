@@ -237,10 +237,10 @@ PointRecord record_from_json(const ojson& j, const std::string& file, const std:
   else if (order == op_order_name(OpOrder::Scheduler)) r.order = OpOrder::Scheduler;
   else f.fail("order", "expected scheduler or fcfs");
   if (f.has("operators")) {
-    r.graph_size.emplace();
-    r.graph_size->operators = f.integer<std::size_t>("operators");
-    r.graph_size->tensors = f.integer<std::size_t>("tensors");
-    r.graph_size->warnings = f.strings("warnings");
+    // Braced, not emplace(): clang decides whether the nested GraphSize is default-constructible
+    // while PointRecord is still incomplete, and says it is not.
+    r.graph_size = PointRecord::GraphSize{f.integer<std::size_t>("operators"), f.integer<std::size_t>("tensors"),
+                                          f.strings("warnings")};
   }
   const std::string status = f.string("status");
   if (status == point_status_name(PointStatus::Failed)) {

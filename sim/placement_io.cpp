@@ -64,7 +64,8 @@ std::vector<DeviceId> load_placement(const Graph& graph, const std::string& path
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // Not only parse_error: a number too large for a double (1e400) is out_of_range.406.
     throw InputError(path, "", std::string("malformed JSON: ") + e.what());
   }
   std::vector<DeviceId> placement(graph.num_operators(), -1);

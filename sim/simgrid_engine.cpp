@@ -25,6 +25,20 @@
 #include <utility>
 #include <vector>
 
+// Built with AddressSanitizer: gcc says so with __SANITIZE_ADDRESS__, clang 14 only through
+// __has_feature (without this, clang's ASan build ran SimGrid's own stack switching and ASan
+// warned about the unknown stacks).
+#if defined(__SANITIZE_ADDRESS__)
+#define PLACESIM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PLACESIM_ASAN 1
+#endif
+#endif
+#ifndef PLACESIM_ASAN
+#define PLACESIM_ASAN 0
+#endif
+
 namespace placesim {
 namespace {
 
@@ -310,7 +324,7 @@ std::vector<std::string> engine_arguments() {
       // small stack without a guard page makes the per-flow actors several times cheaper.
       "--cfg=contexts/stack-size:128",
       "--cfg=contexts/guard-size:0",
-#ifdef __SANITIZE_ADDRESS__
+#if PLACESIM_ASAN
       // AddressSanitizer cannot follow SimGrid's own stack switching (Debian's libsimgrid is built
       // without its fiber annotations): run each actor on a thread instead.
       "--cfg=contexts/factory:thread",

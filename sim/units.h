@@ -43,6 +43,7 @@ enum class Dimension { Number, Duration, Bytes, Bandwidth, Flops };
 struct Quantity {
   double value = 0;  // seconds, bytes, bytes per second, FLOP/s, or the number itself
   Dimension dimension = Dimension::Number;
+  bool operator==(const Quantity&) const = default;
 };
 
 // The unit written after the number says what it is ("16GiB" is bytes, "20GB/s" a bandwidth; the

@@ -89,9 +89,9 @@ double YamlFields::bytes_or(std::string_view key, double fallback) const {
   return has(key) ? parse_bytes(scalar(key), file_, field(key)) : fallback;
 }
 
-YAML::Node load_yaml_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot open the file");
+namespace {
+template <class Input>
+YAML::Node parse_yaml(Input& in, const std::string& path) {
   YAML::Node root;
   try {
     root = YAML::Load(in);
@@ -103,6 +103,15 @@ YAML::Node load_yaml_file(const std::string& path) {
   check_utf8(root, path, "");
   return root;
 }
+}  // namespace
+
+YAML::Node load_yaml_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "", "cannot open the file");
+  return parse_yaml(in, path);
+}
+
+YAML::Node parse_yaml_text(const std::string& text, const std::string& file) { return parse_yaml(text, file); }
 
 std::size_t first_invalid_utf8(std::string_view text) {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());

@@ -45,6 +45,8 @@ class YamlFields {
 // text that is not UTF-8 (in any key or value) an InputError naming the field and its line:
 // every name ends up in JSON results, which hold UTF-8 only.
 YAML::Node load_yaml_file(const std::string& path);
+// The same for YAML text already in memory; `file` names it in errors.
+YAML::Node parse_yaml_text(const std::string& text, const std::string& file);
 
 // The offset of the first byte of `text` that does not start a well-formed UTF-8 sequence
 // (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF), or npos.

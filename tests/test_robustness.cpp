@@ -504,5 +504,21 @@ TEST(Robustness, Item12ProgressCountsPointsWhoseGraphFailedToLoad) {
   fs::remove_all(dir);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Findings of the fuzz targets (tests/fuzz): inputs that escaped as something other than an
+// InputError, each reduced to what it takes.
+
+// fuzz_placement: a number too large for a double is nlohmann's out_of_range (406), not a
+// parse_error; it escaped load_placement and `placesim simulate --placement` said "internal error".
+TEST(Robustness, FuzzPlacementNumberTooLargeForADoubleIsAnInputError) {
+  const fs::path dir = temp_dir("fuzz-placement");
+  const Graph g = testutil::fig31_graph();
+  write(dir / "named.json", R"({"placement": {"A": 31e308, "B": 0, "C": 0}})");
+  EXPECT_INPUT_ERROR(load_placement(g, (dir / "named.json").string()), "", "malformed JSON", "number overflow");
+  write(dir / "list.json", "[0, 1e400, 0]");
+  EXPECT_INPUT_ERROR(load_placement(g, (dir / "list.json").string()), "", "malformed JSON", "number overflow");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace placesim

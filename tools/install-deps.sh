@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
+  clang libclang-rt-14-dev  # clang 14 and its libFuzzer/sanitizer runtimes: the sanitizer+fuzz tree (.ci/run)
   libsimgrid-dev            # the discrete-event engine (pkg-config: simgrid)
   libboost-graph-dev        # weakly connected components and graph algorithms
   libmetis-dev              # METIS k-way partitioning baseline
