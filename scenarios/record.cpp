@@ -133,6 +133,8 @@ PointMeasurement measurement_from_json(const FieldReader& f) {
   m.simgrid_wall_time = f.optional_number("simgrid_wall_time");
   m.bounds.critical_path = f.number("lower_bound_critical_path");
   m.bounds.work_per_device = f.number("lower_bound_work_per_gpu");
+  // Older runners did not write these (lower_bound is max of the two above).
+  if (f.has("lower_bound_memory_per_gpu")) m.bounds.memory_per_device = f.number("lower_bound_memory_per_gpu");
   m.memory_per_gpu = f.numbers("memory_per_gpu");
   m.peak_memory = f.number("peak_memory");
   m.oom = f.boolean("oom");
@@ -183,6 +185,8 @@ ojson to_json(const PointRecord& r) {
     j["simgrid_wall_time"] = optional_number(m.simgrid_wall_time);
     j["lower_bound_critical_path"] = m.bounds.critical_path;
     j["lower_bound_work_per_gpu"] = m.bounds.work_per_device;
+    j["lower_bound"] = m.bounds.best();
+    j["lower_bound_memory_per_gpu"] = m.bounds.memory_per_device;
     j["memory_per_gpu"] = m.memory_per_gpu;
     j["peak_memory"] = m.peak_memory;
     j["oom"] = m.oom;

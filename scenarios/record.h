@@ -9,7 +9,8 @@
 // cluster, sweep (path -> value as written), label, strategy, seed, repetition, engine, order,
 // operators and tensors (when the worker loaded the graph), status (ok, oom or failed), then either
 // error (failed) or the measurement (search_time, evaluator_latency, simgrid_latency,
-// simgrid_wall_time, lower_bound_critical_path, lower_bound_work_per_gpu, memory_per_gpu,
+// simgrid_wall_time, lower_bound_critical_path, lower_bound_work_per_gpu, lower_bound (the larger
+// of the two), lower_bound_memory_per_gpu, memory_per_gpu,
 // peak_memory, oom, busy_per_gpu, links, strategy_report, placement_file, trace_file), and last
 // warnings (with operators and tensors).
 #include <cstddef>

@@ -67,13 +67,15 @@ std::optional<double> value_of(const PointRecord& r, const std::string& value) {
   if (value == "simgrid_latency") return m.simgrid_latency;
   if (value == "search_time") return m.search_time;
   if (value == "peak_memory") return m.peak_memory;
+  if (value == "lower_bound") return m.bounds.best();
   if (auto it = m.strategy_report.find(value); it != m.strategy_report.end() && it->is_number())
     return it->get<double>();
   return std::nullopt;
 }
 
 std::string format_value(const std::string& value, double v) {
-  if (value.find("latency") != std::string::npos || value == "search_time" || value.ends_with("seconds") ||
+  if (value.find("latency") != std::string::npos || value == "search_time" || value == "lower_bound" ||
+      value.ends_with("seconds") ||
       value.ends_with("_s"))
     return format_duration(v);
   if (value == "peak_memory" || value.ends_with("bytes")) return format_bytes(v);

@@ -345,6 +345,34 @@ TEST(QuickPStrategy, Fig31Is15us) {
   PlacementResult all = (make_quickp("{}"))->place(g, c);
   EXPECT_EQ(all.report["fused_operators"], 1);
   EXPECT_NEAR(Evaluator(g, c).latency(all.placement), 20e-6, 1e-12);
+  // Optimal for the one-operator problem P2 was posed, 33% above the whole problem's 15 us bound.
+  EXPECT_EQ(all.report["p2_status"], "optimal");
+  EXPECT_EQ(all.report["status"], "reduced_optimal");
+  EXPECT_EQ(all.report["reduced"]["fused_operators"], 1);
+}
+
+TEST(QuickPStatus, OptimalOnlyAgainstTheWholeProblem) {
+  // Within mip_gap of the whole problem's bound: optimal, whatever P2 was posed.
+  EXPECT_EQ(quickp_status(P2Status::TimeLimit, 10.4, 10, false, 0, 0.05), QuickPStatus::Optimal);
+  // P2 proved its reduced problem, but the answer is 25% above the whole problem's bound.
+  EXPECT_EQ(quickp_status(P2Status::Optimal, 20, 15, false, 20, 0.05), QuickPStatus::ReducedOptimal);
+  // P2 posed the whole problem: its bound counts.
+  EXPECT_EQ(quickp_status(P2Status::Optimal, 20, 15, true, 20, 0.05), QuickPStatus::Optimal);
+  EXPECT_EQ(quickp_status(P2Status::NodeLimit, 20, 15, true, 16, 0.05), QuickPStatus::NodeLimit);
+  EXPECT_EQ(quickp_status(P2Status::Infeasible, 20, 15, false, 0, 0.05), QuickPStatus::Infeasible);
+}
+
+TEST(QuickPStrategy, ReportsTheWholeProblemsLowerBound) {
+  // Fig. 3.1 on 2 GPUs: the critical path A -> B is 15 us, the work per GPU 10 us: bound 15 us.
+  Graph g = testutil::fig31_graph(kBytes);
+  Cluster c = testutil::dedicated_mesh(2, kBw);
+  PlacementResult r = make_quickp("{alpha: 0, mip_gap: 0}")->place(g, c);
+  EXPECT_NEAR(r.report["lower_bound_s"].get<double>(), 15e-6, 1e-12);
+  EXPECT_NEAR(r.report["lower_bound_critical_path_s"].get<double>(), 15e-6, 1e-12);
+  EXPECT_NEAR(r.report["lower_bound_work_s"].get<double>(), 10e-6, 1e-12);
+  EXPECT_NEAR(r.report["evaluator_latency_s"].get<double>(), 15e-6, 1e-12);
+  EXPECT_EQ(r.report["status"], "optimal");  // 15 us meets the bound
+  EXPECT_EQ(r.report["reduced"]["groups"], 1);  // A with B: a reduced problem, optimal all the same
 }
 
 TEST(QuickPStrategy, OptionsAreValidated) {

@@ -845,14 +845,19 @@ P2Solution read_solution(const P2Problem& pb, const P2Model& p2, const TimeWindo
 
 }  // namespace
 
-std::string_view p2_status_name(P2Status s) {
-  switch (s) {
-    case P2Status::Optimal: return "optimal";
-    case P2Status::TimeLimit: return "time_limit";
-    case P2Status::NodeLimit: return "node_limit";
-    case P2Status::Infeasible: return "infeasible";
+std::string_view p2_status_name(P2Status s) { return enum_name(std::span<const EnumName<P2Status>>(kP2StatusNames), s); }
+
+QuickPStatus quickp_status(P2Status p2, double latency, double whole_bound, bool p2_exact, double p2_bound,
+                           double mip_gap) {
+  const double bound = std::max(whole_bound, p2_exact ? p2_bound : 0.0);
+  if (latency - bound <= mip_gap * latency * (1 + 1e-12)) return QuickPStatus::Optimal;
+  switch (p2) {
+    case P2Status::Optimal: return QuickPStatus::ReducedOptimal;
+    case P2Status::TimeLimit: return QuickPStatus::TimeLimit;
+    case P2Status::NodeLimit: return QuickPStatus::NodeLimit;
+    case P2Status::Infeasible: break;
   }
-  return "?";
+  return QuickPStatus::Infeasible;
 }
 
 P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& colocation, const P2Options& options) {
@@ -872,6 +877,7 @@ P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& co
   sol.columns = p2.num_cols();
   sol.rows = p2.num_rows();
   sol.ordering_pairs = p2.num_ordering_pairs();
+  sol.units = pb.num_units;
   sol.nodes = proven_by_bound ? 0 : cbc.nodes;
   sol.warm_started = cbc.warm_started;
   if (!warm_vector.empty()) sol.warm_start_objective = warm.makespan * kTimeUnit;

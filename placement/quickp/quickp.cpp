@@ -9,16 +9,58 @@
 #include <chrono>
 #include <limits>
 #include <numeric>
+#include <set>
 #include <string>
+
+#include "sim/evaluator.h"
+#include "topologies/registry.h"
 
 namespace placesim {
 
+namespace {
+
+// P2 posed on the graph as given, with the evaluator's durations: nothing fused or grouped, no
+// colocation class (P2 orders a unit's operators topologically), no parallel tensors (P2 merges
+// them), every GPU at speed 1 (P2 uses compute_s as is).
+bool p2_is_exact(const Graph& graph, const Cluster& cluster, const Coarsening& fused, const Colocation& groups) {
+  if (fused.coarse.num_operators() != graph.num_operators() || groups.num_groups > 0 ||
+      graph.num_colocation_classes() > 0)
+    return false;
+  for (const Device& d : cluster.devices())
+    if (d.compute_speed != 1.0) return false;
+  std::set<std::pair<OpId, OpId>> edges;
+  for (const Tensor& t : graph.tensors())
+    if (!edges.insert({t.src, t.dst}).second) return false;
+  return true;
+}
+
+// The whole problem's lower bound and QuickP's status for the answer, into the report. `cluster`
+// is the one the answer is measured on.
+void report_status(const Graph& graph, const Cluster& cluster, const QuickPPass& pass, double mip_gap,
+                   PlacementResult& r) {
+  Evaluator evaluator(graph, cluster);
+  const LowerBounds bounds = evaluator.lower_bounds();
+  const double latency = evaluator.latency(r.placement);
+  const QuickPStatus status =
+      quickp_status(pass.p2_status, latency, bounds.best(), pass.p2_exact, pass.p2_bound, mip_gap);
+  r.report["status"] = std::string(enum_name(std::span<const EnumName<QuickPStatus>>(kQuickPStatusNames), status));
+  r.report["evaluator_latency_s"] = latency;
+  r.report["lower_bound_s"] = bounds.best();
+  r.report["lower_bound_critical_path_s"] = bounds.critical_path;
+  r.report["lower_bound_work_s"] = bounds.work_per_device;
+  r.report["lower_bound_memory_per_gpu_bytes"] = bounds.memory_per_device;
+  r.report["gap_to_lower_bound"] = latency > 0 ? std::max(0.0, (latency - bounds.best()) / latency) : 0.0;
+}
+
+}  // namespace
+
 PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) {
-  PlacementResult r = place_once(graph, cluster, deadline);
-  if (!config_.bandwidth_allocation) return r;
-  const MultiNicConfig* multi_nic = multi_nic_config_of(cluster);
+  QuickPPass pass = place_once(graph, cluster, deadline);
+  PlacementResult& r = pass.result;
+  const MultiNicConfig* multi_nic = config_.bandwidth_allocation ? multi_nic_config_of(cluster) : nullptr;
+  if (config_.bandwidth_allocation && !multi_nic) r.report["allocation"] = "not a multi-NIC cluster: nothing to allocate";
   if (!multi_nic) {
-    r.report["allocation"] = "not a multi-NIC cluster: nothing to allocate";
+    report_status(graph, cluster, pass, config_.p2.mip_gap, r);
     return r;
   }
   bool first = true;  // the first placement on the cluster as given is the one just found
@@ -29,7 +71,7 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
           first = false;
           return r.placement;
         }
-        return place_once(graph, c, deadline).placement;
+        return place_once(graph, c, deadline).result.placement;
       },
       config_.allocation_rounds);
   r.placement = p3.placement;
@@ -45,10 +87,13 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
   r.report["latency_s"] = p3.latency;
   r.report["allocation_rounds"] = p3.rounds;
   r.report["allocation_accepted"] = p3.accepted;
+  // P2's answers were for one allocation each: what it proved is about the reduced problem at best.
+  pass.p2_exact = false;
+  report_status(graph, with_bandwidth_allocation(cluster, p3.allocation, "quickp"), pass, config_.p2.mip_gap, r);
   return r;
 }
 
-PlacementResult QuickP::place_once(const Graph& graph, const Cluster& cluster, const Deadline& deadline) const {
+QuickPPass QuickP::place_once(const Graph& graph, const Cluster& cluster, const Deadline& deadline) const {
   const auto t0 = std::chrono::steady_clock::now();
   const double alpha = config_.alpha_s ? *config_.alpha_s : fusion_threshold(graph, config_.alpha_percentile);
   const double beta = config_.beta_s ? *config_.beta_s : 2 * alpha;
@@ -79,10 +124,15 @@ PlacementResult QuickP::place_once(const Graph& graph, const Cluster& cluster, c
   p2.time_limit_s = deadline.bounded() ? std::max(1e-3, deadline.remaining()) : 1e9;
   const P2Solution s = solve_p2(fused.coarse, cluster, groups, p2);
 
-  PlacementResult r;
+  QuickPPass pass;
+  pass.p2_status = s.status;
+  pass.p2_bound = s.best_bound;
+  pass.p2_exact = p2_is_exact(graph, cluster, fused, groups);
+  PlacementResult& r = pass.result;
   r.placement = expand_placement(fused, s.placement);
   r.report["operators"] = graph.num_operators();
   r.report["fused_operators"] = fused.coarse.num_operators();
+  r.report["units"] = s.units;
   r.report["alpha_s"] = alpha;
   r.report["groups"] = groups.num_groups;
   r.report["coarsening"] = config_.coarsening == QuickPCoarsening::Algorithm2 ? "algorithm2" : "algorithm1";
@@ -91,6 +141,11 @@ PlacementResult QuickP::place_once(const Graph& graph, const Cluster& cluster, c
     r.report["rounds"] = rounds;
     r.report["expanded"] = expanded;
   }
+  if (fused.coarse.num_operators() != graph.num_operators() || groups.num_groups > 0)
+    r.report["reduced"] = {{"operators", graph.num_operators()},
+                           {"fused_operators", fused.coarse.num_operators()},
+                           {"units", s.units},
+                           {"groups", groups.num_groups}};
   r.report["parallelizable_pairs"] = pairs;
   r.report["ordering_pairs"] = s.ordering_pairs;
   r.report["columns"] = s.columns;
@@ -103,8 +158,8 @@ PlacementResult QuickP::place_once(const Graph& graph, const Cluster& cluster, c
   r.report["nodes"] = s.nodes;
   r.report["warm_started"] = s.warm_started;
   if (s.warm_started) r.report["warm_start_s"] = s.warm_start_objective;
-  r.report["status"] = std::string(p2_status_name(s.status));
-  return r;
+  r.report["p2_status"] = std::string(p2_status_name(s.status));
+  return pass;
 }
 
 OptionSchema<QuickPConfig> quickp_schema() {

@@ -114,6 +114,12 @@ struct P2Options {
 };
 
 enum class P2Status { Optimal, TimeLimit, NodeLimit, Infeasible };
+inline constexpr EnumName<P2Status> kP2StatusNames[] = {
+    {P2Status::Optimal, "optimal"},
+    {P2Status::TimeLimit, "time_limit"},
+    {P2Status::NodeLimit, "node_limit"},
+    {P2Status::Infeasible, "infeasible"},
+};
 
 struct P2Solution {
   std::vector<DeviceId> placement;               // per operator of the graph solved
@@ -125,6 +131,7 @@ struct P2Solution {
   P2Status status = P2Status::Optimal;
   double seconds = 0;
   int columns = 0, rows = 0, ordering_pairs = 0;
+  int units = 0;                                 // placement units (groups joined with colocation classes)
   int nodes = 0;                                 // branch-and-bound nodes explored (0: skipped)
   bool warm_started = false;
   double warm_start_objective = 0;               // makespan of the accepted warm start
@@ -159,6 +166,29 @@ P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& co
 
 std::string_view p2_status_name(P2Status s);
 
+// What QuickP says of the placement it returns, for the problem the user posed (the whole graph on
+// the whole cluster, measured by the evaluator):
+//  * optimal: its evaluator latency is within mip_gap of a lower bound of the whole problem (the
+//    critical path at the fastest GPU, the work per GPU, or P2's own bound when P2 was posed on the
+//    unreduced graph with the evaluator's durations);
+//  * reduced_optimal: P2 proved its answer optimal (within mip_gap) for the reduced problem it was
+//    posed -- fused operators, co-location groups as units -- and nothing more is known;
+//  * time_limit, node_limit: the solver stopped there;
+//  * infeasible: P2 found no placement that fits (the answer then comes from the portfolio).
+enum class QuickPStatus { Optimal, ReducedOptimal, TimeLimit, NodeLimit, Infeasible };
+inline constexpr EnumName<QuickPStatus> kQuickPStatusNames[] = {
+    {QuickPStatus::Optimal, "optimal"},
+    {QuickPStatus::ReducedOptimal, "reduced_optimal"},
+    {QuickPStatus::TimeLimit, "time_limit"},
+    {QuickPStatus::NodeLimit, "node_limit"},
+    {QuickPStatus::Infeasible, "infeasible"},
+};
+// `latency`: the evaluator's latency of the answer; `whole_bound`: a lower bound of the whole
+// problem; `p2_exact`: P2 was posed on the unreduced graph with the evaluator's durations, so its
+// best bound bounds the whole problem too (`p2_bound`).
+QuickPStatus quickp_status(P2Status p2, double latency, double whole_bound, bool p2_exact, double p2_bound,
+                           double mip_gap);
+
 // How the graph is reduced before P2: ICC (Algorithm 1 then co-location) or the thesis's
 // Algorithm 2 (iterated, with fusion inside groups and WCC expansion by beta).
 enum class QuickPCoarsening { Algorithm1, Algorithm2 };
@@ -184,19 +214,31 @@ struct QuickPConfig {
   bool operator==(const QuickPConfig&) const = default;
 };
 
+// What one pass of QuickP (reduction, then P2) found, beside its placement.
+struct QuickPPass {
+  PlacementResult result;  // placement and report
+  P2Status p2_status = P2Status::Optimal;
+  double p2_bound = 0;     // P2's best bound, seconds
+  bool p2_exact = false;   // P2 was posed on the whole problem (see quickp_status)
+};
+
 class QuickP : public Strategy {
  public:
   explicit QuickP(QuickPConfig config) : Strategy("quickp"), config_(std::move(config)) {}
   const QuickPConfig& config() const { return config_; }
-  // report: operators, fused_operators, alpha_s, groups, parallelizable_pairs (fused graph),
-  // fusion_seconds, solver_seconds, gap, objective_s, best_bound_s, status.
+  // report: operators, fused_operators, units, alpha_s, groups, parallelizable_pairs (fused graph),
+  // fusion_seconds, solver_seconds, gap, objective_s, best_bound_s (of the reduced problem P2 was
+  // posed), p2_status; status (quickp_status, for the whole problem), reduced ({operators,
+  // fused_operators, units, groups} when P2 was posed a reduced problem), evaluator_latency_s,
+  // lower_bound_s (the whole problem's: max of lower_bound_critical_path_s and
+  // lower_bound_work_s), lower_bound_memory_per_gpu_bytes, gap_to_lower_bound.
   // With bandwidth_allocation on a multi-NIC cluster, also bandwidth_allocation (the result's
   // allocation) and report: allocation (b(s,t) rows, bytes/s), latency_uniform_s (the first
   // placement on the cluster as given), latency_s, allocation_rounds, allocation_accepted.
 
  private:
   PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) override;
-  PlacementResult place_once(const Graph& graph, const Cluster& cluster, const Deadline& deadline) const;
+  QuickPPass place_once(const Graph& graph, const Cluster& cluster, const Deadline& deadline) const;
   QuickPConfig config_;
 };
 
