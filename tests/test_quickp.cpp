@@ -335,20 +335,25 @@ TEST(QuickPStrategy, Fig31Is15us) {
   // alpha 0: nothing fuses (no straight line); co-location groups A with B.
   Graph g = testutil::fig31_graph(kBytes);
   Cluster c = testutil::dedicated_mesh(2, kBw);
-  auto quickp = make_quickp("{alpha: 0, mip_gap: 0}");
+  auto quickp = make_quickp("{alpha: 0, mip_gap: 0, unit_limits: false}");
   PlacementResult r = quickp->place(g, c);
   EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 15e-6, 1e-12);
   EXPECT_EQ(r.report["fused_operators"], 3);
   EXPECT_EQ(r.report["groups"], 1);
   EXPECT_EQ(r.report["status"], "optimal");
-  // With the default 90th percentile (10 us here) B fuses into A and then C: one GPU, 20 us.
-  PlacementResult all = (make_quickp("{}"))->place(g, c);
+  // With the default 90th percentile (10 us here) and the papers' fusion, B fuses into A and then
+  // C: one GPU, 20 us.
+  PlacementResult all = (make_quickp("{unit_limits: false}"))->place(g, c);
   EXPECT_EQ(all.report["fused_operators"], 1);
   EXPECT_NEAR(Evaluator(g, c).latency(all.placement), 20e-6, 1e-12);
   // Optimal for the one-operator problem P2 was posed, 33% above the whole problem's 15 us bound.
   EXPECT_EQ(all.report["p2_status"], "optimal");
   EXPECT_EQ(all.report["status"], "reduced_optimal");
   EXPECT_EQ(all.report["reduced"]["fused_operators"], 1);
+  // With the unit limits (2 units, at most 10 us of work each) A + B (15 us) may not fuse; C
+  // fuses into A (10 us), and AC -> B stops there: two operators.
+  PlacementResult limited = (make_quickp("{}"))->place(g, c);
+  EXPECT_EQ(limited.report["fused_operators"], 2);
 }
 
 TEST(QuickPStatus, OptimalOnlyAgainstTheWholeProblem) {
@@ -366,13 +371,56 @@ TEST(QuickPStrategy, ReportsTheWholeProblemsLowerBound) {
   // Fig. 3.1 on 2 GPUs: the critical path A -> B is 15 us, the work per GPU 10 us: bound 15 us.
   Graph g = testutil::fig31_graph(kBytes);
   Cluster c = testutil::dedicated_mesh(2, kBw);
-  PlacementResult r = make_quickp("{alpha: 0, mip_gap: 0}")->place(g, c);
+  PlacementResult r = make_quickp("{alpha: 0, mip_gap: 0, unit_limits: false}")->place(g, c);
   EXPECT_NEAR(r.report["lower_bound_s"].get<double>(), 15e-6, 1e-12);
   EXPECT_NEAR(r.report["lower_bound_critical_path_s"].get<double>(), 15e-6, 1e-12);
   EXPECT_NEAR(r.report["lower_bound_work_s"].get<double>(), 10e-6, 1e-12);
   EXPECT_NEAR(r.report["evaluator_latency_s"].get<double>(), 15e-6, 1e-12);
   EXPECT_EQ(r.report["status"], "optimal");  // 15 us meets the bound
   EXPECT_EQ(r.report["reduced"]["groups"], 1);  // A with B: a reduced problem, optimal all the same
+}
+
+TEST(QuickPStrategy, DiamondIsNotFusedBelowTheGpus) {
+  // The diamond A(1 ms) -> B(5 ms), A -> C(5 ms), B -> D(1 ms), C -> D, every transfer 0.1 ms, on
+  // 4 GPUs. The papers' fusion (alpha = 90th percentile = 5 ms) fuses it into one operator: one GPU,
+  // 12 ms. By hand: B and C must run on different GPUs to overlap; say B with A. If D is with A
+  // too, C pays two transfers: 1 + 0.1 + 5 + 0.1 + 1 = 7.2 ms (HEFT's answer). If D is with C
+  // instead, each path crosses GPUs once: A 0-1, B 1-6 on one GPU; C 1.1-6.1 and D 6.1-7.1 (B's
+  // output arrives at 6.1) on another: 7.1 ms. No placement has neither path cross (that is one
+  // GPU), so 7.1 ms is optimal (bound: critical path 7 ms).
+  const double ms = 1e3;  // make_graph takes microseconds
+  Graph g = make_graph({1 * ms, 5 * ms, 5 * ms, 1 * ms}, {{0, 1, 1e-4 * kBw}, {0, 2, 1e-4 * kBw}, {1, 3, 1e-4 * kBw},
+                                                           {2, 3, 1e-4 * kBw}});
+  Cluster c = testutil::dedicated_mesh(4, kBw);
+  PlacementResult papers = make_quickp("{unit_limits: false}")->place(g, c);
+  EXPECT_EQ(papers.report["fused_operators"], 1);
+  EXPECT_NEAR(Evaluator(g, c).latency(papers.placement), 12e-3, 1e-12);
+  // With the limits: 4 units for 4 GPUs (nothing fuses); the group {A, B} holds 6 ms > 3 ms (its
+  // share of the work) and is split again: P2 is posed the whole problem.
+  PlacementResult r = make_quickp("{mip_gap: 0}")->place(g, c);
+  EXPECT_EQ(r.report["fused_operators"], 4);
+  EXPECT_EQ(r.report["groups"], 0);
+  EXPECT_FALSE(r.report.contains("reduced"));
+  EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 7.1e-3, 1e-9);
+  EXPECT_EQ(r.report["status"], "optimal");
+  EXPECT_NEAR(r.report["lower_bound_s"].get<double>(), 7e-3, 1e-12);
+}
+
+TEST(QuickPFusion, LimitsKeepUnitsForTheGpus) {
+  // A chain of six 1 us operators always fuses to one; 3 GPUs ask for 3 units of at most 2 us.
+  Graph chain = make_graph({1, 1, 1, 1, 1, 1}, {{0, 1, 1}, {1, 2, 1}, {2, 3, 1}, {3, 4, 1}, {4, 5, 1}},
+                           {1, 1, 1, 1, 1, 1});
+  EXPECT_EQ(fuse_operators(chain, 0).coarse.num_operators(), 1u);
+  const UnitLimits limits = unit_limits(chain, testutil::dedicated_mesh(3, kBw));
+  EXPECT_EQ(limits.min_units, 3);
+  EXPECT_NEAR(limits.max_work, 2e-6, 1e-15);
+  const Coarsening fused = fuse_operators(chain, 0, limits);
+  EXPECT_EQ(fused.coarse.num_operators(), 3u);
+  for (const Operator& op : fused.coarse.operators()) EXPECT_LE(op.compute_s, 2e-6 * (1 + 1e-9));
+  // Memory: no fused operator above 2 bytes either.
+  UnitLimits memory;
+  memory.max_memory = 2;
+  for (const Operator& op : fuse_operators(chain, 0, memory).coarse.operators()) EXPECT_LE(op.memory_bytes, 2);
 }
 
 TEST(QuickPStrategy, OptionsAreValidated) {

@@ -850,7 +850,8 @@ std::string_view p2_status_name(P2Status s) { return enum_name(std::span<const E
 QuickPStatus quickp_status(P2Status p2, double latency, double whole_bound, bool p2_exact, double p2_bound,
                            double mip_gap) {
   const double bound = std::max(whole_bound, p2_exact ? p2_bound : 0.0);
-  if (latency - bound <= mip_gap * latency * (1 + 1e-12)) return QuickPStatus::Optimal;
+  // A relative 1e-6 of slack: the model's times are rounded to CBC's tolerances.
+  if (latency - bound <= (mip_gap + 1e-6) * latency) return QuickPStatus::Optimal;
   switch (p2) {
     case P2Status::Optimal: return QuickPStatus::ReducedOptimal;
     case P2Status::TimeLimit: return QuickPStatus::TimeLimit;

@@ -99,22 +99,25 @@ QuickPPass QuickP::place_once(const Graph& graph, const Cluster& cluster, const 
   const double beta = config_.beta_s ? *config_.beta_s : 2 * alpha;
   Coarsening fused;
   Colocation groups;
-  int rounds = 0, expanded = 0;
+  int rounds = 0, expanded = 0, splits = 0;
+  const UnitLimits limits = config_.unit_limits ? unit_limits(graph, cluster) : UnitLimits{};
+  const double bandwidth = colocation_bandwidth(cluster);
   if (config_.coarsening == QuickPCoarsening::Algorithm2) {
-    IterativeReduction red = iterative_fusion_colocation(graph, alpha, beta, colocation_bandwidth(cluster));
+    IterativeReduction red = iterative_fusion_colocation(graph, alpha, beta, bandwidth, limits);
     fused = std::move(red.fused);
     groups = std::move(red.groups);
     rounds = red.rounds;
     expanded = red.expanded;
+    splits = red.splits;
   } else {
     if (config_.fusion) {
-      fused = fuse_operators(graph, alpha);
+      fused = fuse_operators(graph, alpha, limits);
     } else {
       fused.coarse = graph;
       fused.group_of.resize(graph.num_operators());
       std::iota(fused.group_of.begin(), fused.group_of.end(), 0);
     }
-    if (config_.colocation) groups = colocate(fused.coarse, colocation_bandwidth(cluster));
+    if (config_.colocation) groups = split_groups(fused.coarse, colocate(fused.coarse, bandwidth), bandwidth, limits, &splits);
     else groups.group_of.assign(fused.coarse.num_operators(), -1);
   }
   const double fusion_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -135,6 +138,7 @@ QuickPPass QuickP::place_once(const Graph& graph, const Cluster& cluster, const 
   r.report["units"] = s.units;
   r.report["alpha_s"] = alpha;
   r.report["groups"] = groups.num_groups;
+  r.report["group_splits"] = splits;
   r.report["coarsening"] = config_.coarsening == QuickPCoarsening::Algorithm2 ? "algorithm2" : "algorithm1";
   if (config_.coarsening == QuickPCoarsening::Algorithm2) {
     r.report["beta_s"] = beta;
@@ -176,6 +180,9 @@ OptionSchema<QuickPConfig> quickp_schema() {
   s.optional_duration("beta", &C::beta_s, "algorithm2's co-location threshold", finite_non_negative, "1ms", "2 alpha");
   s.flag("fusion", &C::fusion, "algorithm1: fuse operators (ICC Algorithm 1)");
   s.flag("colocation", &C::colocation, "algorithm1: co-locate by eq. 7");
+  s.flag("unit_limits", &C::unit_limits,
+         "keep at least one placement unit per GPU, none above the smallest GPU's memory or its share of the work "
+         "(false: the papers' fusion and co-location as published)");
   s.add({"mip_gap", "number", "relative gap at which the solver stops", default_text_number(P2Options{}.mip_gap), {}, "0.2"},
         [](const YamlFields& f, std::string_view key, C& c) {
           c.p2.mip_gap = parse_number_option(f, key, Range{0, 1, false, true});

@@ -26,6 +26,7 @@
 //    groups, repeated; then WCC expansion by beta. See iterative_fusion_colocation.
 //  * P2: see solve_p2. P3 (joint bandwidth allocation on multi-NIC clusters): bandwidth.h.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,8 +61,21 @@ std::vector<std::pair<OpId, OpId>> parallelizable_pairs(const Graph& g);
 // every compute time is zero.
 double fusion_threshold(const Graph& g, double percentile);
 
-// ICC Algorithm 1 repeated to a fixed point. group_of maps operators to fused operators.
-Coarsening fuse_operators(const Graph& g, double alpha);
+// What the GPUs need of the reduced graph, which ICC's fusion and co-location know nothing of:
+// at least min_units placement units, none holding more than max_memory bytes or more than
+// max_work seconds of compute (its share of the work). Without limits the papers' rules apply.
+struct UnitLimits {
+  int min_units = 0;
+  double max_memory = std::numeric_limits<double>::infinity();
+  double max_work = std::numeric_limits<double>::infinity();
+};
+// For `cluster`: min(GPUs, operators) units, the smallest GPU's memory, total compute / GPUs (no
+// limit on memory and work with one GPU).
+UnitLimits unit_limits(const Graph& g, const Cluster& cluster);
+
+// ICC Algorithm 1 repeated to a fixed point. group_of maps operators to fused operators. An edge
+// fuses only if the fused operator stays within `limits` and more than min_units operators remain.
+Coarsening fuse_operators(const Graph& g, double alpha, const UnitLimits& limits = {});
 
 // The bandwidth b of eq. 7 (bytes/s; +infinity on one GPU).
 double colocation_bandwidth(const Cluster& cluster);
@@ -73,6 +87,15 @@ struct Colocation {
   int num_groups = 0;
 };
 Colocation colocate(const Graph& g, double bandwidth);
+
+// Groups within `limits`: a group holding more memory or work than a unit may is cut, its members
+// in topological order, into consecutive pieces, each cut where it lengthens the critical path
+// least (the longest compute path through an edge the cut makes cross GPUs, its transfer at
+// `bandwidth` included; ties: the later cut, so fewer pieces); an operator alone is never cut.
+// Then, while there are fewer units (groups plus ungrouped operators) than min_units, the largest
+// group is dissolved. *splits: cuts and dissolved groups. Groups of one operator are no groups.
+Colocation split_groups(const Graph& g, const Colocation& groups, double bandwidth, const UnitLimits& limits,
+                        int* splits = nullptr);
 
 // Thesis Algorithm 2 (section 4.3), for co-location groups found on g:
 //  * fuse_within_groups: inside each group, edge (i, j) (both ends in the group, sources in
@@ -92,8 +115,12 @@ struct IterativeReduction {
   Colocation groups;  // on fused.coarse, after expansion
   int rounds = 0;     // passes of Algorithm 2's loop
   int expanded = 0;   // operators that joined a group by beta
+  int splits = 0;     // cuts of groups by the limits (split_groups)
 };
-IterativeReduction iterative_fusion_colocation(const Graph& g, double alpha, double beta, double bandwidth);
+// With `limits`, fusion respects them and the groups are split to them after every co-location
+// and after the expansion.
+IterativeReduction iterative_fusion_colocation(const Graph& g, double alpha, double beta, double bandwidth,
+                                               const UnitLimits& limits = {});
 
 struct P2Options {
   double mip_gap = 0.05;     // relative gap at which CBC stops
@@ -210,6 +237,9 @@ struct QuickPConfig {
   std::optional<double> beta_s;
   bool fusion = true;
   bool colocation = true;
+  // Keep the reduced graph usable by the GPUs (UnitLimits): on by default; off gives the papers'
+  // fusion and co-location exactly.
+  bool unit_limits = true;
   P2Options p2;  // its time_limit_s is set per solve from the call's time limit
   bool operator==(const QuickPConfig&) const = default;
 };
