@@ -20,13 +20,14 @@ std::string_view point_status_name(PointStatus status) {
   switch (status) {
     case PointStatus::Ok: return "ok";
     case PointStatus::Oom: return "oom";
+    case PointStatus::Infeasible: return "infeasible";
     case PointStatus::Failed: break;
   }
   return "failed";
 }
 
 PointStatus PointRecord::status() const {
-  if (!measurement) return PointStatus::Failed;
+  if (!measurement) return infeasible ? PointStatus::Infeasible : PointStatus::Failed;
   return measurement->oom ? PointStatus::Oom : PointStatus::Ok;
 }
 
@@ -239,8 +240,9 @@ PointRecord record_from_json(const ojson& j, const std::string& file, const std:
     r.graph_size->warnings = f.strings("warnings");
   }
   const std::string status = f.string("status");
-  if (status == point_status_name(PointStatus::Failed)) {
+  if (status == point_status_name(PointStatus::Failed) || status == point_status_name(PointStatus::Infeasible)) {
     r.error = f.string("error");
+    r.infeasible = status == point_status_name(PointStatus::Infeasible);
   } else if (status == point_status_name(PointStatus::Ok) || status == point_status_name(PointStatus::Oom)) {
     r.measurement = measurement_from_json(f);
     if (r.status() != (status == "oom" ? PointStatus::Oom : PointStatus::Ok))
@@ -252,7 +254,7 @@ PointRecord record_from_json(const ojson& j, const std::string& file, const std:
       r.error = fmt::format("recorded as {} with \"evaluator_latency\": null: the latency was not a finite number", status);
     }
   } else {
-    f.fail("status", "expected ok, oom or failed");
+    f.fail("status", "expected ok, oom, infeasible or failed");
   }
   return r;
 }

@@ -343,7 +343,7 @@ TEST(QuickPStrategy, Fig31Is15us) {
   EXPECT_EQ(r.report["status"], "optimal");
   // With the default 90th percentile (10 us here) and the papers' fusion, B fuses into A and then
   // C: one GPU, 20 us.
-  PlacementResult all = (make_quickp("{unit_limits: false}"))->place(g, c);
+  PlacementResult all = (make_quickp("{unit_limits: false, portfolio: false}"))->place(g, c);
   EXPECT_EQ(all.report["fused_operators"], 1);
   EXPECT_NEAR(Evaluator(g, c).latency(all.placement), 20e-6, 1e-12);
   // Optimal for the one-operator problem P2 was posed, 33% above the whole problem's 15 us bound.
@@ -392,7 +392,7 @@ TEST(QuickPStrategy, DiamondIsNotFusedBelowTheGpus) {
   Graph g = make_graph({1 * ms, 5 * ms, 5 * ms, 1 * ms}, {{0, 1, 1e-4 * kBw}, {0, 2, 1e-4 * kBw}, {1, 3, 1e-4 * kBw},
                                                            {2, 3, 1e-4 * kBw}});
   Cluster c = testutil::dedicated_mesh(4, kBw);
-  PlacementResult papers = make_quickp("{unit_limits: false}")->place(g, c);
+  PlacementResult papers = make_quickp("{unit_limits: false, portfolio: false}")->place(g, c);
   EXPECT_EQ(papers.report["fused_operators"], 1);
   EXPECT_NEAR(Evaluator(g, c).latency(papers.placement), 12e-3, 1e-12);
   // With the limits: 4 units for 4 GPUs (nothing fuses); the group {A, B} holds 6 ms > 3 ms (its
@@ -421,6 +421,60 @@ TEST(QuickPFusion, LimitsKeepUnitsForTheGpus) {
   UnitLimits memory;
   memory.max_memory = 2;
   for (const Operator& op : fuse_operators(chain, 0, memory).coarse.operators()) EXPECT_LE(op.memory_bytes, 2);
+}
+
+TEST(QuickPStrategy, SplitsAColocationGroupLargerThanAGpu) {
+  // Fig. 3.1 with A and B of 6 GB, C of 1 GB, on two 10 GB GPUs, the papers' reduction (alpha 0):
+  // co-location groups A with B, 12 GB, which no GPU holds; P2 was infeasible and QuickP fell back
+  // to one GPU (13 GB: out of memory). The group is cut (A | B). By hand: A and B cannot share a
+  // GPU, so B waits for A's output: 5 + 5 + 10 = 20 us at best, with C beside A (A 0-5, C 5-10 on
+  // one GPU, B 10-20 on the other); C beside B ends at 25 us.
+  Graph g = make_graph({5, 10, 5}, {{0, 1, kBytes}, {0, 2, kBytes}}, {6e9, 6e9, 1e9});
+  Cluster c = testutil::dedicated_mesh(2, kBw, 0.0, 10e9);
+  PlacementResult r = make_quickp("{alpha: 0, mip_gap: 0, unit_limits: false}")->place(g, c);
+  EXPECT_EQ(r.report["group_splits"], 1);
+  EXPECT_EQ(r.report["groups"], 0);
+  for (double m : device_memory(g, r.placement, 2)) EXPECT_LE(m, 10e9);
+  EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 20e-6, 1e-12);
+}
+
+TEST(QuickPStrategy, NoPlacementFitsIsInfeasibleForEveryStrategy) {
+  // 3 x 6 GB on two 8 GB GPUs: 18 GB against 16 GB in all.
+  Graph g = make_graph({1, 1, 1}, {{0, 1, 1}, {1, 2, 1}}, {6e9, 6e9, 6e9});
+  Cluster c = testutil::dedicated_mesh(2, kBw, 0.0, 8e9);
+  EXPECT_NE(infeasibility_reason(g, c).find("the 2 GPUs hold"), std::string::npos) << infeasibility_reason(g, c);
+  for (const char* name : {"single-device", "quickp", "heft"})
+    EXPECT_THROW(make_strategy(name, YAML::Load("{}"), "s.yaml", "strategies[0]")->place(g, c), InfeasibleProblem)
+        << name;
+  // A colocation class of 12 GB against GPUs of 10 GB (20 GB in all): no placement either.
+  Graph cls;
+  for (int i = 0; i < 2; ++i) cls.add_operator({std::string(1, static_cast<char>('A' + i)), "op", 1e-6, 6e9, 0});
+  cls.add_tensor(0, 1, 1);
+  cls.finalize("class");
+  const Cluster ten = testutil::dedicated_mesh(2, kBw, 0.0, 10e9);
+  EXPECT_NE(infeasibility_reason(cls, ten).find("colocation class of operator 'A'"), std::string::npos)
+      << infeasibility_reason(cls, ten);
+  EXPECT_EQ(infeasibility_reason(g, testutil::dedicated_mesh(3, kBw, 0.0, 8e9)), "");
+}
+
+TEST(QuickPStrategy, NeverWorseThanThePortfolio) {
+  // Fig. 3.1 with the default options: the limited fusion leaves AC (10 us) -> B (10 us), whose
+  // best is one GPU, 20 us. HEFT puts C beside A and B alone: A 0-5, C 5-10, B 10-20 is 20 us as
+  // well, but B with A and C alone gives A 0-5, B 5-15, C 10-15 (its input at 5 + 5): 15 us, the
+  // critical path. QuickP keeps the best of its answer and the portfolio's, by the evaluator.
+  Graph g = testutil::fig31_graph(kBytes);
+  Cluster c = testutil::dedicated_mesh(2, kBw);
+  PlacementResult r = make_quickp("{}")->place(g, c);
+  const double latency = Evaluator(g, c).latency(r.placement);
+  for (const auto& [name, v] : r.report["portfolio"].items())
+    if (v.is_number()) {
+      EXPECT_LE(latency, v.get<double>() * (1 + 1e-12)) << name;
+    }
+  EXPECT_TRUE(r.report["portfolio"].contains("single-device"));
+  EXPECT_TRUE(r.report["portfolio"].contains("heft"));
+  EXPECT_NEAR(latency, 15e-6, 1e-12);
+  EXPECT_NE(r.report["portfolio_winner"], "quickp");
+  EXPECT_EQ(r.report["status"], "optimal");  // 15 us is the critical path
 }
 
 TEST(QuickPStrategy, OptionsAreValidated) {

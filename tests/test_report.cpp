@@ -196,6 +196,20 @@ TEST(Report, RecordsCarryTheWholeProblemsLowerBound) {
   EXPECT_EQ(to_json(back).dump(), j.dump());
 }
 
+TEST(Report, AnInfeasiblePointIsNoFailure) {
+  PointRecord r;
+  r.key = "k";
+  r.label = r.strategy = "quickp";
+  r.infeasible = true;
+  r.error = "no placement fits in GPU memory: the graph needs 18 GB of memory, the 2 GPUs hold 16 GB in all";
+  EXPECT_EQ(r.status(), PointStatus::Infeasible);
+  const nlohmann::ordered_json j = to_json(r);
+  EXPECT_EQ(j["status"], "infeasible");
+  const PointRecord back = record_from_json(j, "results.jsonl", "line 1");
+  EXPECT_EQ(back.status(), PointStatus::Infeasible);
+  EXPECT_EQ(back.error, r.error);
+}
+
 bool matplotlib_available() {
   return std::system((plot_python() + " -c 'import matplotlib' >/dev/null 2>&1").c_str()) == 0;
 }

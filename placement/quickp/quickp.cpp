@@ -6,13 +6,20 @@
 #include "placement/quickp/bandwidth.h"
 
 #include <algorithm>
+#include <fmt/format.h>
+#include <stdexcept>
 #include <chrono>
 #include <limits>
 #include <numeric>
 #include <set>
 #include <string>
 
+#include <memory>
+#include <optional>
+#include <yaml-cpp/yaml.h>
+
 #include "sim/evaluator.h"
+#include "sim/yaml_fields.h"
 #include "topologies/registry.h"
 
 namespace placesim {
@@ -54,53 +61,135 @@ void report_status(const Graph& graph, const Cluster& cluster, const QuickPPass&
 
 }  // namespace
 
+namespace {
+
+// The warm-start portfolio: the fast strategies, called through the registry (QuickP does not
+// know them otherwise), each with what is left of the call's time.
+constexpr const char* kPortfolio[] = {"single-device", "heft", "m-etf", "metis"};
+
+struct Candidate {
+  std::string name;
+  std::vector<DeviceId> placement;
+  double latency = std::numeric_limits<double>::infinity();  // evaluator, on the cluster as given
+  bool fits = false;
+};
+
+bool fits_memory(const Graph& graph, const Cluster& cluster, const std::vector<DeviceId>& placement) {
+  const std::vector<double> mem = device_memory(graph, placement, cluster.num_devices());
+  for (DeviceId d = 0; d < cluster.num_devices(); ++d)
+    if (mem[d] > cluster.device(d).memory_bytes) return false;
+  return true;
+}
+
+std::vector<Candidate> run_portfolio(const Graph& graph, const Cluster& cluster, const Deadline& deadline,
+                                     nlohmann::json& report) {
+  std::vector<Candidate> out;
+  Evaluator evaluator(graph, cluster);
+  for (const char* name : kPortfolio) {
+    const StrategyInfo* info = nullptr;
+    for (const StrategyInfo& i : strategy_registry())
+      if (i.name == name) info = &i;
+    if (!info) continue;
+    if (deadline.expired()) {
+      report[name] = "skipped: out of time";
+      continue;
+    }
+    try {
+      std::unique_ptr<Strategy> s = info->make(YamlFields(YAML::Node(YAML::NodeType::Map), "quickp", "portfolio"));
+      if (deadline.bounded()) s->set_time_limit(std::max(1e-3, deadline.remaining()));
+      Candidate c;
+      c.name = name;
+      c.placement = s->place(graph, cluster).placement;
+      c.latency = evaluator.latency(c.placement);
+      c.fits = fits_memory(graph, cluster, c.placement);
+      report[name] = c.fits ? nlohmann::json(c.latency) : nlohmann::json("out of memory");
+      out.push_back(std::move(c));
+    } catch (const std::exception& e) {
+      report[name] = std::string("failed: ") + e.what();
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) {
-  QuickPPass pass = place_once(graph, cluster, deadline);
-  PlacementResult& r = pass.result;
+  // The cheap answers first: they take little time, and QuickP never returns worse.
+  nlohmann::json portfolio_report = nlohmann::json::object();
+  std::vector<Candidate> candidates =
+      config_.portfolio ? run_portfolio(graph, cluster, deadline, portfolio_report) : std::vector<Candidate>{};
   const MultiNicConfig* multi_nic = config_.bandwidth_allocation ? multi_nic_config_of(cluster) : nullptr;
+  // P2 gets what is left; with P3 to follow, half of it (each later re-placement half of the rest).
+  QuickPPass pass = place_once(graph, cluster, deadline, multi_nic ? 0.5 : 1.0);
+  PlacementResult r = pass.result;
+  const bool p2_answer = pass.p2_status != P2Status::Infeasible && fits_memory(graph, cluster, r.placement);
   if (config_.bandwidth_allocation && !multi_nic) r.report["allocation"] = "not a multi-NIC cluster: nothing to allocate";
-  if (!multi_nic) {
-    report_status(graph, cluster, pass, config_.p2.mip_gap, r);
-    return r;
+  double own_latency = p2_answer ? Evaluator(graph, cluster).latency(r.placement) : std::numeric_limits<double>::infinity();
+  std::optional<Cluster> allocated;
+  if (multi_nic && p2_answer) {
+    bool first = true;  // the first placement on the cluster as given is the one just found
+    const P3Result p3 = solve_p3(
+        graph, cluster, *multi_nic,
+        [&](const Cluster& c) {
+          if (first) {
+            first = false;
+            return r.placement;
+          }
+          QuickPPass again = place_once(graph, c, deadline, 0.5);
+          // An infeasible P2 proposes nothing: the alternation keeps what it has.
+          return again.p2_status == P2Status::Infeasible ? r.placement : again.result.placement;
+        },
+        config_.allocation_rounds, {}, [&] { return deadline.bounded() && deadline.remaining() < 0.05 * deadline.limit(); });
+    r.placement = p3.placement;
+    r.bandwidth_allocation = p3.allocation;
+    nlohmann::json rows = nlohmann::json::array();
+    for (int s = 0; s < p3.allocation.servers(); ++s) {
+      nlohmann::json row = nlohmann::json::array();
+      for (int t = 0; t < p3.allocation.servers(); ++t) row.push_back(p3.allocation(s, t));
+      rows.push_back(std::move(row));
+    }
+    r.report["allocation"] = std::move(rows);
+    r.report["latency_uniform_s"] = p3.initial_latency;
+    r.report["latency_s"] = p3.latency;
+    r.report["allocation_rounds"] = p3.rounds;
+    r.report["allocation_accepted"] = p3.accepted;
+    own_latency = p3.latency;
+    allocated = with_bandwidth_allocation(cluster, p3.allocation, "quickp");
+    // P2's answers were for one allocation each: what it proved is about the reduced problem at best.
+    pass.p2_exact = false;
   }
-  bool first = true;  // the first placement on the cluster as given is the one just found
-  const P3Result p3 = solve_p3(
-      graph, cluster, *multi_nic,
-      [&](const Cluster& c) {
-        if (first) {
-          first = false;
-          return r.placement;
-        }
-        return place_once(graph, c, deadline).result.placement;
-      },
-      config_.allocation_rounds);
-  r.placement = p3.placement;
-  r.bandwidth_allocation = p3.allocation;
-  nlohmann::json rows = nlohmann::json::array();
-  for (int s = 0; s < p3.allocation.servers(); ++s) {
-    nlohmann::json row = nlohmann::json::array();
-    for (int t = 0; t < p3.allocation.servers(); ++t) row.push_back(p3.allocation(s, t));
-    rows.push_back(std::move(row));
+  // The best of QuickP's own answer and the portfolio's, by the evaluator; only placements that fit.
+  portfolio_report["quickp"] = p2_answer ? nlohmann::json(own_latency) : nlohmann::json("P2 infeasible");
+  const Candidate* best = nullptr;
+  for (const Candidate& c : candidates)
+    if (c.fits && c.latency < own_latency * (1 - 1e-12) && (!best || c.latency < best->latency)) best = &c;
+  if (!p2_answer && !best)
+    throw std::runtime_error(fmt::format(
+        "quickp: P2 is infeasible (no placement of its {} units fits in GPU memory) and no strategy of its portfolio "
+        "found a placement that fits",
+        r.report.value("units", 0)));
+  if (best) {
+    r.placement = best->placement;
+    r.bandwidth_allocation.reset();
+    allocated.reset();
   }
-  r.report["allocation"] = std::move(rows);
-  r.report["latency_uniform_s"] = p3.initial_latency;
-  r.report["latency_s"] = p3.latency;
-  r.report["allocation_rounds"] = p3.rounds;
-  r.report["allocation_accepted"] = p3.accepted;
-  // P2's answers were for one allocation each: what it proved is about the reduced problem at best.
-  pass.p2_exact = false;
-  report_status(graph, with_bandwidth_allocation(cluster, p3.allocation, "quickp"), pass, config_.p2.mip_gap, r);
+  r.report["portfolio"] = std::move(portfolio_report);
+  r.report["portfolio_winner"] = best ? best->name : std::string("quickp");
+  report_status(graph, allocated ? *allocated : cluster, pass, config_.p2.mip_gap, r);
   return r;
 }
 
-QuickPPass QuickP::place_once(const Graph& graph, const Cluster& cluster, const Deadline& deadline) const {
+QuickPPass QuickP::place_once(const Graph& graph, const Cluster& cluster, const Deadline& deadline,
+                              double share) const {
   const auto t0 = std::chrono::steady_clock::now();
   const double alpha = config_.alpha_s ? *config_.alpha_s : fusion_threshold(graph, config_.alpha_percentile);
   const double beta = config_.beta_s ? *config_.beta_s : 2 * alpha;
   Coarsening fused;
   Colocation groups;
   int rounds = 0, expanded = 0, splits = 0;
-  const UnitLimits limits = config_.unit_limits ? unit_limits(graph, cluster) : UnitLimits{};
+  // Memory always: a unit larger than a GPU leaves P2 nothing to place it on.
+  UnitLimits limits = unit_limits(graph, cluster);
+  if (!config_.unit_limits) limits = UnitLimits{0, limits.max_memory, std::numeric_limits<double>::infinity()};
   const double bandwidth = colocation_bandwidth(cluster);
   if (config_.coarsening == QuickPCoarsening::Algorithm2) {
     IterativeReduction red = iterative_fusion_colocation(graph, alpha, beta, bandwidth, limits);
@@ -124,7 +213,8 @@ QuickPPass QuickP::place_once(const Graph& graph, const Cluster& cluster, const 
   const std::uint64_t pairs = Reachability(fused.coarse).count_parallelizable_pairs();
   // The solver gets what is left of the call's time limit (at least a moment, to return its warm start).
   P2Options p2 = config_.p2;
-  p2.time_limit_s = deadline.bounded() ? std::max(1e-3, deadline.remaining()) : 1e9;
+  // A hair is kept back for what follows the solve (expanding the placement, the report).
+  p2.time_limit_s = deadline.bounded() ? std::max(1e-3, deadline.remaining() * share - 0.02) : 1e9;
   const P2Solution s = solve_p2(fused.coarse, cluster, groups, p2);
 
   QuickPPass pass;
@@ -156,6 +246,8 @@ QuickPPass QuickP::place_once(const Graph& graph, const Cluster& cluster, const 
   r.report["rows"] = s.rows;
   r.report["fusion_seconds"] = fusion_seconds;
   r.report["solver_seconds"] = s.seconds;
+  r.report["warm_start_seconds"] = s.warm_start_seconds;
+  r.report["model_seconds"] = s.model_seconds;
   r.report["gap"] = s.gap;
   r.report["objective_s"] = s.objective;
   r.report["best_bound_s"] = s.best_bound;
@@ -180,6 +272,9 @@ OptionSchema<QuickPConfig> quickp_schema() {
   s.optional_duration("beta", &C::beta_s, "algorithm2's co-location threshold", finite_non_negative, "1ms", "2 alpha");
   s.flag("fusion", &C::fusion, "algorithm1: fuse operators (ICC Algorithm 1)");
   s.flag("colocation", &C::colocation, "algorithm1: co-locate by eq. 7");
+  s.flag("portfolio", &C::portfolio,
+         "keep the best (by the evaluator) of QuickP's answer and single-device, HEFT, m-ETF and METIS (false: P2's "
+         "answer)");
   s.flag("unit_limits", &C::unit_limits,
          "keep at least one placement unit per GPU, none above the smallest GPU's memory or its share of the work "
          "(false: the papers' fusion and co-location as published)");

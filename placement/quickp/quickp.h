@@ -124,8 +124,9 @@ IterativeReduction iterative_fusion_colocation(const Graph& g, double alpha, dou
 
 struct P2Options {
   double mip_gap = 0.05;     // relative gap at which CBC stops
-  // CBC wall-clock limit; the best incumbent is returned. CBC checks it between nodes; a single LP
-  // stops after this many CPU seconds (CLP's limit), so on a loaded machine a run can overrun.
+  // Wall-clock limit of the whole solve_p2 call (warm start, model, CBC); the best incumbent is
+  // returned. The warm start's descent stops at it, CBC gets what is left (its LPs stop at CLP's
+  // wall-clock limit), and with nothing left the warm start is the answer.
   double time_limit_s = 60;
   // CBC node limit: unlike the wall clock it stops every run at the same point, so the same
   // inputs give the same placement (0: no limit).
@@ -156,7 +157,8 @@ struct P2Solution {
   double best_bound = 0;
   double gap = 0;                                // (objective - bound) / objective
   P2Status status = P2Status::Optimal;
-  double seconds = 0;
+  double seconds = 0;                            // the whole call, of which:
+  double warm_start_seconds = 0, model_seconds = 0;  // finding the warm start; building the model
   int columns = 0, rows = 0, ordering_pairs = 0;
   int units = 0;                                 // placement units (groups joined with colocation classes)
   int nodes = 0;                                 // branch-and-bound nodes explored (0: skipped)
@@ -240,6 +242,8 @@ struct QuickPConfig {
   // Keep the reduced graph usable by the GPUs (UnitLimits): on by default; off gives the papers'
   // fusion and co-location exactly.
   bool unit_limits = true;
+  // Keep the best of QuickP's answer and the warm-start portfolio's (see QuickP); off: P2's answer.
+  bool portfolio = true;
   P2Options p2;  // its time_limit_s is set per solve from the call's time limit
   bool operator==(const QuickPConfig&) const = default;
 };
@@ -262,13 +266,19 @@ class QuickP : public Strategy {
   // fused_operators, units, groups} when P2 was posed a reduced problem), evaluator_latency_s,
   // lower_bound_s (the whole problem's: max of lower_bound_critical_path_s and
   // lower_bound_work_s), lower_bound_memory_per_gpu_bytes, gap_to_lower_bound.
+  // Never worse than the cheap answers: single-device, HEFT, m-ETF and METIS run first (through
+  // the registry, with the call's time), and the placement returned is the best that fits of
+  // theirs and QuickP's own by the evaluator: report portfolio ({name: latency or why not}) and
+  // portfolio_winner. P2 infeasible with nothing of the portfolio fitting is an error, never an
+  // out-of-memory placement.
   // With bandwidth_allocation on a multi-NIC cluster, also bandwidth_allocation (the result's
   // allocation) and report: allocation (b(s,t) rows, bytes/s), latency_uniform_s (the first
   // placement on the cluster as given), latency_s, allocation_rounds, allocation_accepted.
 
  private:
   PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) override;
-  QuickPPass place_once(const Graph& graph, const Cluster& cluster, const Deadline& deadline) const;
+  // P2 gets `share` of the time left.
+  QuickPPass place_once(const Graph& graph, const Cluster& cluster, const Deadline& deadline, double share) const;
   QuickPConfig config_;
 };
 
