@@ -94,12 +94,14 @@ Coarsening fuse_operators(const Graph& g, double alpha, const UnitLimits& limits
   const auto n = static_cast<int>(g.num_operators());
   std::vector<Adjacency> out(n), in(n);
   std::vector<double> compute(n), memory(n);
+  std::vector<std::int32_t> cls(n);  // colocation class of each fused operator (-1: none)
   std::vector<std::uint8_t> alive(n, 1);
   int num_alive = n;
   std::vector<int> parent(n);
   for (int i = 0; i < n; ++i) {
     compute[i] = g.op(i).compute_s;
     memory[i] = g.op(i).memory_bytes;
+    cls[i] = g.op(i).colocation_class;
     parent[i] = i;
   }
   for (const Tensor& t : g.tensors()) {
@@ -110,6 +112,9 @@ Coarsening fuse_operators(const Graph& g, double alpha, const UnitLimits& limits
     const std::size_t out_i = out[i].size(), in_j = in[j].size();
     if (out_i >= 2 && in_j >= 2) return false;
     if (num_alive <= limits.min_units || !within(limits, compute[i] + compute[j], memory[i] + memory[j])) return false;
+    // With unit limits, never join two colocation classes: joined classes are one unit for P2, and
+    // on graphs with classes (msr-fiddle's colorClass) the joins chain until one unit is left.
+    if (limits.min_units > 1 && cls[i] >= 0 && cls[j] >= 0 && cls[i] != cls[j]) return false;
     if (out_i == 1 && in_j == 1) return true;
     return (compute[i] <= alpha && out_i == 1) || (compute[j] <= alpha && in_j == 1);
   };
@@ -132,6 +137,7 @@ Coarsening fuse_operators(const Graph& g, double alpha, const UnitLimits& limits
     Adjacency().swap(in[j]);
     compute[i] += compute[j];
     memory[i] += memory[j];
+    if (cls[i] < 0) cls[i] = cls[j];
     --num_alive;
     alive[j] = 0;
     parent[j] = i;

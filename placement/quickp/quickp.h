@@ -74,7 +74,8 @@ struct UnitLimits {
 UnitLimits unit_limits(const Graph& g, const Cluster& cluster);
 
 // ICC Algorithm 1 repeated to a fixed point. group_of maps operators to fused operators. An edge
-// fuses only if the fused operator stays within `limits` and more than min_units operators remain.
+// fuses only if the fused operator stays within `limits` and more than min_units operators remain;
+// with min_units > 1 it never joins two colocation classes either.
 Coarsening fuse_operators(const Graph& g, double alpha, const UnitLimits& limits = {});
 
 // The bandwidth b of eq. 7 (bytes/s; +infinity on one GPU).
