@@ -4,6 +4,7 @@
 
 #include "sim/errors.h"
 #include "sim/evaluator.h"
+#include "sim/units.h"
 
 namespace placesim {
 
@@ -20,7 +21,38 @@ OptionSchema<StrategyCommonOptions> strategy_common_schema(double time_limit_def
   return s;
 }
 
+std::string infeasibility_reason(const Graph& graph, const Cluster& cluster) {
+  double capacity = 0, largest = 0;
+  for (const Device& d : cluster.devices()) {
+    capacity += d.memory_bytes;
+    largest = std::max(largest, d.memory_bytes);
+  }
+  if (graph.total_memory() > capacity)
+    return fmt::format("the graph needs {} of memory, the {} GPUs hold {} in all", format_bytes(graph.total_memory()),
+                       cluster.num_devices(), format_bytes(capacity));
+  std::vector<double> class_memory(graph.num_colocation_classes(), 0.0);
+  std::vector<OpId> class_member(graph.num_colocation_classes(), -1);
+  for (OpId i = 0; i < static_cast<OpId>(graph.num_operators()); ++i) {
+    const Operator& op = graph.op(i);
+    if (op.colocation_class < 0) {
+      if (op.memory_bytes > largest)
+        return fmt::format("operator '{}' needs {}, the largest GPU holds {}", op.name, format_bytes(op.memory_bytes),
+                           format_bytes(largest));
+      continue;
+    }
+    class_memory[op.colocation_class] += op.memory_bytes;
+    if (class_member[op.colocation_class] < 0) class_member[op.colocation_class] = i;
+  }
+  for (std::size_t c = 0; c < class_memory.size(); ++c)
+    if (class_memory[c] > largest)
+      return fmt::format("the colocation class of operator '{}' needs {}, the largest GPU holds {}",
+                         graph.op(class_member[c]).name, format_bytes(class_memory[c]), format_bytes(largest));
+  return "";
+}
+
 PlacementResult Strategy::place(const Graph& graph, const Cluster& cluster) {
+  if (const std::string reason = infeasibility_reason(graph, cluster); !reason.empty())
+    throw InfeasibleProblem("no placement fits in GPU memory: " + reason);
   const Deadline deadline(common_.time_limit_s);
   PlacementResult result = place_impl(graph, cluster, deadline);
   result.search_seconds = deadline.elapsed();

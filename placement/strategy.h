@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,18 @@ class Strategy {
   std::string name_;
   StrategyCommonOptions common_;
 };
+
+// No placement of the graph fits the cluster's memory (infeasibility_reason): Strategy::place
+// throws it before the strategy runs, and the runner records the point as `infeasible` with the
+// reason instead of measuring an out-of-memory placement.
+class InfeasibleProblem : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Why no placement of `graph` can fit in `cluster`'s GPU memory, or "" when one may: the graph's
+// memory against the GPUs' total, or a colocation class (or an operator) against the largest GPU.
+std::string infeasibility_reason(const Graph& graph, const Cluster& cluster);
 
 struct StrategyInfo {
   std::string name;

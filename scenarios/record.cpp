@@ -20,13 +20,14 @@ std::string_view point_status_name(PointStatus status) {
   switch (status) {
     case PointStatus::Ok: return "ok";
     case PointStatus::Oom: return "oom";
+    case PointStatus::Infeasible: return "infeasible";
     case PointStatus::Failed: break;
   }
   return "failed";
 }
 
 PointStatus PointRecord::status() const {
-  if (!measurement) return PointStatus::Failed;
+  if (!measurement) return infeasible ? PointStatus::Infeasible : PointStatus::Failed;
   return measurement->oom ? PointStatus::Oom : PointStatus::Ok;
 }
 
@@ -131,6 +132,8 @@ PointMeasurement measurement_from_json(const FieldReader& f) {
   if (f.has("flow_latency")) m.flow_latency = f.optional_number("flow_latency");
   m.bounds.critical_path = f.number("lower_bound_critical_path");
   m.bounds.work_per_device = f.number("lower_bound_work_per_gpu");
+  // Older runners did not write these (lower_bound is max of the two above).
+  if (f.has("lower_bound_memory_per_gpu")) m.bounds.memory_per_device = f.number("lower_bound_memory_per_gpu");
   m.memory_per_gpu = f.numbers("memory_per_gpu");
   m.peak_memory = f.number("peak_memory");
   m.oom = f.boolean("oom");
@@ -182,6 +185,8 @@ ojson to_json(const PointRecord& r) {
     if (m.flow_latency) j["flow_latency"] = *m.flow_latency;  // only where the flow engine ran
     j["lower_bound_critical_path"] = m.bounds.critical_path;
     j["lower_bound_work_per_gpu"] = m.bounds.work_per_device;
+    j["lower_bound"] = m.bounds.best();
+    j["lower_bound_memory_per_gpu"] = m.bounds.memory_per_device;
     j["memory_per_gpu"] = m.memory_per_gpu;
     j["peak_memory"] = m.peak_memory;
     j["oom"] = m.oom;
@@ -243,8 +248,9 @@ PointRecord record_from_json(const ojson& j, const std::string& file, const std:
                                           f.strings("warnings")};
   }
   const std::string status = f.string("status");
-  if (status == point_status_name(PointStatus::Failed)) {
+  if (status == point_status_name(PointStatus::Failed) || status == point_status_name(PointStatus::Infeasible)) {
     r.error = f.string("error");
+    r.infeasible = status == point_status_name(PointStatus::Infeasible);
   } else if (status == point_status_name(PointStatus::Ok) || status == point_status_name(PointStatus::Oom)) {
     r.measurement = measurement_from_json(f);
     if (r.status() != (status == "oom" ? PointStatus::Oom : PointStatus::Ok))
@@ -256,7 +262,7 @@ PointRecord record_from_json(const ojson& j, const std::string& file, const std:
       r.error = fmt::format("recorded as {} with \"evaluator_latency\": null: the latency was not a finite number", status);
     }
   } else {
-    f.fail("status", "expected ok, oom or failed");
+    f.fail("status", "expected ok, oom, infeasible or failed");
   }
   return r;
 }

@@ -7,9 +7,11 @@
 //
 // The JSON form (one line of results.jsonl) is, in this order: key, index, scenario, graph, gpus,
 // cluster, sweep (path -> value as written), label, strategy, seed, repetition, engine, order,
-// operators and tensors (when the worker loaded the graph), status (ok, oom or failed), then either
-// error (failed) or the measurement (search_time, evaluator_latency, simgrid_latency,
-// simgrid_wall_time, flow_latency (only when the flow engine ran), lower_bound_critical_path, lower_bound_work_per_gpu, memory_per_gpu,
+// operators and tensors (when the worker loaded the graph), status (ok, oom, infeasible or failed),
+// then either error (infeasible, failed) or the measurement (search_time, evaluator_latency,
+// simgrid_latency, simgrid_wall_time, flow_latency (only when the flow engine ran),
+// lower_bound_critical_path, lower_bound_work_per_gpu, lower_bound (the larger of the two),
+// lower_bound_memory_per_gpu, memory_per_gpu,
 // peak_memory, oom, busy_per_gpu, links, strategy_report, placement_file, trace_file), and last
 // warnings (with operators and tensors).
 #include <cstddef>
@@ -65,7 +67,8 @@ struct PointMeasurement {
   std::string placement_file, trace_file;  // relative to the results folder; trace_file may be empty
 };
 
-enum class PointStatus { Ok, Oom, Failed };
+// Infeasible: no placement fits in the GPUs' memory (InfeasibleProblem), with the reason in error.
+enum class PointStatus { Ok, Oom, Infeasible, Failed };
 std::string_view point_status_name(PointStatus status);
 
 struct PointRecord {
@@ -88,8 +91,9 @@ struct PointRecord {
     std::vector<std::string> warnings;  // the graph loader's
   };
   std::optional<GraphSize> graph_size;
-  // Status: failed when there is no measurement, with the reason in `error`.
+  // Status: infeasible or failed when there is no measurement, with the reason in `error`.
   std::string error;
+  bool infeasible = false;  // no measurement because no placement fits (status infeasible)
   std::optional<PointMeasurement> measurement;
 
   PointStatus status() const;

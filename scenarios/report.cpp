@@ -112,7 +112,8 @@ std::string field_text(const PointRecord& r, const std::string& field, const Swe
   return "-";
 }
 
-const char* const kValueFields[] = {"latency", "search_time", "evaluator_latency", "simgrid_latency", "peak_memory"};
+const char* const kValueFields[] = {"latency",     "search_time", "evaluator_latency", "simgrid_latency",
+                                    "flow_latency", "peak_memory", "lower_bound"};
 
 std::optional<double> value_of(const PointRecord& r, const std::string& value) {
   if (!r.measurement) return std::nullopt;
@@ -123,6 +124,7 @@ std::optional<double> value_of(const PointRecord& r, const std::string& value) {
   if (value == "flow_latency") return m.flow_latency;
   if (value == "search_time") return m.search_time;
   if (value == "peak_memory") return m.peak_memory;
+  if (value == "lower_bound") return m.bounds.best();
   if (auto it = m.strategy_report.find(value); it != m.strategy_report.end() && it->is_number())
     return it->get<double>();
   return std::nullopt;
@@ -130,7 +132,8 @@ std::optional<double> value_of(const PointRecord& r, const std::string& value) {
 
 // One unit for every cell of a pivot of `value`, chosen from the cells.
 ColumnUnit unit_of(const std::string& value, std::span<const double> cells) {
-  if (value.find("latency") != std::string::npos || value == "search_time" || value.ends_with("seconds") ||
+  if (value.find("latency") != std::string::npos || value == "search_time" || value == "lower_bound" ||
+      value.ends_with("seconds") ||
       value.ends_with("_s"))
     return duration_unit(cells);
   if (value == "peak_memory" || value.ends_with("bytes")) return bytes_unit(cells);

@@ -156,6 +156,9 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
     }
   } catch (const OutputError&) {
     throw;  // the results folder, not the strategy: the caller stops the run
+  } catch (const InfeasibleProblem& e) {
+    out.infeasible = true;  // nothing to measure, and no strategy could have done better
+    out.error = e.what();
   } catch (const std::exception& e) {
     // A failing strategy is recorded and the others still run: nothing asked for is dropped.
     out.error = e.what();

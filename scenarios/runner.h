@@ -42,6 +42,7 @@ void write_trace(const std::string& path, const Graph& graph, const Cluster& clu
 struct StrategyOutcome {
   std::string label, name;
   std::string error;  // empty when the strategy ran
+  bool infeasible = false;  // no placement fits (InfeasibleProblem): `error` says why
   double search_seconds = 0;
   Measurement measurement;
   nlohmann::json strategy_report;

@@ -101,6 +101,7 @@ std::string run_point(const SweepPlan& plan, const SweepPoint& point, const Grap
   r.graph_size = PointRecord::GraphSize{graph.num_operators(), graph.num_tensors(), warnings};
   if (out.error.empty()) r.measurement = recorded(out);
   else r.error = out.error;
+  r.infeasible = out.infeasible;
   return dump_json(to_json(r));
 }
 
@@ -125,10 +126,12 @@ class Progress {
   void finished(const PointRecord& record, bool ran) {
     if (ran) --running_;
     ++done_;
-    if (record.failed()) ++failed_;
+    if (record.status() == PointStatus::Failed) ++failed_;
     if (!enabled_) return;
     std::string what;
-    if (record.failed()) {
+    if (record.status() == PointStatus::Infeasible) {
+      what = "infeasible: " + record.error;
+    } else if (record.failed()) {
       what = "failed: " + record.error;
     } else {
       what = format_duration(*record.latency());
@@ -265,6 +268,7 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
     switch (record.status()) {
       case PointStatus::Ok: ++summary.ok; break;
       case PointStatus::Oom: ++summary.oom; break;
+      case PointStatus::Infeasible: ++summary.infeasible; break;
       case PointStatus::Failed: ++summary.failed; break;
     }
     progress.finished(record, ran);

@@ -31,7 +31,7 @@ struct SweepOptions {
 struct SweepSummary {
   std::size_t points = 0;   // this rank's share of the plan
   std::size_t skipped = 0;  // already in the results (resume)
-  std::size_t ok = 0, oom = 0, failed = 0;  // of the points run now
+  std::size_t ok = 0, oom = 0, infeasible = 0, failed = 0;  // of the points run now
   std::string results_file;  // the JSON Lines file written
 };
 

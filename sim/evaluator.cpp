@@ -50,6 +50,7 @@ Evaluator::Evaluator(const Graph& graph, const Cluster& cluster)
   }
   bounds_.critical_path = n ? *std::max_element(rank_.begin(), rank_.end()) / max_speed_ : 0.0;
   bounds_.work_per_device = total_speed > 0 ? graph.total_compute() / total_speed : 0.0;
+  bounds_.memory_per_device = cluster.num_devices() > 0 ? graph.total_memory() / cluster.num_devices() : 0.0;
 
   const int d = cluster.num_devices();
   ready_.assign(d, {});

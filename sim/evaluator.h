@@ -27,9 +27,14 @@ struct Schedule {
   std::vector<double> memory;                  // per GPU, bytes of the operators placed there
 };
 
+// Lower bounds of the whole problem (any placement of the graph on the cluster).
 struct LowerBounds {
-  double critical_path = 0;    // longest compute-only path
-  double work_per_device = 0;  // total compute / number of GPUs
+  double critical_path = 0;    // seconds: longest compute-only path, at the fastest GPU's speed
+  double work_per_device = 0;  // seconds: total compute / total GPU speed
+  // Bytes: total memory / number of GPUs, the least peak memory per GPU of any placement (when it
+  // exceeds the smallest GPU's capacity, some GPUs must hold more than their share).
+  double memory_per_device = 0;
+  // The latency bound: max(critical path, work per device).
   double best() const { return critical_path > work_per_device ? critical_path : work_per_device; }
 };
 

@@ -335,16 +335,146 @@ TEST(QuickPStrategy, Fig31Is15us) {
   // alpha 0: nothing fuses (no straight line); co-location groups A with B.
   Graph g = testutil::fig31_graph(kBytes);
   Cluster c = testutil::dedicated_mesh(2, kBw);
-  auto quickp = make_quickp("{alpha: 0, mip_gap: 0}");
+  auto quickp = make_quickp("{alpha: 0, mip_gap: 0, unit_limits: false}");
   PlacementResult r = quickp->place(g, c);
   EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 15e-6, 1e-12);
   EXPECT_EQ(r.report["fused_operators"], 3);
   EXPECT_EQ(r.report["groups"], 1);
   EXPECT_EQ(r.report["status"], "optimal");
-  // With the default 90th percentile (10 us here) B fuses into A and then C: one GPU, 20 us.
-  PlacementResult all = (make_quickp("{}"))->place(g, c);
+  // With the default 90th percentile (10 us here) and the papers' fusion, B fuses into A and then
+  // C: one GPU, 20 us.
+  PlacementResult all = (make_quickp("{unit_limits: false, portfolio: false}"))->place(g, c);
   EXPECT_EQ(all.report["fused_operators"], 1);
   EXPECT_NEAR(Evaluator(g, c).latency(all.placement), 20e-6, 1e-12);
+  // Optimal for the one-operator problem P2 was posed, 33% above the whole problem's 15 us bound.
+  EXPECT_EQ(all.report["p2_status"], "optimal");
+  EXPECT_EQ(all.report["status"], "reduced_optimal");
+  EXPECT_EQ(all.report["reduced"]["fused_operators"], 1);
+  // With the unit limits (2 units, at most 10 us of work each) A + B (15 us) may not fuse; C
+  // fuses into A (10 us), and AC -> B stops there: two operators.
+  PlacementResult limited = (make_quickp("{}"))->place(g, c);
+  EXPECT_EQ(limited.report["fused_operators"], 2);
+}
+
+TEST(QuickPStatus, OptimalOnlyAgainstTheWholeProblem) {
+  // Within mip_gap of the whole problem's bound: optimal, whatever P2 was posed.
+  EXPECT_EQ(quickp_status(P2Status::TimeLimit, 10.4, 10, false, 0, 0.05), QuickPStatus::Optimal);
+  // P2 proved its reduced problem, but the answer is 25% above the whole problem's bound.
+  EXPECT_EQ(quickp_status(P2Status::Optimal, 20, 15, false, 20, 0.05), QuickPStatus::ReducedOptimal);
+  // P2 posed the whole problem: its bound counts.
+  EXPECT_EQ(quickp_status(P2Status::Optimal, 20, 15, true, 20, 0.05), QuickPStatus::Optimal);
+  EXPECT_EQ(quickp_status(P2Status::NodeLimit, 20, 15, true, 16, 0.05), QuickPStatus::NodeLimit);
+  EXPECT_EQ(quickp_status(P2Status::Infeasible, 20, 15, false, 0, 0.05), QuickPStatus::Infeasible);
+}
+
+TEST(QuickPStrategy, ReportsTheWholeProblemsLowerBound) {
+  // Fig. 3.1 on 2 GPUs: the critical path A -> B is 15 us, the work per GPU 10 us: bound 15 us.
+  Graph g = testutil::fig31_graph(kBytes);
+  Cluster c = testutil::dedicated_mesh(2, kBw);
+  PlacementResult r = make_quickp("{alpha: 0, mip_gap: 0, unit_limits: false}")->place(g, c);
+  EXPECT_NEAR(r.report["lower_bound_s"].get<double>(), 15e-6, 1e-12);
+  EXPECT_NEAR(r.report["lower_bound_critical_path_s"].get<double>(), 15e-6, 1e-12);
+  EXPECT_NEAR(r.report["lower_bound_work_s"].get<double>(), 10e-6, 1e-12);
+  EXPECT_NEAR(r.report["evaluator_latency_s"].get<double>(), 15e-6, 1e-12);
+  EXPECT_EQ(r.report["status"], "optimal");  // 15 us meets the bound
+  EXPECT_EQ(r.report["reduced"]["groups"], 1);  // A with B: a reduced problem, optimal all the same
+}
+
+TEST(QuickPStrategy, DiamondIsNotFusedBelowTheGpus) {
+  // The diamond A(1 ms) -> B(5 ms), A -> C(5 ms), B -> D(1 ms), C -> D, every transfer 0.1 ms, on
+  // 4 GPUs. The papers' fusion (alpha = 90th percentile = 5 ms) fuses it into one operator: one GPU,
+  // 12 ms. By hand: B and C must run on different GPUs to overlap; say B with A. If D is with A
+  // too, C pays two transfers: 1 + 0.1 + 5 + 0.1 + 1 = 7.2 ms (HEFT's answer). If D is with C
+  // instead, each path crosses GPUs once: A 0-1, B 1-6 on one GPU; C 1.1-6.1 and D 6.1-7.1 (B's
+  // output arrives at 6.1) on another: 7.1 ms. No placement has neither path cross (that is one
+  // GPU), so 7.1 ms is optimal (bound: critical path 7 ms).
+  const double ms = 1e3;  // make_graph takes microseconds
+  Graph g = make_graph({1 * ms, 5 * ms, 5 * ms, 1 * ms}, {{0, 1, 1e-4 * kBw}, {0, 2, 1e-4 * kBw}, {1, 3, 1e-4 * kBw},
+                                                           {2, 3, 1e-4 * kBw}});
+  Cluster c = testutil::dedicated_mesh(4, kBw);
+  PlacementResult papers = make_quickp("{unit_limits: false, portfolio: false}")->place(g, c);
+  EXPECT_EQ(papers.report["fused_operators"], 1);
+  EXPECT_NEAR(Evaluator(g, c).latency(papers.placement), 12e-3, 1e-12);
+  // With the limits: 4 units for 4 GPUs (nothing fuses); the group {A, B} holds 6 ms > 3 ms (its
+  // share of the work) and is split again: P2 is posed the whole problem.
+  PlacementResult r = make_quickp("{mip_gap: 0}")->place(g, c);
+  EXPECT_EQ(r.report["fused_operators"], 4);
+  EXPECT_EQ(r.report["groups"], 0);
+  EXPECT_FALSE(r.report.contains("reduced"));
+  EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 7.1e-3, 1e-9);
+  EXPECT_EQ(r.report["status"], "optimal");
+  EXPECT_NEAR(r.report["lower_bound_s"].get<double>(), 7e-3, 1e-12);
+}
+
+TEST(QuickPFusion, LimitsKeepUnitsForTheGpus) {
+  // A chain of six 1 us operators always fuses to one; 3 GPUs ask for 3 units of at most 2 us.
+  Graph chain = make_graph({1, 1, 1, 1, 1, 1}, {{0, 1, 1}, {1, 2, 1}, {2, 3, 1}, {3, 4, 1}, {4, 5, 1}},
+                           {1, 1, 1, 1, 1, 1});
+  EXPECT_EQ(fuse_operators(chain, 0).coarse.num_operators(), 1u);
+  const UnitLimits limits = unit_limits(chain, testutil::dedicated_mesh(3, kBw));
+  EXPECT_EQ(limits.min_units, 3);
+  EXPECT_NEAR(limits.max_work, 2e-6, 1e-15);
+  const Coarsening fused = fuse_operators(chain, 0, limits);
+  EXPECT_EQ(fused.coarse.num_operators(), 3u);
+  for (const Operator& op : fused.coarse.operators()) EXPECT_LE(op.compute_s, 2e-6 * (1 + 1e-9));
+  // Memory: no fused operator above 2 bytes either.
+  UnitLimits memory;
+  memory.max_memory = 2;
+  for (const Operator& op : fuse_operators(chain, 0, memory).coarse.operators()) EXPECT_LE(op.memory_bytes, 2);
+}
+
+TEST(QuickPStrategy, SplitsAColocationGroupLargerThanAGpu) {
+  // Fig. 3.1 with A and B of 6 GB, C of 1 GB, on two 10 GB GPUs, the papers' reduction (alpha 0):
+  // co-location groups A with B, 12 GB, which no GPU holds; P2 was infeasible and QuickP fell back
+  // to one GPU (13 GB: out of memory). The group is cut (A | B). By hand: A and B cannot share a
+  // GPU, so B waits for A's output: 5 + 5 + 10 = 20 us at best, with C beside A (A 0-5, C 5-10 on
+  // one GPU, B 10-20 on the other); C beside B ends at 25 us.
+  Graph g = make_graph({5, 10, 5}, {{0, 1, kBytes}, {0, 2, kBytes}}, {6e9, 6e9, 1e9});
+  Cluster c = testutil::dedicated_mesh(2, kBw, 0.0, 10e9);
+  PlacementResult r = make_quickp("{alpha: 0, mip_gap: 0, unit_limits: false}")->place(g, c);
+  EXPECT_EQ(r.report["group_splits"], 1);
+  EXPECT_EQ(r.report["groups"], 0);
+  for (double m : device_memory(g, r.placement, 2)) EXPECT_LE(m, 10e9);
+  EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 20e-6, 1e-12);
+}
+
+TEST(QuickPStrategy, NoPlacementFitsIsInfeasibleForEveryStrategy) {
+  // 3 x 6 GB on two 8 GB GPUs: 18 GB against 16 GB in all.
+  Graph g = make_graph({1, 1, 1}, {{0, 1, 1}, {1, 2, 1}}, {6e9, 6e9, 6e9});
+  Cluster c = testutil::dedicated_mesh(2, kBw, 0.0, 8e9);
+  EXPECT_NE(infeasibility_reason(g, c).find("the 2 GPUs hold"), std::string::npos) << infeasibility_reason(g, c);
+  for (const char* name : {"single-device", "quickp", "heft"})
+    EXPECT_THROW(make_strategy(name, YAML::Load("{}"), "s.yaml", "strategies[0]")->place(g, c), InfeasibleProblem)
+        << name;
+  // A colocation class of 12 GB against GPUs of 10 GB (20 GB in all): no placement either.
+  Graph cls;
+  for (int i = 0; i < 2; ++i) cls.add_operator({std::string(1, static_cast<char>('A' + i)), "op", 1e-6, 6e9, 0});
+  cls.add_tensor(0, 1, 1);
+  cls.finalize("class");
+  const Cluster ten = testutil::dedicated_mesh(2, kBw, 0.0, 10e9);
+  EXPECT_NE(infeasibility_reason(cls, ten).find("colocation class of operator 'A'"), std::string::npos)
+      << infeasibility_reason(cls, ten);
+  EXPECT_EQ(infeasibility_reason(g, testutil::dedicated_mesh(3, kBw, 0.0, 8e9)), "");
+}
+
+TEST(QuickPStrategy, NeverWorseThanThePortfolio) {
+  // Fig. 3.1 with the default options: the limited fusion leaves AC (10 us) -> B (10 us), whose
+  // best is one GPU, 20 us. HEFT puts C beside A and B alone: A 0-5, C 5-10, B 10-20 is 20 us as
+  // well, but B with A and C alone gives A 0-5, B 5-15, C 10-15 (its input at 5 + 5): 15 us, the
+  // critical path. QuickP keeps the best of its answer and the portfolio's, by the evaluator.
+  Graph g = testutil::fig31_graph(kBytes);
+  Cluster c = testutil::dedicated_mesh(2, kBw);
+  PlacementResult r = make_quickp("{}")->place(g, c);
+  const double latency = Evaluator(g, c).latency(r.placement);
+  for (const auto& [name, v] : r.report["portfolio"].items())
+    if (v.is_number()) {
+      EXPECT_LE(latency, v.get<double>() * (1 + 1e-12)) << name;
+    }
+  EXPECT_TRUE(r.report["portfolio"].contains("single-device"));
+  EXPECT_TRUE(r.report["portfolio"].contains("heft"));
+  EXPECT_NEAR(latency, 15e-6, 1e-12);
+  EXPECT_NE(r.report["portfolio_winner"], "quickp");
+  EXPECT_EQ(r.report["status"], "optimal");  // 15 us is the critical path
 }
 
 TEST(QuickPStrategy, OptionsAreValidated) {

@@ -149,7 +149,7 @@ TEST(QuickPAlg2, StrategyOption) {
   // GPUs with alpha 0.5 us and beta 2 us: 4 operators, one group holding all: one GPU, 13 us.
   const Graph g = two_round_graph();
   const Cluster c = testutil::dedicated_mesh(2, 20e9);
-  auto q = make_quickp("{coarsening: algorithm2, alpha: 0.5us, beta: 2us}");
+  auto q = make_quickp("{coarsening: algorithm2, alpha: 0.5us, beta: 2us, unit_limits: false, portfolio: false}");
   PlacementResult r = q->place(g, c);
   EXPECT_EQ(r.report["coarsening"], "algorithm2");
   EXPECT_EQ(r.report["fused_operators"], 4);
@@ -157,6 +157,9 @@ TEST(QuickPAlg2, StrategyOption) {
   EXPECT_EQ(r.report["rounds"], 2);
   EXPECT_EQ(r.report["expanded"], 2);
   EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 13e-6, 1e-12);
+  // With the unit limits (2 units of at most half the work) the group is cut and P2 does better.
+  PlacementResult limited = make_quickp("{coarsening: algorithm2, alpha: 0.5us, beta: 2us}")->place(g, c);
+  EXPECT_LT(Evaluator(g, c).latency(limited.placement), 13e-6 * (1 - 1e-9));
   for (const char* bad : {"{coarsening: algorithm3}", "{beta: -1us}"}) {
     const std::string key = std::string(bad).substr(1, std::string(bad).find(':') - 1);
     EXPECT_INPUT_ERROR(make_quickp(bad), "options." + key) << bad;

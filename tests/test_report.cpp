@@ -183,6 +183,35 @@ TEST(Report, ReadsResultsJsonOfARun) {
   EXPECT_NE(format_comparison_table(records).find("1.250x"), std::string::npos);  // 0.02 / 0.016
 }
 
+TEST(Report, RecordsCarryTheWholeProblemsLowerBound) {
+  PointRecord r;
+  r.key = "k";
+  r.label = r.strategy = "quickp";
+  r.measurement.emplace();
+  r.measurement->evaluator_latency = 0.02;
+  r.measurement->bounds = {0.012, 0.015, 3e9};
+  const nlohmann::ordered_json j = to_json(r);
+  EXPECT_EQ(j["lower_bound"], 0.015);  // max(critical path, work per GPU)
+  EXPECT_EQ(j["lower_bound_memory_per_gpu"], 3e9);
+  const PointRecord back = record_from_json(j, "results.jsonl", "line 1");
+  EXPECT_EQ(back.measurement->bounds.memory_per_device, 3e9);
+  EXPECT_EQ(to_json(back).dump(), j.dump());
+}
+
+TEST(Report, AnInfeasiblePointIsNoFailure) {
+  PointRecord r;
+  r.key = "k";
+  r.label = r.strategy = "quickp";
+  r.infeasible = true;
+  r.error = "no placement fits in GPU memory: the graph needs 18 GB of memory, the 2 GPUs hold 16 GB in all";
+  EXPECT_EQ(r.status(), PointStatus::Infeasible);
+  const nlohmann::ordered_json j = to_json(r);
+  EXPECT_EQ(j["status"], "infeasible");
+  const PointRecord back = record_from_json(j, "results.jsonl", "line 1");
+  EXPECT_EQ(back.status(), PointStatus::Infeasible);
+  EXPECT_EQ(back.error, r.error);
+}
+
 bool matplotlib_available() {
   return std::system((plot_python() + " -c 'import matplotlib' >/dev/null 2>&1").c_str()) == 0;
 }

@@ -163,7 +163,8 @@ AllocationResult allocate_bandwidth(const Graph& g, const Cluster& cluster, cons
 
 P3Result solve_p3(const Graph& g, const Cluster& cluster, const MultiNicConfig& config,
                   const std::function<std::vector<DeviceId>(const Cluster&)>& place, int max_rounds,
-                  const AllocationOptions& options) {
+                  const AllocationOptions& options, const std::function<bool()>& out_of_time) {
+  auto stop = [&] { return out_of_time && out_of_time(); };
   P3Result r;
   r.placement = place(cluster);
   r.allocation = allocation_of(cluster);
@@ -176,7 +177,7 @@ P3Result solve_p3(const Graph& g, const Cluster& cluster, const MultiNicConfig& 
       r.placement = placement;
       r.allocation = allocation;
     }
-    for (int round = 0; round < max_rounds; ++round) {
+    for (int round = 0; round < max_rounds && !stop(); ++round) {
       ++r.rounds;
       const Schedule sched = Evaluator(g, current).schedule(placement);
       const AllocationResult alloc = allocate_bandwidth(g, current, config, placement, sched.device_order, options);
@@ -187,7 +188,7 @@ P3Result solve_p3(const Graph& g, const Cluster& cluster, const MultiNicConfig& 
         improved = true;
       }
       // Re-place on the cluster the allocation builds.
-      std::vector<DeviceId> placed = place(next);
+      std::vector<DeviceId> placed = stop() ? placement : place(next);
       if (const double lat = Evaluator(g, next).latency(placed); lat < latency * (1 - 1e-9)) {
         latency = lat;
         placement = std::move(placed);
@@ -207,7 +208,7 @@ P3Result solve_p3(const Graph& g, const Cluster& cluster, const MultiNicConfig& 
   // A second start: servers in pairs (0-1, 2-3, ...), each giving its partner all its egress but a
   // floor for the others. A placement that avoids Ethernet leaves the allocation nothing to work
   // on; this start lets P2 see one fast server pair, which the alternation then balances.
-  if (config.servers >= 3) {
+  if (config.servers >= 3 && !stop()) {
     const double egress = config.nics_per_server * config.link_bandwidth;
     const double floor_rate = options.floor_fraction * egress / (config.servers - 1);
     BandwidthAllocation paired(config.servers);

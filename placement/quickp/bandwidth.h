@@ -59,9 +59,10 @@ struct P3Result {
   int accepted = 0;            // of which improved the latency
 };
 
-// Steps 1-3, at most max_rounds alternations. `place` places the graph on a cluster (P2).
+// Steps 1-3, at most max_rounds alternations. `place` places the graph on a cluster (P2). When
+// `out_of_time` says so, no further placement or allocation is started: the best so far returns.
 P3Result solve_p3(const Graph& g, const Cluster& cluster, const MultiNicConfig& config,
                   const std::function<std::vector<DeviceId>(const Cluster&)>& place, int max_rounds = 4,
-                  const AllocationOptions& options = {});
+                  const AllocationOptions& options = {}, const std::function<bool()>& out_of_time = {});
 
 }  // namespace placesim

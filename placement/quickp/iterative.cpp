@@ -172,19 +172,24 @@ Colocation expand_groups(const Graph& g, const Colocation& groups, double beta, 
   return out;
 }
 
-IterativeReduction iterative_fusion_colocation(const Graph& g, double alpha, double beta, double bandwidth) {
+IterativeReduction iterative_fusion_colocation(const Graph& g, double alpha, double beta, double bandwidth,
+                                               const UnitLimits& limits) {
   IterativeReduction r;
   r.fused = identity(g);
+  int cuts = 0;
   for (;;) {
     ++r.rounds;
-    r.fused = compose(r.fused, fuse_operators(r.fused.coarse, alpha));
-    r.groups = colocate(r.fused.coarse, bandwidth);
+    r.fused = compose(r.fused, fuse_operators(r.fused.coarse, alpha, limits));
+    r.groups = split_groups(r.fused.coarse, colocate(r.fused.coarse, bandwidth), bandwidth, limits, &cuts);
+    r.splits += cuts;
     int fused = 0;
     Coarsening within = fuse_within_groups(r.fused.coarse, r.groups, alpha, &fused);
     if (fused == 0) break;
     r.fused = compose(r.fused, std::move(within));
   }
-  r.groups = expand_groups(r.fused.coarse, r.groups, beta, &r.expanded);
+  r.groups = split_groups(r.fused.coarse, expand_groups(r.fused.coarse, r.groups, beta, &r.expanded), bandwidth, limits,
+                          &cuts);
+  r.splits += cuts;
   return r;
 }
 

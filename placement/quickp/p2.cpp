@@ -253,7 +253,7 @@ void put_first_unit_on_gpu0(const P2Problem& pb, std::vector<DeviceId>& placemen
 // A deterministic descent from the incumbent: move one unit to another GPU while that lowers the
 // makespan of the topological-order schedule (one pass over the graph per try; a few passes at
 // most). Every improvement that beats the incumbent becomes the incumbent.
-void descend(const P2Problem& pb, WarmStart& warm) {
+void descend(const P2Problem& pb, WarmStart& warm, std::chrono::steady_clock::time_point stop) {
   std::vector<std::vector<OpId>> members(pb.num_units);
   for (OpId i : pb.topo) members[pb.unit[i]].push_back(i);
   std::vector<DeviceId> current = warm.placement;
@@ -261,6 +261,7 @@ void descend(const P2Problem& pb, WarmStart& warm) {
   for (int pass = 0; pass < 10; ++pass) {
     bool improved = false;
     for (int u = 0; u < pb.num_units; ++u) {
+      if (std::chrono::steady_clock::now() >= stop) return;  // the call's time is up: keep what it has
       if (pb.symmetric && u == pb.unit[pb.topo[0]]) continue;  // pinned to GPU 0
       for (DeviceId d = 0; d < pb.k; ++d) {
         const DeviceId was = current[members[u][0]];
@@ -282,7 +283,7 @@ void descend(const P2Problem& pb, WarmStart& warm) {
 
 // The best of the candidates that fit, each scheduled per GPU in topological and in evaluator
 // order, then improved by descent. None when `enabled` is false.
-WarmStart find_warm_start(const P2Problem& pb, bool enabled) {
+WarmStart find_warm_start(const P2Problem& pb, bool enabled, std::chrono::steady_clock::time_point stop) {
   WarmStart warm;
   warm.placement.assign(pb.n, 0);
   warm.pos.assign(pb.n, 0);
@@ -293,7 +294,7 @@ WarmStart find_warm_start(const P2Problem& pb, bool enabled) {
     warm.consider(pb, cand, pb.topo);
     if (auto seq = pb.evaluator_sequence(cand); !seq.empty()) warm.consider(pb, cand, seq);
   }
-  if (warm.found && pb.k > 1) descend(pb, warm);
+  if (warm.found && pb.k > 1) descend(pb, warm, stop);
   return warm;
 }
 
@@ -764,6 +765,8 @@ CbcAnswer solve_with_cbc(const P2Model& p2, const P2Options& options, const std:
     // CBC checks its time limit between nodes; this makes the LPs themselves stop in time too (the
     // root LP of AlexNet on 6 GPUs alone takes minutes).
     solver.getModelPtr()->setMaximumSeconds(options.time_limit_s);
+    // CLP's own limit counts CPU seconds; on a loaded machine wall time runs ahead of it.
+    solver.getModelPtr()->setMaximumWallSeconds(options.time_limit_s);
   }
   if (!options.write_model.empty()) write_model(solver, options.write_model);
 
@@ -845,37 +848,62 @@ P2Solution read_solution(const P2Problem& pb, const P2Model& p2, const TimeWindo
 
 }  // namespace
 
-std::string_view p2_status_name(P2Status s) {
-  switch (s) {
-    case P2Status::Optimal: return "optimal";
-    case P2Status::TimeLimit: return "time_limit";
-    case P2Status::NodeLimit: return "node_limit";
-    case P2Status::Infeasible: return "infeasible";
+std::string_view p2_status_name(P2Status s) { return enum_name(std::span<const EnumName<P2Status>>(kP2StatusNames), s); }
+
+QuickPStatus quickp_status(P2Status p2, double latency, double whole_bound, bool p2_exact, double p2_bound,
+                           double mip_gap) {
+  const double bound = std::max(whole_bound, p2_exact ? p2_bound : 0.0);
+  // A relative 1e-6 of slack: the model's times are rounded to CBC's tolerances.
+  if (latency - bound <= (mip_gap + 1e-6) * latency) return QuickPStatus::Optimal;
+  switch (p2) {
+    case P2Status::Optimal: return QuickPStatus::ReducedOptimal;
+    case P2Status::TimeLimit: return QuickPStatus::TimeLimit;
+    case P2Status::NodeLimit: return QuickPStatus::NodeLimit;
+    case P2Status::Infeasible: break;
   }
-  return "?";
+  return QuickPStatus::Infeasible;
 }
 
 P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& colocation, const P2Options& options) {
+  // options.time_limit_s covers the whole call: the warm start's descent stops at it, and CBC gets
+  // what the warm start and the model left (none: the warm start is the answer, status time_limit).
   const auto t0 = std::chrono::steady_clock::now();
+  auto since_t0 = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  const auto stop = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(std::min(options.time_limit_s, 1e9)));
   const P2Problem pb(g, cluster, colocation, options.break_symmetry);
-  const WarmStart warm = find_warm_start(pb, options.warm_start);
+  const WarmStart warm = find_warm_start(pb, options.warm_start, stop);
+  const double warm_start_seconds = since_t0();
   const TimeWindows windows = time_windows(pb, warm);
   const P2Model p2(pb, windows);
   const std::vector<double> warm_vector = warm.found ? p2.warm_solution(warm) : std::vector<double>{};
+  const double model_seconds = since_t0() - warm_start_seconds;
   // The trivial bound is all the LP relaxation proves when the big-M rows are slack, so when the
   // incumbent is already within the gap of it, branch and bound cannot do better and is skipped.
   const bool proven_by_bound = warm.found && warm.makespan - windows.trivial_bound <= options.mip_gap * warm.makespan;
-  const CbcAnswer cbc = solve_with_cbc(p2, options, warm_vector, warm.makespan, !proven_by_bound);
+  P2Options left = options;
+  left.time_limit_s = options.time_limit_s - since_t0();
+  const bool out_of_time = !proven_by_bound && warm.found && left.time_limit_s <= 0;
+  left.time_limit_s = std::max(left.time_limit_s, 1e-3);
+  CbcAnswer cbc = solve_with_cbc(p2, left, warm_vector, warm.makespan, !proven_by_bound && !out_of_time);
+  if (out_of_time) {  // no time for branch and bound: the warm start, as if CBC stopped at once
+    cbc.best = warm_vector;
+    cbc.objective = 1e50;
+    cbc.seconds_limit = true;
+  }
 
   const double* best = proven_by_bound ? warm_vector.data() : cbc.best.empty() ? nullptr : cbc.best.data();
   P2Solution sol = read_solution(pb, p2, windows, warm, best, cbc, proven_by_bound);
   sol.columns = p2.num_cols();
   sol.rows = p2.num_rows();
   sol.ordering_pairs = p2.num_ordering_pairs();
+  sol.units = pb.num_units;
   sol.nodes = proven_by_bound ? 0 : cbc.nodes;
   sol.warm_started = cbc.warm_started;
   if (!warm_vector.empty()) sol.warm_start_objective = warm.makespan * kTimeUnit;
-  sol.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  sol.warm_start_seconds = warm_start_seconds;
+  sol.model_seconds = model_seconds;
+  sol.seconds = since_t0();
   return sol;
 }
 

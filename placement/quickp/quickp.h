@@ -26,6 +26,7 @@
 //    groups, repeated; then WCC expansion by beta. See iterative_fusion_colocation.
 //  * P2: see solve_p2. P3 (joint bandwidth allocation on multi-NIC clusters): bandwidth.h.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,8 +61,22 @@ std::vector<std::pair<OpId, OpId>> parallelizable_pairs(const Graph& g);
 // every compute time is zero.
 double fusion_threshold(const Graph& g, double percentile);
 
-// ICC Algorithm 1 repeated to a fixed point. group_of maps operators to fused operators.
-Coarsening fuse_operators(const Graph& g, double alpha);
+// What the GPUs need of the reduced graph, which ICC's fusion and co-location know nothing of:
+// at least min_units placement units, none holding more than max_memory bytes or more than
+// max_work seconds of compute (its share of the work). Without limits the papers' rules apply.
+struct UnitLimits {
+  int min_units = 0;
+  double max_memory = std::numeric_limits<double>::infinity();
+  double max_work = std::numeric_limits<double>::infinity();
+};
+// For `cluster`: min(GPUs, operators) units, the smallest GPU's memory, total compute / GPUs (no
+// limit on memory and work with one GPU).
+UnitLimits unit_limits(const Graph& g, const Cluster& cluster);
+
+// ICC Algorithm 1 repeated to a fixed point. group_of maps operators to fused operators. An edge
+// fuses only if the fused operator stays within `limits` and more than min_units operators remain;
+// with min_units > 1 it never joins two colocation classes either.
+Coarsening fuse_operators(const Graph& g, double alpha, const UnitLimits& limits = {});
 
 // The bandwidth b of eq. 7 (bytes/s; +infinity on one GPU).
 double colocation_bandwidth(const Cluster& cluster);
@@ -73,6 +88,15 @@ struct Colocation {
   int num_groups = 0;
 };
 Colocation colocate(const Graph& g, double bandwidth);
+
+// Groups within `limits`: a group holding more memory or work than a unit may is cut, its members
+// in topological order, into consecutive pieces, each cut where it lengthens the critical path
+// least (the longest compute path through an edge the cut makes cross GPUs, its transfer at
+// `bandwidth` included; ties: the later cut, so fewer pieces); an operator alone is never cut.
+// Then, while there are fewer units (groups plus ungrouped operators) than min_units, the largest
+// group is dissolved. *splits: cuts and dissolved groups. Groups of one operator are no groups.
+Colocation split_groups(const Graph& g, const Colocation& groups, double bandwidth, const UnitLimits& limits,
+                        int* splits = nullptr);
 
 // Thesis Algorithm 2 (section 4.3), for co-location groups found on g:
 //  * fuse_within_groups: inside each group, edge (i, j) (both ends in the group, sources in
@@ -92,13 +116,18 @@ struct IterativeReduction {
   Colocation groups;  // on fused.coarse, after expansion
   int rounds = 0;     // passes of Algorithm 2's loop
   int expanded = 0;   // operators that joined a group by beta
+  int splits = 0;     // cuts of groups by the limits (split_groups)
 };
-IterativeReduction iterative_fusion_colocation(const Graph& g, double alpha, double beta, double bandwidth);
+// With `limits`, fusion respects them and the groups are split to them after every co-location
+// and after the expansion.
+IterativeReduction iterative_fusion_colocation(const Graph& g, double alpha, double beta, double bandwidth,
+                                               const UnitLimits& limits = {});
 
 struct P2Options {
   double mip_gap = 0.05;     // relative gap at which CBC stops
-  // CBC wall-clock limit; the best incumbent is returned. CBC checks it between nodes; a single LP
-  // stops after this many CPU seconds (CLP's limit), so on a loaded machine a run can overrun.
+  // Wall-clock limit of the whole solve_p2 call (warm start, model, CBC); the best incumbent is
+  // returned. The warm start's descent stops at it, CBC gets what is left (its LPs stop at CLP's
+  // wall-clock limit), and with nothing left the warm start is the answer.
   double time_limit_s = 60;
   // CBC node limit: unlike the wall clock it stops every run at the same point, so the same
   // inputs give the same placement (0: no limit).
@@ -114,6 +143,12 @@ struct P2Options {
 };
 
 enum class P2Status { Optimal, TimeLimit, NodeLimit, Infeasible };
+inline constexpr EnumName<P2Status> kP2StatusNames[] = {
+    {P2Status::Optimal, "optimal"},
+    {P2Status::TimeLimit, "time_limit"},
+    {P2Status::NodeLimit, "node_limit"},
+    {P2Status::Infeasible, "infeasible"},
+};
 
 struct P2Solution {
   std::vector<DeviceId> placement;               // per operator of the graph solved
@@ -123,8 +158,10 @@ struct P2Solution {
   double best_bound = 0;
   double gap = 0;                                // (objective - bound) / objective
   P2Status status = P2Status::Optimal;
-  double seconds = 0;
+  double seconds = 0;                            // the whole call, of which:
+  double warm_start_seconds = 0, model_seconds = 0;  // finding the warm start; building the model
   int columns = 0, rows = 0, ordering_pairs = 0;
+  int units = 0;                                 // placement units (groups joined with colocation classes)
   int nodes = 0;                                 // branch-and-bound nodes explored (0: skipped)
   bool warm_started = false;
   double warm_start_objective = 0;               // makespan of the accepted warm start
@@ -159,6 +196,29 @@ P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& co
 
 std::string_view p2_status_name(P2Status s);
 
+// What QuickP says of the placement it returns, for the problem the user posed (the whole graph on
+// the whole cluster, measured by the evaluator):
+//  * optimal: its evaluator latency is within mip_gap of a lower bound of the whole problem (the
+//    critical path at the fastest GPU, the work per GPU, or P2's own bound when P2 was posed on the
+//    unreduced graph with the evaluator's durations);
+//  * reduced_optimal: P2 proved its answer optimal (within mip_gap) for the reduced problem it was
+//    posed -- fused operators, co-location groups as units -- and nothing more is known;
+//  * time_limit, node_limit: the solver stopped there;
+//  * infeasible: P2 found no placement that fits (the answer then comes from the portfolio).
+enum class QuickPStatus { Optimal, ReducedOptimal, TimeLimit, NodeLimit, Infeasible };
+inline constexpr EnumName<QuickPStatus> kQuickPStatusNames[] = {
+    {QuickPStatus::Optimal, "optimal"},
+    {QuickPStatus::ReducedOptimal, "reduced_optimal"},
+    {QuickPStatus::TimeLimit, "time_limit"},
+    {QuickPStatus::NodeLimit, "node_limit"},
+    {QuickPStatus::Infeasible, "infeasible"},
+};
+// `latency`: the evaluator's latency of the answer; `whole_bound`: a lower bound of the whole
+// problem; `p2_exact`: P2 was posed on the unreduced graph with the evaluator's durations, so its
+// best bound bounds the whole problem too (`p2_bound`).
+QuickPStatus quickp_status(P2Status p2, double latency, double whole_bound, bool p2_exact, double p2_bound,
+                           double mip_gap);
+
 // How the graph is reduced before P2: ICC (Algorithm 1 then co-location) or the thesis's
 // Algorithm 2 (iterated, with fusion inside groups and WCC expansion by beta).
 enum class QuickPCoarsening { Algorithm1, Algorithm2 };
@@ -180,23 +240,46 @@ struct QuickPConfig {
   std::optional<double> beta_s;
   bool fusion = true;
   bool colocation = true;
+  // Keep the reduced graph usable by the GPUs (UnitLimits): on by default; off gives the papers'
+  // fusion and co-location exactly.
+  bool unit_limits = true;
+  // Keep the best of QuickP's answer and the warm-start portfolio's (see QuickP); off: P2's answer.
+  bool portfolio = true;
   P2Options p2;  // its time_limit_s is set per solve from the call's time limit
   bool operator==(const QuickPConfig&) const = default;
+};
+
+// What one pass of QuickP (reduction, then P2) found, beside its placement.
+struct QuickPPass {
+  PlacementResult result;  // placement and report
+  P2Status p2_status = P2Status::Optimal;
+  double p2_bound = 0;     // P2's best bound, seconds
+  bool p2_exact = false;   // P2 was posed on the whole problem (see quickp_status)
 };
 
 class QuickP : public Strategy {
  public:
   explicit QuickP(QuickPConfig config) : Strategy("quickp"), config_(std::move(config)) {}
   const QuickPConfig& config() const { return config_; }
-  // report: operators, fused_operators, alpha_s, groups, parallelizable_pairs (fused graph),
-  // fusion_seconds, solver_seconds, gap, objective_s, best_bound_s, status.
+  // report: operators, fused_operators, units, alpha_s, groups, parallelizable_pairs (fused graph),
+  // fusion_seconds, solver_seconds, gap, objective_s, best_bound_s (of the reduced problem P2 was
+  // posed), p2_status; status (quickp_status, for the whole problem), reduced ({operators,
+  // fused_operators, units, groups} when P2 was posed a reduced problem), evaluator_latency_s,
+  // lower_bound_s (the whole problem's: max of lower_bound_critical_path_s and
+  // lower_bound_work_s), lower_bound_memory_per_gpu_bytes, gap_to_lower_bound.
+  // Never worse than the cheap answers: single-device, HEFT, m-ETF and METIS run first (through
+  // the registry, with the call's time), and the placement returned is the best that fits of
+  // theirs and QuickP's own by the evaluator: report portfolio ({name: latency or why not}) and
+  // portfolio_winner. P2 infeasible with nothing of the portfolio fitting is an error, never an
+  // out-of-memory placement.
   // With bandwidth_allocation on a multi-NIC cluster, also bandwidth_allocation (the result's
   // allocation) and report: allocation (b(s,t) rows, bytes/s), latency_uniform_s (the first
   // placement on the cluster as given), latency_s, allocation_rounds, allocation_accepted.
 
  private:
   PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) override;
-  PlacementResult place_once(const Graph& graph, const Cluster& cluster, const Deadline& deadline) const;
+  // P2 gets `share` of the time left.
+  QuickPPass place_once(const Graph& graph, const Cluster& cluster, const Deadline& deadline, double share) const;
   QuickPConfig config_;
 };
 
