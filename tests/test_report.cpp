@@ -440,7 +440,7 @@ TEST(Report, UnknownPivotFieldsAreErrorsNamingTheValidOnes) {
   spec.columns = {"cluster.bandwidth"};
   spec.value = "latncy";
   EXPECT_INPUT_ERROR(check_pivot_fields(records, spec), "--value", "did you mean 'latency'",
-                     "latency, search_time, evaluator_latency, simgrid_latency, peak_memory, fused_operators");
+                     "latency, search_time, evaluator_latency, simgrid_latency, flow_latency, peak_memory, lower_bound, fused_operators");
   spec.value = "fused_operators";
   EXPECT_NO_THROW(check_pivot_fields(records, spec));
   // From a scenario's report block the error names its file and field.
