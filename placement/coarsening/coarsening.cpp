@@ -98,6 +98,15 @@ class ContractingDag {
     return true;
   }
 
+  // Merges the node `u`, which has no neighbour left (its weak component is this one node), into
+  // `w`. Nothing joins them, so the graph stays acyclic and w keeps its position in the order.
+  void merge_isolated(int u, int w) {
+    compute_[w] += compute_[u];
+    alive_[u] = 0;
+    parent_[u] = w;
+    --alive_count_;
+  }
+
   // The surviving node of every fine operator.
   std::vector<int> node_of_every_operator() {
     std::vector<int> out(parent_.size());
@@ -320,8 +329,18 @@ std::vector<int> placeto_groups(const Graph& g, int target) {
           merged = p;
           break;
         }
-    if (merged >= 0) heap.emplace(dag.compute(merged), merged, ++version[merged]);
-    // Otherwise u has no neighbour left: it stays a coarse operator of its own.
+    if (merged < 0) {
+      // u has no neighbour left: its weak component is this one node. It joins the cheapest other
+      // node (the heap's next live entry; every live node but u has one), so that the target is
+      // reached on graphs of many components too, not stopped at their number.
+      while (!heap.empty() && (!dag.alive(std::get<1>(heap.top())) || std::get<2>(heap.top()) != version[std::get<1>(heap.top())]))
+        heap.pop();
+      if (heap.empty()) break;
+      merged = std::get<1>(heap.top());
+      heap.pop();
+      dag.merge_isolated(u, merged);
+    }
+    heap.emplace(dag.compute(merged), merged, ++version[merged]);
   }
   return dag.node_of_every_operator();
 }

@@ -9,8 +9,10 @@
 //              lowest cost (its coarse compute time; ties by the lower id) is merged into one of
 //              its successors -- the one joined by the most bytes among those whose merge keeps the
 //              graph acyclic -- or, when it has no successor, into its predecessor joined by the
-//              most bytes; repeated until `target` coarse operators are left (or nothing can merge:
-//              every weak component is one operator).
+//              most bytes; an operator with no neighbour left (its weak component is that one
+//              operator) joins the operator of next lowest cost instead (nothing joins them, so the
+//              graph stays acyclic); repeated until `target` coarse operators are left, however many
+//              weak components the graph has. (The paper stops at the number of components.)
 //  * spotlight (SpotLight, Gao et al. 2018): operators sharing their two-level name prefix ("a/b"
 //              for "a/b/c/d"; '/'-separated, as in TensorFlow) form one group; a name of one level
 //              is its own group. A group that sits on a cycle of the grouped graph is split into

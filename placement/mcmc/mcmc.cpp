@@ -7,6 +7,7 @@
 #include <random>
 
 #include "placement/round_robin/round_robin.h"
+#include "placement/single_device/single_device.h"
 #include "sim/errors.h"
 #include "sim/evaluator.h"
 
@@ -66,7 +67,7 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
   std::mt19937_64 rng(config_.seed);
   const Units units = build_units(graph);
 
-  std::vector<DeviceId> current(n, 0);
+  std::vector<DeviceId> current(n, best_single_device(graph, cluster));  // single-device's GPU
   if (config_.init == McmcConfig::Init::RoundRobin) {
     current = RoundRobin(RoundRobinConfig{}).place(graph, cluster).placement;
   } else if (config_.init == McmcConfig::Init::Random) {

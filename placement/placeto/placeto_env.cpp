@@ -6,6 +6,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "placement/single_device/single_device.h"
 #include "sim/builtin_graphs.h"
 
 namespace placesim {
@@ -86,8 +87,8 @@ PlacetoEnv::PlacetoEnv(const Graph& graph, const Cluster& cluster, const Placeto
     }
   }
 
-  // The single-GPU schedule runs every node one after another.
-  const double total = cluster_.compute_time(0, g.total_compute());
+  // The single-GPU schedule runs every node one after another, on single-device's GPU.
+  const double total = cluster_.compute_time(best_single_device(g, cluster_), g.total_compute());
   reference_latency_ = total > 0 ? total : 1.0;
   memory_used_.assign(cluster_.num_devices(), 0.0);
 }

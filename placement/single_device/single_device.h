@@ -1,4 +1,6 @@
 #pragma once
+#include <optional>
+
 #include "placement/strategy.h"
 
 namespace placesim {
@@ -6,9 +8,15 @@ namespace placesim {
 // Every operator on one GPU: the baseline every placement must beat (and, for a chain, the
 // optimum, QuickP Theorem 1).
 struct SingleDeviceConfig {
-  DeviceId device = 0;
+  // The GPU to use; unset: best_single_device's choice.
+  std::optional<DeviceId> device;
   bool operator==(const SingleDeviceConfig&) const = default;
 };
+
+// The GPU single-device uses by default: the fastest (largest compute_speed) that holds the whole
+// graph in memory, ties to the lowest index; if none holds it, the fastest GPU (its placement is
+// then out of memory and measured as such).
+DeviceId best_single_device(const Graph& graph, const Cluster& cluster);
 
 class SingleDevice : public Strategy {
  public:
