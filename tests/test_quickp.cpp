@@ -420,7 +420,8 @@ TEST(QuickPFusion, LimitsKeepUnitsForTheGpus) {
   // Memory: no fused operator above 2 bytes either.
   UnitLimits memory;
   memory.max_memory = 2;
-  for (const Operator& op : fuse_operators(chain, 0, memory).coarse.operators()) EXPECT_LE(op.memory_bytes, 2);
+  const Coarsening small = fuse_operators(chain, 0, memory);  // named: the loop must not outlive it
+  for (const Operator& op : small.coarse.operators()) EXPECT_LE(op.memory_bytes, 2);
 }
 
 TEST(QuickPStrategy, SplitsAColocationGroupLargerThanAGpu) {
