@@ -27,17 +27,8 @@ struct Lower {
 FlowEngine::FlowEngine(const Graph& graph, const Cluster& cluster)
     : graph_(graph), cluster_(cluster), rank_(computation_rank(graph)) {
   const auto n = static_cast<std::int32_t>(graph.num_operators());
-  // The evaluator's priorities (Evaluator::Evaluator): decreasing rank, ties to the earlier
-  // operator in topological order.
-  std::vector<std::int32_t> topo_pos(n);
-  auto topo = graph.topological_order();
-  for (std::int32_t k = 0; k < n; ++k) topo_pos[topo[k]] = k;
-  by_priority_.resize(n);
-  std::iota(by_priority_.begin(), by_priority_.end(), 0);
-  std::sort(by_priority_.begin(), by_priority_.end(), [&](OpId a, OpId b) {
-    if (rank_[a] != rank_[b]) return rank_[a] > rank_[b];
-    return topo_pos[a] < topo_pos[b];
-  });
+  // The evaluator's priorities: the same order, from the same function.
+  by_priority_ = rank_priority_order(graph, rank_);
   priority_.resize(n);
   for (std::int32_t k = 0; k < n; ++k) priority_[by_priority_[k]] = k;
 

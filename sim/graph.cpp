@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <fmt/format.h>
 
 #include "sim/errors.h"
@@ -149,6 +150,20 @@ double critical_path(const Graph& g) {
   double best = 0;
   for (double r : computation_rank(g)) best = std::max(best, r);
   return best;
+}
+
+std::vector<OpId> rank_priority_order(const Graph& g, std::span<const double> rank) {
+  const auto n = static_cast<std::int32_t>(g.num_operators());
+  std::vector<std::int32_t> topo_pos(n);
+  const auto topo = g.topological_order();
+  for (std::int32_t k = 0; k < n; ++k) topo_pos[topo[k]] = k;
+  std::vector<OpId> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](OpId a, OpId b) {
+    if (rank[a] != rank[b]) return rank[a] > rank[b];
+    return topo_pos[a] < topo_pos[b];
+  });
+  return order;
 }
 
 }  // namespace placesim

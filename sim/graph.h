@@ -78,4 +78,9 @@ double critical_path(const Graph& g);
 // priority; QuickP/HeteroG "computation rank").
 std::vector<double> computation_rank(const Graph& g);
 
+// The list scheduler's priority order: operators by decreasing `rank`, ties to the earlier one in
+// topological order (deterministic, and a zero-time producer runs before its zero-time consumer).
+// The evaluator and the flow engine share it, so their schedules agree.
+std::vector<OpId> rank_priority_order(const Graph& g, std::span<const double> rank);
+
 }  // namespace placesim
