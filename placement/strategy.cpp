@@ -8,8 +8,9 @@
 
 namespace placesim {
 
-OptionSchema<StrategyCommonOptions> strategy_common_schema(double time_limit_default) {
+OptionSchema<StrategyCommonOptions> strategy_common_schema(const StrategyTraits& traits) {
   OptionSchema<StrategyCommonOptions> s;
+  const double time_limit_default = traits.time_limit_default;
   Range range = Range::positive();
   range.allow_infinity = true;
   s.add({"time_limit", "duration",
@@ -18,6 +19,10 @@ OptionSchema<StrategyCommonOptions> strategy_common_schema(double time_limit_def
         [range](const YamlFields& f, std::string_view key, StrategyCommonOptions& c) {
           c.time_limit_s = parse_duration_option(f, key, range);
         });
+  if (traits.searches)
+    s.choice<CostModelKind>("cost_model", &StrategyCommonOptions::cost_model, kCostModelNames,
+             "the latency the search minimises: list (contention-free list schedule) or flow (the same "
+             "order under contention, what SimGrid measures)");
   return s;
 }
 
@@ -57,6 +62,7 @@ PlacementResult Strategy::place(const Graph& graph, const Cluster& cluster) {
   PlacementResult result = place_impl(graph, cluster, deadline);
   result.search_seconds = deadline.elapsed();
   validate_placement(graph, cluster, result.placement, "strategy '" + name_ + "'");
+  if (searches_) result.report["cost_model"] = std::string(cost_model_name(common_.cost_model));
   if (deadline.bounded()) {
     result.report["time_limit_s"] = deadline.limit();
     result.report["over_time_limit"] = result.search_seconds > deadline.limit();

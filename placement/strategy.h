@@ -23,6 +23,7 @@
 
 #include "sim/bandwidth_allocation.h"
 #include "sim/cluster.h"
+#include "sim/cost_model.h"
 #include "sim/graph.h"
 #include "sim/options.h"
 #include "sim/yaml_fields.h"
@@ -57,7 +58,18 @@ class Deadline {
 // The options every strategy takes (declared once, in strategy_common_schema()).
 struct StrategyCommonOptions {
   double time_limit_s = std::numeric_limits<double>::infinity();  // wall time of the whole call
+  // The latency a search strategy minimises (sim/cost_model.h); only search strategies take the
+  // key (StrategyTraits::searches), the others keep `list`.
+  CostModelKind cost_model = CostModelKind::List;
   bool operator==(const StrategyCommonOptions&) const = default;
+};
+
+// What a strategy's registration says about the shared options.
+struct StrategyTraits {
+  double time_limit_default = std::numeric_limits<double>::infinity();  // QuickP's is 60 s
+  // A search strategy: it compares placements by latency, so it takes `cost_model: list | flow`
+  // and reports which one it used.
+  bool searches = false;
 };
 
 class Strategy {
@@ -73,12 +85,22 @@ class Strategy {
   const std::string& name() const { return name_; }
   const StrategyCommonOptions& common_options() const { return common_; }
   void set_common_options(const StrategyCommonOptions& common) { common_ = common; }
+  void set_cost_model(CostModelKind kind) { common_.cost_model = kind; }
+  // Marks a search strategy (StrategyTraits::searches): place() reports its cost model.
+  void set_searches(bool searches) { searches_ = searches; }
   void set_time_limit(double seconds) { common_.time_limit_s = seconds; }
 
  private:
   virtual PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) = 0;
   std::string name_;
   StrategyCommonOptions common_;
+  bool searches_ = false;
+
+ protected:
+  // The strategy's cost model on this graph and cluster (`cost_model`, list unless it searches).
+  CostModel make_cost_model(const Graph& graph, const Cluster& cluster) const {
+    return CostModel(graph, cluster, common_.cost_model);
+  }
 };
 
 // No placement of the graph fits the cluster's memory (infeasibility_reason): Strategy::place
@@ -106,27 +128,28 @@ struct StrategyInfo {
   }
 };
 
-// The shared keys; `time_limit_default` is the strategy's own default (QuickP's is 60 s).
-OptionSchema<StrategyCommonOptions> strategy_common_schema(double time_limit_default);
+// The shared keys a strategy with these traits takes.
+OptionSchema<StrategyCommonOptions> strategy_common_schema(const StrategyTraits& traits);
 
 // The StrategyInfo of strategy class S built from a Config by `schema`:
-//   return strategy_info<Mcmc>("mcmc", "one line", mcmc_schema());
+//   return strategy_info<Mcmc>("mcmc", "one line", mcmc_schema(), {.searches = true});
 // S must be constructible from Config. The common keys are parsed beside the schema's.
 template <class S, class Config>
 StrategyInfo strategy_info(std::string name, std::string description, OptionSchema<Config> schema,
-                           double time_limit_default = std::numeric_limits<double>::infinity()) {
-  const OptionSchema<StrategyCommonOptions> common = strategy_common_schema(time_limit_default);
+                           StrategyTraits traits = {}) {
+  const OptionSchema<StrategyCommonOptions> common = strategy_common_schema(traits);
   std::vector<OptionDoc> docs = schema.docs();
   for (auto& d : common.docs()) docs.push_back(d);
   std::vector<std::string> keys = schema.keys();
   for (auto& k : common.keys()) keys.push_back(k);
   return {std::move(name), std::move(description), std::move(docs),
-          [schema = std::move(schema), common, keys, time_limit_default](const YamlFields& f) -> std::unique_ptr<Strategy> {
+          [schema = std::move(schema), common, keys, traits](const YamlFields& f) -> std::unique_ptr<Strategy> {
             check_known_keys(f, keys);
             StrategyCommonOptions base;
-            base.time_limit_s = time_limit_default;
+            base.time_limit_s = traits.time_limit_default;
             auto s = std::make_unique<S>(schema.parse_known(f));
             s->set_common_options(common.parse_known(f, base));
+            s->set_searches(traits.searches);
             return s;
           }};
 }

@@ -64,6 +64,11 @@ double Evaluator::latency_with_cutoff(std::span<const DeviceId> placement, doubl
   return run<Priority::Rank>(placement, nullptr, cutoff);
 }
 
+double Evaluator::latency_with_order(std::span<const DeviceId> placement, double cutoff,
+                                     std::vector<std::vector<OpId>>& order) {
+  return run<Priority::Rank>(placement, nullptr, cutoff, &order);
+}
+
 Schedule Evaluator::schedule(std::span<const DeviceId> placement, Priority priority) {
   Schedule s;
   if (priority == Priority::Fcfs) {
@@ -106,7 +111,8 @@ OpId Evaluator::pop_ready(int d) {
 }
 
 template <Priority P>
-double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double cutoff) {
+double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double cutoff,
+                      std::vector<std::vector<OpId>>* order) {
   const auto n = static_cast<std::int32_t>(graph_.num_operators());
   const int num_devices = cluster_.num_devices();
   const auto tensors = graph_.tensors();
@@ -140,6 +146,10 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
   if (out) {
     out->device_order.assign(num_devices, {});
     out->busy.assign(num_devices, 0.0);
+    order = &out->device_order;
+  } else if (order) {
+    order->resize(num_devices);
+    for (auto& list : *order) list.clear();  // keeps the capacity: no allocation once warm
   }
 
   // Returns false when the operator it starts proves the makespan exceeds `cutoff`.
@@ -152,7 +162,7 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
     device_busy_[d] = 1;
     events_.push_back({finish_[op], kFinish, op});
     std::push_heap(events_.begin(), events_.end(), later);
-    if (out) out->device_order[d].push_back(op);
+    if (order) (*order)[d].push_back(op);
     return true;
   };
 

@@ -60,6 +60,10 @@ class Evaluator {
   // Either proves makespan > cutoff, so a search that only asks "is it below a threshold?"
   // (Metropolis acceptance) gets the same answers as from latency(), sooner.
   double latency_with_cutoff(std::span<const DeviceId> placement, double cutoff);
+  // latency_with_cutoff that also fills `order` (per GPU, operators in the order they ran;
+  // complete only when the result is finite), reusing its capacity: the flow cost model replays
+  // this order under contention (sim/cost_model.h).
+  double latency_with_order(std::span<const DeviceId> placement, double cutoff, std::vector<std::vector<OpId>>& order);
   // The full schedule of a placement (allocates its result), with GPUs picking by `priority`.
   Schedule schedule(std::span<const DeviceId> placement, Priority priority = Priority::Rank);
 
@@ -69,8 +73,10 @@ class Evaluator {
  private:
   // The event loop, one instance per priority policy (so the rank loop pays nothing for FCFS).
   // cutoff = +infinity for a full run; see latency_with_cutoff.
+  // `order`, when given, receives the per-GPU order (out->device_order when out is given).
   template <Priority P>
-  double run(std::span<const DeviceId> placement, Schedule* out, double cutoff);
+  double run(std::span<const DeviceId> placement, Schedule* out, double cutoff,
+             std::vector<std::vector<OpId>>* order = nullptr);
   // The per-GPU queues of ready operators under policy P: which one an idle GPU starts. Always
   // inlined: the rank loop is the hot path of every search.
   template <Priority P>

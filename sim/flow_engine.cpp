@@ -78,6 +78,11 @@ double FlowEngine::replay_latency(std::span<const DeviceId> placement,
   return run<Mode::Fixed>(placement, &device_order, nullptr);
 }
 
+double FlowEngine::replay_latency_with_cutoff(std::span<const DeviceId> placement,
+                                              const std::vector<std::vector<OpId>>& device_order, double cutoff) {
+  return run<Mode::Fixed>(placement, &device_order, nullptr, cutoff);
+}
+
 void FlowEngine::ensure_route(int route) {
   if (route_first_path_[route] >= 0) return;
   route_first_path_[route] = static_cast<std::int32_t>(paths_.size());
@@ -343,7 +348,7 @@ void FlowEngine::heap_remove(std::int32_t s) {
 
 template <FlowEngine::Mode M>
 double FlowEngine::run(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>* order,
-                       Schedule* out) {
+                       Schedule* out, double cutoff) {
   const auto n = static_cast<std::int32_t>(graph_.num_operators());
   const int num_devices = cluster_.num_devices();
   const auto tensors = graph_.tensors();
@@ -443,6 +448,7 @@ double FlowEngine::run(std::span<const DeviceId> placement, const std::vector<st
     const double t_flow = heap_.empty() ? kInf : classes_[heap_.front()].finish;
     const double now = std::min(t_event, t_flow);
     if (now == kInf) break;
+    if (now > cutoff) return kInf;  // something still finishes after the cutoff
     const double horizon = now + kTimePrecision;
     // Everything due at `now` (within SimGrid's time precision) happens at `now`; GPUs pick
     // their next operator only once all of it is known, then the touched rates are solved.

@@ -29,6 +29,7 @@
 // with that order is what agrees with it; with GpuQueue::Fcfs SimGrid applies FCFS to its own
 // arrivals, which schedule(placement, Priority::Fcfs) does too.
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -52,6 +53,10 @@ class FlowEngine {
   Schedule replay(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>& device_order);
   // The same without checking the order or building a result: allocates nothing after warm-up.
   double replay_latency(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>& device_order);
+  // replay_latency if it is <= cutoff, else +infinity, found early: the run stops at the first
+  // event (an operator or a transfer finishing) later than `cutoff`, which proves the makespan is.
+  double replay_latency_with_cutoff(std::span<const DeviceId> placement,
+                                    const std::vector<std::vector<OpId>>& device_order, double cutoff);
 
   // How many max-min solves the last run did, and how many path classes (the active sub-flows of
   // one path, one variable of the solve) they covered in total.
@@ -61,7 +66,9 @@ class FlowEngine {
  private:
   enum class Mode { Rank, Fcfs, Fixed };
   template <Mode M>
-  double run(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>* order, Schedule* out);
+  double run(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>* order, Schedule* out,
+             double cutoff = kNoCutoff);
+  static constexpr double kNoCutoff = std::numeric_limits<double>::infinity();
   void prepare_flows(std::span<const DeviceId> placement);
   void ensure_route(int route);
   void start_flow(std::int32_t flow, double now);

@@ -427,7 +427,7 @@ TEST(Celeritas, AdjustingVersusOrderPlaceOnRealGraphsWithBindingMemory) {
       EXPECT_LE(guarded_s, order_s);
       EXPECT_EQ(guarded_s, std::min(raw_s, order_s));
       EXPECT_EQ(rg.report["chosen"].get<std::string>(), raw_s <= order_s ? "adjusting" : "order-place");
-      EXPECT_DOUBLE_EQ(rg.report["evaluator_latency_s"]["adjusting"].get<double>(), raw_s);
+      EXPECT_DOUBLE_EQ(rg.report["cost_model_latency_s"]["adjusting"].get<double>(), raw_s);
       EXPECT_LT(raw_s, 1.01 * order_s);
       raw_wins += raw_s < order_s;
       ++cases;

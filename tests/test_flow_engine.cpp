@@ -22,11 +22,13 @@
 #include "sim/flow_engine.h"
 #include "sim/graph_io.h"
 #include "sim/simgrid_engine.h"
+#include "tests/contention_cases.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
 #include "topologies/registry.h"
 
 using namespace placesim;
+using namespace placesim::testutil;
 
 // GCC flags free() in a replaced operator delete as mismatched once it is inlined into callers.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -63,35 +65,6 @@ namespace {
 
 // The bound of the cross-check (issue #14).
 constexpr double kRelative = 1e-6;
-
-// A random DAG with heavy enough tensors that transfers overlap and share links.
-Graph random_dag(std::mt19937& rng, int n) {
-  Graph g;
-  std::uniform_real_distribution<double> compute(1e-6, 50e-6), bytes(1e3, 4e6);
-  for (int i = 0; i < n; ++i) g.add_operator({"op" + std::to_string(i), "op", (rng() % 10 == 0) ? 0.0 : compute(rng), 1e6});
-  for (int i = 1; i < n; ++i) {
-    const int inputs = 1 + static_cast<int>(rng() % 3);
-    std::vector<int> used;
-    for (int k = 0; k < inputs; ++k) {
-      const int src = static_cast<int>(rng() % i);
-      if (std::find(used.begin(), used.end(), src) != used.end()) continue;
-      used.push_back(src);
-      g.add_tensor(src, i, (rng() % 8 == 0) ? 0.0 : bytes(rng));
-    }
-  }
-  g.finalize("random");
-  return g;
-}
-
-// Mostly a random GPU, sometimes an input's: many flows, on many routes at once.
-std::vector<DeviceId> random_placement(std::mt19937& rng, const Graph& g, const Cluster& c) {
-  std::vector<DeviceId> p(g.num_operators(), 0);
-  for (OpId i = 0; i < static_cast<OpId>(p.size()); ++i) {
-    auto in = g.in_edges(i);
-    p[i] = (in.empty() || rng() % 4 != 0) ? static_cast<DeviceId>(rng() % c.num_devices()) : p[g.tensor(in[0]).src];
-  }
-  return p;
-}
 
 // Contiguous blocks of the topological order over `gpus` GPUs (colocation classes kept together),
 // every 7th operator moved to another GPU: pipeline traffic plus contention.
@@ -142,24 +115,6 @@ Comparison compare_with_simgrid(const Graph& g, const Cluster& c, const std::vec
   EXPECT_LE(relative(f.latency, r.latency), kRelative);
   // The same engine, called again, gives the same answer (buffers are reset).
   EXPECT_EQ(flow.replay_latency(p, s.device_order), f.latency);
-  return out;
-}
-
-// Every registered fabric at its defaults and with each key set to its documented example, as
-// TopologiesCrossCheck.EveryRegisteredFabricAndKeyMatchesTheView builds them.
-std::vector<std::pair<std::string, std::string>> registry_variants() {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const TopologyType& t : topology_registry()) {
-    auto base = [&](const std::string& key) -> std::string {
-      if (t.type == "spine-leaf" && key != "servers" && key != "leaves") return "servers: 4, ";
-      if (t.type == "fat-tree" && key != "servers") return "servers: 6, gpus_per_server: 1, ";
-      if (t.type == "multi-nic" && key.rfind("core_", 0) == 0) return "servers_per_pod: 2, ";
-      return "";
-    };
-    out.emplace_back(t.type, fmt::format("{{type: {}, {}}}", t.type, base("")));
-    for (const OptionDoc& o : t.options)
-      out.emplace_back(t.type, fmt::format("{{type: {}, {}{}: {}}}", t.type, base(o.key), o.key, o.example));
-  }
   return out;
 }
 

@@ -89,8 +89,8 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
     return total_memory > 0 ? 1.0 + config_.memory_penalty * over / total_memory : 1.0;
   };
 
-  Evaluator evaluator(graph, cluster);
-  const double initial_latency = evaluator.latency(current);
+  CostModel cost_model = make_cost_model(graph, cluster);
+  const double initial_latency = cost_model.latency(current);
   double current_latency = initial_latency;
   double current_cost = initial_latency * memory_factor(overflow_bytes());
   std::vector<DeviceId> best = current;
@@ -129,8 +129,8 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
     const double factor = memory_factor(overflow_bytes());
     // Any latency L with L * factor <= threshold is <= this cutoff (the margin absorbs rounding
     // of the division), so the cutoff only ever drops proposals that would be rejected.
-    const double latency = config_.cutoff ? evaluator.latency_with_cutoff(current, threshold / factor * (1 + 1e-12))
-                                          : evaluator.latency(current);
+    const double latency = config_.cutoff ? cost_model.latency_with_cutoff(current, threshold / factor * (1 + 1e-12))
+                                          : cost_model.latency(current);
     stopped_early += std::isinf(latency);
     const double cost = latency * factor;
     if (cost <= threshold) {
@@ -173,6 +173,10 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
       {"final_cost_s", current_cost},
       {"proposable_units", units.computing.size() + units.zero.size()},
   };
+  if (cost_model.kind() == CostModelKind::Flow) {
+    r.report["flow_runs"] = cost_model.flow_runs();
+    r.report["settled_by_list_schedule"] = cost_model.settled_by_list();
+  }
   return r;
 }
 
@@ -202,7 +206,7 @@ StrategyInfo mcmc_strategy_info() {
   return strategy_info<Mcmc>("mcmc",
                              "Metropolis search moving one operator (or colocation class) at a time; returns the best "
                              "placement seen",
-                             mcmc_schema());
+                             mcmc_schema(), {.searches = true});
 }
 
 }  // namespace placesim

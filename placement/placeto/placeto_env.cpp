@@ -11,13 +11,14 @@
 
 namespace placesim {
 
-PlacetoEnv::PlacetoEnv(const Graph& graph, const Cluster& cluster, const PlacetoEnvConfig& config)
+PlacetoEnv::PlacetoEnv(const Graph& graph, const Cluster& cluster, const PlacetoEnvConfig& config,
+                       CostModelKind cost_model)
     : coarsening_(coarsen(graph, {CoarseningScheme::PlaceTo, config.coarsen_target})),
       cluster_(cluster),
       config_(config) {
   const Graph& g = coarsening_.coarse;
   const int n = num_nodes();
-  evaluator_ = std::make_unique<Evaluator>(g, cluster_);
+  cost_model_ = std::make_unique<CostModel>(g, cluster_, cost_model);
 
   // Units: a coarse colocation class, or one unclassed node; ordered by their first node in
   // topological order.
@@ -116,7 +117,7 @@ double PlacetoEnv::cost(std::span<const DeviceId> placement) {
     if (capacity <= 0) continue;
     overflow = std::max(overflow, (memory_used_[dev] - config_.memory_threshold * capacity) / capacity);
   }
-  const double latency = evaluator_->latency(placement);
+  const double latency = cost_model_->latency(placement);
   return latency / reference_latency_ + config_.memory_penalty * std::max(0.0, overflow);
 }
 

@@ -27,6 +27,7 @@
 
 #include "placement/coarsening/coarsening.h"
 #include "sim/cluster.h"
+#include "sim/cost_model.h"
 #include "sim/evaluator.h"
 #include "sim/graph.h"
 
@@ -41,7 +42,9 @@ struct PlacetoEnvConfig {
 class PlacetoEnv {
  public:
   // Keeps references to `cluster` (not to `graph`: the coarse graph is owned).
-  PlacetoEnv(const Graph& graph, const Cluster& cluster, const PlacetoEnvConfig& config);
+  // `cost_model` is the latency of the reward (the strategy's `cost_model` option).
+  PlacetoEnv(const Graph& graph, const Cluster& cluster, const PlacetoEnvConfig& config,
+             CostModelKind cost_model = CostModelKind::List);
   PlacetoEnv(const PlacetoEnv&) = delete;
   PlacetoEnv& operator=(const PlacetoEnv&) = delete;
 
@@ -76,7 +79,7 @@ class PlacetoEnv {
   }
   // R(p) relative to the single-GPU latency (see above); allocation-free after the first call.
   double cost(std::span<const DeviceId> placement);
-  double latency(std::span<const DeviceId> placement) { return evaluator_->latency(placement); }
+  double latency(std::span<const DeviceId> placement) { return cost_model_->latency(placement); }
   // Single-GPU latency of the graph: the unit of cost().
   double reference_latency() const { return reference_latency_; }
   // The fine placement of a coarse one.
@@ -88,7 +91,7 @@ class PlacetoEnv {
   Coarsening coarsening_;
   const Cluster& cluster_;
   PlacetoEnvConfig config_;
-  std::unique_ptr<Evaluator> evaluator_;  // of coarsening_.coarse, which must not move
+  std::unique_ptr<CostModel> cost_model_;  // of coarsening_.coarse, which must not move
   std::vector<std::int32_t> step_first_;  // num_steps + 1 offsets into step_nodes_
   std::vector<OpId> step_nodes_;
   std::vector<std::int32_t> step_of_;  // per node, the step that moves it

@@ -3,7 +3,7 @@
 namespace placesim {
 
 PlacementResult PlacetoGreedy::place_impl(const Graph& graph, const Cluster& cluster, const Deadline&) {
-  PlacetoEnv env(graph, cluster, config_.env);
+  PlacetoEnv env(graph, cluster, config_.env, common_options().cost_model);
   const std::vector<DeviceId> coarse = placeto_greedy_episode(env, config_.passes);
   PlacementResult r;
   r.placement = env.expand(coarse);
@@ -25,8 +25,8 @@ StrategyInfo placeto_greedy_strategy_info() {
   return strategy_info<PlacetoGreedy>(
       "placeto-greedy",
       "Placeto's episode (merge-and-colocate groups visited in topological order) with a one-step lookahead on the "
-      "evaluator instead of the policy network",
-      placeto_greedy_schema());
+      "cost model instead of the policy network",
+      placeto_greedy_schema(), {.searches = true});
 }
 
 }  // namespace placesim

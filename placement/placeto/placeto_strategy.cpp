@@ -19,7 +19,7 @@ class Placeto : public Strategy {
 
  private:
   PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline&) override {
-    PlacetoEnv env(graph, cluster, config_.env);
+    PlacetoEnv env(graph, cluster, config_.env, common_options().cost_model);
     const bool pretrained = !config_.policy.empty();
     PlacetoPolicy policy = pretrained ? PlacetoPolicy::load(config_.policy, config_.policy_file, config_.policy_field)
                                       : PlacetoPolicy({cluster.num_devices(), config_.hidden, config_.message_passing_steps},
@@ -114,7 +114,7 @@ StrategyInfo placeto_strategy_info() {
       "placeto",
       "Placeto (Addanki et al. 2019): a graph-embedding policy network visits the merge-and-colocate groups and moves "
       "each to a GPU; zero-shot from a trained policy file, fine-tuned, or trained on the graph (LibTorch)",
-      placeto_schema());
+      placeto_schema(), {.searches = true});
 }
 
 }  // namespace placesim

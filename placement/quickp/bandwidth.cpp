@@ -165,13 +165,16 @@ P3Result solve_p3(const Graph& g, const Cluster& cluster, const MultiNicConfig& 
                   const std::function<std::vector<DeviceId>(const Cluster&)>& place, int max_rounds,
                   const AllocationOptions& options, const std::function<bool()>& out_of_time) {
   auto stop = [&] { return out_of_time && out_of_time(); };
+  auto latency_on = [&](const Cluster& c, std::span<const DeviceId> p) {
+    return CostModel(g, c, options.acceptance).latency(p);
+  };
   P3Result r;
   r.placement = place(cluster);
   r.allocation = allocation_of(cluster);
-  r.latency = r.initial_latency = Evaluator(g, cluster).latency(r.placement);
+  r.latency = r.initial_latency = latency_on(cluster, r.placement);
   // Alternate from a start (a cluster and its placement) while the latency drops.
   auto alternate = [&](Cluster current, std::vector<DeviceId> placement, BandwidthAllocation allocation) {
-    double latency = Evaluator(g, current).latency(placement);
+    double latency = latency_on(current, placement);
     if (latency < r.latency * (1 - 1e-9)) {
       r.latency = latency;
       r.placement = placement;
@@ -183,13 +186,13 @@ P3Result solve_p3(const Graph& g, const Cluster& cluster, const MultiNicConfig& 
       const AllocationResult alloc = allocate_bandwidth(g, current, config, placement, sched.device_order, options);
       Cluster next = make_multi_nic(config, alloc.allocation);
       bool improved = false;
-      if (const double lat = Evaluator(g, next).latency(placement); lat < latency * (1 - 1e-9)) {
+      if (const double lat = latency_on(next, placement); lat < latency * (1 - 1e-9)) {
         latency = lat;
         improved = true;
       }
       // Re-place on the cluster the allocation builds.
       std::vector<DeviceId> placed = stop() ? placement : place(next);
-      if (const double lat = Evaluator(g, next).latency(placed); lat < latency * (1 - 1e-9)) {
+      if (const double lat = latency_on(next, placed); lat < latency * (1 - 1e-9)) {
         latency = lat;
         placement = std::move(placed);
         improved = true;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "sim/cluster.h"
+#include "sim/cost_model.h"
 #include "sim/graph.h"
 #include "topologies/multi_nic.h"
 
@@ -36,6 +37,9 @@ BandwidthAllocation allocation_of(const Cluster& cluster);
 struct AllocationOptions {
   double floor_fraction = 0.05;  // rate kept by a pair without traffic: this times B / (servers - 1)
   int max_cuts_rounds = 200;
+  // The latency a new allocation (or re-placement) must lower to be accepted: QuickP's
+  // `cost_model` (list: the evaluator, the thesis's; flow: under contention, as SimGrid measures).
+  CostModelKind acceptance = CostModelKind::List;
 };
 
 struct AllocationResult {

@@ -70,7 +70,7 @@ constexpr const char* kPortfolio[] = {"single-device", "heft", "m-etf", "metis"}
 struct Candidate {
   std::string name;
   std::vector<DeviceId> placement;
-  double latency = std::numeric_limits<double>::infinity();  // evaluator, on the cluster as given
+  double latency = std::numeric_limits<double>::infinity();  // the cost model's, on the cluster as given
   bool fits = false;
 };
 
@@ -82,9 +82,8 @@ bool fits_memory(const Graph& graph, const Cluster& cluster, const std::vector<D
 }
 
 std::vector<Candidate> run_portfolio(const Graph& graph, const Cluster& cluster, const Deadline& deadline,
-                                     nlohmann::json& report) {
+                                     CostModel& cost, nlohmann::json& report) {
   std::vector<Candidate> out;
-  Evaluator evaluator(graph, cluster);
   for (const char* name : kPortfolio) {
     const StrategyInfo* info = nullptr;
     for (const StrategyInfo& i : strategy_registry())
@@ -100,7 +99,7 @@ std::vector<Candidate> run_portfolio(const Graph& graph, const Cluster& cluster,
       Candidate c;
       c.name = name;
       c.placement = s->place(graph, cluster).placement;
-      c.latency = evaluator.latency(c.placement);
+      c.latency = cost.latency(c.placement);
       c.fits = fits_memory(graph, cluster, c.placement);
       report[name] = c.fits ? nlohmann::json(c.latency) : nlohmann::json("out of memory");
       out.push_back(std::move(c));
@@ -116,15 +115,16 @@ std::vector<Candidate> run_portfolio(const Graph& graph, const Cluster& cluster,
 PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) {
   // The cheap answers first: they take little time, and QuickP never returns worse.
   nlohmann::json portfolio_report = nlohmann::json::object();
+  CostModel cost = make_cost_model(graph, cluster);
   std::vector<Candidate> candidates =
-      config_.portfolio ? run_portfolio(graph, cluster, deadline, portfolio_report) : std::vector<Candidate>{};
+      config_.portfolio ? run_portfolio(graph, cluster, deadline, cost, portfolio_report) : std::vector<Candidate>{};
   const MultiNicConfig* multi_nic = config_.bandwidth_allocation ? multi_nic_config_of(cluster) : nullptr;
   // P2 gets what is left; with P3 to follow, half of it (each later re-placement half of the rest).
   QuickPPass pass = place_once(graph, cluster, deadline, multi_nic ? 0.5 : 1.0);
   PlacementResult r = pass.result;
   const bool p2_answer = pass.p2_status != P2Status::Infeasible && fits_memory(graph, cluster, r.placement);
   if (config_.bandwidth_allocation && !multi_nic) r.report["allocation"] = "not a multi-NIC cluster: nothing to allocate";
-  double own_latency = p2_answer ? Evaluator(graph, cluster).latency(r.placement) : std::numeric_limits<double>::infinity();
+  double own_latency = p2_answer ? cost.latency(r.placement) : std::numeric_limits<double>::infinity();
   std::optional<Cluster> allocated;
   if (multi_nic && p2_answer) {
     bool first = true;  // the first placement on the cluster as given is the one just found
@@ -139,7 +139,7 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
           // An infeasible P2 proposes nothing: the alternation keeps what it has.
           return again.p2_status == P2Status::Infeasible ? r.placement : again.result.placement;
         },
-        config_.allocation_rounds, {}, [&] { return deadline.bounded() && deadline.remaining() < 0.05 * deadline.limit(); });
+        config_.allocation_rounds, AllocationOptions{.acceptance = common_options().cost_model}, [&] { return deadline.bounded() && deadline.remaining() < 0.05 * deadline.limit(); });
     r.placement = p3.placement;
     r.bandwidth_allocation = p3.allocation;
     nlohmann::json rows = nlohmann::json::array();
@@ -158,7 +158,7 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
     // P2's answers were for one allocation each: what it proved is about the reduced problem at best.
     pass.p2_exact = false;
   }
-  // The best of QuickP's own answer and the portfolio's, by the evaluator; only placements that fit.
+  // The best of QuickP's own answer and the portfolio's, by the cost model; only placements that fit.
   portfolio_report["quickp"] = p2_answer ? nlohmann::json(own_latency) : nlohmann::json("P2 infeasible");
   const Candidate* best = nullptr;
   for (const Candidate& c : candidates)
@@ -308,7 +308,7 @@ StrategyInfo quickp_strategy_info() {
   return strategy_info<QuickP>(
       "quickp",
       "QuickP (ICC 2025): operator fusion (Algorithm 1), co-location (eq. 7), then the integer program P2 with CBC",
-      quickp_schema(), 60.0);
+      quickp_schema(), {.time_limit_default = 60.0, .searches = true});
 }
 
 }  // namespace placesim

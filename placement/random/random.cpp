@@ -24,11 +24,11 @@ PlacementResult RandomPlacement::place_impl(const Graph& graph, const Cluster& c
   r.placement = draw();
   long drawn = 1;
   if (config_.samples > 1) {
-    Evaluator evaluator(graph, cluster);
-    double best = evaluator.latency(r.placement);
+    CostModel cost = make_cost_model(graph, cluster);
+    double best = cost.latency(r.placement);
     for (; drawn < config_.samples && !deadline.expired(); ++drawn) {
       std::vector<DeviceId> p = draw();
-      if (const double latency = evaluator.latency(p); latency < best) {
+      if (const double latency = cost.latency(p); latency < best) {
         best = latency;
         r.placement = std::move(p);
       }
@@ -42,14 +42,15 @@ PlacementResult RandomPlacement::place_impl(const Graph& graph, const Cluster& c
 OptionSchema<RandomConfig> random_schema() {
   OptionSchema<RandomConfig> s;
   s.count("seed", &RandomConfig::seed, "random seed", 0, std::numeric_limits<long>::max(), "7");
-  s.count("samples", &RandomConfig::samples, "draws; the best by the evaluator is kept", 1, std::numeric_limits<long>::max(),
+  s.count("samples", &RandomConfig::samples, "draws; the best by the cost model is kept", 1, std::numeric_limits<long>::max(),
           "20");
   return s;
 }
 
 StrategyInfo random_strategy_info() {
   return strategy_info<RandomPlacement>(
-      "random", "each colocation class (or lone operator) on a uniformly drawn GPU; best of `samples` draws", random_schema());
+      "random", "each colocation class (or lone operator) on a uniformly drawn GPU; best of `samples` draws", random_schema(),
+      {.searches = true});
 }
 
 }  // namespace placesim
