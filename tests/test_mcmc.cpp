@@ -105,8 +105,13 @@ TEST(Mcmc, Fig31FindsThe15usSplit) {
     EXPECT_EQ(r.report["steps"].get<long>(), 300) << options;
     EXPECT_GT(r.report["steps_per_second"].get<double>(), 0) << options;
   }
-  PlacementResult r = run_mcmc(g, c, "{steps: 300}");
+  PlacementResult r = run_mcmc(g, c, "{steps: 300, init: single-device}");
   EXPECT_NEAR(r.report["initial_latency_s"].get<double>(), 20e-6, 1e-15);
+  // The default start is the portfolio's best: HEFT already finds the split (C on gpu1 at 10 us).
+  PlacementResult p = run_mcmc(g, c, "{steps: 0}");
+  EXPECT_NEAR(p.report["initial_latency_s"].get<double>(), 15e-6, 1e-15);
+  EXPECT_NE(p.report["start"].get<std::string>(), "single-device");
+  EXPECT_NEAR(p.report["portfolio"]["single-device"].get<double>(), 20e-6, 1e-15);
 }
 
 TEST(Mcmc, ChainKeepsSingleDeviceLatency) {
@@ -205,11 +210,15 @@ TEST(Mcmc, NeverWorseThanItsStart) {
   Evaluator ev(g, c);
   const double single = ev.latency(std::vector<DeviceId>(g.num_operators(), 0));
   const double rr = ev.latency(RoundRobin(RoundRobinConfig{}).place(g, c).placement);
-  for (const char* options : {"{steps: 800, beta: 2}", "{steps: 800, beta: 2, seed: 5}"}) {
+  for (const char* options : {"{steps: 800, beta: 2, init: single-device}", "{steps: 800, beta: 2, seed: 5, init: single-device}"}) {
     PlacementResult r = run_mcmc(g, c, options);
     EXPECT_EQ(r.report["initial_latency_s"].get<double>(), single);
     EXPECT_LE(ev.latency(r.placement), single) << options;
   }
+  // From the portfolio: never worse than any of its strategies.
+  PlacementResult from_portfolio = run_mcmc(g, c, "{steps: 800, beta: 2}");
+  for (const auto& [name, latency] : from_portfolio.report["portfolio"].items())
+    EXPECT_LE(ev.latency(from_portfolio.placement), latency.get<double>()) << name;
   PlacementResult r = run_mcmc(g, c, "{steps: 800, beta: 2, init: round-robin}");
   EXPECT_EQ(r.report["initial_latency_s"].get<double>(), rr);
   EXPECT_LT(ev.latency(r.placement), rr);
@@ -272,8 +281,8 @@ TEST(Mcmc, AlexNetOnFourGpusBeatsOneGpuAndCutoffIsExact) {
   c.finalize("quickp");
   Evaluator ev(g, c);
   const double single = ev.latency(std::vector<DeviceId>(g.num_operators(), 0));
-  PlacementResult r = run_mcmc(g, c, "{steps: 400}");
-  PlacementResult full = run_mcmc(g, c, "{steps: 400, cutoff: false}");
+  PlacementResult r = run_mcmc(g, c, "{steps: 400, init: single-device}");
+  PlacementResult full = run_mcmc(g, c, "{steps: 400, cutoff: false, init: single-device}");
   EXPECT_EQ(r.placement, full.placement);
   EXPECT_LT(ev.latency(r.placement), single);
   EXPECT_EQ(r.report["initial_latency_s"].get<double>(), single);

@@ -88,6 +88,7 @@ TEST(SingleDevice, McmcStartsWhereSingleDevicePlaces) {
   const Cluster c = gpus({1, 3}, {16e9, 16e9});
   McmcConfig config;
   config.steps = 0;
+  config.init = McmcConfig::Init::SingleDevice;
   const PlacementResult r = Mcmc(config).place(g, c);
   EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 20e-6, 1e-15);
 }

@@ -1,4 +1,5 @@
 #include "placement/mcmc/mcmc.h"
+#include "placement/portfolio.h"
 
 #include <algorithm>
 #include <chrono>
@@ -67,8 +68,20 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
   std::mt19937_64 rng(config_.seed);
   const Units units = build_units(graph);
 
+  CostModel cost_model = make_cost_model(graph, cluster);
   std::vector<DeviceId> current(n, best_single_device(graph, cluster));  // single-device's GPU
-  if (config_.init == McmcConfig::Init::RoundRobin) {
+  nlohmann::json portfolio_report = nlohmann::json::object();
+  std::string start = std::string(enum_name<McmcConfig::Init>(kMcmcInitNames, config_.init));
+  if (config_.init == McmcConfig::Init::Portfolio) {
+    const std::vector<PortfolioCandidate> candidates =
+        run_portfolio(graph, cluster, deadline, cost_model, "mcmc", portfolio_report);
+    if (const PortfolioCandidate* best = best_fitting(candidates)) {
+      current = best->placement;
+      start = best->name;
+    } else {
+      start = "single-device (no portfolio placement fits)";
+    }
+  } else if (config_.init == McmcConfig::Init::RoundRobin) {
     current = RoundRobin(RoundRobinConfig{}).place(graph, cluster).placement;
   } else if (config_.init == McmcConfig::Init::Random) {
     for (std::size_t k = 0; k + 1 < units.offsets.size(); ++k) {
@@ -89,7 +102,6 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
     return total_memory > 0 ? 1.0 + config_.memory_penalty * over / total_memory : 1.0;
   };
 
-  CostModel cost_model = make_cost_model(graph, cluster);
   const double initial_latency = cost_model.latency(current);
   double current_latency = initial_latency;
   double current_cost = initial_latency * memory_factor(overflow_bytes());
@@ -158,6 +170,7 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
   for (int d = 0; d < num_devices; ++d) best_overflow += std::max(0.0, best_memory[d] - cluster.device(d).memory_bytes);
   r.report = {
       {"init", std::string(enum_name<McmcConfig::Init>(kMcmcInitNames, config_.init))},
+      {"start", start},
       {"beta", greedy ? nlohmann::json("inf") : nlohmann::json(config_.beta)},
       {"steps", steps},
       {"accepted", accepted},
@@ -173,6 +186,7 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
       {"final_cost_s", current_cost},
       {"proposable_units", units.computing.size() + units.zero.size()},
   };
+  if (config_.init == McmcConfig::Init::Portfolio) r.report["portfolio"] = std::move(portfolio_report);
   if (cost_model.kind() == CostModelKind::Flow) {
     r.report["flow_runs"] = cost_model.flow_runs();
     r.report["settled_by_list_schedule"] = cost_model.settled_by_list();

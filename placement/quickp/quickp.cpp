@@ -4,6 +4,7 @@
 #include "placement/quickp/quickp.h"
 
 #include "placement/quickp/bandwidth.h"
+#include "placement/portfolio.h"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -61,63 +62,12 @@ void report_status(const Graph& graph, const Cluster& cluster, const QuickPPass&
 
 }  // namespace
 
-namespace {
-
-// The warm-start portfolio: the fast strategies, called through the registry (QuickP does not
-// know them otherwise), each with what is left of the call's time.
-constexpr const char* kPortfolio[] = {"single-device", "heft", "m-etf", "metis"};
-
-struct Candidate {
-  std::string name;
-  std::vector<DeviceId> placement;
-  double latency = std::numeric_limits<double>::infinity();  // the cost model's, on the cluster as given
-  bool fits = false;
-};
-
-bool fits_memory(const Graph& graph, const Cluster& cluster, const std::vector<DeviceId>& placement) {
-  const std::vector<double> mem = device_memory(graph, placement, cluster.num_devices());
-  for (DeviceId d = 0; d < cluster.num_devices(); ++d)
-    if (mem[d] > cluster.device(d).memory_bytes) return false;
-  return true;
-}
-
-std::vector<Candidate> run_portfolio(const Graph& graph, const Cluster& cluster, const Deadline& deadline,
-                                     CostModel& cost, nlohmann::json& report) {
-  std::vector<Candidate> out;
-  for (const char* name : kPortfolio) {
-    const StrategyInfo* info = nullptr;
-    for (const StrategyInfo& i : strategy_registry())
-      if (i.name == name) info = &i;
-    if (!info) continue;
-    if (deadline.expired()) {
-      report[name] = "skipped: out of time";
-      continue;
-    }
-    try {
-      std::unique_ptr<Strategy> s = info->make(YamlFields(YAML::Node(YAML::NodeType::Map), "quickp", "portfolio"));
-      if (deadline.bounded()) s->set_time_limit(std::max(1e-3, deadline.remaining()));
-      Candidate c;
-      c.name = name;
-      c.placement = s->place(graph, cluster).placement;
-      c.latency = cost.latency(c.placement);
-      c.fits = fits_memory(graph, cluster, c.placement);
-      report[name] = c.fits ? nlohmann::json(c.latency) : nlohmann::json("out of memory");
-      out.push_back(std::move(c));
-    } catch (const std::exception& e) {
-      report[name] = std::string("failed: ") + e.what();
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) {
   // The cheap answers first: they take little time, and QuickP never returns worse.
   nlohmann::json portfolio_report = nlohmann::json::object();
   CostModel cost = make_cost_model(graph, cluster);
-  std::vector<Candidate> candidates =
-      config_.portfolio ? run_portfolio(graph, cluster, deadline, cost, portfolio_report) : std::vector<Candidate>{};
+  std::vector<PortfolioCandidate> candidates =
+      config_.portfolio ? run_portfolio(graph, cluster, deadline, cost, "quickp", portfolio_report) : std::vector<PortfolioCandidate>{};
   const MultiNicConfig* multi_nic = config_.bandwidth_allocation ? multi_nic_config_of(cluster) : nullptr;
   // P2 gets what is left; with P3 to follow, half of it (each later re-placement half of the rest).
   QuickPPass pass = place_once(graph, cluster, deadline, multi_nic ? 0.5 : 1.0);
@@ -160,8 +110,8 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
   }
   // The best of QuickP's own answer and the portfolio's, by the cost model; only placements that fit.
   portfolio_report["quickp"] = p2_answer ? nlohmann::json(own_latency) : nlohmann::json("P2 infeasible");
-  const Candidate* best = nullptr;
-  for (const Candidate& c : candidates)
+  const PortfolioCandidate* best = nullptr;
+  for (const PortfolioCandidate& c : candidates)
     if (c.fits && c.latency < own_latency * (1 - 1e-12) && (!best || c.latency < best->latency)) best = &c;
   if (!p2_answer && !best)
     throw std::runtime_error(fmt::format(

@@ -1,0 +1,35 @@
+#pragma once
+// The warm-start portfolio (issue #13): the fast strategies (single-device, HEFT, m-ETF, METIS),
+// run through the registry with what is left of the caller's time and measured by the caller's
+// cost model, so that a search strategy can start from, or fall back to, the best cheap answer
+// and never return worse. QuickP keeps the best of them beside its own; MCMC starts its chain
+// from it (`init: portfolio`).
+#include <nlohmann/json.hpp>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "placement/strategy.h"
+#include "sim/cost_model.h"
+
+namespace placesim {
+
+struct PortfolioCandidate {
+  std::string name;
+  std::vector<DeviceId> placement;
+  double latency = std::numeric_limits<double>::infinity();  // the cost model's
+  bool fits = false;                                         // in every GPU's memory
+};
+
+// Runs each portfolio strategy; `report` gets its latency, "out of memory", "failed: ..." or
+// "skipped: out of time" under its name. `caller` names the strategy in error messages.
+std::vector<PortfolioCandidate> run_portfolio(const Graph& graph, const Cluster& cluster, const Deadline& deadline,
+                                              CostModel& cost, const std::string& caller, nlohmann::json& report);
+
+// The fastest candidate that fits, or nullptr.
+const PortfolioCandidate* best_fitting(std::span<const PortfolioCandidate> candidates);
+
+bool fits_memory(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement);
+
+}  // namespace placesim
