@@ -18,8 +18,11 @@
 
 #include "placement/mcmc/mcmc.h"
 #include "sim/evaluator.h"
+#include "sim/cost_model.h"
 #include "sim/graph_io.h"
+#include "sim/models/zoo.h"
 #include "topologies/fabrics.h"
+#include "topologies/registry.h"
 
 using namespace placesim;
 
@@ -40,7 +43,8 @@ void run_mcmc(benchmark::State& state, const char* rel) {
   Cluster c = make_nvlink_servers(cfg);
   c.finalize("bench");
   const bool cutoff = state.range(0) != 0;
-  YAML::Node options = YAML::Load(cutoff ? "{steps: 25000}" : "{steps: 25000, cutoff: false}");
+  YAML::Node options =
+      YAML::Load(cutoff ? "{steps: 25000, init: single-device}" : "{steps: 25000, cutoff: false, init: single-device}");
   auto strategy = mcmc_strategy_info().make(YamlFields(options, "bench", "mcmc"));
   PlacementResult r;
   for (auto _ : state) r = strategy->place(g, c);
@@ -62,3 +66,31 @@ void BM_Mcmc25kVgg4Gpus(benchmark::State& state) { run_mcmc(state, "quickp/vgg.j
 BENCHMARK(BM_Mcmc25kVgg4Gpus)->Arg(1)->Arg(0)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 
 }  // namespace
+
+// The same chain (seed, steps, single-device start) searching the list schedule and the flow
+// engine (`cost_model: flow`, issue #14: search time within 5x of list at the same steps), on
+// BERT-base (model zoo) on 16 GPUs of the issue's fat-tree (servers of 4, 150 GB/s NVLink,
+// 100 Gb/s NICs). `contended_ms` is the flow engine's latency of the answer, which SimGrid
+// measures to 1e-6.
+void BM_McmcCostModelBertBaseFatTree16(benchmark::State& state) {
+  static const Graph g = [] {
+    models::ModelConfig m;
+    m.model = "bert-base";
+    return models::zoo_graph(models::resolve_model_config(m));
+  }();
+  static const Cluster c = cluster_from_yaml(
+      YAML::Load("{type: fat-tree, k: 4, servers: 4, gpus_per_server: 4, nvlink_bandwidth: 150GB/s, "
+                 "nic_bandwidth: 100Gbps, gpu_memory: 16GiB}"),
+      "bench");
+  const bool flow = state.range(0) != 0;
+  YAML::Node options = YAML::Load(flow ? "{steps: 3000, seed: 1, init: single-device, cost_model: flow}"
+                                       : "{steps: 3000, seed: 1, init: single-device}");
+  auto strategy = mcmc_strategy_info().make(YamlFields(options, "bench", "mcmc"));
+  PlacementResult r;
+  for (auto _ : state) r = strategy->place(g, c);
+  state.counters["steps_per_s"] = r.report["steps_per_second"].get<double>();
+  state.counters["best_ms"] = r.report["best_latency_s"].get<double>() * 1e3;
+  state.counters["contended_ms"] = CostModel(g, c, CostModelKind::Flow).latency(r.placement) * 1e3;
+  state.SetLabel(flow ? "cost_model: flow" : "cost_model: list");
+}
+BENCHMARK(BM_McmcCostModelBertBaseFatTree16)->Arg(0)->Arg(1)->Iterations(1)->Repetitions(3)->Unit(benchmark::kSecond)->UseRealTime();
