@@ -283,10 +283,26 @@ SweepPlan plan_sweep(const YAML::Node& root, const std::string& file, const Plan
         if (!list[i].IsScalar() && !list[i].IsMap() && !list[i].IsSequence())
           throw InputError(file, fmt::format("sweep.{}[{}] (line {})", axis.path, i, list[i].Mark().line + 1),
                            "expected a value, a mapping or a list");
-        const std::string text = value_text(list[i]);
+        // A mapping may name itself with `label:` (`{label: fat-tree-16, type: fat-tree, ...}`): keys
+        // and tables show the label, and the field gets the mapping without it (a strategy item
+        // keeps its label, which is its name).
+        YAML::Node node = list[i];
+        std::string text;
+        if (node.IsMap() && node["label"]) {
+          if (!node["label"].IsScalar() || node["label"].Scalar().empty())
+            throw InputError(file, fmt::format("sweep.{}[{}].label (line {})", axis.path, i, list[i].Mark().line + 1),
+                             "expected a name for the value, e.g. fat-tree-16");
+          text = node["label"].Scalar();
+          if (axis.path.rfind("strategies", 0) != 0) {
+            node = YAML::Clone(node);
+            node.remove("label");
+          }
+        } else {
+          text = value_text(node);
+        }
         if (!seen.insert(text).second) throw InputError(file, axis.field, fmt::format("value '{}' is listed twice", text));
         axis.values.push_back(text);
-        nodes.push_back(list[i]);
+        nodes.push_back(node);
       }
       if (axis.path == "strategy") {
         for (std::size_t i = 0; i < nodes.size(); ++i)

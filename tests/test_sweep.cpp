@@ -251,6 +251,24 @@ TEST(SweepPlan, AMappingValueReplacesAWholeField) {
   EXPECT_NE(m.find("value '{builtin: fig3.2}': graph.builtin: unknown built-in graph"), std::string::npos) << m;
 }
 
+TEST(SweepPlan, AMappingValueNamedByItsLabel) {
+  // `label:` names the value in keys and is not passed to the field's parser (which would reject it).
+  const SweepPlan p = plan(std::string(kBase) +
+                           "sweep:\n"
+                           "  graph: [{label: tiny, builtin: fig3.1}, {builtin: synthetic, layers: 2}]\n"
+                           "  strategy: [metis]\n");
+  ASSERT_EQ(p.points.size(), 2u);
+  EXPECT_EQ(p.points[0].key, "graph=tiny strategy=metis rep=0");
+  EXPECT_EQ(p.variants[0].graph.builtin, "fig3.1");
+  EXPECT_EQ(p.points[1].key, "graph={builtin: synthetic, layers: 2} strategy=metis rep=0");
+  // Two values with one label are listed twice; an empty label is an error naming it.
+  const std::string twice = plan_error(std::string(kBase) +
+                                       "sweep: {graph: [{label: g, builtin: fig3.1}, {label: g, builtin: fig3.2}]}\n");
+  EXPECT_NE(twice.find("value 'g' is listed twice"), std::string::npos) << twice;
+  const std::string empty = plan_error(std::string(kBase) + "sweep: {graph: [{label: '', builtin: fig3.1}]}\n");
+  EXPECT_NE(empty.find("sweep.graph[0].label"), std::string::npos) << empty;
+}
+
 TEST(SweepPlan, WithoutASweepOnePointPerStrategyNamedAsBefore) {
   const SweepPlan p = plan(kBase);
   ASSERT_EQ(p.points.size(), 3u);
