@@ -262,8 +262,9 @@ TEST(QuickPSolver, NanosecondScaleIsSolvedExactly) {
 }
 
 TEST(QuickPSolver, ChainStaysOnOneGpu) {
-  // Theorem 1: no parallelizable pairs -> one device; makespan = total compute (3 + 4 + 5 us).
-  Graph g = make_graph({3, 4, 5}, {{0, 1, kBytes}, {1, 2, 0}});
+  // Theorem 1: no parallelizable pairs -> one device; makespan = total compute (3 + 4 + 5 us). Both
+  // tensors carry bytes, so any split is strictly slower and the one-GPU optimum is unique.
+  Graph g = make_graph({3, 4, 5}, {{0, 1, kBytes}, {1, 2, kBytes}});
   Cluster c = testutil::dedicated_mesh(3, kBw);
   P2Options o = exact();
   o.warm_start = false;
