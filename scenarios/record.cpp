@@ -332,6 +332,36 @@ std::string records_to_csv(std::span<const PointRecord> records) {
   return csv;
 }
 
+namespace {
+
+// For one group of points (no sweep): which placement that fits is fastest under contention
+// (SimGrid's latency, else the flow engine's), and, when the contention-free evaluator ranks
+// another first, that one with its latency under contention: the gap the search cost model makes.
+std::string fastest_lines(std::span<const PointRecord> records, const ColumnUnit& unit) {
+  const PointRecord *contended_best = nullptr, *free_best = nullptr;
+  const char* whose = nullptr;
+  auto contended = [](const PointMeasurement& m) { return m.simgrid_latency ? m.simgrid_latency : m.flow_latency; };
+  for (const PointRecord& r : records) {
+    if (!r.measurement || r.measurement->oom) continue;
+    const PointMeasurement& m = *r.measurement;
+    if (!free_best || m.evaluator_latency < free_best->measurement->evaluator_latency) free_best = &r;
+    if (const auto c = contended(m); c && (!contended_best || *c < *contended(*contended_best->measurement))) {
+      contended_best = &r;
+      whose = m.simgrid_latency ? "SimGrid" : "flow engine";
+    }
+  }
+  if (!contended_best) return "";
+  std::string out = fmt::format("fastest under contention ({}): {}, {} {}\n", whose, contended_best->label,
+                                format_number_in(*contended(*contended_best->measurement), unit), unit.name);
+  if (free_best != contended_best)
+    out += fmt::format("fastest without contention (evaluator): {}, {} {}, but {} {} under contention\n",
+                       free_best->label, format_number_in(free_best->measurement->evaluator_latency, unit), unit.name,
+                       format_number_in(*contended(*free_best->measurement), unit), unit.name);
+  return out;
+}
+
+}  // namespace
+
 std::string format_point_table(std::span<const PointRecord> records) {
   // The point column: sweep values, seed and repetition (the strategy has a column of its own).
   const bool repeated = std::any_of(records.begin(), records.end(), [](const PointRecord& r) { return r.repetition > 0; });
@@ -383,6 +413,7 @@ std::string format_point_table(std::span<const PointRecord> records) {
                                format_number_in(m.search_time, search), format_number_in(m.peak_memory, memory),
                                m.oom ? "yes" : "no");
   }
+  if (!width) out += fastest_lines(records, latency);
   return out;
 }
 

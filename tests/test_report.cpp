@@ -412,6 +412,27 @@ TEST(Report, PointTableHasOneUnitPerColumn) {
   EXPECT_EQ(table.find(" us "), std::string::npos) << table;
 }
 
+// Without a sweep the table ends with the fastest placement under contention (among those that
+// fit) and, when the evaluator ranks another first, that one with its contended latency.
+TEST(Report, PointTableNamesTheFastestUnderContention) {
+  PointRecord list = measured("mcmc", {}, 0.040, 0.200), flow = measured("mcmc-flow", {}, 0.046, 0.049),
+              oom = measured("tiny", {}, 0.010, 0.030);
+  oom.measurement->oom = true;
+  std::string table = format_point_table(std::vector<PointRecord>{list, flow, oom});
+  EXPECT_NE(table.find("fastest under contention (SimGrid): mcmc-flow, 49 ms\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("fastest without contention (evaluator): mcmc, 40 ms, but 200 ms under contention"),
+            std::string::npos)
+      << table;
+  // One fastest in both views: one line. No contended latency at all: none.
+  table = format_point_table(std::vector<PointRecord>{flow, measured("slow", {}, 0.1, 0.2)});
+  EXPECT_NE(table.find("fastest under contention (SimGrid): mcmc-flow"), std::string::npos) << table;
+  EXPECT_EQ(table.find("fastest without contention"), std::string::npos) << table;
+  EXPECT_EQ(format_point_table(std::vector<PointRecord>{measured("a", {}, 0.1)}).find("fastest"), std::string::npos);
+  // A sweep's table has a point column and leaves the comparison to `placesim report`.
+  EXPECT_EQ(format_point_table(std::vector<PointRecord>{measured("a", {{"gpus", "2"}}, 0.1, 0.2)}).find("fastest"),
+            std::string::npos);
+}
+
 TEST(Report, CountsAreSingularOrPlural) {
   PointRecord one = measured("a", {}, 0.01);
   one.gpus = 1;

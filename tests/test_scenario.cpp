@@ -29,13 +29,13 @@ fs::path temp_dir(const std::string& name) { return testutil::fresh_temp_dir("te
 TEST(Scenario, ParsesTheQuickstart) {
   Scenario s = load_scenario(std::string(PLACESIM_TEST_SOURCE_DIR) + "/scenarios/quickstart.yaml");
   EXPECT_EQ(s.name, "quickstart");
-  EXPECT_EQ(s.cluster.num_devices(), 4);
-  ASSERT_EQ(s.strategies.size(), 8u);
-  EXPECT_EQ(s.strategies[7].label, "metis-colocrl");
-  ASSERT_TRUE(s.strategies[7].coarsen.has_value());
+  EXPECT_EQ(s.cluster.num_devices(), 8);
+  ASSERT_EQ(s.strategies.size(), 11u);
+  EXPECT_EQ(s.strategies[10].label, "quickp-flow");
+  EXPECT_EQ(s.simulation.engine, Engine::All);
   ASSERT_TRUE(s.graph.model.has_value());
-  EXPECT_EQ(s.graph.model->model, "alexnet");
-  EXPECT_EQ(s.graph.model->batch, 512);
+  EXPECT_EQ(s.graph.model->model, "bert-base");
+  EXPECT_EQ(s.graph.model->layers, 4);
 }
 
 TEST(Scenario, ErrorsNameTheFieldAndSuggest) {
