@@ -11,7 +11,8 @@ namespace placesim {
 
 namespace {
 // Called by name through the registry: the strategies that call the portfolio do not know them.
-constexpr const char* kPortfolio[] = {"single-device", "heft", "m-etf", "metis"};
+// m-TOPO first: the memory fill that finds a placement that fits whenever a simple one exists.
+constexpr const char* kPortfolio[] = {"m-topo", "single-device", "heft", "m-etf", "metis"};
 }  // namespace
 
 bool fits_memory(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement) {
@@ -22,20 +23,22 @@ bool fits_memory(const Graph& graph, const Cluster& cluster, std::span<const Dev
 }
 
 std::vector<PortfolioCandidate> run_portfolio(const Graph& graph, const Cluster& cluster, const Deadline& deadline,
-                                              CostModel& cost, const std::string& caller, nlohmann::json& report) {
+                                              CostModel& cost, const std::string& caller, nlohmann::json& report,
+                                              bool first_even_out_of_time) {
   std::vector<PortfolioCandidate> out;
   for (const char* name : kPortfolio) {
+    const bool first = name == kPortfolio[0];
     const StrategyInfo* info = nullptr;
     for (const StrategyInfo& i : strategy_registry())
       if (i.name == name) info = &i;
     if (!info) continue;
-    if (deadline.expired()) {
+    if (deadline.expired() && !(first && first_even_out_of_time)) {
       report[name] = "skipped: out of time";
       continue;
     }
     try {
       std::unique_ptr<Strategy> s = info->make(YamlFields(YAML::Node(YAML::NodeType::Map), caller, "portfolio"));
-      if (deadline.bounded()) s->set_time_limit(std::max(1e-3, deadline.remaining()));
+      if (deadline.bounded() && !first) s->set_time_limit(std::max(1e-3, deadline.remaining()));
       PortfolioCandidate c;
       c.name = name;
       c.placement = s->place(graph, cluster).placement;

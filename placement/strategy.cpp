@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "sim/errors.h"
+#include "placement/portfolio.h"
 #include "sim/evaluator.h"
 #include "sim/units.h"
 
@@ -60,8 +61,29 @@ PlacementResult Strategy::place(const Graph& graph, const Cluster& cluster) {
     throw InfeasibleProblem("no placement fits in GPU memory: " + reason);
   const Deadline deadline(common_.time_limit_s);
   PlacementResult result = place_impl(graph, cluster, deadline);
-  result.search_seconds = deadline.elapsed();
   validate_placement(graph, cluster, result.placement, "strategy '" + name_ + "'");
+  // Feasibility first (issue #13): a search that ends over some GPU's memory returns the best
+  // placement of the warm-start portfolio that fits (m-TOPO's fill first), and says so. A
+  // placement that fits exists whenever the fill finds one. Baselines (single-device, ...) return
+  // what they are, out of memory or not.
+  if (searches_ && !fits_memory(graph, cluster, result.placement)) {
+    CostModel cost = make_cost_model(graph, cluster);
+    nlohmann::json tried = nlohmann::json::object();
+    const std::vector<PortfolioCandidate> candidates =
+        run_portfolio(graph, cluster, deadline, cost, name_, tried, /*first_even_out_of_time=*/true);
+    nlohmann::json fallback = {{"reason", "the strategy's placement exceeds GPU memory"},
+                               {"own_latency_s", cost.latency(result.placement)},
+                               {"candidates", std::move(tried)}};
+    if (const PortfolioCandidate* best = best_fitting(candidates)) {
+      fallback["chosen"] = best->name;
+      result.placement = best->placement;
+      result.bandwidth_allocation.reset();
+    } else {
+      fallback["chosen"] = "none fits: the strategy's own placement";
+    }
+    result.report["memory_fallback"] = std::move(fallback);
+  }
+  result.search_seconds = deadline.elapsed();
   if (searches_) result.report["cost_model"] = std::string(cost_model_name(common_.cost_model));
   if (deadline.bounded()) {
     result.report["time_limit_s"] = deadline.limit();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fmt/format.h>
 #include <limits>
 #include <random>
 
@@ -115,4 +116,30 @@ TEST(CostModel, McmcWithFlowAvoidsTheSharedLink) {
   CostModel measured(g, c, CostModelKind::Flow);
   EXPECT_LE(measured.latency(flow.placement), measured.latency(list.placement));
   EXPECT_DOUBLE_EQ(measured.latency(flow.placement), 3.0);  // one GPU: 3 s, no transfer
+}
+
+// Feasibility first (issue #13): a search strategy that ends over a GPU's memory returns the
+// portfolio's best placement that fits. Four 6-byte operators, two 12-byte GPUs: a random draw
+// that puts three on one GPU (18 B) overflows; m-TOPO's fill puts two and two.
+TEST(MemoryFallback, SearchStrategiesNeverReturnAnOverflowWhenAFillFits) {
+  Graph g;
+  for (int i = 0; i < 4; ++i) g.add_operator({"op" + std::to_string(i), "op", 1.0, 6});
+  g.finalize("four");
+  const Cluster c = dedicated_mesh(2, 1e9, 0.0, 12.0);
+  int fallbacks = 0;
+  for (int seed = 1; seed <= 12; ++seed) {
+    auto r = make_strategy_from_yaml("random", fmt::format("{{seed: {}}}", seed))->place(g, c);
+    const std::vector<double> memory = device_memory(g, r.placement, 2);
+    EXPECT_LE(memory[0], 12.0) << "seed " << seed;
+    EXPECT_LE(memory[1], 12.0) << "seed " << seed;
+    if (r.report.contains("memory_fallback")) {
+      ++fallbacks;
+      EXPECT_EQ(r.report["memory_fallback"]["chosen"], "m-topo") << r.report.dump();
+    }
+  }
+  EXPECT_GT(fallbacks, 0) << "no seed drew an overflowing placement: the test checks nothing";
+  // A baseline returns what it is: one GPU cannot hold the graph (24 B).
+  auto single = make_strategy_from_yaml("single-device", "{}")->place(g, c);
+  EXPECT_FALSE(single.report.contains("memory_fallback"));
+  EXPECT_GT(device_memory(g, single.placement, 2)[single.placement[0]], 12.0);
 }

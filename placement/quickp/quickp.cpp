@@ -223,7 +223,7 @@ OptionSchema<QuickPConfig> quickp_schema() {
   s.flag("fusion", &C::fusion, "algorithm1: fuse operators (ICC Algorithm 1)");
   s.flag("colocation", &C::colocation, "algorithm1: co-locate by eq. 7");
   s.flag("portfolio", &C::portfolio,
-         "keep the best (by the cost model) of QuickP's answer and single-device, HEFT, m-ETF and METIS (false: P2's "
+         "keep the best (by the cost model) of QuickP's answer and m-TOPO, single-device, HEFT, m-ETF and METIS (false: P2's "
          "answer)");
   s.flag("unit_limits", &C::unit_limits,
          "keep at least one placement unit per GPU, none above the smallest GPU's memory or its share of the work "

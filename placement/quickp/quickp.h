@@ -267,7 +267,7 @@ class QuickP : public Strategy {
   // fused_operators, units, groups} when P2 was posed a reduced problem), evaluator_latency_s,
   // lower_bound_s (the whole problem's: max of lower_bound_critical_path_s and
   // lower_bound_work_s), lower_bound_memory_per_gpu_bytes, gap_to_lower_bound.
-  // Never worse than the cheap answers: single-device, HEFT, m-ETF and METIS run first (through
+  // Never worse than the cheap answers: m-TOPO, single-device, HEFT, m-ETF and METIS run first (through
   // the registry, with the call's time), and the placement returned is the best that fits of
   // theirs and QuickP's own by the evaluator: report portfolio ({name: latency or why not}) and
   // portfolio_winner. P2 infeasible with nothing of the portfolio fitting is an error, never an
