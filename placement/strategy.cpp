@@ -20,6 +20,10 @@ OptionSchema<StrategyCommonOptions> strategy_common_schema(const StrategyTraits&
         [range](const YamlFields& f, std::string_view key, StrategyCommonOptions& c) {
           c.time_limit_s = parse_duration_option(f, key, range);
         });
+  if (traits.portfolio != PortfolioUse::None)
+    s.flag("portfolio", &StrategyCommonOptions::portfolio,
+           "keep the best (by the cost model) of the strategy's answer and the warm-start portfolio's: m-TOPO, "
+           "single-device, HEFT, m-ETF and METIS (false: the strategy's own answer)");
   if (traits.searches)
     s.choice<CostModelKind>("cost_model", &StrategyCommonOptions::cost_model, kCostModelNames,
              "the latency the search minimises: list (contention-free list schedule) or flow (the same "
@@ -56,12 +60,47 @@ std::string infeasibility_reason(const Graph& graph, const Cluster& cluster) {
   return "";
 }
 
+namespace {
+
+// Returns `placement` instead of the strategy's answer. What the strategy reported describes its
+// own answer (its memory per GPU, its schedule), so it moves under `own_answer`.
+void replace_answer(PlacementResult& result, std::vector<DeviceId> placement) {
+  if (!result.report.contains("own_answer")) {
+    nlohmann::json own = std::move(result.report);
+    result.report = nlohmann::json::object();
+    for (const char* kept : {"portfolio", "portfolio_winner"})
+      if (own.contains(kept)) {
+        result.report[kept] = std::move(own[kept]);
+        own.erase(kept);
+      }
+    result.report["own_answer"] = std::move(own);
+  }
+  result.placement = std::move(placement);
+  result.bandwidth_allocation.reset();
+}
+
+}  // namespace
+
 PlacementResult Strategy::place(const Graph& graph, const Cluster& cluster) {
   if (const std::string reason = infeasibility_reason(graph, cluster); !reason.empty())
     throw InfeasibleProblem("no placement fits in GPU memory: " + reason);
   const Deadline deadline(common_.time_limit_s);
   PlacementResult result = place_impl(graph, cluster, deadline);
   validate_placement(graph, cluster, result.placement, "strategy '" + name_ + "'");
+  // Never worse than the cheap answers (issue #13): the better, by the cost model, of the answer
+  // (when it fits) and the portfolio's best that fits.
+  if (portfolio_use_ == PortfolioUse::AfterIt && common_.portfolio) {
+    CostModel cost = make_cost_model(graph, cluster);
+    nlohmann::json tried = nlohmann::json::object();
+    const std::vector<PortfolioCandidate> candidates = run_portfolio(graph, cluster, deadline, cost, name_, tried);
+    const bool own_fits = fits_memory(graph, cluster, result.placement);
+    tried[name_] = own_fits ? nlohmann::json(cost.latency(result.placement)) : nlohmann::json("out of memory");
+    const PortfolioCandidate* best = best_fitting(candidates);
+    const bool take = best && (!own_fits || best->latency < tried[name_].get<double>() * (1 - 1e-12));
+    if (take) replace_answer(result, best->placement);
+    result.report["portfolio"] = std::move(tried);
+    result.report["portfolio_winner"] = take ? best->name : name_;
+  }
   // Feasibility first (issue #13): a search that ends over some GPU's memory returns the best
   // placement of the warm-start portfolio that fits (m-TOPO's fill first), and says so. A
   // placement that fits exists whenever the fill finds one. Baselines (single-device, ...) return
@@ -76,8 +115,7 @@ PlacementResult Strategy::place(const Graph& graph, const Cluster& cluster) {
                                {"candidates", std::move(tried)}};
     if (const PortfolioCandidate* best = best_fitting(candidates)) {
       fallback["chosen"] = best->name;
-      result.placement = best->placement;
-      result.bandwidth_allocation.reset();
+      replace_answer(result, best->placement);
     } else {
       fallback["chosen"] = "none fits: the strategy's own placement";
     }

@@ -61,7 +61,17 @@ struct StrategyCommonOptions {
   // The latency a search strategy minimises (sim/cost_model.h); only search strategies take the
   // key (StrategyTraits::searches), the others keep `list`.
   CostModelKind cost_model = CostModelKind::List;
+  // Keep the best, by the cost model, of the strategy's answer and the warm-start portfolio's
+  // (placement/portfolio.h); only strategies with StrategyTraits::portfolio take the key.
+  bool portfolio = true;
   bool operator==(const StrategyCommonOptions&) const = default;
+};
+
+// How a strategy uses the warm-start portfolio (the `portfolio` key).
+enum class PortfolioUse {
+  None,     // no `portfolio` key
+  Own,      // the strategy runs it itself (QuickP: beside P2's answer, before P3)
+  AfterIt,  // Strategy::place keeps the better of the answer and the portfolio's best
 };
 
 // What a strategy's registration says about the shared options.
@@ -70,6 +80,7 @@ struct StrategyTraits {
   // A search strategy: it compares placements by latency, so it takes `cost_model: list | flow`
   // and reports which one it used.
   bool searches = false;
+  PortfolioUse portfolio = PortfolioUse::None;
 };
 
 class Strategy {
@@ -88,6 +99,7 @@ class Strategy {
   void set_cost_model(CostModelKind kind) { common_.cost_model = kind; }
   // Marks a search strategy (StrategyTraits::searches): place() reports its cost model.
   void set_searches(bool searches) { searches_ = searches; }
+  void set_portfolio_use(PortfolioUse use) { portfolio_use_ = use; }
   void set_time_limit(double seconds) { common_.time_limit_s = seconds; }
 
  private:
@@ -95,6 +107,7 @@ class Strategy {
   std::string name_;
   StrategyCommonOptions common_;
   bool searches_ = false;
+  PortfolioUse portfolio_use_ = PortfolioUse::None;
 
  protected:
   // The strategy's cost model on this graph and cluster (`cost_model`, list unless it searches).
@@ -150,6 +163,7 @@ StrategyInfo strategy_info(std::string name, std::string description, OptionSche
             auto s = std::make_unique<S>(schema.parse_known(f));
             s->set_common_options(common.parse_known(f, base));
             s->set_searches(traits.searches);
+            s->set_portfolio_use(traits.portfolio);
             return s;
           }};
 }

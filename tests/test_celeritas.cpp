@@ -381,7 +381,7 @@ TEST(Celeritas, StrategiesOnTheForkGraph) {
   const Graph g = testutil::fig31_graph(1e5);
   const Cluster c = testutil::dedicated_mesh(2, 20e9);
   Evaluator ev(g, c);
-  auto celeritas = make_strategy_from_yaml("celeritas", "{exploration_range: 1}");
+  auto celeritas = make_strategy_from_yaml("celeritas", "{exploration_range: 1, portfolio: false}");
   const PlacementResult r = celeritas->place(g, c);
   EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 0, 1}));
   EXPECT_NEAR(ev.latency(r.placement), 15e-6, 1e-15);
@@ -389,10 +389,24 @@ TEST(Celeritas, StrategiesOnTheForkGraph) {
   EXPECT_EQ(r.report["clusters"].get<int>(), 3);
   auto order = make_strategy_from_yaml("order-place", "{exploration_range: 1}");
   EXPECT_EQ(order->place(g, c).placement, (std::vector<DeviceId>{0, 0, 0}));
-  auto fused = make_strategy_from_yaml("celeritas", "{}");
+  auto fused = make_strategy_from_yaml("celeritas", "{portfolio: false}");
   const PlacementResult one = fused->place(g, c);
   EXPECT_EQ(one.report["clusters"].get<int>(), 1);
   EXPECT_EQ(one.placement, (std::vector<DeviceId>{0, 0, 0}));
+}
+
+// The default keeps the better of Celeritas' answer and the warm-start portfolio's (issue #13):
+// with the default R everything fuses onto one GPU (20 us), HEFT finds the 15 us split; the
+// report says who won and keeps Celeritas' own report under own_answer.
+TEST(Celeritas, PortfolioKeepsTheBetterAnswer) {
+  const Graph g = testutil::fig31_graph(1e5);
+  const Cluster c = testutil::dedicated_mesh(2, 20e9);
+  const PlacementResult r = make_strategy_from_yaml("celeritas", "{}")->place(g, c);
+  EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 15e-6, 1e-15);
+  EXPECT_NE(r.report["portfolio_winner"].get<std::string>(), "celeritas");
+  EXPECT_NEAR(r.report["portfolio"]["celeritas"].get<double>(), 20e-6, 1e-15);
+  EXPECT_EQ(r.report["own_answer"]["clusters"].get<int>(), 1);
+  EXPECT_FALSE(r.report.contains("clusters"));
 }
 
 TEST(Celeritas, AdjustingVersusOrderPlaceOnRealGraphsWithBindingMemory) {
@@ -417,8 +431,8 @@ TEST(Celeritas, AdjustingVersusOrderPlaceOnRealGraphsWithBindingMemory) {
       ASSERT_GT(g.total_memory(), c.device(0).memory_bytes) << "memory must bind";
       Evaluator ev(g, c);
       auto order = make_strategy_from_yaml("order-place", "{}");
-      auto guarded = make_strategy_from_yaml("celeritas", "{}");
-      auto raw = make_strategy_from_yaml("celeritas", "{keep_better: false}");
+      auto guarded = make_strategy_from_yaml("celeritas", "{portfolio: false}");
+      auto raw = make_strategy_from_yaml("celeritas", "{keep_better: false, portfolio: false}");
       const PlacementResult ro = order->place(g, c);
       const PlacementResult rg = guarded->place(g, c);
       const PlacementResult rr = raw->place(g, c);
@@ -448,7 +462,7 @@ TEST(Celeritas, PlacesVggQuickly) {
   PLACESIM_REQUIRE_SHARED_GRAPHS();
   const Graph g = load_graph(testutil::shared_graphs() + "/quickp/vgg.json").graph;
   const Cluster c = testutil::nvlink_servers(4);
-  auto s = make_strategy_from_yaml("celeritas", "{}");
+  auto s = make_strategy_from_yaml("celeritas", "{portfolio: false}");
   const PlacementResult r = s->place(g, c);
   EXPECT_LT(r.search_seconds, 0.5);
   EXPECT_LT(r.report["clusters"].get<int>(), static_cast<int>(g.num_operators()) / 20);

@@ -201,9 +201,9 @@ TEST(Mcmc, MemoryPenaltySteersAwayFromOverflow) {
   // Blind to memory the chain ends on one GPU (2 s, 2 B over); Strategy::place then returns the
   // portfolio's best placement that fits (the split, 3 s) and says so.
   PlacementResult blind = run_mcmc(g, c, "{steps: 100, memory_penalty: 0}");
-  EXPECT_DOUBLE_EQ(blind.report["best_latency_s"].get<double>(), 2.0);
-  EXPECT_DOUBLE_EQ(blind.report["best_memory_overflow_bytes"].get<double>(), 2.0);
   ASSERT_TRUE(blind.report.contains("memory_fallback")) << blind.report.dump();
+  EXPECT_DOUBLE_EQ(blind.report["own_answer"]["best_latency_s"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(blind.report["own_answer"]["best_memory_overflow_bytes"].get<double>(), 2.0);
   EXPECT_NE(blind.placement[0], blind.placement[1]);
   EXPECT_DOUBLE_EQ(Evaluator(g, c).latency(blind.placement), 3.0);
 }

@@ -143,12 +143,12 @@ TEST(PlacetoGreedy, MemoryPenaltySplitsWhatDoesNotFit) {
   // staying (1) beats moving (1.5).
   const Graph g = memory_chain();
   const Cluster c = testutil::dedicated_mesh(2, 1e9, 0.0, 8e9);
-  auto fits = make("placeto-greedy", "{}");
+  auto fits = make("placeto-greedy", "{portfolio: false}");
   const auto split = fits->place(g, c).placement;
   EXPECT_NE(split[0], split[1]);
   // Blind to memory, the search keeps both together (2 s) on one GPU they overflow;
   // Strategy::place then returns the portfolio's best placement that fits instead, and says so.
-  auto ignores = make("placeto-greedy", "{memory_penalty: 0}");
+  auto ignores = make("placeto-greedy", "{memory_penalty: 0, portfolio: false}");
   const PlacementResult blind = ignores->place(g, c);
   ASSERT_TRUE(blind.report.contains("memory_fallback")) << blind.report.dump();
   EXPECT_DOUBLE_EQ(blind.report["memory_fallback"]["own_latency_s"].get<double>(), 2.0);
@@ -329,14 +329,14 @@ TEST(PlacetoStrategy, PolicyFileZeroShotAndOptions) {
   policy.save(path);
 
   // Zero-shot through the strategy equals the policy's own episode.
-  auto s = make("placeto", "{policy: " + path + "}");
+  auto s = make("placeto", "{policy: " + path + ", portfolio: false}");
   const auto r = s->place(g, c2);
   PlacetoEnv env(g, c2, {});
   EXPECT_EQ(r.placement, env.expand(policy.place(env)));
   EXPECT_EQ(r.report["policy_episodes"], 0);
 
   // Fine-tuning continues the policy's episode count.
-  auto tuned = make("placeto", "{policy: " + path + ", fine_tune_episodes: 3}");
+  auto tuned = make("placeto", "{policy: " + path + ", fine_tune_episodes: 3, portfolio: false}");
   EXPECT_EQ(tuned->place(g, c2).report["policy_episodes"], 3);
 
   // A 2-GPU policy on a 4-GPU cluster is an input error naming the option.

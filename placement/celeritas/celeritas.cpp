@@ -103,7 +103,7 @@ StrategyInfo order_place_strategy_info() {
 StrategyInfo celeritas_strategy_info() {
   return strategy_info<Celeritas>(
       "celeritas", "Celeritas: fuse runs of the CPD-TOPO order, then Adjusting Placement (earliest start with insertion)",
-      celeritas_schema(), {.searches = true});
+      celeritas_schema(), {.searches = true, .portfolio = PortfolioUse::AfterIt});
 }
 
 }  // namespace placesim

@@ -26,7 +26,7 @@ StrategyInfo placeto_greedy_strategy_info() {
       "placeto-greedy",
       "Placeto's episode (merge-and-colocate groups visited in topological order) with a one-step lookahead on the "
       "cost model instead of the policy network",
-      placeto_greedy_schema(), {.searches = true});
+      placeto_greedy_schema(), {.searches = true, .portfolio = PortfolioUse::AfterIt});
 }
 
 }  // namespace placesim

@@ -114,7 +114,7 @@ StrategyInfo placeto_strategy_info() {
       "placeto",
       "Placeto (Addanki et al. 2019): a graph-embedding policy network visits the merge-and-colocate groups and moves "
       "each to a GPU; zero-shot from a trained policy file, fine-tuned, or trained on the graph (LibTorch)",
-      placeto_schema(), {.searches = true});
+      placeto_schema(), {.searches = true, .portfolio = PortfolioUse::AfterIt});
 }
 
 }  // namespace placesim

@@ -67,7 +67,7 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
   nlohmann::json portfolio_report = nlohmann::json::object();
   CostModel cost = make_cost_model(graph, cluster);
   std::vector<PortfolioCandidate> candidates =
-      config_.portfolio ? run_portfolio(graph, cluster, deadline, cost, "quickp", portfolio_report) : std::vector<PortfolioCandidate>{};
+      common_options().portfolio ? run_portfolio(graph, cluster, deadline, cost, "quickp", portfolio_report) : std::vector<PortfolioCandidate>{};
   const MultiNicConfig* multi_nic = config_.bandwidth_allocation ? multi_nic_config_of(cluster) : nullptr;
   // P2 gets what is left; with P3 to follow, half of it (each later re-placement half of the rest).
   QuickPPass pass = place_once(graph, cluster, deadline, multi_nic ? 0.5 : 1.0);
@@ -222,9 +222,6 @@ OptionSchema<QuickPConfig> quickp_schema() {
   s.optional_duration("beta", &C::beta_s, "algorithm2's co-location threshold", finite_non_negative, "1ms", "2 alpha");
   s.flag("fusion", &C::fusion, "algorithm1: fuse operators (ICC Algorithm 1)");
   s.flag("colocation", &C::colocation, "algorithm1: co-locate by eq. 7");
-  s.flag("portfolio", &C::portfolio,
-         "keep the best (by the cost model) of QuickP's answer and m-TOPO, single-device, HEFT, m-ETF and METIS (false: P2's "
-         "answer)");
   s.flag("unit_limits", &C::unit_limits,
          "keep at least one placement unit per GPU, none above the smallest GPU's memory or its share of the work "
          "(false: the papers' fusion and co-location as published)");
@@ -258,7 +255,8 @@ StrategyInfo quickp_strategy_info() {
   return strategy_info<QuickP>(
       "quickp",
       "QuickP (ICC 2025): operator fusion (Algorithm 1), co-location (eq. 7), then the integer program P2 with CBC",
-      quickp_schema(), {.time_limit_default = 60.0, .searches = true});
+      quickp_schema(),
+      {.time_limit_default = 60.0, .searches = true, .portfolio = PortfolioUse::Own});
 }
 
 }  // namespace placesim

@@ -243,8 +243,6 @@ struct QuickPConfig {
   // Keep the reduced graph usable by the GPUs (UnitLimits): on by default; off gives the papers'
   // fusion and co-location exactly.
   bool unit_limits = true;
-  // Keep the best of QuickP's answer and the warm-start portfolio's (see QuickP); off: P2's answer.
-  bool portfolio = true;
   P2Options p2;  // its time_limit_s is set per solve from the call's time limit
   bool operator==(const QuickPConfig&) const = default;
 };
