@@ -378,7 +378,7 @@ void check_pivot_fields(std::span<const PointRecord> records, const PivotSpec& s
 std::string format_pivot_table(std::span<const PointRecord> records, const PivotSpec& spec) {
   std::vector<std::string> row_keys, column_keys;
   std::map<std::pair<std::string, std::string>, std::vector<double>> cells;
-  std::set<std::pair<std::string, std::string>> oom, failed;
+  std::set<std::pair<std::string, std::string>> oom, failed, infeasible;
   const SweepText text(records);
   for (const PointRecord* record : in_scenario_order(records)) {
     const PointRecord& r = *record;
@@ -389,7 +389,7 @@ std::string format_pivot_table(std::span<const PointRecord> records, const Pivot
     if (std::find(row_keys.begin(), row_keys.end(), row) == row_keys.end()) row_keys.push_back(row);
     if (std::find(column_keys.begin(), column_keys.end(), column) == column_keys.end()) column_keys.push_back(column);
     if (r.failed()) {
-      failed.insert({row, column});
+      (r.infeasible ? infeasible : failed).insert({row, column});
       continue;
     }
     if (r.measurement->oom) oom.insert({row, column});
@@ -417,9 +417,11 @@ std::string format_pivot_table(std::span<const PointRecord> records, const Pivot
     out << "| " << row;
     for (const auto& c : column_keys) {
       auto it = medians.find({row, c});
-      std::string cell = it != medians.end() ? format_in(it->second, unit)
-                         : failed.count({row, c}) ? "failed"
-                                                  : "";
+      // A cell of several points that did not all run says the first reason: failed, then infeasible.
+      std::string cell = it != medians.end()           ? format_in(it->second, unit)
+                         : failed.count({row, c})     ? "failed"
+                         : infeasible.count({row, c}) ? "infeasible"
+                                                      : "";
       if (oom.count({row, c})) cell += " (OOM)";
       out << " | " << cell;
     }

@@ -143,6 +143,19 @@ TEST(Report, PivotTakesTheMedianOverRepetitions) {
   EXPECT_NE(md.find("| g | 2 ms | 5 ms (OOM) |"), std::string::npos) << md;
 }
 
+// A point that did not run says why in its cell: failed, or infeasible (no placement fits).
+TEST(Report, PivotCellsSayFailedOrInfeasible) {
+  PointRecord ran = measured("a", {}, 0.002), crashed = failed("b", {}, "worker killed"),
+              too_big = failed("c", {}, "no placement fits in GPU memory: ...");
+  too_big.infeasible = true;
+  PivotSpec spec;
+  spec.rows = {"graph"};
+  spec.columns = {"strategy"};
+  spec.value = "latency";
+  const std::string md = format_pivot_table(std::vector<PointRecord>{ran, crashed, too_big}, spec);
+  EXPECT_NE(md.find("| g | 2 ms | failed | infeasible |"), std::string::npos) << md;
+}
+
 TEST(Report, BadInputsNameTheFileLineAndField) {
   const fs::path dir = fresh_dir("bad");
   write(dir / "results.jsonl", lines({measured("a", {}, 0.001)}) + "{not json\n");
