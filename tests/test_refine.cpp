@@ -1,20 +1,25 @@
 // `refine:` (placement/refine/refine.h): the local search that follows a strategy. Answers by
 // hand on two independent chains; on random graphs and every fabric it never ends worse than it
-// started; its result does not depend on the thread count; memory that fit keeps fitting.
+// started; its result does not depend on the thread count; memory that fit keeps fitting. And the
+// scenario key: its parse errors, and a run that reports it.
 #include <gtest/gtest.h>
 
 #include <random>
 #include <set>
 
 #include "placement/refine/refine.h"
+#include "scenarios/scenario.h"
 #include "sim/cost_model.h"
 #include "sim/evaluator.h"
+#include "sim/graph_io.h"
+#include "sim/placement_io.h"
 #include "tests/contention_cases.h"
 #include "tests/test_util.h"
 #include "topologies/registry.h"
 
 using namespace placesim;
 using namespace placesim::testutil;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -44,6 +49,12 @@ Cluster two_servers(const std::string& gpu1_memory) {
                  "server_overrides: [{server: 1, gpu_memory: " +
                  gpu1_memory + "}]}"),
       "test");
+}
+
+// The scenario error of a fig3.1 scenario whose one strategy entry is `strategy` (YAML flow).
+void parse_with_strategy(const std::string& strategy) {
+  parse_scenario(YAML::Load("graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [" + strategy + "]\n"),
+                 "bad.yaml");
 }
 
 RefineConfig with_threads(int threads) {
@@ -241,4 +252,85 @@ TEST(Refine, EveryKeysExampleTakesEffect) {
                                          "patience", "seed"}));
   EXPECT_EQ(schema.parse(YamlFields(YAML::Load("{cost_model: flow}"), "s.yaml", "refine")).cost_model,
             CostModelKind::Flow);
+}
+
+// `refine:` in a scenario: parsed with the schema, so every bad key or value names the file and
+// the field; `refine: {}` (or no value) takes the defaults.
+TEST(Refine, ScenarioErrorsNameTheFileAndField) {
+  EXPECT_INPUT_ERROR(parse_with_strategy("{name: heft, refine: {stepz: 3}}"), "strategies[0].refine.stepz", "bad.yaml",
+                     "unknown key; did you mean 'steps'?");
+  EXPECT_INPUT_ERROR(parse_with_strategy("{name: heft, refine: {batch: 0}}"), "strategies[0].refine.batch", "bad.yaml",
+                     "expected a whole number from 1");
+  EXPECT_INPUT_ERROR(parse_with_strategy("{name: heft, refine: {cost_model: lists}}"), "strategies[0].refine.cost_model",
+                     "bad.yaml", "list", "flow");
+  EXPECT_INPUT_ERROR(parse_with_strategy("{name: heft, refine: {swap_fraction: 1.5}}"),
+                     "strategies[0].refine.swap_fraction", "bad.yaml");
+  EXPECT_INPUT_ERROR(parse_with_strategy("{name: heft, refine: {time_limit: -1s}}"), "strategies[0].refine.time_limit",
+                     "bad.yaml");
+  EXPECT_INPUT_ERROR(parse_with_strategy("{name: heft, refine: 100}"), "strategies[0].refine", "bad.yaml",
+                     "expected a mapping");
+  EXPECT_INPUT_ERROR(parse_with_strategy("{name: heft, refines: {}}"), "strategies[0].refines", "bad.yaml");
+
+  const Scenario s = parse_scenario(
+      YAML::Load("graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies:\n"
+                 "  - {name: heft, refine: {}}\n  - {name: metis, refine: }\n  - {name: random, refine: {steps: 5}}\n"
+                 "  - round-robin\n"),
+      "good.yaml");
+  ASSERT_EQ(s.strategies.size(), 4u);
+  EXPECT_EQ(s.strategies[0].refine, RefineConfig{});
+  EXPECT_EQ(s.strategies[1].refine, RefineConfig{});
+  ASSERT_TRUE(s.strategies[2].refine.has_value());
+  EXPECT_EQ(s.strategies[2].refine->steps, 5);
+  EXPECT_FALSE(s.strategies[3].refine.has_value());
+}
+
+// A run end to end: single-device puts both chains on GPU 0 (40 us); refine (list, the model of a
+// strategy that does not search) moves one chain to GPU 1 (20 us, as above), which the evaluator
+// then measures, and the refined placement is the one saved. A search strategy's `cost_model` is
+// inherited unless `refine` names its own.
+TEST(Refine, ScenarioRunReportsTheRefineStage) {
+  const fs::path dir = fresh_temp_dir("refine-run");
+  {
+    Graph g = two_chains();
+    save_placesim_json(g, (dir / "chains.json").string());
+  }
+  const std::string yaml = R"(
+name: refined
+graph: {file: chains.json}
+cluster: {type: full-mesh, gpus: 2, bandwidth: 1GB/s}
+strategies:
+  - {name: single-device, refine: {threads: 2}}
+  - {name: single-device, label: unrefined}
+  - {name: mcmc, label: mcmc-flow, options: {steps: 10, cost_model: flow}, refine: {steps: 16}}
+  - {name: mcmc, label: mcmc-list-refine, options: {steps: 10, cost_model: flow}, refine: {steps: 16, cost_model: list}}
+simulation: {engine: evaluator, trace: false}
+)";
+  const SweepPlan plan = plan_sweep(YAML::Load(yaml), (dir / "refined.yaml").string());
+  const std::vector<PointRecord> r = run_plan(plan, dir);
+  ASSERT_EQ(r.size(), 4u);
+  for (const auto& o : r) ASSERT_TRUE(o.measurement) << o.label << ": " << o.error;
+
+  const auto& refined = r[0].measurement->strategy_report.at("refine");
+  EXPECT_EQ(refined.at("cost_model"), "list");
+  EXPECT_NEAR(refined.at("start_latency_s").get<double>(), 40e-6, 1e-15);
+  EXPECT_NEAR(refined.at("final_latency_s").get<double>(), 20e-6, 1e-15);
+  EXPECT_EQ(refined.at("stopped_by"), "converged");
+  EXPECT_GT(refined.at("evaluations").get<long>(), 0);
+  EXPECT_GE(refined.at("improvements").get<long>(), 1);
+  EXPECT_GE(refined.at("threads").get<int>(), 1);
+  EXPECT_LE(refined.at("threads").get<int>(), 2);
+  EXPECT_GE(r[0].measurement->search_time, refined.at("seconds").get<double>()) << "refine counts as search time";
+  EXPECT_NEAR(r[0].measurement->evaluator_latency, 20e-6, 1e-15);
+  std::vector<std::string> warnings;
+  const Graph g = load_graph_source(plan.variants.at(0).graph, plan.variants.at(0).file, warnings);
+  const std::vector<DeviceId> saved = load_placement(g, (dir / r[0].measurement->placement_file).string());
+  EXPECT_EQ(saved[A0], saved[A1]);
+  EXPECT_EQ(saved[B0], saved[B1]);
+
+  EXPECT_FALSE(r[1].measurement->strategy_report.contains("refine"));
+  EXPECT_NEAR(r[1].measurement->evaluator_latency, 40e-6, 1e-15);
+
+  EXPECT_EQ(r[2].measurement->strategy_report.at("refine").at("cost_model"), "flow");
+  EXPECT_EQ(r[3].measurement->strategy_report.at("refine").at("cost_model"), "list");
+  fs::remove_all(dir);
 }
