@@ -53,7 +53,7 @@ struct LinkUse {
 
 // What a placement measured, as recorded.
 struct PointMeasurement {
-  double search_time = 0;  // the strategy's, including coarsening
+  double search_time = 0;  // the strategy's, including coarsening and `refine:`
   double evaluator_latency = 0;
   std::optional<double> simgrid_latency, simgrid_wall_time;  // when SimGrid ran
   std::optional<double> flow_latency;                        // when the flow engine ran

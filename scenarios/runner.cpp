@@ -75,9 +75,6 @@ std::string file_safe(const std::string& label) {
   return out;
 }
 
-// Places the graph; with `coarsen:`, places the coarse graph and gives every operator its coarse
-// operator's GPU. Coarsening time counts as search time (it is part of finding the placement) and
-// is also reported on its own, with the coarse graph's size, under strategy_report.coarsening.
 // Why a measurement holds a value that is not a finite number, or "" when every value is finite.
 // JSON has no infinity or NaN (they would be written as null, as if absent), and such a point
 // cannot be compared with others, so the runner records it as a failed point with this reason.
@@ -103,6 +100,9 @@ std::string non_finite_reason(const Graph& graph, const Cluster& cluster, const 
   return what + ", not a finite number: the graph's times and sizes add up beyond what the engines can represent";
 }
 
+// Places the graph; with `coarsen:`, places the coarse graph and gives every operator its coarse
+// operator's GPU. Coarsening time counts as search time (it is part of finding the placement) and
+// is also reported on its own, with the coarse graph's size, under strategy_report.coarsening.
 PlacementResult place(const StrategySpec& spec, Strategy& strategy, const Graph& graph, const Cluster& cluster) {
   if (!spec.coarsen) return strategy.place(graph, cluster);
   const auto t0 = std::chrono::steady_clock::now();
@@ -121,6 +121,19 @@ PlacementResult place(const StrategySpec& spec, Strategy& strategy, const Graph&
   return placed;
 }
 
+// `refine:` on what the strategy returned (expanded, when coarsened), on the cluster it is measured
+// on, under the strategy's own cost model unless `refine` names one. Its time counts as search
+// time, as coarsening's does; strategy_report.refine says what it did.
+void refine_placed(const StrategySpec& spec, const Strategy& strategy, const Graph& graph, const Cluster& cluster,
+                   PlacementResult& placed) {
+  RefineResult refined = refine_placement(graph, cluster, std::move(placed.placement), *spec.refine,
+                                          strategy.common_options().cost_model);
+  validate_placement(graph, cluster, refined.placement, "strategy '" + spec.label + "' (refined)");
+  placed.placement = std::move(refined.placement);
+  placed.search_seconds += refined.seconds;
+  placed.report["refine"] = refine_report(refined);
+}
+
 }  // namespace
 
 StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec& spec, const Graph& graph,
@@ -132,10 +145,6 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
   try {
     auto strategy = make_strategy(spec.name, spec.options, scenario.file, spec.field);
     PlacementResult placed = place(spec, *strategy, graph, scenario.cluster);
-    out.search_seconds = placed.search_seconds;
-    out.strategy_report = placed.report;
-    out.placement_file = "placement-" + file_safe(file_stem) + ".json";
-    save_placement(graph, placed.placement, (folder / out.placement_file).string());
     // A strategy that also chose the multi-NIC bandwidth allocation (QuickP P3) is measured on
     // the cluster with that allocation, so SimGrid enforces it.
     const std::optional<Cluster> allocated =
@@ -144,6 +153,11 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
                                                                "strategy '" + spec.label + "'"))
             : std::nullopt;
     const Cluster& run_on = allocated ? *allocated : scenario.cluster;
+    if (spec.refine) refine_placed(spec, *strategy, graph, run_on, placed);
+    out.search_seconds = placed.search_seconds;
+    out.strategy_report = placed.report;
+    out.placement_file = "placement-" + file_safe(file_stem) + ".json";
+    save_placement(graph, placed.placement, (folder / out.placement_file).string());
     out.measurement = measure_placement(graph, run_on, placed.placement, scenario.simulation.engine,
                                         scenario.simulation.order);
     if (const std::string reason = non_finite_reason(graph, run_on, placed.placement, out.measurement); !reason.empty()) {

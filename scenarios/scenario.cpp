@@ -158,11 +158,16 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
       spec.name = list[i].Scalar();
     } else {
       YamlFields e(list[i], file, spec.field);
-      e.allow_only({"name", "label", "options", "coarsen"});
+      e.allow_only({"name", "label", "options", "coarsen", "refine"});
       spec.name = e.string("name");
       spec.label = e.string_or("label", "");
       if (e.has("options")) spec.options = e.node("options");
       if (e.has("coarsen")) spec.coarsen = coarsening_from_yaml(e.node("coarsen"), file, spec.field + ".coarsen");
+      if (e.has("refine")) {
+        // `refine:` with no value takes the defaults, as `refine: {}` does.
+        const YAML::Node refine = e.node("refine").IsNull() ? YAML::Node(YAML::NodeType::Map) : e.node("refine");
+        spec.refine = refine_schema().parse(YamlFields(refine, file, spec.field + ".refine"));
+      }
     }
     if (spec.label.empty()) spec.label = spec.name;
     find_strategy(spec.name, file, spec.field + ".name");

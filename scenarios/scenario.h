@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "placement/coarsening/coarsening.h"
+#include "placement/refine/refine.h"
 #include "scenarios/report.h"
 #include "sim/builtin_graphs.h"
 #include "sim/cluster.h"
@@ -36,6 +37,7 @@ struct StrategySpec {
   std::string label;    // how results name it (defaults to the name; must be unique)
   YAML::Node options;   // the strategy's own `options:` mapping
   std::optional<CoarseningConfig> coarsen;  // place a coarsened graph, then expand (`coarsen:`)
+  std::optional<RefineConfig> refine;       // then improve the placement by local search (`refine:`)
   std::string field;    // "strategies[i]", for error messages
 };
 

@@ -8,7 +8,7 @@ packages=(
   libsimgrid-dev            # the discrete-event engine (pkg-config: simgrid)
   libboost-graph-dev        # weakly connected components and graph algorithms
   libmetis-dev              # METIS k-way partitioning baseline
-  # libtbb-dev (oneTBB) returns when a parallel, measured use of it lands (issue #12).
+  libtbb-dev                # oneTBB: `refine:` evaluates candidate moves in parallel (placement/refine)
   libbenchmark-dev          # Google Benchmark (bench/)
   libgtest-dev              # GoogleTest (tests/)
   coinor-libcbc-dev coinor-libclp-dev  # open MILP/LP solvers (pkg-config: cbc, clp)

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <random>
 
+#include "placement/placement_units.h"
 #include "placement/round_robin/round_robin.h"
 #include "placement/single_device/single_device.h"
 #include "sim/errors.h"
@@ -15,46 +16,6 @@
 namespace placesim {
 
 namespace {
-
-// What a step moves: an operator, or every operator of one colocation class (CSR lists).
-struct Units {
-  std::vector<std::int32_t> offsets{0};
-  std::vector<OpId> ops;
-  std::vector<double> memory;                 // bytes of each unit's operators
-  std::vector<std::int32_t> computing, zero;  // proposable units: with compute, with tensors only
-  std::span<const OpId> members(std::int32_t u) const {
-    return {ops.data() + offsets[u], ops.data() + offsets[u + 1]};
-  }
-};
-
-Units build_units(const Graph& g) {
-  const auto n = static_cast<OpId>(g.num_operators());
-  const int classes = g.num_colocation_classes();
-  std::vector<std::int32_t> unit_of(n);
-  std::int32_t next = classes;
-  for (OpId i = 0; i < n; ++i) unit_of[i] = g.op(i).colocation_class >= 0 ? g.op(i).colocation_class : next++;
-  Units u;
-  std::vector<std::int32_t> count(next, 0);
-  for (OpId i = 0; i < n; ++i) ++count[unit_of[i]];
-  u.offsets.assign(static_cast<std::size_t>(next) + 1, 0);
-  for (std::int32_t k = 0; k < next; ++k) u.offsets[k + 1] = u.offsets[k] + count[k];
-  u.ops.resize(n);
-  std::vector<std::int32_t> fill(u.offsets.begin(), u.offsets.end() - 1);
-  for (OpId i = 0; i < n; ++i) u.ops[fill[unit_of[i]]++] = i;
-  u.memory.assign(next, 0.0);
-  for (std::int32_t k = 0; k < next; ++k) {
-    bool computes = false, talks = false;
-    for (OpId i : u.members(k)) {
-      u.memory[k] += g.op(i).memory_bytes;
-      computes = computes || g.op(i).compute_s > 0;
-      for (EdgeId e : g.out_edges(i)) talks = talks || unit_of[g.tensor(e).dst] != k;
-      for (EdgeId e : g.in_edges(i)) talks = talks || unit_of[g.tensor(e).src] != k;
-    }
-    if (computes) u.computing.push_back(k);
-    else if (talks) u.zero.push_back(k);
-  }
-  return u;
-}
 
 // Uniform in (0, 1]: the Metropolis threshold takes its logarithm.
 double uniform_open0(std::mt19937_64& rng) { return static_cast<double>((rng() >> 11) + 1) * 0x1.0p-53; }
@@ -66,7 +27,7 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
   const auto n = graph.num_operators();
   const int num_devices = cluster.num_devices();
   std::mt19937_64 rng(config_.seed);
-  const Units units = build_units(graph);
+  const PlacementUnits units = build_placement_units(graph);
 
   CostModel cost_model = make_cost_model(graph, cluster);
   std::vector<DeviceId> current(n, best_single_device(graph, cluster));  // single-device's GPU
@@ -84,9 +45,9 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
   } else if (config_.init == McmcConfig::Init::RoundRobin) {
     current = RoundRobin(RoundRobinConfig{}).place(graph, cluster).placement;
   } else if (config_.init == McmcConfig::Init::Random) {
-    for (std::size_t k = 0; k + 1 < units.offsets.size(); ++k) {
+    for (std::int32_t k = 0; k < units.count(); ++k) {
       const auto d = static_cast<DeviceId>(below(rng, num_devices));
-      for (OpId i : units.members(static_cast<std::int32_t>(k))) current[i] = d;
+      for (OpId i : units.members_of(k)) current[i] = d;
     }
   }
 
@@ -110,7 +71,7 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
   long best_step = 0;
 
   // Which list a proposal draws from: zero-compute units weigh zero_compute_weight each.
-  const double zero_mass = config_.zero_compute_weight * static_cast<double>(units.zero.size());
+  const double zero_mass = config_.zero_compute_weight * static_cast<double>(units.zero_compute.size());
   const double computing_mass = static_cast<double>(units.computing.size());
   const double zero_share = zero_mass + computing_mass > 0 ? zero_mass / (zero_mass + computing_mass) : 0.0;
   const bool can_move = num_devices > 1 && zero_mass + computing_mass > 0;
@@ -126,9 +87,9 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
       break;
     }
     const bool pick_zero = units.computing.empty() || (zero_share > 0 && uniform_open0(rng) <= zero_share);
-    const auto& pool = pick_zero ? units.zero : units.computing;
+    const auto& pool = pick_zero ? units.zero_compute : units.computing;
     const std::int32_t unit = pool[below(rng, pool.size())];
-    const auto members = units.members(unit);
+    const auto members = units.members_of(unit);
     const DeviceId from = current[members[0]];
     auto to = static_cast<DeviceId>(below(rng, num_devices - 1));
     if (to >= from) ++to;
@@ -184,7 +145,7 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
       {"best_memory_overflow_bytes", best_overflow},
       {"final_latency_s", current_latency},
       {"final_cost_s", current_cost},
-      {"proposable_units", units.computing.size() + units.zero.size()},
+      {"proposable_units", units.computing.size() + units.zero_compute.size()},
   };
   if (config_.init == McmcConfig::Init::Portfolio) r.report["portfolio"] = std::move(portfolio_report);
   if (cost_model.kind() == CostModelKind::Flow) {
