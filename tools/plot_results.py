@@ -233,10 +233,25 @@ def describe(fig):
 # --- the plots --------------------------------------------------------------------------------
 
 
-def group_key(r, with_gpus):
+def named_axes(records):
+    """Swept paths whose values are names, not numbers (a labelled cluster, say), besides the graph:
+    bars are grouped by them rather than taking medians across different clusters."""
+    paths = []
+    for r in records:
+        for path, value in r.get("params", {}).items():
+            if path in IGNORED_PARAMS or path == "graph" or path in paths or isinstance(value, (int, float)):
+                continue
+            if len(unique(json.dumps(q.get("params", {}).get(path)) for q in records)) > 1:
+                paths.append(path)
+    return paths
+
+
+def group_key(r, with_gpus, named=()):
     key = r.get("graph", "?")
     if with_gpus:
         key += f" / {plural(r.get('gpus'), 'GPU', 'GPUs')}"
+    for path in named:
+        key += f" / {r.get('params_text', {}).get(path, r.get('params', {}).get(path, '?'))}"
     return key
 
 
@@ -264,13 +279,14 @@ def aggregated(records, key_of):
 
 def plot_latency_by_model(records, styles, out_dir, written, described):
     gpu_counts = unique(r.get("gpus") for r in records)
-    with_gpus = len(gpu_counts) > 1
-    groups = unique(group_key(r, with_gpus) for r in records)
+    named = named_axes(records)
+    with_gpus = len(gpu_counts) > 1 and not named  # a named cluster says its GPU count itself
+    groups = unique(group_key(r, with_gpus, named) for r in records)
     strategies = unique(r["strategy"] for r in records)
     values = defaultdict(list)
     oom = set()
     for r in records:
-        g, s = group_key(r, with_gpus), r["strategy"]
+        g, s = group_key(r, with_gpus, named), r["strategy"]
         if ok(r):
             values[(g, s)].append(r["latency"])
         if r.get("oom"):
@@ -278,7 +294,8 @@ def plot_latency_by_model(records, styles, out_dir, written, described):
     if not values:
         status("latency_by_model: no successful point, skipped")
         return
-    varying, repeated = aggregated([r for r in records if ok(r)], lambda r: (group_key(r, with_gpus), r["strategy"]))
+    varying, repeated = aggregated([r for r in records if ok(r)],
+                                   lambda r: (group_key(r, with_gpus, named), r["strategy"]))
     medians = {k: median(v) for k, v in values.items()}
     unit, scale = time_unit(medians.values())
     fig, ax = plt.subplots(figsize=(max(6.0, 0.28 * len(groups) * len(strategies) + 1.5), 4.2))
@@ -311,6 +328,42 @@ def plot_latency_by_model(records, styles, out_dir, written, described):
     fig.tight_layout()
     legend_outside(fig, [ax])
     save(fig, out_dir, "latency_by_model", written, described)
+
+
+def plot_cost_models(records, styles, out_dir, written, described):
+    """When strategies run in pairs labelled <name>-list and <name>-flow (searching the
+    contention-free list schedule and the flow model), one panel per case: each pair's latency
+    (SimGrid's where it ran) relative to the best of the case, list beside flow."""
+    labels = unique(r["strategy"] for r in records)
+    pairs = [l[:-5] for l in labels if l.endswith("-list") and l[:-5] + "-flow" in labels]
+    if not pairs:
+        return
+    named = named_axes(records)
+    cases = unique(group_key(r, False, named) for r in records)
+    latency = {(group_key(r, False, named), r["strategy"]): r["latency"] for r in records if ok(r)}
+    fig, axes = panels(len(cases), width=4.6, height=3.0)
+    for ax, case in zip(axes, cases):
+        best = min((v for (c, _), v in latency.items() if c == case), default=None)
+        if not best:
+            ax.set_visible(False)
+            continue
+        for k, kind in enumerate(("list", "flow")):
+            xs = [i + (k - 0.5) * 0.38 for i, p in enumerate(pairs) if (case, f"{p}-{kind}") in latency]
+            ys = [latency[(case, f"{p}-{kind}")] / best for p in pairs if (case, f"{p}-{kind}") in latency]
+            ax.bar(xs, ys, 0.38, label=f"cost_model: {kind}", color=("#9e9e9e", "#1f77b4")[k])
+        ax.axhline(1.0, color="black", linewidth=0.6)
+        ax.set_xticks(range(len(pairs)))
+        ax.set_xticklabels(pairs, rotation=30, ha="right", fontsize=8)
+        ax.set_title(case, fontsize=9)
+        if max(ys or [1]) > 5:
+            ax.set_yscale("log")
+        ax.set_ylabel(f"latency / best of the case ({latency_words(records)})", fontsize=8)
+    title = "Searching the contention-free list schedule or the flow model: latency relative to the best placement of each case (1 = best)"
+    layout_under_title(fig, "\n".join(textwrap.wrap(title, 90)))
+    handles, legend_labels = axes[0].get_legend_handles_labels()
+    right = max(ax.get_position().x1 for ax in axes if ax.get_visible())
+    fig.legend(handles, legend_labels, loc="upper left", bbox_to_anchor=(right + 0.01, 0.95), fontsize=8, frameon=False)
+    save(fig, out_dir, "cost_models", written, described)
 
 
 def numeric_params(records, name_part):
@@ -546,6 +599,7 @@ def main():
     styles = strategy_styles(records)
     written, described = [], OrderedDict()
     plot_latency_by_model(records, styles, args.out, written, described)
+    plot_cost_models(records, styles, args.out, written, described)
     plot_latency_vs_bandwidth(records, styles, args.out, written, described)
     plot_search_time_vs_gpus(records, styles, args.out, written, described)
     plot_gantt(records, styles, args.out, written, described, args.gantt_strategy)
