@@ -634,6 +634,52 @@ TEST(Report, PlotsNameTheirAxesAndKeepOneStylePerStrategy) {
   EXPECT_EQ(slurp(report / "plot.log").find("Traceback"), std::string::npos);
 }
 
+// Strategies in <name>-list / <name>-flow pairs over clusters named by a label: the bars group by
+// the named cluster (no medians across clusters), and cost_models draws one panel per case with
+// each pair's latency over the case's best (by hand: best 10 ms; a-list 30 ms -> 3, a-flow 10 ms
+// -> 1, b-list 20 ms -> 2, b-flow 15 ms -> 1.5; on c2 every latency is doubled: the same ratios).
+TEST(Report, CostModelPairsPlotOnePanelPerCase) {
+  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
+  const fs::path dir = fresh_dir("cost-models");
+  std::string text;
+  std::size_t index = 0;
+  for (const char* cluster : {"c1", "c2"}) {
+    const double scale = cluster[1] == '1' ? 1 : 2;
+    for (const auto& [label, ms] : std::vector<std::pair<std::string, double>>{
+             {"a-list", 30}, {"a-flow", 10}, {"b-list", 20}, {"b-flow", 15}}) {
+      PointRecord r = measured(label, {{"cluster", cluster}}, 0.001, ms * scale * 1e-3);
+      r.index = index++;
+      text += lines({r});
+    }
+  }
+  write(dir / "results.jsonl", text);
+  ReportOptions options;
+  options.results = dir.string();
+  options.plots = false;
+  std::ostringstream out, err;
+  ASSERT_EQ(run_report(options, out, err), 0) << err.str();
+  const fs::path script = data_dir() / "tools" / "plot_results.py", report = dir / "report";
+  const std::string cmd = fmt::format("{} {} {} --out {} --describe {} >{} 2>&1", plot_python(), script.string(),
+                                      (report / "records.json").string(), report.string(), (report / "describe.json").string(),
+                                      (report / "plot.log").string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(report / "plot.log");
+  const nlohmann::json figures = nlohmann::json::parse(slurp(report / "describe.json"))["figures"];
+  ASSERT_TRUE(figures.contains("cost_models")) << figures.dump();
+  const nlohmann::json& axes = figures["cost_models"]["axes"];
+  ASSERT_EQ(axes.size(), 2u);
+  EXPECT_EQ(axes[0]["title"], "g / c1");
+  EXPECT_EQ(axes[1]["title"], "g / c2");
+  for (const auto& ax : axes) {
+    EXPECT_EQ(ax["xticklabels"], nlohmann::json::parse(R"(["a", "b"])"));
+    ASSERT_EQ(ax["bars"].size(), 2u);
+    EXPECT_EQ(ax["bars"][0]["label"], "cost_model: list");
+    EXPECT_EQ(ax["bars"][0]["heights"], nlohmann::json::parse("[3.0, 2.0]"));
+    EXPECT_EQ(ax["bars"][1]["heights"], nlohmann::json::parse("[1.0, 1.5]"));
+  }
+  // latency_by_model: one group per named cluster, not a median across them.
+  EXPECT_EQ(figures["latency_by_model"]["axes"][0]["xticklabels"], nlohmann::json::parse(R"(["g / c1", "g / c2"])"));
+}
+
 }  // namespace
 }  // namespace placesim
 

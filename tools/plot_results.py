@@ -216,7 +216,8 @@ def describe(fig):
         lines = [{"label": ln.get_label(), "color": to_hex(ln.get_color()), "marker": ln.get_marker(),
                   "x": [float(x) for x in ln.get_xdata()]}
                  for ln in ax.get_lines() if not ln.get_label().startswith("_")]
-        bars = [{"label": c.get_label(), "color": to_hex(c.patches[0].get_facecolor()) if c.patches else None}
+        bars = [{"label": c.get_label(), "color": to_hex(c.patches[0].get_facecolor()) if c.patches else None,
+                 "heights": [float(p.get_height()) for p in c.patches]}
                 for c in ax.containers if not c.get_label().startswith("_")]
         out["axes"].append({
             "title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
