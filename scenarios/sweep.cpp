@@ -290,7 +290,9 @@ SweepBlock read_sweep_block(const YAML::Node& sweep, const std::string& file, st
                            "expected a name for the value, e.g. fat-tree-16");
         text = node["label"].Scalar();
         if (axis.path.rfind("strategies", 0) != 0) {
-          node = YAML::Clone(node);
+          // reset, not operator=, which would write the copy into the file's tree: a value written
+          // again as a YAML alias (*name) would then have lost its label.
+          node.reset(YAML::Clone(node));
           node.remove("label");
         }
       } else {

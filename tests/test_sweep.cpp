@@ -298,6 +298,21 @@ TEST(SweepPlan, AListOfBlocksRunsEachCrossProductInTurn) {
             "sweep[1]: 1 value of graph x 1 value of cluster.gpus x 1 point each (1 strategy)");
 }
 
+TEST(SweepPlan, AValueRepeatedAsAYamlAliasKeepsItsLabel) {
+  const SweepPlan p = plan(std::string(kBase) +
+                           "sweep:\n"
+                           "  - graph: [&g {label: tiny, builtin: fig3.1}]\n"
+                           "    cluster.gpus: [2]\n"
+                           "    strategy: [metis]\n"
+                           "  - graph: [*g]\n"
+                           "    cluster.gpus: [3]\n"
+                           "    strategy: [metis]\n");
+  ASSERT_EQ(p.points.size(), 2u);
+  EXPECT_EQ(p.points[0].key, "graph=tiny cluster.gpus=2 strategy=metis rep=0");
+  EXPECT_EQ(p.points[1].key, "graph=tiny cluster.gpus=3 strategy=metis rep=0");
+  EXPECT_EQ(p.variants[1].graph.builtin, "fig3.1");
+}
+
 TEST(SweepPlan, BlockErrorsNameTheBlock) {
   std::string m = plan_error(std::string(kBase) + "sweep:\n  - cluster.gpus: [2]\n  - cluster.gpu: [3]\n");
   EXPECT_NE(m.find("s.yaml: sweep[1].cluster.gpu (line 10)"), std::string::npos) << m;
