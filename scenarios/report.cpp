@@ -315,9 +315,11 @@ std::vector<std::string> names_from_yaml(const YamlFields& f, std::string_view k
 
 ReportSpec report_spec_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
   YamlFields f(node, file, path);
-  f.allow_only({"tables", "gantt_strategy"});
+  f.allow_only({"tables", "gantt_strategy", "summary"});
   ReportSpec spec;
   spec.gantt_strategy = f.string_or("gantt_strategy", "");
+  if (f.has("summary"))
+    spec.summary = enum_parse<ReportSummary>(kReportSummaryNames, f.string_or("summary", ""), file, f.field("summary"));
   if (!f.has("tables")) return spec;
   const YAML::Node tables = f.node("tables");
   if (!tables.IsSequence()) throw InputError(file, f.field("tables"), "expected a list of tables");
@@ -432,6 +434,144 @@ std::string format_pivot_table(std::span<const PointRecord> records, const Pivot
 
 namespace {
 
+// The points of one case: one scenario, the same swept values (the strategy aside).
+std::string case_key(const PointRecord& r) {
+  std::string key = r.scenario;
+  for (const SweepValue& v : r.sweep)
+    if (v.path != "strategy") key += fmt::format("\n{}={}", v.path, v.text);
+  return key;
+}
+
+// What a case's points are compared with: the best latencies among the points that fit, and
+// single-device's evaluator latency when it fits.
+struct CaseBest {
+  std::optional<double> evaluator, simgrid, single_device;
+};
+
+std::map<std::string, CaseBest> case_bests(std::span<const PointRecord> records) {
+  std::map<std::string, CaseBest> bests;
+  auto lower = [](std::optional<double>& best, double v) { best = std::min(best.value_or(v), v); };
+  for (const PointRecord& r : records) {
+    CaseBest& best = bests[case_key(r)];
+    if (r.status() != PointStatus::Ok) continue;
+    const PointMeasurement& m = *r.measurement;
+    lower(best.evaluator, m.evaluator_latency);
+    if (m.simgrid_latency) lower(best.simgrid, *m.simgrid_latency);
+    if (r.strategy == "single-device") lower(best.single_device, m.evaluator_latency);
+  }
+  return bests;
+}
+
+// Issue #13: a time limit is honoured within 10% or 0.5 s, whichever is more.
+bool overran_time_limit(const PointRecord& r) {
+  const auto& report = r.measurement->strategy_report;
+  const auto limit = report.find("time_limit_s");
+  if (limit == report.end() || !limit->is_number()) return false;
+  const double seconds = r.measurement->search_time, allowed = limit->get<double>();
+  return seconds > allowed * 1.1 && seconds > allowed + 0.5;
+}
+
+// Latencies within this relative difference are the same (sums in another order).
+constexpr double kSameLatency = 1e-9;
+
+std::optional<double> ratio(double latency, const std::optional<double>& best) {
+  if (!best || *best <= 0) return std::nullopt;
+  return latency / *best;
+}
+
+std::string ratio_text(const std::optional<double>& r) { return r ? fmt::format("{:.3f}x", *r) : "-"; }
+
+}  // namespace
+
+std::size_t count_cases(std::span<const PointRecord> records) {
+  std::set<std::string> keys;
+  for (const PointRecord& r : records) keys.insert(case_key(r));
+  return keys.size();
+}
+
+std::vector<RobustnessRow> robustness_summary(std::span<const PointRecord> records) {
+  const std::map<std::string, CaseBest> bests = case_bests(records);
+  std::vector<RobustnessRow> rows;
+  struct Ratios {
+    std::vector<double> evaluator, simgrid, lower_bound;
+  };
+  std::vector<Ratios> ratios;
+  for (const PointRecord* record : in_scenario_order(records)) {
+    const PointRecord& r = *record;
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const RobustnessRow& row) { return row.strategy == r.label; });
+    if (it == rows.end()) {
+      rows.emplace_back().strategy = r.label;
+      ratios.emplace_back();
+      it = rows.end() - 1;
+    }
+    RobustnessRow& row = *it;
+    Ratios& of_row = ratios[static_cast<std::size_t>(it - rows.begin())];
+    const CaseBest& best = bests.at(case_key(r));
+    ++row.points;
+    const PointStatus status = r.status();
+    if (status == PointStatus::Failed) ++row.failed;
+    if (status == PointStatus::Infeasible) ++row.infeasible;
+    if (!r.measurement) continue;
+    const PointMeasurement& m = *r.measurement;
+    if (status == PointStatus::Oom && best.evaluator) ++row.oom_where_another_fits;
+    if (overran_time_limit(r)) ++row.over_time_limit;
+    if (best.single_device && m.evaluator_latency > *best.single_device * (1 + kSameLatency)) ++row.slower_than_single_device;
+    if (status != PointStatus::Ok) continue;
+    if (const auto e = ratio(m.evaluator_latency, best.evaluator)) {
+      of_row.evaluator.push_back(*e);
+      if (*e <= 1.05 * (1 + kSameLatency)) ++row.within_5_percent;
+    }
+    if (m.simgrid_latency)
+      if (const auto g = ratio(*m.simgrid_latency, best.simgrid)) of_row.simgrid.push_back(*g);
+    if (const auto b = ratio(m.evaluator_latency, m.bounds.best())) of_row.lower_bound.push_back(*b);
+  }
+  auto median_of = [](const std::vector<double>& v) { return v.empty() ? std::nullopt : std::optional(median(v)); };
+  auto worst_of = [](const std::vector<double>& v) {
+    return v.empty() ? std::nullopt : std::optional(*std::max_element(v.begin(), v.end()));
+  };
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    rows[i].compared = ratios[i].evaluator.size();
+    rows[i].median_ratio = median_of(ratios[i].evaluator);
+    rows[i].worst_ratio = worst_of(ratios[i].evaluator);
+    rows[i].median_simgrid_ratio = median_of(ratios[i].simgrid);
+    rows[i].worst_simgrid_ratio = worst_of(ratios[i].simgrid);
+    rows[i].median_lower_bound_ratio = median_of(ratios[i].lower_bound);
+  }
+  return rows;
+}
+
+std::string format_robustness_summary(std::span<const RobustnessRow> rows, std::size_t cases) {
+  std::size_t points = 0;
+  for (const RobustnessRow& row : rows) points += row.points;
+  std::ostringstream out;
+  out << fmt::format("**Robustness: {}, {}, {}**\n\n", count_of(rows.size(), "strategy", "strategies"),
+                     count_of(cases, "case", "cases"), count_of(points, "point", "points"));
+  out << "| strategy | points | failed | infeasible | OOM, another fits | over time limit | slower than single-device "
+         "| evaluator / best: median | worst | within 5% of best | SimGrid / best: median | worst "
+         "| evaluator / lower bound: median |\n";
+  out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const RobustnessRow& row : rows) {
+    const std::string within =
+        row.compared ? fmt::format("{}/{} ({:.0f}%)", row.within_5_percent, row.compared,
+                                   100.0 * static_cast<double>(row.within_5_percent) / static_cast<double>(row.compared))
+                     : "-";
+    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", row.strategy, row.points,
+                       row.failed, row.infeasible, row.oom_where_another_fits, row.over_time_limit,
+                       row.slower_than_single_device, ratio_text(row.median_ratio), ratio_text(row.worst_ratio), within,
+                       ratio_text(row.median_simgrid_ratio), ratio_text(row.worst_simgrid_ratio),
+                       ratio_text(row.median_lower_bound_ratio));
+  }
+  out << "\nA case is one combination of the swept values; a point fits when its status is ok. OOM, another fits: "
+         "out-of-memory answers where some strategy's point of the case fits. Over time limit: search time above the "
+         "strategy's time_limit by more than 10% and 0.5 s. Slower than single-device: evaluator latency above "
+         "single-device's, where single-device fits. Ratios: a point that fits against the lowest latency of the "
+         "points of its case that fit (evaluator; SimGrid where it ran), and against the whole problem's lower bound "
+         "(max of critical path and work per GPU).\n";
+  return out.str();
+}
+
+namespace {
+
 void write_text(const fs::path& path, const std::string& text) {
   write_file_atomically(path.string(), text);
 }
@@ -479,14 +619,21 @@ int run_report(const ReportOptions& options, std::ostream& out, std::ostream& er
     out << md;
     write_text(dir / "pivot.md", md);
   }
+  const fs::path summary_file = dir / fmt::format("{}.md", enum_name<ReportSummary>(kReportSummaryNames, options.summary));
+  if (options.summary == ReportSummary::Robustness) {
+    const std::string md = format_robustness_summary(robustness_summary(records), count_cases(records));
+    out << md;
+    write_text(summary_file, md);
+  }
   // A stray byte that is not UTF-8 becomes U+FFFD rather than an exception (see dump_json).
   const nlohmann::ordered_json records_json = records_to_json(records, fs::path(file).parent_path().string());
   write_text(dir / "records.json", records_json.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
   // Tables to `out`, what was done to `err`; `out` is flushed before the plot script (which
   // writes to the same stderr) runs, so that nothing lands in the middle of a table.
   out << std::flush;
-  err << fmt::format("report: wrote {}/table.txt{}, {}/records.json\n", dir.string(),
-                     options.pivots.empty() ? "" : ", " + (dir / "pivot.md").string(), dir.string())
+  err << fmt::format("report: wrote {}/table.txt{}{}, {}/records.json\n", dir.string(),
+                     options.pivots.empty() ? "" : ", " + (dir / "pivot.md").string(),
+                     options.summary == ReportSummary::None ? "" : ", " + summary_file.string(), dir.string())
       << std::flush;
   if (!options.plots) return 0;
   std::string script = options.plot_script;

@@ -3,11 +3,15 @@
 // scenarios/record.h), prints the comparison table and hands the records' values to
 // tools/plot_results.py for the plots. Latency is SimGrid's when it ran, else the evaluator's; all
 // times in seconds.
+#include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 #include <yaml-cpp/yaml.h>
+
+#include "sim/options.h"
 
 namespace placesim {
 
@@ -55,16 +59,50 @@ struct PivotSpec {
 // or a strategy label is in no record; the message lists the valid ones (and the nearest).
 void check_pivot_fields(std::span<const PointRecord> records, const PivotSpec& spec);
 
+// A per-strategy summary a report can add (`summary:`), written to report/<name>.md.
+enum class ReportSummary { None, Robustness };
+inline constexpr EnumName<ReportSummary> kReportSummaryNames[] = {{ReportSummary::None, "none"},
+                                                                  {ReportSummary::Robustness, "robustness"}};
+
 // A scenario's `report:` block: the tables its reproduction prints (scenarios/README.md).
 struct ReportSpec {
   std::vector<PivotSpec> tables;
   std::string gantt_strategy;
+  ReportSummary summary = ReportSummary::None;
 };
 
-// Parses a `report:` block: {tables: [{title, rows, columns, value, strategies}], gantt_strategy}.
-// Errors name the file and field.
+// Parses a `report:` block: {tables: [{title, rows, columns, value, strategies}], gantt_strategy,
+// summary}. Errors name the file and field.
 ReportSpec report_spec_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path);
 std::string format_pivot_table(std::span<const PointRecord> records, const PivotSpec& spec);
+
+// The robustness benchmark's summary (issue #13), one row per strategy label. A case is the points
+// of one scenario with the same swept values, the strategy aside; a point "fits" when its status
+// is ok. Ratios compare a point that fits with the best latency of its case among the points that
+// fit (so they are >= 1).
+struct RobustnessRow {
+  std::string strategy;  // the label
+  std::size_t points = 0, failed = 0, infeasible = 0;
+  std::size_t oom_where_another_fits = 0;  // status oom while some point of the case fits
+  // The search took longer than the strategy's time_limit by more than 10% and more than 0.5 s.
+  std::size_t over_time_limit = 0;
+  // Evaluator latency above single-device's (relative 1e-9), in cases where single-device fits;
+  // out-of-memory answers count too.
+  std::size_t slower_than_single_device = 0;
+  std::size_t compared = 0;           // points that fit: the ratios' count
+  std::size_t within_5_percent = 0;   // of those, evaluator latency <= 1.05 x the case's best
+  std::optional<double> median_ratio, worst_ratio;                  // evaluator latency / best
+  std::optional<double> median_simgrid_ratio, worst_simgrid_ratio;  // SimGrid's, where it ran
+  std::optional<double> median_lower_bound_ratio;                   // evaluator latency / lower bound
+  bool operator==(const RobustnessRow&) const = default;
+};
+
+std::vector<RobustnessRow> robustness_summary(std::span<const PointRecord> records);
+// Markdown: a title with the counts of strategies, cases and points, the table, and what the
+// columns mean.
+std::string format_robustness_summary(std::span<const RobustnessRow> rows, std::size_t cases);
+// The number of cases of `records` (see RobustnessRow).
+std::size_t count_cases(std::span<const PointRecord> records);
 
 struct ReportOptions {
   std::string results;      // results folder or file
@@ -72,12 +110,13 @@ struct ReportOptions {
   bool plots = true;
   std::string gantt_strategy;            // whose timeline the Gantt chart draws (default: the fastest)
   std::vector<PivotSpec> pivots;         // extra Markdown tables (pivot.md)
+  ReportSummary summary = ReportSummary::None;  // a per-strategy summary (report/robustness.md)
   std::string plot_script;               // default: $PLACESIM_PLOT_SCRIPT, else tools/plot_results.py
 };
 
-// Prints the comparison table (and pivots) to `out`, writes table.txt, pivot.md, records.json and,
-// with `plots`, runs python3 on the plot script. Returns 0, or 1 when the plots could not be made
-// (the reason goes to `err`; the tables are written regardless).
+// Prints the comparison table (and pivots, and the summary) to `out`, writes table.txt, pivot.md,
+// robustness.md, records.json and, with `plots`, runs python3 on the plot script. Returns 0, or 1
+// when the plots could not be made (the reason goes to `err`; the tables are written regardless).
 int run_report(const ReportOptions& options, std::ostream& out, std::ostream& err);
 
 // The Python that draws the plots: $PLACESIM_PYTHON, else Debian's /usr/bin/python3 (where

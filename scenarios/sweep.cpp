@@ -9,6 +9,7 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <span>
 
 #include "placement/strategy.h"
 #include "sim/errors.h"
@@ -247,153 +248,182 @@ void apply_sweep_override(YAML::Node& root, const std::string& path, const YAML:
   }
 }
 
-SweepPlan plan_sweep(const YAML::Node& root, const std::string& file, const PlanOptions& options) {
-  YamlFields top(root, file, "");
-  // Parsed from the file's own tree, which the parser accepts with its `sweep:`: yaml-cpp's
-  // Clone drops the line marks, and an error in the base scenario must name its line.
-  Scenario base_scenario = parse_scenario(root, file);
-  YAML::Node base = YAML::Clone(root);
-  base.remove("sweep");
+namespace {
 
-  SweepPlan plan;
-  plan.file = file;
-  plan.name = base_scenario.name;
-  plan.output = base_scenario.output;
-
+// One block of `sweep:` (the whole mapping, or one mapping of a list of them): the cross product
+// of its axes.
+struct SweepBlock {
+  std::string name;                                 // "sweep" or "sweep[1]", for error messages
+  std::vector<SweepAxis> axes;                      // in the order written, `strategy` included
+  std::vector<std::size_t> yaml_axes;               // indices in `axes` of the axes that change the YAML
   std::vector<std::vector<YAML::Node>> axis_nodes;  // the value nodes of each YAML axis
-  std::vector<std::size_t> yaml_axes;               // indices in plan.axes of the YAML axes
-  std::optional<std::size_t> strategy_axis;
-  if (top.has("sweep")) {
-    const YAML::Node sweep = top.node("sweep");
-    if (!sweep.IsMap())
-      throw InputError(file, top.field("sweep"), "expected a mapping of field path: [values], e.g. {cluster.gpus: [2, 4]}");
-    for (const auto& kv : sweep) {
-      SweepAxis axis;
-      if (!kv.first.IsScalar())
-        throw InputError(file, fmt::format("sweep (line {})", kv.first.Mark().line + 1),
-                         "expected a field path such as cluster.gpus as key, got a list or mapping");
-      axis.path = kv.first.Scalar();
-      axis.field = fmt::format("sweep.{} (line {})", axis.path, kv.first.Mark().line + 1);
-      const YAML::Node& list = kv.second;
-      if (!list.IsSequence() || list.size() == 0)
-        throw InputError(file, axis.field, "expected a non-empty list of values, e.g. [10GB/s, 20GB/s]");
-      std::vector<YAML::Node> nodes;
-      std::set<std::string> seen;
-      for (std::size_t i = 0; i < list.size(); ++i) {
-        if (!list[i].IsScalar() && !list[i].IsMap() && !list[i].IsSequence())
-          throw InputError(file, fmt::format("sweep.{}[{}] (line {})", axis.path, i, list[i].Mark().line + 1),
-                           "expected a value, a mapping or a list");
-        // A mapping may name itself with `label:` (`{label: fat-tree-16, type: fat-tree, ...}`): keys
-        // and tables show the label, and the field gets the mapping without it (a strategy item
-        // keeps its label, which is its name).
-        YAML::Node node = list[i];
-        std::string text;
-        if (node.IsMap() && node["label"]) {
-          if (!node["label"].IsScalar() || node["label"].Scalar().empty())
-            throw InputError(file, fmt::format("sweep.{}[{}].label (line {})", axis.path, i, list[i].Mark().line + 1),
-                             "expected a name for the value, e.g. fat-tree-16");
-          text = node["label"].Scalar();
-          if (axis.path.rfind("strategies", 0) != 0) {
-            node = YAML::Clone(node);
-            node.remove("label");
-          }
-        } else {
-          text = value_text(node);
+  std::optional<std::size_t> strategy_axis;         // index in `axes`
+};
+
+SweepBlock read_sweep_block(const YAML::Node& sweep, const std::string& file, std::string name) {
+  SweepBlock block;
+  block.name = std::move(name);
+  for (const auto& kv : sweep) {
+    SweepAxis axis;
+    if (!kv.first.IsScalar())
+      throw InputError(file, fmt::format("{} (line {})", block.name, kv.first.Mark().line + 1),
+                       "expected a field path such as cluster.gpus as key, got a list or mapping");
+    axis.path = kv.first.Scalar();
+    axis.field = fmt::format("{}.{} (line {})", block.name, axis.path, kv.first.Mark().line + 1);
+    const YAML::Node& list = kv.second;
+    if (!list.IsSequence() || list.size() == 0)
+      throw InputError(file, axis.field, "expected a non-empty list of values, e.g. [10GB/s, 20GB/s]");
+    std::vector<YAML::Node> nodes;
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if (!list[i].IsScalar() && !list[i].IsMap() && !list[i].IsSequence())
+        throw InputError(file, fmt::format("{}.{}[{}] (line {})", block.name, axis.path, i, list[i].Mark().line + 1),
+                         "expected a value, a mapping or a list");
+      // A mapping may name itself with `label:` (`{label: fat-tree-16, type: fat-tree, ...}`): keys
+      // and tables show the label, and the field gets the mapping without it (a strategy item
+      // keeps its label, which is its name).
+      YAML::Node node = list[i];
+      std::string text;
+      if (node.IsMap() && node["label"]) {
+        if (!node["label"].IsScalar() || node["label"].Scalar().empty())
+          throw InputError(file, fmt::format("{}.{}[{}].label (line {})", block.name, axis.path, i, list[i].Mark().line + 1),
+                           "expected a name for the value, e.g. fat-tree-16");
+        text = node["label"].Scalar();
+        if (axis.path.rfind("strategies", 0) != 0) {
+          // reset, not operator=, which would write the copy into the file's tree: a value written
+          // again as a YAML alias (*name) would then have lost its label.
+          node.reset(YAML::Clone(node));
+          node.remove("label");
         }
-        if (!seen.insert(text).second) throw InputError(file, axis.field, fmt::format("value '{}' is listed twice", text));
-        axis.values.push_back(text);
-        nodes.push_back(node);
-      }
-      if (axis.path == "strategy") {
-        for (std::size_t i = 0; i < nodes.size(); ++i)
-          if (!nodes[i].IsScalar())
-            throw InputError(file, fmt::format("sweep.strategy[{}] (line {})", i, nodes[i].Mark().line + 1),
-                             "expected a strategy label or registry name");
-        strategy_axis = plan.axes.size();
       } else {
-        yaml_axes.push_back(plan.axes.size());
-        axis_nodes.push_back(std::move(nodes));
+        text = value_text(node);
       }
-      plan.axes.push_back(std::move(axis));
+      if (!seen.insert(text).second) throw InputError(file, axis.field, fmt::format("value '{}' is listed twice", text));
+      axis.values.push_back(text);
+      nodes.push_back(node);
+    }
+    if (axis.path == "strategy") {
+      for (std::size_t i = 0; i < nodes.size(); ++i)
+        if (!nodes[i].IsScalar())
+          throw InputError(file, fmt::format("{}.strategy[{}] (line {})", block.name, i, nodes[i].Mark().line + 1),
+                           "expected a strategy label or registry name");
+      block.strategy_axis = block.axes.size();
+    } else {
+      block.yaml_axes.push_back(block.axes.size());
+      block.axis_nodes.push_back(std::move(nodes));
+    }
+    block.axes.push_back(std::move(axis));
+  }
+  return block;
+}
+
+// `sweep:` as its blocks: one mapping, or a list of mappings whose points are run one after the
+// other (a union of cross products, to pair some values with others only).
+std::vector<SweepBlock> read_sweep_blocks(const YamlFields& top, const std::string& file) {
+  std::vector<SweepBlock> blocks;
+  if (!top.has("sweep")) return blocks;
+  const YAML::Node sweep = top.node("sweep");
+  const char* expected =
+      "expected a mapping of field path: [values], e.g. {cluster.gpus: [2, 4]}, or a list of such mappings (each "
+      "its own cross product, run one after the other)";
+  if (sweep.IsMap()) {
+    blocks.push_back(read_sweep_block(sweep, file, "sweep"));
+    return blocks;
+  }
+  if (!sweep.IsSequence() || sweep.size() == 0) throw InputError(file, top.field("sweep"), expected);
+  for (std::size_t b = 0; b < sweep.size(); ++b) {
+    const std::string name = fmt::format("sweep[{}]", b);
+    if (!sweep[b].IsMap() || sweep[b].size() == 0)
+      throw InputError(file, fmt::format("{} (line {})", name, sweep[b].Mark().line + 1), expected);
+    blocks.push_back(read_sweep_block(sweep[b], file, name));
+  }
+  return blocks;
+}
+
+// Counts a block's points before making any: the cross product of the axes that cannot change
+// the strategies, times the points of each combination of those that can (strategies[...]).
+SweepCount count_block(const SweepBlock& block, const YAML::Node& base, const std::string& file, std::size_t seeds,
+                       int repetitions, std::size_t max_points) {
+  const std::optional<std::vector<std::string>> chosen =
+      block.strategy_axis ? std::optional(block.axes[*block.strategy_axis].values) : std::nullopt;
+  SweepCount count;
+  std::size_t others = 1, strategy_combinations = 1;
+  std::vector<std::size_t> strategy_axes;  // positions in yaml_axes
+  std::string axes_text;
+  for (std::size_t a = 0; a < block.yaml_axes.size(); ++a) {
+    const SweepAxis& axis = block.axes[block.yaml_axes[a]];
+    const std::size_t n = axis.values.size();
+    if (is_strategies_path(axis.path)) {
+      strategy_combinations = saturating_mul(strategy_combinations, n);
+      strategy_axes.push_back(a);
+    } else {
+      others = saturating_mul(others, n);
+    }
+    axes_text += fmt::format("{}{} of {}", axes_text.empty() ? "" : " x ", plural(n, "value", "values"), axis.path);
+  }
+  std::size_t per_combination = 0;  // when every combination has as many
+  VariantPoints shape;
+  if (strategy_axes.empty()) {
+    shape = points_of_variant(base, chosen, seeds, repetitions);
+    per_combination = shape.points;
+    count.points = saturating_mul(others, per_combination);
+  } else if (saturating_mul(others, strategy_combinations) > max_points) {
+    // Every combination runs at least one point.
+    count.points = saturating_mul(others, strategy_combinations);
+    count.exact = false;
+  } else {
+    std::vector<std::size_t> pick(strategy_axes.size(), 0);
+    for (bool more = true; more;) {
+      YAML::Node variant_root = YAML::Clone(base);
+      for (std::size_t k = 0; k < strategy_axes.size(); ++k) {
+        const std::size_t a = strategy_axes[k];
+        apply_sweep_override(variant_root, block.axes[block.yaml_axes[a]].path, block.axis_nodes[a][pick[k]], file,
+                             block.axes[block.yaml_axes[a]].field);
+      }
+      count.points = saturating_add(count.points, saturating_mul(others, points_of_variant(variant_root, chosen, seeds, repetitions).points));
+      more = false;
+      for (std::size_t k = pick.size(); k-- > 0 && !more;) {
+        if (++pick[k] < block.axis_nodes[strategy_axes[k]].size()) more = true;
+        else pick[k] = 0;
+      }
     }
   }
-
-  // Count the points before making any: the cross product of the axes that cannot change the
-  // strategies, times the points of each combination of those that can (strategies[...]).
-  {
-    const std::optional<std::vector<std::string>> chosen =
-        strategy_axis ? std::optional(plan.axes[*strategy_axis].values) : std::nullopt;
-    const std::size_t seeds = base_scenario.simulation.seeds.size();
-    const int repetitions = base_scenario.simulation.repetitions;
-    SweepCount count;
-    std::size_t others = 1, strategy_combinations = 1;
-    std::vector<std::size_t> strategy_axes;  // positions in yaml_axes
-    std::string axes_text;
-    for (std::size_t a = 0; a < yaml_axes.size(); ++a) {
-      const SweepAxis& axis = plan.axes[yaml_axes[a]];
-      const std::size_t n = axis.values.size();
-      if (is_strategies_path(axis.path)) {
-        strategy_combinations = saturating_mul(strategy_combinations, n);
-        strategy_axes.push_back(a);
-      } else {
-        others = saturating_mul(others, n);
-      }
-      axes_text += fmt::format("{}{} of {}", axes_text.empty() ? "" : " x ", plural(n, "value", "values"), axis.path);
-    }
-    std::size_t per_combination = 0;  // when every combination has as many
-    VariantPoints shape;
-    if (strategy_axes.empty()) {
-      shape = points_of_variant(base, chosen, seeds, repetitions);
-      per_combination = shape.points;
-      count.points = saturating_mul(others, per_combination);
-    } else if (saturating_mul(others, strategy_combinations) > options.max_points) {
-      // Every combination runs at least one point.
-      count.points = saturating_mul(others, strategy_combinations);
-      count.exact = false;
-    } else {
-      std::vector<std::size_t> pick(strategy_axes.size(), 0);
-      for (bool more = true; more;) {
-        YAML::Node variant_root = YAML::Clone(base);
-        for (std::size_t k = 0; k < strategy_axes.size(); ++k) {
-          const std::size_t a = strategy_axes[k];
-          apply_sweep_override(variant_root, plan.axes[yaml_axes[a]].path, axis_nodes[a][pick[k]], file,
-                               plan.axes[yaml_axes[a]].field);
-        }
-        count.points = saturating_add(count.points, saturating_mul(others, points_of_variant(variant_root, chosen, seeds, repetitions).points));
-        more = false;
-        for (std::size_t k = pick.size(); k-- > 0 && !more;) {
-          if (++pick[k] < axis_nodes[strategy_axes[k]].size()) more = true;
-          else pick[k] = 0;
-        }
-      }
-    }
-    std::string each;
-    if (per_combination > 0) {
-      std::vector<std::string> parts{plural(shape.strategies, "strategy", "strategies")};
-      if (shape.seeded) parts.push_back(plural(seeds, "seed", "seeds"));
-      if (repetitions > 1) parts.push_back(plural(static_cast<std::size_t>(repetitions), "repetition", "repetitions"));
-      std::string joined;
-      for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
-      each = axes_text.empty() ? joined
-                               : fmt::format("{} x {} each ({})", axes_text, plural(per_combination, "point", "points"), joined);
-    } else {
-      each = fmt::format("{}, with the strategies of each combination", axes_text);
-    }
-    count.breakdown = each;
-    if (options.counted) options.counted(count);
-    if (count.points > options.max_points)
-      throw InputError(file, top.has("sweep") ? top.field("sweep") : std::string("simulation"),
-                       fmt::format("{}{} points ({}) is more than --max-points {}: sweep fewer values, or raise "
-                                   "--max-points to run them all",
-                                   count.exact ? "" : "at least ", count.points, count.breakdown, options.max_points));
+  if (per_combination > 0) {
+    std::vector<std::string> parts{plural(shape.strategies, "strategy", "strategies")};
+    if (shape.seeded) parts.push_back(plural(seeds, "seed", "seeds"));
+    if (repetitions > 1) parts.push_back(plural(static_cast<std::size_t>(repetitions), "repetition", "repetitions"));
+    std::string joined;
+    for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
+    count.breakdown = axes_text.empty()
+                          ? joined
+                          : fmt::format("{} x {} each ({})", axes_text, plural(per_combination, "point", "points"), joined);
+  } else {
+    count.breakdown = fmt::format("{}, with the strategies of each combination", axes_text);
   }
+  return count;
+}
 
-  // Each value on its own, so that an error names the one axis and value at fault.
-  for (std::size_t a = 0; a < yaml_axes.size(); ++a) {
-    const SweepAxis& axis = plan.axes[yaml_axes[a]];
-    for (std::size_t i = 0; i < axis_nodes[a].size(); ++i) {
+// The blocks' counts as one: their sum, each block's breakdown named after it.
+SweepCount count_blocks(std::span<const SweepBlock> blocks, const YAML::Node& base, const std::string& file,
+                        std::size_t seeds, int repetitions, std::size_t max_points) {
+  if (blocks.size() == 1) return count_block(blocks.front(), base, file, seeds, repetitions, max_points);
+  SweepCount total;
+  for (const SweepBlock& block : blocks) {
+    const SweepCount c = count_block(block, base, file, seeds, repetitions, max_points);
+    total.points = saturating_add(total.points, c.points);
+    total.exact = total.exact && c.exact;
+    total.breakdown += fmt::format("{}{}: {}", total.breakdown.empty() ? "" : "; ", block.name, c.breakdown);
+  }
+  return total;
+}
+
+// Each value on its own, so that an error names the one axis and value at fault.
+void check_block_values(const SweepBlock& block, const YAML::Node& base, const std::string& file) {
+  for (std::size_t a = 0; a < block.yaml_axes.size(); ++a) {
+    const SweepAxis& axis = block.axes[block.yaml_axes[a]];
+    for (std::size_t i = 0; i < block.axis_nodes[a].size(); ++i) {
       YAML::Node trial = YAML::Clone(base);
-      apply_sweep_override(trial, axis.path, axis_nodes[a][i], file, axis.field);
+      apply_sweep_override(trial, axis.path, block.axis_nodes[a][i], file, axis.field);
       try {
         parse_scenario(trial, file);
       } catch (const InputError& e) {
@@ -401,65 +431,77 @@ SweepPlan plan_sweep(const YAML::Node& root, const std::string& file, const Plan
       }
     }
   }
+}
 
-  // Every combination of the YAML axes, the first axis varying slowest.
-  std::vector<std::size_t> pick(yaml_axes.size(), 0);
+// The strategies a variant runs: the `strategy` axis's (a label of `strategies`, else a registry
+// name run with its default options, added to the variant), else all of them.
+std::vector<std::size_t> chosen_strategies(const SweepBlock& block, Scenario& variant, const std::string& file) {
+  std::vector<std::size_t> chosen;
+  if (!block.strategy_axis) {
+    for (std::size_t s = 0; s < variant.strategies.size(); ++s) chosen.push_back(s);
+    return chosen;
+  }
+  const SweepAxis& axis = block.axes[*block.strategy_axis];
+  for (const std::string& label : axis.values) {
+    auto it = std::find_if(variant.strategies.begin(), variant.strategies.end(),
+                           [&](const StrategySpec& s) { return s.label == label; });
+    if (it == variant.strategies.end()) {
+      StrategySpec spec;
+      spec.name = spec.label = label;
+      spec.field = axis.field;
+      bool registered = false;
+      std::vector<std::string> candidates;
+      for (const auto& s : variant.strategies) candidates.push_back(s.label);
+      for (const auto& info : strategy_registry()) {
+        candidates.push_back(info.name);
+        registered = registered || info.name == label;
+      }
+      if (!registered) {
+        const std::string hint = nearest_word(label, candidates);
+        throw InputError(file, axis.field,
+                         fmt::format("'{}' is neither a label in strategies nor a registered strategy{}", label,
+                                     hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+      }
+      variant.strategies.push_back(std::move(spec));
+      it = variant.strategies.end() - 1;
+    }
+    chosen.push_back(static_cast<std::size_t>(it - variant.strategies.begin()));
+  }
+  return chosen;
+}
+
+// Appends a block's variants and points to `plan`: every combination of its YAML axes, the first
+// axis varying slowest. `base_scenario` is the base parsed with its line marks: a block without
+// YAML axes takes it (a large cluster is built once, not twice) and leaves it empty.
+void expand_block(const SweepBlock& block, const YAML::Node& base, std::optional<Scenario>& base_scenario,
+                  const std::string& file, bool per_point_files, SweepPlan& plan) {
+  std::vector<std::size_t> pick(block.yaml_axes.size(), 0);
   while (true) {
     YAML::Node variant_root = YAML::Clone(base);
     std::vector<std::pair<std::string, std::string>> values;
-    for (std::size_t a = 0; a < yaml_axes.size(); ++a) {
-      const SweepAxis& axis = plan.axes[yaml_axes[a]];
-      apply_sweep_override(variant_root, axis.path, axis_nodes[a][pick[a]], file, axis.field);
+    for (std::size_t a = 0; a < block.yaml_axes.size(); ++a) {
+      const SweepAxis& axis = block.axes[block.yaml_axes[a]];
+      apply_sweep_override(variant_root, axis.path, block.axis_nodes[a][pick[a]], file, axis.field);
       values.emplace_back(axis.path, axis.values[pick[a]]);
     }
-    // Without YAML axes the one variant is the base scenario, parsed above with its line marks
-    // (moved: a large cluster is built once, not twice).
     Scenario variant;
     try {
-      variant = yaml_axes.empty() ? std::move(base_scenario) : parse_scenario(variant_root, file);
+      if (block.yaml_axes.empty() && base_scenario) {
+        variant = std::move(*base_scenario);
+        base_scenario.reset();
+      } else {
+        variant = parse_scenario(variant_root, file);
+      }
     } catch (const InputError& e) {
       std::string combination;
       for (const auto& [p, v] : values) combination += (combination.empty() ? "" : ", ") + p + "=" + v;
-      throw InputError(file, "sweep", fmt::format("the combination {}: {}", combination, inner_message(e.what(), file)));
+      throw InputError(file, block.name, fmt::format("the combination {}: {}", combination, inner_message(e.what(), file)));
     }
-
-    std::vector<std::size_t> chosen;
-    if (strategy_axis) {
-      const SweepAxis& axis = plan.axes[*strategy_axis];
-      for (const std::string& label : axis.values) {
-        auto it = std::find_if(variant.strategies.begin(), variant.strategies.end(),
-                               [&](const StrategySpec& s) { return s.label == label; });
-        if (it == variant.strategies.end()) {
-          // Not a label of `strategies`: a registry name, run with its default options.
-          StrategySpec spec;
-          spec.name = spec.label = label;
-          spec.field = axis.field;
-          bool registered = false;
-          std::vector<std::string> candidates;
-          for (const auto& s : variant.strategies) candidates.push_back(s.label);
-          for (const auto& info : strategy_registry()) {
-            candidates.push_back(info.name);
-            registered = registered || info.name == label;
-          }
-          if (!registered) {
-            const std::string hint = nearest_word(label, candidates);
-            throw InputError(file, axis.field,
-                             fmt::format("'{}' is neither a label in strategies nor a registered strategy{}", label,
-                                         hint.empty() ? "" : "; did you mean '" + hint + "'?"));
-          }
-          variant.strategies.push_back(std::move(spec));
-          it = variant.strategies.end() - 1;
-        }
-        chosen.push_back(static_cast<std::size_t>(it - variant.strategies.begin()));
-      }
-    } else {
-      for (std::size_t s = 0; s < variant.strategies.size(); ++s) chosen.push_back(s);
-    }
+    const std::vector<std::size_t> chosen = chosen_strategies(block, variant, file);
 
     const std::size_t v = plan.variants.size();
     const auto& seeds = variant.simulation.seeds;
     const int repetitions = variant.simulation.repetitions;
-    const bool per_point_files = !plan.axes.empty() || !seeds.empty() || repetitions > 1;
     std::string prefix;
     for (const auto& [p, value] : values) prefix += p + "=" + value + " ";
     for (std::size_t s : chosen) {
@@ -488,10 +530,60 @@ SweepPlan plan_sweep(const YAML::Node& root, const std::string& file, const Plan
     // Next combination (odometer, last axis fastest); done once the first axis wraps.
     bool advanced = false;
     for (std::size_t a = pick.size(); a-- > 0 && !advanced;) {
-      if (++pick[a] < axis_nodes[a].size()) advanced = true;
+      if (++pick[a] < block.axis_nodes[a].size()) advanced = true;
       else pick[a] = 0;
     }
     if (!advanced) break;
+  }
+}
+
+}  // namespace
+
+SweepPlan plan_sweep(const YAML::Node& root, const std::string& file, const PlanOptions& options) {
+  YamlFields top(root, file, "");
+  // Parsed from the file's own tree, which the parser accepts with its `sweep:`: yaml-cpp's
+  // Clone drops the line marks, and an error in the base scenario must name its line.
+  std::optional<Scenario> base_scenario = parse_scenario(root, file);
+  YAML::Node base = YAML::Clone(root);
+  base.remove("sweep");
+
+  SweepPlan plan;
+  plan.file = file;
+  plan.name = base_scenario->name;
+  plan.output = base_scenario->output;
+  const std::size_t seeds = base_scenario->simulation.seeds.size();
+  const int repetitions = base_scenario->simulation.repetitions;
+
+  std::vector<SweepBlock> blocks = read_sweep_blocks(top, file);
+  for (const SweepBlock& block : blocks) plan.axes.insert(plan.axes.end(), block.axes.begin(), block.axes.end());
+  const bool per_point_files = !plan.axes.empty() || seeds > 0 || repetitions > 1;
+  if (blocks.empty()) {  // no sweep: the base scenario, once
+    blocks.emplace_back();
+    blocks.back().name = "sweep";
+  }
+
+  const SweepCount count = count_blocks(blocks, base, file, seeds, repetitions, options.max_points);
+  if (options.counted) options.counted(count);
+  if (count.points > options.max_points)
+    throw InputError(file, top.has("sweep") ? top.field("sweep") : std::string("simulation"),
+                     fmt::format("{}{} points ({}) is more than --max-points {}: sweep fewer values, or raise "
+                                 "--max-points to run them all",
+                                 count.exact ? "" : "at least ", count.points, count.breakdown, options.max_points));
+
+  for (const SweepBlock& block : blocks) check_block_values(block, base, file);
+
+  // A point listed by two blocks would run twice under one key.
+  std::map<std::string, std::string> block_of_key;
+  for (const SweepBlock& block : blocks) {
+    const std::size_t first = plan.points.size();
+    expand_block(block, base, base_scenario, file, per_point_files, plan);
+    for (std::size_t i = first; i < plan.points.size(); ++i) {
+      const auto [it, fresh] = block_of_key.emplace(plan.points[i].key, block.name);
+      if (!fresh)
+        throw InputError(file, block.name,
+                         fmt::format("the point '{}' is also in {}: list each combination in one block", plan.points[i].key,
+                                     it->second));
+    }
   }
   return plan;
 }

@@ -4,7 +4,9 @@
 // (`cluster.ethernet_bandwidth`, `strategies[quickp].options.alpha`, `graph`); the value (a single
 // value, or a mapping or list replacing a whole one) replaces it in the YAML tree before the
 // scenario is parsed, so every field is sweepable and validated by the same parser. The path
-// `strategy` instead picks which strategies run.
+// `strategy` instead picks which strategies run. `sweep:` may also be a list of such mappings
+// (blocks): each is its own cross product, and the plan runs them one after the other, so some
+// values are paired with others only (a large graph on a small cluster).
 //
 // A point is one run: sweep values x strategy x seed (strategies taking a `seed` option, when
 // `simulation.seeds` is given) x repetition. Each point has a stable key built from those
@@ -38,7 +40,7 @@ struct SweepPoint {
 
 struct SweepPlan {
   std::string file, name, output;
-  std::vector<SweepAxis> axes;
+  std::vector<SweepAxis> axes;  // every block's, in the order written
   // One scenario per combination of the values of the YAML axes (all but `strategy`), with the
   // values of each (in the order of `axes`, `strategy` left out).
   std::vector<Scenario> variants;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <cstdio>
@@ -554,6 +556,7 @@ SimulationResult simulate(const Graph& graph, const Cluster& cluster, std::span<
 
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(fmt::format("SimGrid engine: pipe failed: {}", std::strerror(errno)));
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int err = errno;
@@ -562,6 +565,10 @@ SimulationResult simulate(const Graph& graph, const Cluster& cluster, std::span<
     throw std::runtime_error(fmt::format("SimGrid engine: fork failed: {}", std::strerror(err)));
   }
   if (pid == 0) {
+    // The child dies with its parent: a sweep worker killed with its run (kill, Ctrl-C) would
+    // otherwise leave a simulation of minutes running on its own.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(6);  // the parent died before prctl
     ::close(fds[0]);
     run_child(fds[1], graph, cluster, placement, device_order, queue);
   }

@@ -701,3 +701,142 @@ TEST(Report, CliCountsAreSingularOrPlural) {
 
 }  // namespace
 }  // namespace placesim
+
+// The robustness summary (issue #13) on hand-made records; every number below is worked out by hand.
+namespace placesim {
+namespace {
+
+// A point of case `graph` (swept) that fits, by the evaluator (and SimGrid when given), in seconds.
+PointRecord fits(const std::string& strategy, const std::string& graph, double evaluator,
+                 std::optional<double> simgrid = std::nullopt) {
+  PointRecord r = measured(strategy, {{"graph", graph}}, evaluator, simgrid);
+  r.key = "graph=" + graph + " strategy=" + strategy;
+  return r;
+}
+
+PointRecord oom(const std::string& strategy, const std::string& graph, double evaluator) {
+  PointRecord r = fits(strategy, graph, evaluator);
+  r.measurement->oom = true;
+  return r;
+}
+
+PointRecord infeasible(const std::string& strategy, const std::string& graph) {
+  PointRecord r = fits(strategy, graph, 0);
+  r.measurement.reset();
+  r.infeasible = true;
+  r.error = "no placement fits";
+  return r;
+}
+
+PointRecord searched(PointRecord r, double seconds, double time_limit) {
+  r.measurement->search_time = seconds;
+  r.measurement->strategy_report["time_limit_s"] = time_limit;
+  return r;
+}
+
+// Four cases:
+//   a: single-device 10 ms (SimGrid 10), quickp 8 (SimGrid 12), mcmc 8.2 (SimGrid 9) searching 6 s
+//      of a 5 s limit, m-topo 6 but OOM; lower bound 5 ms for all. Best: 8 ms, SimGrid 9 ms.
+//   b: single-device OOM at 20 ms, quickp 30, mcmc failed, m-topo 25. Best: 25 ms.
+//   c: single-device and quickp infeasible, mcmc OOM at 5 ms: nothing fits.
+//   d: single-device 10 ms, quickp 12 searching 2.4 s of a 2 s limit, mcmc 10, m-topo 11. Best: 10 ms.
+std::vector<PointRecord> robustness_records() {
+  std::vector<PointRecord> records = {
+      fits("single-device", "a", 0.010, 0.010), searched(fits("quickp", "a", 0.008, 0.012), 1.0, 5),
+      searched(fits("mcmc", "a", 0.0082, 0.009), 6.0, 5), oom("m-topo", "a", 0.006),
+      oom("single-device", "b", 0.020), fits("quickp", "b", 0.030), failed("mcmc", {{"graph", "b"}}, "crashed"),
+      fits("m-topo", "b", 0.025),
+      infeasible("single-device", "c"), infeasible("quickp", "c"), oom("mcmc", "c", 0.005),
+      fits("single-device", "d", 0.010), searched(fits("quickp", "d", 0.012), 2.4, 2), fits("mcmc", "d", 0.010),
+      fits("m-topo", "d", 0.011)};
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    records[i].index = i;
+    if (records[i].measurement && records[i].sweep[0].text == "a") records[i].measurement->bounds = {0.004, 0.005, 0};
+  }
+  return records;
+}
+
+TEST(RobustnessSummary, CountsAndRatiosPerStrategy) {
+  const std::vector<PointRecord> records = robustness_records();
+  const std::vector<RobustnessRow> rows = robustness_summary(records);
+  EXPECT_EQ(count_cases(records), 4u);
+  ASSERT_EQ(rows.size(), 4u);
+
+  const RobustnessRow& single = rows[0];
+  EXPECT_EQ(single.strategy, "single-device");
+  EXPECT_EQ(single.points, 4u);
+  EXPECT_EQ(single.infeasible, 1u);               // c
+  EXPECT_EQ(single.oom_where_another_fits, 1u);   // b, where quickp and m-topo fit
+  EXPECT_EQ(single.slower_than_single_device, 0u);
+  EXPECT_EQ(single.compared, 2u);                 // a: 10/8 = 1.25, d: 10/10 = 1
+  EXPECT_EQ(single.within_5_percent, 1u);
+  EXPECT_DOUBLE_EQ(*single.median_ratio, 1.125);
+  EXPECT_DOUBLE_EQ(*single.worst_ratio, 1.25);
+  EXPECT_DOUBLE_EQ(*single.median_simgrid_ratio, 10.0 / 9);  // a only: d has no SimGrid latency
+  EXPECT_DOUBLE_EQ(*single.median_lower_bound_ratio, 2.0);   // a: 10 / 5; d has no bound
+
+  const RobustnessRow& quickp = rows[1];
+  EXPECT_EQ(quickp.points, 4u);
+  EXPECT_EQ(quickp.failed, 0u);
+  EXPECT_EQ(quickp.over_time_limit, 0u);           // d: 2.4 s is within 0.5 s of 2 s
+  EXPECT_EQ(quickp.slower_than_single_device, 1u); // d: 12 > 10; b does not count (single-device is OOM)
+  EXPECT_EQ(quickp.compared, 3u);                  // a: 1, b: 30/25 = 1.2, d: 12/10 = 1.2
+  EXPECT_EQ(quickp.within_5_percent, 1u);
+  EXPECT_DOUBLE_EQ(*quickp.median_ratio, 1.2);
+  EXPECT_DOUBLE_EQ(*quickp.worst_ratio, 1.2);
+  EXPECT_DOUBLE_EQ(*quickp.worst_simgrid_ratio, 12.0 / 9);
+  EXPECT_DOUBLE_EQ(*quickp.median_lower_bound_ratio, 1.6);
+
+  const RobustnessRow& mcmc = rows[2];
+  EXPECT_EQ(mcmc.failed, 1u);                  // b
+  EXPECT_EQ(mcmc.oom_where_another_fits, 0u);  // c: nothing fits
+  EXPECT_EQ(mcmc.over_time_limit, 1u);         // a: 6 s > 5.5 s and > 5.5 s
+  EXPECT_EQ(mcmc.slower_than_single_device, 0u);  // d: as fast, not slower
+  EXPECT_EQ(mcmc.within_5_percent, 2u);           // a: 8.2/8 = 1.025, d: 1
+  EXPECT_DOUBLE_EQ(*mcmc.median_ratio, 1.0125);
+  EXPECT_DOUBLE_EQ(*mcmc.median_simgrid_ratio, 1.0);
+
+  const RobustnessRow& topo = rows[3];
+  EXPECT_EQ(topo.points, 3u);
+  EXPECT_EQ(topo.oom_where_another_fits, 1u);     // a
+  EXPECT_EQ(topo.slower_than_single_device, 1u);  // d: 11 > 10 (a's OOM answer, 6 ms, is faster)
+  EXPECT_EQ(topo.within_5_percent, 1u);           // b: 1; d: 1.1
+  EXPECT_DOUBLE_EQ(*topo.median_ratio, 1.05);
+  EXPECT_FALSE(topo.median_simgrid_ratio.has_value());
+  EXPECT_FALSE(topo.median_lower_bound_ratio.has_value());
+}
+
+TEST(RobustnessSummary, MarkdownTableOneRowPerStrategy) {
+  const std::vector<PointRecord> records = robustness_records();
+  const std::string md = format_robustness_summary(robustness_summary(records), count_cases(records));
+  EXPECT_NE(md.find("**Robustness: 4 strategies, 4 cases, 15 points**"), std::string::npos) << md;
+  EXPECT_NE(md.find("| quickp | 4 | 0 | 1 | 0 | 0 | 1 | 1.200x | 1.200x | 1/3 (33%) | 1.333x | 1.333x | 1.600x |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| m-topo | 3 | 0 | 0 | 1 | 0 | 1 | 1.050x | 1.100x | 1/2 (50%) | - | - | - |"), std::string::npos) << md;
+}
+
+TEST(RobustnessSummary, ReportBlockAsksForItAndTheReportWritesIt) {
+  EXPECT_EQ(report_spec_from_yaml(YAML::Load("summary: robustness"), "s.yaml", "report").summary, ReportSummary::Robustness);
+  EXPECT_EQ(report_spec_from_yaml(YAML::Load("tables: []"), "s.yaml", "report").summary, ReportSummary::None);
+  EXPECT_INPUT_ERROR(report_spec_from_yaml(YAML::Load("summary: robust"), "s.yaml", "report"), "report.summary", "s.yaml",
+                     "robustness");
+
+  const fs::path dir = fresh_dir("robustness");
+  std::string text;
+  for (const PointRecord& r : robustness_records()) text += to_json(r).dump() + "\n";
+  write(dir / "results.jsonl", text);
+  std::ostringstream out, err;
+  ReportOptions options;
+  options.results = dir.string();
+  options.plots = false;
+  options.summary = ReportSummary::Robustness;
+  ASSERT_EQ(run_report(options, out, err), 0) << err.str();
+  const std::string md = slurp(dir / "report" / "robustness.md");
+  EXPECT_NE(md.find("| mcmc | 4 | 1 | 0 | 0 | 1 | 0 |"), std::string::npos) << md;
+  EXPECT_NE(out.str().find(md), std::string::npos) << "printed as written";
+  EXPECT_NE(err.str().find("robustness.md"), std::string::npos) << err.str();
+}
+
+}  // namespace
+}  // namespace placesim

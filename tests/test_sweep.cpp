@@ -269,6 +269,65 @@ TEST(SweepPlan, AMappingValueNamedByItsLabel) {
   EXPECT_NE(empty.find("sweep.graph[0].label"), std::string::npos) << empty;
 }
 
+TEST(SweepPlan, AListOfBlocksRunsEachCrossProductInTurn) {
+  // Two blocks: 2 graphs x 2 GPU counts, then one graph on 4 GPUs only, each with metis alone.
+  std::optional<SweepCount> counted;
+  PlanOptions options;
+  options.counted = [&](const SweepCount& c) { counted = c; };
+  const SweepPlan p = plan_sweep(YAML::Load(std::string(kBase) +
+                                            "sweep:\n"
+                                            "  - graph: [{label: a, builtin: fig3.1}, {label: b, builtin: synthetic}]\n"
+                                            "    cluster.gpus: [2, 3]\n"
+                                            "    strategy: [metis]\n"
+                                            "  - graph: [{label: c, builtin: synthetic, layers: 2}]\n"
+                                            "    cluster.gpus: [4]\n"
+                                            "    strategy: [metis]\n"),
+                                 "s.yaml", options);
+  ASSERT_EQ(p.points.size(), 5u);
+  ASSERT_EQ(p.variants.size(), 5u);
+  EXPECT_EQ(p.points[0].key, "graph=a cluster.gpus=2 strategy=metis rep=0");
+  EXPECT_EQ(p.points[3].key, "graph=b cluster.gpus=3 strategy=metis rep=0");
+  EXPECT_EQ(p.points[4].key, "graph=c cluster.gpus=4 strategy=metis rep=0");
+  EXPECT_EQ(p.points[4].index, 4u);
+  EXPECT_EQ(p.variants[4].cluster.num_devices(), 4);
+  EXPECT_EQ(p.variants[4].graph.synthetic.layers, 2);
+  ASSERT_TRUE(counted.has_value());
+  EXPECT_EQ(counted->points, 5u);
+  EXPECT_EQ(counted->breakdown,
+            "sweep[0]: 2 values of graph x 2 values of cluster.gpus x 1 point each (1 strategy); "
+            "sweep[1]: 1 value of graph x 1 value of cluster.gpus x 1 point each (1 strategy)");
+}
+
+TEST(SweepPlan, AValueRepeatedAsAYamlAliasKeepsItsLabel) {
+  const SweepPlan p = plan(std::string(kBase) +
+                           "sweep:\n"
+                           "  - graph: [&g {label: tiny, builtin: fig3.1}]\n"
+                           "    cluster.gpus: [2]\n"
+                           "    strategy: [metis]\n"
+                           "  - graph: [*g]\n"
+                           "    cluster.gpus: [3]\n"
+                           "    strategy: [metis]\n");
+  ASSERT_EQ(p.points.size(), 2u);
+  EXPECT_EQ(p.points[0].key, "graph=tiny cluster.gpus=2 strategy=metis rep=0");
+  EXPECT_EQ(p.points[1].key, "graph=tiny cluster.gpus=3 strategy=metis rep=0");
+  EXPECT_EQ(p.variants[1].graph.builtin, "fig3.1");
+}
+
+TEST(SweepPlan, BlockErrorsNameTheBlock) {
+  std::string m = plan_error(std::string(kBase) + "sweep:\n  - cluster.gpus: [2]\n  - cluster.gpu: [3]\n");
+  EXPECT_NE(m.find("s.yaml: sweep[1].cluster.gpu (line 10)"), std::string::npos) << m;
+  m = plan_error(std::string(kBase) + "sweep:\n  - cluster.gpus: [2]\n  - [3]\n");
+  EXPECT_NE(m.find("sweep[1] (line 10)"), std::string::npos) << m;
+  EXPECT_NE(m.find("or a list of such mappings"), std::string::npos) << m;
+  m = plan_error(std::string(kBase) + "sweep: []\n");
+  EXPECT_NE(m.find("sweep (line 8)"), std::string::npos) << m;
+  // A point in two blocks would run twice under one key.
+  m = plan_error(std::string(kBase) + "sweep:\n  - cluster.gpus: [2, 3]\n  - cluster.gpus: [3, 4]\n");
+  EXPECT_NE(m.find("s.yaml: sweep[1]: the point 'cluster.gpus=3 strategy=round-robin rep=0' is also in sweep[0]"),
+            std::string::npos)
+      << m;
+}
+
 TEST(SweepPlan, WithoutASweepOnePointPerStrategyNamedAsBefore) {
   const SweepPlan p = plan(kBase);
   ASSERT_EQ(p.points.size(), 3u);

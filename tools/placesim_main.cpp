@@ -199,6 +199,7 @@ int cmd_reproduce(const ReproduceArgs& a) {
   report.plots = !a.no_plots;
   report.pivots = plan.variants.front().report.tables;
   report.gantt_strategy = plan.variants.front().report.gantt_strategy;
+  report.summary = plan.variants.front().report.summary;
   const int rc = report_exit_code(run_report(report, std::cout, std::cerr));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   // A status line, so on stderr with the others (stdout holds the tables only).
@@ -436,6 +437,7 @@ int main(int argc, char** argv) {
   ReportOptions report_opts;
   PivotSpec pivot;
   bool report_no_plots = false;
+  std::string report_summary;
   auto* report = app.add_subcommand("report", "comparison table and plots (PNG, SVG) of what `placesim run` wrote");
   report->add_option("results", report_opts.results, "results folder, results.jsonl or results.json")->required()->check(CLI::ExistingPath);
   report->add_option("-o,--output", report_opts.output, "folder for the table and plots (default: <results>/report)");
@@ -444,6 +446,7 @@ int main(int argc, char** argv) {
   report->add_option("--rows", pivot.rows, "also print a pivot table: row fields (graph, strategy, gpus or a swept key)")->delimiter(',');
   report->add_option("--columns", pivot.columns, "pivot column fields")->delimiter(',');
   report->add_option("--value", pivot.value, "pivot value: latency, search_time, evaluator_latency, simgrid_latency, peak_memory or a strategy report key");
+  report->add_option("--summary", report_summary, "also a per-strategy summary: robustness (report/robustness.md)");
   add_placeto_commands(app);
 
   ReproduceArgs repro;
@@ -513,6 +516,8 @@ int main(int argc, char** argv) {
       if (pivot.rows.empty() && (report->count("--columns") || report->count("--value")))
         throw InputError("command line", "--rows", "expected with --columns and --value: the pivot's row fields");
       if (!pivot.rows.empty()) report_opts.pivots.push_back(pivot);
+      if (!report_summary.empty())
+        report_opts.summary = enum_parse<ReportSummary>(kReportSummaryNames, report_summary, "command line", "--summary");
       return report_exit_code(run_report(report_opts, std::cout, std::cerr));
     }
     if (*topo_info) return cmd_topology_info(topo_path, topo_dot);
