@@ -766,6 +766,9 @@ struct CbcAnswer {
   int nodes = 0;
 };
 
+// Above this many rows, CLP solves P2's LPs without presolve (solve_with_cbc).
+constexpr int kPresolveRowLimit = 1'000'000;
+
 // Stops CLP at a wall-clock deadline. CLP's own limits (setMaximumSeconds, setMaximumWallSeconds)
 // count from the start of each solve and are not checked while presolve runs, and CBC checks its
 // limit only between nodes: on BERT-base over 16 GPUs (2.3M rows) the root LP ran 60 s past a 3 s
@@ -801,6 +804,11 @@ CbcAnswer solve_with_cbc(const P2Model& p2, const P2Options& options, const std:
     // slower on the big-M rows (AlexNet, 2 GPUs: 20 s against 1.6 s for the root LP).
     ClpSolve dual;
     dual.setSolveType(ClpSolve::useDual);
+    // CLP's presolve sends no events, so the wall-clock stop below cannot interrupt it: on GNMT
+    // (TensorFlow style, 2 GPUs, 2.8M rows) it alone ran 60 s of a 4 s budget; without it the
+    // root LP stopped at 4.2 s, with the same answer. Smaller models keep it (every paper
+    // reproduction's P2 has under 0.9M rows).
+    if (p2.num_rows() > kPresolveRowLimit) dual.setPresolveType(ClpSolve::presolveOff);
     solver.setSolveOptions(dual);
     // CBC checks its time limit between nodes; this makes the LPs themselves stop in time too (the
     // root LP of AlexNet on 6 GPUs alone takes minutes).
