@@ -51,16 +51,11 @@ Cluster two_servers(const std::string& gpu1_memory) {
       "test");
 }
 
-// The scenario error of a fig3.1 scenario whose one strategy entry is `strategy` (YAML flow).
+// Parses bad.yaml: fig3.1 on 2 GPUs, with `strategy` (YAML flow) its one strategy entry.
 void parse_with_strategy(const std::string& strategy) {
-  parse_scenario(YAML::Load("graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [" + strategy + "]\n"),
-                 "bad.yaml");
-}
-
-RefineConfig with_threads(int threads) {
-  RefineConfig config;
-  config.threads = threads;
-  return config;
+  parse_scenario(
+      YAML::Load("graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [" + strategy + "]\n"),
+      "bad.yaml");
 }
 
 }  // namespace
@@ -177,7 +172,8 @@ TEST(Refine, OneTwoAndThreeThreadsGiveTheSamePlacement) {
   const std::vector<DeviceId> start = random_placement(rng, g, c);
   for (const CostModelKind kind : {CostModelKind::List, CostModelKind::Flow}) {
     SCOPED_TRACE(cost_model_name(kind));
-    RefineConfig config = with_threads(1);
+    RefineConfig config;
+    config.threads = 1;
     config.steps = 300;
     config.batch = 8;
     config.patience = 1000;
