@@ -559,21 +559,36 @@ TEST(Report, StatusGoesToStderrAndTablesToStdout) {
   }
 }
 
-// Item 15, read back from matplotlib's objects (the script's --describe).
-TEST(Report, PlotsNameTheirAxesAndKeepOneStylePerStrategy) {
-  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
-  const fs::path dir = plot_fixture("describe");
+// Runs the report (tables) on `dir`, then the plot script with --describe into dir/report:
+// what each figure shows, read back from matplotlib's objects; empty (with a test failure) if a
+// step fails.
+nlohmann::json describe_plots(const fs::path& dir) {
   ReportOptions options;
   options.results = dir.string();
   options.plots = false;
   std::ostringstream out, err;
-  ASSERT_EQ(run_report(options, out, err), 0) << err.str();
+  if (run_report(options, out, err) != 0) {
+    ADD_FAILURE() << err.str();
+    return {};
+  }
   const fs::path script = data_dir() / "tools" / "plot_results.py", report = dir / "report";
   const std::string cmd = fmt::format("{} {} {} --out {} --describe {} >{} 2>&1", plot_python(), script.string(),
                                       (report / "records.json").string(), report.string(), (report / "describe.json").string(),
                                       (report / "plot.log").string());
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(report / "plot.log");
-  const nlohmann::json d = nlohmann::json::parse(slurp(report / "describe.json"));
+  if (std::system(cmd.c_str()) != 0) {
+    ADD_FAILURE() << slurp(report / "plot.log");
+    return {};
+  }
+  return nlohmann::json::parse(slurp(report / "describe.json"));
+}
+
+// Item 15, read back from matplotlib's objects (the script's --describe).
+TEST(Report, PlotsNameTheirAxesAndKeepOneStylePerStrategy) {
+  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
+  const fs::path dir = plot_fixture("describe");
+  const fs::path report = dir / "report";
+  const nlohmann::json d = describe_plots(dir);
+  ASSERT_FALSE(d.empty());
   const nlohmann::json& figures = d["figures"];
   for (const char* name : {"latency_by_model", "latency_vs_bandwidth", "search_time_vs_gpus", "gantt"})
     ASSERT_TRUE(figures.contains(name)) << name;
@@ -653,17 +668,9 @@ TEST(Report, CostModelPairsPlotOnePanelPerCase) {
     }
   }
   write(dir / "results.jsonl", text);
-  ReportOptions options;
-  options.results = dir.string();
-  options.plots = false;
-  std::ostringstream out, err;
-  ASSERT_EQ(run_report(options, out, err), 0) << err.str();
-  const fs::path script = data_dir() / "tools" / "plot_results.py", report = dir / "report";
-  const std::string cmd = fmt::format("{} {} {} --out {} --describe {} >{} 2>&1", plot_python(), script.string(),
-                                      (report / "records.json").string(), report.string(), (report / "describe.json").string(),
-                                      (report / "plot.log").string());
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(report / "plot.log");
-  const nlohmann::json figures = nlohmann::json::parse(slurp(report / "describe.json"))["figures"];
+  const nlohmann::json d = describe_plots(dir);
+  ASSERT_FALSE(d.empty());
+  const nlohmann::json figures = d["figures"];
   ASSERT_TRUE(figures.contains("cost_models")) << figures.dump();
   const nlohmann::json& axes = figures["cost_models"]["axes"];
   ASSERT_EQ(axes.size(), 2u);
