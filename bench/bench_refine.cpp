@@ -11,14 +11,12 @@
 // thread found a free core. The kernel shares CPU time between sessions (autogroup), so while
 // another session keeps both cores busy, this process gets about one core whatever its threads.
 //
-// Medians of 5, both thread counts interleaved in one run (2026-11-25, 2 cores shared with
-// another session's `placesim reproduce --jobs 2`, which kept both busy through every attempt):
-//   1 thread:  1.36 s, 188.7 evaluations/s, cores_used 1.00
-//   2 threads: 1.40 s, 183.4 evaluations/s, cores_used 0.99
-// Measured speed-up: 0.97x -- no free core, so no gain; the speed-up on two idle cores is not
-// measured yet. The work does split: the main thread's CPU time falls from 1.35 s to 0.76 s (it
-// now does 56% of the work), which bounds that speed-up at about 1.8x. Both runs make the same
-// search: HEFT's 205.13 ms becomes 204.49 ms (16 improvements in 256 evaluations).
+// Medians of 5, both thread counts interleaved in one run (2026-11-25, 2 cores, idle: load 0.46):
+//   1 thread:  1.35 s,  189.8 evaluations/s, cores_used 1.00
+//   2 threads: 0.706 s, 362.8 evaluations/s, cores_used 1.96
+// Speed-up 1.91x. Both make the same search: HEFT's 205.13 ms becomes 204.49 ms (16
+// improvements in 256 evaluations). While another session kept both cores busy (three earlier
+// runs that night), both thread counts got one core and ran alike (1.36 s against 1.40 s).
 #include <benchmark/benchmark.h>
 
 #include <limits>
