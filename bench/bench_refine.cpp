@@ -11,10 +11,12 @@
 // thread found a free core. The kernel shares CPU time between sessions (autogroup), so while
 // another session keeps both cores busy, this process gets about one core whatever its threads.
 //
-// Medians of 5 on two idle cores (2026-11-25, load average below 1): 1 thread 1.36 s (187.9
-// evaluations/s), 2 threads 0.695 s (368.5 evaluations/s): a speed-up of 1.96x, with the same
-// search (final_ms 204.488 both). Measured first beside a `placesim reproduce --jobs 2` that kept
-// both cores busy: 1.36 s against 1.40 s, no gain without a free core.
+// Medians of 5, both thread counts interleaved in one run, on two idle cores (2026-11-25), two
+// runs of it: 1 thread 1.35 / 1.36 s (189.8 / 187.9 evaluations/s), 2 threads 0.706 / 0.695 s
+// (362.8 / 368.5 evaluations/s, cores_used 1.96): a speed-up of 1.91x / 1.96x. Both make the same
+// search: HEFT's 205.13 ms becomes 204.49 ms (16 improvements in 256 evaluations). While another
+// session kept both cores busy, both thread counts got one core and ran alike (1.36 s against
+// 1.40 s): no gain without a free core.
 #include <benchmark/benchmark.h>
 
 #include <limits>
