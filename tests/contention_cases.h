@@ -1,6 +1,6 @@
 #pragma once
-// Graphs, placements and clusters with contention in them, shared by the flow engine's
-// cross-check (test_flow_engine.cpp) and the cost model's tests (test_cost_model.cpp).
+// Graphs, placements and clusters with contention in them, shared by the fabric cross-checks
+// (test_topologies.cpp, test_flow_engine.cpp) and the cost model's tests (test_cost_model.cpp).
 #include <algorithm>
 #include <fmt/format.h>
 #include <random>
@@ -43,8 +43,10 @@ inline std::vector<DeviceId> random_placement(std::mt19937& rng, const Graph& g,
   return p;
 }
 
-// Every registered fabric at its defaults and with each key set to its documented example, as
-// TopologiesCrossCheck.EveryRegisteredFabricAndKeyMatchesTheView builds them.
+// Every registered fabric at its defaults and with each key set to its documented example (the
+// fabric-wide cross-checks of the evaluator's view, the flow engine and the cost model all use it).
+// What a fabric needs besides its defaults: spine-leaf a size; a fat-tree spanning two pods; a
+// multi-NIC core only with pods.
 inline std::vector<std::pair<std::string, std::string>> registry_variants() {
   std::vector<std::pair<std::string, std::string>> out;
   for (const TopologyType& t : topology_registry()) {

@@ -23,6 +23,7 @@
 #include "sim/evaluator.h"
 #include "sim/simgrid_engine.h"
 #include "sim/trace.h"
+#include "tests/contention_cases.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
 #include "topologies/topology_info.h"
@@ -448,22 +449,9 @@ TEST(TopologiesCrossCheck, EveryPairOfEveryFabricMatchesTheView) {
 // Every registered fabric, at its defaults and with each key set to its documented example:
 // a lone transfer between every GPU pair in SimGrid takes what the pairwise view says.
 TEST(TopologiesCrossCheck, EveryRegisteredFabricAndKeyMatchesTheView) {
-  for (const TopologyType& t : topology_registry()) {
-    // What a fabric needs besides its defaults (spine-leaf a size; a fat-tree spanning two pods;
-    // a multi-NIC core only with pods).
-    auto base = [&](const std::string& key) -> std::string {
-      if (t.type == "spine-leaf" && key != "servers" && key != "leaves") return "servers: 4, ";
-      if (t.type == "fat-tree" && key != "servers") return "servers: 6, gpus_per_server: 1, ";
-      if (t.type == "multi-nic" && key.rfind("core_", 0) == 0) return "servers_per_pod: 2, ";
-      return "";
-    };
-    std::vector<std::string> variants = {fmt::format("{{type: {}, {}}}", t.type, base(""))};
-    for (const OptionDoc& o : t.options)
-      variants.push_back(fmt::format("{{type: {}, {}{}: {}}}", t.type, base(o.key), o.key, o.example));
-    for (const std::string& yaml : variants) {
-      SCOPED_TRACE(yaml);
-      EXPECT_NO_THROW(expect_view_matches_simgrid(cluster_from_yaml(YAML::Load(yaml), "c.yaml")));
-    }
+  for (const auto& [type, yaml] : testutil::registry_variants()) {
+    SCOPED_TRACE(yaml);
+    EXPECT_NO_THROW(expect_view_matches_simgrid(cluster_from_yaml(YAML::Load(yaml), "c.yaml")));
   }
 }
 
