@@ -1,6 +1,7 @@
 #include "placement/strategy.h"
 
 #include <fmt/format.h>
+#include <optional>
 
 #include "sim/errors.h"
 #include "placement/portfolio.h"
@@ -87,32 +88,41 @@ PlacementResult Strategy::place(const Graph& graph, const Cluster& cluster) {
   const Deadline deadline(common_.time_limit_s);
   PlacementResult result = place_impl(graph, cluster, deadline);
   validate_placement(graph, cluster, result.placement, "strategy '" + name_ + "'");
+  // The warm-start portfolio, run at most once per call (both steps below may want it).
+  std::optional<CostModel> cost;
+  std::vector<PortfolioCandidate> candidates;
+  nlohmann::json tried = nlohmann::json::object();
+  bool fill_ran = false;  // m-TOPO's fill is among the candidates (run or failed, not skipped)
+  auto portfolio = [&](bool first_even_out_of_time) {
+    if (!cost) cost.emplace(make_cost_model(graph, cluster));
+    if (fill_ran) return;
+    tried = nlohmann::json::object();
+    candidates = run_portfolio(graph, cluster, deadline, *cost, name_, tried, first_even_out_of_time);
+    fill_ran = !(tried.contains("m-topo") && tried["m-topo"].is_string() &&
+                 tried["m-topo"].get<std::string>().rfind("skipped", 0) == 0);
+  };
   // Never worse than the cheap answers (issue #13): the better, by the cost model, of the answer
   // (when it fits) and the portfolio's best that fits.
   if (portfolio_use_ == PortfolioUse::AfterIt && common_.portfolio) {
-    CostModel cost = make_cost_model(graph, cluster);
-    nlohmann::json tried = nlohmann::json::object();
-    const std::vector<PortfolioCandidate> candidates = run_portfolio(graph, cluster, deadline, cost, name_, tried);
+    portfolio(false);
+    nlohmann::json compared = tried;
     const bool own_fits = fits_memory(graph, cluster, result.placement);
-    tried[name_] = own_fits ? nlohmann::json(cost.latency(result.placement)) : nlohmann::json("out of memory");
+    compared[name_] = own_fits ? nlohmann::json(cost->latency(result.placement)) : nlohmann::json("out of memory");
     const PortfolioCandidate* best = best_fitting(candidates);
-    const bool take = best && (!own_fits || best->latency < tried[name_].get<double>() * (1 - 1e-12));
+    const bool take = best && (!own_fits || best->latency < compared[name_].get<double>() * (1 - 1e-12));
     if (take) replace_answer(result, best->placement);
-    result.report["portfolio"] = std::move(tried);
+    result.report["portfolio"] = std::move(compared);
     result.report["portfolio_winner"] = take ? best->name : name_;
   }
   // Feasibility first (issue #13): a search that ends over some GPU's memory returns the best
   // placement of the warm-start portfolio that fits (m-TOPO's fill first), and says so. A
   // placement that fits exists whenever the fill finds one. Baselines (single-device, ...) return
-  // what they are, out of memory or not.
+  // what they are, out of memory or not. The portfolio of the step above is reused when its fill ran.
   if (searches_ && !fits_memory(graph, cluster, result.placement)) {
-    CostModel cost = make_cost_model(graph, cluster);
-    nlohmann::json tried = nlohmann::json::object();
-    const std::vector<PortfolioCandidate> candidates =
-        run_portfolio(graph, cluster, deadline, cost, name_, tried, /*first_even_out_of_time=*/true);
+    portfolio(/*first_even_out_of_time=*/true);
     nlohmann::json fallback = {{"reason", "the strategy's placement exceeds GPU memory"},
-                               {"own_latency_s", cost.latency(result.placement)},
-                               {"candidates", std::move(tried)}};
+                               {"own_latency_s", cost->latency(result.placement)},
+                               {"candidates", tried}};
     if (const PortfolioCandidate* best = best_fitting(candidates)) {
       fallback["chosen"] = best->name;
       replace_answer(result, best->placement);
