@@ -291,3 +291,28 @@ TEST(Metis, DiamondOnThousandGpusStaysInOneServer) {
   for (int i = 1; i < 4; ++i) EXPECT_EQ(r.placement[i] / 8, r.placement[0] / 8);
   EXPECT_NEAR(r.report["mapping_transfer_s"].get<double>(), 4 * 1e9 / 50e9, 1e-12);
 }
+
+TEST(Metis, AVertexHeavierThanItsShareGetsAGpuOfItsOwn) {
+  // H (10 ms) then a chain of eight 1 ms operators, on 4 GPUs: the share is 18 / 4 = 4.5 ms, so H
+  // cannot be balanced and gets a GPU alone; the others (8 ms) are split over the other three
+  // (2.67 ms each, and no 1 ms operator is heavier than that). METIS, given H, would print "too
+  // many parts" on standard output: nothing may be printed.
+  Graph g;
+  g.add_operator({"H", "op", 10e-3, 0});
+  for (int i = 0; i < 8; ++i) g.add_operator({fmt::format("c{}", i), "op", 1e-3, 0});
+  for (int i = 0; i < 8; ++i) g.add_tensor(i, i + 1, 1e6);
+  g.finalize("heavy head");
+  for (auto method : {MetisConfig::Method::Kway, MetisConfig::Method::Recursive, MetisConfig::Method::Best}) {
+    MetisConfig cfg;
+    cfg.method = method;
+    testing::internal::CaptureStdout();
+    const PlacementResult r = run_metis(g, testutil::dedicated_mesh(4, 20e9), cfg);
+    EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
+    for (int i = 1; i <= 8; ++i) EXPECT_NE(r.placement[i], r.placement[0]) << i;
+    EXPECT_NE(r.report["method"].get<std::string>().find("1 vertex heavier than its share"), std::string::npos);
+    const std::vector<double> compute = r.report["gpu_compute_s"].get<std::vector<double>>();
+    EXPECT_NEAR(compute[r.placement[0]], 10e-3, 1e-12);
+    for (int d = 0; d < 4; ++d)
+      EXPECT_LE(compute[d], d == r.placement[0] ? 10e-3 + 1e-12 : 3e-3 + 1e-12) << d;
+  }
+}

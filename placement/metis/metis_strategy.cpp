@@ -151,6 +151,90 @@ Partition run_metis(MetisGraph& m, const MetisConfig& config, idx_t nparts, bool
   return p;
 }
 
+// The partition `config.method` asks for (kway, recursive, or the better of the two by edge cut).
+Partition partition(MetisGraph& m, const MetisConfig& config, idx_t k) {
+  if (k == 1) {
+    Partition p;
+    p.part.assign(m.num_vertices(), 0);
+    p.method = "one part";
+    return p;
+  }
+  if (m.num_vertices() <= k) {
+    Partition p;
+    p.part.resize(m.num_vertices());
+    std::iota(p.part.begin(), p.part.end(), 0);
+    p.method = "one vertex per part";
+    return p;
+  }
+  if (config.method != MetisConfig::Method::Best)
+    return run_metis(m, config, k, config.method == MetisConfig::Method::Recursive);
+  Partition p = run_metis(m, config, k, false);
+  Partition rec = run_metis(m, config, k, true);
+  return rec.edge_cut < p.edge_cut ? rec : p;
+}
+
+// The subgraph of the vertices in `keep` (renumbered in that order), edges to the others dropped.
+MetisGraph induced_subgraph(const MetisGraph& m, std::span<const idx_t> keep) {
+  std::vector<idx_t> index(m.num_vertices(), -1);
+  MetisGraph sub;
+  for (std::size_t j = 0; j < keep.size(); ++j) {
+    index[keep[j]] = static_cast<idx_t>(j);
+    sub.compute.push_back(m.compute[keep[j]]);
+    sub.memory.push_back(m.memory[keep[j]]);
+  }
+  sub.xadj.push_back(0);
+  for (idx_t v : keep) {
+    for (idx_t e = m.xadj[v]; e < m.xadj[v + 1]; ++e)
+      if (index[m.adjncy[e]] >= 0) {
+        sub.adjncy.push_back(index[m.adjncy[e]]);
+        sub.adjwgt.push_back(m.adjwgt[e]);
+      }
+    sub.xadj.push_back(static_cast<idx_t>(sub.adjncy.size()));
+  }
+  sub.adjncy.push_back(0);  // the spare slot (build_metis_graph)
+  sub.adjwgt.push_back(1);
+  return sub;
+}
+
+// A vertex with more compute than its share (what is left, over the parts left) cannot be
+// balanced, and METIS's recursive bisection then asks a one-vertex side for several parts (it
+// prints "You are trying to partition a graph into too many parts!" on standard output and
+// balances the rest badly). Each such vertex, heaviest first, gets a part of its own, and METIS
+// splits the others among the remaining parts.
+Partition partition_heavy_apart(MetisGraph& m, const MetisConfig& config, idx_t k) {
+  const idx_t nv = m.num_vertices();
+  std::vector<idx_t> order(nv);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](idx_t a, idx_t b) { return m.compute[a] > m.compute[b]; });
+  double rest = std::accumulate(m.compute.begin(), m.compute.end(), 0.0);
+  idx_t parts = k;
+  std::vector<idx_t> heavy;
+  for (idx_t v : order) {
+    if (parts <= 1 || !(m.compute[v] > rest / static_cast<double>(parts))) break;
+    heavy.push_back(v);
+    rest -= m.compute[v];
+    --parts;
+  }
+  if (heavy.empty()) return partition(m, config, k);
+  std::vector<bool> is_heavy(nv, false);
+  for (idx_t v : heavy) is_heavy[v] = true;
+  std::vector<idx_t> others;
+  for (idx_t v = 0; v < nv; ++v)
+    if (!is_heavy[v]) others.push_back(v);
+  MetisGraph sub = induced_subgraph(m, others);
+  Partition inner = partition(sub, config, parts);
+  Partition p;
+  p.part.assign(nv, 0);
+  for (std::size_t h = 0; h < heavy.size(); ++h) p.part[heavy[h]] = static_cast<idx_t>(h);
+  for (std::size_t j = 0; j < others.size(); ++j)
+    p.part[others[j]] = static_cast<idx_t>(heavy.size()) + inner.part[j];
+  p.edge_cut = inner.edge_cut;
+  p.method = heavy.size() == 1
+                 ? fmt::format("{}, 1 vertex heavier than its share on a part of its own", inner.method)
+                 : fmt::format("{}, {} vertices heavier than their share on parts of their own", inner.method, heavy.size());
+  return p;
+}
+
 // ----- Hierarchical mapping for k > 8 (see the header) --------------------------------------
 
 // Symmetric traffic between parts as adjacency lists: w = the summed lone transfer time the
@@ -510,12 +594,8 @@ PlacementResult MetisStrategy::place_impl(const Graph& graph, const Cluster& clu
     part.part.resize(nv);
     std::iota(part.part.begin(), part.part.end(), 0);
     part.method = "one vertex per part";
-  } else if (config_.method == MetisConfig::Method::Best) {
-    part = run_metis(m, config_, k, false);
-    Partition rec = run_metis(m, config_, k, true);
-    if (rec.edge_cut < part.edge_cut) part = std::move(rec);
   } else {
-    part = run_metis(m, config_, k, config_.method == MetisConfig::Method::Recursive);
+    part = partition_heavy_apart(m, config_, k);
   }
 
   PartTraffic traffic;

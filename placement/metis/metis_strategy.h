@@ -37,6 +37,11 @@
 // The identity is kept when it is cheaper, and up to 32 GPUs pairwise swaps (first improvement)
 // then polish the result as before.
 //
+// A vertex with more compute than its share (the compute not yet given a part, over the parts
+// left) cannot be balanced: it gets a part of its own, heaviest first, and METIS splits the rest
+// among the other parts. (Given such a vertex, METIS's recursive bisection asks a one-vertex side
+// for several parts, prints "too many parts" on standard output and balances the rest badly.)
+//
 // k = 1 puts everything on GPU 0; with no more METIS vertices than GPUs each vertex gets its own
 // part. GPUs are treated as equal (homogeneous compute and memory), as in the papers.
 #include <span>
