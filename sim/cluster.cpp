@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
+#include <stdexcept>
 
 #include "sim/errors.h"
 
@@ -71,6 +72,36 @@ void Cluster::set_route(DeviceId src, DeviceId dst, std::vector<int> links) {
 }
 
 void Cluster::set_unreachable(DeviceId src, DeviceId dst) { use_route(src, dst, kUnreachable); }
+
+Cluster Cluster::restricted_to(std::span<const DeviceId> devices) const {
+  Cluster c;
+  c.fabric = fabric;
+  c.links_ = links_;
+  c.nodes_ = nodes_;
+  c.paths_ = paths_;
+  c.path_links_ = path_links_;
+  c.path_sets_ = path_sets_;
+  c.routes_ = routes_;
+  c.route_stages_ = route_stages_;
+  std::vector<int> server_of(num_servers(), -1);
+  int servers = 0;
+  for (DeviceId d : devices) {
+    if (d < 0 || d >= num_devices()) throw std::invalid_argument(fmt::format("restricted_to: no GPU {}", d));
+    Device dev = devices_[d];
+    if (server_of[dev.server] < 0) server_of[dev.server] = servers++;
+    dev.server = server_of[dev.server];
+    c.add_device(std::move(dev));
+  }
+  const int n = c.num_devices();
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      if (devices[a] == devices[b] && a != b) throw std::invalid_argument("restricted_to: a GPU named twice");
+      if (a != b) c.use_route(a, b, route_id(devices[a], devices[b]));
+    }
+  c.description = fmt::format("{} of {} GPUs of {}", n, num_devices(), description);
+  c.finalize("restricted cluster");
+  return c;
+}
 
 int Cluster::num_servers() const {
   int servers = 0;

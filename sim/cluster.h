@@ -106,6 +106,11 @@ class Cluster {
   // then computes the pairwise view. Throws InputError naming `source`.
   void finalize(const std::string& source = "");
 
+  // The cluster of the given GPUs only (distinct, in that order; GPU k of the result is
+  // devices[k]), with the links and routes they use here, so that a strategy can be confined to
+  // one server or one bandwidth domain. Servers are renumbered densely; no recipe is kept.
+  Cluster restricted_to(std::span<const DeviceId> devices) const;
+
   int num_devices() const { return static_cast<int>(devices_.size()); }
   int num_servers() const;
   std::span<const Device> devices() const { return devices_; }

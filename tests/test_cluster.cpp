@@ -57,3 +57,25 @@ TEST(Cluster, FromYamlWithUnitsAndStrictKeys) {
   expect_error("type: nvlink-servers\ngpus: four\n", "whole number");
   expect_error("gpus: 4\n", "cluster.type");
 }
+
+TEST(Cluster, RestrictedToOneServerKeepsItsLinksAndView) {
+  // Six GPUs in servers of two (NVLink 50 GB/s inside, Ethernet 20 GB/s between).
+  const Cluster c = testutil::nvlink_servers(6);
+  const std::vector<DeviceId> server1{2, 3};
+  const Cluster one = c.restricted_to(server1);
+  ASSERT_EQ(one.num_devices(), 2);
+  EXPECT_EQ(one.num_servers(), 1);  // renumbered densely
+  EXPECT_EQ(one.device(0).name, c.device(2).name);
+  EXPECT_DOUBLE_EQ(one.bandwidth(0, 1), 50e9);
+  EXPECT_DOUBLE_EQ(one.transfer_time(1, 0, 1e9), c.transfer_time(3, 2, 1e9));
+  EXPECT_EQ(std::vector<int>(one.route(0, 1).begin(), one.route(0, 1).end()),
+            std::vector<int>(c.route(2, 3).begin(), c.route(2, 3).end()));
+  // Across servers the restricted pair keeps the Ethernet route.
+  const std::vector<DeviceId> apart{4, 0};
+  const Cluster two = c.restricted_to(apart);
+  EXPECT_EQ(two.num_servers(), 2);
+  EXPECT_EQ(two.device(0).server, 0);  // server 2 came first
+  EXPECT_DOUBLE_EQ(two.bandwidth(0, 1), 20e9);
+  const std::vector<DeviceId> twice{1, 1};
+  EXPECT_THROW(c.restricted_to(twice), std::invalid_argument);
+}
