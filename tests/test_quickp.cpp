@@ -316,6 +316,31 @@ TEST(QuickPSolver, MemoryForcesASplit) {
   EXPECT_EQ(s3.placement.size(), 3u);
 }
 
+TEST(QuickPSolver, ModelBuildStopsAtTheTimeLimitAndTheWarmStartIsTheAnswer) {
+  // The diamond A 5, B 10, C 10, D 5 us with 5 us transfers: the optimum is 25 us (A, B on one
+  // GPU, C and D on the other: C 10-20 after A's tensor, D 20-25 when B's arrives at 20; nothing
+  // reaches the critical path's 20 us, since one branch waits for a transfer), and the trivial
+  // bound is 20 us, so P2 needs its model. With a time limit that has passed before the model is
+  // built, the build stops at the ordering rows, nothing is solved, and the warm start is the
+  // answer, as time_limit.
+  Graph g = diamond(5, 10, 10, 5);
+  Cluster c = testutil::dedicated_mesh(2, kBw);
+  P2Options o = exact();
+  o.time_limit_s = 1e-9;
+  P2Solution s = solve_p2(g, c, no_groups(g), o);
+  EXPECT_TRUE(s.model_incomplete);
+  EXPECT_EQ(s.status, P2Status::TimeLimit);
+  EXPECT_EQ(s.nodes, 0);
+  EXPECT_NEAR(s.objective, s.warm_start_objective, 1e-15);
+  EXPECT_GE(s.objective, 25e-6 - 1e-12);
+  // Given the time, the same model is built whole and solved to the optimum.
+  P2Solution whole = solve_p2(g, c, no_groups(g), exact());
+  EXPECT_FALSE(whole.model_incomplete);
+  EXPECT_EQ(whole.status, P2Status::Optimal);
+  EXPECT_GT(whole.rows, s.rows);
+  EXPECT_NEAR(whole.objective, 25e-6, 1e-12);
+}
+
 TEST(QuickPSolver, WritesModel) {
   Graph g = testutil::fig31_graph(kBytes);
   Cluster c = testutil::dedicated_mesh(2, kBw);

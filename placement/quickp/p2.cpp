@@ -5,6 +5,7 @@
 
 #include "placement/quickp/quickp.h"
 
+#include "placement/lp_deadline.h"
 #include "placement/union_find.h"
 
 #include <CbcHeuristic.hpp>
@@ -410,13 +411,18 @@ struct Triplets {
 // pass, stage by stage in the order of the constructor, which fixes the column and row numbering.
 class P2Model {
  public:
-  P2Model(const P2Problem& pb, const TimeWindows& windows) : pb_(pb), w_(windows), form_(pb.cluster) {
+  // Building stops at `stop` (the call's deadline), leaving the model incomplete(): the ordering
+  // rows grow with the square of the units (31M rows for a 100,000-operator graph on 2 GPUs, 10 s
+  // to build), and a model that cannot be solved in time is not worth finishing.
+  P2Model(const P2Problem& pb, const TimeWindows& windows, std::chrono::steady_clock::time_point stop)
+      : pb_(pb), w_(windows), form_(pb.cluster), stop_(stop) {
     add_placement_and_time_columns();
     add_assignment_and_makespan_rows();
     add_edge_rows();
     add_ordering_rows();
-    add_memory_rows();
+    if (!incomplete_) add_memory_rows();
   }
+  bool incomplete() const { return incomplete_; }
 
   // The full solution vector of the warm start.
   std::vector<double> warm_solution(const WarmStart& warm) const;
@@ -463,6 +469,8 @@ class P2Model {
   const P2Problem& pb_;
   const TimeWindows& w_;
   const CommForm form_;
+  const std::chrono::steady_clock::time_point stop_;
+  bool incomplete_ = false;
   std::vector<double> col_lo_, col_hi_, obj_;
   std::vector<int> integer_cols_;
   Triplets m_;
@@ -612,6 +620,10 @@ void P2Model::add_gpu_pair_indicators(CommEdge& ce, int r, double bytes) {
 void P2Model::add_ordering_rows() {
   const Reachability reach(pb_.g);
   for (int pos_a = 0; pos_a < pb_.n; ++pos_a) {
+    if (std::chrono::steady_clock::now() >= stop_) {
+      incomplete_ = true;
+      return;
+    }
     const int a = pb_.topo[pos_a];
     if (pb_.p(a) <= 0) continue;
     for (int pos_b = pos_a + 1; pos_b < pb_.n; ++pos_b) {
@@ -766,31 +778,16 @@ struct CbcAnswer {
   int nodes = 0;
 };
 
-// Above this many rows, CLP solves P2's LPs without presolve (solve_with_cbc).
+// CLP presolves P2's LPs only up to this many rows, and only up to kPresolveRowsPerSecond times
+// the seconds left (solve_with_cbc).
 constexpr int kPresolveRowLimit = 1'000'000;
-
-// Stops CLP at a wall-clock deadline. CLP's own limits (setMaximumSeconds, setMaximumWallSeconds)
-// count from the start of each solve and are not checked while presolve runs, and CBC checks its
-// limit only between nodes: on BERT-base over 16 GPUs (2.3M rows) the root LP ran 60 s past a 3 s
-// budget. CLP asks its event handler after every iteration and factorisation; returning 3 stops
-// it as stopped by the user, and CBC then ends with its incumbent (the warm start).
-class StopAtWallClock : public ClpEventHandler {
- public:
-  explicit StopAtWallClock(std::chrono::steady_clock::time_point deadline) : deadline_(deadline) {}
-  int event(Event e) override {
-    const bool checkpoint = e == endOfIteration || e == endOfFactorization;
-    return checkpoint && std::chrono::steady_clock::now() > deadline_ ? 3 : -1;
-  }
-  ClpEventHandler* clone() const override { return new StopAtWallClock(*this); }
-
- private:
-  std::chrono::steady_clock::time_point deadline_;
-};
+constexpr double kPresolveRowsPerSecond = 100'000;
 
 // Loads the model into CLP (dual simplex), writes it if asked, gives CBC the warm start (`warm`
-// may be empty) and, if `branch_and_bound`, solves within options.time_limit_s.
+// may be empty) and, if `branch_and_bound`, solves until `stop` (the call's deadline: loading a
+// 2.8M-row model takes half a second, which counts).
 CbcAnswer solve_with_cbc(const P2Model& p2, const P2Options& options, const std::vector<double>& warm,
-                         double warm_makespan, bool branch_and_bound) {
+                         double warm_makespan, bool branch_and_bound, std::chrono::steady_clock::time_point stop) {
   // Without branch and bound the warm start is the answer. CBC would check it first with a solve
   // of the whole LP, whose presolve no time limit stops (GNMT on 16 GPUs: 340 s of a 5 s limit).
   CbcAnswer answer;
@@ -800,26 +797,28 @@ CbcAnswer solve_with_cbc(const P2Model& p2, const P2Options& options, const std:
   p2.load(solver);
   solver.messageHandler()->setLogLevel(0);
   {
+    const double left = std::max(1e-3, std::chrono::duration<double>(stop - std::chrono::steady_clock::now()).count());
     // The dual simplex: CLP's automatic choice takes the primal on this model, which is ten times
     // slower on the big-M rows (AlexNet, 2 GPUs: 20 s against 1.6 s for the root LP).
     ClpSolve dual;
     dual.setSolveType(ClpSolve::useDual);
     // CLP's presolve sends no events, so the wall-clock stop below cannot interrupt it: on GNMT
     // (TensorFlow style, 2 GPUs, 2.8M rows) it alone ran 60 s of a 4 s budget; without it the
-    // root LP stopped at 4.2 s, with the same answer. Smaller models keep it (every paper
-    // reproduction's P2 has under 0.9M rows).
-    if (p2.num_rows() > kPresolveRowLimit) dual.setPresolveType(ClpSolve::presolveOff);
+    // root LP stopped at 4.2 s, with the same answer. It takes about 7 s for Inception-v3's 0.9M
+    // rows (2 GPUs), so it is kept only where it cannot take most of the time left: that model
+    // ran 7.5 s of a 5 s limit with it. Every paper reproduction's P2 has under 0.9M rows and
+    // enough time for it.
+    if (p2.num_rows() > std::min<double>(kPresolveRowLimit, kPresolveRowsPerSecond * left))
+      dual.setPresolveType(ClpSolve::presolveOff);
     solver.setSolveOptions(dual);
     // CBC checks its time limit between nodes; this makes the LPs themselves stop in time too (the
     // root LP of AlexNet on 6 GPUs alone takes minutes).
-    solver.getModelPtr()->setMaximumSeconds(options.time_limit_s);
+    solver.getModelPtr()->setMaximumSeconds(left);
     // CLP's own limit counts CPU seconds; on a loaded machine wall time runs ahead of it.
-    solver.getModelPtr()->setMaximumWallSeconds(options.time_limit_s);
+    solver.getModelPtr()->setMaximumWallSeconds(left);
     // And the deadline itself, for every LP of the call (CBC's copy of the solver clones it).
-    const StopAtWallClock stop(std::chrono::steady_clock::now() +
-                               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                   std::chrono::duration<double>(std::min(options.time_limit_s, 1e9))));
-    solver.getModelPtr()->passInEventHandler(&stop);
+    const StopClpAt stop_at(stop);
+    solver.getModelPtr()->passInEventHandler(&stop_at);
   }
   if (!options.write_model.empty()) write_model(solver, options.write_model);
   if (!branch_and_bound) return answer;  // the model was only written (write_model)
@@ -830,7 +829,9 @@ CbcAnswer solve_with_cbc(const P2Model& p2, const P2Options& options, const std:
   // (about a second per attempt on a 2M-row model) long past the deadline; the answer is then the
   // warm start (solve_p2), and branch and bound is not started. When it finishes, CBC starts from
   // its basis.
+  const auto root_start = std::chrono::steady_clock::now();
   solver.initialSolve();
+  const auto root_end = std::chrono::steady_clock::now();
   if (!solver.isProvenOptimal()) {
     answer.seconds_limit = !solver.isProvenPrimalInfeasible();
     answer.warm_started = warm_valid;
@@ -841,7 +842,12 @@ CbcAnswer solve_with_cbc(const P2Model& p2, const P2Options& options, const std:
   model.setLogLevel(0);
   model.messageHandler()->setLogLevel(0);
   model.setUseElapsedTime(true);
-  model.setMaximumSeconds(options.time_limit_s);
+  // CBC stops between nodes, then finishes its search with LP solves of its incumbent: on ResNet-50
+  // (fused, 8 GPUs, 166k rows, a 1.7 s root LP) that took 0.6 s past its limit. It stops early by
+  // half a root LP's time (at most a quarter of what is left) to finish by the deadline.
+  const double bb_left = std::chrono::duration<double>(stop - root_end).count();
+  const double reserve = std::min(0.25 * bb_left, 0.5 * std::chrono::duration<double>(root_end - root_start).count());
+  model.setMaximumSeconds(std::max(1e-3, bb_left - reserve));
   if (options.max_nodes > 0) model.setMaximumNodes(options.max_nodes);
   model.setAllowableFractionGap(options.mip_gap);
   model.setAllowableGap(1e-12);
@@ -940,17 +946,23 @@ P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& co
   const WarmStart warm = find_warm_start(pb, options.warm_start, stop);
   const double warm_start_seconds = since_t0();
   const TimeWindows windows = time_windows(pb, warm);
-  const P2Model p2(pb, windows);
-  const std::vector<double> warm_vector = warm.found ? p2.warm_solution(warm) : std::vector<double>{};
-  const double model_seconds = since_t0() - warm_start_seconds;
   // The trivial bound is all the LP relaxation proves when the big-M rows are slack, so when the
   // incumbent is already within the gap of it, branch and bound cannot do better and is skipped.
   const bool proven_by_bound = warm.found && warm.makespan - windows.trivial_bound <= options.mip_gap * warm.makespan;
+  // A model asked for in a file (write_model) is built whole; one that will not be solved (proven
+  // by the bound) only as far as its placement and time columns, to read the warm start back.
+  const P2Model p2(pb, windows,
+                   !options.write_model.empty() ? std::chrono::steady_clock::time_point::max()
+                   : proven_by_bound            ? std::chrono::steady_clock::time_point::min()
+                                                : stop);
+  const std::vector<double> warm_vector = warm.found ? p2.warm_solution(warm) : std::vector<double>{};
+  const double model_seconds = since_t0() - warm_start_seconds;
   P2Options left = options;
   left.time_limit_s = options.time_limit_s - since_t0();
-  const bool out_of_time = !proven_by_bound && warm.found && left.time_limit_s <= 0;
+  const bool out_of_time = !proven_by_bound && warm.found && (left.time_limit_s <= 0 || p2.incomplete());
   left.time_limit_s = std::max(left.time_limit_s, 1e-3);
-  CbcAnswer cbc = solve_with_cbc(p2, left, warm_vector, warm.makespan, !proven_by_bound && !out_of_time);
+  CbcAnswer cbc = solve_with_cbc(p2, left, warm_vector, warm.makespan,
+                                 !proven_by_bound && !out_of_time && !p2.incomplete(), stop);
   if (out_of_time) {  // no time for branch and bound: the warm start, as if CBC stopped at once
     cbc.best = warm_vector;
     cbc.objective = 1e50;
@@ -967,8 +979,10 @@ P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& co
   }
   const double* best = proven_by_bound ? warm_vector.data() : cbc.best.empty() ? nullptr : cbc.best.data();
   P2Solution sol = read_solution(pb, p2, windows, warm, best, cbc, proven_by_bound);
+  if (p2.incomplete() && !warm.found) sol.status = P2Status::TimeLimit;  // not infeasible: unsolved
   sol.columns = p2.num_cols();
   sol.rows = p2.num_rows();
+  sol.model_incomplete = p2.incomplete() && !proven_by_bound;
   sol.ordering_pairs = p2.num_ordering_pairs();
   sol.units = pb.num_units;
   sol.nodes = proven_by_bound ? 0 : cbc.nodes;

@@ -160,7 +160,8 @@ struct P2Solution {
   P2Status status = P2Status::Optimal;
   double seconds = 0;                            // the whole call, of which:
   double warm_start_seconds = 0, model_seconds = 0;  // finding the warm start; building the model
-  int columns = 0, rows = 0, ordering_pairs = 0;
+  int columns = 0, rows = 0, ordering_pairs = 0;  // of the model as far as it was built
+  bool model_incomplete = false;                 // the time limit stopped the model's build: no solve
   int units = 0;                                 // placement units (groups joined with colocation classes)
   int nodes = 0;                                 // branch-and-bound nodes explored (0: skipped)
   bool warm_started = false;
