@@ -207,6 +207,22 @@ TEST(Baechi, SctLpPicksTheExpensiveEdgeAsFavourite) {
   EXPECT_EQ(baechi::solve_sct_lp(g, c, 0.05).favourite, (std::vector<OpId>{-1, -1, -1}));
 }
 
+TEST(Baechi, SctLpStopsAtItsDeadline) {
+  // The fork above with a deadline already passed: CLP stops at its first iteration, and the LP
+  // gives no favourite child (m-SCT then schedules as m-ETF) and says why.
+  Graph g;
+  for (const char* name : {"A", "B", "C"}) g.add_operator({name, "op", 1.0, 0});
+  g.add_tensor(0, 1, 10.0);
+  g.add_tensor(0, 2, 1.0);
+  g.finalize("fork");
+  const Cluster c = testutil::dedicated_mesh(2, 1.0);
+  const baechi::SctLp lp =
+      baechi::solve_sct_lp(g, c, 0.5, std::chrono::steady_clock::now() - std::chrono::seconds(1));
+  EXPECT_FALSE(lp.optimal);
+  EXPECT_TRUE(lp.stopped_at_time_limit);
+  EXPECT_EQ(lp.favourite, (std::vector<OpId>{-1, -1, -1}));
+}
+
 TEST(Baechi, SctKeepsTheFavouriteChildOnItsParentsGpu) {
   // P (1 s) -> F (4 s) with 10 B; P -> Q (1 s) with 1 B; Q -> R (4.5 s) with 1 B; 2 GPUs, 1 B/s.
   // Ranks: F 4, R 4.5, Q 5.5, P 6.5.

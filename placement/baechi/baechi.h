@@ -1,4 +1,5 @@
 #pragma once
+#include <chrono>
 // Baechi's memory-constrained placers (Jeon et al., "Baechi: fast device placement of machine
 // learning graphs", SoCC 2020): m-TOPO, m-ETF and m-SCT, as the Celeritas paper describes them
 // (sections 2 and 6.2) and as the authors' code (github.com/beomyeol/baechi, placer/) does them.
@@ -117,11 +118,14 @@ struct SctLp {
   double objective_s = 0;          // the LP's makespan w, seconds
   double solve_seconds = 0;        // wall time of building and solving the LP
   bool optimal = false;            // CLP proved optimality (otherwise no favourites are used)
+  bool stopped_at_time_limit = false;  // the deadline stopped CLP
   int rows = 0, columns = 0;
   int favourite_children = 0;
   int rounding_conflicts = 0;
 };
-SctLp solve_sct_lp(const Graph& graph, const Cluster& cluster, double threshold);
+// CLP stops at `stop` (then no favourite children: plain m-ETF).
+SctLp solve_sct_lp(const Graph& graph, const Cluster& cluster, double threshold,
+                   std::chrono::steady_clock::time_point stop = std::chrono::steady_clock::time_point::max());
 
 // The m-ETF / m-SCT list schedule (favourite empty: m-ETF).
 struct EtfSchedule {

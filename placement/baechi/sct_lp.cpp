@@ -6,10 +6,12 @@
 #include <numeric>
 
 #include "placement/baechi/baechi.h"
+#include "placement/lp_deadline.h"
 
 namespace placesim::baechi {
 
-SctLp solve_sct_lp(const Graph& graph, const Cluster& cluster, double threshold) {
+SctLp solve_sct_lp(const Graph& graph, const Cluster& cluster, double threshold,
+                   std::chrono::steady_clock::time_point stop) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto n = static_cast<int>(graph.num_operators());
   SctLp out;
@@ -129,8 +131,11 @@ SctLp solve_sct_lp(const Graph& graph, const Cluster& cluster, double threshold)
   ClpSimplex model;
   model.setLogLevel(0);
   model.loadProblem(matrix, col_lo.data(), col_hi.data(), objective.data(), row_lo.data(), row_hi.data());
+  const StopClpAt stop_at(stop);
+  model.passInEventHandler(&stop_at);
   model.initialSolve();
   out.optimal = model.isProvenOptimal();
+  out.stopped_at_time_limit = !out.optimal && std::chrono::steady_clock::now() > stop;
 
   const double* solution = model.primalColumnSolution();
   std::vector<double> x(m, 1.0);
