@@ -95,6 +95,13 @@ TEST(QuickPP3, AllocationSplitsEgressInProportionToBytes) {
   EXPECT_NEAR(r.lp_makespan, 220e-6, 220e-6 * 1e-5);
   const Cluster allocated = multi_nic(cfg, &r.allocation);
   EXPECT_NEAR(Evaluator(g, allocated).latency(placement), 220e-6, 220e-6 * 1e-5);
+  EXPECT_FALSE(r.stopped_at_deadline);
+  // With its deadline passed, the LP stops at once and proposes nothing new.
+  AllocationOptions late;
+  late.stop = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  const AllocationResult stopped = allocate_bandwidth(g, uniform, cfg, placement, sched.device_order, late);
+  EXPECT_TRUE(stopped.stopped_at_deadline);
+  EXPECT_NEAR(stopped.allocation(0, 1), 10e9, 1);
 }
 
 TEST(QuickPP3, StrategyReturnsPlacementAndAllocation) {

@@ -20,6 +20,7 @@
 // the allocation nothing to improve, and this start shows P2 one fast server pair.
 // Server pairs without traffic keep a floor rate (a fraction of the uniform share), so every pair
 // stays reachable and later placements may still use it.
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <vector>
@@ -40,12 +41,15 @@ struct AllocationOptions {
   // The latency a new allocation (or re-placement) must lower to be accepted: QuickP's
   // `cost_model` (list: the evaluator, the thesis's; flow: under contention, as SimGrid measures).
   CostModelKind acceptance = CostModelKind::List;
+  // The allocation LP stops here (the strategy's deadline); P3 then proposes no new allocation.
+  std::chrono::steady_clock::time_point stop = std::chrono::steady_clock::time_point::max();
 };
 
 struct AllocationResult {
   BandwidthAllocation allocation;
   double lp_makespan = 0;  // seconds: the LP's makespan of the fixed order (before scaling)
   int cut_rounds = 0;
+  bool stopped_at_deadline = false;  // the LP did not finish: `allocation` is the uniform one
 };
 
 // Step 2: the best allocation for a fixed placement and per-GPU order on `config`'s cluster.

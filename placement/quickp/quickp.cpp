@@ -85,12 +85,19 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
             first = false;
             return r.placement;
           }
-          QuickPPass again = place_once(graph, c, deadline, 0.5);
-          // An infeasible P2 proposes nothing: the alternation keeps what it has.
+                  QuickPPass again = place_once(graph, c, deadline, 0.5);
+                  // An infeasible P2 proposes nothing: the alternation keeps what it has.
           return again.p2_status == P2Status::Infeasible ? r.placement : again.result.placement;
         },
-        config_.allocation_rounds, AllocationOptions{.acceptance = common_options().cost_model}, [&] { return deadline.bounded() && deadline.remaining() < 0.05 * deadline.limit(); });
-    r.placement = p3.placement;
+        config_.allocation_rounds,
+        AllocationOptions{.acceptance = common_options().cost_model,
+                          .stop = deadline.bounded()
+                                      ? std::chrono::steady_clock::now() +
+                                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                std::chrono::duration<double>(deadline.remaining()))
+                                      : std::chrono::steady_clock::time_point::max()},
+        [&] { return deadline.bounded() && deadline.remaining() < 0.05 * deadline.limit(); });
+      r.placement = p3.placement;
     r.bandwidth_allocation = p3.allocation;
     nlohmann::json rows = nlohmann::json::array();
     for (int s = 0; s < p3.allocation.servers(); ++s) {
@@ -194,6 +201,7 @@ QuickPPass QuickP::place_once(const Graph& graph, const Cluster& cluster, const 
   r.report["ordering_pairs"] = s.ordering_pairs;
   r.report["columns"] = s.columns;
   r.report["rows"] = s.rows;
+  if (s.model_incomplete) r.report["model"] = "stopped at the time limit before it was complete: not solved";
   r.report["fusion_seconds"] = fusion_seconds;
   r.report["solver_seconds"] = s.seconds;
   r.report["warm_start_seconds"] = s.warm_start_seconds;
