@@ -334,7 +334,8 @@ def plot_latency_by_model(records, styles, out_dir, written, described):
 def plot_cost_models(records, styles, out_dir, written, described):
     """When strategies run in pairs labelled <name>-list and <name>-flow (searching the
     contention-free list schedule and the flow model), one panel per case: each pair's latency
-    (SimGrid's where it ran) relative to the best of the case, list beside flow."""
+    (SimGrid's where it ran) relative to the best placement of the case that fits in memory,
+    list beside flow."""
     labels = unique(r["strategy"] for r in records)
     pairs = [l[:-5] for l in labels if l.endswith("-list") and l[:-5] + "-flow" in labels]
     if not pairs:
@@ -342,9 +343,11 @@ def plot_cost_models(records, styles, out_dir, written, described):
     named = named_axes(records)
     cases = unique(group_key(r, False, named) for r in records)
     latency = {(group_key(r, False, named), r["strategy"]): r["latency"] for r in records if ok(r)}
+    # The best of a case is its best placement that fits in memory (an OOM single-device is no answer).
+    fitting = {(group_key(r, False, named), r["strategy"]) for r in records if ok(r) and not r.get("oom")}
     fig, axes = panels(len(cases), width=4.6, height=3.0)
     for ax, case in zip(axes, cases):
-        best = min((v for (c, _), v in latency.items() if c == case), default=None)
+        best = min((v for (c, s), v in latency.items() if c == case and (c, s) in fitting), default=None)
         if not best:
             ax.set_visible(False)
             continue
@@ -359,7 +362,7 @@ def plot_cost_models(records, styles, out_dir, written, described):
         if max(ys or [1]) > 5:
             ax.set_yscale("log")
         ax.set_ylabel(f"latency / best of the case ({latency_words(records)})", fontsize=8)
-    title = "Searching the contention-free list schedule or the flow model: latency relative to the best placement of each case (1 = best)"
+    title = "Searching the contention-free list schedule or the flow model: latency relative to the best placement of each case that fits in memory (1 = best)"
     layout_under_title(fig, "\n".join(textwrap.wrap(title, 90)))
     handles, legend_labels = axes[0].get_legend_handles_labels()
     right = max(ax.get_position().x1 for ax in axes if ax.get_visible())
