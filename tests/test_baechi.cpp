@@ -35,6 +35,16 @@ Graph chain(const std::vector<double>& memory) {
 using testutil::make_strategy_from_yaml;
 using testutil::option_error_field;
 
+// Fork A -> B (10 B), A -> C (1 B); every operator 1 s.
+Graph fork_10_and_1() {
+  Graph g;
+  for (const char* name : {"A", "B", "C"}) g.add_operator({name, "op", 1.0, 0});
+  g.add_tensor(0, 1, 10.0);
+  g.add_tensor(0, 2, 1.0);
+  g.finalize("fork");
+  return g;
+}
+
 }  // namespace
 
 TEST(Baechi, CoplacementGroupsFollowTheOnlyConsumerRuleAndColocationClasses) {
@@ -189,11 +199,7 @@ TEST(Baechi, SctLpPicksTheExpensiveEdgeAsFavourite) {
   //   w = max(s_B + 1, s_C + 1) = max(1 + 10a + 1, 1 + (1 - a) + 1) = max(2 + 10a, 3 - a),
   // smallest where 2 + 10a = 3 - a: a = 1/11, w = 32/11 s. x_AB = 1/11 rounds to 0: B is A's
   // favourite child (keeping A and B together saves the big transfer); x_AC = 10/11 rounds to 1.
-  Graph g;
-  for (const char* name : {"A", "B", "C"}) g.add_operator({name, "op", 1.0, 0});
-  g.add_tensor(0, 1, 10.0);
-  g.add_tensor(0, 2, 1.0);
-  g.finalize("fork");
+  const Graph g = fork_10_and_1();
   const Cluster c = testutil::dedicated_mesh(2, 1.0);
   const baechi::SctLp lp = baechi::solve_sct_lp(g, c, 0.5);
   ASSERT_TRUE(lp.optimal);
@@ -210,11 +216,7 @@ TEST(Baechi, SctLpPicksTheExpensiveEdgeAsFavourite) {
 TEST(Baechi, SctLpStopsAtItsDeadline) {
   // The fork above with a deadline already passed: CLP stops at its first iteration, and the LP
   // gives no favourite child (m-SCT then schedules as m-ETF) and says why.
-  Graph g;
-  for (const char* name : {"A", "B", "C"}) g.add_operator({name, "op", 1.0, 0});
-  g.add_tensor(0, 1, 10.0);
-  g.add_tensor(0, 2, 1.0);
-  g.finalize("fork");
+  const Graph g = fork_10_and_1();
   const Cluster c = testutil::dedicated_mesh(2, 1.0);
   const baechi::SctLp lp =
       baechi::solve_sct_lp(g, c, 0.5, std::chrono::steady_clock::now() - std::chrono::seconds(1));
