@@ -49,6 +49,11 @@ class Deadline {
   double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
   double remaining() const { return bounded() ? std::max(0.0, limit_ - elapsed()) : limit_; }
   bool expired() const { return bounded() && elapsed() >= limit_; }
+  // The instant the time is up, for solvers that stop at a time point; the far future if unbounded.
+  std::chrono::steady_clock::time_point end() const {
+    if (!bounded()) return std::chrono::steady_clock::time_point::max();
+    return start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limit_));
+  }
 
  private:
   std::chrono::steady_clock::time_point start_;

@@ -56,11 +56,10 @@ PlacementResult Baechi::place_impl(const Graph& graph, const Cluster& cluster, c
   if (method_ == BaechiMethod::Sct) {
     // The LP gets the call's time but a twentieth (at least 50 ms) for the list schedule after it
     // (m-ETF schedules 100,000 operators in 0.03 s).
-    auto stop = std::chrono::steady_clock::time_point::max();
+    auto stop = deadline.end();
     if (deadline.bounded())
-      stop = std::chrono::steady_clock::now() +
-             std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(
-                 std::max(0.0, deadline.remaining() - std::max(0.05, deadline.remaining() / 20))));
+      stop -= std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(std::max(0.05, deadline.remaining() / 20)));
     baechi::SctLp lp = baechi::solve_sct_lp(graph, cluster, config_.threshold, stop);
     r.report["lp"] = {{"solve_seconds", lp.solve_seconds}, {"objective_s", lp.objective_s},
                       {"optimal", lp.optimal},           {"rows", lp.rows},

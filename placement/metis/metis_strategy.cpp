@@ -203,6 +203,7 @@ MetisGraph induced_subgraph(const MetisGraph& m, std::span<const idx_t> keep) {
 // splits the others among the remaining parts.
 Partition partition_heavy_apart(MetisGraph& m, const MetisConfig& config, idx_t k) {
   const idx_t nv = m.num_vertices();
+  if (nv <= k) return partition(m, config, k);  // one vertex per part: nothing to balance
   std::vector<idx_t> order(nv);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](idx_t a, idx_t b) { return m.compute[a] > m.compute[b]; });
@@ -590,10 +591,6 @@ PlacementResult MetisStrategy::place_impl(const Graph& graph, const Cluster& clu
   if (k == 1) {
     part.part.assign(nv, 0);
     part.method = "single GPU";
-  } else if (nv <= k) {
-    part.part.resize(nv);
-    std::iota(part.part.begin(), part.part.end(), 0);
-    part.method = "one vertex per part";
   } else {
     part = partition_heavy_apart(m, config_, k);
   }

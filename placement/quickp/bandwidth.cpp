@@ -103,7 +103,12 @@ AllocationResult allocate_bandwidth(const Graph& g, const Cluster& cluster, cons
   // Tangent of sum_t 1/u_t <= budget at u0: sum_t u_t / u0_t^2 >= sum_t 2 / u0_t - budget.
   OsiClpSolverInterface lp;
   lp.messageHandler()->setLogLevel(0);
-  bool loaded = false;  // cuts go into `rows` before the load, into `lp` after it
+  const std::vector<double> row_hi(row_lo.size(), kInf);
+  CoinPackedMatrix rows(false, triplet_rows.data(), triplet_cols.data(), triplet_values.data(),
+                        static_cast<CoinBigIndex>(triplet_values.size()));
+  rows.setDimensions(static_cast<int>(row_lo.size()), static_cast<int>(col_lo.size()));
+  lp.loadProblem(rows, col_lo.data(), col_hi.data(), objective.data(), row_lo.data(), row_hi.data());
+  // The cuts, a few per server, are added to the loaded LP.
   auto add_cut = [&](int s, const std::vector<double>& u0) {
     std::vector<int> cols;
     std::vector<double> vals;
@@ -114,8 +119,7 @@ AllocationResult allocate_bandwidth(const Graph& g, const Cluster& cluster, cons
         vals.push_back(1.0 / (u0[col] * u0[col]));
         rhs += 2.0 / u0[col];
       }
-    if (!loaded) add_row(cols, vals, rhs);
-    else lp.addRow(CoinPackedVector(static_cast<int>(cols.size()), cols.data(), vals.data()), rhs, kInf);
+    lp.addRow(CoinPackedVector(static_cast<int>(cols.size()), cols.data(), vals.data()), rhs, kInf);
   };
   {
     std::vector<double> u0(col_lo.size(), 0.0);
@@ -125,12 +129,6 @@ AllocationResult allocate_bandwidth(const Graph& g, const Cluster& cluster, cons
     for (int s = 0; s < servers; ++s)
       if (per_server[s] > 0) add_cut(s, u0);
   }
-  const std::vector<double> row_hi(row_lo.size(), kInf);
-  CoinPackedMatrix rows(false, triplet_rows.data(), triplet_cols.data(), triplet_values.data(),
-                        static_cast<CoinBigIndex>(triplet_values.size()));
-  rows.setDimensions(static_cast<int>(row_lo.size()), static_cast<int>(col_lo.size()));
-  lp.loadProblem(rows, col_lo.data(), col_hi.data(), objective.data(), row_lo.data(), row_hi.data());
-  loaded = true;
   // The LP stops at the caller's deadline (BERT-base: 40k rows, 4 s): then no allocation is proposed.
   const StopClpAt stop_at(options.stop);
   lp.getModelPtr()->passInEventHandler(&stop_at);

@@ -957,11 +957,9 @@ P2Solution solve_p2(const Graph& g, const Cluster& cluster, const Colocation& co
                                                 : stop);
   const std::vector<double> warm_vector = warm.found ? p2.warm_solution(warm) : std::vector<double>{};
   const double model_seconds = since_t0() - warm_start_seconds;
-  P2Options left = options;
-  left.time_limit_s = options.time_limit_s - since_t0();
-  const bool out_of_time = !proven_by_bound && warm.found && (left.time_limit_s <= 0 || p2.incomplete());
-  left.time_limit_s = std::max(left.time_limit_s, 1e-3);
-  CbcAnswer cbc = solve_with_cbc(p2, left, warm_vector, warm.makespan,
+  const bool out_of_time =
+      !proven_by_bound && warm.found && (options.time_limit_s - since_t0() <= 0 || p2.incomplete());
+  CbcAnswer cbc = solve_with_cbc(p2, options, warm_vector, warm.makespan,
                                  !proven_by_bound && !out_of_time && !p2.incomplete(), stop);
   if (out_of_time) {  // no time for branch and bound: the warm start, as if CBC stopped at once
     cbc.best = warm_vector;

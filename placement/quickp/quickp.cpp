@@ -90,12 +90,7 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
           return again.p2_status == P2Status::Infeasible ? r.placement : again.result.placement;
         },
         config_.allocation_rounds,
-        AllocationOptions{.acceptance = common_options().cost_model,
-                          .stop = deadline.bounded()
-                                      ? std::chrono::steady_clock::now() +
-                                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                std::chrono::duration<double>(deadline.remaining()))
-                                      : std::chrono::steady_clock::time_point::max()},
+        AllocationOptions{.acceptance = common_options().cost_model, .stop = deadline.end()},
         [&] { return deadline.bounded() && deadline.remaining() < 0.05 * deadline.limit(); });
       r.placement = p3.placement;
     r.bandwidth_allocation = p3.allocation;
