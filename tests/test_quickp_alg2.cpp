@@ -149,7 +149,7 @@ TEST(QuickPAlg2, StrategyOption) {
   // GPUs with alpha 0.5 us and beta 2 us: 4 operators, one group holding all: one GPU, 13 us.
   const Graph g = two_round_graph();
   const Cluster c = testutil::dedicated_mesh(2, 20e9);
-  auto q = make_quickp("{coarsening: algorithm2, alpha: 0.5us, beta: 2us, unit_limits: false, portfolio: false}");
+  auto q = make_quickp("{coarsening: algorithm2, alpha: 0.5us, beta: 2us, unit_limits: false, portfolio: false, polish: 0}");
   PlacementResult r = q->place(g, c);
   EXPECT_EQ(r.report["coarsening"], "algorithm2");
   EXPECT_EQ(r.report["fused_operators"], 4);

@@ -215,7 +215,7 @@ TEST(QuickPP3, FourServersNeverWorseThanUniform) {
     cfg.nics_per_server = 2;
     cfg.link_bandwidth = 5e9;
     const Cluster uniform = multi_nic(cfg);
-    auto q = make_quickp("{bandwidth_allocation: true, max_nodes: 5, portfolio: false}");
+    auto q = make_quickp("{bandwidth_allocation: true, max_nodes: 5, portfolio: false, polish: 0}");
     PlacementResult r = q->place(g, uniform);
     ASSERT_TRUE(r.bandwidth_allocation.has_value());
     const double with = Evaluator(g, multi_nic(cfg, &*r.bandwidth_allocation)).latency(r.placement);

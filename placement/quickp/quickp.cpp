@@ -5,6 +5,7 @@
 
 #include "placement/quickp/bandwidth.h"
 #include "placement/portfolio.h"
+#include "placement/refine/refine.h"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -69,8 +70,11 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
   std::vector<PortfolioCandidate> candidates =
       common_options().portfolio ? run_portfolio(graph, cluster, deadline, cost, "quickp", portfolio_report) : std::vector<PortfolioCandidate>{};
   const MultiNicConfig* multi_nic = config_.bandwidth_allocation ? multi_nic_config_of(cluster) : nullptr;
+  // P2 and P3 get what is left but the polish's share.
+  const Deadline own(deadline.bounded() ? deadline.remaining() * (1 - config_.polish_share)
+                                        : std::numeric_limits<double>::infinity());
   // P2 gets what is left; with P3 to follow, half of it (each later re-placement half of the rest).
-  QuickPPass pass = place_once(graph, cluster, deadline, multi_nic ? 0.5 : 1.0);
+  QuickPPass pass = place_once(graph, cluster, own, multi_nic ? 0.5 : 1.0);
   PlacementResult r = pass.result;
   const bool p2_answer = pass.p2_status != P2Status::Infeasible && fits_memory(graph, cluster, r.placement);
   if (config_.bandwidth_allocation && !multi_nic) r.report["allocation"] = "not a multi-NIC cluster: nothing to allocate";
@@ -85,14 +89,14 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
             first = false;
             return r.placement;
           }
-                  QuickPPass again = place_once(graph, c, deadline, 0.5);
-                  // An infeasible P2 proposes nothing: the alternation keeps what it has.
+          QuickPPass again = place_once(graph, c, own, 0.5);
+          // An infeasible P2 proposes nothing: the alternation keeps what it has.
           return again.p2_status == P2Status::Infeasible ? r.placement : again.result.placement;
         },
         config_.allocation_rounds,
-        AllocationOptions{.acceptance = common_options().cost_model, .stop = deadline.end()},
-        [&] { return deadline.bounded() && deadline.remaining() < 0.05 * deadline.limit(); });
-      r.placement = p3.placement;
+        AllocationOptions{.acceptance = common_options().cost_model, .stop = own.end()},
+        [&] { return own.bounded() && own.remaining() < 0.05 * own.limit(); });
+    r.placement = p3.placement;
     r.bandwidth_allocation = p3.allocation;
     nlohmann::json rows = nlohmann::json::array();
     for (int s = 0; s < p3.allocation.servers(); ++s) {
@@ -127,8 +131,24 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
   }
   r.report["portfolio"] = std::move(portfolio_report);
   r.report["portfolio_winner"] = best ? best->name : std::string("quickp");
+  if (config_.polish_share > 0) polish(graph, allocated ? *allocated : cluster, deadline, r);
   report_status(graph, allocated ? *allocated : cluster, pass, config_.p2.mip_gap, r);
   return r;
+}
+
+void QuickP::polish(const Graph& graph, const Cluster& cluster, const Deadline& deadline, PlacementResult& r) const {
+  RefineConfig refine;
+  refine.steps = std::numeric_limits<long>::max();
+  // A hair is kept back for the report (its lower bounds and latency).
+  refine.time_limit_s = deadline.bounded() ? deadline.remaining() - std::min(0.02, 0.01 * deadline.limit())
+                                           : std::numeric_limits<double>::infinity();
+  if (refine.time_limit_s <= 0) {
+    r.report["polish"] = "no time left";
+    return;
+  }
+  RefineResult polished = refine_placement(graph, cluster, r.placement, refine, common_options().cost_model);
+  r.report["polish"] = refine_report(polished);
+  if (polished.latency < polished.start_latency) r.placement = std::move(polished.placement);
 }
 
 QuickPPass QuickP::place_once(const Graph& graph, const Cluster& cluster, const Deadline& deadline,
@@ -249,6 +269,10 @@ OptionSchema<QuickPConfig> quickp_schema() {
          "on a multi-NIC cluster also choose the per-destination allocation b(s,t) (thesis P3, by alternating placement "
          "and an allocation LP)");
   s.count("allocation_rounds", &C::allocation_rounds, "alternations of P3 at most", 1, 100, "1");
+  s.number("polish", &C::polish_share,
+           "share of the time left after the portfolio kept for a local search from the best placement found "
+           "(placement/refine; it also stops after 20 rounds without a better one); 0: off, the papers' QuickP",
+           Range::closed(0, 0.9), "0");
   return s;
 }
 

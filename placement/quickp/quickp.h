@@ -244,6 +244,11 @@ struct QuickPConfig {
   // Keep the reduced graph usable by the GPUs (UnitLimits): on by default; off gives the papers'
   // fusion and co-location exactly.
   bool unit_limits = true;
+  // Share of the time left after the portfolio that is kept for a local search (placement/refine)
+  // from the best placement found, under the strategy's cost model: P2's answer is optimal at
+  // best for the reduced problem, and moving single units is what the reduction cannot do. It
+  // stops early when 20 rounds in a row find nothing better. 0: off (the papers' QuickP).
+  double polish_share = 0.2;
   P2Options p2;  // its time_limit_s is set per solve from the call's time limit
   bool operator==(const QuickPConfig&) const = default;
 };
@@ -274,11 +279,15 @@ class QuickP : public Strategy {
   // With bandwidth_allocation on a multi-NIC cluster, also bandwidth_allocation (the result's
   // allocation) and report: allocation (b(s,t) rows, bytes/s), latency_uniform_s (the first
   // placement on the cluster as given), latency_s, allocation_rounds, allocation_accepted.
+  // With polish_share > 0, report polish (placement/refine's report of the local search).
+  // P2 and P3 get the time left after the portfolio but polish_share of it; the polish the rest.
 
  private:
   PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) override;
   // P2 gets `share` of the time left.
   QuickPPass place_once(const Graph& graph, const Cluster& cluster, const Deadline& deadline, double share) const;
+  // The local search of polish_share, from r.placement, until `deadline`; keeps what is better.
+  void polish(const Graph& graph, const Cluster& cluster, const Deadline& deadline, PlacementResult& r) const;
   QuickPConfig config_;
 };
 

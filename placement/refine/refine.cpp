@@ -1,9 +1,11 @@
 #include "placement/refine/refine.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <tbb/blocked_range.h>
@@ -140,6 +142,8 @@ RefineResult refine_placement(const Graph& graph, const Cluster& cluster, std::v
   std::vector<double> latencies;
   candidates.reserve(static_cast<std::size_t>(config.batch));
   int rounds_without_improvement = 0;
+  const bool bounded = config.time_limit_s < std::numeric_limits<double>::infinity();
+  std::atomic<long> skipped{0};
   while (true) {
     if (r.evaluations >= config.steps) {
       r.stopped_by = RefineStop::Steps;
@@ -169,13 +173,20 @@ RefineResult refine_placement(const Graph& graph, const Cluster& cluster, std::v
       tbb::parallel_for(tbb::blocked_range<std::size_t>(0, candidates.size(), 1), [&](const auto& range) {
         EvaluationSlot& slot = slots.local();
         for (std::size_t k = range.begin(); k != range.end(); ++k) {
+          // Past the time limit the rest of the round is skipped: a round of slow evaluations
+          // (100,000 operators) would otherwise overrun a caller's deadline.
+          if (bounded && elapsed() >= config.time_limit_s) {
+            latencies[k] = std::numeric_limits<double>::infinity();
+            skipped.fetch_add(1, std::memory_order_relaxed);
+            continue;
+          }
           slot.placement = r.placement;
           apply(candidates[k], units, slot.placement);
           latencies[k] = slot.cost_model.latency_with_cutoff(slot.placement, cutoff);
         }
       });
     });
-    r.evaluations += static_cast<long>(candidates.size());
+    r.evaluations += static_cast<long>(candidates.size()) - skipped.exchange(0);
 
     // The lowest latency strictly below the current one; ties go to the first drawn.
     std::size_t best = candidates.size();

@@ -21,8 +21,8 @@
 // Candidates and the choice depend only on the seed and the latencies, so the result is the same
 // for any number of threads (unless `time_limit` ends the search, which depends on the machine).
 //
-// It stops when `steps` candidates were evaluated, when `time_limit` (wall, checked between
-// rounds) has passed, or after `patience` rounds in a row without an improvement ("converged";
+// It stops when `steps` candidates were evaluated, when `time_limit` (wall; checked before each
+// candidate, the rest of a round is skipped once it has passed) has passed, or after `patience` rounds in a row without an improvement ("converged";
 // also when nothing can move: one GPU, or no unit that matters). Only strictly better placements
 // are taken, so the result is never worse than the start under the chosen cost model.
 //
