@@ -1,0 +1,440 @@
+#include "sim/collectives.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <tuple>
+
+namespace placesim {
+
+OpId ExecutionGraph::add(Operator op, DeviceId gpu) {
+  const OpId id = graph.add_operator(std::move(op));
+  placement.push_back(gpu);
+  return id;
+}
+
+namespace {
+
+bool power_of_two(std::size_t n) { return n >= 1 && std::has_single_bit(n); }
+
+int floor_log2(std::size_t n) { return static_cast<int>(std::bit_width(n)) - 1; }
+
+// The group's GPUs by server, in rank order (ranks, not devices).
+std::vector<std::vector<int>> ranks_by_server(const CollectiveSpec& spec, const Cluster& cluster) {
+  std::map<int, std::vector<int>> by_server;
+  for (std::size_t r = 0; r < spec.group.size(); ++r) by_server[cluster.device(spec.group[r]).server].push_back(static_cast<int>(r));
+  std::vector<std::vector<int>> out;
+  for (auto& [server, ranks] : by_server) out.push_back(std::move(ranks));
+  return out;
+}
+
+bool supports(CollectiveOp op, CollectiveAlgorithm a) {
+  using A = CollectiveAlgorithm;
+  switch (op) {
+    case CollectiveOp::AllReduce: return true;
+    case CollectiveOp::ReduceScatter:
+    case CollectiveOp::AllGather: return a == A::Ring || a == A::HalvingDoubling || a == A::Direct;
+    case CollectiveOp::AllToAll: return a == A::Direct;
+    case CollectiveOp::Broadcast:
+    case CollectiveOp::Reduce: return a == A::Ring || a == A::Tree;
+  }
+  return false;
+}
+
+std::string algorithms_of(CollectiveOp op) {
+  std::string out;
+  for (const auto& a : kCollectiveAlgorithmNames)
+    if (supports(op, a.value)) out += (out.empty() ? "" : ", ") + std::string(a.name);
+  return out;
+}
+
+// Builds the operators and transfers of one collective.
+class Builder {
+ public:
+  Builder(ExecutionGraph& out, const CollectiveSpec& spec, const std::string& name)
+      : out_(out), spec_(spec), name_(name), n_(static_cast<int>(spec.group.size())) {}
+
+  int ranks() const { return n_; }
+  // Connections of different channels are independent (NCCL's channels: the double binary
+  // tree's two trees may join the same two GPUs, each with its own connection).
+  void set_channel(int channel) { channel_ = channel; }
+
+  // A zero-compute operator of rank r.
+  OpId node(int r, const std::string& what) {
+    return out_.add({fmt::format("{}.r{}.{}", name_, r, what), "collective", 0.0, 0.0}, spec_.group[r]);
+  }
+  // The rank's start: waits for `after[r]` if given.
+  OpId start(int r, std::span<const OpId> after) {
+    const OpId s = node(r, "start");
+    if (!after.empty() && after[r] >= 0) out_.depend(after[r], s);
+    return s;
+  }
+  void depend(OpId from, OpId to) { out_.depend(from, to); }
+  // A piece of `bytes` from `from` (on rank src) to `to` (on rank dst). After the first piece of
+  // the connection src -> dst it leaves from a sender operator of its own, which waits for `from`
+  // and for the previous piece's arrival: holding `from` itself back would hold back everything
+  // else that waits for it.
+  void send(int src, OpId from, int dst, OpId to, double bytes) {
+    auto [it, fresh] = last_arrival_.try_emplace({channel_, src, dst}, -1);
+    OpId sender = from;
+    if (!fresh) {
+      sender = node(src, fmt::format("send{}", ++senders_));
+      depend(from, sender);
+      depend(it->second, sender);
+    }
+    out_.graph.add_tensor(sender, to, bytes);
+    it->second = to;
+  }
+  // A message of `bytes` in spec.chunks pieces, as one step that ends when all have arrived:
+  // every piece leaves after `from`, lands on an operator of its own on dst (one piece: on `done`
+  // itself), and `done` waits for all of them.
+  void message(int src, OpId from, int dst, OpId done, double bytes, const std::string& what) {
+    const int c = spec_.chunks;
+    for (int k = 0; k < c; ++k) {
+      const OpId arrival = c == 1 ? done : node(dst, fmt::format("{}.from{}.k{}", what, src, k));
+      send(src, from, dst, arrival, bytes / c);
+      if (c > 1) depend(arrival, done);
+    }
+  }
+
+ private:
+  ExecutionGraph& out_;
+  const CollectiveSpec& spec_;
+  std::string name_;
+  int n_;
+  // Per connection (channel, src, dst), where its last piece landed.
+  std::map<std::tuple<int, int, int>, OpId> last_arrival_;
+  int channel_ = 0;
+  long senders_ = 0;
+};
+
+// Ranks in `order` (a sub-group, as indices into the spec's group) pass S / |order| per step
+// around the ring for `steps` steps, chunk by chunk: cur[i][k] is where chunk k stands at order[i].
+// Each step's piece of rank order[i] goes to order[i + 1].
+void ring_steps(Builder& b, std::span<const int> order, std::vector<std::vector<OpId>>& cur, int steps,
+                double piece_bytes, const std::string& phase) {
+  const int m = static_cast<int>(order.size());
+  const int c = static_cast<int>(cur.front().size());
+  for (int s = 1; s <= steps; ++s) {
+    std::vector<std::vector<OpId>> next(m, std::vector<OpId>(c));
+    for (int i = 0; i < m; ++i)
+      for (int k = 0; k < c; ++k) next[i][k] = b.node(order[i], fmt::format("{}.s{}.k{}", phase, s, k));
+    for (int i = 0; i < m; ++i) {
+      const int to = (i + 1) % m;
+      for (int k = 0; k < c; ++k) b.send(order[i], cur[i][k], order[to], next[to][k], piece_bytes / c);
+    }
+    // What a rank had stays with it (the reduction adds to it).
+    for (int i = 0; i < m; ++i)
+      for (int k = 0; k < c; ++k) b.depend(cur[i][k], next[i][k]);
+    cur = std::move(next);
+  }
+}
+
+}  // namespace
+
+std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluster) {
+  const std::size_t n = spec.group.size();
+  const std::string op(enum_name<CollectiveOp>(kCollectiveOpNames, spec.op));
+  const std::string alg(enum_name<CollectiveAlgorithm>(kCollectiveAlgorithmNames, spec.algorithm));
+  if (n < 2) return fmt::format("a collective needs at least 2 GPUs, the group has {}", n);
+  std::set<DeviceId> seen;
+  for (DeviceId d : spec.group) {
+    if (d < 0 || d >= cluster.num_devices())
+      return fmt::format("GPU {} is not in the cluster (it has {} GPUs)", d, cluster.num_devices());
+    if (!seen.insert(d).second) return fmt::format("GPU {} is in the group twice", cluster.device(d).name);
+  }
+  if (!(spec.bytes >= 0) || !std::isfinite(spec.bytes)) return fmt::format("bytes must be >= 0, got {}", spec.bytes);
+  if (spec.chunks < 1) return fmt::format("chunks must be >= 1, got {}", spec.chunks);
+  if (spec.root < 0 || spec.root >= static_cast<int>(n))
+    return fmt::format("the root must be a rank of the group (0 to {}), got {}", n - 1, spec.root);
+  if (!supports(spec.op, spec.algorithm))
+    return fmt::format("{} has no algorithm `{}`; it has: {}", op, alg, algorithms_of(spec.op));
+  if (spec.algorithm == CollectiveAlgorithm::HalvingDoubling && !power_of_two(n))
+    return fmt::format("halving-doubling needs a power-of-two group, this one has {} GPUs (ring or direct take any)", n);
+  if (spec.algorithm == CollectiveAlgorithm::Hierarchical) {
+    const auto servers = ranks_by_server(spec, cluster);
+    for (const auto& s : servers)
+      if (s.size() != servers.front().size())
+        return fmt::format("hierarchical needs the same number of the group's GPUs in every server; they hold {} and {}",
+                           servers.front().size(), s.size());
+  }
+  for (DeviceId a : spec.group)
+    for (DeviceId b : spec.group)
+      if (!cluster.reachable(a, b))
+        return fmt::format("{} cannot reach {} in this cluster", cluster.device(a).name, cluster.device(b).name);
+  return "";
+}
+
+std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& spec, const Cluster& cluster,
+                                    const std::string& name, std::span<const OpId> after) {
+  if (const std::string why = collective_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
+  if (!after.empty() && after.size() != spec.group.size())
+    throw std::invalid_argument(fmt::format("append_collective: `after` has {} entries for {} ranks", after.size(),
+                                            spec.group.size()));
+  Builder b(out, spec, name);
+  const int n = b.ranks();
+  const int c = spec.chunks;
+  const double S = spec.bytes;
+  using A = CollectiveAlgorithm;
+  using Op = CollectiveOp;
+  std::vector<OpId> starts(n);
+  for (int r = 0; r < n; ++r) starts[r] = b.start(r, after);
+  std::vector<OpId> result(n);
+
+  // Ends each rank's chunks in one operator.
+  auto finish = [&](const std::vector<std::vector<OpId>>& cur, std::span<const int> order, const std::string& what) {
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const OpId done = b.node(order[i], what);
+      for (OpId k : cur[i]) out.depend(k, done);
+      result[order[i]] = done;
+    }
+  };
+  std::vector<int> all(n);
+  for (int r = 0; r < n; ++r) all[r] = r;
+
+  if (spec.algorithm == A::Ring && (spec.op == Op::AllReduce || spec.op == Op::ReduceScatter || spec.op == Op::AllGather)) {
+    std::vector<std::vector<OpId>> cur(n, std::vector<OpId>(c));
+    for (int r = 0; r < n; ++r)
+      for (int k = 0; k < c; ++k) cur[r][k] = starts[r];
+    const int steps = spec.op == Op::AllReduce ? 2 * (n - 1) : n - 1;
+    ring_steps(b, all, cur, steps, S / n, "ring");
+    finish(cur, all, "done");
+    return result;
+  }
+
+  if (spec.algorithm == A::Ring || spec.algorithm == A::Tree) {
+    // Broadcast and reduce (one tree or a chain from the root), and the double binary tree.
+    // A tree over `order` (order[0] is its root): the parent of position i is (i - 1) / 2 in a
+    // binary tree, i - 1 in a chain.
+    const bool chain = spec.algorithm == A::Ring;
+    auto parent_of = [&](int i) { return chain ? i - 1 : (i - 1) / 2; };
+    struct Tree {
+      std::vector<int> order;
+      double bytes;
+    };
+    std::vector<Tree> trees;
+    if (spec.op == Op::AllReduce) {
+      std::vector<int> reversed(all.rbegin(), all.rend());
+      trees = {{all, S / 2}, {reversed, S / 2}};
+    } else {
+      std::vector<int> order;
+      for (int i = 0; i < n; ++i) order.push_back((spec.root + i) % n);
+      trees = {{order, S}};
+    }
+    const bool up = spec.op != Op::Broadcast, down = spec.op != Op::Reduce;
+    std::vector<std::vector<OpId>> ends(n);  // per rank, what its result waits for
+    for (std::size_t t = 0; t < trees.size(); ++t) {
+      const Tree& tree = trees[t];
+      b.set_channel(static_cast<int>(t));
+      // have[i][k]: position i holds chunk k (reduced over its subtree on the way up; final on the way down).
+      std::vector<std::vector<OpId>> have(n, std::vector<OpId>(c));
+      for (int i = 0; i < n; ++i)
+        for (int k = 0; k < c; ++k) have[i][k] = starts[tree.order[i]];
+      if (up) {
+        std::vector<std::vector<OpId>> reduced(n, std::vector<OpId>(c));
+        for (int i = 0; i < n; ++i)
+          for (int k = 0; k < c; ++k) {
+            reduced[i][k] = b.node(tree.order[i], fmt::format("t{}.up.k{}", t, k));
+            out.depend(have[i][k], reduced[i][k]);
+          }
+        // Children before parents (positions in decreasing order); each child's pieces land on
+        // operators of their own, so that one child's connection does not wait for the other's.
+        for (int i = n - 1; i >= 1; --i) {
+          const int p = parent_of(i);
+          for (int k = 0; k < c; ++k) {
+            const OpId arrival = b.node(tree.order[p], fmt::format("t{}.up.from{}.k{}", t, tree.order[i], k));
+            b.send(tree.order[i], reduced[i][k], tree.order[p], arrival, tree.bytes / c);
+            out.depend(arrival, reduced[p][k]);
+          }
+        }
+        have = reduced;
+      }
+      if (down) {
+        std::vector<std::vector<OpId>> got(n, std::vector<OpId>(c));
+        for (int k = 0; k < c; ++k) got[0][k] = have[0][k];
+        for (int i = 1; i < n; ++i)
+          for (int k = 0; k < c; ++k) {
+            got[i][k] = b.node(tree.order[i], fmt::format("t{}.down.k{}", t, k));
+            out.depend(have[i][k], got[i][k]);
+          }
+        for (int i = 1; i < n; ++i)
+          for (int k = 0; k < c; ++k)
+            b.send(tree.order[parent_of(i)], got[parent_of(i)][k], tree.order[i], got[i][k], tree.bytes / c);
+        have = got;
+      }
+      for (int i = 0; i < n; ++i)
+        for (int k = 0; k < c; ++k) ends[tree.order[i]].push_back(have[i][k]);
+    }
+    for (int r = 0; r < n; ++r) {
+      const OpId done = b.node(r, "done");
+      for (OpId e : ends[r]) out.depend(e, done);
+      result[r] = done;
+    }
+    return result;
+  }
+
+  if (spec.algorithm == A::HalvingDoubling) {
+    // Step by step, each step ending when all pieces have arrived.
+    std::vector<OpId> cur = starts;
+    int step = 0;
+    auto exchange = [&](int distance, double bytes) {
+      ++step;
+      std::vector<OpId> next(n);
+      for (int r = 0; r < n; ++r) {
+        next[r] = b.node(r, fmt::format("hd.s{}", step));
+        out.depend(cur[r], next[r]);
+      }
+      for (int r = 0; r < n; ++r) b.message(r, cur[r], r ^ distance, next[r ^ distance], bytes, fmt::format("hd.s{}", step));
+      cur = std::move(next);
+    };
+    const int log_n = floor_log2(static_cast<std::size_t>(n));
+    if (spec.op != Op::AllGather)  // reduce-scatter by halving: distance n/2 first, bytes S/2^i
+      for (int i = 1; i <= log_n; ++i) exchange(n >> i, S / std::ldexp(1.0, i));
+    if (spec.op != Op::ReduceScatter)  // all-gather by doubling: distance 1 first, bytes S 2^(i-1) / n
+      for (int i = 1; i <= log_n; ++i) exchange(1 << (i - 1), S * std::ldexp(1.0, i - 1) / n);
+    result = cur;
+    return result;
+  }
+
+  if (spec.algorithm == A::Direct) {
+    std::vector<OpId> cur = starts;
+    const int phases = spec.op == Op::AllReduce ? 2 : 1;
+    for (int p = 1; p <= phases; ++p) {
+      std::vector<OpId> next(n);
+      for (int r = 0; r < n; ++r) {
+        next[r] = b.node(r, fmt::format("direct.p{}", p));
+        out.depend(cur[r], next[r]);
+      }
+      for (int r = 0; r < n; ++r)
+        for (int q = 0; q < n; ++q)
+          if (q != r) b.message(r, cur[r], q, next[q], S / n, fmt::format("direct.p{}", p));
+      cur = std::move(next);
+    }
+    result = cur;
+    return result;
+  }
+
+  // Hierarchical all-reduce: ring reduce-scatter inside each server, ring all-reduce across servers
+  // among equal local ranks, ring all-gather inside each server; each phase ends per rank.
+  const auto servers = ranks_by_server(spec, cluster);
+  const int m = static_cast<int>(servers.front().size());
+  const int N = static_cast<int>(servers.size());
+  std::vector<OpId> cur = starts;
+  auto phase = [&](const std::vector<std::vector<int>>& rings, int steps, double piece, const std::string& what) {
+    for (const auto& order : rings) {
+      if (order.size() < 2 || steps == 0) continue;
+      std::vector<std::vector<OpId>> chunks(order.size(), std::vector<OpId>(c));
+      for (std::size_t i = 0; i < order.size(); ++i)
+        for (int k = 0; k < c; ++k) chunks[i][k] = cur[order[i]];
+      ring_steps(b, order, chunks, steps, piece, what);
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        const OpId done = b.node(order[i], what + ".done");
+        for (OpId k : chunks[i]) out.depend(k, done);
+        cur[order[i]] = done;
+      }
+    }
+  };
+  std::vector<std::vector<int>> across(m);
+  for (const auto& s : servers)
+    for (int j = 0; j < m; ++j) across[j].push_back(s[j]);
+  phase(servers, m - 1, S / m, "intra-rs");
+  phase(across, 2 * (N - 1), S / m / N, "inter-ar");
+  phase(servers, m - 1, S / m, "intra-ag");
+  return cur;
+}
+
+ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& cluster) {
+  ExecutionGraph g;
+  append_collective(g, spec, cluster, "c0");
+  g.graph.finalize(fmt::format("{} by {}", enum_name<CollectiveOp>(kCollectiveOpNames, spec.op),
+                               enum_name<CollectiveAlgorithm>(kCollectiveAlgorithmNames, spec.algorithm)));
+  return g;
+}
+
+namespace {
+// alpha (largest latency) and 1/B (largest inverse bandwidth) over the ordered pairs of `ranks`
+// that `use` accepts.
+template <class Use>
+std::pair<double, double> slowest_pair(const CollectiveSpec& spec, const Cluster& cluster, Use use) {
+  double alpha = 0, inv_b = 0;
+  for (std::size_t a = 0; a < spec.group.size(); ++a)
+    for (std::size_t b = 0; b < spec.group.size(); ++b)
+      if (a != b && use(spec.group[a], spec.group[b])) {
+        alpha = std::max(alpha, cluster.latency(spec.group[a], spec.group[b]));
+        inv_b = std::max(inv_b, 1.0 / cluster.bandwidth(spec.group[a], spec.group[b]));
+      }
+  return {alpha, inv_b};
+}
+}  // namespace
+
+double collective_closed_form(const CollectiveSpec& spec, const Cluster& cluster) {
+  if (const std::string why = collective_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
+  const double n = static_cast<double>(spec.group.size());
+  const double c = spec.chunks, S = spec.bytes;
+  const auto [alpha, inv_b] = slowest_pair(spec, cluster, [](DeviceId, DeviceId) { return true; });
+  // A message of `bytes` in c pieces one after the other on its connection.
+  auto message = [&](double bytes, double a, double ib) { return c * a + bytes * ib; };
+  // One piece, for pipelines.
+  auto piece = [&](double bytes) { return alpha + bytes / c * inv_b; };
+  using A = CollectiveAlgorithm;
+  using Op = CollectiveOp;
+  const int log_n = floor_log2(spec.group.size());
+  switch (spec.algorithm) {
+    case A::Ring:
+      switch (spec.op) {
+        // Each connection carries the steps' pieces in order: (n-1) steps of c pieces of S/(nc).
+        case Op::AllReduce: return 2 * (n - 1) * message(S / n, alpha, inv_b);
+        case Op::ReduceScatter:
+        case Op::AllGather: return (n - 1) * message(S / n, alpha, inv_b);
+        // A chain of n - 1 hops: the last piece leaves the root after c - 1 others.
+        default: return (n - 1 + c - 1) * piece(S);
+      }
+    case A::Tree: {
+      // Heap-ordered binary tree of depth floor(log2 n): piece k is reduced at the root at
+      // (depth + k) piece times, and reaches the deepest leaf depth piece times later.
+      const double depth = log_n;
+      if (spec.op == Op::AllReduce) return (2 * depth + c - 1) * piece(S / 2);
+      return (depth + c - 1) * piece(S);
+    }
+    case A::HalvingDoubling: {
+      double t = 0;
+      const int phases = spec.op == Op::AllReduce ? 2 : 1;
+      for (int i = 1; i <= log_n; ++i) t += message(S / std::ldexp(1.0, i), alpha, inv_b);
+      return phases * t;
+    }
+    case A::Direct:
+      return (spec.op == Op::AllReduce ? 2 : 1) * message(S / n, alpha, inv_b);
+    case A::Hierarchical: {
+      const auto intra = slowest_pair(spec, cluster, [&](DeviceId a, DeviceId b) {
+        return cluster.device(a).server == cluster.device(b).server;
+      });
+      const auto inter = slowest_pair(spec, cluster, [&](DeviceId a, DeviceId b) {
+        return cluster.device(a).server != cluster.device(b).server;
+      });
+      const auto servers = ranks_by_server(spec, cluster);
+      const double m = static_cast<double>(servers.front().size()), N = static_cast<double>(servers.size());
+      return 2 * (m - 1) * message(S / m, intra.first, intra.second) +
+             2 * (N - 1) * message(S / (m * N), inter.first, inter.second);
+    }
+  }
+  return 0;
+}
+
+double bus_bandwidth_factor(CollectiveOp op, int ranks) {
+  const double n = ranks;
+  switch (op) {
+    case CollectiveOp::AllReduce: return 2 * (n - 1) / n;
+    case CollectiveOp::ReduceScatter:
+    case CollectiveOp::AllGather:
+    case CollectiveOp::AllToAll: return (n - 1) / n;
+    case CollectiveOp::Broadcast:
+    case CollectiveOp::Reduce: return 1;
+  }
+  return 1;
+}
+
+}  // namespace placesim

@@ -1,0 +1,113 @@
+#pragma once
+// Collectives (issue #15) compiled into point-to-point transfers of the execution graph.
+//
+// The execution graph every engine runs is a Graph with a placement: operators are compute tasks
+// on one GPU, and a tensor between operators on two GPUs is a transfer (a flow in the flow engine
+// and SimGrid; latency + bytes / bandwidth in the evaluator). A collective over a group of GPUs
+// appends to such a graph one zero-compute operator per rank and step ("rank r has what step s
+// gave it") and one tensor per message of the algorithm, so that it runs on every engine, shares
+// links with whatever else runs, and can depend on compute (a gradient all-reduce after the
+// backward pass) and be depended on.
+//
+// Two rules shape the operators, the same in every algorithm:
+//  - A message splits into `chunks` pieces of equal size, and the pieces of one connection (an
+//    ordered pair of ranks, in one collective) go one at a time: a piece is sent once the previous
+//    piece on that connection has arrived (a zero-byte edge from its receiver: free in every
+//    engine). So chunks cost a latency each, and pay off where a piece can travel on before the
+//    next has arrived: trees, chains (broadcast, reduce) and the pipelined ring.
+//  - Ring and tree algorithms follow each chunk through the steps (chunk k of step s waits for
+//    chunk k of step s - 1 only); halving-doubling, direct and each phase of hierarchical end a
+//    step when every chunk of it has arrived.
+// Reductions take no time (compute and communication interference is not modelled).
+//
+// Sizes follow nccl-tests: `bytes` is the buffer of one rank -- all-reduce, broadcast and reduce:
+// the buffer; reduce-scatter: the input (each rank keeps bytes / n); all-gather: the output (each
+// rank contributes bytes / n); all-to-all: what each rank sends in all (bytes / n to each rank,
+// itself included).
+//
+// The closed forms are the contention-free view: every transfer takes alpha + bytes / B, alone
+// on its links (the evaluator's model), with alpha and B those of the group's slowest pair (for
+// hierarchical: the slowest pair inside a server and the slowest across). On a fabric where
+// every rank sends and receives at most one message at a time (ring, halving-doubling,
+// broadcast and reduce by ring) and nothing else shares links, the flow engine and SimGrid
+// agree with them; otherwise they show the sharing the closed form leaves out.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/cluster.h"
+#include "sim/graph.h"
+#include "sim/options.h"
+
+namespace placesim {
+
+enum class CollectiveOp { AllReduce, ReduceScatter, AllGather, AllToAll, Broadcast, Reduce };
+inline constexpr EnumName<CollectiveOp> kCollectiveOpNames[] = {
+    {CollectiveOp::AllReduce, "all-reduce"}, {CollectiveOp::ReduceScatter, "reduce-scatter"},
+    {CollectiveOp::AllGather, "all-gather"}, {CollectiveOp::AllToAll, "all-to-all"},
+    {CollectiveOp::Broadcast, "broadcast"},  {CollectiveOp::Reduce, "reduce"},
+};
+
+// ring: n - 1 steps to the next rank per phase (all-reduce: reduce-scatter then all-gather);
+//   broadcast and reduce: a pipelined chain from (to) the root.
+// tree: all-reduce by NCCL's double binary tree (two heap-ordered binary trees, over the ranks in
+//   order and in reverse, each reducing half of the buffer to its root and broadcasting it back,
+//   chunk by chunk); broadcast and reduce: one binary tree rooted at the root.
+// halving-doubling: reduce-scatter by recursive halving (step i: the partner at distance n / 2^i,
+//   bytes / 2^i each way), all-gather by recursive doubling, all-reduce both (Rabenseifner);
+//   n a power of two.
+// direct: every rank sends its share to every other rank at once (one step per phase).
+// hierarchical: all-reduce as a ring reduce-scatter inside each server (NVLink), a ring
+//   all-reduce of 1/m of the buffer across servers among the GPUs of equal local rank, and a
+//   ring all-gather inside each server; every server holds the same number m of the group's GPUs.
+enum class CollectiveAlgorithm { Ring, Tree, HalvingDoubling, Direct, Hierarchical };
+inline constexpr EnumName<CollectiveAlgorithm> kCollectiveAlgorithmNames[] = {
+    {CollectiveAlgorithm::Ring, "ring"},
+    {CollectiveAlgorithm::Tree, "tree"},
+    {CollectiveAlgorithm::HalvingDoubling, "halving-doubling"},
+    {CollectiveAlgorithm::Direct, "direct"},
+    {CollectiveAlgorithm::Hierarchical, "hierarchical"},
+};
+
+struct CollectiveSpec {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
+  std::vector<DeviceId> group;  // the GPUs, in rank order; at least 2, distinct
+  double bytes = 0;             // see the size convention above
+  int chunks = 1;               // pieces per message, >= 1
+  int root = 0;                 // broadcast and reduce: the root's rank
+};
+
+// Why the spec cannot run on the cluster ("" when it can): an empty or repeated group, a GPU the
+// cluster lacks, an algorithm the operation has not, halving-doubling on a group that is not a
+// power of two, hierarchical on servers holding different numbers of the group's GPUs.
+std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluster);
+
+// A graph under construction with its placement: what collectives (and, later, plans) append to.
+struct ExecutionGraph {
+  Graph graph;
+  std::vector<DeviceId> placement;  // GPU of each operator
+  OpId add(Operator op, DeviceId gpu);
+  // A zero-byte tensor: `to` starts after `from` finished, at no transfer cost.
+  void depend(OpId from, OpId to) { graph.add_tensor(from, to, 0); }
+};
+
+// Appends the collective to `out`. `after`, when not empty, holds per rank an operator (on that
+// rank's GPU, or -1 for none) the rank's part waits for. Returns per rank the operator at which
+// the rank holds its result. Operator names start with `name` (unique in the graph). Throws
+// std::invalid_argument with collective_problem's reason.
+std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& spec, const Cluster& cluster,
+                                    const std::string& name, std::span<const OpId> after = {});
+
+// The collective alone, finalized.
+ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& cluster);
+
+// The contention-free closed form of the collective's time, seconds (see above).
+double collective_closed_form(const CollectiveSpec& spec, const Cluster& cluster);
+
+// nccl-tests' bus bandwidth factor: all-reduce 2(n-1)/n; reduce-scatter, all-gather and all-to-all
+// (n-1)/n; broadcast and reduce 1. busbw = algbw * factor, algbw = bytes / time.
+double bus_bandwidth_factor(CollectiveOp op, int ranks);
+
+}  // namespace placesim

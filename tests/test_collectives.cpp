@@ -1,0 +1,271 @@
+// Collectives (sim/collectives.h) against closed forms derived by hand, on every engine: the
+// evaluator (contention-free), the flow engine and SimGrid (flows sharing links).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "sim/collectives.h"
+#include "sim/evaluator.h"
+#include "sim/flow_engine.h"
+#include "sim/simgrid_engine.h"
+#include "topologies/fabrics.h"
+
+using namespace placesim;
+
+namespace {
+
+constexpr double kB = 20e9;       // bytes/s per NIC, each direction
+constexpr double kNicAlpha = 1e-6;  // per NIC link: a transfer crosses two
+constexpr double kAlpha = 2 * kNicAlpha;
+constexpr double kS = 64e6;
+
+// n servers of one GPU on a non-blocking switch: every GPU has its own NIC.
+Cluster one_gpu_servers(int n, double nic_latency = kNicAlpha) {
+  NonBlockingConfig cfg;
+  cfg.servers = n;
+  cfg.gpus_per_server = 1;
+  cfg.nic_bandwidth = kB;
+  cfg.nic_latency = nic_latency;
+  return make_non_blocking(cfg);
+}
+
+CollectiveSpec spec(CollectiveOp op, CollectiveAlgorithm a, int n, int chunks = 1, double bytes = kS) {
+  CollectiveSpec s;
+  s.op = op;
+  s.algorithm = a;
+  for (int i = 0; i < n; ++i) s.group.push_back(i);
+  s.bytes = bytes;
+  s.chunks = chunks;
+  return s;
+}
+
+struct Times {
+  double evaluator, flow, simgrid;
+  SimulationResult sim;
+};
+
+Times run(const ExecutionGraph& g, const Cluster& c) {
+  Evaluator evaluator(g.graph, c);
+  Times t;
+  const Schedule s = evaluator.schedule(g.placement);
+  t.evaluator = s.latency;
+  t.flow = FlowEngine(g.graph, c).schedule(g.placement, Priority::Fcfs).latency;
+  t.sim = simulate(g.graph, c, g.placement, s.device_order, GpuQueue::Fcfs);
+  t.simgrid = t.sim.latency;
+  return t;
+}
+
+Times run(const CollectiveSpec& sp, const Cluster& c) { return run(collective_graph(sp, c), c); }
+
+#define EXPECT_REL(a, b) EXPECT_NEAR((a), (b), 1e-9 * std::abs(b))
+
+}  // namespace
+
+TEST(Collectives, RingAllReduceIsTwoNMinusOneStepsOfAnNth) {
+  // 2(n-1)(alpha + S/(nB)); each GPU sends 2(n-1)/n of the buffer. Chunks serialise on a
+  // connection: c pieces per step cost c alphas and the same bytes.
+  for (int n : {2, 3, 4, 8})
+    for (int chunks : {1, 4}) {
+      const Cluster c = one_gpu_servers(n);
+      const CollectiveSpec sp = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, n, chunks);
+      const double expected = 2 * (n - 1) * (chunks * kAlpha + kS / (n * kB));
+      EXPECT_REL(collective_closed_form(sp, c), expected);
+      const Times t = run(sp, c);
+      EXPECT_REL(t.evaluator, expected) << n << " " << chunks;
+      EXPECT_REL(t.flow, expected) << n << " " << chunks;
+      EXPECT_NEAR(t.simgrid, expected, 1e-6 * expected) << n << " " << chunks;
+      std::map<DeviceId, double> sent;
+      for (const FlowRecord& f : t.sim.flows) sent[f.src] += f.bytes;
+      for (int r = 0; r < n; ++r) EXPECT_REL(sent[r], 2.0 * (n - 1) / n * kS) << n;
+    }
+}
+
+TEST(Collectives, RingReduceScatterAndAllGatherAreHalfOfIt) {
+  const Cluster c = one_gpu_servers(4);
+  for (CollectiveOp op : {CollectiveOp::ReduceScatter, CollectiveOp::AllGather}) {
+    const CollectiveSpec sp = spec(op, CollectiveAlgorithm::Ring, 4);
+    const double expected = 3 * (kAlpha + kS / (4 * kB));
+    EXPECT_REL(collective_closed_form(sp, c), expected);
+    const Times t = run(sp, c);
+    EXPECT_REL(t.evaluator, expected);
+    EXPECT_REL(t.flow, expected);
+  }
+}
+
+TEST(Collectives, HalvingDoublingIsASumOverLogNSteps) {
+  // Reduce-scatter: sum over i = 1..log2 n of alpha + S/(2^i B); all-gather the same steps in
+  // reverse; all-reduce both. One partner per step: nothing shares a NIC, so every engine agrees.
+  const int n = 8;
+  const Cluster c = one_gpu_servers(n);
+  double rs = 0;
+  for (int i = 1; i <= 3; ++i) rs += kAlpha + kS / (std::pow(2, i) * kB);
+  for (auto [op, expected] : {std::pair{CollectiveOp::ReduceScatter, rs}, std::pair{CollectiveOp::AllGather, rs},
+                              std::pair{CollectiveOp::AllReduce, 2 * rs}}) {
+    const CollectiveSpec sp = spec(op, CollectiveAlgorithm::HalvingDoubling, n);
+    EXPECT_REL(collective_closed_form(sp, c), expected);
+    const Times t = run(sp, c);
+    EXPECT_REL(t.evaluator, expected);
+    EXPECT_REL(t.flow, expected);
+    EXPECT_NEAR(t.simgrid, expected, 1e-6 * expected);
+  }
+  // Two chunks: two alphas per step, the same bytes.
+  const CollectiveSpec two = spec(CollectiveOp::ReduceScatter, CollectiveAlgorithm::HalvingDoubling, n, 2);
+  EXPECT_REL(run(two, c).flow, rs + 3 * kAlpha);
+}
+
+TEST(Collectives, TreePipelinesItsChunks) {
+  // Double binary tree on 4 GPUs: heap trees of depth 2, each carrying S/2 in c pieces; piece k
+  // is reduced at the root at (2 + k) piece times and reaches the deepest leaf 2 later:
+  // (2 * 2 + c - 1)(alpha + S/(2cB)). The evaluator lets a parent receive from two children at
+  // full rate; the flow engine shares the NIC, and can only be slower.
+  const Cluster c = one_gpu_servers(4);
+  for (int chunks : {1, 8}) {
+    const CollectiveSpec sp = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Tree, 4, chunks);
+    const double expected = (4 + chunks - 1) * (kAlpha + kS / (2 * chunks * kB));
+    EXPECT_REL(collective_closed_form(sp, c), expected);
+    const Times t = run(sp, c);
+    EXPECT_REL(t.evaluator, expected) << chunks;
+    EXPECT_GE(t.flow, expected * (1 - 1e-9)) << chunks;
+    EXPECT_NEAR(t.simgrid, t.flow, 1e-6 * t.flow) << chunks;
+  }
+  // Pipelining pays: 8 chunks beat 1 by far (11 * S/16B against 4 * S/2B, without alpha).
+  EXPECT_LT(collective_closed_form(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Tree, 4, 8), c),
+            0.5 * collective_closed_form(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Tree, 4, 1), c));
+}
+
+TEST(Collectives, ChainBroadcastAndReduceFromTheRoot) {
+  // A chain of n - 1 hops, c pieces: (n - 2 + c)(alpha + S/(cB)); one flow in and one out per
+  // NIC, so every engine agrees. Root 2 of 5: the chain is 2, 3, 4, 0, 1.
+  const Cluster c = one_gpu_servers(5);
+  for (CollectiveOp op : {CollectiveOp::Broadcast, CollectiveOp::Reduce}) {
+    CollectiveSpec sp = spec(op, CollectiveAlgorithm::Ring, 5, 4);
+    sp.root = 2;
+    const double expected = (5 - 2 + 4) * (kAlpha + kS / (4 * kB));
+    EXPECT_REL(collective_closed_form(sp, c), expected);
+    const Times t = run(sp, c);
+    EXPECT_REL(t.evaluator, expected);
+    EXPECT_REL(t.flow, expected);
+    EXPECT_NEAR(t.simgrid, expected, 1e-6 * expected);
+  }
+  // A tree broadcast over 7 GPUs: depth 2, (2 + c - 1) pieces.
+  const Cluster seven = one_gpu_servers(7);
+  const CollectiveSpec tree = spec(CollectiveOp::Broadcast, CollectiveAlgorithm::Tree, 7, 4);
+  EXPECT_REL(run(tree, seven).evaluator, (2 + 4 - 1) * (kAlpha + kS / (4 * kB)));
+}
+
+TEST(Collectives, DirectSharesTheNicAmongItsFlows) {
+  // Each GPU sends S/n to each of the n - 1 others at once. Contention-free: alpha + S/(nB). On
+  // the NIC the n - 1 flows share B: alpha + (n-1) S/(nB), as the flow engine and SimGrid find.
+  const int n = 4;
+  const Cluster c = one_gpu_servers(n);
+  for (CollectiveOp op : {CollectiveOp::ReduceScatter, CollectiveOp::AllToAll, CollectiveOp::AllGather}) {
+    const CollectiveSpec sp = spec(op, CollectiveAlgorithm::Direct, n);
+    EXPECT_REL(collective_closed_form(sp, c), kAlpha + kS / (n * kB));
+    const Times t = run(sp, c);
+    EXPECT_REL(t.evaluator, kAlpha + kS / (n * kB));
+    EXPECT_REL(t.flow, kAlpha + (n - 1) * kS / (n * kB));
+    EXPECT_NEAR(t.simgrid, t.flow, 1e-6 * t.flow);
+  }
+  EXPECT_REL(run(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Direct, n), c).flow,
+             2 * (kAlpha + (n - 1) * kS / (n * kB)));
+}
+
+TEST(Collectives, HierarchicalUsesNvlinkInsideAndTheNicAcross) {
+  // 2 servers of 4 GPUs (NVLink 50 GB/s, no latency; NICs 20 GB/s with 1 us each): ring
+  // reduce-scatter and all-gather over NVLink, 3 steps of S/4 each, and a ring all-reduce of S/4
+  // across the 2 servers, 2 steps of S/8: 2 * 3 * S/(4 * 50e9) + 2 * (alpha + S/(8 * 20e9)).
+  NonBlockingConfig cfg;
+  cfg.servers = 2;
+  cfg.gpus_per_server = 4;
+  cfg.nic_bandwidth = kB;
+  cfg.nic_latency = kNicAlpha;
+  cfg.nvlink_bandwidth = 50e9;
+  const Cluster c = make_non_blocking(cfg);
+  const CollectiveSpec sp = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Hierarchical, 8);
+  const double expected = 6 * kS / (4 * 50e9) + 2 * (kAlpha + kS / (8 * kB));
+  EXPECT_REL(collective_closed_form(sp, c), expected);
+  const Times t = run(sp, c);
+  EXPECT_REL(t.evaluator, expected);
+  // Across servers the 4 rings share their server's one NIC: each gets B/4.
+  EXPECT_REL(t.flow, 6 * kS / (4 * 50e9) + 2 * (kAlpha + kS / (8 * kB / 4)));
+  EXPECT_NEAR(t.simgrid, t.flow, 1e-6 * t.flow);
+  // A flat ring over the same 8 GPUs crosses the NIC with S/8 per step for 14 steps.
+  EXPECT_GT(run(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 8), c).flow, t.flow);
+}
+
+TEST(Collectives, CrossLeafStepsRunAtTheUplinkShare) {
+  // Spine-leaf, 2 leaves of 4 one-GPU servers, one spine, 4:1: each leaf's uplink carries 4 x
+  // 20 / 4 = 20 GB/s. Halving-doubling reduce-scatter over the 8 GPUs: step 1 pairs each GPU with
+  // the one 4 ranks away, on the other leaf, so 4 flows share the uplink at B/4 each: S/2 takes
+  // 2S/B. Steps 2 and 3 stay in the leaf: S/(4B) and S/(8B). No latency here.
+  SpineLeafConfig cfg;
+  cfg.servers = 8;
+  cfg.servers_per_leaf = 4;
+  cfg.gpus_per_server = 1;
+  cfg.spines = 1;
+  cfg.nic_bandwidth = kB;
+  cfg.oversubscription = 4;
+  const Cluster c = make_spine_leaf(cfg);
+  const CollectiveSpec sp = spec(CollectiveOp::ReduceScatter, CollectiveAlgorithm::HalvingDoubling, 8);
+  const double contention_free = kS / (2 * kB) + kS / (4 * kB) + kS / (8 * kB);
+  EXPECT_REL(collective_closed_form(sp, c), contention_free);
+  const Times t = run(sp, c);
+  EXPECT_REL(t.evaluator, contention_free);
+  EXPECT_REL(t.flow, (kS / 2) / (kB / 4) + kS / (4 * kB) + kS / (8 * kB));
+  EXPECT_NEAR(t.simgrid, t.flow, 1e-6 * t.flow);
+}
+
+TEST(Collectives, TwoAllReducesSharingANicEachSlowDownAsMaxMinSays) {
+  // Ring all-reduces over GPUs {0, 1} and {0, 2} of three one-GPU servers, at once, no latency.
+  // Alone each is 2 steps of S/2 at B: S/B. Together GPU 0 sends two flows and receives two, so
+  // max-min gives every flow B/2 (GPU 1's and 2's flows are held to it by GPU 0's ingress): 2S/B.
+  const Cluster c = one_gpu_servers(3, 0.0);
+  CollectiveSpec a = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 2);
+  CollectiveSpec b = a;
+  b.group = {0, 2};
+  EXPECT_REL(run(a, c).flow, kS / kB);
+  ExecutionGraph both;
+  append_collective(both, a, c, "a");
+  append_collective(both, b, c, "b");
+  both.graph.finalize("two all-reduces");
+  const Times t = run(both, c);
+  EXPECT_REL(t.evaluator, kS / kB);  // contention-free: as if alone
+  EXPECT_REL(t.flow, 2 * kS / kB);
+  EXPECT_NEAR(t.simgrid, 2 * kS / kB, 1e-6 * kS / kB);
+}
+
+TEST(Collectives, ACollectiveWaitsForWhatItIsAppendedAfter) {
+  // A 1 ms compute operator on each of two GPUs, then a ring all-reduce of their outputs.
+  const Cluster c = one_gpu_servers(2, 0.0);
+  ExecutionGraph g;
+  const OpId a = g.add({"backward0", "compute", 1e-3, 0}, 0);
+  const OpId b = g.add({"backward1", "compute", 2e-3, 0}, 1);
+  const std::vector<OpId> done = append_collective(g, spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 2), c,
+                                                   "grad", std::vector<OpId>{a, b});
+  g.graph.finalize("compute then all-reduce");
+  ASSERT_EQ(done.size(), 2u);
+  // The slower GPU starts its part at 2 ms: each step waits for both sides.
+  EXPECT_REL(run(g, c).flow, 2e-3 + kS / kB);
+}
+
+TEST(Collectives, BadSpecsSayWhy) {
+  const Cluster c = one_gpu_servers(6);
+  auto why = [&](CollectiveSpec s) { return collective_problem(s, c); };
+  EXPECT_NE(why(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::HalvingDoubling, 6)).find("power-of-two"),
+            std::string::npos);
+  EXPECT_NE(why(spec(CollectiveOp::AllToAll, CollectiveAlgorithm::Ring, 4)).find("it has: direct"), std::string::npos);
+  EXPECT_NE(why(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 1)).find("at least 2"), std::string::npos);
+  CollectiveSpec twice = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 2);
+  twice.group = {1, 1};
+  EXPECT_NE(why(twice).find("twice"), std::string::npos);
+  CollectiveSpec outside = twice;
+  outside.group = {0, 9};
+  EXPECT_NE(why(outside).find("not in the cluster"), std::string::npos);
+  EXPECT_EQ(why(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 6)), "");
+  EXPECT_THROW(collective_graph(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 1), c), std::invalid_argument);
+  // nccl-tests' bus bandwidth factors.
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::AllReduce, 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::AllGather, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::Broadcast, 8), 1.0);
+}
