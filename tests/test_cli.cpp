@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "scenarios/scenario.h"
 #include "tests/test_util.h"
 
@@ -263,6 +265,40 @@ TEST(Cli, Item13SimulateAcrossUnreachableGpusNamesThem) {
                     out),
             0)
       << out;
+  fs::remove_all(dir);
+}
+
+TEST(Cli, CollectivePrintsEachEngineBesideTheClosedForm) {
+  // Ring all-reduce of 64 MB over 4 one-GPU servers with 20 GB/s NICs and no latency:
+  // 2 (n-1) S/(nB) = 6 x 16 MB / 20 GB/s = 4.8 ms in every engine; busbw = algbw x 1.5.
+  const fs::path dir = testutil::fresh_temp_dir("cli-collective");
+  write(dir / "c.yaml", "type: non-blocking\nservers: 4\ngpus_per_server: 1\nnic_bandwidth: 20GB/s\n");
+  const std::string cluster = " --cluster " + (dir / "c.yaml").string();
+  std::string out;
+  ASSERT_EQ(run_cli("collective --json --bytes 64MB" + cluster, out), 0) << out;
+  std::istringstream lines(out);
+  std::set<std::string> engines;
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    engines.insert(j["engine"].get<std::string>());
+    EXPECT_NEAR(j["time_s"].get<double>(), 4.8e-3, 1e-6 * 4.8e-3) << line;
+    EXPECT_NEAR(j["closed_form_s"].get<double>(), 4.8e-3, 1e-12) << line;
+    EXPECT_NEAR(j["busbw_bytes_per_s"].get<double>(), 1.5 * 64e6 / 4.8e-3, 1e-3 * 64e6 / 4.8e-3) << line;
+  }
+  EXPECT_EQ(engines, (std::set<std::string>{"evaluator", "flow", "simgrid"}));
+  // The table: one row per size, 1 MB to 4 MB.
+  ASSERT_EQ(run_cli("collective --bytes 1MB:4MB --engine flow" + cluster, out), 0) << out;
+  EXPECT_TRUE(contains(out, "all-reduce by ring, 4 GPUs")) << out;
+  EXPECT_TRUE(contains(out, "     4000000       300.00 |       300.00    13.33    20.00")) << out;
+  // What the cluster cannot run is refused with the reason.
+  EXPECT_EQ(run_cli("collective --algorithm halving-doubling --gpus 3" + cluster, out), 2) << out;
+  EXPECT_TRUE(contains(out, "halving-doubling needs a power-of-two group")) << out;
+  EXPECT_EQ(run_cli("collective --op all-to-all" + cluster, out), 2) << out;
+  EXPECT_TRUE(contains(out, "all-to-all has no algorithm `ring`; it has: direct")) << out;
+  EXPECT_EQ(run_cli("collective --gpus 8" + cluster, out), 2) << out;
+  EXPECT_TRUE(contains(out, "the cluster has 4 GPUs, 8 were asked for")) << out;
+  EXPECT_EQ(run_cli("collective --bytes 4MB:1MB" + cluster, out), 2) << out;
+  EXPECT_TRUE(contains(out, "--bytes")) << out;
   fs::remove_all(dir);
 }
 

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "cli_conventions.h"
+#include "collective_cli.h"
 #include "placement/placeto/placeto_cli.h"
 #include "placement/strategy.h"
 #include "scenarios/record.h"
@@ -461,6 +462,9 @@ int main(int argc, char** argv) {
   reproduce->add_flag("--fresh", repro.fresh, "start over instead of keeping the points a previous run finished");
   reproduce->add_flag("--no-plots", repro.no_plots, "tables only");
 
+  CollectiveArgs collective_args;
+  auto* collective = add_collective_command(app, collective_args);
+
   try {
     if (const CLI::App* incomplete = check_command_words(app, argc, argv)) {
       std::cerr << short_usage(*incomplete);
@@ -520,6 +524,7 @@ int main(int argc, char** argv) {
         report_opts.summary = enum_parse<ReportSummary>(kReportSummaryNames, report_summary, "command line", "--summary");
       return report_exit_code(run_report(report_opts, std::cout, std::cerr));
     }
+    if (*collective) return cmd_collective(collective_args);
     if (*topo_info) return cmd_topology_info(topo_path, topo_dot);
     if (*topo_types) return cmd_topology_types(types_json);
   } catch (const InputError& e) {

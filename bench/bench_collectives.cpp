@@ -1,0 +1,77 @@
+// Ring all-reduce of 1 GiB on a fat-tree (servers of 8 GPUs, 100 Gb/s NICs, ECMP), per engine:
+// wall time to build the collective's execution graph and simulate it, and the process's peak
+// resident memory (issue #15; for scale, ASTRA-sim's analytical backend takes 4.2 s and 0.35 GiB
+// at 1,024 GPUs, without contention). Arguments: GPUs, engine (0 evaluator, 1 flow, 2 SimGrid).
+// Counters: the simulated time, operators and transfers of the graph, peak RSS in GiB.
+//
+// Measured on 2 shared cores: see docs/parallelism.md ("Speed").
+#include <benchmark/benchmark.h>
+
+#include <sys/resource.h>
+
+#include "sim/collectives.h"
+#include "sim/evaluator.h"
+#include "sim/flow_engine.h"
+#include "sim/simgrid_engine.h"
+#include "topologies/fabrics.h"
+
+using namespace placesim;
+
+namespace {
+
+Cluster fat_tree_of(int gpus) {
+  FatTreeConfig cfg;
+  cfg.gpus_per_server = 8;
+  cfg.servers = gpus / 8;
+  cfg.k = 4;
+  while (cfg.k * cfg.k * cfg.k / 4 < cfg.servers) cfg.k += 2;
+  cfg.nic_bandwidth = 12.5e9;
+  return make_fat_tree(cfg);
+}
+
+double peak_rss_gib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024.0 / (1024.0 * 1024.0 * 1024.0);
+}
+
+void BM_RingAllReduce1GiB(benchmark::State& state) {
+  const int gpus = static_cast<int>(state.range(0));
+  const int engine = static_cast<int>(state.range(1));
+  const Cluster cluster = fat_tree_of(gpus);
+  CollectiveSpec spec;
+  spec.op = CollectiveOp::AllReduce;
+  spec.algorithm = CollectiveAlgorithm::Ring;
+  for (int d = 0; d < gpus; ++d) spec.group.push_back(d);
+  spec.bytes = 1024.0 * 1024 * 1024;
+  double latency = 0;
+  std::size_t ops = 0, transfers = 0;
+  for (auto _ : state) {
+    const ExecutionGraph g = collective_graph(spec, cluster);
+    ops = g.graph.num_operators();
+    transfers = g.graph.num_tensors();
+    if (engine == 0) {
+      latency = Evaluator(g.graph, cluster).latency(g.placement);
+    } else if (engine == 1) {
+      latency = FlowEngine(g.graph, cluster).schedule(g.placement, Priority::Fcfs).latency;
+    } else {
+      const Schedule order = Evaluator(g.graph, cluster).schedule(g.placement);
+      latency = simulate(g.graph, cluster, g.placement, order.device_order, GpuQueue::Fcfs).latency;
+    }
+    benchmark::DoNotOptimize(latency);
+  }
+  state.counters["simulated_s"] = latency;
+  state.counters["closed_form_s"] = collective_closed_form(spec, cluster);
+  state.counters["operators"] = static_cast<double>(ops);
+  state.counters["transfers"] = static_cast<double>(transfers);
+  state.counters["peak_rss_gib"] = peak_rss_gib();
+  state.SetLabel(engine == 0 ? "evaluator" : engine == 1 ? "flow" : "simgrid");
+}
+
+}  // namespace
+
+BENCHMARK(BM_RingAllReduce1GiB)
+    ->ArgsProduct({{64, 256}, {0, 1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK(BM_RingAllReduce1GiB)->ArgsProduct({{1024}, {0, 1}})->Unit(benchmark::kMillisecond)->Iterations(1);

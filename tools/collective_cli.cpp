@@ -1,0 +1,201 @@
+#include "collective_cli.h"
+
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "cli_conventions.h"
+#include "sim/collectives.h"
+#include "sim/errors.h"
+#include "sim/evaluator.h"
+#include "sim/flow_engine.h"
+#include "sim/simgrid_engine.h"
+#include "sim/units.h"
+#include "topologies/registry.h"
+
+namespace placesim {
+
+namespace {
+
+constexpr const char* kEngines[] = {"evaluator", "flow", "simgrid"};
+
+std::vector<std::string> op_names() {
+  std::vector<std::string> out;
+  for (const auto& n : kCollectiveOpNames) out.emplace_back(n.name);
+  return out;
+}
+std::vector<std::string> algorithm_names() {
+  std::vector<std::string> out;
+  for (const auto& n : kCollectiveAlgorithmNames) out.emplace_back(n.name);
+  return out;
+}
+
+// "1MiB:1GiB" (from, to, each size `factor` times the last, as nccl-tests -b -e -f) or one size.
+std::vector<double> parse_sizes(const std::string& text, double factor) {
+  const auto colon = text.find(':');
+  const double from = parse_bytes(text.substr(0, colon), "command line", "--bytes");
+  const double to = colon == std::string::npos ? from : parse_bytes(text.substr(colon + 1), "command line", "--bytes");
+  if (from <= 0 || to < from)
+    throw InputError("command line", "--bytes",
+                     fmt::format("expected a size > 0 or FROM:TO with 0 < FROM <= TO (e.g. 1MiB:1GiB), got '{}'", text));
+  std::vector<double> sizes;
+  for (double s = from; s <= to * (1 + 1e-12); s *= factor) {
+    sizes.push_back(s);
+    if (sizes.size() > 64)
+      throw InputError("command line", "--bytes", fmt::format("'{}' with --factor {} gives more than 64 sizes", text, factor));
+  }
+  return sizes;
+}
+
+std::vector<DeviceId> parse_group(const CollectiveArgs& a, const Cluster& cluster) {
+  std::vector<DeviceId> group;
+  if (!a.group.empty()) {
+    std::stringstream in(a.group);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      try {
+        std::size_t used = 0;
+        const int d = std::stoi(item, &used);
+        if (used != item.size()) throw std::invalid_argument(item);
+        group.push_back(d);
+      } catch (const std::exception&) {
+        throw InputError("command line", "--group",
+                         fmt::format("expected GPU indices separated by commas (e.g. 0,1,4,5), got '{}'", a.group));
+      }
+    }
+    return group;
+  }
+  const int n = a.gpus > 0 ? a.gpus : cluster.num_devices();
+  if (n > cluster.num_devices())
+    throw InputError("command line", "--gpus",
+                     fmt::format("the cluster has {} GPUs, {} were asked for", cluster.num_devices(), n));
+  for (int d = 0; d < n; ++d) group.push_back(d);
+  return group;
+}
+
+struct EngineRun {
+  std::string engine;
+  double seconds = 0;  // the collective's time
+  double wall = 0;     // host time to simulate it
+};
+
+}  // namespace
+
+CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& a) {
+  auto* c = app.add_subcommand(
+      "collective",
+      "time one collective on a cluster for a range of sizes, per engine and closed form (nccl-tests' table)");
+  c->add_option("--cluster", a.cluster, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
+  c->add_option("--op", a.op, "the collective")->check(CLI::IsMember(op_names()))->capture_default_str();
+  c->add_option("--algorithm", a.algorithm, "how it is decomposed into transfers (docs/parallelism.md)")
+      ->check(CLI::IsMember(algorithm_names()))
+      ->capture_default_str();
+  c->add_option("--bytes", a.bytes, "one size, or FROM:TO (each size --factor times the last), per rank as in nccl-tests")
+      ->capture_default_str();
+  c->add_option("--factor", a.factor, "ratio between consecutive sizes")->check(number_in(Range{1, 1e9, true, false}))->capture_default_str();
+  c->add_option("--gpus", a.gpus, "the first N GPUs of the cluster (default: all)")->check(whole_number(2, 1 << 20));
+  c->add_option("--group", a.group, "the GPUs, as indices in rank order (e.g. 0,2,4,6); instead of --gpus");
+  c->add_option("--chunks", a.chunks, "pieces per message, sent one after another on a connection")
+      ->check(whole_number(1, 1 << 16))
+      ->capture_default_str();
+  c->add_option("--root", a.root, "broadcast and reduce: the root's rank")->check(whole_number(0))->capture_default_str();
+  c->add_option("--engine", a.engine, "evaluator, flow, simgrid or all")
+      ->check(CLI::IsMember({"evaluator", "flow", "simgrid", "all"}))
+      ->capture_default_str();
+  c->add_flag("--json", a.json, "one JSON object per size and engine instead of the table");
+  return c;
+}
+
+int cmd_collective(const CollectiveArgs& a) {
+  const Cluster cluster = load_cluster_file(a.cluster);
+  if (!a.group.empty() && a.gpus > 0)
+    throw InputError("command line", "--group", "give --group or --gpus, not both");
+  CollectiveSpec spec;
+  spec.op = enum_parse<CollectiveOp>(kCollectiveOpNames, a.op, "command line", "--op");
+  spec.algorithm = enum_parse<CollectiveAlgorithm>(kCollectiveAlgorithmNames, a.algorithm, "command line", "--algorithm");
+  spec.group = parse_group(a, cluster);
+  spec.chunks = a.chunks;
+  spec.root = a.root;
+  spec.bytes = 1;
+  if (const std::string why = collective_problem(spec, cluster); !why.empty())
+    throw InputError("command line", "--op/--algorithm/--gpus", why);
+  const std::vector<double> sizes = parse_sizes(a.bytes, a.factor);
+  std::vector<std::string> engines;
+  for (const char* e : kEngines)
+    if (a.engine == "all" || a.engine == e) engines.emplace_back(e);
+
+  const int n = static_cast<int>(spec.group.size());
+  const double bus_factor = bus_bandwidth_factor(spec.op, n);
+  if (!a.json) {
+    std::cout << fmt::format("# {} by {}, {} GPUs of {}; {} chunk{} per message\n", a.op, a.algorithm, n,
+                             cluster.description, a.chunks, a.chunks == 1 ? "" : "s");
+    std::cout << "# size in bytes, time in us, algbw and busbw in GB/s (busbw = algbw x " << fmt::format("{:.4g}", bus_factor)
+              << "); closed form: contention-free, the group's slowest pair\n";
+    std::string head = fmt::format("{:>12} {:>12}", "size", "closed form");
+    for (const auto& e : engines) head += fmt::format(" | {:>12} {:>8} {:>8}", e, "algbw", "busbw");
+    std::cout << head << "\n";
+  }
+  std::vector<double> walls(engines.size(), 0.0);
+  for (double size : sizes) {
+    spec.bytes = size;
+    const ExecutionGraph g = collective_graph(spec, cluster);
+    const double closed = collective_closed_form(spec, cluster);
+    std::vector<EngineRun> runs;
+    std::optional<Schedule> contention_free;
+    for (const auto& e : engines) {
+      const auto t0 = std::chrono::steady_clock::now();
+      EngineRun r{e};
+      if (e == "evaluator" || (e == "simgrid" && !contention_free)) {
+        contention_free = Evaluator(g.graph, cluster).schedule(g.placement);
+      }
+      if (e == "evaluator") r.seconds = contention_free->latency;
+      if (e == "flow") r.seconds = FlowEngine(g.graph, cluster).schedule(g.placement, Priority::Fcfs).latency;
+      // Collectives' operators take no time: first come, first served is each rank going on as
+      // soon as a piece arrives, which the flow engine does too.
+      if (e == "simgrid") r.seconds = simulate(g.graph, cluster, g.placement, contention_free->device_order, GpuQueue::Fcfs).latency;
+      r.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      runs.push_back(r);
+    }
+    if (a.json) {
+      for (const auto& r : runs) {
+        const double algbw = r.seconds > 0 ? size / r.seconds : 0;
+        std::cout << nlohmann::json{{"op", a.op},
+                                    {"algorithm", a.algorithm},
+                                    {"gpus", n},
+                                    {"chunks", a.chunks},
+                                    {"bytes", size},
+                                    {"engine", r.engine},
+                                    {"time_s", r.seconds},
+                                    {"closed_form_s", closed},
+                                    {"algbw_bytes_per_s", algbw},
+                                    {"busbw_bytes_per_s", algbw * bus_factor},
+                                    {"wall_s", r.wall},
+                                    {"operators", g.graph.num_operators()},
+                                    {"transfers", g.graph.num_tensors()}}
+                         .dump()
+                  << "\n";
+      }
+    } else {
+      std::string line = fmt::format("{:>12.0f} {:>12.2f}", size, closed * 1e6);
+      for (const auto& r : runs) {
+        const double algbw = r.seconds > 0 ? size / r.seconds / 1e9 : 0;
+        line += fmt::format(" | {:>12.2f} {:>8.2f} {:>8.2f}", r.seconds * 1e6, algbw, algbw * bus_factor);
+      }
+      std::cout << line << "\n" << std::flush;
+    }
+    for (std::size_t k = 0; k < runs.size(); ++k) walls[k] += runs[k].wall;
+  }
+  if (!a.json) {
+    std::string line = "# simulated in:";
+    for (std::size_t k = 0; k < engines.size(); ++k)
+      line += fmt::format(" {} {}{}", engines[k], format_duration(walls[k]), k + 1 < engines.size() ? "," : "");
+    std::cout << line << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace placesim

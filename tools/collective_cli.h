@@ -1,0 +1,21 @@
+#pragma once
+// `placesim collective`: one collective on a cluster over a range of sizes, per engine beside the
+// closed form, in the convention of nccl-tests (size, time, algorithm and bus bandwidth).
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace placesim {
+
+struct CollectiveArgs {
+  std::string cluster, op = "all-reduce", algorithm = "ring", bytes = "1MiB:1GiB", engine = "all", group;
+  double factor = 2;
+  int gpus = 0, chunks = 1, root = 0;
+  bool json = false;
+};
+
+// Declares the command and its options on `app`.
+CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& args);
+// Runs it: the table (or JSON lines) on stdout. Throws InputError on bad input.
+int cmd_collective(const CollectiveArgs& args);
+
+}  // namespace placesim
