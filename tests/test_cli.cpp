@@ -302,5 +302,25 @@ TEST(Cli, CollectivePrintsEachEngineBesideTheClosedForm) {
   fs::remove_all(dir);
 }
 
+TEST(Cli, PlanSaysStepTimeAndMemoryOrWhyItDoesNotFit) {
+  const std::string workload = std::string(PLACESIM_TEST_SOURCE_DIR) + "/../shared/workloads/nest/bert.h100_spineLeaf.mbs1.json";
+  if (!fs::exists(workload)) GTEST_SKIP() << workload << " is absent (CI has it)";
+  const fs::path dir = testutil::fresh_temp_dir("cli-plan");
+  write(dir / "c.yaml", "type: nvlink-servers\ngpus: 8\ngpu_memory: 80GiB\n");
+  write(dir / "small.yaml", "type: nvlink-servers\ngpus: 8\ngpu_memory: 1GiB\n");
+  const std::string args = " --workload " + workload + " --tp 2 --pp 2 --dp 2 --micro-batches 4 --cluster ";
+  std::string out;
+  ASSERT_EQ(run_cli("plan" + args + (dir / "c.yaml").string(), out), 0) << out;
+  for (const char* line : {"tp 2 x pp 2 x dp 2 = 8 GPUs, 4 micro-batches, 1f1b, ZeRO 0", "memory stage 0 ", "evaluator ",
+                           "flow ", "simgrid "})
+    EXPECT_TRUE(contains(out, line)) << line << "\n" << out;
+  // BERT-large's 1.3 GB of weights per stage and GPU, 8x with gradients and Adam's states: no 1 GiB GPU holds them.
+  EXPECT_EQ(run_cli("plan" + args + (dir / "small.yaml").string(), out), 1) << out;
+  EXPECT_TRUE(contains(out, "plan: infeasible: gpu0 (replica 0, stage 0, tensor rank 0) needs")) << out;
+  EXPECT_EQ(run_cli("plan --workload " + workload + " --tp 3 --cluster " + (dir / "c.yaml").string(), out), 2) << out;
+  EXPECT_TRUE(contains(out, "has no tensor-parallel width 3; it has: 1, 2, 4, 8")) << out;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace placesim

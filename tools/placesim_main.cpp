@@ -11,6 +11,7 @@
 
 #include "cli_conventions.h"
 #include "collective_cli.h"
+#include "plan_cli.h"
 #include "placement/placeto/placeto_cli.h"
 #include "placement/strategy.h"
 #include "scenarios/record.h"
@@ -464,6 +465,8 @@ int main(int argc, char** argv) {
 
   CollectiveArgs collective_args;
   auto* collective = add_collective_command(app, collective_args);
+  PlanArgs plan_args;
+  auto* plan = add_plan_command(app, plan_args);
 
   try {
     if (const CLI::App* incomplete = check_command_words(app, argc, argv)) {
@@ -525,6 +528,7 @@ int main(int argc, char** argv) {
       return report_exit_code(run_report(report_opts, std::cout, std::cerr));
     }
     if (*collective) return cmd_collective(collective_args);
+    if (*plan) return cmd_plan(plan_args);
     if (*topo_info) return cmd_topology_info(topo_path, topo_dot);
     if (*topo_types) return cmd_topology_types(types_json);
   } catch (const InputError& e) {

@@ -1,0 +1,131 @@
+#include "sim/layer_model.h"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sim/errors.h"
+
+namespace placesim {
+
+const LayerModel& LayerWorkload::at(int tp, const std::string& file, const std::string& field) const {
+  const auto it = by_tensor_parallel.find(tp);
+  if (it != by_tensor_parallel.end()) return it->second;
+  std::string widths;
+  for (const auto& [w, m] : by_tensor_parallel) widths += (widths.empty() ? "" : ", ") + std::to_string(w);
+  throw InputError(file, field,
+                   fmt::format("{} ({}) has no tensor-parallel width {}; it has: {}", name, source, tp, widths));
+}
+
+double LayerModel::bytes_into(int first) const {
+  if (first <= 0 || first >= static_cast<int>(layers.size())) return 0;
+  if (edges.empty()) return layers[first - 1].output_bytes;
+  double bytes = 0;
+  for (const LayerEdge& e : edges)
+    if (e.src < first && e.dst >= first) bytes += e.bytes;
+  return bytes;
+}
+
+namespace {
+
+using json = nlohmann::json;
+
+// A field of `object` (at `where`) that must be a finite number >= 0.
+double bytes_or_seconds(const json& object, const std::string& key, const std::string& file, const std::string& where) {
+  const auto it = object.find(key);
+  if (it == object.end()) throw InputError(file, where + "." + key, "missing (a number >= 0)");
+  if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0)
+    throw InputError(file, where + "." + key, fmt::format("expected a number >= 0, got {}", it->dump()));
+  return it->get<double>();
+}
+
+const json& member(const json& object, const std::string& key, json::value_t type, const std::string& file,
+                   const std::string& where) {
+  const auto it = object.find(key);
+  if (it == object.end()) throw InputError(file, where.empty() ? key : where + "." + key, "missing");
+  if (it->type() != type && !(type == json::value_t::number_integer && it->is_number_integer()))
+    throw InputError(file, where.empty() ? key : where + "." + key,
+                     fmt::format("expected {}, got {}", json(type).type_name(), it->type_name()));
+  return *it;
+}
+
+}  // namespace
+
+LayerWorkload load_nest_workload(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "", "cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  json root;
+  try {
+    root = json::parse(text.str());
+  } catch (const json::parse_error& e) {
+    throw InputError(path, "", fmt::format("not valid JSON: {}", e.what()));
+  }
+  if (!root.is_object()) throw InputError(path, "", "expected a JSON object (a NEST workload, schema nest-workload/1)");
+  const auto schema = root.find("schema");
+  if (schema == root.end() || *schema != "nest-workload/1")
+    throw InputError(path, "schema",
+                     fmt::format("expected \"nest-workload/1\" (../shared/workloads/nest/README.md), got {}",
+                                 schema == root.end() ? std::string("nothing") : schema->dump()));
+  if (const auto unit = root.find("time_unit"); unit == root.end() || *unit != "s")
+    throw InputError(path, "time_unit", "expected \"s\": the loader reads seconds");
+  const bool recompute = root.value("activation_recomputation", false);
+  LayerWorkload w;
+  w.name = root.value("model", std::string("nest workload"));
+  w.source = path;
+  const json& variants = member(root, "variants", json::value_t::object, path, "");
+  for (const auto& [key, variant] : variants.items()) {
+    const std::string where = "variants." + key;
+    if (!variant.is_object()) throw InputError(path, where, "expected an object");
+    LayerModel m;
+    m.name = w.name;
+    const json& tp = member(variant, "tensor_parallel_degree", json::value_t::number_integer, path, where);
+    m.tensor_parallel = tp.get<int>();
+    if (m.tensor_parallel < 1) throw InputError(path, where + ".tensor_parallel_degree", "expected a whole number >= 1");
+    const json& layers = member(variant, "layers", json::value_t::array, path, where);
+    if (layers.empty()) throw InputError(path, where + ".layers", "expected at least one layer");
+    std::map<long, std::size_t> index_of_id;
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      const json& l = layers[i];
+      const std::string at = fmt::format("{}.layers[{}]", where, i);
+      if (!l.is_object()) throw InputError(path, at, "expected an object");
+      Layer layer;
+      layer.name = l.value("name", fmt::format("layer {}", i));
+      layer.forward_s = bytes_or_seconds(l, "fwd_s", path, at);
+      layer.backward_s = bytes_or_seconds(l, "bwd_s", path, at);
+      layer.parameter_bytes = bytes_or_seconds(l, "parameter_bytes", path, at);
+      layer.stashed_bytes =
+          bytes_or_seconds(l, recompute ? "stashed_bytes_with_recompute" : "stashed_bytes_without_recompute", path, at);
+      const json& id = member(l, "id", json::value_t::number_integer, path, at);
+      if (!index_of_id.emplace(id.get<long>(), i).second)
+        throw InputError(path, at + ".id", fmt::format("layer id {} appears twice", id.get<long>()));
+      m.layers.push_back(std::move(layer));
+    }
+    // A layer's output: its edges to later layers (NEST's layer graph; a plain chain for most models).
+    const json& edges = member(variant, "edges", json::value_t::array, path, where);
+    for (std::size_t e = 0; e < edges.size(); ++e) {
+      const std::string at = fmt::format("{}.edges[{}]", where, e);
+      const json& edge = edges[e];
+      if (!edge.is_object()) throw InputError(path, at, "expected an object {src, dst, bytes}");
+      const json& src = member(edge, "src", json::value_t::number_integer, path, at);
+      const json& dst = member(edge, "dst", json::value_t::number_integer, path, at);
+      const auto s = index_of_id.find(src.get<long>()), d = index_of_id.find(dst.get<long>());
+      if (s == index_of_id.end() || d == index_of_id.end())
+        throw InputError(path, at, fmt::format("names a layer id that is not in {}.layers", where));
+      if (d->second <= s->second)
+        throw InputError(path, at, "goes backwards in the layer order (the layers must be listed in topological order)");
+      const double bytes = bytes_or_seconds(edge, "bytes", path, at);
+      m.layers[s->second].output_bytes += bytes;
+      m.edges.push_back({static_cast<int>(s->second), static_cast<int>(d->second), bytes});
+    }
+    if (!w.by_tensor_parallel.emplace(m.tensor_parallel, std::move(m)).second)
+      throw InputError(path, where + ".tensor_parallel_degree", "two variants have the same width");
+  }
+  if (w.by_tensor_parallel.empty()) throw InputError(path, "variants", "expected at least one variant");
+  return w;
+}
+
+}  // namespace placesim

@@ -1,0 +1,58 @@
+#pragma once
+// Layer-level models (issue #15): a network as a sequence of layers with forward and backward
+// compute per micro-batch, parameters and activations, per tensor-parallel width -- what parallel
+// plans (sim/parallel_plan.h) split into pipeline stages, tensor-parallel groups and replicas.
+// Units: seconds and bytes, per device of a tensor-parallel group of the model's width.
+#include <map>
+#include <string>
+#include <vector>
+
+namespace placesim {
+
+struct Layer {
+  std::string name;
+  double forward_s = 0, backward_s = 0;  // per micro-batch, on one GPU of the tensor-parallel group
+  double parameter_bytes = 0;            // the layer's weights on that GPU, 2 bytes per parameter (fp16)
+  double stashed_bytes = 0;              // what a micro-batch in flight keeps until its backward pass
+  double output_bytes = 0;               // activation sent to the next layer, per micro-batch
+  // Tensor-parallel all-reduces of the layer, per micro-batch, not included in forward_s and
+  // backward_s (0: none, or already included, as in NEST's workloads).
+  double tp_allreduce_forward_bytes = 0, tp_allreduce_backward_bytes = 0;
+};
+
+// An activation from one layer to a later one (indices into LayerModel::layers), per micro-batch.
+struct LayerEdge {
+  int src = 0, dst = 0;
+  double bytes = 0;
+};
+
+struct LayerModel {
+  std::string name;
+  int tensor_parallel = 1;  // the width the layers' values are for
+  std::vector<Layer> layers;
+  // Empty: a chain, layer i sending output_bytes to layer i + 1.
+  std::vector<LayerEdge> edges;
+  // Bytes per micro-batch that cross from layers [0, first) to layers [first, ...): what a
+  // pipeline stage starting at `first` receives from the stages before it.
+  double bytes_into(int first) const;
+};
+
+// A model at every tensor-parallel width it was measured or built for.
+struct LayerWorkload {
+  std::string name;
+  std::string source;  // file, or what built it
+  std::map<int, LayerModel> by_tensor_parallel;
+  // The model at width `tp`; throws InputError naming `field` when there is none.
+  const LayerModel& at(int tp, const std::string& file, const std::string& field) const;
+};
+
+// A per-layer workload of NEST's first experiment (../shared/workloads/nest/<model>.<cluster>.mbs1.json,
+// schema "nest-workload/1"; its README). Its times are seconds (`time_unit: s`) and its sizes
+// bytes, per device of the variant's tensor-parallel width. A layer's stash is
+// stashed_bytes_with_recompute when the file says activation_recomputation, else
+// stashed_bytes_without_recompute; its output the bytes of its edges to later layers. The
+// tensor-parallel collectives are inside fwd_s and bwd_s already. Throws InputError naming the
+// file and the field on anything malformed.
+LayerWorkload load_nest_workload(const std::string& path);
+
+}  // namespace placesim

@@ -1,0 +1,302 @@
+#include "sim/parallel_plan.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+#include "sim/units.h"
+
+namespace placesim {
+
+std::vector<int> balanced_stages(const LayerModel& model, int pp) {
+  const int L = static_cast<int>(model.layers.size());
+  if (pp < 1 || pp > L)
+    throw std::invalid_argument(fmt::format("{} pipeline stages for {} layers", pp, L));
+  std::vector<double> prefix(L + 1, 0.0);
+  for (int l = 0; l < L; ++l) prefix[l + 1] = prefix[l] + model.layers[l].forward_s + model.layers[l].backward_s;
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  // best[s][l]: the least largest stage time splitting layers [0, l) into s stages; cut[s][l] the
+  // start of the last of them.
+  std::vector<std::vector<double>> best(pp + 1, std::vector<double>(L + 1, inf));
+  std::vector<std::vector<int>> cut(pp + 1, std::vector<int>(L + 1, 0));
+  best[0][0] = 0;
+  for (int s = 1; s <= pp; ++s)
+    for (int l = s; l <= L; ++l)
+      for (int k = s - 1; k < l; ++k) {
+        const double v = std::max(best[s - 1][k], prefix[l] - prefix[k]);
+        if (v < best[s][l]) {
+          best[s][l] = v;
+          cut[s][l] = k;
+        }
+      }
+  std::vector<int> starts(pp);
+  for (int s = pp, l = L; s >= 1; --s) {
+    starts[s - 1] = cut[s][l];
+    l = cut[s][l];
+  }
+  return starts;
+}
+
+std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
+  const int L = static_cast<int>(model.layers.size());
+  if (plan.tp < 1 || plan.pp < 1 || plan.dp < 1 || plan.micro_batches < 1)
+    return fmt::format("tp, pp, dp and micro_batches must be >= 1, got {}, {}, {}, {}", plan.tp, plan.pp, plan.dp,
+                       plan.micro_batches);
+  if (plan.zero < 0 || plan.zero > 3) return fmt::format("zero must be a ZeRO stage from 0 to 3, got {}", plan.zero);
+  if (plan.pp > L) return fmt::format("{} pipeline stages but {} has {} layers", plan.pp, model.name, L);
+  if (model.tensor_parallel != plan.tp)
+    return fmt::format("the model's layers are for tensor-parallel width {}, the plan has tp {}", model.tensor_parallel,
+                       plan.tp);
+  if (!plan.stage_starts.empty()) {
+    if (static_cast<int>(plan.stage_starts.size()) != plan.pp)
+      return fmt::format("{} stage starts for {} stages", plan.stage_starts.size(), plan.pp);
+    if (plan.stage_starts[0] != 0) return "the first stage must start at layer 0";
+    for (int p = 1; p < plan.pp; ++p)
+      if (plan.stage_starts[p] <= plan.stage_starts[p - 1] || plan.stage_starts[p] >= L)
+        return fmt::format("stage starts must increase from 0 and stay below {} (the layers), got {}", L,
+                           fmt::join(plan.stage_starts, ", "));
+  }
+  const long n = static_cast<long>(plan.tp) * plan.pp * plan.dp;
+  if (plan.gpus.empty()) {
+    if (n > cluster.num_devices())
+      return fmt::format("tp x pp x dp = {} x {} x {} = {} GPUs, the cluster has {}", plan.tp, plan.pp, plan.dp, n,
+                         cluster.num_devices());
+  } else {
+    if (static_cast<long>(plan.gpus.size()) != n)
+      return fmt::format("{} GPUs listed for tp x pp x dp = {}", plan.gpus.size(), n);
+    std::set<DeviceId> seen;
+    for (DeviceId d : plan.gpus) {
+      if (d < 0 || d >= cluster.num_devices()) return fmt::format("GPU {} is not in the cluster", d);
+      if (!seen.insert(d).second) return fmt::format("GPU {} is listed twice", cluster.device(d).name);
+    }
+  }
+  if (plan.dp > 1) {
+    if (plan.gradient_algorithm == CollectiveAlgorithm::HalvingDoubling && (plan.dp & (plan.dp - 1)) != 0)
+      return fmt::format("halving-doubling needs a power-of-two dp, got {}", plan.dp);
+    if (plan.gradient_algorithm == CollectiveAlgorithm::Tree || plan.gradient_algorithm == CollectiveAlgorithm::Hierarchical)
+      if (plan.zero > 0)
+        return "ZeRO reduce-scatters and all-gathers: the gradient algorithm must be ring, halving-doubling or direct";
+  }
+  return "";
+}
+
+namespace {
+
+struct Unit {
+  bool forward;
+  int micro_batch;
+};
+
+// The order of forward and backward micro-batches on stage p.
+std::vector<Unit> schedule_of(PipelineSchedule schedule, int p, int pp, int m) {
+  std::vector<Unit> order;
+  if (schedule == PipelineSchedule::GPipe) {
+    for (int i = 0; i < m; ++i) order.push_back({true, i});
+    for (int i = 0; i < m; ++i) order.push_back({false, i});
+    return order;
+  }
+  const int warmup = std::min(pp - p - 1, m);
+  for (int i = 0; i < warmup; ++i) order.push_back({true, i});
+  for (int j = 0; j < m - warmup; ++j) {
+    order.push_back({true, warmup + j});
+    order.push_back({false, j});
+  }
+  for (int i = m - warmup; i < m; ++i) order.push_back({false, i});
+  return order;
+}
+
+}  // namespace
+
+CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
+  if (const std::string why = plan_problem(model, plan, cluster); !why.empty()) throw std::invalid_argument(why);
+  const int tp = plan.tp, pp = plan.pp, dp = plan.dp, m = plan.micro_batches;
+  const int L = static_cast<int>(model.layers.size());
+  CompiledPlan out;
+  out.stage_starts = plan.stage_starts.empty() ? balanced_stages(model, pp) : plan.stage_starts;
+  out.gpus = plan.gpus;
+  if (out.gpus.empty())
+    for (int g = 0; g < tp * pp * dp; ++g) out.gpus.push_back(g);
+  auto gpu_index = [&](int d, int p, int t) { return (d * pp + p) * tp + t; };
+  auto stage_end = [&](int p) { return p + 1 < pp ? out.stage_starts[p + 1] : L; };
+  ExecutionGraph& g = out.graph;
+
+  // fwd[d][p][t][i][k], bwd likewise: the operator of the stage's k-th layer; *_done: where the
+  // layer's result stands after its tensor-parallel all-reduce (the operator itself without one).
+  using Grid = std::vector<std::vector<std::vector<std::vector<std::vector<OpId>>>>>;
+  auto grid = [&] {
+    Grid x(dp, std::vector<std::vector<std::vector<std::vector<OpId>>>>(pp));
+    for (int d = 0; d < dp; ++d)
+      for (int p = 0; p < pp; ++p)
+        x[d][p].assign(tp, std::vector<std::vector<OpId>>(m, std::vector<OpId>(stage_end(p) - out.stage_starts[p], -1)));
+    return x;
+  };
+  Grid fwd = grid(), bwd = grid(), fwd_done = grid(), bwd_done = grid();
+  long collectives = 0;
+  // The tensor-parallel all-reduce after `ops` (one per tensor rank), or the ops themselves.
+  auto tp_allreduce = [&](int d, int p, const std::vector<OpId>& ops, double bytes) {
+    if (tp == 1 || bytes <= 0) return ops;
+    CollectiveSpec s;
+    s.op = CollectiveOp::AllReduce;
+    s.algorithm = CollectiveAlgorithm::Ring;
+    for (int t = 0; t < tp; ++t) s.group.push_back(out.gpus[gpu_index(d, p, t)]);
+    s.bytes = bytes;
+    return append_collective(g, s, cluster, fmt::format("tp{}", collectives++), ops);
+  };
+
+  // Compute operators, stage by stage, in schedule order, chained on their GPU.
+  for (int d = 0; d < dp; ++d)
+    for (int p = 0; p < pp; ++p) {
+      const int first = out.stage_starts[p], count = stage_end(p) - first;
+      const std::vector<Unit> order = schedule_of(plan.schedule, p, pp, m);
+      for (int t = 0; t < tp; ++t) {
+        const DeviceId gpu = out.gpus[gpu_index(d, p, t)];
+        OpId previous = -1;
+        for (const Unit& u : order) {
+          for (int k = 0; k < count; ++k) {
+            const int kk = u.forward ? k : count - 1 - k;  // backward runs the layers in reverse
+            const Layer& layer = model.layers[first + kk];
+            const OpId op = g.add({fmt::format("d{}.p{}.t{}.{}{}.{}", d, p, t, u.forward ? 'F' : 'B', u.micro_batch, first + kk),
+                                   u.forward ? "forward" : "backward", u.forward ? layer.forward_s : layer.backward_s, 0.0},
+                                  gpu);
+            (u.forward ? fwd : bwd)[d][p][t][u.micro_batch][kk] = op;
+            if (previous >= 0) g.depend(previous, op);  // the schedule's order on this GPU
+            previous = op;
+          }
+        }
+      }
+    }
+  // Each layer's tensor-parallel all-reduces, then the dependencies along the layers.
+  for (int d = 0; d < dp; ++d)
+    for (int p = 0; p < pp; ++p) {
+      const int first = out.stage_starts[p], count = stage_end(p) - first;
+      for (int i = 0; i < m; ++i)
+        for (int k = 0; k < count; ++k) {
+          const Layer& layer = model.layers[first + k];
+          std::vector<OpId> f(tp), b(tp);
+          for (int t = 0; t < tp; ++t) {
+            f[t] = fwd[d][p][t][i][k];
+            b[t] = bwd[d][p][t][i][k];
+          }
+          const std::vector<OpId> fd = tp_allreduce(d, p, f, layer.tp_allreduce_forward_bytes);
+          const std::vector<OpId> bd = tp_allreduce(d, p, b, layer.tp_allreduce_backward_bytes);
+          for (int t = 0; t < tp; ++t) {
+            fwd_done[d][p][t][i][k] = fd[t];
+            bwd_done[d][p][t][i][k] = bd[t];
+          }
+        }
+    }
+  // (A stage's gradients come from the next stage's done operators: every stage's first.)
+  for (int d = 0; d < dp; ++d)
+    for (int p = 0; p < pp; ++p) {
+      const int count = stage_end(p) - out.stage_starts[p];
+      for (int t = 0; t < tp; ++t)
+        for (int i = 0; i < m; ++i) {
+          for (int k = 0; k + 1 < count; ++k) {
+            g.depend(fwd_done[d][p][t][i][k], fwd[d][p][t][i][k + 1]);
+            g.depend(bwd_done[d][p][t][i][k + 1], bwd[d][p][t][i][k]);
+          }
+          // The loss: the last stage's backward follows its forward.
+          if (p + 1 == pp) g.depend(fwd_done[d][p][t][i][count - 1], bwd[d][p][t][i][count - 1]);
+          // Activations to the next stage, gradients back.
+          if (p + 1 < pp) {
+            const double bytes = model.bytes_into(stage_end(p));
+            g.graph.add_tensor(fwd_done[d][p][t][i][count - 1], fwd[d][p + 1][t][i][0], bytes);
+            g.graph.add_tensor(bwd_done[d][p + 1][t][i][0], bwd[d][p][t][i][count - 1], bytes);
+          }
+        }
+    }
+
+  // Gradient reduction across replicas, a bucket per layer, after its last backward; ZeRO's
+  // all-gathers of parameters.
+  if (dp > 1)
+    for (int p = 0; p < pp; ++p) {
+      const int first = out.stage_starts[p], count = stage_end(p) - first;
+      const std::vector<Unit> order = schedule_of(plan.schedule, p, pp, m);
+      int first_fwd = -1, last_fwd = -1, first_bwd = -1, last_bwd = -1;
+      for (const Unit& u : order) {
+        if (u.forward) {
+          if (first_fwd < 0) first_fwd = u.micro_batch;
+          last_fwd = u.micro_batch;
+        } else {
+          if (first_bwd < 0) first_bwd = u.micro_batch;
+          last_bwd = u.micro_batch;
+        }
+      }
+      for (int t = 0; t < tp; ++t)
+        for (int k = 0; k < count; ++k) {
+          const double bytes = model.layers[first + k].parameter_bytes;
+          if (bytes <= 0) continue;
+          CollectiveSpec s;
+          s.algorithm = plan.gradient_algorithm;
+          for (int d = 0; d < dp; ++d) s.group.push_back(out.gpus[gpu_index(d, p, t)]);
+          s.bytes = bytes;
+          auto per_replica = [&](const Grid& x, int i) {
+            std::vector<OpId> ops(dp);
+            for (int d = 0; d < dp; ++d) ops[d] = x[d][p][t][i][k];
+            return ops;
+          };
+          const std::string name = fmt::format("grad.p{}.t{}.l{}", p, t, first + k);
+          const std::vector<OpId> after_backward = per_replica(bwd_done, last_bwd);
+          if (plan.zero == 0) {
+            s.op = CollectiveOp::AllReduce;
+            append_collective(g, s, cluster, name, after_backward);
+            continue;
+          }
+          s.op = CollectiveOp::ReduceScatter;
+          const std::vector<OpId> scattered = append_collective(g, s, cluster, name + ".rs", after_backward);
+          s.op = CollectiveOp::AllGather;
+          if (plan.zero < 3) {
+            append_collective(g, s, cluster, name + ".ag", scattered);  // the updated parameters
+            continue;
+          }
+          // ZeRO 3: the parameters are gathered before the layer's first forward, and again after
+          // its last forward (they were freed) for the backward.
+          const std::vector<OpId> for_forward = append_collective(g, s, cluster, name + ".agf");
+          const std::vector<OpId> forward_first = per_replica(fwd, first_fwd);
+          for (int d = 0; d < dp; ++d) g.depend(for_forward[d], forward_first[d]);
+          const std::vector<OpId> for_backward =
+              append_collective(g, s, cluster, name + ".agb", per_replica(fwd_done, last_fwd));
+          const std::vector<OpId> backward_first = per_replica(bwd, first_bwd);
+          for (int d = 0; d < dp; ++d) g.depend(for_backward[d], backward_first[d]);
+        }
+    }
+  g.graph.finalize(fmt::format("{} with tp {}, pp {}, dp {}, {} micro-batches", model.name, tp, pp, dp, m));
+
+  // Memory at the peak, and whether every GPU holds it.
+  out.in_flight.resize(pp);
+  out.memory.resize(out.gpus.size());
+  for (int p = 0; p < pp; ++p) {
+    out.in_flight[p] = plan.schedule == PipelineSchedule::GPipe ? m : std::min(m, pp - p);
+    double params = 0, stash = 0, largest = 0;
+    for (int l = out.stage_starts[p]; l < stage_end(p); ++l) {
+      params += model.layers[l].parameter_bytes;
+      stash += model.layers[l].stashed_bytes;
+      largest = std::max(largest, model.layers[l].parameter_bytes);
+    }
+    GpuMemory mem;
+    const double shard = dp > 1 ? 1.0 / dp : 1.0;
+    mem.parameters = plan.zero >= 3 ? params * shard + largest * (1 - shard) : params;
+    mem.gradients = plan.zero >= 2 ? params * shard : params;
+    mem.optimizer_states = 6 * params * (plan.zero >= 1 ? shard : 1.0);
+    mem.activations = out.in_flight[p] * stash;
+    for (int d = 0; d < dp; ++d)
+      for (int t = 0; t < tp; ++t) {
+        const int index = gpu_index(d, p, t);
+        out.memory[index] = mem;
+        const Device& device = cluster.device(out.gpus[index]);
+        if (out.infeasible.empty() && mem.total() > device.memory_bytes)
+          out.infeasible = fmt::format(
+              "{} (replica {}, stage {}, tensor rank {}) needs {} and has {}: parameters {}, gradients {}, optimizer "
+              "states {}, activations of {} micro-batch{} in flight {}",
+              device.name, d, p, t, format_bytes(mem.total()), format_bytes(device.memory_bytes),
+              format_bytes(mem.parameters), format_bytes(mem.gradients), format_bytes(mem.optimizer_states),
+              out.in_flight[p], out.in_flight[p] == 1 ? "" : "es", format_bytes(mem.activations));
+      }
+  }
+  return out;
+}
+
+}  // namespace placesim

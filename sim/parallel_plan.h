@@ -1,0 +1,91 @@
+#pragma once
+// Parallel plans (issue #15): data, tensor and pipeline parallelism, ZeRO, micro-batches and a
+// pipeline schedule, over a layer-level model (sim/layer_model.h), pinned to GPUs and compiled
+// into the execution graph every engine runs (sim/collectives.h: ExecutionGraph).
+//
+// What the graph holds, per replica d, stage p and tensor rank t (GPU gpus[(d*pp + p)*tp + t]):
+//  - a forward and a backward operator per layer of the stage and micro-batch, with the layer's
+//    times (per device of the tensor-parallel group);
+//  - the layer's tensor-parallel all-reduces, when the model gives their bytes (NEST's workloads
+//    include them in the times), among the stage's tp GPUs;
+//  - activations to the next stage and their gradients back as point-to-point transfers between
+//    GPUs of equal tensor rank (LayerModel::bytes_into, per micro-batch; each tensor rank sends
+//    the whole activation, as Megatron without its scatter-gather optimisation);
+//  - the schedule's order on each GPU as zero-byte edges: GPipe (every forward, then every
+//    backward, micro-batches in order) or 1F1B (stage p runs min(pp - p - 1, m) forwards, then
+//    one forward and one backward in turn, then the remaining backwards);
+//  - the gradient reduction across replicas, one bucket per layer, ready when the layer's last
+//    backward has run (its zero-time operators queue on the GPU like any operator, so today it
+//    runs between the backward operators of the layers before it, not beside them): ZeRO 0 an
+//    all-reduce of the layer's gradients; ZeRO 1 and 2 a reduce-scatter, then an all-gather of
+//    the updated parameters; ZeRO 3 a reduce-scatter, and an all-gather of the layer's
+//    parameters before its first forward and again (after its last forward) before its first
+//    backward.
+// The optimizer step takes no time.
+//
+// Memory per GPU, mixed precision with Adam (2 + 2 + 12 bytes per parameter): parameters P,
+// gradients P and optimizer states 6P, where P is the stage's parameter bytes (2 per parameter);
+// ZeRO 1 divides the optimizer states by dp, ZeRO 2 also the gradients, ZeRO 3 also the
+// parameters (and adds a buffer of its largest layer's gathered parameters). Activations: the
+// stage's stashed bytes per micro-batch times the micro-batches in flight at the peak -- GPipe
+// all m, 1F1B min(m, pp - p).
+#include <string>
+#include <vector>
+
+#include "sim/cluster.h"
+#include "sim/collectives.h"
+#include "sim/layer_model.h"
+#include "sim/options.h"
+
+namespace placesim {
+
+enum class PipelineSchedule { GPipe, OneFOneB };
+inline constexpr EnumName<PipelineSchedule> kPipelineScheduleNames[] = {
+    {PipelineSchedule::GPipe, "gpipe"},
+    {PipelineSchedule::OneFOneB, "1f1b"},
+};
+
+struct ParallelPlan {
+  int tp = 1, pp = 1, dp = 1;
+  int micro_batches = 1;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  int zero = 0;  // ZeRO stage 0-3, over the dp replicas
+  // First layer of each stage (pp entries, the first 0, increasing); empty: balanced_stages.
+  std::vector<int> stage_starts;
+  // The plan's GPUs, gpus[(d*pp + p)*tp + t]; empty: GPUs 0 .. tp*pp*dp - 1 (Megatron's order:
+  // tensor-parallel groups on consecutive GPUs, so inside a server, then stages, then replicas).
+  std::vector<DeviceId> gpus;
+  CollectiveAlgorithm gradient_algorithm = CollectiveAlgorithm::Ring;  // for the reductions across replicas
+};
+
+struct GpuMemory {
+  double parameters = 0, gradients = 0, optimizer_states = 0, activations = 0;
+  double total() const { return parameters + gradients + optimizer_states + activations; }
+};
+
+struct CompiledPlan {
+  ExecutionGraph graph;             // finalized
+  std::vector<int> stage_starts;    // as used
+  std::vector<DeviceId> gpus;       // as used
+  std::vector<GpuMemory> memory;    // per plan GPU (index (d*pp + p)*tp + t), at the peak
+  std::vector<int> in_flight;       // per stage: micro-batches whose activations are held at the peak
+  // "" when every GPU holds its peak; else which GPU does not, with the bytes (the first one).
+  std::string infeasible;
+};
+
+// Contiguous stages of at least one layer each, minimising the largest stage's forward plus
+// backward time (exact, by dynamic programming). Throws std::invalid_argument if pp exceeds
+// the layers.
+std::vector<int> balanced_stages(const LayerModel& model, int pp);
+
+// Why the plan cannot be compiled ("" when it can): degrees below 1, more stages than layers,
+// stage starts that are not increasing from 0, a GPU list of the wrong size or with repeats or
+// GPUs the cluster lacks, ZeRO outside 0-3.
+std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster);
+
+// Compiles the plan (the model must be the one at width plan.tp). Throws std::invalid_argument
+// with plan_problem's reason. An infeasible plan is compiled all the same: the caller decides
+// (CompiledPlan::infeasible says why, naming the GPU and the bytes).
+CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster);
+
+}  // namespace placesim

@@ -1,0 +1,248 @@
+// Parallel plans (sim/parallel_plan.h) against timelines and memory derived by hand, and the
+// NEST workloads loaded from ../shared/workloads/nest when present.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "sim/errors.h"
+#include "sim/evaluator.h"
+#include "sim/flow_engine.h"
+#include "sim/layer_model.h"
+#include "sim/parallel_plan.h"
+#include "sim/simgrid_engine.h"
+#include "tests/test_util.h"
+
+using namespace placesim;
+
+namespace {
+
+constexpr double ms = 1e-3;
+constexpr double kBw = 10e9;
+
+// `layers` layers of forward f and backward b, `output` bytes between layers, `params` and
+// `stash` bytes each.
+LayerModel uniform_model(int layers, double f, double b, double output = 0, double params = 0, double stash = 0) {
+  LayerModel m;
+  m.name = "uniform";
+  for (int l = 0; l < layers; ++l) m.layers.push_back({fmt::format("l{}", l), f, b, params, stash, output});
+  return m;
+}
+
+struct Times {
+  double evaluator, flow, simgrid;
+};
+
+Times run(const CompiledPlan& c, const Cluster& cluster) {
+  const ExecutionGraph& g = c.graph;
+  const Schedule s = Evaluator(g.graph, cluster).schedule(g.placement);
+  return {s.latency, FlowEngine(g.graph, cluster).schedule(g.placement, Priority::Fcfs).latency,
+          simulate(g.graph, cluster, g.placement, s.device_order, GpuQueue::Fcfs).latency};
+}
+
+#define EXPECT_ALL_ENGINES(times, expected)                                   \
+  do {                                                                        \
+    const Times t_ = (times);                                                 \
+    EXPECT_NEAR(t_.evaluator, (expected), 1e-9 * (expected));                 \
+    EXPECT_NEAR(t_.flow, (expected), 1e-9 * (expected));                      \
+    EXPECT_NEAR(t_.simgrid, (expected), 1e-6 * (expected));                   \
+  } while (0)
+
+}  // namespace
+
+TEST(ParallelPlan, GPipeAndOneFOneBTakeTheSameTimeWithoutCommunication) {
+  // 4 layers of 1 ms forward and 2 ms backward on 2 stages (f = 2 ms, b = 4 ms per stage), 4
+  // micro-batches: (m + p - 1)(f + b) = 5 x 6 = 30 ms for both schedules. By hand for GPipe:
+  // stage 0 runs F0-F3 at 0-8; stage 1 F0-F3 at 2-10, B0-B3 at 10-26; stage 0 B0 at 14-18 ...
+  // B3 at 26-30. For 1F1B stage 0 runs F0 F1 B0 F2 B1 F3 B2 B3 and ends at 30 as well.
+  const LayerModel model = uniform_model(4, 1 * ms, 2 * ms);
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  for (PipelineSchedule schedule : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB}) {
+    ParallelPlan plan;
+    plan.pp = 2;
+    plan.micro_batches = 4;
+    plan.schedule = schedule;
+    const CompiledPlan c = compile_plan(model, plan, cluster);
+    EXPECT_EQ(c.stage_starts, (std::vector<int>{0, 2}));
+    EXPECT_ALL_ENGINES(run(c, cluster), 30 * ms);
+  }
+}
+
+TEST(ParallelPlan, OneFOneBOrderIsWarmupThenAlternation) {
+  // Stage 0 of 2 with 4 micro-batches: one warm-up forward, then F1 B0 F2 B1 F3 B2, then B3.
+  // Its start times by hand (f = 2, b = 4 per stage): F0 0, F1 2, B0 8 (after stage 1's B0 at
+  // 4-8), F2 12, B1 14 (stage 1's B1 ends at 14), F3 18, B2 20, B3 26.
+  const LayerModel model = uniform_model(2, 2 * ms, 4 * ms);
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  ParallelPlan plan;
+  plan.pp = 2;
+  plan.micro_batches = 4;
+  const CompiledPlan c = compile_plan(model, plan, cluster);
+  const Schedule s = Evaluator(c.graph.graph, cluster).schedule(c.graph.placement);
+  std::map<std::string, double> start;
+  for (OpId op = 0; op < static_cast<OpId>(c.graph.graph.num_operators()); ++op)
+    start[c.graph.graph.op(op).name] = s.start[op];
+  const std::vector<std::pair<std::string, double>> expected = {
+      {"d0.p0.t0.F0.0", 0},  {"d0.p0.t0.F1.0", 2},  {"d0.p0.t0.B0.0", 8},  {"d0.p0.t0.F2.0", 12},
+      {"d0.p0.t0.B1.0", 14}, {"d0.p0.t0.F3.0", 18}, {"d0.p0.t0.B2.0", 20}, {"d0.p0.t0.B3.0", 26}};
+  for (const auto& [name, t] : expected) EXPECT_NEAR(start.at(name), t * ms, 1e-12) << name;
+  EXPECT_NEAR(s.latency, 30 * ms, 1e-12);
+}
+
+TEST(ParallelPlan, ActivationsCrossStagesAsTransfers) {
+  // GPipe, 2 stages of one layer (f = 2 ms, b = 4 ms), 2 micro-batches, 10 MB activations at
+  // 10 GB/s: 1 ms per transfer. Stage 0: F0 0-2, F1 2-4; stage 1: F0 3-5, F1 5-7, B0 7-11,
+  // B1 11-15; the gradients reach stage 0 at 12 and 16: B0 12-16, B1 16-20.
+  // = (m + p - 1)(f + b) + 2 (p - 1) c = 18 + 2 = 20 ms.
+  const LayerModel model = uniform_model(2, 2 * ms, 4 * ms, 10e6);
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  ParallelPlan plan;
+  plan.pp = 2;
+  plan.micro_batches = 2;
+  plan.schedule = PipelineSchedule::GPipe;
+  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 20 * ms);
+}
+
+TEST(ParallelPlan, GradientReductionStartsPerLayerAfterItsLastBackward) {
+  // One stage, 2 layers of 1 ms forward and backward, 2 replicas, 10 MB of gradients per layer
+  // (a 2-GPU ring all-reduce: 2 steps of 5 MB at 10 GB/s, 1 ms alone). By hand: F 0-2,
+  // B(l1) 2-3, B(l0) 3-4. Layer 1's all-reduce is ready at 3, but its operators queue on the GPU
+  // behind B(l0) (the higher rank), as every operator does: both all-reduces run from 4. Alone
+  // on the link (evaluator) they end at 5; sharing it (flow engine, SimGrid), each step of 5 MB
+  // at half the rate: 4-5, 5-6. Collective operators that do not wait for compute, so that the
+  // reduction overlaps the backward pass, are the next step of issue #15.
+  const LayerModel model = uniform_model(2, 1 * ms, 1 * ms, 0, 10e6);
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  ParallelPlan plan;
+  plan.dp = 2;
+  const Times t = run(compile_plan(model, plan, cluster), cluster);
+  EXPECT_NEAR(t.evaluator, 5 * ms, 1e-12);
+  EXPECT_NEAR(t.flow, 6 * ms, 1e-12);
+  EXPECT_NEAR(t.simgrid, 6 * ms, 1e-9);
+}
+
+TEST(ParallelPlan, ZeroStagesChangeMemoryAndTrafficAsStated) {
+  // One layer of 1 GB of parameters (fp16) on 4 replicas. Memory: parameters 1 GB, gradients
+  // 1 GB, Adam's states 6 GB. ZeRO 1 shards the states (1.5 GB), ZeRO 2 also the gradients
+  // (0.25 GB), ZeRO 3 also the parameters (0.25 GB + the gathered layer's 0.75 GB).
+  const LayerModel model = uniform_model(1, 1 * ms, 1 * ms, 0, 1e9);
+  const Cluster cluster = testutil::dedicated_mesh(4, kBw, 0.0, 100e9);
+  struct Expect {
+    double params, grads, states, bytes_sent;
+  };
+  // Traffic across GPUs, in all: an all-reduce (or reduce-scatter + all-gather) moves
+  // 2 (n-1)/n x 1 GB per GPU, 6 GB over 4 GPUs; ZeRO 3's extra all-gather adds half of it.
+  const Expect expected[] = {{1e9, 1e9, 6e9, 6e9}, {1e9, 1e9, 1.5e9, 6e9}, {1e9, 0.25e9, 1.5e9, 6e9},
+                             {1e9, 0.25e9, 1.5e9, 9e9}};
+  for (int zero = 0; zero <= 3; ++zero) {
+    ParallelPlan plan;
+    plan.dp = 4;
+    plan.zero = zero;
+    const CompiledPlan c = compile_plan(model, plan, cluster);
+    ASSERT_EQ(c.memory.size(), 4u);
+    const GpuMemory& mem = c.memory[0];
+    EXPECT_NEAR(mem.parameters, expected[zero].params, 1) << zero;
+    EXPECT_NEAR(mem.gradients, expected[zero].grads, 1) << zero;
+    EXPECT_NEAR(mem.optimizer_states, expected[zero].states, 1) << zero;
+    double sent = 0;
+    for (const Tensor& t : c.graph.graph.tensors())
+      if (c.graph.placement[t.src] != c.graph.placement[t.dst]) sent += t.bytes;
+    EXPECT_NEAR(sent, expected[zero].bytes_sent, 1e3) << zero;
+  }
+}
+
+TEST(ParallelPlan, ActivationsInFlightFollowTheSchedule) {
+  // 4 stages, 8 micro-batches, 1 GB stashed per layer and micro-batch: GPipe holds all 8 on every
+  // stage; 1F1B holds 4, 3, 2, 1 (pp - p).
+  const LayerModel model = uniform_model(4, 1 * ms, 2 * ms, 0, 0, 1e9);
+  const Cluster cluster = testutil::dedicated_mesh(4, kBw, 0.0, 100e9);
+  ParallelPlan plan;
+  plan.pp = 4;
+  plan.micro_batches = 8;
+  plan.schedule = PipelineSchedule::GPipe;
+  CompiledPlan gpipe = compile_plan(model, plan, cluster);
+  EXPECT_EQ(gpipe.in_flight, (std::vector<int>{8, 8, 8, 8}));
+  EXPECT_NEAR(gpipe.memory[0].activations, 8e9, 1);
+  plan.schedule = PipelineSchedule::OneFOneB;
+  CompiledPlan one = compile_plan(model, plan, cluster);
+  EXPECT_EQ(one.in_flight, (std::vector<int>{4, 3, 2, 1}));
+  EXPECT_NEAR(one.memory[3].activations, 1e9, 1);
+  EXPECT_EQ(one.infeasible, "");
+  // On 6 GB GPUs GPipe's 8 GB of activations do not fit; 1F1B's 4 GB do.
+  const Cluster small = testutil::dedicated_mesh(4, kBw, 0.0, 6e9);
+  plan.schedule = PipelineSchedule::GPipe;
+  const std::string why = compile_plan(model, plan, small).infeasible;
+  EXPECT_NE(why.find("gpu0 (replica 0, stage 0, tensor rank 0) needs"), std::string::npos) << why;
+  EXPECT_NE(why.find("activations of 8 micro-batches in flight"), std::string::npos) << why;
+  plan.schedule = PipelineSchedule::OneFOneB;
+  EXPECT_EQ(compile_plan(model, plan, small).infeasible, "");
+}
+
+TEST(ParallelPlan, TensorParallelAllReducesJoinTheLayers) {
+  // One layer of 1 ms forward and backward on 2 GPUs of tensor parallelism, with a 10 MB
+  // all-reduce after each (2-GPU ring at 10 GB/s: 1 ms): F 0-1, all-reduce 1-2, B 2-3,
+  // all-reduce 3-4.
+  LayerModel model = uniform_model(1, 1 * ms, 1 * ms);
+  model.tensor_parallel = 2;
+  model.layers[0].tp_allreduce_forward_bytes = model.layers[0].tp_allreduce_backward_bytes = 10e6;
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  ParallelPlan plan;
+  plan.tp = 2;
+  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 4 * ms);
+}
+
+TEST(ParallelPlan, BalancedStagesMinimiseTheLargestStage) {
+  // Times 1, 1, 1, 5, 1, 1 into 3 stages: the best largest stage is 5 ({1,1,1} {5} {1,1}).
+  LayerModel model;
+  for (double t : {1, 1, 1, 5, 1, 1}) model.layers.push_back({"l", t, 0, 0, 0, 0});
+  EXPECT_EQ(balanced_stages(model, 3), (std::vector<int>{0, 3, 4}));
+  EXPECT_EQ(balanced_stages(model, 6), (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  EXPECT_THROW(balanced_stages(model, 7), std::invalid_argument);
+}
+
+TEST(ParallelPlan, BadPlansSayWhy) {
+  const LayerModel model = uniform_model(4, 1 * ms, 1 * ms);
+  const Cluster cluster = testutil::dedicated_mesh(4, kBw);
+  ParallelPlan plan;
+  plan.pp = 8;
+  EXPECT_NE(plan_problem(model, plan, cluster).find("8 pipeline stages but uniform has 4 layers"), std::string::npos);
+  plan.pp = 2;
+  plan.dp = 4;
+  EXPECT_NE(plan_problem(model, plan, cluster).find("= 8 GPUs, the cluster has 4"), std::string::npos);
+  plan.dp = 1;
+  plan.tp = 2;
+  EXPECT_NE(plan_problem(model, plan, cluster).find("tensor-parallel width 1, the plan has tp 2"), std::string::npos);
+  plan.tp = 1;
+  plan.stage_starts = {0, 0};
+  EXPECT_NE(plan_problem(model, plan, cluster).find("must increase"), std::string::npos);
+  plan.stage_starts = {};
+  plan.zero = 4;
+  EXPECT_NE(plan_problem(model, plan, cluster).find("ZeRO stage"), std::string::npos);
+  plan.zero = 0;
+  EXPECT_EQ(plan_problem(model, plan, cluster), "");
+}
+
+TEST(ParallelPlan, LoadsNestWorkloads) {
+  const std::string root = std::string(PLACESIM_TEST_SOURCE_DIR) + "/../shared/workloads/nest";
+  if (!std::filesystem::exists(root)) GTEST_SKIP() << root << " is absent (CI has it)";
+  const LayerWorkload w = load_nest_workload(root + "/gpt3.h100_spineLeaf.mbs1.json");
+  EXPECT_EQ(w.name, "gpt3");
+  const LayerModel& m = w.at(8, "t", "tp");
+  EXPECT_EQ(m.layers.size(), 97u);
+  // The README's totals: 43,715,100,672 parameter bytes at width 8; recomputation stashes the
+  // layer's input (50,331,648 bytes: 2,048 tokens x 12,288 x 2 bytes).
+  double params = 0;
+  for (const Layer& l : m.layers) params += l.parameter_bytes;
+  EXPECT_NEAR(params, 43715100672.0, 1);
+  EXPECT_NEAR(m.layers[1].stashed_bytes, 50331648.0, 0.5);
+  EXPECT_NEAR(m.bytes_into(1), 50331648.0, 0.5);
+  EXPECT_THROW(w.at(2, "t", "tp"), InputError);
+  // Malformed files name the field.
+  const auto dir = testutil::fresh_temp_dir("nest-bad");
+  std::ofstream(dir / "w.json") << R"({"schema": "nest-workload/1", "time_unit": "s", "variants": {"1": {
+      "tensor_parallel_degree": 1, "layers": [{"id": 0, "fwd_s": -1, "bwd_s": 0, "parameter_bytes": 0,
+      "stashed_bytes_without_recompute": 0}], "edges": []}}})";
+  EXPECT_INPUT_ERROR(load_nest_workload((dir / "w.json").string()), "variants.1.layers[0].fwd_s", "a number >= 0");
+  std::filesystem::remove_all(dir);
+}

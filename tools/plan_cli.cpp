@@ -1,0 +1,103 @@
+#include "plan_cli.h"
+
+#include <chrono>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <optional>
+#include <iostream>
+
+#include "cli_conventions.h"
+#include "sim/errors.h"
+#include "sim/evaluator.h"
+#include "sim/flow_engine.h"
+#include "sim/layer_model.h"
+#include "sim/parallel_plan.h"
+#include "sim/simgrid_engine.h"
+#include "sim/units.h"
+#include "topologies/registry.h"
+
+namespace placesim {
+
+CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
+  auto* c = app.add_subcommand("plan", "simulate one data/tensor/pipeline-parallel plan of a layer-level workload (docs/parallelism.md)");
+  c->add_option("--workload", a.workload, "per-layer workload (NEST's JSON, ../shared/workloads/nest)")->required()->check(CLI::ExistingFile);
+  c->add_option("--cluster", a.cluster, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
+  c->add_option("--tp", a.tp, "tensor-parallel width (the workload must have it)")->check(whole_number(1, 1 << 16))->capture_default_str();
+  c->add_option("--pp", a.pp, "pipeline stages (balanced by compute)")->check(whole_number(1, 1 << 16))->capture_default_str();
+  c->add_option("--dp", a.dp, "data-parallel replicas")->check(whole_number(1, 1 << 20))->capture_default_str();
+  c->add_option("--micro-batches", a.micro_batches, "micro-batches per iteration")->check(whole_number(1, 1 << 16))->capture_default_str();
+  c->add_option("--schedule", a.schedule, "gpipe or 1f1b")->check(CLI::IsMember({"gpipe", "1f1b"}))->capture_default_str();
+  c->add_option("--zero", a.zero, "ZeRO stage over the replicas")->check(whole_number(0, 3))->capture_default_str();
+  c->add_option("--gradient-algorithm", a.gradient_algorithm, "collective algorithm of the gradient reduction")
+      ->check(CLI::IsMember({"ring", "tree", "halving-doubling", "direct", "hierarchical"}))
+      ->capture_default_str();
+  c->add_option("--engine", a.engine, "evaluator, flow, simgrid or all")
+      ->check(CLI::IsMember({"evaluator", "flow", "simgrid", "all"}))
+      ->capture_default_str();
+  return c;
+}
+
+int cmd_plan(const PlanArgs& a) {
+  const LayerWorkload workload = load_nest_workload(a.workload);
+  const Cluster cluster = load_cluster_file(a.cluster);
+  const LayerModel& model = workload.at(a.tp, "command line", "--tp");
+  ParallelPlan plan;
+  plan.tp = a.tp;
+  plan.pp = a.pp;
+  plan.dp = a.dp;
+  plan.micro_batches = a.micro_batches;
+  plan.zero = a.zero;
+  plan.schedule = enum_parse<PipelineSchedule>(kPipelineScheduleNames, a.schedule, "command line", "--schedule");
+  plan.gradient_algorithm =
+      enum_parse<CollectiveAlgorithm>(kCollectiveAlgorithmNames, a.gradient_algorithm, "command line", "--gradient-algorithm");
+  if (const std::string why = plan_problem(model, plan, cluster); !why.empty())
+    throw InputError("command line", "--tp/--pp/--dp", why);
+  const auto t0 = std::chrono::steady_clock::now();
+  CompiledPlan c = compile_plan(model, plan, cluster);
+  const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << fmt::format("workload        {} ({} layers at tp {})\n", workload.source, model.layers.size(), a.tp);
+  std::cout << fmt::format("cluster         {}\n", cluster.description);
+  std::cout << fmt::format("plan            tp {} x pp {} x dp {} = {} GPUs, {} micro-batches, {}, ZeRO {}\n", a.tp, a.pp,
+                           a.dp, c.gpus.size(), a.micro_batches, a.schedule, a.zero);
+  std::cout << fmt::format("stages          first layers {}\n", fmt::join(c.stage_starts, ", "));
+  std::cout << fmt::format("graph           {} operators, {} tensors (compiled in {})\n", c.graph.graph.num_operators(),
+                           c.graph.graph.num_tensors(), format_duration(compile_s));
+  for (int p = 0; p < a.pp; ++p) {
+    const GpuMemory& m = c.memory[static_cast<std::size_t>(p) * a.tp];
+    std::cout << fmt::format("memory stage {:<3}{} per GPU: parameters {}, gradients {}, optimizer states {}, "
+                             "activations {} ({} in flight)\n",
+                             p, format_bytes(m.total()), format_bytes(m.parameters), format_bytes(m.gradients),
+                             format_bytes(m.optimizer_states), format_bytes(m.activations), c.in_flight[p]);
+  }
+  if (!c.infeasible.empty()) {
+    std::cerr << "plan: infeasible: " << c.infeasible << "\n";
+    return kExitFailed;
+  }
+  const ExecutionGraph& g = c.graph;
+  std::optional<Schedule> order;
+  auto timed = [](auto f) {
+    const auto s = std::chrono::steady_clock::now();
+    const double v = f();
+    return std::pair{v, std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count()};
+  };
+  if (a.engine == "all" || a.engine == "evaluator" || a.engine == "simgrid") {
+    const auto [v, wall] = timed([&] {
+      order = Evaluator(g.graph, cluster).schedule(g.placement);
+      return order->latency;
+    });
+    if (a.engine != "simgrid")
+      std::cout << fmt::format("evaluator       {} per iteration (simulated in {})\n", format_duration(v), format_duration(wall));
+  }
+  if (a.engine == "all" || a.engine == "flow") {
+    const auto [v, wall] = timed([&] { return FlowEngine(g.graph, cluster).schedule(g.placement, Priority::Fcfs).latency; });
+    std::cout << fmt::format("flow            {} per iteration (simulated in {})\n", format_duration(v), format_duration(wall));
+  }
+  if (a.engine == "all" || a.engine == "simgrid") {
+    const auto [v, wall] = timed(
+        [&] { return simulate(g.graph, cluster, g.placement, order->device_order, GpuQueue::Fcfs).latency; });
+    std::cout << fmt::format("simgrid         {} per iteration (simulated in {})\n", format_duration(v), format_duration(wall));
+  }
+  return kExitOk;
+}
+
+}  // namespace placesim
