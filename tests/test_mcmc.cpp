@@ -291,3 +291,18 @@ TEST(Mcmc, AlexNetOnFourGpusBeatsOneGpuAndCutoffIsExact) {
   EXPECT_LT(ev.latency(r.placement), single);
   EXPECT_EQ(r.report["initial_latency_s"].get<double>(), single);
 }
+
+TEST(Mcmc, PolishTakesTheMovesDownTheChainLeftUntaken) {
+  // Fig. 3.1 on 2 GPUs with no step of the chain, from one GPU: A 5, B 10, C 5 us in a row is
+  // 20 us. The polish moves C to the other GPU: A 0-5, B 5-15 on one, C 10-15 (its input at
+  // 5 + 5) on the other: 15 us, the critical path A -> B. Without it the start is the answer.
+  Graph g = testutil::fig31_graph(kBytes);
+  Cluster c = testutil::dedicated_mesh(2, kBw);
+  const PlacementResult polished = run_mcmc(g, c, "{steps: 0, init: single-device}");
+  EXPECT_NEAR(Evaluator(g, c).latency(polished.placement), 15e-6, 1e-12);
+  EXPECT_NEAR(polished.report["polish"]["start_latency_s"].get<double>(), 20e-6, 1e-12);
+  EXPECT_EQ(polished.report["polish"]["stopped_by"], "converged");
+  const PlacementResult chain_only = run_mcmc(g, c, "{steps: 0, init: single-device, polish: 0}");
+  EXPECT_NEAR(Evaluator(g, c).latency(chain_only.placement), 20e-6, 1e-12);
+  EXPECT_FALSE(chain_only.report.contains("polish"));
+}

@@ -1,5 +1,6 @@
 #include "placement/mcmc/mcmc.h"
 #include "placement/portfolio.h"
+#include "placement/refine/refine.h"
 
 #include <algorithm>
 #include <chrono>
@@ -51,6 +52,10 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
     }
   }
 
+  // The chain gets what is left but the polish's share.
+  const Deadline chain_deadline(deadline.bounded() ? deadline.remaining() * (1 - config_.polish_share)
+                                                   : std::numeric_limits<double>::infinity());
+
   // cost = latency * memory factor; overflow is tracked per GPU and updated by each move.
   std::vector<double> memory = device_memory(graph, current, num_devices);
   auto overflow_bytes = [&] {
@@ -82,7 +87,7 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   for (; can_move && steps < config_.steps; ++steps) {
-    if (deadline.expired()) {
+    if (chain_deadline.expired()) {
       timed_out = true;
       break;
     }
@@ -148,6 +153,17 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
       {"proposable_units", units.computing.size() + units.zero_compute.size()},
   };
   if (config_.init == McmcConfig::Init::Portfolio) r.report["portfolio"] = std::move(portfolio_report);
+  if (config_.polish_share > 0 && can_move) {
+    const double time_limit = deadline.bounded() ? deadline.remaining() - std::min(0.02, 0.01 * deadline.limit())
+                                                 : std::numeric_limits<double>::infinity();
+    if (time_limit <= 0) {
+      r.report["polish"] = "no time left";
+    } else {
+      RefineResult polished = polish_placement(graph, cluster, r.placement, time_limit, cost_model.kind());
+      r.report["polish"] = refine_report(polished);
+      if (polished.latency < polished.start_latency) r.placement = std::move(polished.placement);
+    }
+  }
   if (cost_model.kind() == CostModelKind::Flow) {
     r.report["flow_runs"] = cost_model.flow_runs();
     r.report["settled_by_list_schedule"] = cost_model.settled_by_list();
@@ -174,6 +190,10 @@ OptionSchema<McmcConfig> mcmc_schema() {
   s.number("zero_compute_weight", &McmcConfig::zero_compute_weight,
            "relative chance of proposing a zero-compute operator", Range::non_negative(), "1");
   s.flag("cutoff", &McmcConfig::cutoff, "stop evaluating a proposal once it cannot be accepted (same result, faster)");
+  s.number("polish", &McmcConfig::polish_share,
+           "share of the time left after the portfolio kept for a greedy local search from the chain's best "
+           "(placement/refine; it also stops after 20 rounds without a better one); 0: off, the chain's best",
+           Range::closed(0, 0.9), "0");
   return s;
 }
 

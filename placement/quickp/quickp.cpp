@@ -137,16 +137,14 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
 }
 
 void QuickP::polish(const Graph& graph, const Cluster& cluster, const Deadline& deadline, PlacementResult& r) const {
-  RefineConfig refine;
-  refine.steps = std::numeric_limits<long>::max();
   // A hair is kept back for the report (its lower bounds and latency).
-  refine.time_limit_s = deadline.bounded() ? deadline.remaining() - std::min(0.02, 0.01 * deadline.limit())
-                                           : std::numeric_limits<double>::infinity();
-  if (refine.time_limit_s <= 0) {
+  const double time_limit = deadline.bounded() ? deadline.remaining() - std::min(0.02, 0.01 * deadline.limit())
+                                               : std::numeric_limits<double>::infinity();
+  if (time_limit <= 0) {
     r.report["polish"] = "no time left";
     return;
   }
-  RefineResult polished = refine_placement(graph, cluster, r.placement, refine, common_options().cost_model);
+  RefineResult polished = polish_placement(graph, cluster, r.placement, time_limit, common_options().cost_model);
   r.report["polish"] = refine_report(polished);
   if (polished.latency < polished.start_latency) r.placement = std::move(polished.placement);
 }

@@ -210,6 +210,14 @@ RefineResult refine_placement(const Graph& graph, const Cluster& cluster, std::v
   return r;
 }
 
+RefineResult polish_placement(const Graph& graph, const Cluster& cluster, std::vector<DeviceId> start,
+                              double time_limit_s, CostModelKind cost_model) {
+  RefineConfig config;
+  config.steps = std::numeric_limits<long>::max();
+  config.time_limit_s = time_limit_s;
+  return refine_placement(graph, cluster, std::move(start), config, cost_model);
+}
+
 nlohmann::json refine_report(const RefineResult& result) {
   return {
       {"cost_model", std::string(cost_model_name(result.cost_model))},
