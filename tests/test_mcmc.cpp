@@ -301,7 +301,8 @@ TEST(Mcmc, PolishTakesTheMovesDownTheChainLeftUntaken) {
   const PlacementResult polished = run_mcmc(g, c, "{steps: 0, init: single-device}");
   EXPECT_NEAR(Evaluator(g, c).latency(polished.placement), 15e-6, 1e-12);
   EXPECT_NEAR(polished.report["polish"]["start_latency_s"].get<double>(), 20e-6, 1e-12);
-  EXPECT_EQ(polished.report["polish"]["stopped_by"], "converged");
+  // With no chain its budget is the floor, 320 candidates (20 rounds of 16).
+  EXPECT_LE(polished.report["polish"]["evaluations"].get<long>(), 320);
   const PlacementResult chain_only = run_mcmc(g, c, "{steps: 0, init: single-device, polish: 0}");
   EXPECT_NEAR(Evaluator(g, c).latency(chain_only.placement), 20e-6, 1e-12);
   EXPECT_FALSE(chain_only.report.contains("polish"));

@@ -159,7 +159,12 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
     if (time_limit <= 0) {
       r.report["polish"] = "no time left";
     } else {
-      RefineResult polished = polish_placement(graph, cluster, r.placement, time_limit, cost_model.kind());
+      // Its share of the search in evaluations too: a chain of `steps` proposals is followed by at
+      // most steps * share / (1 - share) candidates (5,000 steps at 0.2: 1,250), and at least 320
+      // (20 rounds of 16, what it takes to say it converged).
+      const double budget = static_cast<double>(config_.steps) * config_.polish_share / (1 - config_.polish_share);
+      const long max_evaluations = budget >= 9e18 ? std::numeric_limits<long>::max() : std::max(320L, std::lround(budget));
+      RefineResult polished = polish_placement(graph, cluster, r.placement, time_limit, cost_model.kind(), max_evaluations);
       r.report["polish"] = refine_report(polished);
       if (polished.latency < polished.start_latency) r.placement = std::move(polished.placement);
     }
@@ -191,7 +196,7 @@ OptionSchema<McmcConfig> mcmc_schema() {
            "relative chance of proposing a zero-compute operator", Range::non_negative(), "1");
   s.flag("cutoff", &McmcConfig::cutoff, "stop evaluating a proposal once it cannot be accepted (same result, faster)");
   s.number("polish", &McmcConfig::polish_share,
-           "share of the time left after the portfolio kept for a greedy local search from the chain's best "
+           "share of the search (time left after the portfolio; steps) kept for a greedy local search from the chain's best "
            "(placement/refine; it also stops after 20 rounds without a better one); 0: off, the chain's best",
            Range::closed(0, 0.9), "0");
   return s;

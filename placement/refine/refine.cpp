@@ -211,9 +211,9 @@ RefineResult refine_placement(const Graph& graph, const Cluster& cluster, std::v
 }
 
 RefineResult polish_placement(const Graph& graph, const Cluster& cluster, std::vector<DeviceId> start,
-                              double time_limit_s, CostModelKind cost_model) {
+                              double time_limit_s, CostModelKind cost_model, long max_evaluations) {
   RefineConfig config;
-  config.steps = std::numeric_limits<long>::max();
+  config.steps = max_evaluations;
   config.time_limit_s = time_limit_s;
   return refine_placement(graph, cluster, std::move(start), config, cost_model);
 }

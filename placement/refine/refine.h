@@ -85,10 +85,11 @@ RefineResult refine_placement(const Graph& graph, const Cluster& cluster, std::v
                               const RefineConfig& config, CostModelKind inherited);
 
 // The polish a search strategy ends with (QuickP's and MCMC's `polish`): refine_placement from
-// `start` under `cost_model`, unbounded in steps, until 20 rounds in a row find nothing better or
-// `time_limit_s` has passed (+infinity: unbounded).
+// `start` under `cost_model`, until 20 rounds in a row find nothing better, `time_limit_s` has
+// passed (+infinity: unbounded) or `max_evaluations` candidates were evaluated.
 RefineResult polish_placement(const Graph& graph, const Cluster& cluster, std::vector<DeviceId> start,
-                              double time_limit_s, CostModelKind cost_model);
+                              double time_limit_s, CostModelKind cost_model,
+                              long max_evaluations = std::numeric_limits<long>::max());
 
 // The result as the runner reports it under strategy_report.refine.
 nlohmann::json refine_report(const RefineResult& result);
