@@ -149,7 +149,8 @@ std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluste
   }
   if (!(spec.bytes >= 0) || !std::isfinite(spec.bytes)) return fmt::format("bytes must be >= 0, got {}", spec.bytes);
   if (spec.chunks < 1) return fmt::format("chunks must be >= 1, got {}", spec.chunks);
-  if (spec.root < 0 || spec.root >= static_cast<int>(n))
+  if ((spec.op == CollectiveOp::Broadcast || spec.op == CollectiveOp::Reduce) &&
+      (spec.root < 0 || spec.root >= static_cast<int>(n)))
     return fmt::format("the root must be a rank of the group (0 to {}), got {}", n - 1, spec.root);
   if (!supports(spec.op, spec.algorithm))
     return fmt::format("{} has no algorithm `{}`; it has: {}", op, alg, algorithms_of(spec.op));
@@ -375,7 +376,10 @@ double collective_closed_form(const CollectiveSpec& spec, const Cluster& cluster
   if (const std::string why = collective_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
   const double n = static_cast<double>(spec.group.size());
   const double c = spec.chunks, S = spec.bytes;
-  const auto [alpha, inv_b] = slowest_pair(spec, cluster, [](DeviceId, DeviceId) { return true; });
+  if (S == 0) return 0;  // zero-byte pieces are free in every engine
+  // (Not a structured binding: lambdas below capture them, which clang 14 refuses for bindings.)
+  const std::pair<double, double> slowest = slowest_pair(spec, cluster, [](DeviceId, DeviceId) { return true; });
+  const double alpha = slowest.first, inv_b = slowest.second;
   // A message of `bytes` in c pieces one after the other on its connection.
   auto message = [&](double bytes, double a, double ib) { return c * a + bytes * ib; };
   // One piece, for pipelines.

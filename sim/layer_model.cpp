@@ -1,6 +1,7 @@
 #include "sim/layer_model.h"
 
 #include <cmath>
+#include <cstdint>
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -51,6 +52,31 @@ const json& member(const json& object, const std::string& key, json::value_t typ
   return *it;
 }
 
+// An optional field of `object` of JSON type `type`, else `fallback`.
+template <class T>
+T optional_field(const json& object, const std::string& key, json::value_t type, T fallback, const std::string& file,
+                 const std::string& where) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return fallback;
+  if (it->type() != type)
+    throw InputError(file, where.empty() ? key : where + "." + key,
+                     fmt::format("expected {}, got {}", json(type).type_name(), it->type_name()));
+  return it->get<T>();
+}
+
+// A whole number of `object`, within [lo, hi].
+long whole_number(const json& object, const std::string& key, long lo, long hi, const std::string& file,
+                  const std::string& where) {
+  const auto it = object.find(key);
+  const std::string field = where + "." + key;
+  if (it == object.end()) throw InputError(file, field, "missing (a whole number)");
+  const bool fits = (it->is_number_unsigned() && it->get<std::uint64_t>() <= static_cast<std::uint64_t>(hi)) ||
+                    (it->is_number_integer() && !it->is_number_unsigned() && it->get<std::int64_t>() >= lo &&
+                     it->get<std::int64_t>() <= hi);
+  if (!fits) throw InputError(file, field, fmt::format("expected a whole number from {} to {}, got {}", lo, hi, it->dump()));
+  return it->get<long>();
+}
+
 }  // namespace
 
 LayerWorkload load_nest_workload(const std::string& path) {
@@ -72,9 +98,9 @@ LayerWorkload load_nest_workload(const std::string& path) {
                                  schema == root.end() ? std::string("nothing") : schema->dump()));
   if (const auto unit = root.find("time_unit"); unit == root.end() || *unit != "s")
     throw InputError(path, "time_unit", "expected \"s\": the loader reads seconds");
-  const bool recompute = root.value("activation_recomputation", false);
+  const bool recompute = optional_field<bool>(root, "activation_recomputation", json::value_t::boolean, false, path, "");
   LayerWorkload w;
-  w.name = root.value("model", std::string("nest workload"));
+  w.name = optional_field<std::string>(root, "model", json::value_t::string, "nest workload", path, "");
   w.source = path;
   const json& variants = member(root, "variants", json::value_t::object, path, "");
   for (const auto& [key, variant] : variants.items()) {
@@ -82,9 +108,7 @@ LayerWorkload load_nest_workload(const std::string& path) {
     if (!variant.is_object()) throw InputError(path, where, "expected an object");
     LayerModel m;
     m.name = w.name;
-    const json& tp = member(variant, "tensor_parallel_degree", json::value_t::number_integer, path, where);
-    m.tensor_parallel = tp.get<int>();
-    if (m.tensor_parallel < 1) throw InputError(path, where + ".tensor_parallel_degree", "expected a whole number >= 1");
+    m.tensor_parallel = static_cast<int>(whole_number(variant, "tensor_parallel_degree", 1, 1 << 20, path, where));
     const json& layers = member(variant, "layers", json::value_t::array, path, where);
     if (layers.empty()) throw InputError(path, where + ".layers", "expected at least one layer");
     std::map<long, std::size_t> index_of_id;
@@ -93,15 +117,15 @@ LayerWorkload load_nest_workload(const std::string& path) {
       const std::string at = fmt::format("{}.layers[{}]", where, i);
       if (!l.is_object()) throw InputError(path, at, "expected an object");
       Layer layer;
-      layer.name = l.value("name", fmt::format("layer {}", i));
+      layer.name = optional_field<std::string>(l, "name", json::value_t::string, fmt::format("layer {}", i), path, at);
       layer.forward_s = bytes_or_seconds(l, "fwd_s", path, at);
       layer.backward_s = bytes_or_seconds(l, "bwd_s", path, at);
       layer.parameter_bytes = bytes_or_seconds(l, "parameter_bytes", path, at);
       layer.stashed_bytes =
           bytes_or_seconds(l, recompute ? "stashed_bytes_with_recompute" : "stashed_bytes_without_recompute", path, at);
-      const json& id = member(l, "id", json::value_t::number_integer, path, at);
-      if (!index_of_id.emplace(id.get<long>(), i).second)
-        throw InputError(path, at + ".id", fmt::format("layer id {} appears twice", id.get<long>()));
+      const long id = whole_number(l, "id", -(1L << 40), 1L << 40, path, at);
+      if (!index_of_id.emplace(id, i).second)
+        throw InputError(path, at + ".id", fmt::format("layer id {} appears twice", id));
       m.layers.push_back(std::move(layer));
     }
     // A layer's output: its edges to later layers (NEST's layer graph; a plain chain for most models).
@@ -110,9 +134,9 @@ LayerWorkload load_nest_workload(const std::string& path) {
       const std::string at = fmt::format("{}.edges[{}]", where, e);
       const json& edge = edges[e];
       if (!edge.is_object()) throw InputError(path, at, "expected an object {src, dst, bytes}");
-      const json& src = member(edge, "src", json::value_t::number_integer, path, at);
-      const json& dst = member(edge, "dst", json::value_t::number_integer, path, at);
-      const auto s = index_of_id.find(src.get<long>()), d = index_of_id.find(dst.get<long>());
+      const long src = whole_number(edge, "src", -(1L << 40), 1L << 40, path, at);
+      const long dst = whole_number(edge, "dst", -(1L << 40), 1L << 40, path, at);
+      const auto s = index_of_id.find(src), d = index_of_id.find(dst);
       if (s == index_of_id.end() || d == index_of_id.end())
         throw InputError(path, at, fmt::format("names a layer id that is not in {}.layers", where));
       if (d->second <= s->second)

@@ -37,6 +37,12 @@ std::vector<int> balanced_stages(const LayerModel& model, int pp) {
     starts[s - 1] = cut[s][l];
     l = cut[s][l];
   }
+  // Times whose sum is not finite leave the table without a split: an even one instead.
+  for (int s = 1; s < pp; ++s)
+    if (starts[s] <= starts[s - 1]) {
+      for (int k = 0; k < pp; ++k) starts[k] = static_cast<int>(static_cast<long>(k) * L / pp);
+      break;
+    }
   return starts;
 }
 
@@ -73,12 +79,42 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
       if (!seen.insert(d).second) return fmt::format("GPU {} is listed twice", cluster.device(d).name);
     }
   }
+  // Every transfer of the plan between GPUs that can reach each other: tensor-parallel groups and
+  // pipeline neighbours (the replicas' groups are checked below).
+  auto gpu_of = [&](int d, int p, int t) {
+    const int index = (d * plan.pp + p) * plan.tp + t;
+    return plan.gpus.empty() ? index : plan.gpus[index];
+  };
+  for (int d = 0; d < plan.dp; ++d)
+    for (int p = 0; p < plan.pp; ++p)
+      for (int t = 0; t < plan.tp; ++t) {
+        const DeviceId a = gpu_of(d, p, t);
+        for (int u = 0; u < plan.tp; ++u)
+          if (!cluster.reachable(a, gpu_of(d, p, u)))
+            return fmt::format("{} cannot reach {} of its tensor-parallel group (replica {}, stage {})",
+                               cluster.device(a).name, cluster.device(gpu_of(d, p, u)).name, d, p);
+        if (p + 1 < plan.pp && (!cluster.reachable(a, gpu_of(d, p + 1, t)) || !cluster.reachable(gpu_of(d, p + 1, t), a)))
+          return fmt::format("{} (stage {}) and {} (stage {}) cannot reach each other: pipeline neighbours exchange "
+                             "activations and gradients",
+                             cluster.device(a).name, p, cluster.device(gpu_of(d, p + 1, t)).name, p + 1);
+      }
   if (plan.dp > 1) {
-    if (plan.gradient_algorithm == CollectiveAlgorithm::HalvingDoubling && (plan.dp & (plan.dp - 1)) != 0)
-      return fmt::format("halving-doubling needs a power-of-two dp, got {}", plan.dp);
     if (plan.gradient_algorithm == CollectiveAlgorithm::Tree || plan.gradient_algorithm == CollectiveAlgorithm::Hierarchical)
       if (plan.zero > 0)
         return "ZeRO reduce-scatters and all-gathers: the gradient algorithm must be ring, halving-doubling or direct";
+    // Every replica group's gradient reduction must be one the cluster can run (halving-doubling
+    // on a power of two, hierarchical on equal shares of servers).
+    CollectiveSpec s;
+    s.op = plan.zero == 0 ? CollectiveOp::AllReduce : CollectiveOp::ReduceScatter;
+    s.algorithm = plan.gradient_algorithm;
+    s.bytes = 1;
+    for (int p = 0; p < plan.pp; ++p)
+      for (int t = 0; t < plan.tp; ++t) {
+        s.group.clear();
+        for (int d = 0; d < plan.dp; ++d) s.group.push_back(gpu_of(d, p, t));
+        if (const std::string why = collective_problem(s, cluster); !why.empty())
+          return fmt::format("the gradient reduction of stage {}, tensor rank {}: {}", p, t, why);
+      }
   }
   return "";
 }
@@ -215,11 +251,13 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
     for (int p = 0; p < pp; ++p) {
       const int first = out.stage_starts[p], count = stage_end(p) - first;
       const std::vector<Unit> order = schedule_of(plan.schedule, p, pp, m);
-      int first_fwd = -1, last_fwd = -1, first_bwd = -1, last_bwd = -1;
+      // fwd_before_bwd: the last forward before the first backward in the stage's order (1F1B
+      // interleaves them: the stage's last forward comes after its first backward).
+      int first_fwd = -1, fwd_before_bwd = -1, first_bwd = -1, last_bwd = -1;
       for (const Unit& u : order) {
         if (u.forward) {
           if (first_fwd < 0) first_fwd = u.micro_batch;
-          last_fwd = u.micro_batch;
+          if (first_bwd < 0) fwd_before_bwd = u.micro_batch;
         } else {
           if (first_bwd < 0) first_bwd = u.micro_batch;
           last_bwd = u.micro_batch;
@@ -252,13 +290,13 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
             append_collective(g, s, cluster, name + ".ag", scattered);  // the updated parameters
             continue;
           }
-          // ZeRO 3: the parameters are gathered before the layer's first forward, and again after
-          // its last forward (they were freed) for the backward.
+          // ZeRO 3: the parameters are gathered before the layer's first forward, and again (they
+          // were freed) after the forward that precedes the first backward, for the backward.
           const std::vector<OpId> for_forward = append_collective(g, s, cluster, name + ".agf");
           const std::vector<OpId> forward_first = per_replica(fwd, first_fwd);
           for (int d = 0; d < dp; ++d) g.depend(for_forward[d], forward_first[d]);
           const std::vector<OpId> for_backward =
-              append_collective(g, s, cluster, name + ".agb", per_replica(fwd_done, last_fwd));
+              append_collective(g, s, cluster, name + ".agb", per_replica(fwd_done, fwd_before_bwd));
           const std::vector<OpId> backward_first = per_replica(bwd, first_bwd);
           for (int d = 0; d < dp; ++d) g.depend(for_backward[d], backward_first[d]);
         }

@@ -152,6 +152,40 @@ TEST(ParallelPlan, ZeroStagesChangeMemoryAndTrafficAsStated) {
   }
 }
 
+TEST(ParallelPlan, ZeroThreeWithOneFOneBGathersForTheBackwardBeforeItsFirstBackward) {
+  // 2 stages, 4 micro-batches, 2 replicas, 1F1B: stage 1 runs F0 B0 F1 B1 ..., so the backward's
+  // gather follows F0 there (after the last forward it would wait for F3, which waits for B0).
+  // The graph compiles, and every engine runs it; the traffic is ZeRO 3's: per layer and stage
+  // a reduce-scatter and two all-gathers of (n-1)/n x 1 GB on each of 2 GPUs, 3 GB per layer.
+  const LayerModel model = uniform_model(2, 1 * ms, 2 * ms, 0, 1e9);
+  const Cluster cluster = testutil::dedicated_mesh(4, kBw, 0.0, 100e9);
+  ParallelPlan plan;
+  plan.pp = 2;
+  plan.dp = 2;
+  plan.micro_batches = 4;
+  plan.zero = 3;
+  const CompiledPlan c = compile_plan(model, plan, cluster);
+  double sent = 0;
+  for (const Tensor& t : c.graph.graph.tensors())
+    if (c.graph.placement[t.src] != c.graph.placement[t.dst]) sent += t.bytes;
+  EXPECT_NEAR(sent, 2 * 3e9, 1e3);
+  const Times t = run(c, cluster);
+  EXPECT_NEAR(t.flow, t.simgrid, 1e-6 * t.flow);
+  EXPECT_GT(t.evaluator, 0);
+}
+
+TEST(ParallelPlan, GpusThatCannotReachEachOtherAreRefused) {
+  Cluster c;
+  for (int i = 0; i < 2; ++i) c.add_device({"gpu" + std::to_string(i), i, 16e9});
+  c.set_unreachable(0, 1);
+  c.set_unreachable(1, 0);
+  c.finalize("two islands");
+  ParallelPlan plan;
+  plan.pp = 2;
+  EXPECT_NE(plan_problem(uniform_model(2, 1 * ms, 1 * ms), plan, c).find("gpu0 (stage 0) and gpu1 (stage 1) cannot reach each other"),
+            std::string::npos);
+}
+
 TEST(ParallelPlan, ActivationsInFlightFollowTheSchedule) {
   // 4 stages, 8 micro-batches, 1 GB stashed per layer and micro-batch: GPipe holds all 8 on every
   // stage; 1F1B holds 4, 3, 2, 1 (pp - p).
@@ -221,6 +255,13 @@ TEST(ParallelPlan, BadPlansSayWhy) {
   EXPECT_NE(plan_problem(model, plan, cluster).find("ZeRO stage"), std::string::npos);
   plan.zero = 0;
   EXPECT_EQ(plan_problem(model, plan, cluster), "");
+  // 3 replicas cannot halve and double.
+  ParallelPlan three;
+  three.dp = 3;
+  three.gradient_algorithm = CollectiveAlgorithm::HalvingDoubling;
+  EXPECT_NE(plan_problem(model, three, cluster).find("gradient reduction of stage 0, tensor rank 0: halving-doubling needs a power-of-two group"),
+            std::string::npos)
+      << plan_problem(model, three, cluster);
 }
 
 TEST(ParallelPlan, LoadsNestWorkloads) {
@@ -244,5 +285,11 @@ TEST(ParallelPlan, LoadsNestWorkloads) {
       "tensor_parallel_degree": 1, "layers": [{"id": 0, "fwd_s": -1, "bwd_s": 0, "parameter_bytes": 0,
       "stashed_bytes_without_recompute": 0}], "edges": []}}})";
   EXPECT_INPUT_ERROR(load_nest_workload((dir / "w.json").string()), "variants.1.layers[0].fwd_s", "a number >= 0");
+  std::ofstream(dir / "t.json") << R"({"schema": "nest-workload/1", "time_unit": "s", "activation_recomputation": "yes",
+      "variants": {}})";
+  EXPECT_INPUT_ERROR(load_nest_workload((dir / "t.json").string()), "activation_recomputation", "expected boolean");
+  std::ofstream(dir / "n.json") << R"({"schema": "nest-workload/1", "time_unit": "s", "variants": {"1": {
+      "tensor_parallel_degree": 4294967298, "layers": [], "edges": []}}})";
+  EXPECT_INPUT_ERROR(load_nest_workload((dir / "n.json").string()), "variants.1.tensor_parallel_degree", "whole number");
   std::filesystem::remove_all(dir);
 }
