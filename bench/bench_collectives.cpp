@@ -10,9 +10,7 @@
 #include <sys/resource.h>
 
 #include "sim/collectives.h"
-#include "sim/evaluator.h"
-#include "sim/flow_engine.h"
-#include "sim/simgrid_engine.h"
+#include "sim/execution_graph.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;
@@ -50,14 +48,8 @@ void BM_RingAllReduce1GiB(benchmark::State& state) {
     const ExecutionGraph g = collective_graph(spec, cluster);
     ops = g.graph.num_operators();
     transfers = g.graph.num_tensors();
-    if (engine == 0) {
-      latency = Evaluator(g.graph, cluster).latency(g.placement);
-    } else if (engine == 1) {
-      latency = FlowEngine(g.graph, cluster).schedule(g.placement, Priority::Fcfs).latency;
-    } else {
-      const Schedule order = Evaluator(g.graph, cluster).schedule(g.placement);
-      latency = simulate(g.graph, cluster, g.placement, order.device_order, GpuQueue::Fcfs).latency;
-    }
+    const EngineRuns ran = run_engines(g, cluster, {engine == 0, engine == 1, engine == 2});
+    latency = *(engine == 0 ? ran.evaluator : engine == 1 ? ran.flow : ran.simgrid);
     benchmark::DoNotOptimize(latency);
   }
   state.counters["simulated_s"] = latency;

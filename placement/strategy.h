@@ -49,6 +49,10 @@ class Deadline {
   double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
   double remaining() const { return bounded() ? std::max(0.0, limit_ - elapsed()) : limit_; }
   bool expired() const { return bounded() && elapsed() >= limit_; }
+  // A deadline from now of `fraction` of the time left (unbounded if this one is).
+  Deadline portion(double fraction) const {
+    return Deadline(bounded() ? remaining() * fraction : std::numeric_limits<double>::infinity());
+  }
   // The instant the time is up, for solvers that stop at a time point; the far future if unbounded.
   std::chrono::steady_clock::time_point end() const {
     if (!bounded()) return std::chrono::steady_clock::time_point::max();

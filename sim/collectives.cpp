@@ -11,12 +11,6 @@
 
 namespace placesim {
 
-OpId ExecutionGraph::add(Operator op, DeviceId gpu) {
-  const OpId id = graph.add_operator(std::move(op));
-  placement.push_back(gpu);
-  return id;
-}
-
 namespace {
 
 bool power_of_two(std::size_t n) { return n >= 1 && std::has_single_bit(n); }
@@ -74,6 +68,21 @@ class Builder {
     return s;
   }
   void depend(OpId from, OpId to) { out_.depend(from, to); }
+  // An operator of rank r that waits for all of `pieces`.
+  OpId join(int r, std::span<const OpId> pieces, const std::string& what) {
+    const OpId done = node(r, what);
+    for (OpId p : pieces) depend(p, done);
+    return done;
+  }
+  // A step's operator per rank, each after the rank's previous one (`cur`, one per rank).
+  std::vector<OpId> next_step(std::span<const OpId> cur, const std::string& what) {
+    std::vector<OpId> next(cur.size());
+    for (std::size_t r = 0; r < cur.size(); ++r) {
+      next[r] = node(static_cast<int>(r), what);
+      depend(cur[r], next[r]);
+    }
+    return next;
+  }
   // A piece of `bytes` from `from` (on rank src) to `to` (on rank dst). After the first piece of
   // the connection src -> dst it leaves from a sender operator of its own, which waits for `from`
   // and for the previous piece's arrival: holding `from` itself back would hold back everything
@@ -186,14 +195,6 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& s
   for (int r = 0; r < n; ++r) starts[r] = b.start(r, after);
   std::vector<OpId> result(n);
 
-  // Ends each rank's chunks in one operator.
-  auto finish = [&](const std::vector<std::vector<OpId>>& cur, std::span<const int> order, const std::string& what) {
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      const OpId done = b.node(order[i], what);
-      for (OpId k : cur[i]) out.depend(k, done);
-      result[order[i]] = done;
-    }
-  };
   std::vector<int> all(n);
   for (int r = 0; r < n; ++r) all[r] = r;
 
@@ -203,7 +204,7 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& s
       for (int k = 0; k < c; ++k) cur[r][k] = starts[r];
     const int steps = spec.op == Op::AllReduce ? 2 * (n - 1) : n - 1;
     ring_steps(b, all, cur, steps, S / n, "ring");
-    finish(cur, all, "done");
+    for (int r = 0; r < n; ++r) result[r] = b.join(r, cur[r], "done");
     return result;
   }
 
@@ -240,7 +241,7 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& s
         for (int i = 0; i < n; ++i)
           for (int k = 0; k < c; ++k) {
             reduced[i][k] = b.node(tree.order[i], fmt::format("t{}.up.k{}", t, k));
-            out.depend(have[i][k], reduced[i][k]);
+            b.depend(have[i][k], reduced[i][k]);
           }
         // Children before parents (positions in decreasing order); each child's pieces land on
         // operators of their own, so that one child's connection does not wait for the other's.
@@ -249,7 +250,7 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& s
           for (int k = 0; k < c; ++k) {
             const OpId arrival = b.node(tree.order[p], fmt::format("t{}.up.from{}.k{}", t, tree.order[i], k));
             b.send(tree.order[i], reduced[i][k], tree.order[p], arrival, tree.bytes / c);
-            out.depend(arrival, reduced[p][k]);
+            b.depend(arrival, reduced[p][k]);
           }
         }
         have = reduced;
@@ -260,7 +261,7 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& s
         for (int i = 1; i < n; ++i)
           for (int k = 0; k < c; ++k) {
             got[i][k] = b.node(tree.order[i], fmt::format("t{}.down.k{}", t, k));
-            out.depend(have[i][k], got[i][k]);
+            b.depend(have[i][k], got[i][k]);
           }
         for (int i = 1; i < n; ++i)
           for (int k = 0; k < c; ++k)
@@ -270,11 +271,7 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& s
       for (int i = 0; i < n; ++i)
         for (int k = 0; k < c; ++k) ends[tree.order[i]].push_back(have[i][k]);
     }
-    for (int r = 0; r < n; ++r) {
-      const OpId done = b.node(r, "done");
-      for (OpId e : ends[r]) out.depend(e, done);
-      result[r] = done;
-    }
+    for (int r = 0; r < n; ++r) result[r] = b.join(r, ends[r], "done");
     return result;
   }
 
@@ -283,13 +280,9 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& s
     std::vector<OpId> cur = starts;
     int step = 0;
     auto exchange = [&](int distance, double bytes) {
-      ++step;
-      std::vector<OpId> next(n);
-      for (int r = 0; r < n; ++r) {
-        next[r] = b.node(r, fmt::format("hd.s{}", step));
-        out.depend(cur[r], next[r]);
-      }
-      for (int r = 0; r < n; ++r) b.message(r, cur[r], r ^ distance, next[r ^ distance], bytes, fmt::format("hd.s{}", step));
+      const std::string what = fmt::format("hd.s{}", ++step);
+      std::vector<OpId> next = b.next_step(cur, what);
+      for (int r = 0; r < n; ++r) b.message(r, cur[r], r ^ distance, next[r ^ distance], bytes, what);
       cur = std::move(next);
     };
     const int log_n = floor_log2(static_cast<std::size_t>(n));
@@ -297,26 +290,21 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& s
       for (int i = 1; i <= log_n; ++i) exchange(n >> i, S / std::ldexp(1.0, i));
     if (spec.op != Op::ReduceScatter)  // all-gather by doubling: distance 1 first, bytes S 2^(i-1) / n
       for (int i = 1; i <= log_n; ++i) exchange(1 << (i - 1), S * std::ldexp(1.0, i - 1) / n);
-    result = cur;
-    return result;
+    return cur;
   }
 
   if (spec.algorithm == A::Direct) {
     std::vector<OpId> cur = starts;
     const int phases = spec.op == Op::AllReduce ? 2 : 1;
     for (int p = 1; p <= phases; ++p) {
-      std::vector<OpId> next(n);
-      for (int r = 0; r < n; ++r) {
-        next[r] = b.node(r, fmt::format("direct.p{}", p));
-        out.depend(cur[r], next[r]);
-      }
+      const std::string what = fmt::format("direct.p{}", p);
+      std::vector<OpId> next = b.next_step(cur, what);
       for (int r = 0; r < n; ++r)
         for (int q = 0; q < n; ++q)
-          if (q != r) b.message(r, cur[r], q, next[q], S / n, fmt::format("direct.p{}", p));
+          if (q != r) b.message(r, cur[r], q, next[q], S / n, what);
       cur = std::move(next);
     }
-    result = cur;
-    return result;
+    return cur;
   }
 
   // Hierarchical all-reduce: ring reduce-scatter inside each server, ring all-reduce across servers
@@ -332,11 +320,7 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& s
       for (std::size_t i = 0; i < order.size(); ++i)
         for (int k = 0; k < c; ++k) chunks[i][k] = cur[order[i]];
       ring_steps(b, order, chunks, steps, piece, what);
-      for (std::size_t i = 0; i < order.size(); ++i) {
-        const OpId done = b.node(order[i], what + ".done");
-        for (OpId k : chunks[i]) out.depend(k, done);
-        cur[order[i]] = done;
-      }
+      for (std::size_t i = 0; i < order.size(); ++i) cur[order[i]] = b.join(order[i], chunks[i], what + ".done");
     }
   };
   std::vector<std::vector<int>> across(m);

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "sim/cluster.h"
+#include "sim/execution_graph.h"
 #include "sim/graph.h"
 #include "sim/options.h"
 
@@ -83,15 +84,6 @@ struct CollectiveSpec {
 // cluster lacks, an algorithm the operation has not, halving-doubling on a group that is not a
 // power of two, hierarchical on servers holding different numbers of the group's GPUs.
 std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluster);
-
-// A graph under construction with its placement: what collectives (and, later, plans) append to.
-struct ExecutionGraph {
-  Graph graph;
-  std::vector<DeviceId> placement;  // GPU of each operator
-  OpId add(Operator op, DeviceId gpu);
-  // A zero-byte tensor: `to` starts after `from` finished, at no transfer cost.
-  void depend(OpId from, OpId to) { graph.add_tensor(from, to, 0); }
-};
 
 // Appends the collective to `out`. `after`, when not empty, holds per rank an operator (on that
 // rank's GPU, or -1 for none) the rank's part waits for. Returns per rank the operator at which

@@ -158,6 +158,8 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   auto gpu_index = [&](int d, int p, int t) { return (d * pp + p) * tp + t; };
   auto stage_end = [&](int p) { return p + 1 < pp ? out.stage_starts[p + 1] : L; };
   ExecutionGraph& g = out.graph;
+  std::vector<std::vector<Unit>> orders(pp);  // per stage, its schedule
+  for (int p = 0; p < pp; ++p) orders[p] = schedule_of(plan.schedule, p, pp, m);
 
   // fwd[d][p][t][i][k], bwd likewise: the operator of the stage's k-th layer; *_done: where the
   // layer's result stands after its tensor-parallel all-reduce (the operator itself without one).
@@ -186,11 +188,10 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   for (int d = 0; d < dp; ++d)
     for (int p = 0; p < pp; ++p) {
       const int first = out.stage_starts[p], count = stage_end(p) - first;
-      const std::vector<Unit> order = schedule_of(plan.schedule, p, pp, m);
       for (int t = 0; t < tp; ++t) {
         const DeviceId gpu = out.gpus[gpu_index(d, p, t)];
         OpId previous = -1;
-        for (const Unit& u : order) {
+        for (const Unit& u : orders[p]) {
           for (int k = 0; k < count; ++k) {
             const int kk = u.forward ? k : count - 1 - k;  // backward runs the layers in reverse
             const Layer& layer = model.layers[first + kk];
@@ -228,6 +229,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   for (int d = 0; d < dp; ++d)
     for (int p = 0; p < pp; ++p) {
       const int count = stage_end(p) - out.stage_starts[p];
+      const double activation_bytes = p + 1 < pp ? model.bytes_into(stage_end(p)) : 0.0;
       for (int t = 0; t < tp; ++t)
         for (int i = 0; i < m; ++i) {
           for (int k = 0; k + 1 < count; ++k) {
@@ -238,9 +240,8 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
           if (p + 1 == pp) g.depend(fwd_done[d][p][t][i][count - 1], bwd[d][p][t][i][count - 1]);
           // Activations to the next stage, gradients back.
           if (p + 1 < pp) {
-            const double bytes = model.bytes_into(stage_end(p));
-            g.graph.add_tensor(fwd_done[d][p][t][i][count - 1], fwd[d][p + 1][t][i][0], bytes);
-            g.graph.add_tensor(bwd_done[d][p + 1][t][i][0], bwd[d][p][t][i][count - 1], bytes);
+            g.graph.add_tensor(fwd_done[d][p][t][i][count - 1], fwd[d][p + 1][t][i][0], activation_bytes);
+            g.graph.add_tensor(bwd_done[d][p + 1][t][i][0], bwd[d][p][t][i][count - 1], activation_bytes);
           }
         }
     }
@@ -250,11 +251,10 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   if (dp > 1)
     for (int p = 0; p < pp; ++p) {
       const int first = out.stage_starts[p], count = stage_end(p) - first;
-      const std::vector<Unit> order = schedule_of(plan.schedule, p, pp, m);
       // fwd_before_bwd: the last forward before the first backward in the stage's order (1F1B
       // interleaves them: the stage's last forward comes after its first backward).
       int first_fwd = -1, fwd_before_bwd = -1, first_bwd = -1, last_bwd = -1;
-      for (const Unit& u : order) {
+      for (const Unit& u : orders[p]) {
         if (u.forward) {
           if (first_fwd < 0) first_fwd = u.micro_batch;
           if (first_bwd < 0) fwd_before_bwd = u.micro_batch;

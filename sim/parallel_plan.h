@@ -1,7 +1,7 @@
 #pragma once
 // Parallel plans (issue #15): data, tensor and pipeline parallelism, ZeRO, micro-batches and a
 // pipeline schedule, over a layer-level model (sim/layer_model.h), pinned to GPUs and compiled
-// into the execution graph every engine runs (sim/collectives.h: ExecutionGraph).
+// into the execution graph every engine runs (sim/execution_graph.h).
 //
 // What the graph holds, per replica d, stage p and tensor rank t (GPU gpus[(d*pp + p)*tp + t]):
 //  - a forward and a backward operator per layer of the stage and micro-batch, with the layer's

@@ -6,9 +6,7 @@
 #include <map>
 
 #include "sim/collectives.h"
-#include "sim/evaluator.h"
-#include "sim/flow_engine.h"
-#include "sim/simgrid_engine.h"
+#include "sim/execution_graph.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;
@@ -42,18 +40,11 @@ CollectiveSpec spec(CollectiveOp op, CollectiveAlgorithm a, int n, int chunks = 
 
 struct Times {
   double evaluator, flow, simgrid;
-  SimulationResult sim;
 };
 
 Times run(const ExecutionGraph& g, const Cluster& c) {
-  Evaluator evaluator(g.graph, c);
-  Times t;
-  const Schedule s = evaluator.schedule(g.placement);
-  t.evaluator = s.latency;
-  t.flow = FlowEngine(g.graph, c).schedule(g.placement, Priority::Fcfs).latency;
-  t.sim = simulate(g.graph, c, g.placement, s.device_order, GpuQueue::Fcfs);
-  t.simgrid = t.sim.latency;
-  return t;
+  const EngineRuns ran = run_engines(g, c);
+  return {*ran.evaluator, *ran.flow, *ran.simgrid};
 }
 
 Times run(const CollectiveSpec& sp, const Cluster& c) { return run(collective_graph(sp, c), c); }
@@ -71,12 +62,15 @@ TEST(Collectives, RingAllReduceIsTwoNMinusOneStepsOfAnNth) {
       const CollectiveSpec sp = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, n, chunks);
       const double expected = 2 * (n - 1) * (chunks * kAlpha + kS / (n * kB));
       EXPECT_REL(collective_closed_form(sp, c), expected);
-      const Times t = run(sp, c);
+      const ExecutionGraph g = collective_graph(sp, c);
+      const Times t = run(g, c);
       EXPECT_REL(t.evaluator, expected) << n << " " << chunks;
       EXPECT_REL(t.flow, expected) << n << " " << chunks;
       EXPECT_NEAR(t.simgrid, expected, 1e-6 * expected) << n << " " << chunks;
+      // The bytes each GPU sends: its cross-GPU tensors, the flows every engine runs.
       std::map<DeviceId, double> sent;
-      for (const FlowRecord& f : t.sim.flows) sent[f.src] += f.bytes;
+      for (const Tensor& x : g.graph.tensors())
+        if (g.placement[x.src] != g.placement[x.dst]) sent[g.placement[x.src]] += x.bytes;
       for (int r = 0; r < n; ++r) EXPECT_REL(sent[r], 2.0 * (n - 1) / n * kS) << n;
     }
 }

@@ -8,10 +8,9 @@
 
 #include "sim/errors.h"
 #include "sim/evaluator.h"
-#include "sim/flow_engine.h"
 #include "sim/layer_model.h"
 #include "sim/parallel_plan.h"
-#include "sim/simgrid_engine.h"
+#include "sim/execution_graph.h"
 #include "tests/test_util.h"
 
 using namespace placesim;
@@ -35,10 +34,8 @@ struct Times {
 };
 
 Times run(const CompiledPlan& c, const Cluster& cluster) {
-  const ExecutionGraph& g = c.graph;
-  const Schedule s = Evaluator(g.graph, cluster).schedule(g.placement);
-  return {s.latency, FlowEngine(g.graph, cluster).schedule(g.placement, Priority::Fcfs).latency,
-          simulate(g.graph, cluster, g.placement, s.device_order, GpuQueue::Fcfs).latency};
+  const EngineRuns ran = run_engines(c.graph, cluster);
+  return {*ran.evaluator, *ran.flow, *ran.simgrid};
 }
 
 #define EXPECT_ALL_ENGINES(times, expected)                                   \

@@ -1,19 +1,15 @@
 #include "collective_cli.h"
 
-#include <chrono>
 #include <cmath>
 #include <fmt/format.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <sstream>
 
 #include "cli_conventions.h"
 #include "sim/collectives.h"
 #include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/flow_engine.h"
-#include "sim/simgrid_engine.h"
+#include "sim/execution_graph.h"
 #include "sim/units.h"
 #include "topologies/registry.h"
 
@@ -127,6 +123,7 @@ int cmd_collective(const CollectiveArgs& a) {
   std::vector<std::string> engines;
   for (const char* e : kEngines)
     if (a.engine == "all" || a.engine == e) engines.emplace_back(e);
+  const EngineChoice which = EngineChoice::named(a.engine);
 
   const int n = static_cast<int>(spec.group.size());
   const double bus_factor = bus_bandwidth_factor(spec.op, n);
@@ -144,22 +141,11 @@ int cmd_collective(const CollectiveArgs& a) {
     spec.bytes = size;
     const ExecutionGraph g = collective_graph(spec, cluster);
     const double closed = collective_closed_form(spec, cluster);
+    const EngineRuns ran = run_engines(g, cluster, which);
     std::vector<EngineRun> runs;
-    std::optional<Schedule> contention_free;
-    for (const auto& e : engines) {
-      const auto t0 = std::chrono::steady_clock::now();
-      EngineRun r{e};
-      if (e == "evaluator" || (e == "simgrid" && !contention_free)) {
-        contention_free = Evaluator(g.graph, cluster).schedule(g.placement);
-      }
-      if (e == "evaluator") r.seconds = contention_free->latency;
-      if (e == "flow") r.seconds = FlowEngine(g.graph, cluster).schedule(g.placement, Priority::Fcfs).latency;
-      // Collectives' operators take no time: first come, first served is each rank going on as
-      // soon as a piece arrives, which the flow engine does too.
-      if (e == "simgrid") r.seconds = simulate(g.graph, cluster, g.placement, contention_free->device_order, GpuQueue::Fcfs).latency;
-      r.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      runs.push_back(r);
-    }
+    if (ran.evaluator) runs.push_back({"evaluator", *ran.evaluator, ran.evaluator_wall_s});
+    if (ran.flow) runs.push_back({"flow", *ran.flow, ran.flow_wall_s});
+    if (ran.simgrid) runs.push_back({"simgrid", *ran.simgrid, ran.simgrid_wall_s});
     if (a.json) {
       for (const auto& r : runs) {
         const double algbw = r.seconds > 0 ? size / r.seconds : 0;

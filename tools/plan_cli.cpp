@@ -3,16 +3,13 @@
 #include <chrono>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <optional>
 #include <iostream>
 
 #include "cli_conventions.h"
 #include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/flow_engine.h"
+#include "sim/execution_graph.h"
 #include "sim/layer_model.h"
 #include "sim/parallel_plan.h"
-#include "sim/simgrid_engine.h"
 #include "sim/units.h"
 #include "topologies/registry.h"
 
@@ -73,30 +70,14 @@ int cmd_plan(const PlanArgs& a) {
     std::cerr << "plan: infeasible: " << c.infeasible << "\n";
     return kExitFailed;
   }
-  const ExecutionGraph& g = c.graph;
-  std::optional<Schedule> order;
-  auto timed = [](auto f) {
-    const auto s = std::chrono::steady_clock::now();
-    const double v = f();
-    return std::pair{v, std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count()};
+  const EngineRuns ran = run_engines(c.graph, cluster, EngineChoice::named(a.engine));
+  auto say = [](const char* engine, double seconds, double wall) {
+    std::cout << fmt::format("{:<16}{} per iteration (simulated in {})\n", engine, format_duration(seconds),
+                             format_duration(wall));
   };
-  if (a.engine == "all" || a.engine == "evaluator" || a.engine == "simgrid") {
-    const auto [v, wall] = timed([&] {
-      order = Evaluator(g.graph, cluster).schedule(g.placement);
-      return order->latency;
-    });
-    if (a.engine != "simgrid")
-      std::cout << fmt::format("evaluator       {} per iteration (simulated in {})\n", format_duration(v), format_duration(wall));
-  }
-  if (a.engine == "all" || a.engine == "flow") {
-    const auto [v, wall] = timed([&] { return FlowEngine(g.graph, cluster).schedule(g.placement, Priority::Fcfs).latency; });
-    std::cout << fmt::format("flow            {} per iteration (simulated in {})\n", format_duration(v), format_duration(wall));
-  }
-  if (a.engine == "all" || a.engine == "simgrid") {
-    const auto [v, wall] = timed(
-        [&] { return simulate(g.graph, cluster, g.placement, order->device_order, GpuQueue::Fcfs).latency; });
-    std::cout << fmt::format("simgrid         {} per iteration (simulated in {})\n", format_duration(v), format_duration(wall));
-  }
+  if (ran.evaluator) say("evaluator", *ran.evaluator, ran.evaluator_wall_s);
+  if (ran.flow) say("flow", *ran.flow, ran.flow_wall_s);
+  if (ran.simgrid) say("simgrid", *ran.simgrid, ran.simgrid_wall_s);
   return kExitOk;
 }
 

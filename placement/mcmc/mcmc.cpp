@@ -53,8 +53,7 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
   }
 
   // The chain gets what is left but the polish's share.
-  const Deadline chain_deadline(deadline.bounded() ? deadline.remaining() * (1 - config_.polish_share)
-                                                   : std::numeric_limits<double>::infinity());
+  const Deadline chain_deadline = deadline.portion(1 - config_.polish_share);
 
   // cost = latency * memory factor; overflow is tracked per GPU and updated by each move.
   std::vector<double> memory = device_memory(graph, current, num_devices);
@@ -154,20 +153,12 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
   };
   if (config_.init == McmcConfig::Init::Portfolio) r.report["portfolio"] = std::move(portfolio_report);
   if (config_.polish_share > 0 && can_move) {
-    const double time_limit = deadline.bounded() ? deadline.remaining() - std::min(0.02, 0.01 * deadline.limit())
-                                                 : std::numeric_limits<double>::infinity();
-    if (time_limit <= 0) {
-      r.report["polish"] = "no time left";
-    } else {
-      // Its share of the search in evaluations too: a chain of `steps` proposals is followed by at
-      // most steps * share / (1 - share) candidates (5,000 steps at 0.2: 1,250), and at least 320
-      // (20 rounds of 16, what it takes to say it converged).
-      const double budget = static_cast<double>(config_.steps) * config_.polish_share / (1 - config_.polish_share);
-      const long max_evaluations = budget >= 9e18 ? std::numeric_limits<long>::max() : std::max(320L, std::lround(budget));
-      RefineResult polished = polish_placement(graph, cluster, r.placement, time_limit, cost_model.kind(), max_evaluations);
-      r.report["polish"] = refine_report(polished);
-      if (polished.latency < polished.start_latency) r.placement = std::move(polished.placement);
-    }
+    // Its share of the search in evaluations too: a chain of `steps` proposals is followed by at
+    // most steps * share / (1 - share) candidates (5,000 steps at 0.2: 1,250), and at least 320
+    // (20 rounds of 16, what it takes to say it converged).
+    const double budget = static_cast<double>(config_.steps) * config_.polish_share / (1 - config_.polish_share);
+    const long max_evaluations = budget >= 9e18 ? std::numeric_limits<long>::max() : std::max(320L, std::lround(budget));
+    polish_answer(graph, cluster, deadline, cost_model.kind(), r, max_evaluations);
   }
   if (cost_model.kind() == CostModelKind::Flow) {
     r.report["flow_runs"] = cost_model.flow_runs();

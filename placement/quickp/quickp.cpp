@@ -71,8 +71,7 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
       common_options().portfolio ? run_portfolio(graph, cluster, deadline, cost, "quickp", portfolio_report) : std::vector<PortfolioCandidate>{};
   const MultiNicConfig* multi_nic = config_.bandwidth_allocation ? multi_nic_config_of(cluster) : nullptr;
   // P2 and P3 get what is left but the polish's share.
-  const Deadline own(deadline.bounded() ? deadline.remaining() * (1 - config_.polish_share)
-                                        : std::numeric_limits<double>::infinity());
+  const Deadline own = deadline.portion(1 - config_.polish_share);
   // P2 gets what is left; with P3 to follow, half of it (each later re-placement half of the rest).
   QuickPPass pass = place_once(graph, cluster, own, multi_nic ? 0.5 : 1.0);
   PlacementResult r = pass.result;
@@ -131,22 +130,10 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
   }
   r.report["portfolio"] = std::move(portfolio_report);
   r.report["portfolio_winner"] = best ? best->name : std::string("quickp");
-  if (config_.polish_share > 0) polish(graph, allocated ? *allocated : cluster, deadline, r);
+  if (config_.polish_share > 0)
+    polish_answer(graph, allocated ? *allocated : cluster, deadline, common_options().cost_model, r);
   report_status(graph, allocated ? *allocated : cluster, pass, config_.p2.mip_gap, r);
   return r;
-}
-
-void QuickP::polish(const Graph& graph, const Cluster& cluster, const Deadline& deadline, PlacementResult& r) const {
-  // A hair is kept back for the report (its lower bounds and latency).
-  const double time_limit = deadline.bounded() ? deadline.remaining() - std::min(0.02, 0.01 * deadline.limit())
-                                               : std::numeric_limits<double>::infinity();
-  if (time_limit <= 0) {
-    r.report["polish"] = "no time left";
-    return;
-  }
-  RefineResult polished = polish_placement(graph, cluster, r.placement, time_limit, common_options().cost_model);
-  r.report["polish"] = refine_report(polished);
-  if (polished.latency < polished.start_latency) r.placement = std::move(polished.placement);
 }
 
 QuickPPass QuickP::place_once(const Graph& graph, const Cluster& cluster, const Deadline& deadline,

@@ -286,8 +286,6 @@ class QuickP : public Strategy {
   PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) override;
   // P2 gets `share` of the time left.
   QuickPPass place_once(const Graph& graph, const Cluster& cluster, const Deadline& deadline, double share) const;
-  // The local search of polish_share, from r.placement, until `deadline`; keeps what is better.
-  void polish(const Graph& graph, const Cluster& cluster, const Deadline& deadline, PlacementResult& r) const;
   QuickPConfig config_;
 };
 

@@ -210,12 +210,19 @@ RefineResult refine_placement(const Graph& graph, const Cluster& cluster, std::v
   return r;
 }
 
-RefineResult polish_placement(const Graph& graph, const Cluster& cluster, std::vector<DeviceId> start,
-                              double time_limit_s, CostModelKind cost_model, long max_evaluations) {
+void polish_answer(const Graph& graph, const Cluster& cluster, const Deadline& deadline, CostModelKind cost_model,
+                   PlacementResult& answer, long max_evaluations) {
   RefineConfig config;
   config.steps = max_evaluations;
-  config.time_limit_s = time_limit_s;
-  return refine_placement(graph, cluster, std::move(start), config, cost_model);
+  config.time_limit_s = deadline.bounded() ? deadline.remaining() - std::min(0.02, 0.01 * deadline.limit())
+                                           : std::numeric_limits<double>::infinity();
+  if (config.time_limit_s <= 0) {
+    answer.report["polish"] = "no time left";
+    return;
+  }
+  RefineResult polished = refine_placement(graph, cluster, answer.placement, config, cost_model);
+  answer.report["polish"] = refine_report(polished);
+  if (polished.latency < polished.start_latency) answer.placement = std::move(polished.placement);
 }
 
 nlohmann::json refine_report(const RefineResult& result) {

@@ -21,9 +21,10 @@
 // Candidates and the choice depend only on the seed and the latencies, so the result is the same
 // for any number of threads (unless `time_limit` ends the search, which depends on the machine).
 //
-// It stops when `steps` candidates were evaluated, when `time_limit` (wall; checked before each
-// candidate, the rest of a round is skipped once it has passed) has passed, or after `patience` rounds in a row without an improvement ("converged";
-// also when nothing can move: one GPU, or no unit that matters). Only strictly better placements
+// It stops when `steps` candidates were evaluated, when `time_limit` has passed (wall; checked
+// before each candidate: the rest of a round is skipped once it has passed), or after `patience`
+// rounds in a row without an improvement ("converged"; also when nothing can move: one GPU, or no
+// unit that matters). Only strictly better placements
 // are taken, so the result is never worse than the start under the chosen cost model.
 //
 // Memory: a candidate is dropped when a GPU it adds bytes to would end over its capacity. So a
@@ -37,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "placement/strategy.h"
 #include "sim/cluster.h"
 #include "sim/cost_model.h"
 #include "sim/graph.h"
@@ -85,11 +87,12 @@ RefineResult refine_placement(const Graph& graph, const Cluster& cluster, std::v
                               const RefineConfig& config, CostModelKind inherited);
 
 // The polish a search strategy ends with (QuickP's and MCMC's `polish`): refine_placement from
-// `start` under `cost_model`, until 20 rounds in a row find nothing better, `time_limit_s` has
-// passed (+infinity: unbounded) or `max_evaluations` candidates were evaluated.
-RefineResult polish_placement(const Graph& graph, const Cluster& cluster, std::vector<DeviceId> start,
-                              double time_limit_s, CostModelKind cost_model,
-                              long max_evaluations = std::numeric_limits<long>::max());
+// answer.placement under `cost_model`, until 20 rounds in a row find nothing better, `deadline`
+// is near (a hair is kept for the caller's report) or `max_evaluations` candidates were
+// evaluated. Records answer.report["polish"] (refine_report, or "no time left") and keeps the
+// polished placement when it is better.
+void polish_answer(const Graph& graph, const Cluster& cluster, const Deadline& deadline, CostModelKind cost_model,
+                   PlacementResult& answer, long max_evaluations = std::numeric_limits<long>::max());
 
 // The result as the runner reports it under strategy_report.refine.
 nlohmann::json refine_report(const RefineResult& result);

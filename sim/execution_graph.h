@@ -1,0 +1,46 @@
+#pragma once
+// The execution graph every engine runs (issue #15): a Graph with its placement, to which
+// collectives (sim/collectives.h) and parallel plans (sim/parallel_plan.h) append operators, and
+// the one way they are run on the engines.
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "sim/cluster.h"
+#include "sim/graph.h"
+
+namespace placesim {
+
+// A graph under construction with its placement.
+struct ExecutionGraph {
+  Graph graph;
+  std::vector<DeviceId> placement;  // GPU of each operator
+  OpId add(Operator op, DeviceId gpu);
+  // A zero-byte tensor: `to` starts after `from` finished, at no transfer cost.
+  void depend(OpId from, OpId to) { graph.add_tensor(from, to, 0); }
+};
+
+// Which engines run_engines runs.
+struct EngineChoice {
+  bool evaluator = true, flow = true, simgrid = true;
+  // One engine by name ("evaluator", "flow" or "simgrid"), or "all": the commands' --engine.
+  static EngineChoice named(std::string_view engine) {
+    const bool all = engine == "all";
+    return {all || engine == "evaluator", all || engine == "flow", all || engine == "simgrid"};
+  }
+};
+
+// Each engine's makespan of the graph (unset: not run) and the host time it took.
+struct EngineRuns {
+  std::optional<double> evaluator, flow, simgrid;
+  double evaluator_wall_s = 0, flow_wall_s = 0, simgrid_wall_s = 0;
+};
+
+// Runs a finalized execution graph: the evaluator by rank (sim/evaluator.h); the flow engine and
+// SimGrid first come, first served, each on its own arrival times (a collective's operators take
+// no time, so a rank goes on as soon as a piece has arrived). SimGrid is given the evaluator's
+// order, which it only checks; when the evaluator is not asked for, computing that order counts
+// in SimGrid's time.
+EngineRuns run_engines(const ExecutionGraph& g, const Cluster& cluster, EngineChoice which = {});
+
+}  // namespace placesim
