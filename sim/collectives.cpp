@@ -59,7 +59,8 @@ class Builder {
 
   // A zero-compute operator of rank r.
   OpId node(int r, const std::string& what) {
-    return out_.add({fmt::format("{}.r{}.{}", name_, r, what), "collective", 0.0, 0.0}, spec_.group[r]);
+    return out_.add({fmt::format("{}.r{}.{}", name_, r, what), "collective", 0.0, 0.0, -1, /*communication=*/true},
+                    spec_.group[r]);
   }
   // The rank's start: waits for `after[r]` if given.
   OpId start(int r, std::span<const OpId> after) {

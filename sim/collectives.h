@@ -4,8 +4,9 @@
 // The execution graph every engine runs is a Graph with a placement: operators are compute tasks
 // on one GPU, and a tensor between operators on two GPUs is a transfer (a flow in the flow engine
 // and SimGrid; latency + bytes / bandwidth in the evaluator). A collective over a group of GPUs
-// appends to such a graph one zero-compute operator per rank and step ("rank r has what step s
-// gave it") and one tensor per message of the algorithm, so that it runs on every engine, shares
+// appends to such a graph one communication step per rank and step (Operator::communication: no
+// GPU time, never waiting for the GPU; "rank r has what step s gave it") and one tensor per
+// message of the algorithm, so that it runs on every engine, shares
 // links with whatever else runs, and can depend on compute (a gradient all-reduce after the
 // backward pass) and be depended on.
 //

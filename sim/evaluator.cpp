@@ -43,6 +43,12 @@ Evaluator::Evaluator(const Graph& graph, const Cluster& cluster)
   bounds_.work_per_device = total_speed > 0 ? graph.total_compute() / total_speed : 0.0;
   bounds_.memory_per_device = cluster.num_devices() > 0 ? graph.total_memory() / cluster.num_devices() : 0.0;
 
+  for (OpId i = 0; i < n; ++i)
+    if (graph.op(i).communication) {
+      communication_.resize(n, 0);
+      communication_[i] = 1;
+    }
+
   const int d = cluster.num_devices();
   ready_.assign(d, {});
   for (auto& heap : ready_) heap.reserve(16);
@@ -138,10 +144,20 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
     for (auto& heap : fcfs_ready_) heap.clear();
   std::fill(device_busy_.begin(), device_busy_.end(), 0);
   std::fill(device_touched_.begin(), device_touched_.end(), 0);
+  const bool communication = !communication_.empty();
+  // A communication step whose inputs have all arrived at `t` completes at `t`, as a finish event.
+  auto communicate = [&](OpId op, double t) {
+    start_[op] = finish_[op] = t;
+    events_.push_back({t, kFinish, op});
+    std::push_heap(events_.begin(), events_.end(), later);
+  };
   for (OpId i = 0; i < n; ++i) {
     pending_inputs_[i] = static_cast<std::int32_t>(graph_.in_edges(i).size());
     inputs_arrive_[i] = 0.0;
-    if (pending_inputs_[i] == 0) push_ready<P>(placement[i], i);
+    if (pending_inputs_[i] == 0) {
+      if (communication && communication_[i]) communicate(i, 0.0);
+      else push_ready<P>(placement[i], i);
+    }
   }
   if (out) {
     out->device_order.assign(num_devices, {});
@@ -178,15 +194,19 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
       events_.pop_back();
       if (ev.kind == kFinish) {
         const DeviceId d = placement[ev.op];
-        device_busy_[d] = 0;
-        touch(d);
+        if (!communication || !communication_[ev.op]) {
+          device_busy_[d] = 0;
+          touch(d);
+        }
         makespan = std::max(makespan, now);
         for (EdgeId e : graph_.out_edges(ev.op)) {
           const OpId j = tensors[e].dst;
           const double arrive = now + cluster_.transfer_time(d, placement[j], tensors[e].bytes);
           inputs_arrive_[j] = std::max(inputs_arrive_[j], arrive);
           if (--pending_inputs_[j] == 0) {
-            if (inputs_arrive_[j] <= now) {
+            if (communication && communication_[j]) {
+              communicate(j, inputs_arrive_[j]);
+            } else if (inputs_arrive_[j] <= now) {
               push_ready<P>(placement[j], j);
               touch(placement[j]);
             } else {
@@ -257,6 +277,10 @@ void check_device_order(const Graph& graph, int num_devices, std::span<const Dev
       if (placement[op] != d)
         throw std::invalid_argument(fmt::format("device_order of GPU {} lists operator '{}', which is placed on GPU {}",
                                                 d, graph.op(op).name, placement[op]));
+      if (graph.op(op).communication)
+        throw std::invalid_argument(fmt::format(
+            "device_order of GPU {} lists operator '{}', a communication step, which runs in no GPU's order", d,
+            graph.op(op).name));
       if (++listed[op] > 1)
         throw std::invalid_argument(fmt::format("operator '{}' appears more than once in device_order", graph.op(op).name));
       if (k + 1 < order.size()) next_on_device[op] = order[k + 1];
@@ -264,7 +288,7 @@ void check_device_order(const Graph& graph, int num_devices, std::span<const Dev
     }
   }
   for (std::int64_t i = 0; i < n; ++i) {
-    if (listed[i] == 0)
+    if (listed[i] == 0 && !graph.op(static_cast<OpId>(i)).communication)
       throw std::invalid_argument(fmt::format("operator '{}' is missing from device_order of GPU {}",
                                               graph.op(static_cast<OpId>(i)).name, placement[i]));
     blockers[i] += static_cast<std::int32_t>(graph.in_edges(static_cast<OpId>(i)).size());

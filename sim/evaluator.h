@@ -94,6 +94,9 @@ class Evaluator {
   std::vector<std::int32_t> priority_;  // position of each operator in decreasing-rank order
   LowerBounds bounds_;
   double max_speed_ = 0;  // of the fastest GPU: turns compute-only ranks into time bounds
+  // Per operator: 1 for a communication step (Operator::communication), completed when its inputs
+  // have arrived without its GPU; empty when the graph has none (the search graphs).
+  std::vector<std::uint8_t> communication_;
   // Workspace reused across calls.
   struct Event {
     double time;
@@ -135,7 +138,8 @@ Schedule replay_order_with_costs(const Graph& graph, int num_devices, std::span<
                                  const std::vector<std::vector<OpId>>& device_order, std::span<const double> compute,
                                  std::span<const double> transfer);
 
-// Checks that `device_order` lists every operator exactly once, on the GPU it is placed on, and
+// Checks that `device_order` lists every operator exactly once, on the GPU it is placed on (but
+// no communication step: those run in no GPU's order), and
 // that the order cannot deadlock (an operator waiting, directly or through other GPUs, for an
 // operator ordered after it). Throws std::invalid_argument naming the operators involved.
 void check_device_order(const Graph& graph, int num_devices, std::span<const DeviceId> placement,

@@ -31,6 +31,11 @@ FlowEngine::FlowEngine(const Graph& graph, const Cluster& cluster)
   by_priority_ = rank_priority_order(graph, rank_);
   priority_.resize(n);
   for (std::int32_t k = 0; k < n; ++k) priority_[by_priority_[k]] = k;
+  for (OpId i = 0; i < n; ++i)
+    if (graph.op(i).communication) {
+      communication_.resize(n, 0);
+      communication_[i] = 1;
+    }
 
   const auto num_links = cluster.links().size();
   link_bandwidth_.resize(num_links);
@@ -378,6 +383,13 @@ double FlowEngine::run(std::span<const DeviceId> placement, const std::vector<st
 
   auto make_ready = [&](OpId op, double now) {
     ready_time_[op] = now;
+    if (!communication_.empty() && communication_[op]) {
+      // A communication step completes now, without its GPU.
+      start_[op] = now;
+      events_.push_back({now, kFinish, op});
+      std::push_heap(events_.begin(), events_.end(), later);
+      return;
+    }
     const DeviceId d = placement[op];
     if constexpr (M == Mode::Rank) {
       ready_[d].push_back(priority_[op]);
@@ -466,10 +478,12 @@ double FlowEngine::run(std::span<const DeviceId> placement, const std::vector<st
           ++finished;
           makespan = std::max(makespan, now);
           const DeviceId d = placement[op];
-          device_busy_[d] = 0;
-          if (!device_touched_[d]) {
-            device_touched_[d] = 1;
-            touched_.push_back(d);
+          if (communication_.empty() || !communication_[op]) {
+            device_busy_[d] = 0;
+            if (!device_touched_[d]) {
+              device_touched_[d] = 1;
+              touched_.push_back(d);
+            }
           }
           for (EdgeId e : graph_.out_edges(op)) {
             const std::int32_t flow = flow_of_edge_[e];

@@ -100,6 +100,8 @@ class FlowEngine {
   std::vector<std::int32_t> path_links_;
 
   // Per evaluation (buffers reused).
+  // Per operator: 1 for a communication step (Operator::communication); empty when there is none.
+  std::vector<std::uint8_t> communication_;
   struct Event {
     double time;
     std::int32_t kind;  // 0: an operator finishes; 1: a flow's latency has passed, it sends

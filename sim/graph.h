@@ -21,6 +21,10 @@ struct Operator {
   double compute_s = 0;      // time to run on one GPU
   double memory_bytes = 0;   // memory it keeps resident on its GPU
   std::int32_t colocation_class = -1;  // operators sharing a class >= 0 must share a device
+  // A step of a collective (sim/collectives.h): it takes no GPU time and does not wait for its
+  // GPU, as NCCL runs on a stream of its own; every engine completes it the moment its inputs
+  // have arrived, and it is in no GPU's order. compute_s must be 0.
+  bool communication = false;
 };
 
 struct Tensor {

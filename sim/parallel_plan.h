@@ -14,9 +14,9 @@
 //  - the schedule's order on each GPU as zero-byte edges: GPipe (every forward, then every
 //    backward, micro-batches in order) or 1F1B (stage p runs min(pp - p - 1, m) forwards, then
 //    one forward and one backward in turn, then the remaining backwards);
-//  - the gradient reduction across replicas, one bucket per layer, ready when the layer's last
-//    backward has run (its zero-time operators queue on the GPU like any operator, so today it
-//    runs between the backward operators of the layers before it, not beside them): ZeRO 0 an
+//  - the gradient reduction across replicas, one bucket per layer, started when the layer's last
+//    backward has run and overlapping the backward of the layers before it (collectives are
+//    communication steps, which never wait for their GPU: Operator::communication): ZeRO 0 an
 //    all-reduce of the layer's gradients; ZeRO 1 and 2 a reduce-scatter, then an all-gather of
 //    the updated parameters; ZeRO 3 a reduce-scatter, and an all-gather of the layer's
 //    parameters before its first forward and again (after its last forward) before its first

@@ -83,6 +83,7 @@ class Simulation {
   void gpu_actor(DeviceId gpu);
   void flow_actor(std::int32_t flow);
   void deliver(OpId dst);
+  void forward_outputs(OpId op);
   void finish_result();
 
   const Graph& graph_;
@@ -118,6 +119,10 @@ class Simulation {
   std::vector<sg4::MutexPtr> mutexes_;
   std::vector<sg4::ConditionVariablePtr> input_arrived_;
   std::int64_t finished_ops_ = 0;
+  // Communication steps whose inputs have all arrived, completed by deliver without recursing (a
+  // collective chains thousands of them on one GPU, and actors have small stacks).
+  std::vector<OpId> communication_ready_;
+  bool completing_communication_ = false;
 };
 
 void Simulation::build_flows() {
@@ -195,6 +200,21 @@ void Simulation::build_platform() {
 
 void Simulation::deliver(OpId dst) {
   if (--pending_inputs_[dst] == 0) {
+    if (graph_.op(dst).communication) {
+      // Completes now, without its GPU; the outermost call drains what the others queue.
+      communication_ready_.push_back(dst);
+      if (completing_communication_) return;
+      completing_communication_ = true;
+      while (!communication_ready_.empty()) {
+        const OpId op = communication_ready_.back();
+        communication_ready_.pop_back();
+        result_.start[op] = result_.finish[op] = sg4::Engine::get_clock();
+        ++finished_ops_;
+        forward_outputs(op);
+      }
+      completing_communication_ = false;
+      return;
+    }
     const DeviceId gpu = placement_[dst];
     if (queue_ == GpuQueue::Fcfs) ready_[gpu].emplace(sg4::Engine::get_clock(), dst);
     if (waiting_for_[gpu] == dst || (queue_ == GpuQueue::Fcfs && waiting_for_[gpu] >= 0)) input_arrived_[gpu]->notify_one();
@@ -225,17 +245,21 @@ void Simulation::gpu_actor(DeviceId gpu) {
       sg4::this_actor::sleep_for(compute);
     result_.finish[op] = sg4::Engine::get_clock();
     ++finished_ops_;
-    for (EdgeId e : graph_.out_edges(op)) {
-      const std::int32_t flow = flow_of_edge_[e];
-      if (flow < 0) {
-        deliver(graph_.tensor(e).dst);  // same GPU, or a zero-byte control dependency: free
-        continue;
-      }
-      result_.flows[flow].start = result_.finish[op];
-      // A short-lived actor per flow creates its communication just in time (SimGrid 3.32 slows
-      // down quadratically with many started activities) and lets this GPU move on.
-      sg4::Actor::create("flow", hosts_[gpu], [this, flow] { flow_actor(flow); });
+    forward_outputs(op);
+  }
+}
+
+void Simulation::forward_outputs(OpId op) {
+  for (EdgeId e : graph_.out_edges(op)) {
+    const std::int32_t flow = flow_of_edge_[e];
+    if (flow < 0) {
+      deliver(graph_.tensor(e).dst);  // same GPU, or a zero-byte control dependency: free
+      continue;
     }
+    result_.flows[flow].start = result_.finish[op];
+    // A short-lived actor per flow creates its communication just in time (SimGrid 3.32 slows
+    // down quadratically with many started activities) and lets the GPU move on.
+    sg4::Actor::create("flow", hosts_[placement_[op]], [this, flow] { flow_actor(flow); });
   }
 }
 
@@ -360,7 +384,7 @@ SimulationResult Simulation::run() {
   if (queue_ == GpuQueue::Fcfs) {
     ready_.resize(num_devices);
     for (OpId op = 0; op < static_cast<OpId>(n); ++op)
-      if (pending_inputs_[op] == 0) ready_[placement_[op]].emplace(0.0, op);
+      if (pending_inputs_[op] == 0 && !graph_.op(op).communication) ready_[placement_[op]].emplace(0.0, op);
   }
   for (int d = 0; d < num_devices; ++d) {
     mutexes_.push_back(sg4::Mutex::create());
@@ -368,6 +392,15 @@ SimulationResult Simulation::run() {
   }
   for (int d = 0; d < static_cast<int>(device_order_.size()); ++d)
     if (!device_order_[d].empty()) sg4::Actor::create(fmt::format("gpu{}", d), hosts_[d], [this, d] { gpu_actor(d); });
+  // Communication steps with no inputs complete at time 0 (deliver does it when the count drops).
+  // (Listed first: completing one brings others' counts to 0.)
+  std::vector<OpId> sources;
+  for (OpId op = 0; op < static_cast<OpId>(n); ++op)
+    if (pending_inputs_[op] == 0 && graph_.op(op).communication) sources.push_back(op);
+  for (OpId op : sources) {
+    pending_inputs_[op] = 1;
+    deliver(op);
+  }
 
   // On a deadlock SimGrid logs it, kills the blocked actors and returns.
   engine_->run();

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <random>
 
+#include "sim/errors.h"
 #include "sim/evaluator.h"
+#include "sim/flow_engine.h"
 #include "sim/graph_io.h"
 #include "sim/simgrid_engine.h"
 #include "tests/test_util.h"
@@ -175,4 +177,39 @@ TEST(CrossCheck, FasterGpuShortensComputeInBothPaths) {
   EXPECT_NEAR(ev.lower_bounds().critical_path, 7.5e-6, 1e-15);  // A then B, both at speed 2
   EXPECT_NEAR(simulate(g, c, p, s.device_order).latency, 15e-6, 1e-9 * 15e-6);
   EXPECT_NEAR(replay_order(g, c, p, s.device_order).latency, 15e-6, 1e-15);
+}
+
+TEST(CrossCheck, CommunicationStepsDoNotWaitForTheirGpu) {
+  // GPU 0 computes A for 10 ms. C, a communication step on GPU 0 with no inputs, sends 10 MB to D
+  // on GPU 1 (1 ms at 10 GB/s). C runs beside A, not after it: D starts at 1 ms and ends at 2 ms,
+  // the makespan is A's 10 ms, in every engine; C is in no GPU's order. (As an ordinary zero-time
+  // operator, C would wait for A, by rank or first come: D would start at 11 ms.)
+  Graph g;
+  const OpId a = g.add_operator({"A", "op", 10e-3, 0});
+  const OpId c = g.add_operator({"C", "collective", 0, 0, -1, /*communication=*/true});
+  const OpId d = g.add_operator({"D", "op", 1e-3, 0});
+  g.add_tensor(c, d, 10e6);
+  g.finalize("test");
+  const Cluster cluster = testutil::dedicated_mesh(2, 10e9);
+  const std::vector<DeviceId> placement = {0, 0, 1};
+  for (Priority priority : {Priority::Rank, Priority::Fcfs}) {
+    const Schedule s = Evaluator(g, cluster).schedule(placement, priority);
+    EXPECT_NEAR(s.start[d], 1e-3, 1e-12);
+    EXPECT_NEAR(s.latency, 10e-3, 1e-12);
+    EXPECT_EQ(s.device_order[0], std::vector<OpId>{a});
+    const SimulationResult r = simulate(g, cluster, placement, s.device_order, GpuQueue::Fcfs);
+    EXPECT_NEAR(r.start[d], 1e-3, 1e-9);
+    EXPECT_NEAR(r.latency, 10e-3, 1e-9);
+    EXPECT_NEAR(r.start[c], 0.0, 1e-12);
+    const Schedule f = FlowEngine(g, cluster).schedule(placement, priority);
+    EXPECT_NEAR(f.start[d], 1e-3, 1e-12);
+    EXPECT_NEAR(f.latency, 10e-3, 1e-12);
+    EXPECT_NEAR(FlowEngine(g, cluster).replay(placement, s.device_order).start[d], 1e-3, 1e-12);
+    EXPECT_NEAR(replay_order(g, cluster, placement, s.device_order).start[d], 1e-3, 1e-12);
+  }
+  // An order that lists the communication step is refused, and so is one with compute time.
+  EXPECT_THROW(check_device_order(g, 2, placement, {{a, c}, {d}}), std::invalid_argument);
+  Graph bad;
+  bad.add_operator({"C", "collective", 1e-3, 0, -1, /*communication=*/true});
+  EXPECT_THROW(bad.finalize("test"), InputError);
 }

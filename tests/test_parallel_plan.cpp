@@ -11,6 +11,7 @@
 #include "sim/layer_model.h"
 #include "sim/parallel_plan.h"
 #include "sim/execution_graph.h"
+#include "sim/flow_engine.h"
 #include "tests/test_util.h"
 
 using namespace placesim;
@@ -101,22 +102,30 @@ TEST(ParallelPlan, ActivationsCrossStagesAsTransfers) {
   EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 20 * ms);
 }
 
-TEST(ParallelPlan, GradientReductionStartsPerLayerAfterItsLastBackward) {
-  // One stage, 2 layers of 1 ms forward and backward, 2 replicas, 10 MB of gradients per layer
-  // (a 2-GPU ring all-reduce: 2 steps of 5 MB at 10 GB/s, 1 ms alone). By hand: F 0-2,
-  // B(l1) 2-3, B(l0) 3-4. Layer 1's all-reduce is ready at 3, but its operators queue on the GPU
-  // behind B(l0) (the higher rank), as every operator does: both all-reduces run from 4. Alone
-  // on the link (evaluator) they end at 5; sharing it (flow engine, SimGrid), each step of 5 MB
-  // at half the rate: 4-5, 5-6. Collective operators that do not wait for compute, so that the
-  // reduction overlaps the backward pass, are the next step of issue #15.
-  const LayerModel model = uniform_model(2, 1 * ms, 1 * ms, 0, 10e6);
+TEST(ParallelPlan, GradientReductionOverlapsTheBackwardPass) {
+  // One stage, 3 layers of 1 ms forward and backward, 2 replicas, 10 MB of gradients per layer
+  // (a 2-GPU ring all-reduce: 2 steps of 5 MB each way at 10 GB/s, 1 ms alone). By hand: F 0-3,
+  // B(l2) 3-4, B(l1) 4-5, B(l0) 5-6. Each layer's all-reduce starts when its backward ends, on
+  // NCCL's stream beside the next backward, alone on the links: l2 4-5, l1 5-6, l0 6-7. Every
+  // engine: 7 ms. (Had the reductions waited for the GPU, all three would start at 6: 7 ms alone,
+  // 9 ms sharing the links.)
+  const LayerModel model = uniform_model(3, 1 * ms, 1 * ms, 0, 10e6);
   const Cluster cluster = testutil::dedicated_mesh(2, kBw);
   ParallelPlan plan;
   plan.dp = 2;
-  const Times t = run(compile_plan(model, plan, cluster), cluster);
-  EXPECT_NEAR(t.evaluator, 5 * ms, 1e-12);
-  EXPECT_NEAR(t.flow, 6 * ms, 1e-12);
-  EXPECT_NEAR(t.simgrid, 6 * ms, 1e-9);
+  const CompiledPlan c = compile_plan(model, plan, cluster);
+  const Times t = run(c, cluster);
+  EXPECT_NEAR(t.evaluator, 7 * ms, 1e-12);
+  EXPECT_NEAR(t.flow, 7 * ms, 1e-12);
+  EXPECT_NEAR(t.simgrid, 7 * ms, 1e-9);
+  // Layer 2's reduction on replica 0 starts at 4 ms, while B(l1) computes, in the flow engine too.
+  const OpId first_step = *c.graph.graph.find("grad.p0.t0.l2.r0.start");
+  for (const Schedule& s : {Evaluator(c.graph.graph, cluster).schedule(c.graph.placement),
+                            FlowEngine(c.graph.graph, cluster).schedule(c.graph.placement, Priority::Fcfs)}) {
+    EXPECT_NEAR(s.start[first_step], 4 * ms, 1e-12);
+    // The GPU's order holds its compute only.
+    for (OpId op : s.device_order[0]) EXPECT_FALSE(c.graph.graph.op(op).communication) << c.graph.graph.op(op).name;
+  }
 }
 
 TEST(ParallelPlan, ZeroStagesChangeMemoryAndTrafficAsStated) {
