@@ -263,43 +263,67 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
           last_bwd = u.micro_batch;
         }
       }
-      for (int t = 0; t < tp; ++t)
-        for (int k = 0; k < count; ++k) {
-          const double bytes = model.layers[first + k].parameter_bytes;
-          if (bytes <= 0) continue;
+      for (int t = 0; t < tp; ++t) {
+        auto per_replica = [&](const Grid& x, int i, int k) {
+          std::vector<OpId> ops(dp);
+          for (int d = 0; d < dp; ++d) ops[d] = x[d][p][t][i][k];
+          return ops;
+        };
+        auto spec_of = [&](int k, CollectiveOp op) {
           CollectiveSpec s;
+          s.op = op;
           s.algorithm = plan.gradient_algorithm;
           for (int d = 0; d < dp; ++d) s.group.push_back(out.gpus[gpu_index(d, p, t)]);
-          s.bytes = bytes;
-          auto per_replica = [&](const Grid& x, int i) {
-            std::vector<OpId> ops(dp);
-            for (int d = 0; d < dp; ++d) ops[d] = x[d][p][t][i][k];
-            return ops;
-          };
+          s.bytes = model.layers[first + k].parameter_bytes;
+          return s;
+        };
+        // The group's collectives run one after another, as NCCL runs a communicator's on its
+        // stream: each waits for `tail`, the previous one's end per replica (empty: none yet).
+        std::vector<OpId> tail;
+        auto after_tail = [&](std::vector<OpId> ready, const std::string& name) {
+          if (tail.empty()) return ready;
+          std::vector<OpId> both(dp);
+          for (int d = 0; d < dp; ++d) {
+            both[d] = g.add({fmt::format("{}.r{}.queued", name, d), "collective", 0.0, 0.0, -1, /*communication=*/true},
+                            out.gpus[gpu_index(d, p, t)]);
+            g.depend(ready[d], both[d]);
+            g.depend(tail[d], both[d]);
+          }
+          return both;
+        };
+        std::vector<int> scattered;  // layers whose gradients were reduce-scattered (ZeRO 1, 2)
+        // Buckets in the order they become ready: the backward runs from the last layer down.
+        for (int k = count - 1; k >= 0; --k) {
+          if (model.layers[first + k].parameter_bytes <= 0) continue;
           const std::string name = fmt::format("grad.p{}.t{}.l{}", p, t, first + k);
-          const std::vector<OpId> after_backward = per_replica(bwd_done, last_bwd);
+          const std::vector<OpId> ready = after_tail(per_replica(bwd_done, last_bwd, k), name);
           if (plan.zero == 0) {
-            s.op = CollectiveOp::AllReduce;
-            append_collective(g, s, cluster, name, after_backward);
+            tail = append_collective(g, spec_of(k, CollectiveOp::AllReduce), cluster, name, ready);
             continue;
           }
-          s.op = CollectiveOp::ReduceScatter;
-          const std::vector<OpId> scattered = append_collective(g, s, cluster, name + ".rs", after_backward);
-          s.op = CollectiveOp::AllGather;
+          tail = append_collective(g, spec_of(k, CollectiveOp::ReduceScatter), cluster, name + ".rs", ready);
           if (plan.zero < 3) {
-            append_collective(g, s, cluster, name + ".ag", scattered);  // the updated parameters
+            scattered.push_back(k);
             continue;
           }
           // ZeRO 3: the parameters are gathered before the layer's first forward, and again (they
-          // were freed) after the forward that precedes the first backward, for the backward.
-          const std::vector<OpId> for_forward = append_collective(g, s, cluster, name + ".agf");
-          const std::vector<OpId> forward_first = per_replica(fwd, first_fwd);
+          // were freed) after the forward that precedes the first backward, for the backward
+          // (these prefetches are not queued on the group's stream).
+          const CollectiveSpec gather = spec_of(k, CollectiveOp::AllGather);
+          const std::vector<OpId> for_forward = append_collective(g, gather, cluster, name + ".agf");
+          const std::vector<OpId> forward_first = per_replica(fwd, first_fwd, k);
           for (int d = 0; d < dp; ++d) g.depend(for_forward[d], forward_first[d]);
           const std::vector<OpId> for_backward =
-              append_collective(g, s, cluster, name + ".agb", per_replica(fwd_done, fwd_before_bwd));
-          const std::vector<OpId> backward_first = per_replica(bwd, first_bwd);
+              append_collective(g, gather, cluster, name + ".agb", per_replica(fwd_done, fwd_before_bwd, k));
+          const std::vector<OpId> backward_first = per_replica(bwd, first_bwd, k);
           for (int d = 0; d < dp; ++d) g.depend(for_backward[d], backward_first[d]);
         }
+        // ZeRO 1 and 2: the updated parameters are all-gathered after the optimizer step, which
+        // follows the last reduce-scatter.
+        for (int k : scattered)
+          tail = append_collective(g, spec_of(k, CollectiveOp::AllGather), cluster,
+                                   fmt::format("grad.p{}.t{}.l{}.ag", p, t, first + k), tail);
+      }
     }
   g.graph.finalize(fmt::format("{} with tp {}, pp {}, dp {}, {} micro-batches", model.name, tp, pp, dp, m));
 

@@ -14,13 +14,16 @@
 //  - the schedule's order on each GPU as zero-byte edges: GPipe (every forward, then every
 //    backward, micro-batches in order) or 1F1B (stage p runs min(pp - p - 1, m) forwards, then
 //    one forward and one backward in turn, then the remaining backwards);
-//  - the gradient reduction across replicas, one bucket per layer, started when the layer's last
+//  - the gradient reduction across replicas, one bucket per layer, ready when the layer's last
 //    backward has run and overlapping the backward of the layers before it (collectives are
-//    communication steps, which never wait for their GPU: Operator::communication): ZeRO 0 an
-//    all-reduce of the layer's gradients; ZeRO 1 and 2 a reduce-scatter, then an all-gather of
-//    the updated parameters; ZeRO 3 a reduce-scatter, and an all-gather of the layer's
+//    communication steps, which never wait for their GPU: Operator::communication). The
+//    collectives of one data-parallel group (a stage's tensor rank across replicas) run one after
+//    another, as NCCL runs a communicator's on its stream, in the order their buckets are ready
+//    (the last layer first): ZeRO 0 an all-reduce of the layer's gradients; ZeRO 1 and 2 a
+//    reduce-scatter, and after the group's last one (the optimizer step) an all-gather of each
+//    layer's updated parameters; ZeRO 3 a reduce-scatter, and an all-gather of the layer's
 //    parameters before its first forward and again (after its last forward) before its first
-//    backward.
+//    backward (prefetches, not queued behind the reductions).
 // The optimizer step takes no time.
 //
 // Memory per GPU, mixed precision with Adam (2 + 2 + 12 bytes per parameter): parameters P,

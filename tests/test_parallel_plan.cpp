@@ -128,6 +128,29 @@ TEST(ParallelPlan, GradientReductionOverlapsTheBackwardPass) {
   }
 }
 
+TEST(ParallelPlan, GradientBucketsOfOneGroupRunOneAfterAnother) {
+  // As above with 20 MB of gradients per layer (2 ms alone). F 0-3, B(l2) 3-4, B(l1) 4-5, B(l0)
+  // 5-6. Layer 1's bucket is ready at 5 but waits for layer 2's (4-6) on the group's stream:
+  // l2 4-6, l1 6-8, l0 8-10, 10 ms on every engine. (Run side by side they would take 8 ms in
+  // the evaluator, and share the link in the others.) ZeRO 1: the reduce-scatters (1 ms each:
+  // l2 4-5, l1 5-6, l0 6-7), then after the last one the all-gathers, 7-8, 8-9, 9-10.
+  const LayerModel model = uniform_model(3, 1 * ms, 1 * ms, 0, 20e6);
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  for (int zero : {0, 1}) {
+    ParallelPlan plan;
+    plan.dp = 2;
+    plan.zero = zero;
+    const CompiledPlan c = compile_plan(model, plan, cluster);
+    const Times t = run(c, cluster);
+    EXPECT_NEAR(t.evaluator, 10 * ms, 1e-12) << zero;
+    EXPECT_NEAR(t.flow, 10 * ms, 1e-12) << zero;
+    EXPECT_NEAR(t.simgrid, 10 * ms, 1e-9) << zero;
+    const Schedule s = Evaluator(c.graph.graph, cluster).schedule(c.graph.placement);
+    const std::string l1 = zero == 0 ? "grad.p0.t0.l1.r0.done" : "grad.p0.t0.l1.rs.r0.done";
+    EXPECT_NEAR(s.finish[*c.graph.graph.find(l1)], (zero == 0 ? 8 : 6) * ms, 1e-12) << zero;
+  }
+}
+
 TEST(ParallelPlan, ZeroStagesChangeMemoryAndTrafficAsStated) {
   // One layer of 1 GB of parameters (fp16) on 4 replicas. Memory: parameters 1 GB, gradients
   // 1 GB, Adam's states 6 GB. ZeRO 1 shards the states (1.5 GB), ZeRO 2 also the gradients

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli_conventions.h"
+#include "sim/collective_steps.h"
 #include "sim/collectives.h"
 #include "sim/errors.h"
 #include "sim/execution_graph.h"
@@ -102,6 +103,12 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& a) {
   c->add_option("--engine", a.engine, "evaluator, flow, simgrid or all")
       ->check(CLI::IsMember({"evaluator", "flow", "simgrid", "all"}))
       ->capture_default_str();
+  c->add_option("--model", a.model,
+                 "steps: each distinct step once, its messages sharing the links, ranks in lockstep (fast at thousands "
+                 "of GPUs; ring, halving-doubling, direct, hierarchical); messages: every rank's messages, ranks run "
+                 "ahead (n^2 operators); auto: steps where the algorithm has them")
+      ->check(CLI::IsMember({"auto", "steps", "messages"}))
+      ->capture_default_str();
   c->add_flag("--json", a.json, "one JSON object per size and engine instead of the table");
   return c;
 }
@@ -119,6 +126,10 @@ int cmd_collective(const CollectiveArgs& a) {
   spec.bytes = 1;
   if (const std::string why = collective_problem(spec, cluster); !why.empty())
     throw InputError("command line", "--op/--algorithm/--gpus", why);
+  const std::string no_steps = collective_steps_problem(spec, cluster);
+  if (a.model == "steps" && !no_steps.empty()) throw InputError("command line", "--model", no_steps);
+  const bool by_steps = a.model == "steps" || (a.model == "auto" && no_steps.empty());
+  const char* model = by_steps ? "steps" : "messages";
   const std::vector<double> sizes = parse_sizes(a.bytes, a.factor);
   std::vector<std::string> engines;
   for (const char* e : kEngines)
@@ -128,8 +139,10 @@ int cmd_collective(const CollectiveArgs& a) {
   const int n = static_cast<int>(spec.group.size());
   const double bus_factor = bus_bandwidth_factor(spec.op, n);
   if (!a.json) {
-    std::cout << fmt::format("# {} by {}, {} GPUs of {}; {} chunk{} per message\n", a.op, a.algorithm, n,
-                             cluster.description, a.chunks, a.chunks == 1 ? "" : "s");
+    std::cout << fmt::format("# {} by {}, {} GPUs of {}; {} chunk{} per message; model: {}\n", a.op, a.algorithm, n,
+                             cluster.description, a.chunks, a.chunks == 1 ? "" : "s",
+                             by_steps ? "steps (each distinct step once, ranks in lockstep)"
+                                      : "messages (every rank's messages)");
     std::cout << "# size in bytes, time in us, algbw and busbw in GB/s (busbw = algbw x " << fmt::format("{:.4g}", bus_factor)
               << "); closed form: contention-free, the group's slowest pair\n";
     std::string head = fmt::format("{:>12} {:>12}", "size", "closed form");
@@ -139,9 +152,18 @@ int cmd_collective(const CollectiveArgs& a) {
   std::vector<double> walls(engines.size(), 0.0);
   for (double size : sizes) {
     spec.bytes = size;
-    const ExecutionGraph g = collective_graph(spec, cluster);
+    // The message-level graph is built only for that model (n^2 operators).
+    std::size_t operators = 0, transfers = 0;
+    EngineRuns ran;
+    if (by_steps) {
+      ran = run_collective_steps(spec, cluster, which);
+    } else {
+      const ExecutionGraph g = collective_graph(spec, cluster);
+      operators = g.graph.num_operators();
+      transfers = g.graph.num_tensors();
+      ran = run_engines(g, cluster, which);
+    }
     const double closed = collective_closed_form(spec, cluster);
-    const EngineRuns ran = run_engines(g, cluster, which);
     std::vector<EngineRun> runs;
     if (ran.evaluator) runs.push_back({"evaluator", *ran.evaluator, ran.evaluator_wall_s});
     if (ran.flow) runs.push_back({"flow", *ran.flow, ran.flow_wall_s});
@@ -149,7 +171,7 @@ int cmd_collective(const CollectiveArgs& a) {
     if (a.json) {
       for (const auto& r : runs) {
         const double algbw = r.seconds > 0 ? size / r.seconds : 0;
-        std::cout << nlohmann::json{{"op", a.op},
+        nlohmann::json line{{"op", a.op},
                                     {"algorithm", a.algorithm},
                                     {"gpus", n},
                                     {"chunks", a.chunks},
@@ -160,10 +182,12 @@ int cmd_collective(const CollectiveArgs& a) {
                                     {"algbw_bytes_per_s", algbw},
                                     {"busbw_bytes_per_s", algbw * bus_factor},
                                     {"wall_s", r.wall},
-                                    {"operators", g.graph.num_operators()},
-                                    {"transfers", g.graph.num_tensors()}}
-                         .dump()
-                  << "\n";
+                                    {"model", model}};
+        if (!by_steps) {
+          line["operators"] = operators;
+          line["transfers"] = transfers;
+        }
+        std::cout << line.dump() << "\n";
       }
     } else {
       std::string line = fmt::format("{:>12.0f} {:>12.2f}", size, closed * 1e6);

@@ -7,7 +7,8 @@
 namespace placesim {
 
 struct CollectiveArgs {
-  std::string cluster, op = "all-reduce", algorithm = "ring", bytes = "1MiB:1GiB", engine = "all", group;
+  std::string cluster, op = "all-reduce", algorithm = "ring", bytes = "1MiB:1GiB", engine = "all", group,
+              model = "auto";
   double factor = 2;
   int gpus = 0, chunks = 1, root = 0;
   bool json = false;

@@ -1,0 +1,82 @@
+// One training iteration of GPT-3 175B (NEST's per-layer workload, ../shared/workloads/nest) with
+// tp 8, pp 16, dp 8, 16 micro-batches, 1F1B and ZeRO 1 on 1,024 GPUs of a fat-tree (128 servers
+// of 8 GPUs, 400 Gb/s NICs, k = 8): wall time to compile the plan into the execution graph (0)
+// or to run the compiled graph on the evaluator (1), the flow engine (2) or SimGrid (3), and the
+// process's peak resident memory (issue #15). Counters: the simulated iteration, operators,
+// transfers, peak RSS in GiB.
+//
+// Measured on 2 shared cores: see docs/parallelism.md ("Speed").
+#include <benchmark/benchmark.h>
+
+#include <sys/resource.h>
+
+#include <filesystem>
+
+#include "sim/execution_graph.h"
+#include "sim/layer_model.h"
+#include "sim/parallel_plan.h"
+#include "topologies/fabrics.h"
+
+using namespace placesim;
+
+namespace {
+
+std::string nest_workload(const char* name) {
+  for (std::string root :
+       {std::string(PLACESIM_TEST_SOURCE_DIR) + "/../shared/workloads/nest", std::string("../shared/workloads/nest")})
+    if (std::filesystem::exists(root + "/" + name)) return root + "/" + name;
+  return "";
+}
+
+double peak_rss_gib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / (1024.0 * 1024.0);
+}
+
+void BM_Gpt3Tp8Pp16Dp8(benchmark::State& state) {
+  const std::string path = nest_workload("gpt3.h100_spineLeaf.mbs1.json");
+  if (path.empty()) {
+    state.SkipWithError("../shared/workloads/nest/gpt3.h100_spineLeaf.mbs1.json is absent");
+    return;
+  }
+  const LayerWorkload workload = load_nest_workload(path);
+  FatTreeConfig cfg;
+  cfg.k = 8;
+  cfg.servers = 128;
+  cfg.gpus_per_server = 8;
+  cfg.nvlink_bandwidth = 900e9;
+  cfg.nic_bandwidth = 50e9;
+  cfg.nic_latency = 1e-6;
+  cfg.gpu_memory = 80.0 * (1ull << 30);
+  const Cluster cluster = make_fat_tree(cfg);
+  ParallelPlan plan;
+  plan.tp = 8;
+  plan.pp = 16;
+  plan.dp = 8;
+  plan.micro_batches = 16;
+  plan.zero = 1;
+  const int what = static_cast<int>(state.range(0));
+  const LayerModel& model = workload.by_tensor_parallel.at(8);
+  std::optional<CompiledPlan> compiled;
+  if (what > 0) compiled = compile_plan(model, plan, cluster);
+  double latency = 0;
+  for (auto _ : state) {
+    if (what == 0) {
+      compiled = compile_plan(model, plan, cluster);
+    } else {
+      const EngineRuns ran = run_engines(compiled->graph, cluster, {what == 1, what == 2, what == 3});
+      latency = *(what == 1 ? ran.evaluator : what == 2 ? ran.flow : ran.simgrid);
+    }
+    benchmark::ClobberMemory();
+  }
+  state.counters["simulated_s"] = latency;
+  state.counters["operators"] = static_cast<double>(compiled->graph.graph.num_operators());
+  state.counters["transfers"] = static_cast<double>(compiled->graph.graph.num_tensors());
+  state.counters["peak_rss_gib"] = peak_rss_gib();
+  state.SetLabel(what == 0 ? "compile" : what == 1 ? "evaluator" : what == 2 ? "flow" : "simgrid");
+}
+
+}  // namespace
+
+BENCHMARK(BM_Gpt3Tp8Pp16Dp8)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->Iterations(1);
