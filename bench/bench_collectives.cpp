@@ -10,6 +10,8 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
+
 #include "sim/collective_steps.h"
 #include "sim/collectives.h"
 #include "sim/execution_graph.h"
@@ -29,10 +31,13 @@ Cluster fat_tree_of(int gpus) {
   return make_fat_tree(cfg);
 }
 
+// The larger of this process's peak resident memory and its children's (SimGrid runs in a
+// forked child), GiB.
 double peak_rss_gib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) * 1024.0 / (1024.0 * 1024.0 * 1024.0);
+  rusage self{}, children{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &children);
+  return static_cast<double>(std::max(self.ru_maxrss, children.ru_maxrss)) / (1024.0 * 1024.0);
 }
 
 void BM_RingAllReduce1GiB(benchmark::State& state) {

@@ -10,6 +10,8 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
+
 #include <filesystem>
 
 #include "sim/execution_graph.h"
@@ -28,10 +30,13 @@ std::string nest_workload(const char* name) {
   return "";
 }
 
+// The larger of this process's peak resident memory and its children's (SimGrid runs in a
+// forked child), GiB.
 double peak_rss_gib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / (1024.0 * 1024.0);
+  rusage self{}, children{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &children);
+  return static_cast<double>(std::max(self.ru_maxrss, children.ru_maxrss)) / (1024.0 * 1024.0);
 }
 
 void BM_Gpt3Tp8Pp16Dp8(benchmark::State& state) {

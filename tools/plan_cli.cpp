@@ -9,6 +9,7 @@
 #include "sim/errors.h"
 #include "sim/execution_graph.h"
 #include "sim/layer_model.h"
+#include "sim/models/layer_zoo.h"
 #include "sim/parallel_plan.h"
 #include "sim/units.h"
 #include "topologies/registry.h"
@@ -17,7 +18,24 @@ namespace placesim {
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   auto* c = app.add_subcommand("plan", "simulate one data/tensor/pipeline-parallel plan of a layer-level workload (docs/parallelism.md)");
-  c->add_option("--workload", a.workload, "per-layer workload (NEST's JSON, ../shared/workloads/nest)")->required()->check(CLI::ExistingFile);
+  auto* workload = c->add_option("--workload", a.workload, "per-layer workload (NEST's JSON, ../shared/workloads/nest)")
+                       ->check(CLI::ExistingFile);
+  auto* model = c->add_option("--model", a.model, "a layer-level model of the zoo instead: " + models::layer_zoo_names())
+                    ->check(CLI::IsMember([] {
+                      std::vector<std::string> names;
+                      for (const auto& shape : models::layer_zoo()) names.push_back(shape.name);
+                      return names;
+                    }()));
+  workload->excludes(model);
+  c->add_option("--micro-batch-size", a.micro_batch_size, "--model: sequences per micro-batch")
+      ->check(whole_number(1, 1 << 16))
+      ->capture_default_str();
+  c->add_option("--sequence", a.sequence, "--model: tokens per sequence (default: the model's)")->check(whole_number(1, 1 << 24));
+  c->add_option("--gpu", a.gpu, "--model: v100, a100 or h100, for its fp16 tensor-core peak")
+      ->check(CLI::IsMember({"v100", "a100", "h100"}))
+      ->capture_default_str();
+  c->add_option("--mfu", a.mfu, "--model: achieved fraction of that peak")->check(number_in(Range{0, 1, false, true}))->capture_default_str();
+  c->add_flag("--no-recompute", a.no_recompute, "--model: keep every activation instead of recomputing the layers in the backward");
   c->add_option("--cluster", a.cluster, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
   c->add_option("--tp", a.tp, "tensor-parallel width (the workload must have it)")->check(whole_number(1, 1 << 16))->capture_default_str();
   c->add_option("--pp", a.pp, "pipeline stages (balanced by compute)")->check(whole_number(1, 1 << 16))->capture_default_str();
@@ -35,7 +53,16 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
 }
 
 int cmd_plan(const PlanArgs& a) {
-  const LayerWorkload workload = load_nest_workload(a.workload);
+  if (a.workload.empty() == a.model.empty())
+    throw InputError("command line", "--workload/--model", "expected one of --workload FILE or --model NAME");
+  models::LayerZooOptions zoo;
+  zoo.micro_batch = a.micro_batch_size;
+  zoo.sequence = a.sequence;
+  zoo.gpu = a.gpu;
+  zoo.mfu = a.mfu;
+  zoo.recompute = !a.no_recompute;
+  const LayerWorkload workload =
+      a.model.empty() ? load_nest_workload(a.workload) : models::build_layer_model(a.model, zoo, {a.tp}, "command line");
   const Cluster cluster = load_cluster_file(a.cluster);
   const LayerModel& model = workload.at(a.tp, "command line", "--tp");
   ParallelPlan plan;

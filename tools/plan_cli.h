@@ -7,8 +7,13 @@
 namespace placesim {
 
 struct PlanArgs {
-  std::string workload, cluster, schedule = "1f1b", engine = "all", gradient_algorithm = "ring";
+  std::string workload, model, cluster, schedule = "1f1b", engine = "all", gradient_algorithm = "ring";
   int tp = 1, pp = 1, dp = 1, micro_batches = 1, zero = 0;
+  // The model zoo's layer-level models (sim/models/layer_zoo.h), instead of --workload.
+  std::string gpu = "h100";
+  int micro_batch_size = 1, sequence = 0;
+  double mfu = 0.5;
+  bool no_recompute = false;
 };
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& args);

@@ -1,0 +1,163 @@
+#include "sim/models/layer_zoo.h"
+
+#include <fmt/format.h>
+
+#include "sim/errors.h"
+
+namespace placesim::models {
+
+namespace {
+
+struct TensorPeak {
+  const char* gpu;
+  double flops;  // dense fp16/bf16 tensor-core FLOP/s
+  const char* source;
+};
+constexpr TensorPeak kTensorPeaks[] = {
+    {"v100", 125e12, "NVIDIA V100 datasheet, SXM2: 125 TFLOP/s tensor performance"},
+    {"a100", 312e12, "NVIDIA A100 datasheet: 312 TFLOP/s BF16/FP16 tensor core, dense"},
+    {"h100", 989e12, "NVIDIA H100 datasheet, SXM5: 1,979 TFLOP/s BF16 with sparsity, 989 dense"},
+};
+
+constexpr double kBytesPerWeight = 2;  // fp16/bf16
+
+TransformerShape shape(std::string name, int layers, int hidden, int heads, int kv_heads, int ffn, int vocab,
+                       int sequence, std::string description) {
+  TransformerShape s;
+  s.name = std::move(name);
+  s.layers = layers;
+  s.hidden = hidden;
+  s.heads = heads;
+  s.kv_heads = kv_heads;
+  s.ffn = ffn;
+  s.vocab = vocab;
+  s.sequence = sequence;
+  s.description = std::move(description);
+  return s;
+}
+
+// Learned position embeddings: GPT-2, GPT-3 and BERT have a table of `sequence` rows.
+bool learned_positions(const TransformerShape& s) { return !s.rms_norm && s.name != "transformer"; }
+
+double attention_weights(const TransformerShape& s) {
+  const double h = s.hidden;
+  return h * h * (2.0 + 2.0 * s.kv_heads / s.heads);
+}
+double ffn_weights(const TransformerShape& s) { return (s.gated ? 3.0 : 2.0) * s.hidden * s.ffn; }
+double norm_weights(const TransformerShape& s) { return (s.rms_norm ? 2.0 : 4.0) * s.hidden; }
+
+}  // namespace
+
+const std::vector<TransformerShape>& layer_zoo() {
+  static const std::vector<TransformerShape> zoo = [] {
+    std::vector<TransformerShape> z;
+    z.push_back(shape("gpt2", 12, 768, 12, 12, 3072, 50257, 1024, "GPT-2 small (124 M)"));
+    z.push_back(shape("gpt3-175b", 96, 12288, 96, 96, 49152, 50257, 2048, "GPT-3 175B (Brown et al. 2020)"));
+    auto llama = [](std::string name, int layers, int hidden, int heads, int kv, int ffn, std::string what) {
+      TransformerShape s = shape(std::move(name), layers, hidden, heads, kv, ffn, 32000, 4096, std::move(what));
+      s.gated = s.rms_norm = true;
+      s.tied_head = false;
+      return s;
+    };
+    z.push_back(llama("llama2-7b", 32, 4096, 32, 32, 11008, "Llama 2 7B"));
+    z.push_back(llama("llama2-70b", 80, 8192, 64, 8, 28672, "Llama 2 70B, grouped-query attention (8 key-value heads)"));
+    TransformerShape mixtral = llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, "Mixtral 8x7B: 8 experts, 2 per token");
+    mixtral.experts = 8;
+    mixtral.top_k = 2;
+    z.push_back(mixtral);
+    z.push_back(shape("bert-large", 24, 1024, 16, 16, 4096, 30522, 512, "BERT-large (340 M)"));
+    z.push_back(shape("transformer", 6, 512, 8, 8, 2048, 32000, 128, "the base Transformer's encoder stack"));
+    return z;
+  }();
+  return zoo;
+}
+
+std::string layer_zoo_names() {
+  std::string out;
+  for (const auto& s : layer_zoo()) out += (out.empty() ? "" : ", ") + s.name;
+  return out;
+}
+
+double layer_zoo_parameters(const TransformerShape& s) {
+  const double h = s.hidden;
+  const double per_layer = attention_weights(s) + s.experts * ffn_weights(s) + (s.experts > 1 ? h * s.experts : 0.0) +
+                           norm_weights(s);
+  double total = s.layers * per_layer + static_cast<double>(s.vocab) * h + norm_weights(s) / 2;  // + final norm
+  if (learned_positions(s)) total += static_cast<double>(s.sequence) * h;
+  if (!s.tied_head) total += static_cast<double>(s.vocab) * h;
+  return total;
+}
+
+LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions& o, const std::vector<int>& widths,
+                                const std::string& source) {
+  const TransformerShape* found = nullptr;
+  for (const auto& s : layer_zoo())
+    if (s.name == model) found = &s;
+  if (!found) throw InputError(source, "model", fmt::format("expected one of {}, got '{}'", layer_zoo_names(), model));
+  const TransformerShape& sh = *found;
+  const TensorPeak* peak = nullptr;
+  std::string gpus;
+  for (const auto& p : kTensorPeaks) {
+    gpus += (gpus.empty() ? "" : ", ") + std::string(p.gpu);
+    if (o.gpu == p.gpu) peak = &p;
+  }
+  if (!peak) throw InputError(source, "gpu", fmt::format("expected one of {} (their tensor-core peaks), got '{}'", gpus, o.gpu));
+  if (!(o.mfu > 0 && o.mfu <= 1)) throw InputError(source, "mfu", fmt::format("expected a fraction in (0, 1], got {}", o.mfu));
+  if (o.micro_batch < 1) throw InputError(source, "micro_batch", fmt::format("expected at least 1, got {}", o.micro_batch));
+  if (o.sequence < 0) throw InputError(source, "sequence", fmt::format("expected at least 1 (or 0: the model's), got {}", o.sequence));
+
+  const double b = o.micro_batch, s = o.sequence > 0 ? o.sequence : sh.sequence, h = sh.hidden;
+  const double achieved = peak->flops * o.mfu;
+  const double activation = kBytesPerWeight * b * s * h;  // one layer's output
+  LayerWorkload w;
+  w.name = sh.name;
+  w.source = fmt::format("model zoo: {}, micro-batch {}, {} tokens, {} at {:g}% of {:g} TFLOP/s{}", sh.description, o.micro_batch,
+                         s, o.gpu, 100 * o.mfu, peak->flops / 1e12, o.recompute ? ", full recomputation" : "");
+  for (int t : widths) {
+    if (t < 1 || sh.heads % t || sh.kv_heads % t || sh.ffn % t)
+      throw InputError(source, "tp",
+                       fmt::format("{} cannot be split {} ways: the width must divide its {} heads, {} key-value heads and "
+                                   "feed-forward width {}",
+                                   sh.name, t, sh.heads, sh.kv_heads, sh.ffn));
+    LayerModel m;
+    m.name = sh.name;
+    m.tensor_parallel = t;
+    auto time_of = [&](double forward_flops, Layer& layer) {
+      layer.forward_s = forward_flops / t / achieved;
+      layer.backward_s = (o.recompute ? 3 : 2) * layer.forward_s;  // recomputation runs the forward again
+    };
+    Layer embedding;
+    embedding.name = "embedding";
+    embedding.parameter_bytes =
+        kBytesPerWeight * (static_cast<double>(sh.vocab) * h / t + (learned_positions(sh) ? s * h : 0.0));
+    embedding.stashed_bytes = 0;
+    embedding.output_bytes = activation;
+    m.layers.push_back(embedding);
+
+    const double active_ffn = sh.top_k * ffn_weights(sh) + (sh.experts > 1 ? h * sh.experts : 0.0);
+    const double forward_flops = 2 * b * s * (attention_weights(sh) + active_ffn) + 4 * b * s * s * h;
+    for (int l = 0; l < sh.layers; ++l) {
+      Layer layer;
+      layer.name = fmt::format("layer{}", l);
+      time_of(forward_flops, layer);
+      layer.parameter_bytes =
+          kBytesPerWeight * ((attention_weights(sh) + sh.experts * ffn_weights(sh)) / t + norm_weights(sh) +
+                             (sh.experts > 1 ? h * sh.experts : 0.0));
+      layer.stashed_bytes = o.recompute ? activation : s * b * h * (10 + 24.0 / t + 5.0 * sh.heads * s / (h * t));
+      layer.output_bytes = activation;
+      if (t > 1) layer.tp_allreduce_forward_bytes = layer.tp_allreduce_backward_bytes = 2 * activation;
+      m.layers.push_back(layer);
+    }
+    Layer head;
+    head.name = "head";
+    time_of(2 * b * s * h * sh.vocab, head);
+    head.parameter_bytes = kBytesPerWeight * ((sh.tied_head ? 0.0 : static_cast<double>(sh.vocab) * h / t) + norm_weights(sh) / 2);
+    head.stashed_bytes = activation;
+    head.output_bytes = 0;
+    m.layers.push_back(head);
+    w.by_tensor_parallel.emplace(t, std::move(m));
+  }
+  return w;
+}
+
+}  // namespace placesim::models

@@ -1,0 +1,110 @@
+// The model zoo's layer-level models (sim/models/layer_zoo.h): parameter counts against the
+// published ones, times and stashes derived by hand, tensor-parallel splits, refusals, and a plan
+// of one on every engine.
+#include <gtest/gtest.h>
+
+#include "sim/errors.h"
+#include "sim/execution_graph.h"
+#include "sim/models/layer_zoo.h"
+#include "sim/parallel_plan.h"
+#include "tests/test_util.h"
+
+using namespace placesim;
+using namespace placesim::models;
+
+namespace {
+
+const TransformerShape& find_shape(const std::string& name) {
+  for (const auto& s : layer_zoo())
+    if (s.name == name) return s;
+  throw std::runtime_error(name);
+}
+
+}  // namespace
+
+TEST(LayerZoo, ParameterCountsMatchThePublishedOnes) {
+  // Published: GPT-2 124.4 M (with biases; ours leaves them out), GPT-3 175 B, Llama 2 6.74 B and
+  // 68.98 B, Mixtral 8x7B 46.7 B, BERT-large 335 M (BertModel; 340 M quoted).
+  const std::pair<const char*, double> published[] = {{"gpt2", 124.44e6},    {"gpt3-175b", 175e9},
+                                                      {"llama2-7b", 6.738e9}, {"llama2-70b", 68.98e9},
+                                                      {"mixtral-8x7b", 46.7e9}, {"bert-large", 335e6}};
+  for (auto [name, count] : published) EXPECT_NEAR(layer_zoo_parameters(find_shape(name)), count, 0.01 * count) << name;
+  // GPT-2 by hand: 12 x (12 x 768^2 + 4 x 768) + 50,257 x 768 + 1,024 x 768 + 2 x 768.
+  EXPECT_DOUBLE_EQ(layer_zoo_parameters(find_shape("gpt2")), 124356864.0);
+}
+
+TEST(LayerZoo, LayersCarryTheWeightsTimesAndStashesDerivedByHand) {
+  // GPT-2, one sequence of 1,024 tokens on an H100 at 50% of 989 TFLOP/s. A layer's forward:
+  // 2 x 1024 x 12 x 768^2 + 4 x 1024^2 x 768 = 17,716,740,096 FLOPs; backward 3x (recomputation).
+  LayerZooOptions o;
+  const LayerWorkload w = build_layer_model("gpt2", o, {1, 4});
+  const LayerModel& m = w.by_tensor_parallel.at(1);
+  ASSERT_EQ(m.layers.size(), 14u);  // embedding, 12 layers, head
+  const Layer& l = m.layers[1];
+  EXPECT_NEAR(l.forward_s, 17716740096.0 / (989e12 * 0.5), 1e-15);
+  EXPECT_NEAR(l.backward_s, 3 * l.forward_s, 1e-15);
+  EXPECT_DOUBLE_EQ(l.parameter_bytes, 2 * (12.0 * 768 * 768 + 4 * 768));
+  EXPECT_DOUBLE_EQ(l.stashed_bytes, 2.0 * 1024 * 768);  // the layer's input
+  EXPECT_DOUBLE_EQ(l.output_bytes, 2.0 * 1024 * 768);
+  EXPECT_EQ(l.tp_allreduce_forward_bytes, 0);
+  double bytes = 0;
+  for (const Layer& layer : m.layers) bytes += layer.parameter_bytes;
+  EXPECT_DOUBLE_EQ(bytes, 2 * layer_zoo_parameters(find_shape("gpt2")));
+  // At width 4: a quarter of the matrices and FLOPs, the norms whole; two all-reduces of the
+  // layer's output per pass.
+  const Layer& l4 = w.by_tensor_parallel.at(4).layers[1];
+  EXPECT_NEAR(l4.forward_s, l.forward_s / 4, 1e-15);
+  EXPECT_DOUBLE_EQ(l4.parameter_bytes, 2 * (12.0 * 768 * 768 / 4 + 4 * 768));
+  EXPECT_DOUBLE_EQ(l4.tp_allreduce_forward_bytes, 2 * 2.0 * 1024 * 768);
+  // Without recomputation: Korthikanti et al.'s sbh (10 + 24/t + 5as/(ht)); at t = 1,
+  // 1024 x 768 x (34 + 5 x 12 x 1024 / 768) = 89,653,248 bytes, and the backward is 2x.
+  o.recompute = false;
+  const Layer& kept = build_layer_model("gpt2", o, {1}).by_tensor_parallel.at(1).layers[1];
+  EXPECT_DOUBLE_EQ(kept.stashed_bytes, 89653248.0);
+  EXPECT_NEAR(kept.backward_s, 2 * kept.forward_s, 1e-15);
+}
+
+TEST(LayerZoo, MixtureOfExpertsHoldsEveryExpertButComputesTopK) {
+  // Mixtral: a layer holds 8 SwiGLU experts (8 x 3 x 4096 x 14336) and a router (4096 x 8), and a
+  // token runs 2 of them: forward 2bs (41,943,040 attention + 2 x 176,160,768 + 32,768) + 4bs^2h.
+  LayerZooOptions o;
+  o.sequence = 1024;
+  const Layer& l = build_layer_model("mixtral-8x7b", o, {1}).by_tensor_parallel.at(1).layers[1];
+  const double attention = 4096.0 * 4096 * (2 + 2.0 * 8 / 32), expert = 3.0 * 4096 * 14336;
+  EXPECT_DOUBLE_EQ(l.parameter_bytes, 2 * (attention + 8 * expert + 2 * 4096 + 4096 * 8));
+  const double flops = 2.0 * 1024 * (attention + 2 * expert + 4096 * 8) + 4.0 * 1024 * 1024 * 4096;
+  EXPECT_NEAR(l.forward_s, flops / (989e12 * 0.5), 1e-15);
+}
+
+TEST(LayerZoo, RefusesWhatItCannotBuild) {
+  LayerZooOptions o;
+  try {
+    build_layer_model("gpt2", o, {5});
+    FAIL() << "a width of 5 was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "tp");
+    EXPECT_NE(e.reason().find("12 heads"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(build_layer_model("gpt5", o, {1}), InputError);
+  o.gpu = "k80";
+  EXPECT_THROW(build_layer_model("gpt2", o, {1}), InputError);
+}
+
+TEST(LayerZoo, APlanOfLlamaRunsOnEveryEngine) {
+  // Llama 2 7B, 512 tokens, tp 2 x pp 2 x dp 2 on 8 GPUs of a mesh: the graph compiles, fits in
+  // 80 GB, every engine runs it, and the flow engine and SimGrid agree and are never faster than
+  // the contention-free evaluator (same FCFS order on the GPUs).
+  LayerZooOptions o;
+  o.sequence = 512;
+  const LayerWorkload w = build_layer_model("llama2-7b", o, {2});
+  const Cluster cluster = testutil::dedicated_mesh(8, 50e9, 1e-6, 80e9);
+  ParallelPlan plan;
+  plan.tp = plan.pp = plan.dp = 2;
+  plan.micro_batches = 4;
+  const CompiledPlan c = compile_plan(w.by_tensor_parallel.at(2), plan, cluster);
+  EXPECT_EQ(c.infeasible, "");
+  const EngineRuns r = run_engines(c.graph, cluster);
+  EXPECT_GT(*r.evaluator, 0);
+  EXPECT_GE(*r.flow, *r.evaluator * (1 - 1e-9));
+  EXPECT_NEAR(*r.simgrid, *r.flow, 1e-6 * *r.flow);
+}
