@@ -1,5 +1,6 @@
 #include "sim/collective_steps.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <fmt/format.h>
@@ -109,8 +110,25 @@ EngineRuns run_collective_steps(const CollectiveSpec& spec, const Cluster& clust
   if (which.evaluator) total.evaluator = 0.0;
   if (which.flow) total.flow = 0.0;
   if (which.simgrid) total.simgrid = 0.0;
-  for (const CollectiveStep& step : collective_steps(spec, cluster)) {
-    const EngineRuns one = run_engines(step_graph(step), cluster, which);
+  // Steps equal to an earlier one (hierarchical's two intra-server phases) reuse its times.
+  std::vector<std::pair<const CollectiveStep*, EngineRuns>> done;
+  auto same = [](const CollectiveStep& a, const CollectiveStep& b) {
+    return a.messages.size() == b.messages.size() &&
+           std::equal(a.messages.begin(), a.messages.end(), b.messages.begin(), [](const auto& x, const auto& y) {
+             return x.src == y.src && x.dst == y.dst && x.bytes == y.bytes;
+           });
+  };
+  const std::vector<CollectiveStep> steps = collective_steps(spec, cluster);
+  for (const CollectiveStep& step : steps) {
+    const auto earlier = std::find_if(done.begin(), done.end(), [&](const auto& d) { return same(*d.first, step); });
+    EngineRuns one;
+    if (earlier != done.end()) {
+      one = earlier->second;
+      one.evaluator_wall_s = one.flow_wall_s = one.simgrid_wall_s = 0;
+    } else {
+      one = run_engines(step_graph(step), cluster, which);
+      done.emplace_back(&step, one);
+    }
     const auto repeats = static_cast<double>(step.repeats);
     if (one.evaluator) *total.evaluator += repeats * *one.evaluator;
     if (one.flow) *total.flow += repeats * *one.flow;

@@ -4,21 +4,23 @@
 // sim/collectives.h compiles a collective into every rank's messages, n^2 operators for a ring
 // of n ranks (4.2M at 1,024 GPUs, 67M at 4,096). Here a collective is instead the list of its
 // steps: the messages that run at the same time, and how many times the step repeats. Each
-// distinct step is run once on an engine, as a small execution graph of its concurrent messages
+// distinct step is run once on an engine (a step equal to an earlier one reuses its time), as a small execution graph of its concurrent messages
 // (one send and one receive step per GPU, a tensor per message), so the flow engine and SimGrid
 // share the fabric's links among the step's flows max-min fair, and multi-NIC striping and
 // per-destination allocations apply as for any transfer; the evaluator gives each message
 // alpha + bytes / B alone. The collective takes the sum over steps of repeats x step time.
 //
 // What this assumes: every rank starts a step when the whole previous step has ended (lockstep).
-// A ring whose messages all run at one rate (a symmetric fabric) and halving-doubling, direct and
-// hierarchical (whose steps end when all their messages have arrived) lose nothing by it: the
-// cross-checks in tests/test_collective_steps.cpp find the message-level times. Where ranks
-// could run ahead (a ring whose messages run at different rates under contention) the lockstep
-// time is an upper bound. A step's c chunks (CollectiveSpec::chunks) go one after another on each
-// connection, as in the message-level model: the step repeats c times with 1/c of the bytes.
-// Tree and chain algorithms pipeline chunks across steps, which lockstep cannot express: they
-// have no step view (collective_steps_problem says so); run them message by message.
+// Message by message, a rank goes on as soon as its own messages of the step have arrived. The
+// two agree where every message of a step runs at one rate (the cross-checks in
+// tests/test_collective_steps.cpp find the message-level times for every algorithm on a
+// non-blocking switch, a 4:1 spine-leaf and NVLink servers, contiguous groups); where rates
+// differ within a step (a ring over NVLink and NICs; halving-doubling over a permuted group on
+// an oversubscribed fabric) ranks run ahead, and the lockstep time is an upper bound. A step's c
+// chunks (CollectiveSpec::chunks) go one after another on each connection, as in the
+// message-level model: the step repeats c times with 1/c of the bytes. Tree and chain algorithms
+// pipeline chunks across steps, which lockstep cannot express: they have no step view
+// (collective_steps_problem says so); run them message by message.
 //
 // The collective runs alone: nothing else shares the links (in a training iteration, use the
 // message-level graph of sim/collectives.h).

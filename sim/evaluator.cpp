@@ -197,6 +197,8 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
         if (!communication || !communication_[ev.op]) {
           device_busy_[d] = 0;
           touch(d);
+        } else if (now > cutoff) {
+          return kOverCutoff;  // compute is checked when it starts; a communication step here
         }
         makespan = std::max(makespan, now);
         for (EdgeId e : graph_.out_edges(ev.op)) {

@@ -133,7 +133,8 @@ Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<cons
 // unit of time (a strategy's own cost model may count microseconds or merge parallel tensors).
 // replay_order is this with the cluster's durations after check_device_order; here the order is
 // not checked beyond a deadlock (std::invalid_argument), so it must list every operator once, on
-// its GPU (a topological order split by GPU does).
+// its GPU (a topological order split by GPU does), communication steps excepted: listed, they
+// would be run in the GPU's order.
 Schedule replay_order_with_costs(const Graph& graph, int num_devices, std::span<const DeviceId> placement,
                                  const std::vector<std::vector<OpId>>& device_order, std::span<const double> compute,
                                  std::span<const double> transfer);

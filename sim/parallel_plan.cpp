@@ -280,18 +280,21 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
         // The group's collectives run one after another, as NCCL runs a communicator's on its
         // stream: each waits for `tail`, the previous one's end per replica (empty: none yet).
         std::vector<OpId> tail;
-        auto after_tail = [&](std::vector<OpId> ready, const std::string& name) {
-          if (tail.empty()) return ready;
+        // Per replica, a communication step after both `ready` and `queue` (empty: `ready` itself).
+        auto after_both = [&](std::vector<OpId> ready, const std::vector<OpId>& queue, const std::string& name) {
+          if (queue.empty()) return ready;
           std::vector<OpId> both(dp);
           for (int d = 0; d < dp; ++d) {
             both[d] = g.add({fmt::format("{}.r{}.queued", name, d), "collective", 0.0, 0.0, -1, /*communication=*/true},
                             out.gpus[gpu_index(d, p, t)]);
             g.depend(ready[d], both[d]);
-            g.depend(tail[d], both[d]);
+            g.depend(queue[d], both[d]);
           }
           return both;
         };
+        auto after_tail = [&](std::vector<OpId> ready, const std::string& name) { return after_both(ready, tail, name); };
         std::vector<int> scattered;  // layers whose gradients were reduce-scattered (ZeRO 1, 2)
+        std::vector<OpId> backward_gathers;  // ZeRO 3: the last gather for the backward, per replica
         // Buckets in the order they become ready: the backward runs from the last layer down.
         for (int k = count - 1; k >= 0; --k) {
           if (model.layers[first + k].parameter_bytes <= 0) continue;
@@ -306,17 +309,27 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
             scattered.push_back(k);
             continue;
           }
-          // ZeRO 3: the parameters are gathered before the layer's first forward, and again (they
-          // were freed) after the forward that precedes the first backward, for the backward
-          // (these prefetches are not queued on the group's stream).
-          const CollectiveSpec gather = spec_of(k, CollectiveOp::AllGather);
-          const std::vector<OpId> for_forward = append_collective(g, gather, cluster, name + ".agf");
-          const std::vector<OpId> forward_first = per_replica(fwd, first_fwd, k);
-          for (int d = 0; d < dp; ++d) g.depend(for_forward[d], forward_first[d]);
-          const std::vector<OpId> for_backward =
-              append_collective(g, gather, cluster, name + ".agb", per_replica(fwd_done, fwd_before_bwd, k));
+          // ZeRO 3: the parameters are gathered again (they were freed) after the forward that
+          // precedes the first backward, for the backward: prefetches in backward order, each
+          // after the previous one (not queued behind the reductions).
+          const std::vector<OpId> ready_for_backward =
+              after_both(per_replica(fwd_done, fwd_before_bwd, k), backward_gathers, name + ".agb");
+          backward_gathers = append_collective(g, spec_of(k, CollectiveOp::AllGather), cluster, name + ".agb",
+                                               ready_for_backward);
           const std::vector<OpId> backward_first = per_replica(bwd, first_bwd, k);
-          for (int d = 0; d < dp; ++d) g.depend(for_backward[d], backward_first[d]);
+          for (int d = 0; d < dp; ++d) g.depend(backward_gathers[d], backward_first[d]);
+        }
+        // ZeRO 3: and before each layer's first forward, in forward order, one after another
+        // (all at once, the first layer's gather would share the links with every other's).
+        if (plan.zero == 3) {
+          std::vector<OpId> previous;
+          for (int k = 0; k < count; ++k) {
+            if (model.layers[first + k].parameter_bytes <= 0) continue;
+            previous = append_collective(g, spec_of(k, CollectiveOp::AllGather), cluster,
+                                         fmt::format("grad.p{}.t{}.l{}.agf", p, t, first + k), previous);
+            const std::vector<OpId> forward_first = per_replica(fwd, first_fwd, k);
+            for (int d = 0; d < dp; ++d) g.depend(previous[d], forward_first[d]);
+          }
         }
         // ZeRO 1 and 2: the updated parameters are all-gathered after the optimizer step, which
         // follows the last reduce-scatter.

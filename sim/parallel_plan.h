@@ -22,8 +22,9 @@
 //    (the last layer first): ZeRO 0 an all-reduce of the layer's gradients; ZeRO 1 and 2 a
 //    reduce-scatter, and after the group's last one (the optimizer step) an all-gather of each
 //    layer's updated parameters; ZeRO 3 a reduce-scatter, and an all-gather of the layer's
-//    parameters before its first forward and again (after its last forward) before its first
-//    backward (prefetches, not queued behind the reductions).
+//    parameters before its first forward (in layer order, one after another) and again (after
+//    the forward before the stage's first backward) before its first backward (in backward
+//    order, one after another): prefetches, not queued behind the reductions.
 // The optimizer step takes no time.
 //
 // Memory per GPU, mixed precision with Adam (2 + 2 + 12 bytes per parameter): parameters P,

@@ -299,6 +299,39 @@ TEST(Cli, CollectivePrintsEachEngineBesideTheClosedForm) {
   EXPECT_TRUE(contains(out, "the cluster has 4 GPUs, 8 were asked for")) << out;
   EXPECT_EQ(run_cli("collective --bytes 4MB:1MB" + cluster, out), 2) << out;
   EXPECT_TRUE(contains(out, "--bytes")) << out;
+  // The ring runs step by step (auto); message by message it gives the same time and says its size.
+  ASSERT_EQ(run_cli("collective --json --bytes 64MB --engine flow --model messages" + cluster, out), 0) << out;
+  const auto messages = nlohmann::json::parse(out.substr(0, out.find('\n')));
+  EXPECT_EQ(messages["model"], "messages");
+  EXPECT_GT(messages["operators"].get<int>(), 0);
+  EXPECT_NEAR(messages["time_s"].get<double>(), 4.8e-3, 1e-12);
+  ASSERT_EQ(run_cli("collective --bytes 64MB --engine flow" + cluster, out), 0) << out;
+  EXPECT_TRUE(contains(out, "model: steps")) << out;
+  // A tree has no step view: asked for one, the command says why.
+  EXPECT_EQ(run_cli("collective --algorithm tree --model steps" + cluster, out), 2) << out;
+  EXPECT_TRUE(contains(out, "--model") && contains(out, "message by message")) << out;
+  fs::remove_all(dir);
+}
+
+TEST(Cli, PlanBuildsAModelOfTheZoo) {
+  const fs::path dir = testutil::fresh_temp_dir("cli-plan-zoo");
+  write(dir / "c.yaml", "type: nvlink-servers\ngpus: 8\ngpu_memory: 80GiB\n");
+  const std::string cluster = " --cluster " + (dir / "c.yaml").string();
+  std::string out;
+  ASSERT_EQ(run_cli("plan --model gpt2 --tp 2 --pp 2 --dp 2 --micro-batches 4 --sequence 512 --engine flow" + cluster, out), 0)
+      << out;
+  EXPECT_TRUE(contains(out, "model zoo: GPT-2 small (124 M), micro-batch 1, 512 tokens")) << out;
+  EXPECT_TRUE(contains(out, "flow ")) << out;
+  // Llama 2 70B has 64 heads but 8 key-value heads: 16 ways is refused, naming the flag.
+  EXPECT_EQ(run_cli("plan --model llama2-70b --tp 16" + cluster, out), 2) << out;
+  EXPECT_TRUE(contains(out, "--tp: llama2-70b cannot be split 16 ways")) << out;
+  EXPECT_EQ(run_cli("plan --model gpt2 --sequence 4096" + cluster, out), 2) << out;
+  EXPECT_TRUE(contains(out, "--sequence: expected at most 1024")) << out;
+  // The zoo's options need --model; one of --model and --workload is required.
+  EXPECT_EQ(run_cli("plan --mfu 0.4" + cluster, out), 2) << out;
+  EXPECT_EQ(run_cli("plan" + cluster, out), 2) << out;
+  EXPECT_TRUE(contains(out, "expected one of --workload FILE or --model NAME")) << out;
+  EXPECT_EQ(run_cli("plan --model gpt2 --mfu 1" + cluster, out), 0) << out;
   fs::remove_all(dir);
 }
 

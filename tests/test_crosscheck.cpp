@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <random>
 
 #include "sim/errors.h"
@@ -212,4 +213,26 @@ TEST(CrossCheck, CommunicationStepsDoNotWaitForTheirGpu) {
   Graph bad;
   bad.add_operator({"C", "collective", 1e-3, 0, -1, /*communication=*/true});
   EXPECT_THROW(bad.finalize("test"), InputError);
+}
+
+TEST(CrossCheck, ACommunicationStepAfterTheCutoffProvesTheMakespanAboveIt) {
+  // A (1 ms, GPU 0), then the communication steps C1 on GPU 0 and C2 on GPU 1, 10 MB apart (1 ms
+  // at 10 GB/s): the makespan is C2's arrival, 2 ms, after every compute operator has ended.
+  Graph g;
+  const OpId a = g.add_operator({"A", "op", 1e-3, 0});
+  const OpId c1 = g.add_operator({"C1", "collective", 0, 0, -1, /*communication=*/true});
+  const OpId c2 = g.add_operator({"C2", "collective", 0, 0, -1, /*communication=*/true});
+  g.add_tensor(a, c1, 0);
+  g.add_tensor(c1, c2, 10e6);
+  g.finalize("test");
+  const Cluster cluster = testutil::dedicated_mesh(2, 10e9);
+  const std::vector<DeviceId> placement = {0, 0, 1};
+  Evaluator e(g, cluster);
+  EXPECT_NEAR(e.latency(placement), 2e-3, 1e-15);
+  EXPECT_EQ(e.latency_with_cutoff(placement, 1.5e-3), std::numeric_limits<double>::infinity());
+  EXPECT_NEAR(e.latency_with_cutoff(placement, 2.5e-3), 2e-3, 1e-15);
+  FlowEngine f(g, cluster);
+  const std::vector<std::vector<OpId>> order = {{a}, {}};
+  EXPECT_EQ(f.replay_latency_with_cutoff(placement, order, 1.5e-3), std::numeric_limits<double>::infinity());
+  EXPECT_NEAR(f.replay_latency_with_cutoff(placement, order, 2.5e-3), 2e-3, 1e-12);
 }

@@ -47,6 +47,10 @@ TEST(LayerZoo, LayersCarryTheWeightsTimesAndStashesDerivedByHand) {
   EXPECT_DOUBLE_EQ(l.stashed_bytes, 2.0 * 1024 * 768);  // the layer's input
   EXPECT_DOUBLE_EQ(l.output_bytes, 2.0 * 1024 * 768);
   EXPECT_EQ(l.tp_allreduce_forward_bytes, 0);
+  // The head: 2 x 1024 x 768 x 50,257 FLOPs forward, and a backward of twice that (not recomputed).
+  const Layer& head = m.layers.back();
+  EXPECT_NEAR(head.forward_s, 2.0 * 1024 * 768 * 50257 / (989e12 * 0.5), 1e-15);
+  EXPECT_NEAR(head.backward_s, 2 * head.forward_s, 1e-15);
   double bytes = 0;
   for (const Layer& layer : m.layers) bytes += layer.parameter_bytes;
   EXPECT_DOUBLE_EQ(bytes, 2 * layer_zoo_parameters(find_shape("gpt2")));
@@ -85,7 +89,17 @@ TEST(LayerZoo, RefusesWhatItCannotBuild) {
     EXPECT_EQ(e.field(), "tp");
     EXPECT_NE(e.reason().find("12 heads"), std::string::npos) << e.what();
   }
+  // Llama 2 70B: 64 heads split 16 ways, but not its 8 key-value heads.
+  EXPECT_THROW(build_layer_model("llama2-70b", o, {16}), InputError);
+  EXPECT_NO_THROW(build_layer_model("llama2-70b", o, {8}));
   EXPECT_THROW(build_layer_model("gpt5", o, {1}), InputError);
+  o.sequence = 2048;  // GPT-2 learned 1,024 positions; Llama's rotary ones have no table
+  EXPECT_THROW(build_layer_model("gpt2", o, {1}), InputError);
+  EXPECT_NO_THROW(build_layer_model("llama2-7b", o, {1}));
+  o.sequence = 0;
+  o.mfu = 0;
+  EXPECT_THROW(build_layer_model("gpt2", o, {1}), InputError);
+  o.mfu = 0.5;
   o.gpu = "k80";
   EXPECT_THROW(build_layer_model("gpt2", o, {1}), InputError);
 }

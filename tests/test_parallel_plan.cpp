@@ -151,6 +151,26 @@ TEST(ParallelPlan, GradientBucketsOfOneGroupRunOneAfterAnother) {
   }
 }
 
+TEST(ParallelPlan, ZeroThreeGathersTheLayersForTheForwardOneAfterAnother) {
+  // 2 layers of 10 MB, 2 replicas, ZeRO 3: each layer's gather before the forward is a 2-rank
+  // ring all-gather, one step of 5 MB each way, 0.5 ms alone. In layer order, one after another:
+  // layer 0's 0-0.5 ms, layer 1's 0.5-1 ms (side by side, both would end at 1 ms on a shared link).
+  const LayerModel model = uniform_model(2, 1 * ms, 1 * ms, 0, 10e6);
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  ParallelPlan plan;
+  plan.dp = 2;
+  plan.zero = 3;
+  const CompiledPlan c = compile_plan(model, plan, cluster);
+  const Graph& g = c.graph.graph;
+  for (const Schedule& s : {Evaluator(g, cluster).schedule(c.graph.placement),
+                            FlowEngine(g, cluster).schedule(c.graph.placement, Priority::Fcfs)}) {
+    EXPECT_NEAR(s.finish[*g.find("grad.p0.t0.l0.agf.r0.done")], 0.5 * ms, 1e-12);
+    EXPECT_NEAR(s.start[*g.find("grad.p0.t0.l1.agf.r0.start")], 0.5 * ms, 1e-12);
+    EXPECT_NEAR(s.finish[*g.find("grad.p0.t0.l1.agf.r0.done")], 1 * ms, 1e-12);
+    EXPECT_NEAR(s.start[*g.find("d0.p0.t0.F0.0")], 0.5 * ms, 1e-12);  // layer 0's forward waits for its gather only
+  }
+}
+
 TEST(ParallelPlan, ZeroStagesChangeMemoryAndTrafficAsStated) {
   // One layer of 1 GB of parameters (fp16) on 4 replicas. Memory: parameters 1 GB, gradients
   // 1 GB, Adam's states 6 GB. ZeRO 1 shards the states (1.5 GB), ZeRO 2 also the gradients

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <iostream>
+#include <map>
 
 #include "cli_conventions.h"
 #include "sim/errors.h"
@@ -27,15 +28,21 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
                       return names;
                     }()));
   workload->excludes(model);
+  // The zoo's options mean nothing to a measured workload: each needs --model.
   c->add_option("--micro-batch-size", a.micro_batch_size, "--model: sequences per micro-batch")
       ->check(whole_number(1, 1 << 16))
-      ->capture_default_str();
-  c->add_option("--sequence", a.sequence, "--model: tokens per sequence (default: the model's)")->check(whole_number(1, 1 << 24));
+      ->capture_default_str()
+      ->needs(model);
+  c->add_option("--sequence", a.sequence, "--model: tokens per sequence (default and most: the model's)")
+      ->check(whole_number(1, 1 << 24))
+      ->needs(model);
   c->add_option("--gpu", a.gpu, "--model: v100, a100 or h100, for its fp16 tensor-core peak")
       ->check(CLI::IsMember({"v100", "a100", "h100"}))
-      ->capture_default_str();
-  c->add_option("--mfu", a.mfu, "--model: achieved fraction of that peak")->check(number_in(Range{0, 1, false, true}))->capture_default_str();
-  c->add_flag("--no-recompute", a.no_recompute, "--model: keep every activation instead of recomputing the layers in the backward");
+      ->capture_default_str()
+      ->needs(model);
+  c->add_option("--mfu", a.mfu, "--model: achieved fraction of that peak")->check(number_in(Range{0, 1, true, false}))->capture_default_str()->needs(model);
+  c->add_flag("--no-recompute", a.no_recompute, "--model: keep every activation instead of recomputing the layers in the backward")
+      ->needs(model);
   c->add_option("--cluster", a.cluster, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
   c->add_option("--tp", a.tp, "tensor-parallel width (the workload must have it)")->check(whole_number(1, 1 << 16))->capture_default_str();
   c->add_option("--pp", a.pp, "pipeline stages (balanced by compute)")->check(whole_number(1, 1 << 16))->capture_default_str();
@@ -61,8 +68,19 @@ int cmd_plan(const PlanArgs& a) {
   zoo.gpu = a.gpu;
   zoo.mfu = a.mfu;
   zoo.recompute = !a.no_recompute;
-  const LayerWorkload workload =
-      a.model.empty() ? load_nest_workload(a.workload) : models::build_layer_model(a.model, zoo, {a.tp}, "command line");
+  // The zoo names its fields as a scenario would; here they are the flags.
+  auto build_zoo_model = [&] {
+    try {
+      return models::build_layer_model(a.model, zoo, {a.tp}, "command line");
+    } catch (const InputError& e) {
+      const std::map<std::string, std::string> flags = {{"tp", "--tp"},   {"mfu", "--mfu"}, {"sequence", "--sequence"},
+                                                        {"gpu", "--gpu"}, {"model", "--model"},
+                                                        {"micro_batch", "--micro-batch-size"}};
+      const auto flag = flags.find(e.field());
+      throw InputError(e.file(), flag == flags.end() ? e.field() : flag->second, e.reason());
+    }
+  };
+  const LayerWorkload workload = a.model.empty() ? load_nest_workload(a.workload) : build_zoo_model();
   const Cluster cluster = load_cluster_file(a.cluster);
   const LayerModel& model = workload.at(a.tp, "command line", "--tp");
   ParallelPlan plan;

@@ -106,6 +106,9 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
   if (o.micro_batch < 1) throw InputError(source, "micro_batch", fmt::format("expected at least 1, got {}", o.micro_batch));
   if (o.sequence < 0) throw InputError(source, "sequence", fmt::format("expected at least 1 (or 0: the model's), got {}", o.sequence));
 
+  if (o.sequence > sh.sequence && learned_positions(sh))
+    throw InputError(source, "sequence",
+                     fmt::format("expected at most {}: {} learns a table of that many positions", sh.sequence, sh.name));
   const double b = o.micro_batch, s = o.sequence > 0 ? o.sequence : sh.sequence, h = sh.hidden;
   const double achieved = peak->flops * o.mfu;
   const double activation = kBytesPerWeight * b * s * h;  // one layer's output
@@ -122,14 +125,14 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
     LayerModel m;
     m.name = sh.name;
     m.tensor_parallel = t;
-    auto time_of = [&](double forward_flops, Layer& layer) {
+    auto time_of = [&](double forward_flops, Layer& layer, bool recomputed) {
       layer.forward_s = forward_flops / t / achieved;
-      layer.backward_s = (o.recompute ? 3 : 2) * layer.forward_s;  // recomputation runs the forward again
+      layer.backward_s = (recomputed ? 3 : 2) * layer.forward_s;  // recomputation runs the forward again
     };
     Layer embedding;
     embedding.name = "embedding";
     embedding.parameter_bytes =
-        kBytesPerWeight * (static_cast<double>(sh.vocab) * h / t + (learned_positions(sh) ? s * h : 0.0));
+        kBytesPerWeight * (static_cast<double>(sh.vocab) * h / t + (learned_positions(sh) ? sh.sequence * h : 0.0));
     embedding.stashed_bytes = 0;
     embedding.output_bytes = activation;
     m.layers.push_back(embedding);
@@ -139,7 +142,7 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
     for (int l = 0; l < sh.layers; ++l) {
       Layer layer;
       layer.name = fmt::format("layer{}", l);
-      time_of(forward_flops, layer);
+      time_of(forward_flops, layer, o.recompute);
       layer.parameter_bytes =
           kBytesPerWeight * ((attention_weights(sh) + sh.experts * ffn_weights(sh)) / t + norm_weights(sh) +
                              (sh.experts > 1 ? h * sh.experts : 0.0));
@@ -150,7 +153,7 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
     }
     Layer head;
     head.name = "head";
-    time_of(2 * b * s * h * sh.vocab, head);
+    time_of(2 * b * s * h * sh.vocab, head, false);  // the head is not recomputed
     head.parameter_bytes = kBytesPerWeight * ((sh.tied_head ? 0.0 : static_cast<double>(sh.vocab) * h / t) + norm_weights(sh) / 2);
     head.stashed_bytes = activation;
     head.output_bytes = 0;

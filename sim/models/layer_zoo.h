@@ -9,11 +9,12 @@
 // width t (Megatron's split: attention heads and the feed-forward's columns/rows over t):
 //  - weights: attention h^2 (2 + 2g/a) (Q and O, then K and V), feed-forward 2hf, or 3hf when
 //    gated (SwiGLU), times E experts for a mixture of experts (plus a router of hE); norms 2h
-//    (RMSNorm) or 4h (LayerNorm); divided by t except the norms; 2 bytes each (fp16/bf16).
-//    Biases are left out (under 0.1% of the weights).
+//    (RMSNorm) or 4h (LayerNorm); divided by t except the norms and the router; 2 bytes each
+//    (fp16/bf16). Biases are left out (under 0.1% of the weights).
 //  - forward FLOPs: 2bs x (the matrix weights a token uses: attention, and for experts top_k of
 //    them) + 4bs^2 h (scores and their weighted sum, causal or not: Megatron's count), over t;
-//    backward twice the forward, plus the forward again with full recomputation.
+//    backward twice the forward, plus the forward again with full recomputation (not for the
+//    head, which is not recomputed).
 //  - time = FLOPs / (the GPU's dense fp16 tensor-core peak x mfu): matrix products only, at one
 //    achieved fraction of the peak (memory-bound kernels, launch overheads and attention's
 //    kernels are folded into mfu). An estimate, not a measurement.
@@ -21,9 +22,12 @@
 //    forward and two in the backward, given as one of 4bsh bytes per pass (not in the times).
 //  - stash per micro-batch (Korthikanti et al. 2022, "Reducing activation recomputation", table
 //    2): with full recomputation the layer's input, 2bsh bytes; without it
-//    sbh (10 + 24/t + 5as/(ht)).
+//    sbh (10 + 24/t + 5as/(ht)), their count for GPT's layer (4h GELU feed-forward, as many key
+//    and value heads as heads), applied to every model as an estimate.
+// Not modelled: the embedding's vocabulary-parallel all-reduce (t > 1), expert parallelism.
 //  - output: 2bsh bytes to the next layer.
-// The embedding (V h weights, a lookup: no FLOPs counted) is the first layer and the output
+// The embedding (V h weights over t, plus the learned position table of GPT and BERT, of the
+// model's maximum sequence; a lookup: no FLOPs counted) is the first layer and the output
 // head (V h weights unless tied, 2bshV FLOPs forward) the last, each split over t.
 #include <string>
 #include <vector>
