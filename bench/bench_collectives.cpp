@@ -31,6 +31,15 @@ Cluster fat_tree_of(int gpus) {
   return make_fat_tree(cfg);
 }
 
+CollectiveSpec ring_all_reduce_1gib(int gpus) {
+  CollectiveSpec spec;
+  spec.op = CollectiveOp::AllReduce;
+  spec.algorithm = CollectiveAlgorithm::Ring;
+  for (int d = 0; d < gpus; ++d) spec.group.push_back(d);
+  spec.bytes = 1024.0 * 1024 * 1024;
+  return spec;
+}
+
 // The larger of this process's peak resident memory and its children's (SimGrid runs in a
 // forked child), GiB.
 double peak_rss_gib() {
@@ -44,11 +53,7 @@ void BM_RingAllReduce1GiB(benchmark::State& state) {
   const int gpus = static_cast<int>(state.range(0));
   const int engine = static_cast<int>(state.range(1));
   const Cluster cluster = fat_tree_of(gpus);
-  CollectiveSpec spec;
-  spec.op = CollectiveOp::AllReduce;
-  spec.algorithm = CollectiveAlgorithm::Ring;
-  for (int d = 0; d < gpus; ++d) spec.group.push_back(d);
-  spec.bytes = 1024.0 * 1024 * 1024;
+  const CollectiveSpec spec = ring_all_reduce_1gib(gpus);
   double latency = 0;
   std::size_t ops = 0, transfers = 0;
   for (auto _ : state) {
@@ -71,11 +76,7 @@ void BM_RingAllReduce1GiBSteps(benchmark::State& state) {
   const int gpus = static_cast<int>(state.range(0));
   const int engine = static_cast<int>(state.range(1));
   const Cluster cluster = fat_tree_of(gpus);
-  CollectiveSpec spec;
-  spec.op = CollectiveOp::AllReduce;
-  spec.algorithm = CollectiveAlgorithm::Ring;
-  for (int d = 0; d < gpus; ++d) spec.group.push_back(d);
-  spec.bytes = 1024.0 * 1024 * 1024;
+  const CollectiveSpec spec = ring_all_reduce_1gib(gpus);
   double latency = 0;
   for (auto _ : state) {
     const EngineRuns ran = run_collective_steps(spec, cluster, {engine == 0, engine == 1, engine == 2});

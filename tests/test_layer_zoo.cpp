@@ -63,7 +63,7 @@ TEST(LayerZoo, LayersCarryTheWeightsTimesAndStashesDerivedByHand) {
   // Without recomputation: Korthikanti et al.'s sbh (10 + 24/t + 5as/(ht)); at t = 1,
   // 1024 x 768 x (34 + 5 x 12 x 1024 / 768) = 89,653,248 bytes, and the backward is 2x.
   o.recompute = false;
-  const Layer& kept = build_layer_model("gpt2", o, {1}).by_tensor_parallel.at(1).layers[1];
+  const Layer kept = build_layer_model("gpt2", o, {1}).by_tensor_parallel.at(1).layers[1];
   EXPECT_DOUBLE_EQ(kept.stashed_bytes, 89653248.0);
   EXPECT_NEAR(kept.backward_s, 2 * kept.forward_s, 1e-15);
 }
@@ -73,7 +73,7 @@ TEST(LayerZoo, MixtureOfExpertsHoldsEveryExpertButComputesTopK) {
   // token runs 2 of them: forward 2bs (41,943,040 attention + 2 x 176,160,768 + 32,768) + 4bs^2h.
   LayerZooOptions o;
   o.sequence = 1024;
-  const Layer& l = build_layer_model("mixtral-8x7b", o, {1}).by_tensor_parallel.at(1).layers[1];
+  const Layer l = build_layer_model("mixtral-8x7b", o, {1}).by_tensor_parallel.at(1).layers[1];
   const double attention = 4096.0 * 4096 * (2 + 2.0 * 8 / 32), expert = 3.0 * 4096 * 14336;
   EXPECT_DOUBLE_EQ(l.parameter_bytes, 2 * (attention + 8 * expert + 2 * 4096 + 4096 * 8));
   const double flops = 2.0 * 1024 * (attention + 2 * expert + 4096 * 8) + 4.0 * 1024 * 1024 * 4096;
