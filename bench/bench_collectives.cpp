@@ -8,10 +8,7 @@
 // Measured on 2 shared cores: see docs/parallelism.md ("Speed").
 #include <benchmark/benchmark.h>
 
-#include <sys/resource.h>
-
-#include <algorithm>
-
+#include "bench/bench_util.h"
 #include "sim/collective_steps.h"
 #include "sim/collectives.h"
 #include "sim/execution_graph.h"
@@ -40,14 +37,6 @@ CollectiveSpec ring_all_reduce_1gib(int gpus) {
   return spec;
 }
 
-// The larger of this process's peak resident memory and its children's (SimGrid runs in a
-// forked child), GiB.
-double peak_rss_gib() {
-  rusage self{}, children{};
-  getrusage(RUSAGE_SELF, &self);
-  getrusage(RUSAGE_CHILDREN, &children);
-  return static_cast<double>(std::max(self.ru_maxrss, children.ru_maxrss)) / (1024.0 * 1024.0);
-}
 
 void BM_RingAllReduce1GiB(benchmark::State& state) {
   const int gpus = static_cast<int>(state.range(0));
@@ -68,7 +57,7 @@ void BM_RingAllReduce1GiB(benchmark::State& state) {
   state.counters["closed_form_s"] = collective_closed_form(spec, cluster);
   state.counters["operators"] = static_cast<double>(ops);
   state.counters["transfers"] = static_cast<double>(transfers);
-  state.counters["peak_rss_gib"] = peak_rss_gib();
+  state.counters["peak_rss_gib"] = benchutil::peak_rss_gib();
   state.SetLabel(engine == 0 ? "evaluator" : engine == 1 ? "flow" : "simgrid");
 }
 
@@ -84,7 +73,7 @@ void BM_RingAllReduce1GiBSteps(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.counters["simulated_s"] = latency;
-  state.counters["peak_rss_gib"] = peak_rss_gib();
+  state.counters["peak_rss_gib"] = benchutil::peak_rss_gib();
   state.SetLabel(engine == 0 ? "evaluator" : engine == 1 ? "flow" : "simgrid");
 }
 

@@ -8,12 +8,9 @@
 // Measured on 2 shared cores: see docs/parallelism.md ("Speed").
 #include <benchmark/benchmark.h>
 
-#include <sys/resource.h>
+#include <optional>
 
-#include <algorithm>
-
-#include <filesystem>
-
+#include "bench/bench_util.h"
 #include "sim/execution_graph.h"
 #include "sim/layer_model.h"
 #include "sim/parallel_plan.h"
@@ -23,24 +20,9 @@ using namespace placesim;
 
 namespace {
 
-std::string nest_workload(const char* name) {
-  for (std::string root :
-       {std::string(PLACESIM_TEST_SOURCE_DIR) + "/../shared/workloads/nest", std::string("../shared/workloads/nest")})
-    if (std::filesystem::exists(root + "/" + name)) return root + "/" + name;
-  return "";
-}
-
-// The larger of this process's peak resident memory and its children's (SimGrid runs in a
-// forked child), GiB.
-double peak_rss_gib() {
-  rusage self{}, children{};
-  getrusage(RUSAGE_SELF, &self);
-  getrusage(RUSAGE_CHILDREN, &children);
-  return static_cast<double>(std::max(self.ru_maxrss, children.ru_maxrss)) / (1024.0 * 1024.0);
-}
 
 void BM_Gpt3Tp8Pp16Dp8(benchmark::State& state) {
-  const std::string path = nest_workload("gpt3.h100_spineLeaf.mbs1.json");
+  const std::string path = benchutil::shared_file("workloads/nest/gpt3.h100_spineLeaf.mbs1.json");
   if (path.empty()) {
     state.SkipWithError("../shared/workloads/nest/gpt3.h100_spineLeaf.mbs1.json is absent");
     return;
@@ -78,7 +60,7 @@ void BM_Gpt3Tp8Pp16Dp8(benchmark::State& state) {
   state.counters["simulated_s"] = latency;
   state.counters["operators"] = static_cast<double>(compiled->graph.graph.num_operators());
   state.counters["transfers"] = static_cast<double>(compiled->graph.graph.num_tensors());
-  state.counters["peak_rss_gib"] = peak_rss_gib();
+  state.counters["peak_rss_gib"] = benchutil::peak_rss_gib();
   state.SetLabel(what == 0 ? "compile" : what == 1 ? "evaluator" : what == 2 ? "flow" : "simgrid");
 }
 

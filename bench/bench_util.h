@@ -2,6 +2,10 @@
 // Helpers shared by the benchmarks.
 #include <benchmark/benchmark.h>
 
+#include <sys/resource.h>
+
+#include <algorithm>
+
 #include <filesystem>
 #include <map>
 #include <string>
@@ -10,11 +14,24 @@
 
 namespace placesim::benchutil {
 
-// Path of a profiled graph under ../shared/graphs, or "" when that folder is absent.
-inline std::string shared_graph(const char* relative) {
-  for (std::string root : {std::string(PLACESIM_TEST_SOURCE_DIR) + "/../shared/graphs", std::string("../shared/graphs")})
+// Path of a file under ../shared (beside the source tree, or the working directory), or "" when
+// it is absent.
+inline std::string shared_file(const std::string& relative) {
+  for (std::string root : {std::string(PLACESIM_TEST_SOURCE_DIR) + "/../shared", std::string("../shared")})
     if (std::filesystem::exists(root + "/" + relative)) return root + "/" + relative;
   return "";
+}
+
+// Path of a profiled graph under ../shared/graphs, or "" when that folder is absent.
+inline std::string shared_graph(const char* relative) { return shared_file(std::string("graphs/") + relative); }
+
+// The larger of this process's peak resident memory and its children's (SimGrid runs in a
+// forked child), GiB.
+inline double peak_rss_gib() {
+  rusage self{}, children{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &children);
+  return static_cast<double>(std::max(self.ru_maxrss, children.ru_maxrss)) / (1024.0 * 1024.0);
 }
 
 // The profiled graph ../shared/graphs/<relative>, loaded once per process; nullptr, with the

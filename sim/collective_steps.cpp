@@ -71,10 +71,7 @@ std::vector<CollectiveStep> collective_steps(const CollectiveSpec& spec, const C
     }
     case A::Hierarchical: {
       // As sim/collectives.cpp: rings in each server, then across servers among equal local ranks.
-      std::map<int, std::vector<int>> by_server;
-      for (int r = 0; r < n; ++r) by_server[cluster.device(spec.group[r]).server].push_back(r);
-      std::vector<std::vector<int>> servers;
-      for (auto& [server, ranks] : by_server) servers.push_back(std::move(ranks));
+      const std::vector<std::vector<int>> servers = ranks_by_server(spec, cluster);
       const int m = static_cast<int>(servers.front().size());
       const int N = static_cast<int>(servers.size());
       std::vector<std::vector<int>> across(m);
@@ -112,15 +109,10 @@ EngineRuns run_collective_steps(const CollectiveSpec& spec, const Cluster& clust
   if (which.simgrid) total.simgrid = 0.0;
   // Steps equal to an earlier one (hierarchical's two intra-server phases) reuse its times.
   std::vector<std::pair<const CollectiveStep*, EngineRuns>> done;
-  auto same = [](const CollectiveStep& a, const CollectiveStep& b) {
-    return a.messages.size() == b.messages.size() &&
-           std::equal(a.messages.begin(), a.messages.end(), b.messages.begin(), [](const auto& x, const auto& y) {
-             return x.src == y.src && x.dst == y.dst && x.bytes == y.bytes;
-           });
-  };
   const std::vector<CollectiveStep> steps = collective_steps(spec, cluster);
   for (const CollectiveStep& step : steps) {
-    const auto earlier = std::find_if(done.begin(), done.end(), [&](const auto& d) { return same(*d.first, step); });
+    const auto earlier =
+        std::find_if(done.begin(), done.end(), [&](const auto& d) { return d.first->messages == step.messages; });
     EngineRuns one;
     if (earlier != done.end()) {
       one = earlier->second;

@@ -36,6 +36,7 @@ namespace placesim {
 struct CollectiveMessage {
   DeviceId src = 0, dst = 0;
   double bytes = 0;
+  bool operator==(const CollectiveMessage&) const = default;
 };
 
 struct CollectiveStep {

@@ -17,15 +17,6 @@ bool power_of_two(std::size_t n) { return n >= 1 && std::has_single_bit(n); }
 
 int floor_log2(std::size_t n) { return static_cast<int>(std::bit_width(n)) - 1; }
 
-// The group's GPUs by server, in rank order (ranks, not devices).
-std::vector<std::vector<int>> ranks_by_server(const CollectiveSpec& spec, const Cluster& cluster) {
-  std::map<int, std::vector<int>> by_server;
-  for (std::size_t r = 0; r < spec.group.size(); ++r) by_server[cluster.device(spec.group[r]).server].push_back(static_cast<int>(r));
-  std::vector<std::vector<int>> out;
-  for (auto& [server, ranks] : by_server) out.push_back(std::move(ranks));
-  return out;
-}
-
 bool supports(CollectiveOp op, CollectiveAlgorithm a) {
   using A = CollectiveAlgorithm;
   switch (op) {
@@ -331,6 +322,14 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& s
   phase(across, 2 * (N - 1), S / m / N, "inter-ar");
   phase(servers, m - 1, S / m, "intra-ag");
   return cur;
+}
+
+std::vector<std::vector<int>> ranks_by_server(const CollectiveSpec& spec, const Cluster& cluster) {
+  std::map<int, std::vector<int>> by_server;
+  for (std::size_t r = 0; r < spec.group.size(); ++r) by_server[cluster.device(spec.group[r]).server].push_back(static_cast<int>(r));
+  std::vector<std::vector<int>> out;
+  for (auto& [server, ranks] : by_server) out.push_back(std::move(ranks));
+  return out;
 }
 
 ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& cluster) {

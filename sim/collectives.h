@@ -93,6 +93,10 @@ std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluste
 std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& spec, const Cluster& cluster,
                                     const std::string& name, std::span<const OpId> after = {});
 
+// The group's ranks by server (servers in increasing order, ranks in rank order): hierarchical's
+// rings inside each server.
+std::vector<std::vector<int>> ranks_by_server(const CollectiveSpec& spec, const Cluster& cluster);
+
 // The collective alone, finalized.
 ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& cluster);
 

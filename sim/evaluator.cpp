@@ -43,11 +43,7 @@ Evaluator::Evaluator(const Graph& graph, const Cluster& cluster)
   bounds_.work_per_device = total_speed > 0 ? graph.total_compute() / total_speed : 0.0;
   bounds_.memory_per_device = cluster.num_devices() > 0 ? graph.total_memory() / cluster.num_devices() : 0.0;
 
-  for (OpId i = 0; i < n; ++i)
-    if (graph.op(i).communication) {
-      communication_.resize(n, 0);
-      communication_[i] = 1;
-    }
+  communication_ = communication_steps(graph);
 
   const int d = cluster.num_devices();
   ready_.assign(d, {});

@@ -94,8 +94,8 @@ class Evaluator {
   std::vector<std::int32_t> priority_;  // position of each operator in decreasing-rank order
   LowerBounds bounds_;
   double max_speed_ = 0;  // of the fastest GPU: turns compute-only ranks into time bounds
-  // Per operator: 1 for a communication step (Operator::communication), completed when its inputs
-  // have arrived without its GPU; empty when the graph has none (the search graphs).
+  // communication_steps(graph): completed when their inputs have arrived, without their GPU;
+  // empty for the search graphs.
   std::vector<std::uint8_t> communication_;
   // Workspace reused across calls.
   struct Event {

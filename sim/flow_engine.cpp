@@ -31,11 +31,7 @@ FlowEngine::FlowEngine(const Graph& graph, const Cluster& cluster)
   by_priority_ = rank_priority_order(graph, rank_);
   priority_.resize(n);
   for (std::int32_t k = 0; k < n; ++k) priority_[by_priority_[k]] = k;
-  for (OpId i = 0; i < n; ++i)
-    if (graph.op(i).communication) {
-      communication_.resize(n, 0);
-      communication_[i] = 1;
-    }
+  communication_ = communication_steps(graph);
 
   const auto num_links = cluster.links().size();
   link_bandwidth_.resize(num_links);

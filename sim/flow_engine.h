@@ -100,7 +100,7 @@ class FlowEngine {
   std::vector<std::int32_t> path_links_;
 
   // Per evaluation (buffers reused).
-  // Per operator: 1 for a communication step (Operator::communication); empty when there is none.
+  // communication_steps(graph); empty when there is none.
   std::vector<std::uint8_t> communication_;
   struct Event {
     double time;

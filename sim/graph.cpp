@@ -149,6 +149,16 @@ std::vector<double> computation_rank(const Graph& g) {
   return rank;
 }
 
+std::vector<std::uint8_t> communication_steps(const Graph& g) {
+  std::vector<std::uint8_t> flags;
+  for (OpId i = 0; i < static_cast<OpId>(g.num_operators()); ++i)
+    if (g.op(i).communication) {
+      flags.resize(g.num_operators(), 0);
+      flags[i] = 1;
+    }
+  return flags;
+}
+
 double critical_path(const Graph& g) {
   double best = 0;
   for (double r : computation_rank(g)) best = std::max(best, r);

@@ -75,6 +75,10 @@ class Graph {
   bool finalized_ = false;
 };
 
+// Per operator, 1 for a communication step (Operator::communication); empty when the graph has
+// none (so an engine's hot loop can test `empty()` first).
+std::vector<std::uint8_t> communication_steps(const Graph& g);
+
 // Longest path of compute times (no communication): a lower bound on any placement's latency.
 double critical_path(const Graph& g);
 

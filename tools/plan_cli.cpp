@@ -10,6 +10,7 @@
 #include "sim/errors.h"
 #include "sim/execution_graph.h"
 #include "sim/layer_model.h"
+#include "sim/models/gpu.h"
 #include "sim/models/layer_zoo.h"
 #include "sim/parallel_plan.h"
 #include "sim/units.h"
@@ -37,7 +38,12 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       ->check(whole_number(1, 1 << 24))
       ->needs(model);
   c->add_option("--gpu", a.gpu, "--model: v100, a100 or h100, for its fp16 tensor-core peak")
-      ->check(CLI::IsMember({"v100", "a100", "h100"}))
+      ->check(CLI::IsMember([] {
+        std::vector<std::string> names;  // the presets with a tensor-core peak
+        for (const auto& gpu : models::gpu_presets())
+          if (gpu.tensor_flops > 0) names.push_back(gpu.name);
+        return names;
+      }()))
       ->capture_default_str()
       ->needs(model);
   c->add_option("--mfu", a.mfu, "--model: achieved fraction of that peak")->check(number_in(Range{0, 1, true, false}))->capture_default_str()->needs(model);

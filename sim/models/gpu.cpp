@@ -25,15 +25,23 @@ std::vector<GpuSpec> make_presets() {
     g.source = std::move(source);
     return g;
   };
+  auto with_tensor = [](GpuSpec g, double tflops, const std::string& source) {
+    g.tensor_flops = tflops * 1e12;
+    g.source += "; " + source;
+    return g;
+  };
   return {
       // The board has two GK210 dies (8.73 TFLOP/s, 480 GB/s, 24 GB in all); a framework sees
       // each die as one device, so a preset is one die.
       gpu("k80", 4.37, 240, 12, "NVIDIA Tesla K80 datasheet: 8.73 TFLOP/s FP32 boost, 480 GB/s, 24 GB per board of two GK210 dies; one die"),
-      gpu("v100", 15.7, 900, 16, "NVIDIA V100 datasheet, SXM2: 15.7 TFLOP/s FP32, 900 GB/s HBM2, 16 GB"),
+      with_tensor(gpu("v100", 15.7, 900, 16, "NVIDIA V100 datasheet, SXM2: 15.7 TFLOP/s FP32, 900 GB/s HBM2, 16 GB"), 125,
+                  "125 TFLOP/s tensor performance"),
       gpu("rtx3070", 20.3, 448, 8, "NVIDIA GeForce RTX 3070 specifications: 5,888 CUDA cores at 1.725 GHz boost (20.3 TFLOP/s FP32), 448 GB/s GDDR6, 8 GB"),
       gpu("rtx4080super", 52.2, 736, 16, "NVIDIA GeForce RTX 4080 Super specifications: 10,240 CUDA cores at 2.55 GHz boost (52.2 TFLOP/s FP32), 736 GB/s GDDR6X, 16 GB"),
-      gpu("a100", 19.5, 1555, 40, "NVIDIA A100 datasheet, 40 GB SXM: 19.5 TFLOP/s FP32 (156 TFLOP/s TF32 tensor cores not used), 1,555 GB/s HBM2, 40 GB"),
-      gpu("h100", 67, 3350, 80, "NVIDIA H100 datasheet, SXM5: 67 TFLOP/s FP32, 3.35 TB/s HBM3, 80 GB"),
+      with_tensor(gpu("a100", 19.5, 1555, 40, "NVIDIA A100 datasheet, 40 GB SXM: 19.5 TFLOP/s FP32 (156 TFLOP/s TF32 tensor cores not used), 1,555 GB/s HBM2, 40 GB"),
+                  312, "312 TFLOP/s BF16/FP16 tensor core, dense"),
+      with_tensor(gpu("h100", 67, 3350, 80, "NVIDIA H100 datasheet, SXM5: 67 TFLOP/s FP32, 3.35 TB/s HBM3, 80 GB"), 989,
+                  "1,979 TFLOP/s BF16 with sparsity, 989 dense"),
   };
 }
 

@@ -20,6 +20,9 @@ struct GpuSpec {
   double memory_bytes = 0;        // device memory (informational: clusters set their own)
   double launch_overhead_s = 2e-6;  // added to every kernel
   double efficiency = 0.75;       // achieved fraction of both peaks
+  // Dense fp16/bf16 tensor-core FLOP/s, 0 when the preset gives none: what the layer-level zoo
+  // (sim/models/layer_zoo.h) times matrix products against. The roofline above does not use it.
+  double tensor_flops = 0;
   std::string source;             // where the figures come from
 };
 

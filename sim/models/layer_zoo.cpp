@@ -1,23 +1,14 @@
 #include "sim/models/layer_zoo.h"
 
 #include <fmt/format.h>
+#include <optional>
 
 #include "sim/errors.h"
+#include "sim/models/gpu.h"
 
 namespace placesim::models {
 
 namespace {
-
-struct TensorPeak {
-  const char* gpu;
-  double flops;  // dense fp16/bf16 tensor-core FLOP/s
-  const char* source;
-};
-constexpr TensorPeak kTensorPeaks[] = {
-    {"v100", 125e12, "NVIDIA V100 datasheet, SXM2: 125 TFLOP/s tensor performance"},
-    {"a100", 312e12, "NVIDIA A100 datasheet: 312 TFLOP/s BF16/FP16 tensor core, dense"},
-    {"h100", 989e12, "NVIDIA H100 datasheet, SXM5: 1,979 TFLOP/s BF16 with sparsity, 989 dense"},
-};
 
 constexpr double kBytesPerWeight = 2;  // fp16/bf16
 
@@ -95,13 +86,15 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
     if (s.name == model) found = &s;
   if (!found) throw InputError(source, "model", fmt::format("expected one of {}, got '{}'", layer_zoo_names(), model));
   const TransformerShape& sh = *found;
-  const TensorPeak* peak = nullptr;
+  // The presets with a tensor-core peak.
+  std::optional<GpuSpec> gpu;
   std::string gpus;
-  for (const auto& p : kTensorPeaks) {
-    gpus += (gpus.empty() ? "" : ", ") + std::string(p.gpu);
-    if (o.gpu == p.gpu) peak = &p;
+  for (const GpuSpec& g : gpu_presets()) {
+    if (!(g.tensor_flops > 0)) continue;
+    gpus += (gpus.empty() ? "" : ", ") + g.name;
+    if (o.gpu == g.name) gpu = g;
   }
-  if (!peak) throw InputError(source, "gpu", fmt::format("expected one of {} (their tensor-core peaks), got '{}'", gpus, o.gpu));
+  if (!gpu) throw InputError(source, "gpu", fmt::format("expected one of {} (their tensor-core peaks), got '{}'", gpus, o.gpu));
   if (!(o.mfu > 0 && o.mfu <= 1)) throw InputError(source, "mfu", fmt::format("expected a fraction in (0, 1], got {}", o.mfu));
   if (o.micro_batch < 1) throw InputError(source, "micro_batch", fmt::format("expected at least 1, got {}", o.micro_batch));
   if (o.sequence < 0) throw InputError(source, "sequence", fmt::format("expected at least 1 (or 0: the model's), got {}", o.sequence));
@@ -110,12 +103,12 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
     throw InputError(source, "sequence",
                      fmt::format("expected at most {}: {} learns a table of that many positions", sh.sequence, sh.name));
   const double b = o.micro_batch, s = o.sequence > 0 ? o.sequence : sh.sequence, h = sh.hidden;
-  const double achieved = peak->flops * o.mfu;
+  const double achieved = gpu->tensor_flops * o.mfu;
   const double activation = kBytesPerWeight * b * s * h;  // one layer's output
   LayerWorkload w;
   w.name = sh.name;
   w.source = fmt::format("model zoo: {}, micro-batch {}, {} tokens, {} at {:g}% of {:g} TFLOP/s{}", sh.description, o.micro_batch,
-                         s, o.gpu, 100 * o.mfu, peak->flops / 1e12, o.recompute ? ", full recomputation" : "");
+                         s, o.gpu, 100 * o.mfu, gpu->tensor_flops / 1e12, o.recompute ? ", full recomputation" : "");
   for (int t : widths) {
     if (t < 1 || sh.heads % t || sh.kv_heads % t || sh.ffn % t)
       throw InputError(source, "tp",

@@ -15,9 +15,9 @@
 //    them) + 4bs^2 h (scores and their weighted sum, causal or not: Megatron's count), over t;
 //    backward twice the forward, plus the forward again with full recomputation (not for the
 //    head, which is not recomputed).
-//  - time = FLOPs / (the GPU's dense fp16 tensor-core peak x mfu): matrix products only, at one
-//    achieved fraction of the peak (memory-bound kernels, launch overheads and attention's
-//    kernels are folded into mfu). An estimate, not a measurement.
+//  - time = FLOPs / (the GPU preset's dense fp16 tensor-core peak, GpuSpec::tensor_flops, x mfu):
+//    matrix products only, at one achieved fraction of the peak (memory-bound kernels, launch
+//    overheads and attention's kernels are folded into mfu). An estimate, not a measurement.
 //  - tensor parallelism (t > 1): two all-reduces of the layer's output (2bsh bytes each) in the
 //    forward and two in the backward, given as one of 4bsh bytes per pass (not in the times).
 //  - stash per micro-batch (Korthikanti et al. 2022, "Reducing activation recomputation", table
@@ -54,7 +54,7 @@ std::string layer_zoo_names();  // "gpt2, gpt3-175b, ..." for messages
 struct LayerZooOptions {
   int micro_batch = 1;
   int sequence = 0;            // tokens per sequence; 0: the model's
-  std::string gpu = "h100";    // v100, a100 or h100: its dense fp16 tensor-core peak
+  std::string gpu = "h100";    // a GPU preset with a tensor-core peak (v100, a100, h100)
   double mfu = 0.5;            // achieved fraction of that peak
   bool recompute = true;       // full activation recomputation
 };
