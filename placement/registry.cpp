@@ -1,12 +1,14 @@
-// The strategy registry: one line per strategy. A new strategy is a new folder under placement/
-// plus one line here.
+// The strategy and planner registries: one line per strategy. A new strategy (or planner) is a new
+// folder under placement/ plus one line here.
 #include "placement/baechi/baechi.h"
 #include "placement/celeritas/celeritas.h"
 #include "placement/expert/expert.h"
 #include "placement/heft/heft.h"
 #include "placement/mcmc/mcmc.h"
+#include "placement/megatron/megatron.h"
 #include "placement/metis/metis_strategy.h"
 #include "placement/placeto/placeto.h"
+#include "placement/planner.h"
 #include "placement/quickp/quickp.h"
 #include "placement/random/random.h"
 #include "placement/round_robin/round_robin.h"
@@ -34,6 +36,13 @@ std::span<const StrategyInfo> strategy_registry() {
 #ifdef PLACESIM_HAVE_TORCH
       placeto_strategy_info(),  // needs LibTorch
 #endif
+  };
+  return registry;
+}
+
+std::span<const PlannerInfo> planner_registry() {
+  static const std::vector<PlannerInfo> registry = {
+      megatron_planner_info(),
   };
   return registry;
 }

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "sim/errors.h"
+#include "placement/planner.h"
 #include "placement/portfolio.h"
 #include "sim/evaluator.h"
 #include "sim/units.h"
@@ -148,6 +149,11 @@ const StrategyInfo& find_strategy(const std::string& name, const std::string& fi
   }
   std::string valid;
   for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
+  if (planner_named(name))
+    throw InputError(file, field,
+                     fmt::format("'{}' plans a layer-level workload: give the scenario `workload:` (a model of the layer "
+                                 "zoo or a per-layer workload file) instead of `graph:`",
+                                 name));
   const std::string hint = nearest_word(name, names);
   throw InputError(file, field,
                    fmt::format("unknown strategy '{}'{} (valid strategies: {})", name,
@@ -163,17 +169,23 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const YAML::Nod
 }
 
 nlohmann::ordered_json strategies_to_json() {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const auto& info : strategy_registry()) {
+  auto options_json = [](std::span<const OptionDoc> docs) {
     nlohmann::ordered_json options = nlohmann::ordered_json::array();
-    for (const auto& o : info.options) {
+    for (const auto& o : docs) {
       nlohmann::ordered_json j = {{"key", o.key}, {"kind", o.kind}, {"default", o.default_text}, {"help", o.help}};
       if (!o.choices.empty()) j["choices"] = o.choices;
       j["example"] = o.example;
       options.push_back(std::move(j));
     }
-    out.push_back({{"name", info.name}, {"description", info.description}, {"options", std::move(options)}});
-  }
+    return options;
+  };
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& info : strategy_registry())
+    out.push_back({{"name", info.name}, {"kind", "placement"}, {"description", info.description},
+                   {"options", options_json(info.options)}});
+  for (const auto& info : planner_registry())
+    out.push_back({{"name", info.name}, {"kind", "planner"}, {"description", info.description},
+                   {"options", options_json(info.options)}});
   return out;
 }
 

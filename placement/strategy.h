@@ -185,7 +185,8 @@ const StrategyInfo& find_strategy(const std::string& name, const std::string& fi
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const YAML::Node& options, const std::string& file,
                                         const std::string& field);
 
-// Every strategy's options as JSON, for `placesim strategies --json`.
+// Every strategy's and planner's options as JSON, for `placesim strategies --json`; `kind` says
+// which (placement, planner).
 nlohmann::ordered_json strategies_to_json();
 
 }  // namespace placesim

@@ -400,7 +400,7 @@ std::string format_point_table(std::span<const PointRecord> records) {
   for (const PointRecord& r : records) {
     const std::string point = width ? fmt::format("{:<{}} ", point_of(r), width) : std::string();
     if (!r.measurement) {
-      out += point + fmt::format("{:<20} failed: {}\n", r.label, r.error);
+      out += point + fmt::format("{:<20} {}: {}\n", r.label, r.infeasible ? "infeasible" : "failed", r.error);
       continue;
     }
     const PointMeasurement& m = *r.measurement;

@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "placement/planner.h"
 #include "placement/strategy.h"
+#include "sim/parallel_plan.h"
 #include "sim/errors.h"
 #include "sim/flow_engine.h"
 #include "sim/placement_io.h"
@@ -176,6 +178,76 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
   } catch (const std::exception& e) {
     // A failing strategy is recorded and the others still run: nothing asked for is dropped.
     out.error = e.what();
+  }
+  return out;
+}
+
+StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spec, const LayerWorkload& workload,
+                               const std::string& dir, const std::string& file_stem) {
+  StrategyOutcome out;
+  out.label = spec.label;
+  out.name = spec.name;
+  const fs::path folder = dir;
+  const Cluster& cluster = scenario.cluster;
+  try {
+    auto planner = make_planner(spec.name, spec.options, scenario.file, spec.field);
+    const PlanResult planned = planner->plan(workload, cluster);
+    const ParallelPlan& plan = planned.plan;
+    const CompiledPlan compiled = compile_plan(workload.by_tensor_parallel.at(plan.tp), plan, cluster);
+    out.search_seconds = planned.search_seconds;
+    out.strategy_report = planned.report;
+    nlohmann::ordered_json as_json = plan_to_json(plan);
+    as_json["stage_starts"] = compiled.stage_starts;
+    as_json["gpus"] = compiled.gpus;
+    out.strategy_report["plan"] = nlohmann::json::parse(as_json.dump());  // ordered -> the report's type
+    // The plan file: the plan as used and its memory per stage (tensor rank 0 of replica 0).
+    nlohmann::ordered_json file = as_json;
+    file["workload"] = workload.source;
+    nlohmann::ordered_json memory = nlohmann::ordered_json::array();
+    for (int p = 0; p < plan.pp; ++p) {
+      const GpuMemory& m = compiled.memory[static_cast<std::size_t>(p) * plan.tp];
+      memory.push_back({{"stage", p},
+                        {"parameters", m.parameters},
+                        {"gradients", m.gradients},
+                        {"optimizer_states", m.optimizer_states},
+                        {"activations", m.activations},
+                        {"micro_batches_in_flight", compiled.in_flight[p]},
+                        {"total", m.total()}});
+    }
+    file["memory_per_stage_bytes"] = std::move(memory);
+    out.placement_file = "plan-" + file_safe(file_stem) + ".json";
+    write_file_atomically((folder / out.placement_file).string(), dump_json(file, 2) + "\n");
+    if (!compiled.infeasible.empty()) {
+      out.infeasible = true;  // reported, never run
+      out.error = "does not fit: " + compiled.infeasible;
+      return out;
+    }
+    const Graph& graph = compiled.graph.graph;
+    out.compiled_operators = graph.num_operators();
+    out.compiled_tensors = graph.num_tensors();
+    out.measurement = measure_placement(graph, cluster, compiled.graph.placement, scenario.simulation.engine,
+                                        scenario.simulation.order);
+    // Memory is the plan's: the execution graph's operators hold none.
+    Measurement& m = out.measurement;
+    m.memory.assign(cluster.num_devices(), 0.0);
+    m.peak_memory = 0;
+    for (std::size_t i = 0; i < compiled.gpus.size(); ++i) {
+      m.memory[compiled.gpus[i]] = compiled.memory[i].total();
+      m.peak_memory = std::max(m.peak_memory, compiled.memory[i].total());
+    }
+    m.oom = false;  // infeasible plans were not run
+    if (const std::string reason = non_finite_reason(graph, cluster, compiled.graph.placement, m); !reason.empty()) {
+      out.error = reason;
+      return out;
+    }
+    if (scenario.simulation.trace) {
+      out.trace_file = "trace-" + file_safe(file_stem) + ".json";
+      write_trace((folder / out.trace_file).string(), graph, cluster, compiled.graph.placement, m);
+    }
+  } catch (const OutputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    out.error = e.what();  // recorded; the other planners still run
   }
   return out;
 }

@@ -9,6 +9,7 @@
 
 #include "scenarios/record.h"
 #include "scenarios/scenario.h"
+#include "sim/layer_model.h"
 #include "sim/evaluator.h"
 #include "sim/simgrid_engine.h"
 
@@ -47,6 +48,8 @@ struct StrategyOutcome {
   Measurement measurement;
   nlohmann::json strategy_report;
   std::string placement_file, trace_file;
+  // A plan's execution graph (run_plan_point); 0 for a placement, whose graph is the scenario's.
+  std::size_t compiled_operators = 0, compiled_tensors = 0;
 };
 
 // Places the graph with one strategy (coarsening first if asked), measures the placement and
@@ -55,5 +58,13 @@ struct StrategyOutcome {
 // `dir` cannot be written) is thrown on.
 StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec& spec, const Graph& graph,
                                    const std::string& dir, const std::string& file_stem);
+
+// Plans the workload with one planner (placement/planner.h), compiles the plan into the
+// execution graph and measures it on the scenario's engines, and writes plan-<file_stem>.json
+// (the plan, its stages and its memory per GPU) and trace-<file_stem>.json into `dir`. The
+// memory per GPU is the plan's (parameters, gradients, optimizer states, activations at the
+// peak); a plan that does not fit is `infeasible`, with the GPU and the bytes, and not run.
+StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spec, const LayerWorkload& workload,
+                               const std::string& dir, const std::string& file_stem);
 
 }  // namespace placesim

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "placement/celeritas/celeritas.h"
+#include "placement/planner.h"
 #include "placement/strategy.h"
 #include "sim/errors.h"
 #include "sim/graph_io.h"
@@ -99,6 +100,52 @@ CoarseningConfig coarsening_from_yaml(const YAML::Node& node, const std::string&
 
 }  // namespace
 
+WorkloadSource workload_source_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
+  YamlFields f(node, file, path);
+  if (f.has("file") == f.has("model"))
+    throw InputError(file, path,
+                     "expected exactly one of 'model' (a layer-level model: " + models::layer_zoo_names() +
+                         ") or 'file' (a per-layer workload, NEST's JSON)");
+  WorkloadSource w;
+  const OptionSchema<models::LayerZooOptions> zoo = models::layer_zoo_schema();
+  if (f.has("file")) {
+    w.file = f.string("file");
+    f.allow_only({"file"});  // the zoo's options mean nothing to a measured workload
+    return w;
+  }
+  w.model = f.string("model");
+  std::vector<std::string> keys = zoo.keys();
+  keys.push_back("model");
+  check_known_keys(f, keys);
+  w.zoo = zoo.parse_known(f);
+  // The model's name and the zoo's own checks (the GPU preset, the sequence), now, naming the field.
+  try {
+    models::build_layer_model(w.model, w.zoo, {1}, file);
+  } catch (const InputError& e) {
+    throw InputError(file, path + "." + e.field(), e.reason());
+  }
+  return w;
+}
+
+LayerWorkload load_workload_source(const WorkloadSource& source, const std::string& scenario_file) {
+  if (!source.model.empty())
+    return models::build_layer_model(source.model, source.zoo, models::layer_zoo_widths(source.model), scenario_file);
+  fs::path p = source.file;
+  if (p.is_relative()) p = fs::path(scenario_file).parent_path() / p;
+  if (!fs::exists(p))
+    throw InputError(scenario_file, "workload.file", fmt::format("workload file '{}' does not exist", p.string()));
+  return load_nest_workload(p.lexically_normal().string());
+}
+
+std::string source_name(const Scenario& scenario) {
+  if (scenario.workload)
+    return scenario.workload->model.empty() ? fs::path(scenario.workload->file).stem().string() : scenario.workload->model;
+  const GraphSource& g = scenario.graph;
+  if (g.model) return g.model->model;
+  if (!g.builtin.empty()) return g.builtin;
+  return fs::path(g.file).stem().string();
+}
+
 Graph load_graph_source(const GraphSource& source, const std::string& scenario_file, std::vector<std::string>& warnings) {
   if (source.model && source.memory_regression) {
     const auto fit = celeritas::fit_memory_regression(*source.model, celeritas::default_small_batches(source.model->batch));
@@ -139,12 +186,18 @@ std::string load_scenario_description(const std::string& path) {
 
 Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
   YamlFields f(root, file, "");
-  f.allow_only({"name", "description", "graph", "cluster", "strategies", "simulation", "output", "sweep", "report"});
+  f.allow_only({"name", "description", "graph", "workload", "cluster", "strategies", "simulation", "output", "sweep",
+                "report"});
   Scenario s;
   s.file = file;
   s.name = f.string_or("name", fs::path(file).stem().string());
   s.description = description_field(f);
-  s.graph = graph_source_from_yaml(f.node("graph"), file, "graph");
+  if (f.has("graph") == f.has("workload"))
+    throw InputError(file, "graph",
+                     "expected exactly one of 'graph' (operators for placement strategies) or 'workload' (a layer-level "
+                     "model for planners such as megatron)");
+  if (f.has("workload")) s.workload = workload_source_from_yaml(f.node("workload"), file, "workload");
+  else s.graph = graph_source_from_yaml(f.node("graph"), file, "graph");
   s.cluster = cluster_from_yaml(f.node("cluster"), file, "cluster");
 
   const YAML::Node list = f.node("strategies");
@@ -170,9 +223,15 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
       }
     }
     if (spec.label.empty()) spec.label = spec.name;
-    find_strategy(spec.name, file, spec.field + ".name");
     // Build once now so option errors surface before anything runs.
-    make_strategy(spec.name, spec.options, file, spec.field);
+    if (s.workload) {
+      if (spec.coarsen || spec.refine)
+        throw InputError(file, spec.field, "coarsen and refine apply to placement strategies, not to planners");
+      make_planner(spec.name, spec.options, file, spec.field);
+    } else {
+      find_strategy(spec.name, file, spec.field + ".name");
+      make_strategy(spec.name, spec.options, file, spec.field);
+    }
     if (!labels.insert(spec.label).second)
       throw InputError(file, spec.field, fmt::format("label '{}' is used twice; give one a distinct 'label'", spec.label));
     s.strategies.push_back(std::move(spec));

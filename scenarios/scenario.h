@@ -15,6 +15,8 @@
 #include "sim/cluster.h"
 #include "sim/graph.h"
 #include "sim/options.h"
+#include "sim/layer_model.h"
+#include "sim/models/layer_zoo.h"
 #include "sim/models/zoo.h"
 
 namespace placesim {
@@ -30,6 +32,15 @@ struct GraphSource {
   // small batches by per-operator linear regression (Celeritas's standard evaluation) instead of
   // taken from the large-batch graph; `memory: built` (the default) keeps the built memory.
   bool memory_regression = false;
+};
+
+// A layer-level workload (`workload:`), which planners (placement/planner.h) plan instead of a
+// graph: a model of the layer zoo (sim/models/layer_zoo.h) with its options, or a per-layer
+// workload file (NEST's JSON, sim/layer_model.h).
+struct WorkloadSource {
+  std::string model;            // a layer-zoo model; empty when `file` is set
+  models::LayerZooOptions zoo;  // its options
+  std::string file;             // a workload file (resolved against the scenario's folder)
 };
 
 struct StrategySpec {
@@ -75,7 +86,8 @@ struct Scenario {
   std::string file;
   std::string name;
   std::string description;  // one line, for listings (`placesim reproduce --list`); may be empty
-  GraphSource graph;
+  GraphSource graph;                      // unset when `workload` is
+  std::optional<WorkloadSource> workload;  // a layer-level workload: `strategies:` are planners
   Cluster cluster;
   std::vector<StrategySpec> strategies;
   SimulationSpec simulation;
@@ -95,6 +107,12 @@ std::string_view op_order_name(OpOrder order);
 // Builds or loads the graph a scenario names; loader warnings are appended to `warnings`.
 Graph load_graph_source(const GraphSource& source, const std::string& scenario_file,
                         std::vector<std::string>& warnings);
+
+WorkloadSource workload_source_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path);
+// Builds or loads the workload: a zoo model at every tensor-parallel width it can be split into.
+LayerWorkload load_workload_source(const WorkloadSource& source, const std::string& scenario_file);
+// What results call the graph or workload: the model, builtin or file stem.
+std::string source_name(const Scenario& scenario);
 
 GraphSource graph_source_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path);
 

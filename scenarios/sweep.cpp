@@ -508,7 +508,8 @@ void expand_block(const SweepBlock& block, const YAML::Node& base, std::optional
       const StrategySpec& spec = variant.strategies[s];
       std::vector<std::optional<long>> point_seeds{std::nullopt};
       if (!seeds.empty()) {
-        if (find_strategy(spec.name, file, spec.field).takes("seed")) point_seeds.assign(seeds.begin(), seeds.end());
+        if (!variant.workload && find_strategy(spec.name, file, spec.field).takes("seed"))
+          point_seeds.assign(seeds.begin(), seeds.end());
       }
       for (const auto& seed : point_seeds)
         for (int r = 0; r < repetitions; ++r) {
@@ -523,7 +524,8 @@ void expand_block(const SweepBlock& block, const YAML::Node& base, std::optional
           plan.points.push_back(std::move(p));
         }
     }
-    plan.variant_graph.push_back(YAML::Dump(variant_root["graph"]));
+    plan.variant_graph.push_back(variant.workload ? "workload: " + YAML::Dump(variant_root["workload"])
+                                                  : YAML::Dump(variant_root["graph"]));
     plan.variants.push_back(std::move(variant));
     plan.variant_values.push_back(std::move(values));
 

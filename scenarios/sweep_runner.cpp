@@ -26,12 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string graph_name(const GraphSource& g) {
-  if (g.model) return g.model->model;
-  if (!g.builtin.empty()) return g.builtin;
-  return fs::path(g.file).stem().string();
-}
-
 // What every record of a point starts with, whether it ran or not.
 PointRecord point_header(const SweepPlan& plan, const SweepPoint& point) {
   const Scenario& scenario = plan.variants[point.variant];
@@ -40,7 +34,7 @@ PointRecord point_header(const SweepPlan& plan, const SweepPoint& point) {
   r.key = point.key;
   r.index = point.index;
   r.scenario = plan.name;
-  r.graph = graph_name(scenario.graph);
+  r.graph = source_name(scenario);
   r.gpus = scenario.cluster.num_devices();
   r.cluster = scenario.cluster.description;
   for (const auto& [path, value] : plan.variant_values[point.variant]) r.sweep.emplace_back(path, value);
@@ -86,19 +80,29 @@ constexpr const char* kOutputErrorKey = "output_error";
 
 // Runs in the worker process; the record travels to the runner as its JSON line, or an output
 // error as {"output_error": {"file", "reason"}}, which stops the run.
-std::string run_point(const SweepPlan& plan, const SweepPoint& point, const Graph& graph,
-                      const std::vector<std::string>& warnings, const std::string& dir) {
+// A point runs on a graph (placement strategies) or on a layer-level workload (planners).
+struct PointInput {
+  const Graph* graph = nullptr;
+  const LayerWorkload* workload = nullptr;
+  const std::vector<std::string>* warnings = nullptr;
+};
+
+std::string run_point(const SweepPlan& plan, const SweepPoint& point, const PointInput& input, const std::string& dir) {
   const Scenario& scenario = plan.variants[point.variant];
   StrategyOutcome out;
   try {
-    out = run_strategy_point(scenario, point_strategy(plan, point), graph, dir, point.file_stem);
+    out = input.workload ? run_plan_point(scenario, point_strategy(plan, point), *input.workload, dir, point.file_stem)
+                         : run_strategy_point(scenario, point_strategy(plan, point), *input.graph, dir, point.file_stem);
   } catch (const OutputError& e) {
     nlohmann::ordered_json j;
     j[kOutputErrorKey] = {{"file", e.file()}, {"reason", e.reason()}};
     return dump_json(j);
   }
   PointRecord r = point_header(plan, point);
-  r.graph_size = PointRecord::GraphSize{graph.num_operators(), graph.num_tensors(), warnings};
+  if (input.graph)
+    r.graph_size = PointRecord::GraphSize{input.graph->num_operators(), input.graph->num_tensors(), *input.warnings};
+  else if (out.compiled_operators > 0)  // the execution graph the plan compiled into
+    r.graph_size = PointRecord::GraphSize{out.compiled_operators, out.compiled_tensors, *input.warnings};
   if (out.error.empty()) r.measurement = recorded(out);
   else r.error = out.error;
   r.infeasible = out.infeasible;
@@ -229,8 +233,10 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
 
   // Graphs are loaded (or built) in this process, once per distinct `graph:`, before the workers
   // that need them fork: the workers share them copy-on-write.
+  // Workloads likewise.
   struct LoadedGraph {
     std::unique_ptr<Graph> graph;
+    std::unique_ptr<LayerWorkload> workload;
     std::vector<std::string> warnings;
     std::string error;
   };
@@ -239,8 +245,11 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
     auto [it, fresh] = graphs.try_emplace(plan.variant_graph[p.variant]);
     if (fresh) {
       try {
-        it->second.graph = std::make_unique<Graph>(
-            load_graph_source(plan.variants[p.variant].graph, plan.file, it->second.warnings));
+        const Scenario& variant = plan.variants[p.variant];
+        if (variant.workload)
+          it->second.workload = std::make_unique<LayerWorkload>(load_workload_source(*variant.workload, plan.file));
+        else
+          it->second.graph = std::make_unique<Graph>(load_graph_source(variant.graph, plan.file, it->second.warnings));
         for (const auto& w : it->second.warnings) log << prefix << "warning: " << w << "\n";
       } catch (const std::exception& e) {
         it->second.error = e.what();
@@ -292,7 +301,10 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   std::vector<std::size_t> runnable;
   for (std::size_t index : todo) {
     LoadedGraph& g = graph_of(plan.points[index]);
-    if (!g.error.empty()) record_point(failed_record(plan, plan.points[index], "graph: " + g.error), false);
+    if (!g.error.empty())
+      record_point(failed_record(plan, plan.points[index],
+                                 (plan.variants[plan.points[index].variant].workload ? "workload: " : "graph: ") + g.error),
+                   false);
     else runnable.push_back(index);
   }
 
@@ -326,7 +338,7 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
     const SweepPoint& point = plan.points[index];
     if (static_cast<long>(index) == abort_point) std::abort();
     const LoadedGraph& g = graphs.at(plan.variant_graph[point.variant]);
-    return run_point(plan, point, *g.graph, g.warnings, out_dir);
+    return run_point(plan, point, {g.graph.get(), g.workload.get(), &g.warnings}, out_dir);
   }, hooks);
   progress.close();
   if (output_error) throw *output_error;

@@ -99,6 +99,9 @@ LayerWorkload load_nest_workload(const std::string& path) {
   if (const auto unit = root.find("time_unit"); unit == root.end() || *unit != "s")
     throw InputError(path, "time_unit", "expected \"s\": the loader reads seconds");
   const bool recompute = optional_field<bool>(root, "activation_recomputation", json::value_t::boolean, false, path, "");
+  const int expert_parallel =
+      root.contains("expert_parallel_degree") ? static_cast<int>(whole_number(root, "expert_parallel_degree", 1, 1 << 20, path, ""))
+                                              : 1;
   LayerWorkload w;
   w.name = optional_field<std::string>(root, "model", json::value_t::string, "nest workload", path, "");
   w.source = path;
@@ -109,6 +112,7 @@ LayerWorkload load_nest_workload(const std::string& path) {
     LayerModel m;
     m.name = w.name;
     m.tensor_parallel = static_cast<int>(whole_number(variant, "tensor_parallel_degree", 1, 1 << 20, path, where));
+    m.expert_parallel = expert_parallel;
     const json& layers = member(variant, "layers", json::value_t::array, path, where);
     if (layers.empty()) throw InputError(path, where + ".layers", "expected at least one layer");
     std::map<long, std::size_t> index_of_id;
@@ -121,6 +125,8 @@ LayerWorkload load_nest_workload(const std::string& path) {
       layer.forward_s = bytes_or_seconds(l, "fwd_s", path, at);
       layer.backward_s = bytes_or_seconds(l, "bwd_s", path, at);
       layer.parameter_bytes = bytes_or_seconds(l, "parameter_bytes", path, at);
+      layer.block = optional_field<std::string>(l, "kind", json::value_t::string, "transformer_block", path, at) ==
+                    "transformer_block";
       layer.stashed_bytes =
           bytes_or_seconds(l, recompute ? "stashed_bytes_with_recompute" : "stashed_bytes_without_recompute", path, at);
       const long id = whole_number(l, "id", -(1L << 40), 1L << 40, path, at);

@@ -18,6 +18,16 @@ struct Layer {
   // Tensor-parallel all-reduces of the layer, per micro-batch, not included in forward_s and
   // backward_s (0: none, or already included, as in NEST's workloads).
   double tp_allreduce_forward_bytes = 0, tp_allreduce_backward_bytes = 0;
+  // Mixture of experts: the part of parameter_bytes that is the experts' (all of them, on one
+  // GPU), which expert parallelism spreads over its ep GPUs; and what each GPU sends in all in
+  // one all-to-all (the tokens' copies for their top-k experts), two in the forward (dispatch,
+  // combine) and two in the backward when ep > 1 (0: no experts, or the all-to-alls are in the
+  // times already, as in NEST's workloads).
+  double expert_parameter_bytes = 0;
+  double expert_alltoall_bytes = 0;
+  // One of the model's repeated blocks (a transformer layer), which Megatron's plans split evenly
+  // over the stages; false for what comes before or after them (embedding, output head).
+  bool block = true;
 };
 
 // An activation from one layer to a later one (indices into LayerModel::layers), per micro-batch.
@@ -29,6 +39,10 @@ struct LayerEdge {
 struct LayerModel {
   std::string name;
   int tensor_parallel = 1;  // the width the layers' values are for
+  // The expert-parallel width the values are for: 1 when every GPU holds all experts (the plan
+  // spreads them, ParallelPlan::ep); more when the workload was built for that width (NEST's
+  // Mixtral, EP 4: its parameters and times are per GPU of that width already).
+  int expert_parallel = 1;
   std::vector<Layer> layers;
   // Empty: a chain, layer i sending output_bytes to layer i + 1.
   std::vector<LayerEdge> edges;
@@ -51,7 +65,9 @@ struct LayerWorkload {
 // bytes, per device of the variant's tensor-parallel width. A layer's stash is
 // stashed_bytes_with_recompute when the file says activation_recomputation, else
 // stashed_bytes_without_recompute; its output the bytes of its edges to later layers. The
-// tensor-parallel collectives are inside fwd_s and bwd_s already. Throws InputError naming the
+// tensor-parallel collectives are inside fwd_s and bwd_s already, and so are the all-to-alls of
+// expert_parallel_degree (LayerModel::expert_parallel). A layer is a block when its kind is
+// transformer_block (NEST's layer -1, the embedding, is not). Throws InputError naming the
 // file and the field on anything malformed.
 LayerWorkload load_nest_workload(const std::string& path);
 

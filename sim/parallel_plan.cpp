@@ -53,6 +53,15 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
                        plan.micro_batches);
   if (plan.zero < 0 || plan.zero > 3) return fmt::format("zero must be a ZeRO stage from 0 to 3, got {}", plan.zero);
   if (plan.pp > L) return fmt::format("{} pipeline stages but {} has {} layers", plan.pp, model.name, L);
+  if (plan.ep < 1 || plan.dp % plan.ep != 0)
+    return fmt::format("ep must divide dp (expert parallelism is carved out of the replicas), got ep {} and dp {}", plan.ep,
+                       plan.dp);
+  if (model.expert_parallel > 1 && plan.ep != model.expert_parallel)
+    return fmt::format("the workload of {} was built for expert-parallel width {}, the plan has ep {}", model.name,
+                       model.expert_parallel, plan.ep);
+  if (plan.ep > 1 && model.expert_parallel == 1 &&
+      std::none_of(model.layers.begin(), model.layers.end(), [](const Layer& l) { return l.expert_parameter_bytes > 0; }))
+    return fmt::format("ep {} but {} has no experts", plan.ep, model.name);
   if (model.tensor_parallel != plan.tp)
     return fmt::format("the model's layers are for tensor-parallel width {}, the plan has tp {}", model.tensor_parallel,
                        plan.tp);
@@ -108,14 +117,33 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
     s.op = plan.zero == 0 ? CollectiveOp::AllReduce : CollectiveOp::ReduceScatter;
     s.algorithm = plan.gradient_algorithm;
     s.bytes = 1;
+    const int expert_replicas = plan.dp / plan.ep;
     for (int p = 0; p < plan.pp; ++p)
       for (int t = 0; t < plan.tp; ++t) {
         s.group.clear();
         for (int d = 0; d < plan.dp; ++d) s.group.push_back(gpu_of(d, p, t));
         if (const std::string why = collective_problem(s, cluster); !why.empty())
           return fmt::format("the gradient reduction of stage {}, tensor rank {}: {}", p, t, why);
+        if (plan.ep > 1 && expert_replicas > 1)
+          for (int e = 0; e < plan.ep; ++e) {
+            s.group.clear();
+            for (int j = 0; j < expert_replicas; ++j) s.group.push_back(gpu_of(j * plan.ep + e, p, t));
+            if (const std::string why = collective_problem(s, cluster); !why.empty())
+              return fmt::format("the experts' gradient reduction of stage {}, tensor rank {}, expert shard {}: {}", p, t,
+                                 e, why);
+          }
       }
   }
+  if (plan.ep > 1)  // the all-to-alls
+    for (int j = 0; j < plan.dp / plan.ep; ++j)
+      for (int p = 0; p < plan.pp; ++p)
+        for (int t = 0; t < plan.tp; ++t)
+          for (int e = 0; e < plan.ep; ++e)
+            for (int f = 0; f < plan.ep; ++f)
+              if (!cluster.reachable(gpu_of(j * plan.ep + e, p, t), gpu_of(j * plan.ep + f, p, t)))
+                return fmt::format("{} cannot reach {} of its expert-parallel group (stage {})",
+                                   cluster.device(gpu_of(j * plan.ep + e, p, t)).name,
+                                   cluster.device(gpu_of(j * plan.ep + f, p, t)).name, p);
   return "";
 }
 
@@ -225,6 +253,31 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
           }
         }
     }
+  // Expert parallelism: each expert layer's all-to-alls (dispatch, combine) in both passes, among
+  // the replicas of each expert-parallel group.
+  if (plan.ep > 1 && model.expert_parallel == 1)
+    for (int j = 0; j < dp / plan.ep; ++j)
+      for (int p = 0; p < pp; ++p) {
+        const int first = out.stage_starts[p], count = stage_end(p) - first;
+        for (int t = 0; t < tp; ++t)
+          for (int i = 0; i < m; ++i)
+            for (int k = 0; k < count; ++k) {
+              const double bytes = model.layers[first + k].expert_alltoall_bytes;
+              if (bytes <= 0) continue;
+              CollectiveSpec s;
+              s.op = CollectiveOp::AllToAll;
+              s.algorithm = CollectiveAlgorithm::Direct;
+              s.bytes = bytes;
+              for (int e = 0; e < plan.ep; ++e) s.group.push_back(out.gpus[gpu_index(j * plan.ep + e, p, t)]);
+              for (Grid* done : {&fwd_done, &bwd_done}) {
+                std::vector<OpId> ops(plan.ep);
+                for (int e = 0; e < plan.ep; ++e) ops[e] = (*done)[j * plan.ep + e][p][t][i][k];
+                for (const char* what : {"dispatch", "combine"})
+                  ops = append_collective(g, s, cluster, fmt::format("ep{}.{}", collectives++, what), ops);
+                for (int e = 0; e < plan.ep; ++e) (*done)[j * plan.ep + e][p][t][i][k] = ops[e];
+              }
+            }
+      }
   // (A stage's gradients come from the next stage's done operators: every stage's first.)
   for (int d = 0; d < dp; ++d)
     for (int p = 0; p < pp; ++p) {
@@ -238,43 +291,82 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
           }
           // The loss: the last stage's backward follows its forward.
           if (p + 1 == pp) g.depend(fwd_done[d][p][t][i][count - 1], bwd[d][p][t][i][count - 1]);
-          // Activations to the next stage, gradients back.
-          if (p + 1 < pp) {
-            g.graph.add_tensor(fwd_done[d][p][t][i][count - 1], fwd[d][p + 1][t][i][0], activation_bytes);
-            g.graph.add_tensor(bwd_done[d][p + 1][t][i][0], bwd[d][p][t][i][count - 1], activation_bytes);
-          }
         }
+      // Activations to the next stage, gradients back: rank t to rank t, whole, or (scatter-gather)
+      // 1/tp each and all-gathered by the receiving stage's tensor-parallel group.
+      if (p + 1 == pp) continue;
+      auto hand_over = [&](int to_stage, const std::vector<OpId>& from, const std::vector<OpId>& to,
+                           const std::string& name) {
+        if (tp == 1 || !plan.scatter_gather) {
+          for (int t = 0; t < tp; ++t) g.graph.add_tensor(from[t], to[t], activation_bytes);
+          return;
+        }
+        std::vector<OpId> received(tp);
+        CollectiveSpec s;
+        s.op = CollectiveOp::AllGather;
+        s.algorithm = CollectiveAlgorithm::Ring;
+        s.bytes = activation_bytes;
+        for (int t = 0; t < tp; ++t) {
+          const DeviceId gpu = out.gpus[gpu_index(d, to_stage, t)];
+          s.group.push_back(gpu);
+          received[t] = g.add({fmt::format("{}.t{}.received", name, t), "collective", 0.0, 0.0, -1, /*communication=*/true}, gpu);
+          g.graph.add_tensor(from[t], received[t], activation_bytes / tp);
+        }
+        const std::vector<OpId> gathered = append_collective(g, s, cluster, name, received);
+        for (int t = 0; t < tp; ++t) g.depend(gathered[t], to[t]);
+      };
+      for (int i = 0; i < m; ++i) {
+        std::vector<OpId> sent(tp), first(tp), gradient(tp), last(tp);
+        for (int t = 0; t < tp; ++t) {
+          sent[t] = fwd_done[d][p][t][i][count - 1];
+          first[t] = fwd[d][p + 1][t][i][0];
+          gradient[t] = bwd_done[d][p + 1][t][i][0];
+          last[t] = bwd[d][p][t][i][count - 1];
+        }
+        hand_over(p + 1, sent, first, fmt::format("act.d{}.p{}.m{}", d, p, i));
+        hand_over(p, gradient, last, fmt::format("actgrad.d{}.p{}.m{}", d, p + 1, i));
+      }
     }
 
   // Gradient reduction across replicas, a bucket per layer, after its last backward; ZeRO's
-  // all-gathers of parameters.
-  if (dp > 1)
-    for (int p = 0; p < pp; ++p) {
-      const int first = out.stage_starts[p], count = stage_end(p) - first;
-      // fwd_before_bwd: the last forward before the first backward in the stage's order (1F1B
-      // interleaves them: the stage's last forward comes after its first backward).
-      int first_fwd = -1, fwd_before_bwd = -1, first_bwd = -1, last_bwd = -1;
-      for (const Unit& u : orders[p]) {
-        if (u.forward) {
-          if (first_fwd < 0) first_fwd = u.micro_batch;
-          if (first_bwd < 0) fwd_before_bwd = u.micro_batch;
-        } else {
-          if (first_bwd < 0) first_bwd = u.micro_batch;
-          last_bwd = u.micro_batch;
-        }
+  // all-gathers of parameters. Without experts, one group per stage and tensor rank: every
+  // replica. With expert parallelism also one per expert shard e: the replicas d with d mod ep = e,
+  // for the experts' part.
+  const bool spreads_experts = plan.ep > 1 && model.expert_parallel == 1;
+  auto dense_bytes = [&](int l) {
+    return model.layers[l].parameter_bytes - (spreads_experts ? model.layers[l].expert_parameter_bytes : 0.0);
+  };
+  auto expert_bytes = [&](int l) { return spreads_experts ? model.layers[l].expert_parameter_bytes / plan.ep : 0.0; };
+  for (int p = 0; p < pp; ++p) {
+    const int first = out.stage_starts[p], count = stage_end(p) - first;
+    // fwd_before_bwd: the last forward before the first backward in the stage's order (1F1B
+    // interleaves them: the stage's last forward comes after its first backward).
+    int first_fwd = -1, fwd_before_bwd = -1, first_bwd = -1, last_bwd = -1;
+    for (const Unit& u : orders[p]) {
+      if (u.forward) {
+        if (first_fwd < 0) first_fwd = u.micro_batch;
+        if (first_bwd < 0) fwd_before_bwd = u.micro_batch;
+      } else {
+        if (first_bwd < 0) first_bwd = u.micro_batch;
+        last_bwd = u.micro_batch;
       }
-      for (int t = 0; t < tp; ++t) {
+    }
+    for (int t = 0; t < tp; ++t) {
+      // The buckets of one group of replicas, `bytes(l)` per layer l.
+      auto reduce_group = [&](const std::vector<int>& replicas, const auto& bytes, const std::string& tag) {
+        const int n = static_cast<int>(replicas.size());
+        if (n < 2) return;
         auto per_replica = [&](const Grid& x, int i, int k) {
-          std::vector<OpId> ops(dp);
-          for (int d = 0; d < dp; ++d) ops[d] = x[d][p][t][i][k];
+          std::vector<OpId> ops(n);
+          for (int r = 0; r < n; ++r) ops[r] = x[replicas[r]][p][t][i][k];
           return ops;
         };
         auto spec_of = [&](int k, CollectiveOp op) {
           CollectiveSpec s;
           s.op = op;
           s.algorithm = plan.gradient_algorithm;
-          for (int d = 0; d < dp; ++d) s.group.push_back(out.gpus[gpu_index(d, p, t)]);
-          s.bytes = model.layers[first + k].parameter_bytes;
+          for (int d : replicas) s.group.push_back(out.gpus[gpu_index(d, p, t)]);
+          s.bytes = bytes(first + k);
           return s;
         };
         // The group's collectives run one after another, as NCCL runs a communicator's on its
@@ -283,23 +375,23 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
         // Per replica, a communication step after both `ready` and `queue` (empty: `ready` itself).
         auto after_both = [&](std::vector<OpId> ready, const std::vector<OpId>& queue, const std::string& name) {
           if (queue.empty()) return ready;
-          std::vector<OpId> both(dp);
-          for (int d = 0; d < dp; ++d) {
-            both[d] = g.add({fmt::format("{}.r{}.queued", name, d), "collective", 0.0, 0.0, -1, /*communication=*/true},
-                            out.gpus[gpu_index(d, p, t)]);
-            g.depend(ready[d], both[d]);
-            g.depend(queue[d], both[d]);
+          std::vector<OpId> both(n);
+          for (int r = 0; r < n; ++r) {
+            both[r] = g.add({fmt::format("{}.r{}.queued", name, replicas[r]), "collective", 0.0, 0.0, -1,
+                             /*communication=*/true},
+                            out.gpus[gpu_index(replicas[r], p, t)]);
+            g.depend(ready[r], both[r]);
+            g.depend(queue[r], both[r]);
           }
           return both;
         };
-        auto after_tail = [&](std::vector<OpId> ready, const std::string& name) { return after_both(ready, tail, name); };
-        std::vector<int> scattered;  // layers whose gradients were reduce-scattered (ZeRO 1, 2)
+        std::vector<int> scattered;          // layers whose gradients were reduce-scattered (ZeRO 1, 2)
         std::vector<OpId> backward_gathers;  // ZeRO 3: the last gather for the backward, per replica
         // Buckets in the order they become ready: the backward runs from the last layer down.
         for (int k = count - 1; k >= 0; --k) {
-          if (model.layers[first + k].parameter_bytes <= 0) continue;
-          const std::string name = fmt::format("grad.p{}.t{}.l{}", p, t, first + k);
-          const std::vector<OpId> ready = after_tail(per_replica(bwd_done, last_bwd, k), name);
+          if (bytes(first + k) <= 0) continue;
+          const std::string name = fmt::format("{}.p{}.t{}.l{}", tag, p, t, first + k);
+          const std::vector<OpId> ready = after_both(per_replica(bwd_done, last_bwd, k), tail, name);
           if (plan.zero == 0) {
             tail = append_collective(g, spec_of(k, CollectiveOp::AllReduce), cluster, name, ready);
             continue;
@@ -317,45 +409,59 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
           backward_gathers = append_collective(g, spec_of(k, CollectiveOp::AllGather), cluster, name + ".agb",
                                                ready_for_backward);
           const std::vector<OpId> backward_first = per_replica(bwd, first_bwd, k);
-          for (int d = 0; d < dp; ++d) g.depend(backward_gathers[d], backward_first[d]);
+          for (int r = 0; r < n; ++r) g.depend(backward_gathers[r], backward_first[r]);
         }
         // ZeRO 3: and before each layer's first forward, in forward order, one after another
         // (all at once, the first layer's gather would share the links with every other's).
         if (plan.zero == 3) {
           std::vector<OpId> previous;
           for (int k = 0; k < count; ++k) {
-            if (model.layers[first + k].parameter_bytes <= 0) continue;
+            if (bytes(first + k) <= 0) continue;
             previous = append_collective(g, spec_of(k, CollectiveOp::AllGather), cluster,
-                                         fmt::format("grad.p{}.t{}.l{}.agf", p, t, first + k), previous);
+                                         fmt::format("{}.p{}.t{}.l{}.agf", tag, p, t, first + k), previous);
             const std::vector<OpId> forward_first = per_replica(fwd, first_fwd, k);
-            for (int d = 0; d < dp; ++d) g.depend(previous[d], forward_first[d]);
+            for (int r = 0; r < n; ++r) g.depend(previous[r], forward_first[r]);
           }
         }
         // ZeRO 1 and 2: the updated parameters are all-gathered after the optimizer step, which
         // follows the last reduce-scatter.
         for (int k : scattered)
           tail = append_collective(g, spec_of(k, CollectiveOp::AllGather), cluster,
-                                   fmt::format("grad.p{}.t{}.l{}.ag", p, t, first + k), tail);
-      }
+                                   fmt::format("{}.p{}.t{}.l{}.ag", tag, p, t, first + k), tail);
+      };
+      std::vector<int> all(dp);
+      for (int d = 0; d < dp; ++d) all[d] = d;
+      reduce_group(all, dense_bytes, "grad");
+      if (spreads_experts)
+        for (int e = 0; e < plan.ep; ++e) {
+          std::vector<int> shard;
+          for (int d = e; d < dp; d += plan.ep) shard.push_back(d);
+          reduce_group(shard, expert_bytes, fmt::format("grad.e{}", e));
+        }
     }
-  g.graph.finalize(fmt::format("{} with tp {}, pp {}, dp {}, {} micro-batches", model.name, tp, pp, dp, m));
+  }
+  g.graph.finalize(fmt::format("{} with tp {}, pp {}, dp {}{}, {} micro-batches", model.name, tp, pp, dp,
+                               plan.ep > 1 ? fmt::format(", ep {}", plan.ep) : "", m));
 
   // Memory at the peak, and whether every GPU holds it.
   out.in_flight.resize(pp);
   out.memory.resize(out.gpus.size());
   for (int p = 0; p < pp; ++p) {
     out.in_flight[p] = plan.schedule == PipelineSchedule::GPipe ? m : std::min(m, pp - p);
-    double params = 0, stash = 0, largest = 0;
+    // Per GPU: the dense part and the GPU's share of the experts, each with its ZeRO shard.
+    double dense = 0, experts = 0, stash = 0, largest = 0;
     for (int l = out.stage_starts[p]; l < stage_end(p); ++l) {
-      params += model.layers[l].parameter_bytes;
+      dense += dense_bytes(l);
+      experts += expert_bytes(l);
       stash += model.layers[l].stashed_bytes;
-      largest = std::max(largest, model.layers[l].parameter_bytes);
+      largest = std::max(largest, dense_bytes(l) + expert_bytes(l));
     }
+    const double params = dense + experts;
+    const double sharded = dense / dp + experts / (dp / plan.ep);  // what ZeRO keeps of them
     GpuMemory mem;
-    const double shard = dp > 1 ? 1.0 / dp : 1.0;
-    mem.parameters = plan.zero >= 3 ? params * shard + largest * (1 - shard) : params;
-    mem.gradients = plan.zero >= 2 ? params * shard : params;
-    mem.optimizer_states = 6 * params * (plan.zero >= 1 ? shard : 1.0);
+    mem.parameters = plan.zero >= 3 ? sharded + largest * (1 - 1.0 / dp) : params;
+    mem.gradients = plan.zero >= 2 ? sharded : params;
+    mem.optimizer_states = 6 * (plan.zero >= 1 ? sharded : params);
     mem.activations = out.in_flight[p] * stash;
     for (int d = 0; d < dp; ++d)
       for (int t = 0; t < tp; ++t) {

@@ -9,8 +9,9 @@
 //  - the layer's tensor-parallel all-reduces, when the model gives their bytes (NEST's workloads
 //    include them in the times), among the stage's tp GPUs;
 //  - activations to the next stage and their gradients back as point-to-point transfers between
-//    GPUs of equal tensor rank (LayerModel::bytes_into, per micro-batch; each tensor rank sends
-//    the whole activation, as Megatron without its scatter-gather optimisation);
+//    GPUs of equal tensor rank (LayerModel::bytes_into, per micro-batch): with tp > 1, 1/tp of it
+//    from each rank and a ring all-gather among the receiving ranks (Megatron's scatter-gather,
+//    ParallelPlan::scatter_gather), or all of it from each rank without;
 //  - the schedule's order on each GPU as zero-byte edges: GPipe (every forward, then every
 //    backward, micro-batches in order) or 1F1B (stage p runs min(pp - p - 1, m) forwards, then
 //    one forward and one backward in turn, then the remaining backwards);
@@ -27,9 +28,13 @@
 //    order, one after another): prefetches, not queued behind the reductions.
 // The optimizer step takes no time.
 //
+//  - with expert parallelism, a layer's all-to-alls after its tensor-parallel all-reduce (the
+//    layer's compute is not split around them), among the replicas of its expert-parallel group.
+//
 // Memory per GPU, mixed precision with Adam (2 + 2 + 12 bytes per parameter): parameters P,
 // gradients P and optimizer states 6P, where P is the stage's parameter bytes (2 per parameter);
-// ZeRO 1 divides the optimizer states by dp, ZeRO 2 also the gradients, ZeRO 3 also the
+// an expert layer's experts count 1/ep of theirs; ZeRO shards them over dp/ep replicas and the
+// rest over dp. ZeRO 1 divides the optimizer states by dp, ZeRO 2 also the gradients, ZeRO 3 also the
 // parameters (and adds a buffer of its largest layer's gathered parameters). Activations: the
 // stage's stashed bytes per micro-batch times the micro-batches in flight at the peak -- GPipe
 // all m, 1F1B min(m, pp - p).
@@ -54,12 +59,22 @@ struct ParallelPlan {
   int micro_batches = 1;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   int zero = 0;  // ZeRO stage 0-3, over the dp replicas
+  // Expert parallelism, carved out of the replicas as Megatron-core and DeepSpeed-MoE do: ep
+  // divides dp, and replicas ep*j .. ep*j + ep - 1 each hold 1/ep of every layer's experts
+  // (LayerModel::expert_parallel 1) and exchange their tokens by all-to-all (direct, among equal
+  // stage and tensor rank), twice per pass. The experts' gradients are reduced among the dp/ep
+  // replicas holding the same experts (equal d mod ep), the rest among all dp.
+  int ep = 1;
   // First layer of each stage (pp entries, the first 0, increasing); empty: balanced_stages.
   std::vector<int> stage_starts;
   // The plan's GPUs, gpus[(d*pp + p)*tp + t]; empty: GPUs 0 .. tp*pp*dp - 1 (Megatron's order:
   // tensor-parallel groups on consecutive GPUs, so inside a server, then stages, then replicas).
   std::vector<DeviceId> gpus;
   CollectiveAlgorithm gradient_algorithm = CollectiveAlgorithm::Ring;  // for the reductions across replicas
+  // Megatron's scatter-gather between stages (tp > 1): each tensor rank sends 1/tp of the
+  // activation (or its gradient) and the receiving stage all-gathers it over its tensor-parallel
+  // group (NVLink, when the group is inside a server); false: each rank sends all of it.
+  bool scatter_gather = true;
 };
 
 struct GpuMemory {

@@ -78,6 +78,13 @@ TEST(LayerZoo, MixtureOfExpertsHoldsEveryExpertButComputesTopK) {
   EXPECT_DOUBLE_EQ(l.parameter_bytes, 2 * (attention + 8 * expert + 2 * 4096 + 4096 * 8));
   const double flops = 2.0 * 1024 * (attention + 2 * expert + 4096 * 8) + 4.0 * 1024 * 1024 * 4096;
   EXPECT_NEAR(l.forward_s, flops / (989e12 * 0.5), 1e-15);
+  // The experts are what expert parallelism spreads; an all-to-all sends each token's 2 copies
+  // of its 4096 fp16 values: 2 x 1024 x 4096 x 2 bytes.
+  EXPECT_DOUBLE_EQ(l.expert_parameter_bytes, 2 * 8 * expert);
+  EXPECT_DOUBLE_EQ(l.expert_alltoall_bytes, 2.0 * 1024 * 4096 * 2);
+  const Layer dense = build_layer_model("llama2-7b", o, {1}).by_tensor_parallel.at(1).layers[1];
+  EXPECT_EQ(dense.expert_parameter_bytes, 0);
+  EXPECT_EQ(dense.expert_alltoall_bytes, 0);
 }
 
 TEST(LayerZoo, RefusesWhatItCannotBuild) {

@@ -201,6 +201,103 @@ TEST(ParallelPlan, ZeroStagesChangeMemoryAndTrafficAsStated) {
   }
 }
 
+TEST(ParallelPlan, ScatterGatherSendsATensorRanksShareAcrossStages) {
+  // tp 2, pp 2, one layer per stage (f 1 ms, b 2 ms), 20 MB of activation, a link per GPU pair
+  // at 10 GB/s. Scatter-gather: each rank sends 10 MB (1 ms), then the two ranks of the next
+  // stage all-gather the 20 MB by ring (10 MB each way: 1 ms); without it each rank sends all
+  // 20 MB (2 ms). Either way 1 + 2 + 1 + 2 + 2 + 2 = 10 ms; across stages, 20 MB each way
+  // against 40 MB.
+  const LayerModel model = uniform_model(2, 1 * ms, 2 * ms, 20e6);
+  LayerModel wide = model;
+  wide.tensor_parallel = 2;
+  const Cluster cluster = testutil::dedicated_mesh(4, kBw);
+  for (bool scatter_gather : {true, false}) {
+    ParallelPlan plan;
+    plan.tp = 2;
+    plan.pp = 2;
+    plan.scatter_gather = scatter_gather;
+    const CompiledPlan c = compile_plan(wide, plan, cluster);
+    EXPECT_ALL_ENGINES(run(c, cluster), 10 * ms);
+    double across = 0;  // GPUs 0, 1 are stage 0; 2, 3 stage 1
+    for (const Tensor& t : c.graph.graph.tensors())
+      if ((c.graph.placement[t.src] < 2) != (c.graph.placement[t.dst] < 2)) across += t.bytes;
+    EXPECT_NEAR(across, scatter_gather ? 40e6 : 80e6, 1) << scatter_gather;
+  }
+}
+
+// One expert layer: f 1 ms, b 2 ms, 10 MB of dense parameters and 60 MB of experts, each
+// all-to-all 20 MB per GPU.
+LayerModel expert_model() {
+  LayerModel model = uniform_model(1, 1 * ms, 2 * ms, 0, 70e6);
+  model.layers[0].expert_parameter_bytes = 60e6;
+  model.layers[0].expert_alltoall_bytes = 20e6;
+  return model;
+}
+
+TEST(ParallelPlan, ExpertParallelismAddsAllToAllsAndSpreadsTheExperts) {
+  // dp 2, ep 2 on two GPUs at 10 GB/s: an all-to-all sends half of its 20 MB to the other GPU,
+  // 1 ms. Forward 1 + dispatch 1 + combine 1, backward 2 + 1 + 1: 7 ms; then the dense 10 MB
+  // all-reduced by ring (two steps of 5 MB: 1 ms); the experts are not reduced (each is on one
+  // GPU): 8 ms. Without expert parallelism no all-to-alls, and the whole 70 MB is all-reduced
+  // (7 ms): 1 + 2 + 7 = 10 ms. Memory: 10 MB + 60 MB / 2 of parameters, as many of gradients,
+  // six times as many of optimizer states; ZeRO 1 shards the dense states over 2, the experts'
+  // over dp / ep = 1: 6 x (5 + 30) MB.
+  const LayerModel model = expert_model();
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  ParallelPlan plan;
+  plan.dp = 2;
+  plan.ep = 2;
+  CompiledPlan c = compile_plan(model, plan, cluster);
+  EXPECT_ALL_ENGINES(run(c, cluster), 8 * ms);
+  EXPECT_NEAR(c.memory[0].parameters, 40e6, 1);
+  EXPECT_NEAR(c.memory[1].gradients, 40e6, 1);
+  EXPECT_NEAR(c.memory[0].optimizer_states, 240e6, 1);
+  plan.zero = 1;
+  c = compile_plan(model, plan, cluster);
+  EXPECT_NEAR(c.memory[0].optimizer_states, 210e6, 1);
+  plan.zero = 0;
+  plan.ep = 1;
+  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 10 * ms);
+}
+
+TEST(ParallelPlan, ExpertGradientsAreReducedAmongTheReplicasHoldingTheSameExperts) {
+  // dp 4, ep 2 on four GPUs, each pair with its own link: all-to-alls within {0, 1} and {2, 3}
+  // (7 ms as above); then the dense 10 MB by ring over all four (three steps of 2.5 MB to
+  // reduce-scatter and three to all-gather: 6 x 0.25 = 1.5 ms) beside the experts' 30 MB per GPU
+  // by ring among {0, 2} and among {1, 3} (2 x 15 MB: 3 ms), on links of their own: 10 ms.
+  const LayerModel model = expert_model();
+  const Cluster cluster = testutil::dedicated_mesh(4, kBw);
+  ParallelPlan plan;
+  plan.dp = 4;
+  plan.ep = 2;
+  const CompiledPlan c = compile_plan(model, plan, cluster);
+  EXPECT_ALL_ENGINES(run(c, cluster), 10 * ms);
+  // Only GPUs 0 and 2 (and 1 and 3) exchange the experts' gradients: 30 MB from each GPU.
+  double expert_traffic = 0;
+  for (const Tensor& t : c.graph.graph.tensors())
+    if (c.graph.graph.op(t.src).name.starts_with("grad.e")) {
+      const int a = c.graph.placement[t.src], b = c.graph.placement[t.dst];
+      if (a != b) {
+        EXPECT_EQ((a + b) % 2, 0) << c.graph.graph.op(t.src).name;
+        expert_traffic += t.bytes;
+      }
+    }
+  EXPECT_NEAR(expert_traffic, 4 * 30e6, 1e3);
+}
+
+TEST(ParallelPlan, ExpertParallelismMustDivideTheReplicas) {
+  const Cluster cluster = testutil::dedicated_mesh(4, kBw);
+  ParallelPlan plan;
+  plan.dp = 3;
+  plan.ep = 2;
+  EXPECT_NE(plan_problem(expert_model(), plan, cluster).find("ep must divide dp"), std::string::npos);
+  plan.dp = 2;
+  EXPECT_NE(plan_problem(uniform_model(1, ms, ms), plan, cluster).find("has no experts"), std::string::npos);
+  LayerModel baked = uniform_model(1, ms, ms);
+  baked.expert_parallel = 4;
+  EXPECT_NE(plan_problem(baked, plan, cluster).find("built for expert-parallel width 4"), std::string::npos);
+}
+
 TEST(ParallelPlan, ZeroThreeWithOneFOneBGathersForTheBackwardBeforeItsFirstBackward) {
   // 2 stages, 4 micro-batches, 2 replicas, 1F1B: stage 1 runs F0 B0 F1 B1 ..., so the backward's
   // gather follows F0 there (after the last forward it would wait for F3, which waits for B0).

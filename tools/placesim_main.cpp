@@ -13,6 +13,7 @@
 #include "collective_cli.h"
 #include "plan_cli.h"
 #include "placement/placeto/placeto_cli.h"
+#include "placement/planner.h"
 #include "placement/strategy.h"
 #include "scenarios/record.h"
 #include "scenarios/report.h"
@@ -85,7 +86,8 @@ std::string graph_format_of(const YAML::Node& root) {
   std::set<std::string> keys;
   for (const auto& kv : root)
     if (kv.first.IsScalar()) keys.insert(kv.first.Scalar());
-  if (keys.contains("graph") && keys.contains("strategies")) return "";  // a scenario, if a broken one
+  if ((keys.contains("graph") || keys.contains("workload")) && keys.contains("strategies"))
+    return "";  // a scenario, if a broken one
   const YAML::Node format = root["format"];
   if (format && format.IsScalar() && format.Scalar() == "placesim-graph") return "placesim";
   if (keys.contains("nodes") && keys.contains("edges") && keys.contains("maxSizePerFPGA")) return "msr";
@@ -317,14 +319,18 @@ int cmd_strategies(bool json) {
     std::cout << strategies_to_json().dump(2) << "\n";
     return 0;
   }
-  for (const auto& s : strategy_registry()) {
-    std::cout << fmt::format("{}\n  {}\n", s.name, s.description);
-    for (const auto& o : s.options) {
+  auto list = [](const std::string& name, const std::string& description, std::span<const OptionDoc> options) {
+    std::cout << fmt::format("{}\n  {}\n", name, description);
+    for (const auto& o : options) {
       std::string line = fmt::format("    {} ({}): {}", o.key, o.default_text, o.help);
       if (!o.choices.empty()) line += fmt::format(" [{}]", fmt::join(o.choices, ", "));
       std::cout << line << "\n";
     }
-  }
+  };
+  std::cout << "Placement strategies (a scenario's `graph:`):\n\n";
+  for (const auto& s : strategy_registry()) list(s.name, s.description, s.options);
+  std::cout << "\nPlanners (a scenario's `workload:`, a layer-level model):\n\n";
+  for (const auto& p : planner_registry()) list(p.name, p.description, p.options);
   return 0;
 }
 
@@ -422,7 +428,7 @@ int main(int argc, char** argv) {
   generate->add_option("--efficiency", gen.efficiency, "achieved fraction of the GPU's peaks (default: the preset's)")
       ->check(number_in({0, 1, /*min_open=*/true, /*max_open=*/false}));
 
-  auto* strategies = app.add_subcommand("strategies", "list the registered placement strategies and their options");
+  auto* strategies = app.add_subcommand("strategies", "list the registered placement strategies and planners with their options");
   bool strategies_json = false;
   strategies->add_flag("--json", strategies_json, "as JSON: name, description, options (key, kind, default, help, choices, example)");
 

@@ -56,6 +56,11 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--micro-batches", a.micro_batches, "micro-batches per iteration")->check(whole_number(1, 1 << 16))->capture_default_str();
   c->add_option("--schedule", a.schedule, "gpipe or 1f1b")->check(CLI::IsMember({"gpipe", "1f1b"}))->capture_default_str();
   c->add_option("--zero", a.zero, "ZeRO stage over the replicas")->check(whole_number(0, 3))->capture_default_str();
+  c->add_option("--ep", a.ep, "expert-parallel width, carved out of the replicas (divides --dp)")
+      ->check(whole_number(1, 1 << 16))
+      ->capture_default_str();
+  c->add_flag("--no-scatter-gather", a.no_scatter_gather,
+              "between stages each tensor rank sends the whole activation (default: 1/tp, all-gathered by the next stage)");
   c->add_option("--gradient-algorithm", a.gradient_algorithm, "collective algorithm of the gradient reduction")
       ->check(CLI::IsMember({"ring", "tree", "halving-doubling", "direct", "hierarchical"}))
       ->capture_default_str();
@@ -81,7 +86,7 @@ int cmd_plan(const PlanArgs& a) {
     } catch (const InputError& e) {
       const std::map<std::string, std::string> flags = {{"tp", "--tp"},   {"mfu", "--mfu"}, {"sequence", "--sequence"},
                                                         {"gpu", "--gpu"}, {"model", "--model"},
-                                                        {"micro_batch", "--micro-batch-size"}};
+                                                        {"micro_batch_size", "--micro-batch-size"}};
       const auto flag = flags.find(e.field());
       throw InputError(e.file(), flag == flags.end() ? e.field() : flag->second, e.reason());
     }
@@ -95,18 +100,21 @@ int cmd_plan(const PlanArgs& a) {
   plan.dp = a.dp;
   plan.micro_batches = a.micro_batches;
   plan.zero = a.zero;
+  plan.ep = a.ep;
+  plan.scatter_gather = !a.no_scatter_gather;
   plan.schedule = enum_parse<PipelineSchedule>(kPipelineScheduleNames, a.schedule, "command line", "--schedule");
   plan.gradient_algorithm =
       enum_parse<CollectiveAlgorithm>(kCollectiveAlgorithmNames, a.gradient_algorithm, "command line", "--gradient-algorithm");
   if (const std::string why = plan_problem(model, plan, cluster); !why.empty())
-    throw InputError("command line", "--tp/--pp/--dp", why);
+    throw InputError("command line", "--tp/--pp/--dp/--ep", why);
   const auto t0 = std::chrono::steady_clock::now();
   CompiledPlan c = compile_plan(model, plan, cluster);
   const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << fmt::format("workload        {} ({} layers at tp {})\n", workload.source, model.layers.size(), a.tp);
   std::cout << fmt::format("cluster         {}\n", cluster.description);
-  std::cout << fmt::format("plan            tp {} x pp {} x dp {} = {} GPUs, {} micro-batches, {}, ZeRO {}\n", a.tp, a.pp,
-                           a.dp, c.gpus.size(), a.micro_batches, a.schedule, a.zero);
+  std::cout << fmt::format("plan            tp {} x pp {} x dp {} = {} GPUs{}, {} micro-batches, {}, ZeRO {}\n", a.tp, a.pp,
+                           a.dp, c.gpus.size(), a.ep > 1 ? fmt::format(" (ep {})", a.ep) : "", a.micro_batches,
+                           a.schedule, a.zero);
   std::cout << fmt::format("stages          first layers {}\n", fmt::join(c.stage_starts, ", "));
   std::cout << fmt::format("graph           {} operators, {} tensors (compiled in {})\n", c.graph.graph.num_operators(),
                            c.graph.graph.num_tensors(), format_duration(compile_s));

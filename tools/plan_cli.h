@@ -8,7 +8,8 @@ namespace placesim {
 
 struct PlanArgs {
   std::string workload, model, cluster, schedule = "1f1b", engine = "all", gradient_algorithm = "ring";
-  int tp = 1, pp = 1, dp = 1, micro_batches = 1, zero = 0;
+  int tp = 1, pp = 1, dp = 1, micro_batches = 1, zero = 0, ep = 1;
+  bool no_scatter_gather = false;
   // The model zoo's layer-level models (sim/models/layer_zoo.h), instead of --workload.
   std::string gpu = "h100";
   int micro_batch_size = 1, sequence = 0;

@@ -79,6 +79,25 @@ double layer_zoo_parameters(const TransformerShape& s) {
   return total;
 }
 
+OptionSchema<LayerZooOptions> layer_zoo_schema() {
+  OptionSchema<LayerZooOptions> s;
+  s.count("micro_batch_size", &LayerZooOptions::micro_batch, "sequences per micro-batch", 1, 1 << 16, "2");
+  s.count("sequence", &LayerZooOptions::sequence, "tokens per sequence (0: the model's)", 0, 1 << 24, "1024");
+  s.text("gpu", &LayerZooOptions::gpu, "GPU preset whose fp16 tensor-core peak sets the times (v100, a100, h100)", "a100");
+  s.number("mfu", &LayerZooOptions::mfu, "achieved fraction of that peak", Range{0, 1, true, false}, "0.4");
+  s.flag("recompute", &LayerZooOptions::recompute, "full activation recomputation (false: keep every activation)");
+  return s;
+}
+
+std::vector<int> layer_zoo_widths(const std::string& model) {
+  std::vector<int> widths;
+  for (const auto& s : layer_zoo())
+    if (s.name == model)
+      for (int t = 1; t <= 64; ++t)
+        if (s.heads % t == 0 && s.kv_heads % t == 0 && s.ffn % t == 0) widths.push_back(t);
+  return widths;
+}
+
 LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions& o, const std::vector<int>& widths,
                                 const std::string& source) {
   const TransformerShape* found = nullptr;
@@ -96,7 +115,7 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
   }
   if (!gpu) throw InputError(source, "gpu", fmt::format("expected one of {} (their tensor-core peaks), got '{}'", gpus, o.gpu));
   if (!(o.mfu > 0 && o.mfu <= 1)) throw InputError(source, "mfu", fmt::format("expected a fraction in (0, 1], got {}", o.mfu));
-  if (o.micro_batch < 1) throw InputError(source, "micro_batch", fmt::format("expected at least 1, got {}", o.micro_batch));
+  if (o.micro_batch < 1) throw InputError(source, "micro_batch_size", fmt::format("expected at least 1, got {}", o.micro_batch));
   if (o.sequence < 0) throw InputError(source, "sequence", fmt::format("expected at least 1 (or 0: the model's), got {}", o.sequence));
 
   if (o.sequence > sh.sequence && learned_positions(sh))
@@ -124,6 +143,7 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
     };
     Layer embedding;
     embedding.name = "embedding";
+    embedding.block = false;
     embedding.parameter_bytes =
         kBytesPerWeight * (static_cast<double>(sh.vocab) * h / t + (learned_positions(sh) ? sh.sequence * h : 0.0));
     embedding.stashed_bytes = 0;
@@ -141,11 +161,16 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
                              (sh.experts > 1 ? h * sh.experts : 0.0));
       layer.stashed_bytes = o.recompute ? activation : s * b * h * (10 + 24.0 / t + 5.0 * sh.heads * s / (h * t));
       layer.output_bytes = activation;
+      if (sh.experts > 1) {
+        layer.expert_parameter_bytes = kBytesPerWeight * sh.experts * ffn_weights(sh) / t;
+        layer.expert_alltoall_bytes = sh.top_k * activation;  // each token to its top_k experts
+      }
       if (t > 1) layer.tp_allreduce_forward_bytes = layer.tp_allreduce_backward_bytes = 2 * activation;
       m.layers.push_back(layer);
     }
     Layer head;
     head.name = "head";
+    head.block = false;
     time_of(2 * b * s * h * sh.vocab, head, false);  // the head is not recomputed
     head.parameter_bytes = kBytesPerWeight * ((sh.tied_head ? 0.0 : static_cast<double>(sh.vocab) * h / t) + norm_weights(sh) / 2);
     head.stashed_bytes = activation;

@@ -24,7 +24,11 @@
 //    2): with full recomputation the layer's input, 2bsh bytes; without it
 //    sbh (10 + 24/t + 5as/(ht)), their count for GPT's layer (4h GELU feed-forward, as many key
 //    and value heads as heads), applied to every model as an estimate.
-// Not modelled: the embedding's vocabulary-parallel all-reduce (t > 1), expert parallelism.
+//  - experts: the E feed-forwards' weights are the layer's expert_parameter_bytes, which expert
+//    parallelism spreads over ep GPUs (ParallelPlan::ep); each all-to-all (dispatch and combine,
+//    in each pass) sends every token's top_k copies, 2bsh top_k bytes per GPU. With balanced
+//    routing a GPU computes as many token-expert pairs at every ep, so the times do not change.
+// Not modelled: the embedding's vocabulary-parallel all-reduce (t > 1), imbalanced routing.
 //  - output: 2bsh bytes to the next layer.
 // The embedding (V h weights over t, plus the learned position table of GPT and BERT, of the
 // model's maximum sequence; a lookup: no FLOPs counted) is the first layer and the output
@@ -33,6 +37,7 @@
 #include <vector>
 
 #include "sim/layer_model.h"
+#include "sim/options.h"
 
 namespace placesim::models {
 
@@ -58,6 +63,13 @@ struct LayerZooOptions {
   double mfu = 0.5;            // achieved fraction of that peak
   bool recompute = true;       // full activation recomputation
 };
+
+// The keys of a scenario's `workload:` for a zoo model (micro_batch_size, sequence, gpu, mfu,
+// recompute), declared once.
+OptionSchema<LayerZooOptions> layer_zoo_schema();
+
+// Every tensor-parallel width from 1 to 64 the model can be split into.
+std::vector<int> layer_zoo_widths(const std::string& model);
 
 // The model at each tensor-parallel width in `widths` (each must divide the heads, the
 // key-value heads and the feed-forward width). Throws InputError naming `source` and the field.

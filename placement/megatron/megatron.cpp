@@ -1,0 +1,103 @@
+#include "placement/megatron/megatron.h"
+
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "sim/errors.h"
+
+namespace placesim {
+
+std::vector<int> megatron_stages(const LayerModel& model, int pp) {
+  const int L = static_cast<int>(model.layers.size());
+  std::vector<int> blocks;  // indices of the blocks
+  for (int l = 0; l < L; ++l)
+    if (model.layers[l].block) blocks.push_back(l);
+  if (blocks.empty())
+    for (int l = 0; l < L; ++l) blocks.push_back(l);
+  const int B = static_cast<int>(blocks.size());
+  if (pp < 1 || pp > B)
+    throw std::invalid_argument(fmt::format("{} pipeline stages for the {} blocks of {}", pp, B, model.name));
+  std::vector<int> starts(pp, 0);
+  for (int p = 1, taken = 0; p < pp; ++p) {
+    taken += B / pp + (p - 1 < B % pp ? 1 : 0);  // blocks of stage p - 1
+    starts[p] = blocks[taken];
+  }
+  return starts;
+}
+
+PlanResult Megatron::plan_impl(const LayerWorkload& workload, const Cluster& cluster, const Deadline&) {
+  const MegatronConfig& c = config_;
+  const LayerModel& model = workload.at(c.tp, workload.source, "megatron's tp");
+  const int n = cluster.num_devices();
+  // By default as many replicas as fit, in whole expert-parallel groups.
+  const int dp = c.dp > 0 ? c.dp : n / (c.tp * c.pp) / c.ep * c.ep;
+  if (dp < 1 || static_cast<long>(c.tp) * c.pp * dp > n)
+    throw std::invalid_argument(fmt::format("megatron: tp {} x pp {} x dp {} needs {} GPUs, the cluster has {}", c.tp,
+                                            c.pp, c.dp > 0 ? std::to_string(c.dp) : "(at least 1)",
+                                            static_cast<long>(c.tp) * c.pp * std::max(dp, 1), n));
+  PlanResult r;
+  ParallelPlan& plan = r.plan;
+  plan.tp = c.tp;
+  plan.pp = c.pp;
+  plan.dp = dp;
+  plan.ep = c.ep;
+  plan.zero = c.zero;
+  plan.schedule = c.schedule;
+  plan.gradient_algorithm = c.gradient_algorithm;
+  plan.scatter_gather = c.scatter_gather;
+  if (c.global_batch > 0) {
+    if (c.global_batch % dp != 0)
+      throw std::invalid_argument(fmt::format(
+          "megatron: global_batch {} micro-batches do not split evenly over {} replicas", c.global_batch, dp));
+    plan.micro_batches = c.global_batch / dp;
+  } else {
+    plan.micro_batches = c.micro_batches;
+  }
+  plan.stage_starts = megatron_stages(model, c.pp);
+  std::vector<int> layers;
+  for (int p = 0; p < c.pp; ++p)
+    layers.push_back((p + 1 < c.pp ? plan.stage_starts[p + 1] : static_cast<int>(model.layers.size())) -
+                     plan.stage_starts[p]);
+  r.report["stage_layers"] = layers;
+  r.report["gpus_used"] = c.tp * c.pp * dp;
+  r.report["gpus_idle"] = n - c.tp * c.pp * dp;
+  // The degrees are the user's: a plan that cannot run is their options' problem, said as such.
+  if (const std::string why = plan_problem(model, plan, cluster); !why.empty())
+    throw std::invalid_argument("megatron: " + why);
+  return r;
+}
+
+OptionSchema<MegatronConfig> megatron_schema() {
+  OptionSchema<MegatronConfig> s;
+  s.count("tp", &MegatronConfig::tp, "tensor-parallel width (the workload must have it)", 1, 1 << 16, "8");
+  s.count("pp", &MegatronConfig::pp, "pipeline stages (the blocks split evenly)", 1, 1 << 16, "4");
+  s.count("dp", &MegatronConfig::dp, "data-parallel replicas (0: as many as the cluster holds)", 0, 1 << 20, "2");
+  s.count("ep", &MegatronConfig::ep, "expert-parallel width, carved out of the replicas (divides dp)", 1, 1 << 16, "2");
+  s.count("zero", &MegatronConfig::zero, "ZeRO stage over the replicas (0-3)", 0, 3, "1");
+  s.count("micro_batches", &MegatronConfig::micro_batches, "micro-batches per replica and iteration", 1, 1 << 20, "8");
+  s.count("global_batch", &MegatronConfig::global_batch,
+          "micro-batches per iteration over all replicas, split evenly (0: micro_batches per replica)", 0, 1 << 24, "64");
+  s.choice("schedule", &MegatronConfig::schedule, std::span<const EnumName<PipelineSchedule>>(kPipelineScheduleNames),
+           "pipeline schedule");
+  s.choice("gradient_algorithm", &MegatronConfig::gradient_algorithm,
+           std::span<const EnumName<CollectiveAlgorithm>>(kCollectiveAlgorithmNames),
+           "collective algorithm of the gradient reduction across replicas", "halving-doubling");
+  s.flag("scatter_gather", &MegatronConfig::scatter_gather,
+         "between stages each tensor rank sends 1/tp of the activation and the next stage all-gathers it");
+  s.check([](const YamlFields& f, MegatronConfig&) {
+    if (f.has("global_batch") && f.has("micro_batches"))
+      throw InputError(f.file(), f.field("global_batch"),
+                       "expected one of micro_batches (per replica) or global_batch (over all replicas), not both");
+  });
+  return s;
+}
+
+PlannerInfo megatron_planner_info() {
+  return planner_info<Megatron>(
+      "megatron",
+      "Megatron-style manual plan: given tp, pp, dp, ep, ZeRO and micro-batches; tensor-parallel groups innermost, "
+      "replicas outermost, blocks split evenly",
+      megatron_schema());
+}
+
+}  // namespace placesim

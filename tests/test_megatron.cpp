@@ -1,0 +1,189 @@
+// The megatron planner (placement/megatron) and scenarios of layer-level workloads: the plan it
+// writes, and a scenario run end to end against a timeline derived by hand.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "placement/megatron/megatron.h"
+#include "scenarios/sweep_runner.h"
+#include "sim/errors.h"
+#include "sim/models/layer_zoo.h"
+#include "tests/test_util.h"
+
+using namespace placesim;
+namespace fs = std::filesystem;
+
+namespace {
+
+LayerModel blocks_between(int blocks) {
+  LayerModel m;
+  m.name = "toy";
+  m.layers.push_back({"embedding", 0, 0, 0, 0, 0});
+  m.layers.back().block = false;
+  for (int b = 0; b < blocks; ++b) m.layers.push_back({fmt::format("block{}", b), 1e-3, 2e-3, 0, 0, 0});
+  m.layers.push_back({"head", 1e-3, 1e-3, 0, 0, 0});
+  m.layers.back().block = false;
+  return m;
+}
+
+std::string parse_error(const std::string& yaml) {
+  return testutil::input_error_message([&] { parse_scenario(YAML::Load(yaml), "bad.yaml"); });
+}
+
+}  // namespace
+
+TEST(Megatron, SplitsTheBlocksEvenlyWithEmbeddingFirstAndHeadLast) {
+  // 12 blocks (layers 1-12) between the embedding (0) and the head (13). Four stages take 3
+  // blocks each: the first also the embedding, the last also the head. Five stages: 12 = 3 + 3 +
+  // 2 + 2 + 2, the first two stages taking one more.
+  const LayerModel m = blocks_between(12);
+  EXPECT_EQ(megatron_stages(m, 4), (std::vector<int>{0, 4, 7, 10}));
+  EXPECT_EQ(megatron_stages(m, 5), (std::vector<int>{0, 4, 7, 9, 11}));
+  EXPECT_EQ(megatron_stages(m, 1), (std::vector<int>{0}));
+  EXPECT_EQ(megatron_stages(m, 12).back(), 12);  // the last block and the head
+  EXPECT_THROW(megatron_stages(m, 13), std::invalid_argument);
+  // The zoo marks its embedding and head: GPT-2's 12 blocks on 4 stages as above.
+  const LayerWorkload gpt2 = models::build_layer_model("gpt2", {}, {1});
+  EXPECT_EQ(megatron_stages(gpt2.by_tensor_parallel.at(1), 4), (std::vector<int>{0, 4, 7, 10}));
+}
+
+TEST(Megatron, FillsTheClusterWithReplicasAndSplitsTheGlobalBatch) {
+  LayerWorkload w;
+  w.name = "toy";
+  w.source = "test";
+  w.by_tensor_parallel.emplace(1, blocks_between(4));
+  const Cluster cluster = testutil::dedicated_mesh(10, 10e9);
+  MegatronConfig c;
+  c.pp = 2;
+  c.global_batch = 8;
+  // dp 0: as many replicas as fit, 10 / 2 = 5; 8 micro-batches do not split over 5.
+  Megatron five(c);
+  try {
+    five.plan(w, cluster);
+    FAIL() << "8 micro-batches were split over 5 replicas";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("5 replicas"), std::string::npos) << e.what();
+  }
+  c.dp = 4;
+  const PlanResult r = Megatron(c).plan(w, cluster);
+  EXPECT_EQ(r.plan.dp, 4);
+  EXPECT_EQ(r.plan.micro_batches, 2);
+  EXPECT_TRUE(r.plan.gpus.empty());  // Megatron's order: ParallelPlan's default
+  EXPECT_EQ(r.report["gpus_idle"], 2);
+  EXPECT_EQ(r.report["stage_layers"], (std::vector<int>{3, 3}));
+  c.dp = 6;  // 12 GPUs
+  try {
+    Megatron(c).plan(w, cluster);
+    FAIL() << "12 GPUs were planned on 10";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("12 GPUs, the cluster has 10"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Megatron, ScenarioOptionsAreCheckedWhenParsed) {
+  const char* workload = "workload: {model: gpt2}\ncluster: {type: full-mesh, gpus: 4, bandwidth: 10GB/s}\n";
+  EXPECT_NE(parse_error(std::string(workload) + "strategies: [{name: megatron, options: {zero: 4}}]")
+                .find("strategies[0].options.zero"),
+            std::string::npos);
+  EXPECT_NE(parse_error(std::string(workload) + "strategies: [{name: megatron, options: {micro_batches: 2, "
+                                                "global_batch: 8}}]")
+                .find("not both"),
+            std::string::npos);
+  EXPECT_NE(parse_error(std::string(workload) + "strategies: [quickp]").find("places the operators of a graph"),
+            std::string::npos);
+  EXPECT_NE(parse_error("graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 4, bandwidth: 10GB/s}\n"
+                        "strategies: [megatron]")
+                .find("workload:"),
+            std::string::npos);
+  EXPECT_NE(parse_error("workload: {model: gpt-5}\ncluster: {type: full-mesh, gpus: 4, bandwidth: 10GB/s}\n"
+                        "strategies: [megatron]")
+                .find("workload.model"),
+            std::string::npos);
+  EXPECT_NE(parse_error("workload: {model: gpt2, gpu: tpu}\ncluster: {type: full-mesh, gpus: 4, bandwidth: 10GB/s}\n"
+                        "strategies: [megatron]")
+                .find("workload.gpu"),
+            std::string::npos);
+  EXPECT_NE(parse_error("workload: {file: w.json, mfu: 0.3}\ncluster: {type: full-mesh, gpus: 4, bandwidth: 10GB/s}\n"
+                        "strategies: [megatron]")
+                .find("mfu"),
+            std::string::npos);
+}
+
+TEST(Megatron, AScenarioRunsThePlanOnEveryEngineAndReportsWhatDoesNotFit) {
+  // Two layers of forward 1 ms and backward 2 ms, 10 MB of parameters each, 10 MB of activation
+  // between them and 20 MB stashed per micro-batch in flight; four GPUs, a link of 10 GB/s for
+  // every ordered pair. megatron pp 2, dp 2, 2 micro-batches, 1F1B, by hand:
+  //   stage 0: F0 0-1, F1 1-2; activations reach stage 1 at 2 and 3.
+  //   stage 1: F0 2-3, B0 3-5 (gradient back at 6), F1 5-6, B1 6-8 (gradient back at 9).
+  //   stage 0: B0 6-8, B1 9-11; its 10 MB all-reduced by ring over GPUs 0 and 2: 11-12 ms.
+  // Memory of stage 0: 10 MB of parameters, 10 of gradients, 60 of Adam's states and two
+  // micro-batches in flight, 40 MB: 120 MB. GPipe with 4 micro-batches holds all four: 160 MB
+  // (152.6 MiB), more than the GPUs' 130 MB.
+  const fs::path dir = testutil::fresh_temp_dir("megatron-scenario");
+  nlohmann::json layer0 = {{"id", 0}, {"fwd_s", 1e-3}, {"bwd_s", 2e-3}, {"parameter_bytes", 10e6},
+                           {"stashed_bytes_without_recompute", 20e6}};
+  nlohmann::json layer1 = layer0;
+  layer1["id"] = 1;
+  const nlohmann::json workload = {
+      {"schema", "nest-workload/1"},
+      {"time_unit", "s"},
+      {"model", "toy"},
+      {"variants",
+       {{"1",
+         {{"tensor_parallel_degree", 1},
+          {"layers", {layer0, layer1}},
+          {"edges", {{{"src", 0}, {"dst", 1}, {"bytes", 10e6}}}}}}}}};
+  std::ofstream(dir / "toy.json") << workload.dump();
+  std::ofstream(dir / "s.yaml") << "workload: {file: toy.json}\n"
+                                   "cluster: {type: full-mesh, gpus: 4, bandwidth: 10GB/s, gpu_memory: 130MB}\n"
+                                   "strategies:\n"
+                                   "  - {name: megatron, options: {pp: 2, dp: 2, micro_batches: 2}}\n"
+                                   "  - {name: megatron, label: gpipe, options: {pp: 2, micro_batches: 4, schedule: gpipe}}\n"
+                                   "simulation: {engine: all}\n";
+  SweepOptions options;
+  options.output = (dir / "out").string();
+  options.progress = false;
+  std::ostringstream log;
+  const SweepSummary summary = run_sweep(load_sweep((dir / "s.yaml").string()), options, log);
+  EXPECT_EQ(summary.ok, 1u) << log.str();
+  EXPECT_EQ(summary.infeasible, 1u) << log.str();
+  std::ifstream in(dir / "out" / "results.jsonl");
+  std::map<std::string, nlohmann::json> by_label;
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    by_label[j["label"]] = j;
+  }
+  const nlohmann::json& ok = by_label.at("megatron");
+  EXPECT_EQ(ok["status"], "ok");
+  EXPECT_EQ(ok["graph"], "toy");
+  EXPECT_NEAR(ok["evaluator_latency"].get<double>(), 12e-3, 1e-12);
+  EXPECT_NEAR(ok["flow_latency"].get<double>(), 12e-3, 1e-12);
+  EXPECT_NEAR(ok["simgrid_latency"].get<double>(), 12e-3, 1e-8);
+  EXPECT_NEAR(ok["memory_per_gpu"][0].get<double>(), 120e6, 1);
+  EXPECT_NEAR(ok["memory_per_gpu"][1].get<double>(), 100e6, 1);  // stage 1: one in flight
+  EXPECT_EQ(ok["strategy_report"]["plan"]["dp"], 2);
+  EXPECT_GT(ok["operators"].get<int>(), 8);
+  EXPECT_TRUE(fs::exists(dir / "out" / ok["placement_file"].get<std::string>()));
+  EXPECT_TRUE(fs::exists(dir / "out" / ok["trace_file"].get<std::string>()));
+  const nlohmann::json& big = by_label.at("gpipe");
+  EXPECT_EQ(big["status"], "infeasible");
+  const std::string why = big["error"];
+  EXPECT_NE(why.find("gpu0"), std::string::npos) << why;
+  EXPECT_NE(why.find("152.6 MiB"), std::string::npos) << why;  // 160e6 bytes
+  fs::remove_all(dir);
+}
+
+TEST(Megatron, EveryOptionTakesEffect) {
+  // Each key's documented example, alone, changes the config (the schema's own check that a key
+  // is wired to its member).
+  const OptionSchema<MegatronConfig> schema = megatron_schema();
+  for (const OptionDoc& doc : schema.docs()) {
+    YAML::Node node(YAML::NodeType::Map);
+    node[doc.key] = YAML::Load(doc.example);
+    const MegatronConfig parsed = schema.parse(YamlFields(node, "test", "options"));
+    EXPECT_NE(parsed, MegatronConfig{}) << doc.key << ": " << doc.example;
+  }
+  EXPECT_NE(planner_named("megatron"), nullptr);
+}
