@@ -173,6 +173,7 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
     double memory = 0;
     bool oom = false;
     std::size_t runs = 0, failures = 0;
+    bool all_infeasible = true;  // every run without a measurement was infeasible (nothing fits)
     std::string error;
   };
   std::vector<std::vector<Row>> tables;
@@ -187,6 +188,7 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
         ++row.runs;
         if (!r->measurement) {
           ++row.failures;
+          row.all_infeasible = row.all_infeasible && r->infeasible;
           if (row.error.empty()) row.error = r->error;
           continue;
         }
@@ -233,8 +235,9 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
       for (const Row& o : rows)
         if (&o != &row && o.latency && !o.oom) best_other = std::min(best_other.value_or(*o.latency), *o.latency);
       std::string runs = std::to_string(row.runs);
-      if (row.failures) runs += fmt::format(" ({} failed: {})", row.failures, row.error);
-      out << line(row.strategy, row.latency ? format_number_in(*row.latency, latency_unit) : "failed",
+      const char* status = row.all_infeasible ? "infeasible" : "failed";
+      if (row.failures) runs += fmt::format(" ({} {}: {})", row.failures, status, row.error);
+      out << line(row.strategy, row.latency ? format_number_in(*row.latency, latency_unit) : status,
                   row.latency && best_other ? fmt::format("{:.3f}x", *best_other / *row.latency) : "-",
                   row.search ? format_number_in(*row.search, search_unit) : "-",
                   row.latency ? format_number_in(row.memory, memory_unit) : "-", row.oom ? "yes" : "", runs);

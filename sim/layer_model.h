@@ -25,6 +25,7 @@ struct Layer {
   // times already, as in NEST's workloads).
   double expert_parameter_bytes = 0;
   double expert_alltoall_bytes = 0;
+  int experts = 1;  // the experts the layer's expert_parameter_bytes hold (ep must divide them)
   // One of the model's repeated blocks (a transformer layer), which Megatron's plans split evenly
   // over the stages; false for what comes before or after them (embedding, output head).
   bool block = true;

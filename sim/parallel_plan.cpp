@@ -62,6 +62,10 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
   if (plan.ep > 1 && model.expert_parallel == 1 &&
       std::none_of(model.layers.begin(), model.layers.end(), [](const Layer& l) { return l.expert_parameter_bytes > 0; }))
     return fmt::format("ep {} but {} has no experts", plan.ep, model.name);
+  if (model.expert_parallel == 1)
+    for (const Layer& l : model.layers)
+      if (l.expert_parameter_bytes > 0 && l.experts % plan.ep != 0)
+        return fmt::format("ep {} does not divide the {} experts of {} ({})", plan.ep, l.experts, model.name, l.name);
   if (model.tensor_parallel != plan.tp)
     return fmt::format("the model's layers are for tensor-parallel width {}, the plan has tp {}", model.tensor_parallel,
                        plan.tp);
@@ -449,17 +453,18 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   for (int p = 0; p < pp; ++p) {
     out.in_flight[p] = plan.schedule == PipelineSchedule::GPipe ? m : std::min(m, pp - p);
     // Per GPU: the dense part and the GPU's share of the experts, each with its ZeRO shard.
-    double dense = 0, experts = 0, stash = 0, largest = 0;
+    double dense = 0, experts = 0, stash = 0, buffer = 0;
     for (int l = out.stage_starts[p]; l < stage_end(p); ++l) {
       dense += dense_bytes(l);
       experts += expert_bytes(l);
       stash += model.layers[l].stashed_bytes;
-      largest = std::max(largest, dense_bytes(l) + expert_bytes(l));
+      // ZeRO 3 gathers a layer's dense part from dp shards, its experts from dp / ep.
+      buffer = std::max(buffer, dense_bytes(l) * (1 - 1.0 / dp) + expert_bytes(l) * (1 - static_cast<double>(plan.ep) / dp));
     }
     const double params = dense + experts;
     const double sharded = dense / dp + experts / (dp / plan.ep);  // what ZeRO keeps of them
     GpuMemory mem;
-    mem.parameters = plan.zero >= 3 ? sharded + largest * (1 - 1.0 / dp) : params;
+    mem.parameters = plan.zero >= 3 ? sharded + buffer : params;
     mem.gradients = plan.zero >= 2 ? sharded : params;
     mem.optimizer_states = 6 * (plan.zero >= 1 ? sharded : params);
     mem.activations = out.in_flight[p] * stash;

@@ -67,8 +67,9 @@ struct ParallelPlan {
   int ep = 1;
   // First layer of each stage (pp entries, the first 0, increasing); empty: balanced_stages.
   std::vector<int> stage_starts;
-  // The plan's GPUs, gpus[(d*pp + p)*tp + t]; empty: GPUs 0 .. tp*pp*dp - 1 (Megatron's order:
-  // tensor-parallel groups on consecutive GPUs, so inside a server, then stages, then replicas).
+  // The plan's GPUs, gpus[(d*pp + p)*tp + t]; empty: GPUs 0 .. tp*pp*dp - 1 in that order
+  // (tensor-parallel groups on consecutive GPUs, so inside a server, then stages, then replicas;
+  // Megatron-LM's own default puts the replicas before the stages: placement/megatron).
   std::vector<DeviceId> gpus;
   CollectiveAlgorithm gradient_algorithm = CollectiveAlgorithm::Ring;  // for the reductions across replicas
   // Megatron's scatter-gather between stages (tp > 1): each tensor rank sends 1/tp of the

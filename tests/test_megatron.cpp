@@ -57,7 +57,7 @@ TEST(Megatron, FillsTheClusterWithReplicasAndSplitsTheGlobalBatch) {
   const Cluster cluster = testutil::dedicated_mesh(10, 10e9);
   MegatronConfig c;
   c.pp = 2;
-  c.global_batch = 8;
+  c.global_micro_batches = 8;
   // dp 0: as many replicas as fit, 10 / 2 = 5; 8 micro-batches do not split over 5.
   Megatron five(c);
   try {
@@ -70,9 +70,28 @@ TEST(Megatron, FillsTheClusterWithReplicasAndSplitsTheGlobalBatch) {
   const PlanResult r = Megatron(c).plan(w, cluster);
   EXPECT_EQ(r.plan.dp, 4);
   EXPECT_EQ(r.plan.micro_batches, 2);
-  EXPECT_TRUE(r.plan.gpus.empty());  // Megatron's order: ParallelPlan's default
+  EXPECT_TRUE(r.plan.gpus.empty());  // tp-pp-dp: ParallelPlan's default
   EXPECT_EQ(r.report["gpus_idle"], 2);
   EXPECT_EQ(r.report["stage_layers"], (std::vector<int>{3, 3}));
+  // Megatron-LM's order: replicas next to each other, stages outermost. Replica 1's stage 0 is
+  // GPU 1, its stage 1 GPU 5.
+  c.order = MegatronOrder::TpDpPp;
+  const PlanResult lm = Megatron(c).plan(w, cluster);
+  EXPECT_EQ(lm.plan.gpus, (std::vector<DeviceId>{0, 4, 1, 5, 2, 6, 3, 7}));
+  c.order = MegatronOrder::TpPpDp;
+  c.pp = 8;  // one group of pp 8 x ep 2 needs 16 GPUs
+  c.ep = 2;
+  c.dp = 0;
+  c.global_micro_batches = 0;
+  try {
+    Megatron(c).plan(w, cluster);
+    FAIL() << "a 16-GPU expert group was planned on 10";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("needs 16 GPUs"), std::string::npos) << e.what();
+  }
+  c.pp = 2;
+  c.ep = 1;
+  c.global_micro_batches = 8;
   c.dp = 6;  // 12 GPUs
   try {
     Megatron(c).plan(w, cluster);
@@ -88,7 +107,7 @@ TEST(Megatron, ScenarioOptionsAreCheckedWhenParsed) {
                 .find("strategies[0].options.zero"),
             std::string::npos);
   EXPECT_NE(parse_error(std::string(workload) + "strategies: [{name: megatron, options: {micro_batches: 2, "
-                                                "global_batch: 8}}]")
+                                                "global_micro_batches: 8}}]")
                 .find("not both"),
             std::string::npos);
   EXPECT_NE(parse_error(std::string(workload) + "strategies: [quickp]").find("places the operators of a graph"),

@@ -225,12 +225,13 @@ TEST(ParallelPlan, ScatterGatherSendsATensorRanksShareAcrossStages) {
   }
 }
 
-// One expert layer: f 1 ms, b 2 ms, 10 MB of dense parameters and 60 MB of experts, each
+// One expert layer: f 1 ms, b 2 ms, 10 MB of dense parameters and 60 MB in 2 experts, each
 // all-to-all 20 MB per GPU.
 LayerModel expert_model() {
   LayerModel model = uniform_model(1, 1 * ms, 2 * ms, 0, 70e6);
   model.layers[0].expert_parameter_bytes = 60e6;
   model.layers[0].expert_alltoall_bytes = 20e6;
+  model.layers[0].experts = 2;
   return model;
 }
 
@@ -255,6 +256,11 @@ TEST(ParallelPlan, ExpertParallelismAddsAllToAllsAndSpreadsTheExperts) {
   plan.zero = 1;
   c = compile_plan(model, plan, cluster);
   EXPECT_NEAR(c.memory[0].optimizer_states, 210e6, 1);
+  // ZeRO 3 keeps 5 MB of the dense part and gathers the other 5; the experts, one per GPU, are
+  // neither sharded nor gathered: 5 + 5 + 30 MB.
+  plan.zero = 3;
+  c = compile_plan(model, plan, cluster);
+  EXPECT_NEAR(c.memory[0].parameters, 40e6, 1);
   plan.zero = 0;
   plan.ep = 1;
   EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 10 * ms);
@@ -291,7 +297,11 @@ TEST(ParallelPlan, ExpertParallelismMustDivideTheReplicas) {
   plan.dp = 3;
   plan.ep = 2;
   EXPECT_NE(plan_problem(expert_model(), plan, cluster).find("ep must divide dp"), std::string::npos);
+  plan.dp = 4;
+  plan.ep = 4;
+  EXPECT_NE(plan_problem(expert_model(), plan, cluster).find("ep 4 does not divide the 2 experts"), std::string::npos);
   plan.dp = 2;
+  plan.ep = 2;
   EXPECT_NE(plan_problem(uniform_model(1, ms, ms), plan, cluster).find("has no experts"), std::string::npos);
   LayerModel baked = uniform_model(1, ms, ms);
   baked.expert_parallel = 4;

@@ -16,7 +16,7 @@ std::vector<int> megatron_stages(const LayerModel& model, int pp) {
     for (int l = 0; l < L; ++l) blocks.push_back(l);
   const int B = static_cast<int>(blocks.size());
   if (pp < 1 || pp > B)
-    throw std::invalid_argument(fmt::format("{} pipeline stages for the {} blocks of {}", pp, B, model.name));
+    throw std::invalid_argument(fmt::format("megatron: {} pipeline stages for the {} blocks of {}", pp, B, model.name));
   std::vector<int> starts(pp, 0);
   for (int p = 1, taken = 0; p < pp; ++p) {
     taken += B / pp + (p - 1 < B % pp ? 1 : 0);  // blocks of stage p - 1
@@ -27,10 +27,20 @@ std::vector<int> megatron_stages(const LayerModel& model, int pp) {
 
 PlanResult Megatron::plan_impl(const LayerWorkload& workload, const Cluster& cluster, const Deadline&) {
   const MegatronConfig& c = config_;
-  const LayerModel& model = workload.at(c.tp, workload.source, "megatron's tp");
+  const LayerModel* found = nullptr;
+  try {
+    found = &workload.at(c.tp, workload.source, "tp");
+  } catch (const InputError& e) {
+    throw std::invalid_argument("megatron: tp " + std::to_string(c.tp) + ": " + e.reason());
+  }
+  const LayerModel& model = *found;
   const int n = cluster.num_devices();
   // By default as many replicas as fit, in whole expert-parallel groups.
   const int dp = c.dp > 0 ? c.dp : n / (c.tp * c.pp) / c.ep * c.ep;
+  if (c.dp == 0 && dp == 0)
+    throw std::invalid_argument(fmt::format(
+        "megatron: one replica group of tp {} x pp {} x ep {} needs {} GPUs, the cluster has {}", c.tp, c.pp, c.ep,
+        static_cast<long>(c.tp) * c.pp * c.ep, n));
   if (dp < 1 || static_cast<long>(c.tp) * c.pp * dp > n)
     throw std::invalid_argument(fmt::format("megatron: tp {} x pp {} x dp {} needs {} GPUs, the cluster has {}", c.tp,
                                             c.pp, c.dp > 0 ? std::to_string(c.dp) : "(at least 1)",
@@ -45,15 +55,21 @@ PlanResult Megatron::plan_impl(const LayerWorkload& workload, const Cluster& clu
   plan.schedule = c.schedule;
   plan.gradient_algorithm = c.gradient_algorithm;
   plan.scatter_gather = c.scatter_gather;
-  if (c.global_batch > 0) {
-    if (c.global_batch % dp != 0)
+  if (c.global_micro_batches > 0) {
+    if (c.global_micro_batches % dp != 0)
       throw std::invalid_argument(fmt::format(
-          "megatron: global_batch {} micro-batches do not split evenly over {} replicas", c.global_batch, dp));
-    plan.micro_batches = c.global_batch / dp;
+          "megatron: global_micro_batches {} micro-batches do not split evenly over {} replicas", c.global_micro_batches, dp));
+    plan.micro_batches = c.global_micro_batches / dp;
   } else {
     plan.micro_batches = c.micro_batches;
   }
   plan.stage_starts = megatron_stages(model, c.pp);
+  if (c.order == MegatronOrder::TpDpPp) {  // GPU (p dp + d) tp + t holds replica d, stage p, rank t
+    plan.gpus.resize(static_cast<std::size_t>(c.tp) * c.pp * dp);
+    for (int d = 0; d < dp; ++d)
+      for (int p = 0; p < c.pp; ++p)
+        for (int t = 0; t < c.tp; ++t) plan.gpus[(d * c.pp + p) * c.tp + t] = (p * dp + d) * c.tp + t;
+  }
   std::vector<int> layers;
   for (int p = 0; p < c.pp; ++p)
     layers.push_back((p + 1 < c.pp ? plan.stage_starts[p + 1] : static_cast<int>(model.layers.size())) -
@@ -75,7 +91,7 @@ OptionSchema<MegatronConfig> megatron_schema() {
   s.count("ep", &MegatronConfig::ep, "expert-parallel width, carved out of the replicas (divides dp)", 1, 1 << 16, "2");
   s.count("zero", &MegatronConfig::zero, "ZeRO stage over the replicas (0-3)", 0, 3, "1");
   s.count("micro_batches", &MegatronConfig::micro_batches, "micro-batches per replica and iteration", 1, 1 << 20, "8");
-  s.count("global_batch", &MegatronConfig::global_batch,
+  s.count("global_micro_batches", &MegatronConfig::global_micro_batches,
           "micro-batches per iteration over all replicas, split evenly (0: micro_batches per replica)", 0, 1 << 24, "64");
   s.choice("schedule", &MegatronConfig::schedule, std::span<const EnumName<PipelineSchedule>>(kPipelineScheduleNames),
            "pipeline schedule");
@@ -84,10 +100,12 @@ OptionSchema<MegatronConfig> megatron_schema() {
            "collective algorithm of the gradient reduction across replicas", "halving-doubling");
   s.flag("scatter_gather", &MegatronConfig::scatter_gather,
          "between stages each tensor rank sends 1/tp of the activation and the next stage all-gathers it");
+  s.choice("order", &MegatronConfig::order, std::span<const EnumName<MegatronOrder>>(kMegatronOrderNames),
+           "GPU order, innermost first: tp-pp-dp (replicas outermost) or tp-dp-pp (Megatron-LM's default)");
   s.check([](const YamlFields& f, MegatronConfig&) {
-    if (f.has("global_batch") && f.has("micro_batches"))
-      throw InputError(f.file(), f.field("global_batch"),
-                       "expected one of micro_batches (per replica) or global_batch (over all replicas), not both");
+    if (f.has("global_micro_batches") && f.has("micro_batches"))
+      throw InputError(f.file(), f.field("global_micro_batches"),
+                       "expected one of micro_batches (per replica) or global_micro_batches (over all replicas), not both");
   });
   return s;
 }

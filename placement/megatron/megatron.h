@@ -1,10 +1,12 @@
 #pragma once
 // The Megatron-style manual plan (Shoeybi et al. 2019; Narayanan et al. 2021), NEST's manual
-// baseline: the degrees are given (tp, pp, dp, ep, zero, micro-batches, schedule) and placed the
-// Megatron way -- tensor-parallel groups on consecutive GPUs (inside a server when tp divides its
-// GPUs), pipeline stages next, data-parallel replicas outermost (ParallelPlan's default GPU
-// order) -- with the model's blocks split evenly over the stages, the layers before the first
-// block (embedding) in the first stage and those after the last (output head) in the last.
+// baseline: the degrees are given (tp, pp, dp, ep, zero, micro-batches, schedule), tensor-parallel
+// groups on consecutive GPUs (inside a server when tp divides its GPUs), and then by `order`:
+// tp-pp-dp (the default: pipeline stages next, replicas outermost, as issue #15 and NEST's manual
+// plans lay them out; ParallelPlan's default GPU order) or tp-dp-pp (Megatron-LM's own default,
+// tp-cp-ep-dp-pp without context parallelism: replicas next, pipeline stages outermost). The
+// model's blocks are split evenly over the stages, the layers before the first block
+// (embedding) in the first stage and those after the last (output head) in the last.
 // Nothing is searched; the plan is what a person writes in Megatron-LM's launch script.
 #include <vector>
 
@@ -12,16 +14,21 @@
 
 namespace placesim {
 
+enum class MegatronOrder { TpPpDp, TpDpPp };
+inline constexpr EnumName<MegatronOrder> kMegatronOrderNames[] = {{MegatronOrder::TpPpDp, "tp-pp-dp"},
+                                                                   {MegatronOrder::TpDpPp, "tp-dp-pp"}};
+
 struct MegatronConfig {
   int tp = 1, pp = 1;
   int dp = 0;  // 0: as many replicas as the cluster holds, floor(GPUs / (tp x pp))
   int ep = 1;
   int zero = 0;
   int micro_batches = 1;  // per replica
-  int global_batch = 0;   // micro-batches per iteration over all replicas (0: micro_batches each)
+  int global_micro_batches = 0;   // micro-batches per iteration over all replicas (0: micro_batches each)
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   CollectiveAlgorithm gradient_algorithm = CollectiveAlgorithm::Ring;
   bool scatter_gather = true;  // ParallelPlan::scatter_gather
+  MegatronOrder order = MegatronOrder::TpPpDp;  // GPU order, innermost first
   bool operator==(const MegatronConfig&) const = default;
 };
 

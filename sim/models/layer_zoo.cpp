@@ -163,7 +163,10 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
       layer.output_bytes = activation;
       if (sh.experts > 1) {
         layer.expert_parameter_bytes = kBytesPerWeight * sh.experts * ffn_weights(sh) / t;
-        layer.expert_alltoall_bytes = sh.top_k * activation;  // each token to its top_k experts
+        // Each token to its top_k experts; with tp > 1 Megatron-core requires sequence parallelism
+        // for experts, so each tensor rank dispatches its 1/t of the tokens.
+        layer.expert_alltoall_bytes = sh.top_k * activation / t;
+        layer.experts = sh.experts;
       }
       if (t > 1) layer.tp_allreduce_forward_bytes = layer.tp_allreduce_backward_bytes = 2 * activation;
       m.layers.push_back(layer);

@@ -26,7 +26,8 @@
 //    and value heads as heads), applied to every model as an estimate.
 //  - experts: the E feed-forwards' weights are the layer's expert_parameter_bytes, which expert
 //    parallelism spreads over ep GPUs (ParallelPlan::ep); each all-to-all (dispatch and combine,
-//    in each pass) sends every token's top_k copies, 2bsh top_k bytes per GPU. With balanced
+//    in each pass) sends every token's top_k copies, 2bsh top_k / t bytes per GPU (with t > 1,
+//    Megatron-core's sequence parallelism for experts: a tensor rank dispatches 1/t of the tokens). With balanced
 //    routing a GPU computes as many token-expert pairs at every ep, so the times do not change.
 // Not modelled: the embedding's vocabulary-parallel all-reduce (t > 1), imbalanced routing.
 //  - output: 2bsh bytes to the next layer.
