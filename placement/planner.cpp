@@ -39,22 +39,14 @@ std::unique_ptr<Planner> make_planner(const std::string& name, const YAML::Node&
                                       const std::string& field) {
   const PlannerInfo* info = planner_named(name);
   if (!info) {
-    std::vector<std::string> names;
-    std::string valid;
-    for (const auto& p : planner_registry()) {
-      names.push_back(p.name);
-      valid += (valid.empty() ? "" : ", ") + p.name;
-    }
-    bool placement = false;
-    for (const auto& s : strategy_registry()) placement = placement || s.name == name;
-    if (placement)
-      throw InputError(file, field + ".name",
-                       fmt::format("'{}' places the operators of a graph (`graph:`); a `workload:` takes planners: {}",
-                                   name, valid));
-    const std::string hint = nearest_word(name, names);
-    throw InputError(file, field + ".name",
-                     fmt::format("unknown planner '{}'{} (valid planners: {})", name,
-                                 hint.empty() ? "" : "; did you mean '" + hint + "'?", valid));
+    std::vector<std::string_view> valid;
+    for (const auto& p : planner_registry()) valid.push_back(p.name);
+    for (const auto& s : strategy_registry())
+      if (s.name == name)
+        throw InputError(file, field + ".name",
+                         fmt::format("'{}' places the operators of a graph (`graph:`); a `workload:` takes planners: {}",
+                                     name, join_choices(valid)));
+    throw_unknown_choice(name, valid, file, field + ".name");
   }
   YAML::Node opts = options ? options : YAML::Node(YAML::NodeType::Map);
   if (opts.IsNull()) opts = YAML::Node(YAML::NodeType::Map);

@@ -199,7 +199,7 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
     nlohmann::ordered_json as_json = plan_to_json(plan);
     as_json["stage_starts"] = compiled.stage_starts;
     as_json["gpus"] = compiled.gpus;
-    out.strategy_report["plan"] = nlohmann::json::parse(as_json.dump());  // ordered -> the report's type
+    out.strategy_report["plan"] = nlohmann::json(as_json);
     // The plan file: the plan as used and its memory per stage (tensor rank 0 of replica 0).
     nlohmann::ordered_json file = as_json;
     file["workload"] = workload.source;

@@ -93,7 +93,7 @@ ExecutionGraph step_graph(const CollectiveStep& step) {
   auto node = [&](std::map<DeviceId, OpId>& ops, DeviceId gpu, const char* what) {
     auto [it, added] = ops.try_emplace(gpu, -1);
     if (added)
-      it->second = g.add({fmt::format("gpu{}.{}", gpu, what), "collective", 0.0, 0.0, -1, /*communication=*/true}, gpu);
+      it->second = g.add_communication_step(fmt::format("gpu{}.{}", gpu, what), gpu);
     return it->second;
   };
   for (const CollectiveMessage& m : step.messages)

@@ -50,8 +50,7 @@ class Builder {
 
   // A zero-compute operator of rank r.
   OpId node(int r, const std::string& what) {
-    return out_.add({fmt::format("{}.r{}.{}", name_, r, what), "collective", 0.0, 0.0, -1, /*communication=*/true},
-                    spec_.group[r]);
+    return out_.add_communication_step(fmt::format("{}.r{}.{}", name_, r, what), spec_.group[r]);
   }
   // The rank's start: waits for `after[r]` if given.
   OpId start(int r, std::span<const OpId> after) {

@@ -16,6 +16,10 @@ struct ExecutionGraph {
   Graph graph;
   std::vector<DeviceId> placement;  // GPU of each operator
   OpId add(Operator op, DeviceId gpu);
+  // A step of a collective on `gpu` (Operator::communication: no GPU time, in no GPU's order).
+  OpId add_communication_step(std::string name, DeviceId gpu) {
+    return add({std::move(name), "collective", 0.0, 0.0, -1, /*communication=*/true}, gpu);
+  }
   // A zero-byte tensor: `to` starts after `from` finished, at no transfer cost.
   void depend(OpId from, OpId to) { graph.add_tensor(from, to, 0); }
 };

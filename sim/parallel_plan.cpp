@@ -138,16 +138,20 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
           }
       }
   }
-  if (plan.ep > 1)  // the all-to-alls
+  if (plan.ep > 1) {  // the all-to-alls of each expert-parallel group
+    CollectiveSpec s;
+    s.op = CollectiveOp::AllToAll;
+    s.algorithm = CollectiveAlgorithm::Direct;
+    s.bytes = 1;
     for (int j = 0; j < plan.dp / plan.ep; ++j)
       for (int p = 0; p < plan.pp; ++p)
-        for (int t = 0; t < plan.tp; ++t)
-          for (int e = 0; e < plan.ep; ++e)
-            for (int f = 0; f < plan.ep; ++f)
-              if (!cluster.reachable(gpu_of(j * plan.ep + e, p, t), gpu_of(j * plan.ep + f, p, t)))
-                return fmt::format("{} cannot reach {} of its expert-parallel group (stage {})",
-                                   cluster.device(gpu_of(j * plan.ep + e, p, t)).name,
-                                   cluster.device(gpu_of(j * plan.ep + f, p, t)).name, p);
+        for (int t = 0; t < plan.tp; ++t) {
+          s.group.clear();
+          for (int e = 0; e < plan.ep; ++e) s.group.push_back(gpu_of(j * plan.ep + e, p, t));
+          if (const std::string why = collective_problem(s, cluster); !why.empty())
+            return fmt::format("the all-to-alls of expert-parallel group {} (stage {}, tensor rank {}): {}", j, p, t, why);
+        }
+  }
   return "";
 }
 
@@ -313,7 +317,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
         for (int t = 0; t < tp; ++t) {
           const DeviceId gpu = out.gpus[gpu_index(d, to_stage, t)];
           s.group.push_back(gpu);
-          received[t] = g.add({fmt::format("{}.t{}.received", name, t), "collective", 0.0, 0.0, -1, /*communication=*/true}, gpu);
+          received[t] = g.add_communication_step(fmt::format("{}.t{}.received", name, t), gpu);
           g.graph.add_tensor(from[t], received[t], activation_bytes / tp);
         }
         const std::vector<OpId> gathered = append_collective(g, s, cluster, name, received);
@@ -381,9 +385,8 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
           if (queue.empty()) return ready;
           std::vector<OpId> both(n);
           for (int r = 0; r < n; ++r) {
-            both[r] = g.add({fmt::format("{}.r{}.queued", name, replicas[r]), "collective", 0.0, 0.0, -1,
-                             /*communication=*/true},
-                            out.gpus[gpu_index(replicas[r], p, t)]);
+            both[r] = g.add_communication_step(fmt::format("{}.r{}.queued", name, replicas[r]),
+                                               out.gpus[gpu_index(replicas[r], p, t)]);
             g.depend(ready[r], both[r]);
             g.depend(queue[r], both[r]);
           }

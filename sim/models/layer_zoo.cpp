@@ -37,6 +37,11 @@ double attention_weights(const TransformerShape& s) {
 double ffn_weights(const TransformerShape& s) { return (s.gated ? 3.0 : 2.0) * s.hidden * s.ffn; }
 double norm_weights(const TransformerShape& s) { return (s.rms_norm ? 2.0 : 4.0) * s.hidden; }
 
+// Megatron's split over t: the heads, the key-value heads and the feed-forward's columns.
+bool splits_into(const TransformerShape& s, int t) {
+  return t >= 1 && s.heads % t == 0 && s.kv_heads % t == 0 && s.ffn % t == 0;
+}
+
 }  // namespace
 
 const std::vector<TransformerShape>& layer_zoo() {
@@ -94,7 +99,7 @@ std::vector<int> layer_zoo_widths(const std::string& model) {
   for (const auto& s : layer_zoo())
     if (s.name == model)
       for (int t = 1; t <= 64; ++t)
-        if (s.heads % t == 0 && s.kv_heads % t == 0 && s.ffn % t == 0) widths.push_back(t);
+        if (splits_into(s, t)) widths.push_back(t);
   return widths;
 }
 
@@ -129,7 +134,7 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
   w.source = fmt::format("model zoo: {}, micro-batch {}, {} tokens, {} at {:g}% of {:g} TFLOP/s{}", sh.description, o.micro_batch,
                          s, o.gpu, 100 * o.mfu, gpu->tensor_flops / 1e12, o.recompute ? ", full recomputation" : "");
   for (int t : widths) {
-    if (t < 1 || sh.heads % t || sh.kv_heads % t || sh.ffn % t)
+    if (!splits_into(sh, t))
       throw InputError(source, "tp",
                        fmt::format("{} cannot be split {} ways: the width must divide its {} heads, {} key-value heads and "
                                    "feed-forward width {}",
