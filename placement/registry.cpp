@@ -4,6 +4,7 @@
 #include "placement/celeritas/celeritas.h"
 #include "placement/expert/expert.h"
 #include "placement/heft/heft.h"
+#include "placement/max_load/max_load.h"
 #include "placement/mcmc/mcmc.h"
 #include "placement/megatron/megatron.h"
 #include "placement/metis/metis_strategy.h"
@@ -25,6 +26,7 @@ std::span<const StrategyInfo> strategy_registry() {
       mcmc_strategy_info(),
       metis_strategy_info(),
       heft_strategy_info(),
+      max_load_strategy_info(),
       expert_strategy_info(),
       m_topo_strategy_info(),
       m_etf_strategy_info(),

@@ -231,6 +231,7 @@ const std::map<std::pair<std::string, std::string>, Special>& special_cases() {
       {{"mcmc", "init"}, {"{steps: 300}", default_setting, "short chain"}},
       {{"m-topo", "uniform"}, {"", roomy_setting, "with room for everything, only the uniform fill limit spreads the graph"}},
       {{"expert", "backward_with_forward"}, {"", scoped_setting, "needs gradient_tape/<layer> scopes"}},
+      {{"max-load", "max_downsets"}, {"", small_roomy_setting, "more than 50 downsets, fewer than the default"}},
   };
   return cases;
 }
