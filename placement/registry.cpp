@@ -8,6 +8,7 @@
 #include "placement/mcmc/mcmc.h"
 #include "placement/megatron/megatron.h"
 #include "placement/metis/metis_strategy.h"
+#include "placement/nest/nest.h"
 #include "placement/placeto/placeto.h"
 #include "placement/planner.h"
 #include "placement/quickp/quickp.h"
@@ -45,6 +46,8 @@ std::span<const StrategyInfo> strategy_registry() {
 std::span<const PlannerInfo> planner_registry() {
   static const std::vector<PlannerInfo> registry = {
       megatron_planner_info(),
+      nest_planner_info(),
+      nest_unaware_planner_info(),
   };
   return registry;
 }

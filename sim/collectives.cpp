@@ -355,28 +355,27 @@ std::pair<double, double> slowest_pair(const CollectiveSpec& spec, const Cluster
 }
 }  // namespace
 
-double collective_closed_form(const CollectiveSpec& spec, const Cluster& cluster) {
-  if (const std::string why = collective_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
-  const double n = static_cast<double>(spec.group.size());
-  const double c = spec.chunks, S = spec.bytes;
-  if (S == 0) return 0;  // zero-byte pieces are free in every engine
-  // (Not a structured binding: lambdas below capture them, which clang 14 refuses for bindings.)
-  const std::pair<double, double> slowest = slowest_pair(spec, cluster, [](DeviceId, DeviceId) { return true; });
-  const double alpha = slowest.first, inv_b = slowest.second;
+namespace {
+
+// uniform_collective_time with the inverse bandwidth (s per byte), as slowest_pair gives it.
+double collective_time(CollectiveOp op, CollectiveAlgorithm algorithm, int ranks, double bytes, double alpha,
+                       double inv_b, int chunks) {
+  const double n = ranks, c = chunks, S = bytes;
+  if (S == 0 || ranks < 2) return 0;  // zero-byte pieces are free in every engine
   // A message of `bytes` in c pieces one after the other on its connection.
-  auto message = [&](double bytes, double a, double ib) { return c * a + bytes * ib; };
+  auto message = [&](double b) { return c * alpha + b * inv_b; };
   // One piece, for pipelines.
-  auto piece = [&](double bytes) { return alpha + bytes / c * inv_b; };
+  auto piece = [&](double b) { return alpha + b / c * inv_b; };
   using A = CollectiveAlgorithm;
   using Op = CollectiveOp;
-  const int log_n = floor_log2(spec.group.size());
-  switch (spec.algorithm) {
+  const int log_n = floor_log2(static_cast<std::size_t>(ranks));
+  switch (algorithm) {
     case A::Ring:
-      switch (spec.op) {
+      switch (op) {
         // Each connection carries the steps' pieces in order: (n-1) steps of c pieces of S/(nc).
-        case Op::AllReduce: return 2 * (n - 1) * message(S / n, alpha, inv_b);
+        case Op::AllReduce: return 2 * (n - 1) * message(S / n);
         case Op::ReduceScatter:
-        case Op::AllGather: return (n - 1) * message(S / n, alpha, inv_b);
+        case Op::AllGather: return (n - 1) * message(S / n);
         // A chain of n - 1 hops: the last piece leaves the root after c - 1 others.
         default: return (n - 1 + c - 1) * piece(S);
       }
@@ -384,31 +383,52 @@ double collective_closed_form(const CollectiveSpec& spec, const Cluster& cluster
       // Heap-ordered binary tree of depth floor(log2 n): piece k is reduced at the root at
       // (depth + k) piece times, and reaches the deepest leaf depth piece times later.
       const double depth = log_n;
-      if (spec.op == Op::AllReduce) return (2 * depth + c - 1) * piece(S / 2);
+      if (op == Op::AllReduce) return (2 * depth + c - 1) * piece(S / 2);
       return (depth + c - 1) * piece(S);
     }
     case A::HalvingDoubling: {
       double t = 0;
-      const int phases = spec.op == Op::AllReduce ? 2 : 1;
-      for (int i = 1; i <= log_n; ++i) t += message(S / std::ldexp(1.0, i), alpha, inv_b);
+      const int phases = op == Op::AllReduce ? 2 : 1;
+      for (int i = 1; i <= log_n; ++i) t += message(S / std::ldexp(1.0, i));
       return phases * t;
     }
     case A::Direct:
-      return (spec.op == Op::AllReduce ? 2 : 1) * message(S / n, alpha, inv_b);
-    case A::Hierarchical: {
-      const auto intra = slowest_pair(spec, cluster, [&](DeviceId a, DeviceId b) {
-        return cluster.device(a).server == cluster.device(b).server;
-      });
-      const auto inter = slowest_pair(spec, cluster, [&](DeviceId a, DeviceId b) {
-        return cluster.device(a).server != cluster.device(b).server;
-      });
-      const auto servers = ranks_by_server(spec, cluster);
-      const double m = static_cast<double>(servers.front().size()), N = static_cast<double>(servers.size());
-      return 2 * (m - 1) * message(S / m, intra.first, intra.second) +
-             2 * (N - 1) * message(S / (m * N), inter.first, inter.second);
-    }
+      return (op == Op::AllReduce ? 2 : 1) * message(S / n);
+    case A::Hierarchical:
+      // One level of links: the same rings as ring, inside and across servers alike.
+      return collective_time(op, A::Ring, ranks, bytes, alpha, inv_b, chunks);
   }
   return 0;
+}
+
+}  // namespace
+
+double uniform_collective_time(CollectiveOp op, CollectiveAlgorithm algorithm, int ranks, double bytes, double alpha,
+                               double bandwidth, int chunks) {
+  return collective_time(op, algorithm, ranks, bytes, alpha, 1.0 / bandwidth, chunks);
+}
+
+double collective_closed_form(const CollectiveSpec& spec, const Cluster& cluster) {
+  if (const std::string why = collective_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
+  const int n = static_cast<int>(spec.group.size());
+  const double c = spec.chunks, S = spec.bytes;
+  if (S == 0) return 0;  // zero-byte pieces are free in every engine
+  if (spec.algorithm != CollectiveAlgorithm::Hierarchical) {
+    // (Not a structured binding: lambdas capture such values, which clang 14 refuses for bindings.)
+    const std::pair<double, double> slowest = slowest_pair(spec, cluster, [](DeviceId, DeviceId) { return true; });
+    return collective_time(spec.op, spec.algorithm, n, S, slowest.first, slowest.second, spec.chunks);
+  }
+  auto message = [&](double bytes, double a, double ib) { return c * a + bytes * ib; };
+  const auto intra = slowest_pair(spec, cluster, [&](DeviceId a, DeviceId b) {
+    return cluster.device(a).server == cluster.device(b).server;
+  });
+  const auto inter = slowest_pair(spec, cluster, [&](DeviceId a, DeviceId b) {
+    return cluster.device(a).server != cluster.device(b).server;
+  });
+  const auto servers = ranks_by_server(spec, cluster);
+  const double m = static_cast<double>(servers.front().size()), N = static_cast<double>(servers.size());
+  return 2 * (m - 1) * message(S / m, intra.first, intra.second) +
+         2 * (N - 1) * message(S / (m * N), inter.first, inter.second);
 }
 
 double bus_bandwidth_factor(CollectiveOp op, int ranks) {

@@ -100,6 +100,12 @@ std::vector<std::vector<int>> ranks_by_server(const CollectiveSpec& spec, const 
 // The collective alone, finalized.
 ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& cluster);
 
+// The closed form of a collective among `ranks` GPUs whose every connection has latency `alpha`
+// (s) and `bandwidth` (bytes/s): what collective_closed_form computes from the slowest pair of
+// the group, for planners that price a network of one level (hierarchical: ring).
+double uniform_collective_time(CollectiveOp op, CollectiveAlgorithm algorithm, int ranks, double bytes, double alpha,
+                               double bandwidth, int chunks = 1);
+
 // The contention-free closed form of the collective's time, seconds (see above).
 double collective_closed_form(const CollectiveSpec& spec, const Cluster& cluster);
 

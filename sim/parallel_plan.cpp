@@ -182,6 +182,30 @@ std::vector<Unit> schedule_of(PipelineSchedule schedule, int p, int pp, int m) {
 
 }  // namespace
 
+GpuMemory stage_memory(const LayerModel& model, int first, int end, const ParallelPlan& plan, int in_flight) {
+  const int dp = plan.dp;
+  const bool spreads_experts = plan.ep > 1 && model.expert_parallel == 1;
+  // Per GPU: the dense part and the GPU's share of the experts, each with its ZeRO shard.
+  double dense = 0, experts = 0, stash = 0, buffer = 0;
+  for (int l = first; l < end; ++l) {
+    const double expert = spreads_experts ? model.layers[l].expert_parameter_bytes : 0.0;
+    const double dense_l = model.layers[l].parameter_bytes - expert, experts_l = expert / plan.ep;
+    dense += dense_l;
+    experts += experts_l;
+    stash += model.layers[l].stashed_bytes;
+    // ZeRO 3 gathers a layer's dense part from dp shards, its experts from dp / ep.
+    buffer = std::max(buffer, dense_l * (1 - 1.0 / dp) + experts_l * (1 - static_cast<double>(plan.ep) / dp));
+  }
+  const double params = dense + experts;
+  const double sharded = dense / dp + experts / (dp / plan.ep);  // what ZeRO keeps of them
+  GpuMemory mem;
+  mem.parameters = plan.zero >= 3 ? sharded + buffer : params;
+  mem.gradients = plan.zero >= 2 ? sharded : params;
+  mem.optimizer_states = 6 * (plan.zero >= 1 ? sharded : params);
+  mem.activations = in_flight * stash;
+  return mem;
+}
+
 CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
   if (const std::string why = plan_problem(model, plan, cluster); !why.empty()) throw std::invalid_argument(why);
   const int tp = plan.tp, pp = plan.pp, dp = plan.dp, m = plan.micro_batches;
@@ -455,22 +479,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   out.memory.resize(out.gpus.size());
   for (int p = 0; p < pp; ++p) {
     out.in_flight[p] = plan.schedule == PipelineSchedule::GPipe ? m : std::min(m, pp - p);
-    // Per GPU: the dense part and the GPU's share of the experts, each with its ZeRO shard.
-    double dense = 0, experts = 0, stash = 0, buffer = 0;
-    for (int l = out.stage_starts[p]; l < stage_end(p); ++l) {
-      dense += dense_bytes(l);
-      experts += expert_bytes(l);
-      stash += model.layers[l].stashed_bytes;
-      // ZeRO 3 gathers a layer's dense part from dp shards, its experts from dp / ep.
-      buffer = std::max(buffer, dense_bytes(l) * (1 - 1.0 / dp) + expert_bytes(l) * (1 - static_cast<double>(plan.ep) / dp));
-    }
-    const double params = dense + experts;
-    const double sharded = dense / dp + experts / (dp / plan.ep);  // what ZeRO keeps of them
-    GpuMemory mem;
-    mem.parameters = plan.zero >= 3 ? sharded + buffer : params;
-    mem.gradients = plan.zero >= 2 ? sharded : params;
-    mem.optimizer_states = 6 * (plan.zero >= 1 ? sharded : params);
-    mem.activations = out.in_flight[p] * stash;
+    const GpuMemory mem = stage_memory(model, out.stage_starts[p], stage_end(p), plan, out.in_flight[p]);
     for (int d = 0; d < dp; ++d)
       for (int t = 0; t < tp; ++t) {
         const int index = gpu_index(d, p, t);

@@ -103,6 +103,10 @@ std::vector<int> balanced_stages(const LayerModel& model, int pp);
 // GPUs the cluster lacks, ZeRO outside 0-3.
 std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster);
 
+// The memory of each GPU of a stage holding layers [first, end) with `in_flight` micro-batches'
+// activations held at the peak, under the plan's dp, ep and ZeRO stage (the model above).
+GpuMemory stage_memory(const LayerModel& model, int first, int end, const ParallelPlan& plan, int in_flight);
+
 // Compiles the plan (the model must be the one at width plan.tp). Throws std::invalid_argument
 // with plan_problem's reason. An infeasible plan is compiled all the same: the caller decides
 // (CompiledPlan::infeasible says why, naming the GPU and the bytes).

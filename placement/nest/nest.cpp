@@ -1,0 +1,392 @@
+#include "placement/nest/nest.h"
+
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+#include <stdexcept>
+#include <tuple>
+
+#include "sim/units.h"
+
+namespace placesim {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// GPU of replica d, stage p, tensor rank r in ParallelPlan's order.
+DeviceId plan_gpu(const ParallelPlan& plan, int d, int p, int r) {
+  const int index = (d * plan.pp + p) * plan.tp + r;
+  return plan.gpus.empty() ? index : plan.gpus[index];
+}
+
+// The bytes sent between two stages per tensor rank (Megatron's scatter-gather sends 1/t each).
+double per_rank(const ParallelPlan& plan, double bytes) {
+  return plan.scatter_gather && plan.tp > 1 ? bytes / plan.tp : bytes;
+}
+
+bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+}  // namespace
+
+NestNetwork NestNetwork::aware(const Cluster& c) { return {&c, false, 0, 0}; }
+
+NestNetwork NestNetwork::unaware(const Cluster& c) {
+  NestNetwork n{&c, true, 1, 0};
+  double best_bw = 0, best_lat = kInf;
+  for (DeviceId j = 1; j < c.num_devices(); ++j) {
+    const double bw = c.bandwidth(0, j), lat = c.latency(0, j);
+    if (bw > best_bw || (bw == best_bw && lat < best_lat)) {
+      best_bw = bw;
+      best_lat = lat;
+    }
+  }
+  if (best_bw > 0) {
+    n.flat_bandwidth = best_bw;
+    n.flat_latency = best_lat;
+  }
+  return n;
+}
+
+std::pair<double, double> NestNetwork::link(DeviceId a, DeviceId b) const {
+  if (a == b) return {0.0, 0.0};
+  return flat ? std::pair{flat_latency, 1.0 / flat_bandwidth} : std::pair{cluster->latency(a, b), 1.0 / cluster->bandwidth(a, b)};
+}
+
+double NestNetwork::send(DeviceId a, DeviceId b, double bytes) const {
+  if (bytes <= 0 || a == b) return 0;
+  const auto [latency, inv_bandwidth] = link(a, b);
+  return latency + bytes * inv_bandwidth;
+}
+
+double NestNetwork::reduction(std::span<const DeviceId> group, double bytes, CollectiveAlgorithm algorithm,
+                              int zero) const {
+  if (group.size() < 2 || bytes <= 0) return 0;
+  const double all_reduce =
+      flat ? uniform_collective_time(CollectiveOp::AllReduce, algorithm, static_cast<int>(group.size()), bytes,
+                                     flat_latency, flat_bandwidth)
+           : collective_closed_form({CollectiveOp::AllReduce, algorithm, {group.begin(), group.end()}, bytes}, *cluster);
+  // ZeRO 1 and 2: a reduce-scatter and an all-gather, an all-reduce's traffic; ZeRO 3 gathers the
+  // parameters once more.
+  return zero >= 3 ? 1.5 * all_reduce : all_reduce;
+}
+
+NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, const NestNetwork& network) {
+  const int L = static_cast<int>(model.layers.size()), S = plan.pp;
+  const std::vector<int> starts = plan.stage_starts.empty() ? balanced_stages(model, S) : plan.stage_starts;
+  auto end_of = [&](int p) { return p + 1 < S ? starts[p + 1] : L; };
+  NestEstimate e;
+  e.micro_batches_per_replica = plan.micro_batches;
+  for (int p = 0; p < S; ++p) {
+    double load = 0;
+    std::vector<DeviceId> tp_group;
+    for (int r = 0; r < plan.tp; ++r) tp_group.push_back(plan_gpu(plan, 0, p, r));
+    for (int l = starts[p]; l < end_of(p); ++l) {
+      const Layer& layer = model.layers[l];
+      load += layer.forward_s + layer.backward_s + network.reduction(tp_group, layer.tp_allreduce_forward_bytes, CollectiveAlgorithm::Ring, 0) +
+              network.reduction(tp_group, layer.tp_allreduce_backward_bytes, CollectiveAlgorithm::Ring, 0);
+    }
+    if (p + 1 < S)
+      load += network.send(plan_gpu(plan, 0, p, 0), plan_gpu(plan, 0, p + 1, 0), per_rank(plan, model.bytes_into(end_of(p))));
+    if (p > 0)
+      load += network.send(plan_gpu(plan, 0, p, 0), plan_gpu(plan, 0, p - 1, 0), per_rank(plan, model.bytes_into(starts[p])));
+    e.max_stage_load = std::max(e.max_stage_load, load);
+    const GpuMemory memory = stage_memory(model, starts[p], end_of(p), plan, std::min(plan.micro_batches, S - p));
+    for (int d = 0; d < plan.dp; ++d)
+      for (int r = 0; r < plan.tp; ++r)
+        if (memory.total() > network.cluster->device(plan_gpu(plan, d, p, r)).memory_bytes) e.fits = false;
+  }
+  std::vector<DeviceId> group;
+  for (int d = 0; d < plan.dp; ++d) group.push_back(plan_gpu(plan, d, 0, 0));
+  double first_parameters = 0;
+  for (int l = 0; l < end_of(0); ++l) first_parameters += model.layers[l].parameter_bytes;
+  e.gradient_reduction = network.reduction(group, first_parameters, plan.gradient_algorithm, plan.zero);
+  e.time_per_batch = e.max_stage_load * (plan.micro_batches + S - 1) + e.gradient_reduction;
+  return e;
+}
+
+namespace {
+
+struct Case {
+  int tp = 1, zero = 0, replicas = 1, stages = 1;  // replicas: NEST's d (pipelines)
+};
+
+struct CaseResult {
+  double time = kInf;
+  std::vector<int> starts;
+};
+
+// The DP of one case: stages contiguous, built from the last to the first.
+CaseResult solve_case(const LayerModel& model, const Case& c, int expert_parallel, int total_micro_batches,
+                      CollectiveAlgorithm algorithm, const NestNetwork& network, double gpu_memory) {
+  const int L = static_cast<int>(model.layers.size()), S = c.stages, t = c.tp;
+  ParallelPlan plan;
+  plan.tp = t;
+  plan.pp = S;
+  plan.dp = c.replicas * expert_parallel;
+  plan.ep = expert_parallel;
+  plan.zero = c.zero;
+  const int m = (total_micro_batches + c.replicas - 1) / c.replicas;
+  const int dp = plan.dp;
+
+  std::vector<double> compute(L + 1, 0), parameters(L + 1, 0), stash(L + 1, 0), into(L + 1, 0);
+  // Tensor-parallel all-reduces (when not in the layers' times): how many, and their bytes.
+  std::vector<double> tp_count(L + 1, 0), tp_bytes(L + 1, 0);
+  for (int l = 0; l < L; ++l) {
+    const Layer& layer = model.layers[l];
+    tp_count[l + 1] = tp_count[l] + (layer.tp_allreduce_forward_bytes > 0) + (layer.tp_allreduce_backward_bytes > 0);
+    tp_bytes[l + 1] = tp_bytes[l] + layer.tp_allreduce_forward_bytes + layer.tp_allreduce_backward_bytes;
+    compute[l + 1] = compute[l] + model.layers[l].forward_s + model.layers[l].backward_s;
+    parameters[l + 1] = parameters[l] + model.layers[l].parameter_bytes;
+    stash[l + 1] = stash[l] + model.layers[l].stashed_bytes;
+  }
+  for (int j = 0; j <= L; ++j) into[j] = per_rank(plan, model.bytes_into(j));
+  // The price of a send between the stages at p and p + 1 (and back) is affine in the bytes.
+  std::vector<double> next_lat(S, 0), next_inv(S, 0), prev_lat(S, 0), prev_inv(S, 0);
+  for (int p = 0; p < S; ++p) {
+    if (p + 1 < S) std::tie(next_lat[p], next_inv[p]) = network.link(plan_gpu(plan, 0, p, 0), plan_gpu(plan, 0, p + 1, 0));
+    if (p > 0) std::tie(prev_lat[p], prev_inv[p]) = network.link(plan_gpu(plan, 0, p, 0), plan_gpu(plan, 0, p - 1, 0));
+  }
+  auto send_cost = [](double bytes, double lat, double inv) { return bytes > 0 ? lat + bytes * inv : 0.0; };
+  // A ring all-reduce among a stage's tensor ranks is affine in its bytes: per stage, its
+  // intercept and slope.
+  constexpr double kProbe = 1e9;
+  std::vector<double> tp_fixed(S, 0), tp_slope(S, 0);
+  if (tp_count[L] > 0)
+    for (int p = 0; p < S; ++p) {
+      std::vector<DeviceId> tp_group;
+      for (int r = 0; r < t; ++r) tp_group.push_back(plan_gpu(plan, 0, p, r));
+      const double one = network.reduction(tp_group, kProbe, CollectiveAlgorithm::Ring, 0);
+      tp_slope[p] = (network.reduction(tp_group, 2 * kProbe, CollectiveAlgorithm::Ring, 0) - one) / kProbe;
+      tp_fixed[p] = one - tp_slope[p] * kProbe;
+    }
+  // The first stage's gradient reduction, affine in its bytes too (0 bytes cost 0).
+  std::vector<DeviceId> group;
+  for (int d = 0; d < dp; ++d) group.push_back(plan_gpu(plan, d, 0, 0));
+  const double red1 = network.reduction(group, kProbe, algorithm, c.zero);
+  const double red_slope = (network.reduction(group, 2 * kProbe, algorithm, c.zero) - red1) / kProbe;
+  const double red0 = red1 - red_slope * kProbe;
+
+  // Memory of a stage [i, j) (sim/parallel_plan.cpp stage_memory, no experts to spread).
+  auto memory = [&](int i, int j, double largest, int in_flight) {
+    const double params = parameters[j] - parameters[i], sharded = params / dp;
+    const double buffer = largest * (1 - 1.0 / dp);
+    return (c.zero >= 3 ? sharded + buffer : params) + (c.zero >= 2 ? sharded : params) +
+           6 * (c.zero >= 1 ? sharded : params) + in_flight * (stash[j] - stash[i]);
+  };
+
+  // f[s][i]: the least max stage load of layers [i, L) on the last s stages.
+  std::vector<std::vector<double>> f(S + 1, std::vector<double>(L + 1, kInf));
+  std::vector<std::vector<int>> cut(S + 1, std::vector<int>(L + 1, -1));
+  f[0][L] = 0;
+  CaseResult result;
+  int best_first_end = -1;
+  for (int s = 1; s <= S; ++s) {
+    const int p = S - s, in_flight = std::min(m, s);
+    const int first_i = s == S ? 0 : p, last_i = s == S ? 0 : L - s;
+    for (int i = first_i; i <= last_i; ++i) {
+      double largest = 0;
+      for (int j = i + 1; j <= L - (s - 1); ++j) {
+        largest = std::max(largest, model.layers[j - 1].parameter_bytes);
+        if (memory(i, j, largest, in_flight) > gpu_memory) break;  // grows with j
+        const double rest = f[s - 1][j];
+        if (rest == kInf) continue;
+        double load = compute[j] - compute[i] + tp_fixed[p] * (tp_count[j] - tp_count[i]) +
+                      tp_slope[p] * (tp_bytes[j] - tp_bytes[i]);
+        if (p + 1 < S) load += send_cost(into[j], next_lat[p], next_inv[p]);
+        if (p > 0) load += send_cost(into[i], prev_lat[p], prev_inv[p]);
+        const double value = std::max(load, rest);
+        if (s < S) {
+          if (value < f[s][i]) {
+            f[s][i] = value;
+            cut[s][i] = j;
+          }
+        } else {
+          const double first = parameters[j];
+          const double time = value * (m + S - 1) + (first > 0 && dp > 1 ? red0 + red_slope * first : 0.0);
+          if (time < result.time) {
+            result.time = time;
+            best_first_end = j;
+          }
+        }
+      }
+    }
+  }
+  if (best_first_end < 0) return result;
+  result.starts.push_back(0);
+  for (int s = S - 1, i = best_first_end; s >= 1; i = cut[s][i], --s) result.starts.push_back(i);
+  return result;
+}
+
+}  // namespace
+
+NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, const NestConfig& config, bool aware,
+                       const Deadline& deadline) {
+  const NestNetwork network = aware ? NestNetwork::aware(cluster) : NestNetwork::unaware(cluster);
+  const int n = cluster.num_devices();
+  double gpu_memory = kInf;
+  for (int d = 0; d < n; ++d) gpu_memory = std::min(gpu_memory, cluster.device(d).memory_bytes);
+
+  std::vector<Case> cases;
+  std::vector<const LayerModel*> model_of;
+  int expert_parallel = 1;
+  for (const auto& [t, model] : workload.by_tensor_parallel) {
+    if (t > config.max_tp) continue;
+    expert_parallel = model.expert_parallel;
+    const int L = static_cast<int>(model.layers.size()), per_stage = t * model.expert_parallel;
+    for (int d = 1; static_cast<long>(per_stage) * d <= n; ++d) {
+      const int dp = d * model.expert_parallel;
+      if (config.gradient_algorithm == CollectiveAlgorithm::HalvingDoubling && !power_of_two(dp)) continue;
+      for (int z = 0; z <= (config.zero && dp > 1 ? 3 : 0); ++z)
+        for (int S = 1; S <= L && static_cast<long>(per_stage) * d * S <= n; ++S) {
+          cases.push_back({t, z, d, S});
+          model_of.push_back(&model);
+        }
+    }
+  }
+  NestSearch out;
+  out.cases = static_cast<long>(cases.size());
+  if (cases.empty()) {
+    out.why_none = fmt::format("no tensor-parallel width of {} up to max_tp {} fits {} GPUs", workload.name,
+                               config.max_tp, n);
+    return out;
+  }
+  const int total = config.micro_batches > 0 ? config.micro_batches : std::max(1, 4096 / expert_parallel);
+
+  std::vector<CaseResult> results(cases.size());
+  std::atomic<bool> late{false};
+  auto run = [&] {
+    tbb::parallel_for(std::size_t{0}, cases.size(), [&](std::size_t k) {
+      if (late.load(std::memory_order_relaxed)) return;
+      if (deadline.expired()) {
+        late = true;
+        return;
+      }
+      results[k] = solve_case(*model_of[k], cases[k], model_of[k]->expert_parallel, total, config.gradient_algorithm,
+                              network, gpu_memory);
+    });
+  };
+  if (config.threads > 0) {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(config.threads));
+    run();
+  } else {
+    run();
+  }
+  if (late)
+    throw std::runtime_error(fmt::format("{}: the time limit ({:g} s) passed before the {} cases were searched",
+                                         aware ? "nest" : "nest-unaware", deadline.limit(), cases.size()));
+
+  std::size_t best = cases.size();
+  for (std::size_t k = 0; k < cases.size(); ++k)
+    if (results[k].time < kInf && (best == cases.size() || results[k].time < results[best].time)) best = k;
+  if (best == cases.size()) {
+    // The least any layer needs: alone on a stage, ZeRO 3 over as many replicas as fit, one
+    // micro-batch in flight.
+    const LayerModel& model = *model_of.back();
+    ParallelPlan widest;
+    widest.tp = model.tensor_parallel;
+    widest.dp = std::max(1, n / (model.tensor_parallel * model.expert_parallel)) * model.expert_parallel;
+    widest.ep = model.expert_parallel;
+    widest.zero = config.zero ? 3 : 0;
+    double need = 0;
+    std::string layer;
+    for (int l = 0; l < static_cast<int>(model.layers.size()); ++l) {
+      const double bytes = stage_memory(model, l, l + 1, widest, 1).total();
+      if (bytes > need) {
+        need = bytes;
+        layer = model.layers[l].name;
+      }
+    }
+    out.why_none = fmt::format(
+        "no plan of {} fits: its largest layer ({}) alone needs {} per GPU even at tensor width {}{} over {} replicas, "
+        "and a GPU has {}",
+        workload.name, layer, format_bytes(need), model.tensor_parallel, config.zero ? ", ZeRO 3" : "", widest.dp,
+        format_bytes(gpu_memory));
+    return out;
+  }
+  const Case& c = cases[best];
+  const LayerModel& model = *model_of[best];
+  ParallelPlan& plan = out.plan;
+  plan.tp = c.tp;
+  plan.pp = c.stages;
+  plan.dp = c.replicas * model.expert_parallel;
+  plan.ep = model.expert_parallel;
+  plan.zero = c.zero;
+  plan.micro_batches = (total + c.replicas - 1) / c.replicas;
+  plan.schedule = PipelineSchedule::OneFOneB;
+  plan.gradient_algorithm = config.gradient_algorithm;
+  plan.stage_starts = results[best].starts;
+  out.estimate = nest_estimate(model, plan, network);
+  return out;
+}
+
+namespace {
+
+nlohmann::json estimate_json(const NestEstimate& e) {
+  return {{"time_per_batch_s", e.time_per_batch},
+          {"max_stage_load_s", e.max_stage_load},
+          {"gradient_reduction_s", e.gradient_reduction},
+          {"micro_batches_per_replica", e.micro_batches_per_replica}};
+}
+
+}  // namespace
+
+PlanResult Nest::plan_impl(const LayerWorkload& workload, const Cluster& cluster, const Deadline& deadline) {
+  NestSearch found = nest_search(workload, cluster, config_, aware_, deadline);
+  if (!found.why_none.empty()) throw InfeasibleProblem(name() + ": " + found.why_none);
+  PlanResult r;
+  r.plan = found.plan;
+  r.report["cases"] = found.cases;
+  r.report["estimate"] = estimate_json(found.estimate);
+  if (!aware_)
+    r.report["estimate_on_the_real_network"] = estimate_json(
+        nest_estimate(workload.by_tensor_parallel.at(found.plan.tp), found.plan, NestNetwork::aware(cluster)));
+  return r;
+}
+
+OptionSchema<NestConfig> nest_schema() {
+  OptionSchema<NestConfig> s;
+  s.count("micro_batches", &NestConfig::micro_batches,
+          "micro-batches per iteration over all replicas (0: NEST's 4096 / the workload's expert-parallel width)", 0,
+          1 << 24, "64");
+  s.count("max_tp", &NestConfig::max_tp, "widest tensor-parallel group explored", 1, 1 << 16, "1");
+  s.flag("zero", &NestConfig::zero, "explore ZeRO stages 1-3 beside 0");
+  s.choice("gradient_algorithm", &NestConfig::gradient_algorithm,
+           std::span<const EnumName<CollectiveAlgorithm>>(kCollectiveAlgorithmNames),
+           "the data-parallel reduction's algorithm, priced and simulated", "halving-doubling");
+  s.count("threads", &NestConfig::threads, "oneTBB threads for the cases (0: all cores)", 0, 1024, "1");
+  return s;
+}
+
+namespace {
+class NestUnaware : public Nest {
+ public:
+  explicit NestUnaware(NestConfig config) : Nest(config, false) {}
+};
+class NestAware : public Nest {
+ public:
+  explicit NestAware(NestConfig config) : Nest(config, true) {}
+};
+}  // namespace
+
+PlannerInfo nest_planner_info() {
+  return planner_info<NestAware>(
+      "nest",
+      "NEST's network-aware DP over pipeline stages, replicas, tensor width and ZeRO, priced on the cluster's own "
+      "bandwidth and latency between the plan's GPUs",
+      nest_schema());
+}
+
+PlannerInfo nest_unaware_planner_info() {
+  return planner_info<NestUnaware>(
+      "nest-unaware",
+      "the same DP with every GPU pair priced as the fastest (Phaze's network-unaware planning, NEST's baseline)",
+      nest_schema());
+}
+
+}  // namespace placesim

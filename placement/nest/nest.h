@@ -1,0 +1,104 @@
+#pragma once
+// NEST: network-aware planning of pipeline, data and tensor parallelism and ZeRO (the NEST thesis,
+// ../shared/papers/nest-thesis.txt, ch. 3; its artifact's device_placement.cpp for what the thesis
+// leaves open), and the network-unaware baseline (Phaze's DP: the same recurrence, one bandwidth
+// for every pair).
+//
+// Search, for every tensor-parallel width t of the workload (<= max_tp), ZeRO stage z (0 only
+// with zero: false), replica count d and stage count S with t x EP x S x d <= GPUs:
+//  * the stages are contiguous layer ranges (NEST's layer graphs contain the chain of their layers,
+//    so downsets are prefixes); by dynamic programming from the last stage to the first, as the
+//    thesis does, f_s[i] = min over j of max(load_p(i, j), f_{s-1}[j]) for the stage [i, j) at
+//    position p = S - s, subject to its memory (sim/parallel_plan.h's stage_memory: parameters,
+//    gradients, optimizer states under ZeRO z over d, and the activations of min(m/d, s)
+//    micro-batches in flight under 1F1B);
+//  * load_p(i, j) = the layers' forward and backward times + their tensor-parallel all-reduces
+//    when the workload gives them apart (ring, closed form among the stage's tensor ranks; NEST's
+//    workloads have them inside the times) + the activation sent to the next stage and the
+//    gradient sent back to the previous one, each bytes / t (Megatron's scatter-gather) over the
+//    pair's bandwidth plus its latency;
+//  * time per batch = max stage load x (ceil(m / d) + S - 1) + the data-parallel reduction of the
+//    first stage's gradients among its d replicas (closed form of `gradient_algorithm`; ZeRO 3
+//    adds the parameters' all-gather, half again), as NEST charges the first stage's;
+//  * m = micro_batches, by default NEST's 4,096 / EP (its global batch of 4,096 sequences at
+//    micro-batch 1).
+// Network: the GPUs of a plan are laid out as ParallelPlan's default order (tensor ranks
+// innermost, then stages, then replicas), and a pair's bandwidth and latency are the cluster's
+// (Cluster::bandwidth, ::latency): the levels of the thesis (server, rack, pod) are what they are
+// in the fabric. nest-unaware prices every pair as the cluster's fastest (GPU 0 to its nearest
+// neighbour), which is what the thesis calls flattening the network to one level.
+// The (t, z, d, S) cases run in parallel (oneTBB). The answer is exact for this cost model: the
+// tests compare it with brute force over every plan.
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "placement/planner.h"
+
+namespace placesim {
+
+struct NestConfig {
+  int micro_batches = 0;  // per iteration over all replicas; 0: 4096 / the workload's expert-parallel width
+  int max_tp = 8;         // widest tensor-parallel group explored (the workload must have it)
+  bool zero = true;       // explore ZeRO stages 1-3 beside 0
+  CollectiveAlgorithm gradient_algorithm = CollectiveAlgorithm::Ring;
+  int threads = 0;        // oneTBB threads (0: all cores)
+  bool operator==(const NestConfig&) const = default;
+};
+
+// NEST's estimate of one plan's time per iteration, with its parts (seconds).
+struct NestEstimate {
+  double time_per_batch = 0;
+  double max_stage_load = 0;
+  double gradient_reduction = 0;
+  int micro_batches_per_replica = 0;
+  bool fits = true;
+};
+
+// How the planner prices the network.
+struct NestNetwork {
+  const Cluster* cluster = nullptr;
+  bool flat = false;                 // every pair priced as the fastest (nest-unaware)
+  double flat_bandwidth = 0, flat_latency = 0;
+  static NestNetwork aware(const Cluster& c);
+  static NestNetwork unaware(const Cluster& c);
+  // Latency (s) and inverse bandwidth (s per byte) between two GPUs as priced.
+  std::pair<double, double> link(DeviceId a, DeviceId b) const;
+  double send(DeviceId a, DeviceId b, double bytes) const;
+  double reduction(std::span<const DeviceId> group, double bytes, CollectiveAlgorithm algorithm, int zero) const;
+};
+
+// NEST's estimate of `plan` (at the model's width) on `network`: what the DP minimises.
+NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, const NestNetwork& network);
+
+struct NestSearch {
+  ParallelPlan plan;
+  NestEstimate estimate;
+  long cases = 0;     // (t, z, d, S) combinations searched
+  std::string why_none;  // when no plan fits: the reason
+};
+
+// The best plan by NEST's estimate; why_none says why there is none. Throws std::runtime_error
+// when the deadline passes.
+NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, const NestConfig& config, bool aware,
+                       const Deadline& deadline = Deadline());
+
+class Nest : public Planner {
+ public:
+  Nest(NestConfig config, bool aware): Planner(aware ? "nest" : "nest-unaware"), config_(config), aware_(aware) {}
+  const NestConfig& config() const { return config_; }
+
+ private:
+  // report: estimate (time_per_batch_s, max_stage_load_s, gradient_reduction_s), and for
+  // nest-unaware the estimate of its plan on the real network too.
+  PlanResult plan_impl(const LayerWorkload& workload, const Cluster& cluster, const Deadline& deadline) override;
+  NestConfig config_;
+  bool aware_;
+};
+
+OptionSchema<NestConfig> nest_schema();
+PlannerInfo nest_planner_info();
+PlannerInfo nest_unaware_planner_info();
+
+}  // namespace placesim

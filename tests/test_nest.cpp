@@ -1,0 +1,226 @@
+// nest and nest-unaware (placement/nest): the DP against brute force over every plan of small
+// models on 8 GPUs in 2 servers (two bandwidth levels), nest never worse than nest-unaware by its
+// own estimate, a model that fits nowhere, and NEST's GPT-3 workload end to end.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+
+#include "placement/nest/nest.h"
+#include "tests/test_util.h"
+#include "topologies/fabrics.h"
+
+using namespace placesim;
+
+namespace {
+
+constexpr double ms = 1e-3;
+
+Cluster two_servers(double memory, double nvlink = 100e9, double ethernet = 5e9, double latency = 5e-6) {
+  NvlinkServersConfig c;
+  c.gpus = 8;
+  c.gpus_per_server = 4;
+  c.nvlink_bandwidth = nvlink;
+  c.ethernet_bandwidth = ethernet;
+  c.ethernet_latency = latency;
+  c.nvlink_latency = 1e-6;
+  c.gpu_memory = memory;
+  return make_nvlink_servers(c);
+}
+
+// A random chain of `layers` layers at tensor widths 1 and 2 (width 2 halves compute, parameters
+// and stash, adds a little, and all-reduces a quarter of the activation in each pass).
+LayerWorkload random_workload(std::mt19937& rng, int layers) {
+  std::uniform_real_distribution<double> u(0.5, 2.0);
+  LayerWorkload w;
+  w.name = "random";
+  w.source = "test";
+  LayerModel one;
+  one.name = "random";
+  for (int l = 0; l < layers; ++l) {
+    Layer layer;
+    layer.name = "l" + std::to_string(l);
+    layer.forward_s = u(rng) * ms;
+    layer.backward_s = 2 * layer.forward_s;
+    layer.parameter_bytes = u(rng) * 1e8;
+    layer.stashed_bytes = u(rng) * 4e7;
+    layer.output_bytes = u(rng) * 8e6;
+    one.layers.push_back(layer);
+  }
+  LayerModel two = one;
+  two.tensor_parallel = 2;
+  for (Layer& l : two.layers) {
+    l.forward_s = l.forward_s / 2 + 0.05 * ms;
+    l.backward_s = l.backward_s / 2 + 0.1 * ms;
+    l.parameter_bytes /= 2;
+    l.stashed_bytes /= 2;
+    l.tp_allreduce_forward_bytes = l.tp_allreduce_backward_bytes = l.output_bytes / 4;
+  }
+  w.by_tensor_parallel[1] = one;
+  w.by_tensor_parallel[2] = two;
+  return w;
+}
+
+// Every plan: widths, ZeRO stages, replicas, stage counts and every split into contiguous stages.
+double brute_force(const LayerWorkload& w, const Cluster& cluster, const NestConfig& config, const NestNetwork& network) {
+  double best = std::numeric_limits<double>::infinity();
+  const int n = cluster.num_devices();
+  for (const auto& [t, model] : w.by_tensor_parallel) {
+    const int L = static_cast<int>(model.layers.size());
+    for (int d = 1; t * d <= n; ++d)
+      for (int z = 0; z <= (config.zero && d > 1 ? 3 : 0); ++z)
+        for (int S = 1; S <= L && t * d * S <= n; ++S) {
+          ParallelPlan plan;
+          plan.tp = t;
+          plan.pp = S;
+          plan.dp = d;
+          plan.zero = z;
+          plan.micro_batches = (config.micro_batches + d - 1) / d;
+          plan.gradient_algorithm = config.gradient_algorithm;
+          std::vector<int> starts{0};
+          std::function<void(int)> split = [&](int from) {
+            if (static_cast<int>(starts.size()) == S) {
+              plan.stage_starts = starts;
+              const NestEstimate e = nest_estimate(model, plan, network);
+              if (e.fits) best = std::min(best, e.time_per_batch);
+              return;
+            }
+            for (int next = from + 1; next <= L - (S - static_cast<int>(starts.size())); ++next) {
+              starts.push_back(next);
+              split(next);
+              starts.pop_back();
+            }
+          };
+          split(0);
+        }
+  }
+  return best;
+}
+
+TEST(Nest, DpEqualsBruteForceOverEveryPlan) {
+  std::mt19937 rng(2024);
+  int tight = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    const LayerWorkload w = random_workload(rng, 6);
+    // Ample memory, or so little that most plans do not fit.
+    const double memory = trial % 2 ? 1e12 : 1.5e9;
+    const Cluster cluster = two_servers(memory);
+    NestConfig config;
+    config.micro_batches = 8 + trial;
+    config.zero = trial % 3 != 0;
+    for (bool aware : {true, false}) {
+      SCOPED_TRACE(testing::Message() << "trial " << trial << (aware ? " nest" : " nest-unaware"));
+      const NestNetwork network = aware ? NestNetwork::aware(cluster) : NestNetwork::unaware(cluster);
+      const double expected = brute_force(w, cluster, config, network);
+      const NestSearch found = nest_search(w, cluster, config, aware);
+      if (!std::isfinite(expected)) {
+        EXPECT_FALSE(found.why_none.empty());
+        continue;
+      }
+      ASSERT_TRUE(found.why_none.empty()) << found.why_none;
+      EXPECT_NEAR(found.estimate.time_per_batch, expected, 1e-9 * expected);
+      EXPECT_TRUE(found.estimate.fits);
+      // Memory binds: the optimum is slower than with ample memory.
+      if (memory < 1e11 && expected > (1 + 1e-9) * brute_force(w, two_servers(1e12), config, aware ? NestNetwork::aware(two_servers(1e12)) : NestNetwork::unaware(two_servers(1e12))))
+        ++tight;
+    }
+  }
+  EXPECT_GT(tight, 2);
+}
+
+TEST(Nest, NeverWorseThanNestUnawareByItsOwnEstimate) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 8; ++trial) {
+    const LayerWorkload w = random_workload(rng, 8);
+    const Cluster cluster = two_servers(1e12, 100e9, trial % 2 ? 1e9 : 10e9);
+    NestConfig config;
+    config.micro_batches = 16;
+    const NestSearch aware = nest_search(w, cluster, config, true);
+    const NestSearch unaware = nest_search(w, cluster, config, false);
+    const NestEstimate unaware_on_real =
+        nest_estimate(w.by_tensor_parallel.at(unaware.plan.tp), unaware.plan, NestNetwork::aware(cluster));
+    EXPECT_LE(aware.estimate.time_per_batch, unaware_on_real.time_per_batch * (1 + 1e-12)) << trial;
+    // The unaware planner believes every pair is NVLink: its own estimate is optimistic.
+    EXPECT_LE(unaware.estimate.time_per_batch, unaware_on_real.time_per_batch * (1 + 1e-12)) << trial;
+  }
+}
+
+// Hand-derived: 4 layers of 1 ms forward, 2 ms backward and 1 GB of parameters, nothing sent
+// between layers, 8 micro-batches, 2 GPUs of one server at 100 GB/s, ample memory, no ZeRO.
+TEST(Nest, HandDerivedPipelineBeatsReplicasWhenParametersDominate) {
+  LayerWorkload w;
+  w.name = "four";
+  LayerModel m;
+  m.name = "four";
+  for (int l = 0; l < 4; ++l) m.layers.push_back({"l" + std::to_string(l), 1 * ms, 2 * ms, 1e9, 0, 0});
+  w.by_tensor_parallel[1] = m;
+  NvlinkServersConfig c;
+  c.gpus = 2;
+  c.gpus_per_server = 2;
+  c.nvlink_bandwidth = 100e9;
+  c.gpu_memory = 1e12;
+  const Cluster cluster = make_nvlink_servers(c);
+  NestConfig config;
+  config.micro_batches = 8;
+  config.zero = false;
+  // Two stages of 2 layers: 6 ms x (8 + 1) = 54 ms. Two replicas of 4 layers: 12 ms x 4 + a ring
+  // all-reduce of 4 GB over 100 GB/s (2 x 1 x 2 GB / 100 GB/s = 40 ms) = 88 ms. One GPU: 96 ms.
+  const NestSearch found = nest_search(w, cluster, config, true);
+  EXPECT_EQ(found.plan.pp, 2);
+  EXPECT_EQ(found.plan.dp, 1);
+  EXPECT_NEAR(found.estimate.time_per_batch, 54 * ms, 1e-12);
+}
+
+TEST(Nest, AModelThatFitsNowhereSaysWhy) {
+  std::mt19937 rng(1);
+  const LayerWorkload w = random_workload(rng, 4);
+  const Cluster cluster = two_servers(1e6);  // 1 MB GPUs
+  const NestSearch found = nest_search(w, cluster, {}, true);
+  EXPECT_NE(found.why_none.find("largest layer"), std::string::npos) << found.why_none;
+  auto planner = make_planner("nest", YAML::Node(), "t.yaml", "strategies[0]");
+  EXPECT_THROW(planner->plan(w, cluster), InfeasibleProblem);
+}
+
+TEST(Nest, Gpt3OnNestsFatTreeOfOneThousandTwentyFourGpus) {
+  const std::string root = std::string(PLACESIM_TEST_SOURCE_DIR) + "/../shared/workloads/nest";
+  if (!std::filesystem::exists(root)) GTEST_SKIP() << root << " is absent: NEST's workloads are not available";
+  const LayerWorkload w = load_nest_workload(root + "/gpt3.tpuv4_fatTree.mbs1.json");
+  FatTreeConfig f;
+  f.k = 8;
+  f.servers = 128;
+  f.gpus_per_server = 8;
+  f.nic_bandwidth = 100.0 * (1ull << 30);
+  f.gpu_memory = 64.0 * (1ull << 30);
+  const Cluster cluster = make_fat_tree(f);
+  ASSERT_EQ(cluster.num_devices(), 1024);
+  const NestSearch found = nest_search(w, cluster, {}, true);
+  ASSERT_TRUE(found.why_none.empty()) << found.why_none;
+  EXPECT_TRUE(found.estimate.fits);
+  EXPECT_LE(static_cast<long>(found.plan.tp) * found.plan.pp * found.plan.dp, 1024);
+  EXPECT_EQ(plan_problem(w.by_tensor_parallel.at(found.plan.tp), found.plan, cluster), "");
+}
+
+}  // namespace
+
+namespace {
+
+// Every option of nest takes effect (threads: the same plan on one thread as on all).
+TEST(Nest, EveryOptionTakesEffect) {
+  std::mt19937 rng(11);
+  const LayerWorkload w = random_workload(rng, 6);
+  const Cluster cluster = two_servers(1.5e9);
+  auto plan_with = [&](const std::string& yaml) {
+    auto planner = make_planner("nest", YAML::Load(yaml), "t.yaml", "strategies[0]");
+    const PlanResult r = planner->plan(w, cluster);
+    return plan_to_json(r.plan).dump() + r.report.dump();
+  };
+  const std::string base = plan_with("{micro_batches: 16}");
+  EXPECT_NE(plan_with("{micro_batches: 64}"), base);
+  EXPECT_NE(plan_with("{micro_batches: 16, max_tp: 1}"), base);
+  EXPECT_NE(plan_with("{micro_batches: 16, zero: false}"), base);
+  EXPECT_NE(plan_with("{micro_batches: 16, gradient_algorithm: halving-doubling}"), base);
+  EXPECT_EQ(plan_with("{micro_batches: 16, threads: 1}"), base);
+  EXPECT_NE(base.find("\"tp\":2"), std::string::npos) << base;
+}
+
+}  // namespace
