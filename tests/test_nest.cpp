@@ -65,7 +65,10 @@ LayerWorkload random_workload(std::mt19937& rng, int layers) {
 double brute_force(const LayerWorkload& w, const Cluster& cluster, const NestConfig& config, const NestNetwork& network) {
   double best = std::numeric_limits<double>::infinity();
   const int n = cluster.num_devices();
-  for (const auto& [t, model] : w.by_tensor_parallel) {
+  for (const auto& entry : w.by_tensor_parallel) {
+    // (Not a structured binding: the lambda below captures the model, which clang 14 refuses.)
+    const int t = entry.first;
+    const LayerModel& model = entry.second;
     const int L = static_cast<int>(model.layers.size());
     for (int d = 1; t * d <= n; ++d)
       for (int z = 0; z <= (config.zero && d > 1 ? 3 : 0); ++z)
