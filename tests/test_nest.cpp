@@ -227,3 +227,22 @@ TEST(Nest, EveryOptionTakesEffect) {
 }
 
 }  // namespace
+
+namespace {
+
+// Hierarchical reductions need as many of the group's GPUs in every server: replica counts that
+// break that are skipped, not a crash (5 replicas of 1 GPU on servers of 4).
+TEST(Nest, AlgorithmsAGroupCannotRunAreSkipped) {
+  std::mt19937 rng(3);
+  const LayerWorkload w = random_workload(rng, 4);
+  NestConfig config;
+  config.micro_batches = 16;
+  config.gradient_algorithm = CollectiveAlgorithm::Hierarchical;
+  const Cluster cluster = two_servers(1e12);
+  const NestSearch found = nest_search(w, cluster, config, true);
+  ASSERT_TRUE(found.why_none.empty()) << found.why_none;
+  EXPECT_TRUE(std::isfinite(found.estimate.time_per_batch));
+  EXPECT_NE(found.plan.dp, 5);
+}
+
+}  // namespace

@@ -132,7 +132,7 @@ class Downsets {
           subs_[*it].push_back(static_cast<std::int32_t>(id));
           continue;
         }
-        if (static_cast<long>(compute_.size()) > limit) {
+        if (static_cast<long>(compute_.size()) >= limit) {
           too_many_ = true;
           return;
         }
@@ -167,14 +167,15 @@ class Downsets {
     const Downsets* d;
     std::size_t operator()(std::int32_t id) const {
       std::size_t h = 0x9e3779b97f4a7c15ULL;
-      for (int w = 0; w < d->words_; ++w) h = (h ^ d->bits_[id * d->words_ + w]) * 0x100000001b3ULL + (h >> 29);
+      for (int w = 0; w < d->words_; ++w) h = (h ^ d->bits_[static_cast<std::size_t>(id) * d->words_ + w]) * 0x100000001b3ULL + (h >> 29);
       return h;
     }
   };
   struct Equal {
     const Downsets* d;
     bool operator()(std::int32_t a, std::int32_t b) const {
-      return std::equal(&d->bits_[a * d->words_], &d->bits_[a * d->words_] + d->words_, &d->bits_[b * d->words_]);
+      const std::uint64_t* x = &d->bits_[static_cast<std::size_t>(a) * d->words_];
+      return std::equal(x, x + d->words_, &d->bits_[static_cast<std::size_t>(b) * d->words_]);
     }
   };
   int words_;
@@ -308,9 +309,10 @@ MaxLoadSplit max_load_split(const Graph& graph, const Cluster& cluster, const Ma
         largest_unit > largest_gpu
             ? fmt::format("operators that must share a GPU (a colocation class, or classes on a cycle) hold {}, more "
                           "than the largest GPU's {}", format_bytes(largest_unit), format_bytes(largest_gpu))
-            : fmt::format("no split of the graph into {} contiguous sets (one per GPU, in the forward graph's order) "
+            : fmt::format("no split of the graph into {} contiguous sets (one per GPU, in the forward graph's order{}) "
                           "fits the GPUs' memory ({} in all, {} per GPU at most)",
-                          stages, format_bytes(graph.total_memory()), format_bytes(largest_gpu));
+                          stages, split.exact ? "" : "; of one topological order only, past max_downsets",
+                          format_bytes(graph.total_memory()), format_bytes(largest_gpu));
     run_dp(false);
   }
 

@@ -1,7 +1,7 @@
 #include "placement/nest/nest.h"
 
-#include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
@@ -67,6 +67,10 @@ double NestNetwork::send(DeviceId a, DeviceId b, double bytes) const {
 double NestNetwork::reduction(std::span<const DeviceId> group, double bytes, CollectiveAlgorithm algorithm,
                               int zero) const {
   if (group.size() < 2 || bytes <= 0) return 0;
+  // An algorithm the group cannot run (hierarchical over servers holding different numbers of
+  // the group's GPUs, halving-doubling off a power of two): no such plan.
+  if (!flat && !collective_problem({CollectiveOp::AllReduce, algorithm, {group.begin(), group.end()}, bytes}, *cluster).empty())
+    return kInf;
   const double all_reduce =
       flat ? uniform_collective_time(CollectiveOp::AllReduce, algorithm, static_cast<int>(group.size()), bytes,
                                      flat_latency, flat_bandwidth)
@@ -169,6 +173,8 @@ CaseResult solve_case(const LayerModel& model, const Case& c, int expert_paralle
   std::vector<DeviceId> group;
   for (int d = 0; d < dp; ++d) group.push_back(plan_gpu(plan, d, 0, 0));
   const double red1 = network.reduction(group, kProbe, algorithm, c.zero);
+  CaseResult result;
+  if (red1 == kInf) return result;
   const double red_slope = (network.reduction(group, 2 * kProbe, algorithm, c.zero) - red1) / kProbe;
   const double red0 = red1 - red_slope * kProbe;
 
@@ -184,7 +190,6 @@ CaseResult solve_case(const LayerModel& model, const Case& c, int expert_paralle
   std::vector<std::vector<double>> f(S + 1, std::vector<double>(L + 1, kInf));
   std::vector<std::vector<int>> cut(S + 1, std::vector<int>(L + 1, -1));
   f[0][L] = 0;
-  CaseResult result;
   int best_first_end = -1;
   for (int s = 1; s <= S; ++s) {
     const int p = S - s, in_flight = std::min(m, s);
@@ -272,8 +277,8 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
     });
   };
   if (config.threads > 0) {
-    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(config.threads));
-    run();
+    tbb::task_arena arena(config.threads);  // this search's threads only, not the process's
+    arena.execute(run);
   } else {
     run();
   }
