@@ -196,14 +196,7 @@ GpuMemory stage_memory(const LayerModel& model, int first, int end, const Parall
     // ZeRO 3 gathers a layer's dense part from dp shards, its experts from dp / ep.
     buffer = std::max(buffer, dense_l * (1 - 1.0 / dp) + experts_l * (1 - static_cast<double>(plan.ep) / dp));
   }
-  const double params = dense + experts;
-  const double sharded = dense / dp + experts / (dp / plan.ep);  // what ZeRO keeps of them
-  GpuMemory mem;
-  mem.parameters = plan.zero >= 3 ? sharded + buffer : params;
-  mem.gradients = plan.zero >= 2 ? sharded : params;
-  mem.optimizer_states = 6 * (plan.zero >= 1 ? sharded : params);
-  mem.activations = in_flight * stash;
-  return mem;
+  return gpu_memory(dense, experts, stash, buffer, plan, in_flight);
 }
 
 CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {

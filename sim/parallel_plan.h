@@ -107,6 +107,22 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
 // activations held at the peak, under the plan's dp, ep and ZeRO stage (the model above).
 GpuMemory stage_memory(const LayerModel& model, int first, int end, const ParallelPlan& plan, int in_flight);
 
+// stage_memory from the stage's sums, for planners that keep them as prefix sums: `dense` and
+// `experts` (the GPU's 1/ep share) parameter bytes, `stash` bytes per micro-batch in flight, and
+// ZeRO 3's gather buffer (its largest layer's parameters less the GPU's own shard).
+// (Inline: planners call it in their innermost loop.)
+inline GpuMemory gpu_memory(double dense, double experts, double stash, double gather_buffer, const ParallelPlan& plan,
+                            int in_flight) {
+  const double params = dense + experts;
+  const double sharded = dense / plan.dp + experts / (plan.dp / plan.ep);  // what ZeRO keeps of them
+  GpuMemory mem;
+  mem.parameters = plan.zero >= 3 ? sharded + gather_buffer : params;
+  mem.gradients = plan.zero >= 2 ? sharded : params;
+  mem.optimizer_states = 6 * (plan.zero >= 1 ? sharded : params);
+  mem.activations = in_flight * stash;
+  return mem;
+}
+
 // Compiles the plan (the model must be the one at width plan.tp). Throws std::invalid_argument
 // with plan_problem's reason. An infeasible plan is compiled all the same: the caller decides
 // (CompiledPlan::infeasible says why, naming the GPU and the bytes).

@@ -67,14 +67,19 @@ double NestNetwork::send(DeviceId a, DeviceId b, double bytes) const {
 double NestNetwork::reduction(std::span<const DeviceId> group, double bytes, CollectiveAlgorithm algorithm,
                               int zero) const {
   if (group.size() < 2 || bytes <= 0) return 0;
-  // An algorithm the group cannot run (hierarchical over servers holding different numbers of
-  // the group's GPUs, halving-doubling off a power of two): no such plan.
-  if (!flat && !collective_problem({CollectiveOp::AllReduce, algorithm, {group.begin(), group.end()}, bytes}, *cluster).empty())
-    return kInf;
-  const double all_reduce =
-      flat ? uniform_collective_time(CollectiveOp::AllReduce, algorithm, static_cast<int>(group.size()), bytes,
-                                     flat_latency, flat_bandwidth)
-           : collective_closed_form({CollectiveOp::AllReduce, algorithm, {group.begin(), group.end()}, bytes}, *cluster);
+  double all_reduce = 0;
+  if (flat) {
+    all_reduce = uniform_collective_time(CollectiveOp::AllReduce, algorithm, static_cast<int>(group.size()), bytes,
+                                         flat_latency, flat_bandwidth);
+  } else {
+    try {
+      all_reduce = collective_closed_form({CollectiveOp::AllReduce, algorithm, {group.begin(), group.end()}, bytes}, *cluster);
+    } catch (const std::invalid_argument&) {
+      // An algorithm the group cannot run (collective_problem: hierarchical over servers holding
+      // different numbers of the group's GPUs, halving-doubling off a power of two): no such plan.
+      return kInf;
+    }
+  }
   // ZeRO 1 and 2: a reduce-scatter and an all-gather, an all-reduce's traffic; ZeRO 3 gathers the
   // parameters once more.
   return zero >= 3 ? 1.5 * all_reduce : all_reduce;
@@ -117,6 +122,7 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
 namespace {
 
 struct Case {
+  const LayerModel* model = nullptr;  // the workload at width tp
   int tp = 1, zero = 0, replicas = 1, stages = 1;  // replicas: NEST's d (pipelines)
 };
 
@@ -126,8 +132,10 @@ struct CaseResult {
 };
 
 // The DP of one case: stages contiguous, built from the last to the first.
-CaseResult solve_case(const LayerModel& model, const Case& c, int expert_parallel, int total_micro_batches,
-                      CollectiveAlgorithm algorithm, const NestNetwork& network, double gpu_memory) {
+CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorithm algorithm, const NestNetwork& network,
+                      double memory_per_gpu) {
+  const LayerModel& model = *c.model;
+  const int expert_parallel = model.expert_parallel;
   const int L = static_cast<int>(model.layers.size()), S = c.stages, t = c.tp;
   ParallelPlan plan;
   plan.tp = t;
@@ -178,12 +186,11 @@ CaseResult solve_case(const LayerModel& model, const Case& c, int expert_paralle
   const double red_slope = (network.reduction(group, 2 * kProbe, algorithm, c.zero) - red1) / kProbe;
   const double red0 = red1 - red_slope * kProbe;
 
-  // Memory of a stage [i, j) (sim/parallel_plan.cpp stage_memory, no experts to spread).
+  // Memory of a stage [i, j): stage_memory from prefix sums (the workload's experts, if any,
+  // are per GPU already: nothing to spread).
   auto memory = [&](int i, int j, double largest, int in_flight) {
-    const double params = parameters[j] - parameters[i], sharded = params / dp;
-    const double buffer = largest * (1 - 1.0 / dp);
-    return (c.zero >= 3 ? sharded + buffer : params) + (c.zero >= 2 ? sharded : params) +
-           6 * (c.zero >= 1 ? sharded : params) + in_flight * (stash[j] - stash[i]);
+    return gpu_memory(parameters[j] - parameters[i], 0, stash[j] - stash[i], largest * (1 - 1.0 / dp), plan, in_flight)
+        .total();
   };
 
   // f[s][i]: the least max stage load of layers [i, L) on the last s stages.
@@ -198,7 +205,7 @@ CaseResult solve_case(const LayerModel& model, const Case& c, int expert_paralle
       double largest = 0;
       for (int j = i + 1; j <= L - (s - 1); ++j) {
         largest = std::max(largest, model.layers[j - 1].parameter_bytes);
-        if (memory(i, j, largest, in_flight) > gpu_memory) break;  // grows with j
+        if (memory(i, j, largest, in_flight) > memory_per_gpu) break;  // grows with j
         const double rest = f[s - 1][j];
         if (rest == kInf) continue;
         double load = compute[j] - compute[i] + tp_fixed[p] * (tp_count[j] - tp_count[i]) +
@@ -234,11 +241,10 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
                        const Deadline& deadline) {
   const NestNetwork network = aware ? NestNetwork::aware(cluster) : NestNetwork::unaware(cluster);
   const int n = cluster.num_devices();
-  double gpu_memory = kInf;
-  for (int d = 0; d < n; ++d) gpu_memory = std::min(gpu_memory, cluster.device(d).memory_bytes);
+  double memory_per_gpu = kInf;
+  for (int d = 0; d < n; ++d) memory_per_gpu = std::min(memory_per_gpu, cluster.device(d).memory_bytes);
 
   std::vector<Case> cases;
-  std::vector<const LayerModel*> model_of;
   int expert_parallel = 1;
   for (const auto& [t, model] : workload.by_tensor_parallel) {
     if (t > config.max_tp) continue;
@@ -248,10 +254,7 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
       const int dp = d * model.expert_parallel;
       if (config.gradient_algorithm == CollectiveAlgorithm::HalvingDoubling && !power_of_two(dp)) continue;
       for (int z = 0; z <= (config.zero && dp > 1 ? 3 : 0); ++z)
-        for (int S = 1; S <= L && static_cast<long>(per_stage) * d * S <= n; ++S) {
-          cases.push_back({t, z, d, S});
-          model_of.push_back(&model);
-        }
+        for (int S = 1; S <= L && static_cast<long>(per_stage) * d * S <= n; ++S) cases.push_back({&model, t, z, d, S});
     }
   }
   NestSearch out;
@@ -272,8 +275,7 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
         late = true;
         return;
       }
-      results[k] = solve_case(*model_of[k], cases[k], model_of[k]->expert_parallel, total, config.gradient_algorithm,
-                              network, gpu_memory);
+      results[k] = solve_case(cases[k], total, config.gradient_algorithm, network, memory_per_gpu);
     });
   };
   if (config.threads > 0) {
@@ -292,7 +294,7 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
   if (best == cases.size()) {
     // The least any layer needs: alone on a stage, ZeRO 3 over as many replicas as fit, one
     // micro-batch in flight.
-    const LayerModel& model = *model_of.back();
+    const LayerModel& model = *cases.back().model;
     ParallelPlan widest;
     widest.tp = model.tensor_parallel;
     widest.dp = std::max(1, n / (model.tensor_parallel * model.expert_parallel)) * model.expert_parallel;
@@ -311,11 +313,11 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
         "no plan of {} fits: its largest layer ({}) alone needs {} per GPU even at tensor width {}{} over {} replicas, "
         "and a GPU has {}",
         workload.name, layer, format_bytes(need), model.tensor_parallel, config.zero ? ", ZeRO 3" : "", widest.dp,
-        format_bytes(gpu_memory));
+        format_bytes(memory_per_gpu));
     return out;
   }
   const Case& c = cases[best];
-  const LayerModel& model = *model_of[best];
+  const LayerModel& model = *c.model;
   ParallelPlan& plan = out.plan;
   plan.tp = c.tp;
   plan.pp = c.stages;
