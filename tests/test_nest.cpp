@@ -122,6 +122,8 @@ TEST(Nest, DpEqualsBruteForceOverEveryPlan) {
       }
       ASSERT_TRUE(found.why_none.empty()) << found.why_none;
       EXPECT_NEAR(found.estimate.time_per_batch, expected, 1e-9 * expected);
+      // The DP's own value is the estimate of the plan it returns.
+      EXPECT_NEAR(found.dp_time_per_batch, found.estimate.time_per_batch, 1e-9 * expected);
       EXPECT_TRUE(found.estimate.fits);
       // Memory binds: the optimum is slower than with ample memory.
       if (memory < 1e11 && expected > (1 + 1e-9) * brute_force(w, two_servers(1e12), config, aware ? NestNetwork::aware(two_servers(1e12)) : NestNetwork::unaware(two_servers(1e12))))
@@ -182,6 +184,50 @@ TEST(Nest, AModelThatFitsNowhereSaysWhy) {
   EXPECT_NE(found.why_none.find("largest layer"), std::string::npos) << found.why_none;
   auto planner = make_planner("nest", YAML::Node(), "t.yaml", "strategies[0]");
   EXPECT_THROW(planner->plan(w, cluster), InfeasibleProblem);
+}
+
+// Each layer fits a GPU alone, but 4 layers do not fit on 2 GPUs: the reason names the stages.
+TEST(Nest, TooFewGpusForTheStagesSaysSo) {
+  LayerWorkload w;
+  w.name = "four";
+  LayerModel m;
+  m.name = "four";
+  // 1e8 parameter bytes: 8e8 bytes with gradients and Adam's states; two layers need 1.6e9.
+  for (int l = 0; l < 4; ++l) m.layers.push_back({"l" + std::to_string(l), 1 * ms, 2 * ms, 1e8, 0, 0});
+  w.by_tensor_parallel[1] = m;
+  NvlinkServersConfig c;
+  c.gpus = 2;
+  c.gpus_per_server = 2;
+  c.gpu_memory = 1e9;
+  const NestSearch found = nest_search(w, make_nvlink_servers(c), {}, true);
+  EXPECT_NE(found.why_none.find("at most 2 stages"), std::string::npos) << found.why_none;
+  EXPECT_EQ(found.why_none.find("largest layer"), std::string::npos) << found.why_none;
+}
+
+// Replica 1 of a 3-stage plan on two servers of 4 GPUs holds GPUs 3, 4, 5: its first send
+// crosses Ethernet, and that replica sets the stage load.
+TEST(Nest, TheSlowestReplicaSetsTheStageLoad) {
+  LayerModel m;
+  m.name = "three";
+  for (int l = 0; l < 3; ++l) m.layers.push_back({"l" + std::to_string(l), 1 * ms, 2 * ms, 1e6, 0, 5e6});
+  const Cluster cluster = two_servers(1e12);  // NVLink 100 GB/s + 1 us, Ethernet 5 GB/s + 5 us
+  ParallelPlan plan;
+  plan.pp = 3;
+  plan.dp = 2;
+  plan.micro_batches = 4;
+  plan.stage_starts = {0, 1, 2};
+  const NestEstimate e = nest_estimate(m, plan, NestNetwork::aware(cluster));
+  // Stage 1 of replica 1 (GPU 4): 3 ms, 5 MB to GPU 5 over NVLink (50 us + two 1 us links), its
+  // gradient back to GPU 3 over Ethernet (1 ms + NIC up and down, 5 us each). Replica 0's worst
+  // stage is 3 + 2 x 0.052 = 3.104 ms.
+  EXPECT_NEAR(e.max_stage_load, (3 + 0.052 + 1.010) * ms, 1e-12);
+  LayerWorkload w;
+  w.name = "three";
+  w.by_tensor_parallel[1] = m;
+  NestConfig config;
+  config.micro_batches = 8;
+  const NestSearch found = nest_search(w, cluster, config, true);
+  EXPECT_NEAR(found.dp_time_per_batch, found.estimate.time_per_batch, 1e-12);
 }
 
 TEST(Nest, Gpt3OnNestsFatTreeOfOneThousandTwentyFourGpus) {

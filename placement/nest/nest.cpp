@@ -92,29 +92,38 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
   NestEstimate e;
   e.micro_batches_per_replica = plan.micro_batches;
   for (int p = 0; p < S; ++p) {
-    double load = 0;
-    std::vector<DeviceId> tp_group;
-    for (int r = 0; r < plan.tp; ++r) tp_group.push_back(plan_gpu(plan, 0, p, r));
-    for (int l = starts[p]; l < end_of(p); ++l) {
-      const Layer& layer = model.layers[l];
-      load += layer.forward_s + layer.backward_s + network.reduction(tp_group, layer.tp_allreduce_forward_bytes, CollectiveAlgorithm::Ring, 0) +
-              network.reduction(tp_group, layer.tp_allreduce_backward_bytes, CollectiveAlgorithm::Ring, 0);
+    double compute = 0;
+    for (int l = starts[p]; l < end_of(p); ++l) compute += model.layers[l].forward_s + model.layers[l].backward_s;
+    // The slowest copy of the stage sets the pace: every replica's links are priced.
+    for (int d = 0; d < plan.dp; ++d) {
+      double load = compute;
+      std::vector<DeviceId> tp_group;
+      for (int r = 0; r < plan.tp; ++r) tp_group.push_back(plan_gpu(plan, d, p, r));
+      for (int l = starts[p]; l < end_of(p); ++l) {
+        const Layer& layer = model.layers[l];
+        load += network.reduction(tp_group, layer.tp_allreduce_forward_bytes, CollectiveAlgorithm::Ring, 0) +
+                network.reduction(tp_group, layer.tp_allreduce_backward_bytes, CollectiveAlgorithm::Ring, 0);
+      }
+      if (p + 1 < S)
+        load += network.send(plan_gpu(plan, d, p, 0), plan_gpu(plan, d, p + 1, 0), per_rank(plan, model.bytes_into(end_of(p))));
+      if (p > 0)
+        load += network.send(plan_gpu(plan, d, p, 0), plan_gpu(plan, d, p - 1, 0), per_rank(plan, model.bytes_into(starts[p])));
+      e.max_stage_load = std::max(e.max_stage_load, load);
     }
-    if (p + 1 < S)
-      load += network.send(plan_gpu(plan, 0, p, 0), plan_gpu(plan, 0, p + 1, 0), per_rank(plan, model.bytes_into(end_of(p))));
-    if (p > 0)
-      load += network.send(plan_gpu(plan, 0, p, 0), plan_gpu(plan, 0, p - 1, 0), per_rank(plan, model.bytes_into(starts[p])));
-    e.max_stage_load = std::max(e.max_stage_load, load);
     const GpuMemory memory = stage_memory(model, starts[p], end_of(p), plan, std::min(plan.micro_batches, S - p));
     for (int d = 0; d < plan.dp; ++d)
       for (int r = 0; r < plan.tp; ++r)
         if (memory.total() > network.cluster->device(plan_gpu(plan, d, p, r)).memory_bytes) e.fits = false;
   }
-  std::vector<DeviceId> group;
-  for (int d = 0; d < plan.dp; ++d) group.push_back(plan_gpu(plan, d, 0, 0));
+  // NEST charges the first stage's reduction; the slowest of its tensor ranks' groups.
   double first_parameters = 0;
   for (int l = 0; l < end_of(0); ++l) first_parameters += model.layers[l].parameter_bytes;
-  e.gradient_reduction = network.reduction(group, first_parameters, plan.gradient_algorithm, plan.zero);
+  for (int r = 0; r < plan.tp; ++r) {
+    std::vector<DeviceId> group;
+    for (int d = 0; d < plan.dp; ++d) group.push_back(plan_gpu(plan, d, 0, r));
+    e.gradient_reduction =
+        std::max(e.gradient_reduction, network.reduction(group, first_parameters, plan.gradient_algorithm, plan.zero));
+  }
   e.time_per_batch = e.max_stage_load * (plan.micro_batches + S - 1) + e.gradient_reduction;
   return e;
 }
@@ -132,8 +141,7 @@ struct CaseResult {
 };
 
 // The DP of one case: stages contiguous, built from the last to the first.
-CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorithm algorithm, const NestNetwork& network,
-                      double memory_per_gpu) {
+CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorithm algorithm, const NestNetwork& network) {
   const LayerModel& model = *c.model;
   const int expert_parallel = model.expert_parallel;
   const int L = static_cast<int>(model.layers.size()), S = c.stages, t = c.tp;
@@ -158,33 +166,65 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
     stash[l + 1] = stash[l] + model.layers[l].stashed_bytes;
   }
   for (int j = 0; j <= L; ++j) into[j] = per_rank(plan, model.bytes_into(j));
-  // The price of a send between the stages at p and p + 1 (and back) is affine in the bytes.
-  std::vector<double> next_lat(S, 0), next_inv(S, 0), prev_lat(S, 0), prev_inv(S, 0);
-  for (int p = 0; p < S; ++p) {
-    if (p + 1 < S) std::tie(next_lat[p], next_inv[p]) = network.link(plan_gpu(plan, 0, p, 0), plan_gpu(plan, 0, p + 1, 0));
-    if (p > 0) std::tie(prev_lat[p], prev_inv[p]) = network.link(plan_gpu(plan, 0, p, 0), plan_gpu(plan, 0, p - 1, 0));
-  }
-  auto send_cost = [](double bytes, double lat, double inv) { return bytes > 0 ? lat + bytes * inv : 0.0; };
-  // A ring all-reduce among a stage's tensor ranks is affine in its bytes: per stage, its
-  // intercept and slope.
-  constexpr double kProbe = 1e9;
-  std::vector<double> tp_fixed(S, 0), tp_slope(S, 0);
-  if (tp_count[L] > 0)
-    for (int p = 0; p < S; ++p) {
-      std::vector<DeviceId> tp_group;
-      for (int r = 0; r < t; ++r) tp_group.push_back(plan_gpu(plan, 0, p, r));
-      const double one = network.reduction(tp_group, kProbe, CollectiveAlgorithm::Ring, 0);
-      tp_slope[p] = (network.reduction(tp_group, 2 * kProbe, CollectiveAlgorithm::Ring, 0) - one) / kProbe;
-      tp_fixed[p] = one - tp_slope[p] * kProbe;
+  // How a copy of the stage at p is priced on its GPUs: the intercept and slope of its
+  // tensor-parallel all-reduces (a ring's time is affine in its bytes) and the latency and
+  // inverse bandwidth of its sends to the next stage and back. The slowest copy sets the pace;
+  // the copies' distinct prices are few (a fabric has few levels), and one that is no cheaper in
+  // every term than another never decides the maximum.
+  struct StagePrice {
+    double tp_fixed = 0, tp_slope = 0, next_lat = 0, next_inv = 0, prev_lat = 0, prev_inv = 0;
+    bool operator==(const StagePrice&) const = default;
+    bool dominated_by(const StagePrice& o) const {
+      return tp_fixed <= o.tp_fixed && tp_slope <= o.tp_slope && next_lat <= o.next_lat && next_inv <= o.next_inv &&
+             prev_lat <= o.prev_lat && prev_inv <= o.prev_inv;
     }
-  // The first stage's gradient reduction, affine in its bytes too (0 bytes cost 0).
-  std::vector<DeviceId> group;
-  for (int d = 0; d < dp; ++d) group.push_back(plan_gpu(plan, d, 0, 0));
-  const double red1 = network.reduction(group, kProbe, algorithm, c.zero);
+  };
+  constexpr double kProbe = 1e9;
+  auto affine = [&](std::span<const DeviceId> group, CollectiveAlgorithm algorithm, int zero) {
+    const double one = network.reduction(group, kProbe, algorithm, zero);
+    if (one == kInf) return std::pair{kInf, 0.0};
+    const double slope = (network.reduction(group, 2 * kProbe, algorithm, zero) - one) / kProbe;
+    return std::pair{one - slope * kProbe, slope};
+  };
+  std::vector<std::vector<StagePrice>> prices(S);
+  for (int p = 0; p < S; ++p) {
+    std::vector<StagePrice>& mine = prices[p];
+    for (int d = 0; d < dp; ++d) {
+      StagePrice price;
+      if (tp_count[L] > 0) {
+        std::vector<DeviceId> tp_group;
+        for (int r = 0; r < t; ++r) tp_group.push_back(plan_gpu(plan, d, p, r));
+        std::tie(price.tp_fixed, price.tp_slope) = affine(tp_group, CollectiveAlgorithm::Ring, 0);
+      }
+      if (p + 1 < S) std::tie(price.next_lat, price.next_inv) = network.link(plan_gpu(plan, d, p, 0), plan_gpu(plan, d, p + 1, 0));
+      if (p > 0) std::tie(price.prev_lat, price.prev_inv) = network.link(plan_gpu(plan, d, p, 0), plan_gpu(plan, d, p - 1, 0));
+      if (std::any_of(mine.begin(), mine.end(), [&](const StagePrice& o) { return price.dominated_by(o); })) continue;
+      std::erase_if(mine, [&](const StagePrice& o) { return o.dominated_by(price); });
+      mine.push_back(price);
+    }
+  }
+  // Each stage's memory is the least of its GPUs'.
+  std::vector<double> capacity(S, kInf);
+  for (int p = 0; p < S; ++p)
+    for (int d = 0; d < dp; ++d)
+      for (int r = 0; r < t; ++r)
+        capacity[p] = std::min(capacity[p], network.cluster->device(plan_gpu(plan, d, p, r)).memory_bytes);
+  auto send_cost = [](double bytes, double lat, double inv) { return bytes > 0 ? lat + bytes * inv : 0.0; };
+  // The first stage's gradient reduction, affine in its bytes, per tensor rank's group.
+  std::vector<std::pair<double, double>> reductions;
+  for (int r = 0; r < t; ++r) {
+    std::vector<DeviceId> group;
+    for (int d = 0; d < dp; ++d) group.push_back(plan_gpu(plan, d, 0, r));
+    reductions.push_back(affine(group, algorithm, c.zero));
+  }
   CaseResult result;
-  if (red1 == kInf) return result;
-  const double red_slope = (network.reduction(group, 2 * kProbe, algorithm, c.zero) - red1) / kProbe;
-  const double red0 = red1 - red_slope * kProbe;
+  for (const auto& [fixed, slope] : reductions)
+    if (fixed == kInf) return result;
+  auto reduction = [&](double bytes) {
+    double worst = 0;
+    for (const auto& [fixed, slope] : reductions) worst = std::max(worst, fixed + slope * bytes);
+    return worst;
+  };
 
   // Memory of a stage [i, j): stage_memory from prefix sums (the workload's experts, if any,
   // are per GPU already: nothing to spread).
@@ -205,13 +245,17 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
       double largest = 0;
       for (int j = i + 1; j <= L - (s - 1); ++j) {
         largest = std::max(largest, model.layers[j - 1].parameter_bytes);
-        if (memory(i, j, largest, in_flight) > memory_per_gpu) break;  // grows with j
+        if (memory(i, j, largest, in_flight) > capacity[p]) break;  // grows with j
         const double rest = f[s - 1][j];
         if (rest == kInf) continue;
-        double load = compute[j] - compute[i] + tp_fixed[p] * (tp_count[j] - tp_count[i]) +
-                      tp_slope[p] * (tp_bytes[j] - tp_bytes[i]);
-        if (p + 1 < S) load += send_cost(into[j], next_lat[p], next_inv[p]);
-        if (p > 0) load += send_cost(into[i], prev_lat[p], prev_inv[p]);
+        double load = 0;
+        for (const StagePrice& price : prices[p]) {
+          double mine = price.tp_fixed * (tp_count[j] - tp_count[i]) + price.tp_slope * (tp_bytes[j] - tp_bytes[i]);
+          if (p + 1 < S) mine += send_cost(into[j], price.next_lat, price.next_inv);
+          if (p > 0) mine += send_cost(into[i], price.prev_lat, price.prev_inv);
+          load = std::max(load, mine);
+        }
+        load += compute[j] - compute[i];
         const double value = std::max(load, rest);
         if (s < S) {
           if (value < f[s][i]) {
@@ -220,7 +264,7 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
           }
         } else {
           const double first = parameters[j];
-          const double time = value * (m + S - 1) + (first > 0 && dp > 1 ? red0 + red_slope * first : 0.0);
+          const double time = value * (m + S - 1) + (first > 0 && dp > 1 ? reduction(first) : 0.0);
           if (time < result.time) {
             result.time = time;
             best_first_end = j;
@@ -275,7 +319,7 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
         late = true;
         return;
       }
-      results[k] = solve_case(cases[k], total, config.gradient_algorithm, network, memory_per_gpu);
+      results[k] = solve_case(cases[k], total, config.gradient_algorithm, network);
     });
   };
   if (config.threads > 0) {
@@ -309,11 +353,21 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
         layer = model.layers[l].name;
       }
     }
-    out.why_none = fmt::format(
-        "no plan of {} fits: its largest layer ({}) alone needs {} per GPU even at tensor width {}{} over {} replicas, "
-        "and a GPU has {}",
-        workload.name, layer, format_bytes(need), model.tensor_parallel, config.zero ? ", ZeRO 3" : "", widest.dp,
-        format_bytes(memory_per_gpu));
+    const std::string how = fmt::format("at tensor width {}{} over {} replicas", model.tensor_parallel,
+                                        config.zero ? ", ZeRO 3" : "", widest.dp);
+    if (need > memory_per_gpu) {
+      out.why_none = fmt::format("no plan of {} fits: its largest layer ({}) alone needs {} per GPU even {}, and a GPU has {}",
+                                 workload.name, layer, format_bytes(need), how, format_bytes(memory_per_gpu));
+    } else {
+      // Every layer fits alone: the stages a pipeline would need are more than the GPUs hold.
+      const int L = static_cast<int>(model.layers.size());
+      const long most_stages = std::min<long>(L, n / (model.tensor_parallel * model.expert_parallel));
+      out.why_none = fmt::format(
+          "no plan of {} fits: each of its {} layers fits a GPU alone ({} at most, {}), but the {} GPUs hold at most {} "
+          "stages of {} GPUs and no split of the layers into so few stages fits {} per GPU",
+          workload.name, L, format_bytes(need), how, n, most_stages, model.tensor_parallel * model.expert_parallel,
+          format_bytes(memory_per_gpu));
+    }
     return out;
   }
   const Case& c = cases[best];
@@ -328,6 +382,7 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
   plan.schedule = PipelineSchedule::OneFOneB;
   plan.gradient_algorithm = config.gradient_algorithm;
   plan.stage_starts = results[best].starts;
+  out.dp_time_per_batch = results[best].time;
   out.estimate = nest_estimate(model, plan, network);
   return out;
 }

@@ -25,7 +25,10 @@
 // Network: the GPUs of a plan are laid out as ParallelPlan's default order (tensor ranks
 // innermost, then stages, then replicas), and a pair's bandwidth and latency are the cluster's
 // (Cluster::bandwidth, ::latency): the levels of the thesis (server, rack, pod) are what they are
-// in the fabric. nest-unaware prices every pair as the cluster's fastest (GPU 0 to its nearest
+// in the fabric. Every replica's copy of a stage is priced on its own GPUs and the slowest sets
+// the stage's load (a replica straddling two servers is slower than one inside a server); the
+// gradient reduction is the slowest of the first stage's tensor ranks' groups; a stage's memory
+// is its smallest GPU's. nest-unaware prices every pair as the cluster's fastest (GPU 0 to its nearest
 // neighbour), which is what the thesis calls flattening the network to one level.
 // The (t, z, d, S) cases run in parallel (oneTBB). The answer is exact for this cost model: the
 // tests compare it with brute force over every plan.
@@ -75,6 +78,7 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
 struct NestSearch {
   ParallelPlan plan;
   NestEstimate estimate;
+  double dp_time_per_batch = 0;  // the DP's own value of the plan (equals estimate.time_per_batch)
   long cases = 0;     // (t, z, d, S) combinations searched
   std::string why_none;  // when no plan fits: the reason
 };
