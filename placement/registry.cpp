@@ -6,6 +6,7 @@
 #include "placement/heft/heft.h"
 #include "placement/max_load/max_load.h"
 #include "placement/mcmc/mcmc.h"
+#include "placement/mcmc_plan/mcmc_plan.h"
 #include "placement/megatron/megatron.h"
 #include "placement/metis/metis_strategy.h"
 #include "placement/nest/nest.h"
@@ -48,6 +49,7 @@ std::span<const PlannerInfo> planner_registry() {
       megatron_planner_info(),
       nest_planner_info(),
       nest_unaware_planner_info(),
+      mcmc_plan_planner_info(),
   };
   return registry;
 }

@@ -11,6 +11,16 @@
 
 namespace placesim {
 
+std::vector<DeviceId> gpus_in_order(int tp, int pp, int dp, GpuOrder order) {
+  std::vector<DeviceId> gpus;
+  if (order == GpuOrder::TpPpDp) return gpus;
+  gpus.resize(static_cast<std::size_t>(tp) * pp * dp);
+  for (int d = 0; d < dp; ++d)
+    for (int p = 0; p < pp; ++p)
+      for (int t = 0; t < tp; ++t) gpus[(static_cast<std::size_t>(d) * pp + p) * tp + t] = (p * dp + d) * tp + t;
+  return gpus;
+}
+
 std::vector<int> balanced_stages(const LayerModel& model, int pp) {
   const int L = static_cast<int>(model.layers.size());
   if (pp < 1 || pp > L)

@@ -54,6 +54,13 @@ inline constexpr EnumName<PipelineSchedule> kPipelineScheduleNames[] = {
     {PipelineSchedule::OneFOneB, "1f1b"},
 };
 
+// How a plan's GPUs are ordered, innermost first: tensor ranks, then stages, then replicas
+// (ParallelPlan's default) or tensor ranks, then replicas, then stages (Megatron-LM's default
+// without context parallelism, and NEST's placement, thesis 3.9: tensor groups closest, then ZeRO
+// replicas, then stages).
+enum class GpuOrder { TpPpDp, TpDpPp };
+inline constexpr EnumName<GpuOrder> kGpuOrderNames[] = {{GpuOrder::TpPpDp, "tp-pp-dp"}, {GpuOrder::TpDpPp, "tp-dp-pp"}};
+
 struct ParallelPlan {
   int tp = 1, pp = 1, dp = 1;
   int micro_batches = 1;
@@ -92,6 +99,10 @@ struct CompiledPlan {
   // "" when every GPU holds its peak; else which GPU does not, with the bytes (the first one).
   std::string infeasible;
 };
+
+// The GPUs of a plan (ParallelPlan::gpus) with its GPUs 0 .. tp*pp*dp - 1 in `order`: empty for
+// TpPpDp (the default), else GPU (p*dp + d)*tp + t at replica d, stage p, rank t.
+std::vector<DeviceId> gpus_in_order(int tp, int pp, int dp, GpuOrder order);
 
 // Contiguous stages of at least one layer each, minimising the largest stage's forward plus
 // backward time (exact, by dynamic programming). Throws std::invalid_argument if pp exceeds

@@ -75,10 +75,10 @@ TEST(Megatron, FillsTheClusterWithReplicasAndSplitsTheGlobalBatch) {
   EXPECT_EQ(r.report["stage_layers"], (std::vector<int>{3, 3}));
   // Megatron-LM's order: replicas next to each other, stages outermost. Replica 1's stage 0 is
   // GPU 1, its stage 1 GPU 5.
-  c.order = MegatronOrder::TpDpPp;
+  c.order = GpuOrder::TpDpPp;
   const PlanResult lm = Megatron(c).plan(w, cluster);
   EXPECT_EQ(lm.plan.gpus, (std::vector<DeviceId>{0, 4, 1, 5, 2, 6, 3, 7}));
-  c.order = MegatronOrder::TpPpDp;
+  c.order = GpuOrder::TpPpDp;
   c.pp = 8;  // one group of pp 8 x ep 2 needs 16 GPUs
   c.ep = 2;
   c.dp = 0;

@@ -64,12 +64,7 @@ PlanResult Megatron::plan_impl(const LayerWorkload& workload, const Cluster& clu
     plan.micro_batches = c.micro_batches;
   }
   plan.stage_starts = megatron_stages(model, c.pp);
-  if (c.order == MegatronOrder::TpDpPp) {  // GPU (p dp + d) tp + t holds replica d, stage p, rank t
-    plan.gpus.resize(static_cast<std::size_t>(c.tp) * c.pp * dp);
-    for (int d = 0; d < dp; ++d)
-      for (int p = 0; p < c.pp; ++p)
-        for (int t = 0; t < c.tp; ++t) plan.gpus[(d * c.pp + p) * c.tp + t] = (p * dp + d) * c.tp + t;
-  }
+  plan.gpus = gpus_in_order(c.tp, c.pp, dp, c.order);
   std::vector<int> layers;
   for (int p = 0; p < c.pp; ++p)
     layers.push_back((p + 1 < c.pp ? plan.stage_starts[p + 1] : static_cast<int>(model.layers.size())) -
@@ -100,7 +95,7 @@ OptionSchema<MegatronConfig> megatron_schema() {
            "collective algorithm of the gradient reduction across replicas", "halving-doubling");
   s.flag("scatter_gather", &MegatronConfig::scatter_gather,
          "between stages each tensor rank sends 1/tp of the activation and the next stage all-gathers it");
-  s.choice("order", &MegatronConfig::order, std::span<const EnumName<MegatronOrder>>(kMegatronOrderNames),
+  s.choice("order", &MegatronConfig::order, std::span<const EnumName<GpuOrder>>(kGpuOrderNames),
            "GPU order, innermost first: tp-pp-dp (replicas outermost) or tp-dp-pp (Megatron-LM's default)");
   s.check([](const YamlFields& f, MegatronConfig&) {
     if (f.has("global_micro_batches") && f.has("micro_batches"))

@@ -14,9 +14,6 @@
 
 namespace placesim {
 
-enum class MegatronOrder { TpPpDp, TpDpPp };
-inline constexpr EnumName<MegatronOrder> kMegatronOrderNames[] = {{MegatronOrder::TpPpDp, "tp-pp-dp"},
-                                                                   {MegatronOrder::TpDpPp, "tp-dp-pp"}};
 
 struct MegatronConfig {
   int tp = 1, pp = 1;
@@ -28,7 +25,7 @@ struct MegatronConfig {
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   CollectiveAlgorithm gradient_algorithm = CollectiveAlgorithm::Ring;
   bool scatter_gather = true;  // ParallelPlan::scatter_gather
-  MegatronOrder order = MegatronOrder::TpPpDp;  // GPU order, innermost first
+  GpuOrder order = GpuOrder::TpPpDp;  // GPU order, innermost first
   bool operator==(const MegatronConfig&) const = default;
 };
 

@@ -112,8 +112,11 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
     }
     const GpuMemory memory = stage_memory(model, starts[p], end_of(p), plan, std::min(plan.micro_batches, S - p));
     for (int d = 0; d < plan.dp; ++d)
-      for (int r = 0; r < plan.tp; ++r)
-        if (memory.total() > network.cluster->device(plan_gpu(plan, d, p, r)).memory_bytes) e.fits = false;
+      for (int r = 0; r < plan.tp; ++r) {
+        const double held = network.cluster->device(plan_gpu(plan, d, p, r)).memory_bytes;
+        if (memory.total() > held) e.fits = false;
+        e.memory_ratio = std::max(e.memory_ratio, memory.total() / held);
+      }
   }
   // NEST charges the first stage's reduction; the slowest of its tensor ranks' groups.
   double first_parameters = 0;
@@ -133,6 +136,7 @@ namespace {
 struct Case {
   const LayerModel* model = nullptr;  // the workload at width tp
   int tp = 1, zero = 0, replicas = 1, stages = 1;  // replicas: NEST's d (pipelines)
+  GpuOrder order = GpuOrder::TpPpDp;
 };
 
 struct CaseResult {
@@ -151,6 +155,7 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
   plan.dp = c.replicas * expert_parallel;
   plan.ep = expert_parallel;
   plan.zero = c.zero;
+  plan.gpus = gpus_in_order(t, S, plan.dp, c.order);
   const int m = (total_micro_batches + c.replicas - 1) / c.replicas;
   const int dp = plan.dp;
 
@@ -288,6 +293,9 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
   double memory_per_gpu = kInf;
   for (int d = 0; d < n; ++d) memory_per_gpu = std::min(memory_per_gpu, cluster.device(d).memory_bytes);
 
+  std::vector<GpuOrder> orders;
+  if (config.orders != NestOrders::TpPpDp) orders.push_back(GpuOrder::TpDpPp);
+  if (config.orders != NestOrders::TpDpPp) orders.push_back(GpuOrder::TpPpDp);
   std::vector<Case> cases;
   int expert_parallel = 1;
   for (const auto& [t, model] : workload.by_tensor_parallel) {
@@ -298,7 +306,10 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
       const int dp = d * model.expert_parallel;
       if (config.gradient_algorithm == CollectiveAlgorithm::HalvingDoubling && !power_of_two(dp)) continue;
       for (int z = 0; z <= (config.zero && dp > 1 ? 3 : 0); ++z)
-        for (int S = 1; S <= L && static_cast<long>(per_stage) * d * S <= n; ++S) cases.push_back({&model, t, z, d, S});
+        for (int S = 1; S <= L && static_cast<long>(per_stage) * d * S <= n; ++S)
+          for (const GpuOrder order : orders)
+            // With one replica or one stage the two orders are one.
+            if (order == orders.front() || (dp > 1 && S > 1)) cases.push_back({&model, t, z, d, S, order});
     }
   }
   NestSearch out;
@@ -382,12 +393,11 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
   plan.schedule = PipelineSchedule::OneFOneB;
   plan.gradient_algorithm = config.gradient_algorithm;
   plan.stage_starts = results[best].starts;
+  plan.gpus = gpus_in_order(plan.tp, plan.pp, plan.dp, c.order);
   out.dp_time_per_batch = results[best].time;
   out.estimate = nest_estimate(model, plan, network);
   return out;
 }
-
-namespace {
 
 nlohmann::json estimate_json(const NestEstimate& e) {
   return {{"time_per_batch_s", e.time_per_batch},
@@ -395,8 +405,6 @@ nlohmann::json estimate_json(const NestEstimate& e) {
           {"gradient_reduction_s", e.gradient_reduction},
           {"micro_batches_per_replica", e.micro_batches_per_replica}};
 }
-
-}  // namespace
 
 PlanResult Nest::plan_impl(const LayerWorkload& workload, const Cluster& cluster, const Deadline& deadline) {
   NestSearch found = nest_search(workload, cluster, config_, aware_, deadline);
@@ -422,6 +430,8 @@ OptionSchema<NestConfig> nest_schema() {
            std::span<const EnumName<CollectiveAlgorithm>>(kCollectiveAlgorithmNames),
            "the data-parallel reduction's algorithm, priced and simulated", "halving-doubling");
   s.count("threads", &NestConfig::threads, "oneTBB threads for the cases (0: all cores)", 0, 1024, "1");
+  s.choice("orders", &NestConfig::orders, std::span<const EnumName<NestOrders>>(kNestOrdersNames),
+           "GPU orders searched: NEST's tp-dp-pp (replicas before stages), tp-pp-dp, or both", "tp-dp-pp");
   return s;
 }
 

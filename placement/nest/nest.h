@@ -5,7 +5,7 @@
 // for every pair).
 //
 // Search, for every tensor-parallel width t of the workload (<= max_tp), ZeRO stage z (0 only
-// with zero: false), replica count d and stage count S with t x EP x S x d <= GPUs:
+// with zero: false), replica count d, stage count S with t x EP x S x d <= GPUs and GPU order:
 //  * the stages are contiguous layer ranges (NEST's layer graphs contain the chain of their layers,
 //    so downsets are prefixes); by dynamic programming from the last stage to the first, as the
 //    thesis does, f_s[i] = min over j of max(load_p(i, j), f_{s-1}[j]) for the stage [i, j) at
@@ -22,8 +22,10 @@
 //    adds the parameters' all-gather, half again), as NEST charges the first stage's;
 //  * m = micro_batches, by default NEST's 4,096 / EP (its global batch of 4,096 sequences at
 //    micro-batch 1).
-// Network: the GPUs of a plan are laid out as ParallelPlan's default order (tensor ranks
-// innermost, then stages, then replicas), and a pair's bandwidth and latency are the cluster's
+// Network: the GPUs of a plan are laid out in NEST's order (thesis 3.9: tensor ranks innermost,
+// then replicas, then stages) and in ParallelPlan's default (tensor ranks, then stages, then
+// replicas: GPUs that send activations closest) -- both are searched by default, each exactly --
+// and a pair's bandwidth and latency are the cluster's
 // (Cluster::bandwidth, ::latency): the levels of the thesis (server, rack, pod) are what they are
 // in the fabric. Every replica's copy of a stage is priced on its own GPUs and the slowest sets
 // the stage's load (a replica straddling two servers is slower than one inside a server); the
@@ -41,12 +43,19 @@
 
 namespace placesim {
 
+// The GPU orders nest searches: NEST's (tensor ranks, then replicas, then stages: thesis 3.9),
+// ParallelPlan's default (tensor ranks, then stages, then replicas), or both.
+enum class NestOrders { Both, TpDpPp, TpPpDp };
+inline constexpr EnumName<NestOrders> kNestOrdersNames[] = {
+    {NestOrders::Both, "both"}, {NestOrders::TpDpPp, "tp-dp-pp"}, {NestOrders::TpPpDp, "tp-pp-dp"}};
+
 struct NestConfig {
   int micro_batches = 0;  // per iteration over all replicas; 0: 4096 / the workload's expert-parallel width
   int max_tp = 8;         // widest tensor-parallel group explored (the workload must have it)
   bool zero = true;       // explore ZeRO stages 1-3 beside 0
   CollectiveAlgorithm gradient_algorithm = CollectiveAlgorithm::Ring;
   int threads = 0;        // oneTBB threads (0: all cores)
+  NestOrders orders = NestOrders::Both;
   bool operator==(const NestConfig&) const = default;
 };
 
@@ -57,6 +66,7 @@ struct NestEstimate {
   double gradient_reduction = 0;
   int micro_batches_per_replica = 0;
   bool fits = true;
+  double memory_ratio = 0;  // the largest of the plan's GPUs' memory needed / memory held (fits: <= 1)
 };
 
 // How the planner prices the network.
@@ -75,11 +85,15 @@ struct NestNetwork {
 // NEST's estimate of `plan` (at the model's width) on `network`: what the DP minimises.
 NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, const NestNetwork& network);
 
+// The estimate for reports: time_per_batch_s, max_stage_load_s, gradient_reduction_s,
+// micro_batches_per_replica.
+nlohmann::json estimate_json(const NestEstimate& e);
+
 struct NestSearch {
   ParallelPlan plan;
   NestEstimate estimate;
   double dp_time_per_batch = 0;  // the DP's own value of the plan (equals estimate.time_per_batch)
-  long cases = 0;     // (t, z, d, S) combinations searched
+  long cases = 0;     // (t, z, d, S, order) combinations searched
   std::string why_none;  // when no plan fits: the reason
 };
 
