@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
@@ -328,13 +330,17 @@ ReportSpec report_spec_from_yaml(const YAML::Node& node, const std::string& file
   if (!tables.IsSequence()) throw InputError(file, f.field("tables"), "expected a list of tables");
   for (std::size_t i = 0; i < tables.size(); ++i) {
     YamlFields t(tables[i], file, fmt::format("{}.tables[{}]", path, i));
-    t.allow_only({"title", "rows", "columns", "value", "strategies"});
+    t.allow_only({"title", "rows", "columns", "value", "strategies", "relative_to"});
     PivotSpec p;
     p.title = t.string_or("title", "");
     p.rows = names_from_yaml(t, "rows");
     p.columns = names_from_yaml(t, "columns");
     p.value = t.string_or("value", "latency");
     p.strategies = names_from_yaml(t, "strategies");
+    p.relative_to = t.string_or("relative_to", "");
+    p.relative_to_field = t.field("relative_to");
+    if (!p.relative_to.empty() && p.columns != std::vector<std::string>{"strategy"})
+      throw InputError(file, t.field("relative_to"), "expected `columns: strategy` with relative_to (the speed-up is along a row)");
     p.file = file;
     p.rows_field = t.field("rows");
     p.columns_field = t.field("columns");
@@ -378,6 +384,8 @@ void check_pivot_fields(std::span<const PointRecord> records, const PivotSpec& s
     if (std::find(labels.begin(), labels.end(), r->label) == labels.end()) labels.push_back(r->label);
   for (const std::string& s : spec.strategies)
     if (std::find(labels.begin(), labels.end(), s) == labels.end()) unknown(spec.file, spec.strategies_field, "strategy", s, labels);
+  if (!spec.relative_to.empty() && std::find(labels.begin(), labels.end(), spec.relative_to) == labels.end())
+    unknown(spec.file, spec.relative_to_field, "strategy", spec.relative_to, labels);
 }
 
 std::string format_pivot_table(std::span<const PointRecord> records, const PivotSpec& spec) {
@@ -407,6 +415,16 @@ std::string format_pivot_table(std::span<const PointRecord> records, const Pivot
   const ColumnUnit unit = unit_of(spec.value, all);
   std::ostringstream out;
   if (!spec.title.empty()) out << "**" << spec.title << "**\n\n";
+  if (!spec.relative_to.empty()) {
+    // Speed-ups: the reference's median in the row over the cell's; no reference, no number.
+    std::map<std::pair<std::string, std::string>, double> ratios;
+    for (const auto& [key, value] : medians) {
+      auto ref = medians.find({key.first, spec.relative_to});
+      ratios[key] = ref != medians.end() && value > 0 ? ref->second / value : std::numeric_limits<double>::quiet_NaN();
+    }
+    medians = std::move(ratios);
+    out << "(" << spec.value << " of " << spec.relative_to << " / the cell's: above 1 is faster)\n\n";
+  }
   std::string header = "| " + (spec.rows.empty() ? std::string() : [&] {
     std::string s;
     for (const auto& f : spec.rows) s += (s.empty() ? "" : " / ") + f;
@@ -423,7 +441,9 @@ std::string format_pivot_table(std::span<const PointRecord> records, const Pivot
     for (const auto& c : column_keys) {
       auto it = medians.find({row, c});
       // A cell of several points that did not all run says the first reason: failed, then infeasible.
-      std::string cell = it != medians.end()           ? format_in(it->second, unit)
+      std::string cell = it != medians.end()           ? (spec.relative_to.empty() ? format_in(it->second, unit)
+                                                          : std::isnan(it->second) ? "-"
+                                                                                   : fmt::format("{:.2f}x", it->second))
                          : failed.count({row, c})     ? "failed"
                          : infeasible.count({row, c}) ? "infeasible"
                                                       : "";

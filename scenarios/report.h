@@ -47,10 +47,13 @@ struct PivotSpec {
   std::string value = "latency";
   std::string title;
   std::vector<std::string> strategies;  // only these labels (empty: every record)
+  // A strategy label: each cell becomes that strategy's median in the same row divided by the
+  // cell's (a speed-up, > 1 faster; for times such as latency). Needs `columns: strategy`.
+  std::string relative_to;
   // Where the spec was written, for errors: the command line's flags, or a scenario's fields.
   std::string file = "command line";
   std::string rows_field = "--rows", columns_field = "--columns", value_field = "--value",
-              strategies_field = "strategies";
+              strategies_field = "strategies", relative_to_field = "relative_to";
 };
 
 // Throws InputError naming the spec's file and field when a row or column field is none of graph,
@@ -71,7 +74,7 @@ struct ReportSpec {
   ReportSummary summary = ReportSummary::None;
 };
 
-// Parses a `report:` block: {tables: [{title, rows, columns, value, strategies}], gantt_strategy,
+// Parses a `report:` block: {tables: [{title, rows, columns, value, strategies, relative_to}], gantt_strategy,
 // summary}. Errors name the file and field.
 ReportSpec report_spec_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path);
 std::string format_pivot_table(std::span<const PointRecord> records, const PivotSpec& spec);

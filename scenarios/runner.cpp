@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "placement/nest/nest.h"
 #include "placement/planner.h"
 #include "placement/strategy.h"
 #include "sim/parallel_plan.h"
@@ -200,6 +201,13 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
     as_json["stage_starts"] = compiled.stage_starts;
     as_json["gpus"] = compiled.gpus;
     out.strategy_report["plan"] = nlohmann::json(as_json);
+    // Every plan priced by NEST's analytical model too, so planners compare on it beside the
+    // engines (the reproduction of NEST's experiment).
+    ParallelPlan as_used = plan;
+    as_used.stage_starts = compiled.stage_starts;
+    as_used.gpus = compiled.gpus;
+    out.strategy_report["nest_estimate_s"] =
+        nest_estimate(workload.by_tensor_parallel.at(plan.tp), as_used, NestNetwork::aware(cluster)).time_per_batch;
     // The plan file: the plan as used and its memory per stage (tensor rank 0 of replica 0).
     nlohmann::ordered_json file = as_json;
     file["workload"] = workload.source;

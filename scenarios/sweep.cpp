@@ -281,7 +281,7 @@ SweepBlock read_sweep_block(const YAML::Node& sweep, const std::string& file, st
                          "expected a value, a mapping or a list");
       // A mapping may name itself with `label:` (`{label: fat-tree-16, type: fat-tree, ...}`): keys
       // and tables show the label, and the field gets the mapping without it (a strategy item
-      // keeps its label, which is its name).
+      // keeps its label, which is its name; its options do not).
       YAML::Node node = list[i];
       std::string text;
       if (node.IsMap() && node["label"]) {
@@ -289,7 +289,8 @@ SweepBlock read_sweep_block(const YAML::Node& sweep, const std::string& file, st
           throw InputError(file, fmt::format("{}.{}[{}].label (line {})", block.name, axis.path, i, list[i].Mark().line + 1),
                            "expected a name for the value, e.g. fat-tree-16");
         text = node["label"].Scalar();
-        if (axis.path.rfind("strategies", 0) != 0) {
+        const bool strategy_item = axis.path.rfind("strategies", 0) == 0 && axis.path.find('.') == std::string::npos;
+        if (!strategy_item) {
           // reset, not operator=, which would write the copy into the file's tree: a value written
           // again as a YAML alias (*name) would then have lost its label.
           node.reset(YAML::Clone(node));

@@ -143,6 +143,25 @@ TEST(Report, PivotTakesTheMedianOverRepetitions) {
   EXPECT_NE(md.find("| g | 2 ms | 5 ms (OOM) |"), std::string::npos) << md;
 }
 
+// relative_to: each cell is the reference strategy's value in its row over the cell's, the
+// reference's own cell included (1.00x), whatever order the labels sort in.
+TEST(Report, PivotRelativeToAStrategyGivesSpeedUps) {
+  const std::vector<PointRecord> records = {measured("megatron", {}, 0.004), measured("nest", {}, 0.002),
+                                            measured("aaa", {}, 0.008)};
+  PivotSpec spec;
+  spec.rows = {"graph"};
+  spec.columns = {"strategy"};
+  spec.value = "latency";
+  spec.relative_to = "megatron";
+  const std::string md = format_pivot_table(records, spec);
+  EXPECT_NE(md.find("| g | 1.00x | 2.00x | 0.50x |"), std::string::npos) << md;
+  // Only along a row of strategies.
+  const std::string bad = testutil::input_error_message([] {
+    report_spec_from_yaml(YAML::Load("{tables: [{rows: graph, columns: gpus, relative_to: megatron}]}"), "s.yaml", "report");
+  });
+  EXPECT_NE(bad.find("report.tables[0].relative_to"), std::string::npos) << bad;
+}
+
 // A point that did not run says why in its cell: failed, or infeasible (no placement fits).
 TEST(Report, PivotCellsSayFailedOrInfeasible) {
   PointRecord ran = measured("a", {}, 0.002), crashed = failed("b", {}, "worker killed"),

@@ -261,6 +261,13 @@ TEST(SweepPlan, AMappingValueNamedByItsLabel) {
   EXPECT_EQ(p.points[0].key, "graph=tiny strategy=metis rep=0");
   EXPECT_EQ(p.variants[0].graph.builtin, "fig3.1");
   EXPECT_EQ(p.points[1].key, "graph={builtin: synthetic, layers: 2} strategy=metis rep=0");
+  // A strategy's options named by a label: the label is not an option.
+  const SweepPlan o = plan(std::string(kBase) +
+                           "sweep:\n"
+                           "  strategies[mcmc].options: [{label: short, steps: 10}]\n"
+                           "  strategy: [mcmc]\n");
+  ASSERT_EQ(o.points.size(), 1u);
+  EXPECT_EQ(o.points[0].key, "strategies[mcmc].options=short strategy=mcmc rep=0");
   // Two values with one label are listed twice; an empty label is an error naming it.
   const std::string twice = plan_error(std::string(kBase) +
                                        "sweep: {graph: [{label: g, builtin: fig3.1}, {label: g, builtin: fig3.2}]}\n");

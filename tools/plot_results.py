@@ -244,6 +244,13 @@ def named_axes(records):
                 continue
             if len(unique(json.dumps(q.get("params", {}).get(path)) for q in records)) > 1:
                 paths.append(path)
+    # A strategy's swept options (strategies[x].options) name no case of their own when the other
+    # paths already tell the groups apart (one sweep block per model, say): leave them out.
+    def groups(ps):
+        return len(unique(json.dumps([r.get("graph")] + [r.get("params", {}).get(p) for p in ps]) for r in records))
+    slim = [p for p in paths if not p.startswith("strategies")]
+    if slim != paths and groups(slim) == groups(paths):
+        paths = slim
     return paths
 
 
@@ -252,7 +259,9 @@ def group_key(r, with_gpus, named=()):
     if with_gpus:
         key += f" / {plural(r.get('gpus'), 'GPU', 'GPUs')}"
     for path in named:
-        key += f" / {r.get('params_text', {}).get(path, r.get('params', {}).get(path, '?'))}"
+        value = r.get("params_text", {}).get(path, r.get("params", {}).get(path))
+        if value is not None:  # a path of another sweep block than this point's
+            key += f" / {value}"
     return key
 
 
