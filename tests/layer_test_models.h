@@ -54,4 +54,27 @@ inline LayerWorkload random_workload(std::mt19937& rng, int layers) {
   return w;
 }
 
+// A chain of `layers` layers of 1 ms forward and 2 ms backward, each holding `parameter_bytes`
+// and sending `output_bytes` to the next, as the only model (width 1) of a workload.
+inline LayerWorkload uniform_chain(int layers, double parameter_bytes, double output_bytes) {
+  LayerWorkload w;
+  w.name = "chain";
+  w.source = "test";
+  LayerModel m;
+  m.name = "chain";
+  for (int l = 0; l < layers; ++l) m.layers.push_back({"l" + std::to_string(l), 1e-3, 2e-3, parameter_bytes, 0, output_bytes});
+  w.by_tensor_parallel[1] = m;
+  return w;
+}
+
+// `gpus` GPUs in one server on NVLink.
+inline Cluster one_server(int gpus, double memory, double nvlink = 100e9) {
+  NvlinkServersConfig c;
+  c.gpus = gpus;
+  c.gpus_per_server = gpus;
+  c.nvlink_bandwidth = nvlink;
+  c.gpu_memory = memory;
+  return make_nvlink_servers(c);
+}
+
 }  // namespace placesim::testutil

@@ -13,7 +13,9 @@
 #include "topologies/fabrics.h"
 
 using namespace placesim;
+using testutil::one_server;
 using testutil::random_workload;
+using testutil::uniform_chain;
 using testutil::two_servers;
 
 namespace {
@@ -101,12 +103,7 @@ TEST(Nest, DpEqualsBruteForceOverEveryPlan) {
 // (2 + 1) + a ring all-reduce of 200 MB among 4 NVLink GPUs (3 ms) = 21.05 ms; with the stages
 // inside a server the replicas reduce over Ethernet.
 TEST(Nest, BothOrdersAreTheBetterOfEach) {
-  LayerWorkload w;
-  w.name = "chain";
-  LayerModel m;
-  m.name = "chain";
-  for (int l = 0; l < 4; ++l) m.layers.push_back({"l" + std::to_string(l), 1 * ms, 2 * ms, 1e8, 0, 1e3});
-  w.by_tensor_parallel[1] = m;
+  const LayerWorkload w = uniform_chain(4, 1e8, 1e3);
   const Cluster cluster = two_servers(1e12, 100e9, 1e9);
   NestConfig config;
   config.micro_batches = 8;
@@ -143,18 +140,8 @@ TEST(Nest, NeverWorseThanNestUnawareByItsOwnEstimate) {
 // Hand-derived: 4 layers of 1 ms forward, 2 ms backward and 1 GB of parameters, nothing sent
 // between layers, 8 micro-batches, 2 GPUs of one server at 100 GB/s, ample memory, no ZeRO.
 TEST(Nest, HandDerivedPipelineBeatsReplicasWhenParametersDominate) {
-  LayerWorkload w;
-  w.name = "four";
-  LayerModel m;
-  m.name = "four";
-  for (int l = 0; l < 4; ++l) m.layers.push_back({"l" + std::to_string(l), 1 * ms, 2 * ms, 1e9, 0, 0});
-  w.by_tensor_parallel[1] = m;
-  NvlinkServersConfig c;
-  c.gpus = 2;
-  c.gpus_per_server = 2;
-  c.nvlink_bandwidth = 100e9;
-  c.gpu_memory = 1e12;
-  const Cluster cluster = make_nvlink_servers(c);
+  const LayerWorkload w = uniform_chain(4, 1e9, 0);
+  const Cluster cluster = one_server(2, 1e12, 100e9);
   NestConfig config;
   config.micro_batches = 8;
   config.zero = false;
@@ -178,18 +165,9 @@ TEST(Nest, AModelThatFitsNowhereSaysWhy) {
 
 // Each layer fits a GPU alone, but 4 layers do not fit on 2 GPUs: the reason names the stages.
 TEST(Nest, TooFewGpusForTheStagesSaysSo) {
-  LayerWorkload w;
-  w.name = "four";
-  LayerModel m;
-  m.name = "four";
   // 1e8 parameter bytes: 8e8 bytes with gradients and Adam's states; two layers need 1.6e9.
-  for (int l = 0; l < 4; ++l) m.layers.push_back({"l" + std::to_string(l), 1 * ms, 2 * ms, 1e8, 0, 0});
-  w.by_tensor_parallel[1] = m;
-  NvlinkServersConfig c;
-  c.gpus = 2;
-  c.gpus_per_server = 2;
-  c.gpu_memory = 1e9;
-  const NestSearch found = nest_search(w, make_nvlink_servers(c), {}, true);
+  const LayerWorkload w = uniform_chain(4, 1e8, 0);
+  const NestSearch found = nest_search(w, one_server(2, 1e9), {}, true);
   EXPECT_NE(found.why_none.find("at most 2 stages"), std::string::npos) << found.why_none;
   EXPECT_EQ(found.why_none.find("largest layer"), std::string::npos) << found.why_none;
 }
@@ -197,9 +175,8 @@ TEST(Nest, TooFewGpusForTheStagesSaysSo) {
 // Replica 1 of a 3-stage plan on two servers of 4 GPUs holds GPUs 3, 4, 5: its first send
 // crosses Ethernet, and that replica sets the stage load.
 TEST(Nest, TheSlowestReplicaSetsTheStageLoad) {
-  LayerModel m;
-  m.name = "three";
-  for (int l = 0; l < 3; ++l) m.layers.push_back({"l" + std::to_string(l), 1 * ms, 2 * ms, 1e6, 0, 5e6});
+  const LayerWorkload w = uniform_chain(3, 1e6, 5e6);
+  const LayerModel& m = w.by_tensor_parallel.at(1);
   const Cluster cluster = two_servers(1e12);  // NVLink 100 GB/s + 1 us, Ethernet 5 GB/s + 5 us
   ParallelPlan plan;
   plan.pp = 3;
@@ -211,9 +188,6 @@ TEST(Nest, TheSlowestReplicaSetsTheStageLoad) {
   // gradient back to GPU 3 over Ethernet (1 ms + NIC up and down, 5 us each). Replica 0's worst
   // stage is 3 + 2 x 0.052 = 3.104 ms.
   EXPECT_NEAR(e.max_stage_load, (3 + 0.052 + 1.010) * ms, 1e-12);
-  LayerWorkload w;
-  w.name = "three";
-  w.by_tensor_parallel[1] = m;
   NestConfig config;
   config.micro_batches = 8;
   const NestSearch found = nest_search(w, cluster, config, true);

@@ -31,7 +31,7 @@ class Chain {
     for (const auto& [t, model] : workload.by_tensor_parallel)
       if (t <= config.max_tp) widths_.push_back(t);
     if (!widths_.empty()) expert_parallel_ = workload.by_tensor_parallel.at(widths_.front()).expert_parallel;
-    total_micro_batches_ = config.micro_batches > 0 ? config.micro_batches : std::max(1, 4096 / expert_parallel_);
+    total_micro_batches_ = config.total_micro_batches(expert_parallel_);
   }
 
   const LayerModel& model(int t) const { return workload_.by_tensor_parallel.at(t); }
@@ -40,15 +40,8 @@ class Chain {
   std::span<const int> widths() const { return widths_; }
 
   ParallelPlan plan(const State& s) const {
-    ParallelPlan p;
-    p.tp = s.tp;
-    p.pp = s.stages;
-    p.dp = s.replicas * expert_parallel_;
-    p.ep = expert_parallel_;
-    p.zero = s.zero;
-    p.micro_batches = (total_micro_batches_ + s.replicas - 1) / s.replicas;
-    p.schedule = PipelineSchedule::OneFOneB;
-    p.gradient_algorithm = config_.gradient_algorithm;
+    ParallelPlan p = nest_plan(s.tp, s.replicas, s.stages, s.zero, expert_parallel_, total_micro_batches_,
+                               config_.gradient_algorithm, GpuOrder::TpPpDp);
     p.stage_starts = s.starts;
     p.gpus.assign(s.order.begin(), s.order.begin() + gpus(s));
     return p;
@@ -283,17 +276,10 @@ OptionSchema<McmcPlanConfig> mcmc_plan_schema() {
   s.number("beta", &McmcPlanConfig::beta, "inverse temperature on the relative change of the estimate", Range::positive(),
            "300");
   s.count("seed", &McmcPlanConfig::seed, "random seed", 0, std::numeric_limits<long>::max(), "7");
-  s.count("micro_batches", &McmcPlanConfig::micro_batches,
-          "micro-batches per iteration over all replicas (0: NEST's 4096 / the workload's expert-parallel width)", 0,
-          1 << 24, "64");
   s.number("memory_penalty", &McmcPlanConfig::memory_penalty,
            "cost factor per unit of memory overflow (needed / held - 1) of a plan that does not fit", Range::non_negative(),
            "2");
-  s.count("max_tp", &McmcPlanConfig::max_tp, "widest tensor-parallel group explored", 1, 1 << 16, "1");
-  s.flag("zero", &McmcPlanConfig::zero, "explore ZeRO stages 1-3 beside 0");
-  s.choice("gradient_algorithm", &McmcPlanConfig::gradient_algorithm,
-           std::span<const EnumName<CollectiveAlgorithm>>(kCollectiveAlgorithmNames),
-           "the data-parallel reduction's algorithm, priced and simulated", "halving-doubling");
+  add_nest_space_options(s);
   return s;
 }
 

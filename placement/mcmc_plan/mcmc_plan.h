@@ -36,7 +36,7 @@
 
 namespace placesim {
 
-struct McmcPlanConfig {
+struct McmcPlanConfig : NestSpace {
   long steps = 20000;
   // On the relative change: a move 33% worse is accepted with probability 1/e. A step changes a
   // plan's estimate by tens of percent (a stage more, a replica less); on 12 random 6-layer
@@ -45,10 +45,6 @@ struct McmcPlanConfig {
   double beta = 3;
   std::uint64_t seed = 1;
   double memory_penalty = 2;  // cost x (1 + memory_penalty x (memory needed / held - 1)) when over
-  int micro_batches = 0;  // per iteration over all replicas; 0: 4096 / the workload's expert width
-  int max_tp = 8;
-  bool zero = true;
-  CollectiveAlgorithm gradient_algorithm = CollectiveAlgorithm::Ring;
   bool operator==(const McmcPlanConfig&) const = default;
 };
 

@@ -85,6 +85,21 @@ double NestNetwork::reduction(std::span<const DeviceId> group, double bytes, Col
   return zero >= 3 ? 1.5 * all_reduce : all_reduce;
 }
 
+ParallelPlan nest_plan(int tp, int replicas, int stages, int zero, int expert_parallel, int total_micro_batches,
+                       CollectiveAlgorithm gradient_algorithm, GpuOrder order) {
+  ParallelPlan plan;
+  plan.tp = tp;
+  plan.pp = stages;
+  plan.dp = replicas * expert_parallel;
+  plan.ep = expert_parallel;
+  plan.zero = zero;
+  plan.micro_batches = (total_micro_batches + replicas - 1) / replicas;
+  plan.schedule = PipelineSchedule::OneFOneB;
+  plan.gradient_algorithm = gradient_algorithm;
+  plan.gpus = gpus_in_order(tp, stages, plan.dp, order);
+  return plan;
+}
+
 NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, const NestNetwork& network) {
   const int L = static_cast<int>(model.layers.size()), S = plan.pp;
   const std::vector<int> starts = plan.stage_starts.empty() ? balanced_stages(model, S) : plan.stage_starts;
@@ -147,17 +162,10 @@ struct CaseResult {
 // The DP of one case: stages contiguous, built from the last to the first.
 CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorithm algorithm, const NestNetwork& network) {
   const LayerModel& model = *c.model;
-  const int expert_parallel = model.expert_parallel;
   const int L = static_cast<int>(model.layers.size()), S = c.stages, t = c.tp;
-  ParallelPlan plan;
-  plan.tp = t;
-  plan.pp = S;
-  plan.dp = c.replicas * expert_parallel;
-  plan.ep = expert_parallel;
-  plan.zero = c.zero;
-  plan.gpus = gpus_in_order(t, S, plan.dp, c.order);
-  const int m = (total_micro_batches + c.replicas - 1) / c.replicas;
-  const int dp = plan.dp;
+  const ParallelPlan plan =
+      nest_plan(t, c.replicas, S, c.zero, model.expert_parallel, total_micro_batches, algorithm, c.order);
+  const int m = plan.micro_batches, dp = plan.dp;
 
   std::vector<double> compute(L + 1, 0), parameters(L + 1, 0), stash(L + 1, 0), into(L + 1, 0);
   // Tensor-parallel all-reduces (when not in the layers' times): how many, and their bytes.
@@ -319,7 +327,7 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
                                config.max_tp, n);
     return out;
   }
-  const int total = config.micro_batches > 0 ? config.micro_batches : std::max(1, 4096 / expert_parallel);
+  const int total = config.total_micro_batches(expert_parallel);
 
   std::vector<CaseResult> results(cases.size());
   std::atomic<bool> late{false};
@@ -384,16 +392,8 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
   const Case& c = cases[best];
   const LayerModel& model = *c.model;
   ParallelPlan& plan = out.plan;
-  plan.tp = c.tp;
-  plan.pp = c.stages;
-  plan.dp = c.replicas * model.expert_parallel;
-  plan.ep = model.expert_parallel;
-  plan.zero = c.zero;
-  plan.micro_batches = (total + c.replicas - 1) / c.replicas;
-  plan.schedule = PipelineSchedule::OneFOneB;
-  plan.gradient_algorithm = config.gradient_algorithm;
+  plan = nest_plan(c.tp, c.replicas, c.stages, c.zero, model.expert_parallel, total, config.gradient_algorithm, c.order);
   plan.stage_starts = results[best].starts;
-  plan.gpus = gpus_in_order(plan.tp, plan.pp, plan.dp, c.order);
   out.dp_time_per_batch = results[best].time;
   out.estimate = nest_estimate(model, plan, network);
   return out;
@@ -421,14 +421,7 @@ PlanResult Nest::plan_impl(const LayerWorkload& workload, const Cluster& cluster
 
 OptionSchema<NestConfig> nest_schema() {
   OptionSchema<NestConfig> s;
-  s.count("micro_batches", &NestConfig::micro_batches,
-          "micro-batches per iteration over all replicas (0: NEST's 4096 / the workload's expert-parallel width)", 0,
-          1 << 24, "64");
-  s.count("max_tp", &NestConfig::max_tp, "widest tensor-parallel group explored", 1, 1 << 16, "1");
-  s.flag("zero", &NestConfig::zero, "explore ZeRO stages 1-3 beside 0");
-  s.choice("gradient_algorithm", &NestConfig::gradient_algorithm,
-           std::span<const EnumName<CollectiveAlgorithm>>(kCollectiveAlgorithmNames),
-           "the data-parallel reduction's algorithm, priced and simulated", "halving-doubling");
+  add_nest_space_options(s);
   s.count("threads", &NestConfig::threads, "oneTBB threads for the cases (0: all cores)", 0, 1024, "1");
   s.choice("orders", &NestConfig::orders, std::span<const EnumName<NestOrders>>(kNestOrdersNames),
            "GPU orders searched: NEST's tp-dp-pp (replicas before stages), tp-pp-dp, or both", "tp-dp-pp");

@@ -34,6 +34,7 @@
 // neighbour), which is what the thesis calls flattening the network to one level.
 // The (t, z, d, S) cases run in parallel (oneTBB). The answer is exact for this cost model: the
 // tests compare it with brute force over every plan.
+#include <algorithm>
 #include <span>
 #include <string>
 #include <utility>
@@ -49,11 +50,35 @@ enum class NestOrders { Both, TpDpPp, TpPpDp };
 inline constexpr EnumName<NestOrders> kNestOrdersNames[] = {
     {NestOrders::Both, "both"}, {NestOrders::TpDpPp, "tp-dp-pp"}, {NestOrders::TpPpDp, "tp-pp-dp"}};
 
-struct NestConfig {
+// NEST's space of plans, searched by nest and nest-unaware exactly and by mcmc-plan by sampling.
+struct NestSpace {
   int micro_batches = 0;  // per iteration over all replicas; 0: 4096 / the workload's expert-parallel width
   int max_tp = 8;         // widest tensor-parallel group explored (the workload must have it)
   bool zero = true;       // explore ZeRO stages 1-3 beside 0
   CollectiveAlgorithm gradient_algorithm = CollectiveAlgorithm::Ring;
+  bool operator==(const NestSpace&) const = default;
+  // The micro-batches per iteration: micro_batches, or NEST's global batch of 4,096 sequences in
+  // micro-batches of one sequence per GPU of an expert group.
+  int total_micro_batches(int expert_parallel) const {
+    return micro_batches > 0 ? micro_batches : std::max(1, 4096 / expert_parallel);
+  }
+};
+
+// The options of NestSpace, declared once for every planner whose config derives from it.
+template <class Config>
+void add_nest_space_options(OptionSchema<Config>& s) {
+  s.count("micro_batches", static_cast<int Config::*>(&NestSpace::micro_batches),
+          "micro-batches per iteration over all replicas (0: NEST's 4096 / the workload's expert-parallel width)", 0,
+          1 << 24, "64");
+  s.count("max_tp", static_cast<int Config::*>(&NestSpace::max_tp), "widest tensor-parallel group explored", 1, 1 << 16,
+          "1");
+  s.flag("zero", static_cast<bool Config::*>(&NestSpace::zero), "explore ZeRO stages 1-3 beside 0");
+  s.choice("gradient_algorithm", static_cast<CollectiveAlgorithm Config::*>(&NestSpace::gradient_algorithm),
+           std::span<const EnumName<CollectiveAlgorithm>>(kCollectiveAlgorithmNames),
+           "the data-parallel reduction's algorithm, priced and simulated", "halving-doubling");
+}
+
+struct NestConfig : NestSpace {
   int threads = 0;        // oneTBB threads (0: all cores)
   NestOrders orders = NestOrders::Both;
   bool operator==(const NestConfig&) const = default;
@@ -81,6 +106,13 @@ struct NestNetwork {
   double send(DeviceId a, DeviceId b, double bytes) const;
   double reduction(std::span<const DeviceId> group, double bytes, CollectiveAlgorithm algorithm, int zero) const;
 };
+
+// The plan of one point of NEST's space: tensor width tp, `replicas` pipelines (dp = replicas x
+// the workload's expert width ep) of `stages` stages, ZeRO stage `zero`, ceil(m / replicas)
+// micro-batches each for m = total_micro_batches, 1F1B, GPUs 0, 1, ... in `order`; the stage
+// starts are left to the caller.
+ParallelPlan nest_plan(int tp, int replicas, int stages, int zero, int expert_parallel, int total_micro_batches,
+                       CollectiveAlgorithm gradient_algorithm, GpuOrder order);
 
 // NEST's estimate of `plan` (at the model's width) on `network`: what the DP minimises.
 NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, const NestNetwork& network);
