@@ -21,9 +21,13 @@ namespace fs = std::filesystem;
 GraphSource graph_source_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
   YamlFields f(node, file, path);
   GraphSource g;
-  if (f.has("file") + f.has("builtin") + f.has("model") != 1)
-    throw InputError(file, path, "expected exactly one of 'file' (a graph file), 'builtin' (fig3.1, synthetic) or 'model' (" +
-                                     models::zoo_model_names() + ")");
+  if (f.has("file") + f.has("builtin") + f.has("model") + f.has("onnx") != 1)
+    throw InputError(file, path, "expected exactly one of 'file' (a graph file), 'builtin' (fig3.1, synthetic), 'model' (" +
+                                     models::zoo_model_names() + ") or 'onnx' (an ONNX model)");
+  if (f.has("onnx")) {
+    g.onnx = models::onnx_import_schema().parse(f);
+    return g;
+  }
   if (f.has("model")) {
     YAML::Node model = YAML::Clone(node);
     if (f.has("memory")) {
@@ -142,6 +146,7 @@ std::string source_name(const Scenario& scenario) {
     return scenario.workload->model.empty() ? fs::path(scenario.workload->file).stem().string() : scenario.workload->model;
   const GraphSource& g = scenario.graph;
   if (g.model) return g.model->model;
+  if (g.onnx) return fs::path(g.onnx->onnx).stem().string();
   if (!g.builtin.empty()) return g.builtin;
   return fs::path(g.file).stem().string();
 }
@@ -155,6 +160,15 @@ Graph load_graph_source(const GraphSource& source, const std::string& scenario_f
     return std::move(estimated.graph);
   }
   if (source.model) return models::zoo_graph(*source.model);
+  if (source.onnx) {
+    models::OnnxImportOptions options = *source.onnx;
+    fs::path p = options.onnx;
+    if (p.is_relative() && !scenario_file.empty()) p = fs::path(scenario_file).parent_path() / p;
+    if (!fs::exists(p)) throw InputError(scenario_file, "graph.onnx",
+                       fmt::format("ONNX file '{}' does not exist (tools/export_onnx.py writes one from a PyTorch model)", p.string()));
+    options.onnx = p.lexically_normal().string();
+    return models::onnx_graph(options, warnings);
+  }
   if (source.builtin == "fig3.1") return fig31_graph();
   if (source.builtin == "synthetic") return synthetic_training_graph(source.synthetic);
   fs::path p = source.file;

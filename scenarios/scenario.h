@@ -17,6 +17,7 @@
 #include "sim/options.h"
 #include "sim/layer_model.h"
 #include "sim/models/layer_zoo.h"
+#include "sim/models/onnx_import.h"
 #include "sim/models/zoo.h"
 
 namespace placesim {
@@ -28,6 +29,7 @@ struct GraphSource {
   std::string format = "auto";       // auto, quickp, msr, placesim
   bool largest_component = false;    // keep only the largest weakly connected component
   std::optional<models::ModelConfig> model;  // a model-zoo network (`model: bert-base`), resolved
+  std::optional<models::OnnxImportOptions> onnx;  // an ONNX model (`onnx: model.onnx`), path as written
   // `memory: regression` (zoo models only): operator memory predicted from the model at three
   // small batches by per-operator linear regression (Celeritas's standard evaluation) instead of
   // taken from the large-batch graph; `memory: built` (the default) keeps the built memory.

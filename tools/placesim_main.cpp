@@ -302,6 +302,55 @@ int cmd_generate(const GenerateArgs& a) {
   return 0;
 }
 
+// `graph import`: an ONNX model to placesim JSON. The flags are the keys of a scenario's
+// `graph: {onnx: ...}` mapping (models::onnx_import_schema), parsed by the same schema.
+struct ImportArgs {
+  std::string input, output, batch, gpu, training, unsupported, optimizer;
+};
+
+int cmd_import(const ImportArgs& a) {
+  YAML::Node node;
+  node["onnx"] = a.input;
+  auto set = [&](const char* key, const std::string& value) {
+    if (value.empty()) return;
+    if (value.front() == '{') node[key] = YAML::Load(value);  // a mapping, such as --gpu '{preset: v100, efficiency: 0.6}'
+    else node[key] = value;
+  };
+  models::OnnxImportOptions options;
+  try {
+    set("batch", a.batch);
+    set("gpu", a.gpu);
+    set("training", a.training);
+    set("unsupported", a.unsupported);
+    set("optimizer", a.optimizer);
+    options = models::onnx_import_schema().parse(YamlFields(node, "command line", ""));
+  } catch (const YAML::Exception& e) {
+    throw InputError("command line", "--gpu", "malformed YAML mapping: " + e.msg);
+  } catch (const InputError& e) {
+    // The schema names its keys; on the command line they are flags.
+    throw InputError(e.file(), e.field().empty() || e.file() != "command line" ? e.field() : "--" + e.field(), e.reason());
+  }
+  const models::OnnxImport imported = models::import_onnx(options);
+  for (const auto& w : imported.warnings) std::cerr << "warning: " << w << "\n";
+  const Graph g = imported.recorded.to_graph(options.gpu, options.onnx);
+  const models::ModelSummary s = models::summarize(imported.recorded, imported.batch);
+  save_placesim_json(g, a.output);
+  std::string nodes;
+  for (const auto& [type, count] : imported.node_types) nodes += fmt::format("{}{} {}", nodes.empty() ? "" : ", ", type, count);
+  int node_count = 0;
+  for (const auto& [type, count] : imported.node_types) node_count += count;
+  std::cout << fmt::format("read {}: {} ONNX nodes ({}), batch {}\n", options.onnx, node_count, nodes, imported.batch);
+  std::cout << fmt::format("wrote {} ({} operators: {} forward, {} backward, {} optimizer; {} tensors)\n", a.output, g.num_operators(),
+                           s.forward_operators, s.backward_operators, s.optimizer_operators, g.num_tensors());
+  std::cout << fmt::format("{:.4g} M trainable parameters; {:.4g} GFLOP forward, {:.4g} GFLOP backward, {:.4g} GFLOP optimizer\n",
+                           static_cast<double>(s.parameters) / 1e6, imported.forward_flops / 1e9, imported.backward_flops / 1e9,
+                           imported.optimizer_flops / 1e9);
+  std::cout << fmt::format("on {} ({}, {}, efficiency {}): compute {} per iteration, memory {}\n", options.gpu.name,
+                           format_flops(options.gpu.peak_flops), format_bandwidth(options.gpu.memory_bandwidth),
+                           options.gpu.efficiency, format_duration(g.total_compute()), format_bytes(g.total_memory()));
+  return 0;
+}
+
 // A cluster file or a scenario file (its `cluster:` block): counts, bandwidth levels, bisection.
 int cmd_topology_info(const std::string& path, const std::string& dot) {
   refuse_graph(load_yaml_file(path), path, "a scenario or cluster file");
@@ -428,6 +477,20 @@ int main(int argc, char** argv) {
   generate->add_option("--efficiency", gen.efficiency, "achieved fraction of the GPU's peaks (default: the preset's)")
       ->check(number_in({0, 1, /*min_open=*/true, /*max_open=*/false}));
 
+  ImportArgs imp;
+  auto* import = graph->add_subcommand("import", "write an ONNX model's training graph as placesim JSON (tools/export_onnx.py "
+                                                 "exports PyTorch models)");
+  import->add_option("model", imp.input, "the .onnx file")->required()->check(CLI::ExistingFile);
+  import->add_option("-o,--output", imp.output, "placesim JSON file to write")->required();
+  for (const auto& doc : models::onnx_import_schema().docs()) {
+    if (doc.key == "onnx") continue;
+    std::string* target = doc.key == "batch" ? &imp.batch : doc.key == "gpu" ? &imp.gpu : doc.key == "training" ? &imp.training
+                          : doc.key == "unsupported" ? &imp.unsupported : &imp.optimizer;
+    std::string help = fmt::format("{} (default {})", doc.help, doc.default_text);
+    if (!doc.choices.empty()) help += fmt::format(": {}", fmt::join(doc.choices, ", "));
+    import->add_option("--" + doc.key, *target, help);
+  }
+
   auto* strategies = app.add_subcommand("strategies", "list the registered placement strategies and planners with their options");
   bool strategies_json = false;
   strategies->add_flag("--json", strategies_json, "as JSON: name, description, options (key, kind, default, help, choices, example)");
@@ -513,6 +576,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*generate) return cmd_generate(gen);
+    if (*import) return cmd_import(imp);
     if (*convert) {
       LoadResult loaded = load_graph(conv_in, parse_graph_format(conv_format, "command line", "--format"));
       for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";

@@ -14,6 +14,9 @@ double dtype_bytes(DType dtype) {
   switch (dtype) {
     case DType::F32: return 4;
     case DType::F16: return 2;
+    case DType::F64: return 8;
+    case DType::I8: return 1;
+    case DType::I16: return 2;
     case DType::I32: return 4;
     case DType::I64: return 8;
     case DType::Bool: return 1;
@@ -53,7 +56,9 @@ bool is_bookkeeping(std::string_view type) {
   return std::find(std::begin(kTypes), std::end(kTypes), type) != std::end(kTypes);
 }
 
-bool is_integer(DType d) { return d == DType::I32 || d == DType::I64 || d == DType::Bool; }
+bool is_integer(DType d) {
+  return d == DType::I8 || d == DType::I16 || d == DType::I32 || d == DType::I64 || d == DType::Bool;
+}
 
 }  // namespace
 

@@ -31,7 +31,7 @@
 
 namespace placesim::models {
 
-enum class DType : std::uint8_t { F32, F16, I32, I64, Bool, C64, Resource };
+enum class DType : std::uint8_t { F32, F16, F64, I8, I16, I32, I64, Bool, C64, Resource };
 double dtype_bytes(DType dtype);
 
 using Shape = std::vector<std::int64_t>;
@@ -136,6 +136,8 @@ class ModelBuilder {
   Tid out(std::int32_t op, int k = 0) const { return ops_[op].outputs[k]; }
   // Overrides the bytes an op moves (e.g. an update reading and writing its variable).
   void set_bytes_moved(std::int32_t op, double bytes) { ops_[op].bytes_moved = bytes; }
+  // Marks an op as running no kernel (a view such as ONNX's Flatten or Unsqueeze): it costs nothing.
+  void set_no_kernel(std::int32_t op) { ops_[op].kernel = false; }
 
   // ---- autodiff
   // Called during the backward pass with the gradient of each output (kNoTensor when an output

@@ -155,9 +155,7 @@ GraphStyle parse_graph_style(std::string_view text, const std::string& file, con
 }
 
 OptimizerKind parse_optimizer(std::string_view text, const std::string& file, const std::string& field) {
-  if (text == "adam") return OptimizerKind::Adam;
-  if (text == "sgd") return OptimizerKind::Sgd;
-  throw InputError(file, field, fmt::format("expected adam or sgd, got '{}'", text));
+  return enum_parse(std::span<const EnumName<OptimizerKind>>(kOptimizerNames), text, file, field);
 }
 
 ModelConfig model_config_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {

@@ -22,6 +22,7 @@
 #include "sim/graph.h"
 #include "sim/models/builder.h"
 #include "sim/models/gpu.h"
+#include "sim/options.h"
 
 namespace placesim::models {
 
@@ -67,6 +68,8 @@ Graph zoo_graph(const ModelConfig& config);
 // ffn, vocab, image, classes, style (tensorflow | fused), optimizer (adam | sgd), gpu (a preset
 // name or mapping, see gpu_from_yaml). Strict; errors name `path.<key>`.
 ModelConfig model_config_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path);
+
+inline constexpr EnumName<OptimizerKind> kOptimizerNames[] = {{OptimizerKind::Adam, "adam"}, {OptimizerKind::Sgd, "sgd"}};
 
 GraphStyle parse_graph_style(std::string_view text, const std::string& file, const std::string& field);
 OptimizerKind parse_optimizer(std::string_view text, const std::string& file, const std::string& field);

@@ -1,0 +1,321 @@
+// ONNX in (sim/models/onnx_import.h): models exported from PyTorch by tools/export_onnx.py, imported
+// and checked against closed forms and against the zoo's own ResNet-50. Skipped, saying why, when
+// Debian's PyTorch is not installed (tools/install-deps.sh installs it).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <map>
+#include <set>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "scenarios/scenario.h"
+#include "sim/models/onnx_import.h"
+#include "sim/models/zoo.h"
+#include "tests/test_util.h"
+
+namespace placesim {
+namespace {
+
+namespace fs = std::filesystem;
+using models::OnnxImport;
+using models::OnnxImportOptions;
+using models::Phase;
+
+int run(const std::string& command, std::string* output = nullptr) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  char buf[4096];
+  std::string out;
+  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = pclose(pipe);
+  if (output) *output = out;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A Python that has PyTorch and torchvision: `python3` first (as the README runs it), then Debian's
+// own (a pyenv or venv python3 earlier in PATH does not see Debian's packages).
+const std::optional<std::string>& torch_python() {
+  static const std::optional<std::string> found = []() -> std::optional<std::string> {
+    for (const char* python : {"python3", "/usr/bin/python3"})
+      if (run(std::string(python) + " -c 'import torch, torchvision'") == 0) return std::string(python);
+    return std::nullopt;
+  }();
+  return found;
+}
+
+#define SKIP_WITHOUT_TORCH()                                                                                               \
+  do {                                                                                                                     \
+    if (!torch_python())                                                                                                   \
+      GTEST_SKIP() << "PyTorch is not installed (Debian: python3-torch python3-torchvision; tools/install-deps.sh installs " \
+                      "them): the ONNX import tests export their models with it";                                          \
+  } while (false)
+
+// Exports once per machine and arguments into a cache shared by the test processes (each ctest
+// test is its own process); written under a temporary name and renamed, so a parallel test never
+// reads half a file.
+std::string exported(const std::string& name, const std::string& arguments) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("placesim-onnx-tests-{}", getuid());
+  fs::create_directories(dir);
+  const fs::path file = dir / (name + ".onnx");
+  if (fs::exists(file)) return file.string();
+  const fs::path partial = dir / fmt::format("{}.{}.partial", name, getpid());
+  std::string out;
+  const int code = run(fmt::format("{} {}/tools/export_onnx.py {} -o {}", *torch_python(), PLACESIM_TEST_SOURCE_DIR, arguments,
+                                   partial.string()),
+                       &out);
+  EXPECT_EQ(code, 0) << out;
+  fs::rename(partial, file);
+  return file.string();
+}
+
+constexpr const char* kSmallModule = R"(import torch
+from torch import nn
+
+class SmallNet(nn.Module):
+    """conv 3->8 (3x3, padding 1) + batch norm + ReLU on 16x16 images, then two linear layers."""
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+        self.relu = nn.ReLU()
+        self.fc1 = nn.Linear(8 * 16 * 16, 64)
+        self.fc2 = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = self.relu(self.bn(self.conv(x)))
+        return self.fc2(torch.relu(self.fc1(torch.flatten(x, 1))))
+
+class WithCumsum(nn.Module):
+    """A parameter's path through CumSum, which has no gradient rule in placesim."""
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return torch.cumsum(self.fc(x), dim=1)
+)";
+
+std::string small_module_file() {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("placesim-onnx-tests-{}", getuid());
+  fs::create_directories(dir);
+  const fs::path file = dir / "small_modules.py";
+  const fs::path partial = dir / fmt::format("small_modules.py.{}", getpid());
+  std::ofstream(partial) << kSmallModule;
+  fs::rename(partial, file);
+  return file.string();
+}
+
+OnnxImport import_file(const std::string& file, std::int64_t batch = 0, const std::string& gpu = "a100") {
+  OnnxImportOptions o;
+  o.onnx = file;
+  o.batch = batch;
+  o.gpu = *models::find_gpu_preset(gpu);
+  return models::import_onnx(o);
+}
+
+// Forward FLOPs and MACs of the ops recorded for the ONNX nodes (not the loss placesim adds).
+struct Totals {
+  double flops = 0, macs = 0;
+};
+Totals model_forward(const OnnxImport& m) {
+  Totals t;
+  for (const auto& op : m.recorded.ops())
+    if (op.phase == Phase::Forward && !op.name.starts_with("loss/")) {
+      t.flops += op.flops;
+      t.macs += op.macs;
+    }
+  return t;
+}
+
+// Every forward op that reads a trained parameter has a gradient op of its own
+// ("gradient_tape/<op>/...").
+void expect_backward_for_every_parameter_op(const OnnxImport& m) {
+  std::set<std::string> has_gradient;
+  for (const auto& op : m.recorded.ops())
+    if (op.phase == Phase::Backward && op.name.starts_with("gradient_tape/")) {
+      const std::string rest = op.name.substr(std::string("gradient_tape/").size());
+      has_gradient.insert(rest.substr(0, rest.rfind('/')));
+    }
+  int checked = 0;
+  for (const auto& op : m.recorded.ops()) {
+    if (op.phase != Phase::Forward || op.type == "VariableV2") continue;
+    bool reads_parameter = false;
+    for (auto t : op.inputs) {
+      const auto& tensor = m.recorded.tensor(t);
+      reads_parameter = reads_parameter || (tensor.read_of >= 0 && m.recorded.variables()[tensor.read_of].trainable);
+    }
+    if (!reads_parameter) continue;
+    ++checked;
+    EXPECT_TRUE(has_gradient.contains(op.name)) << op.name << " (" << op.type << ") reads a parameter but has no gradient op";
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(OnnxImport, SmallModuleMatchesItsClosedForm) {
+  SKIP_WITHOUT_TORCH();
+  const std::string file =
+      exported("small", small_module_file() + ":SmallNet --input-shape 3,16,16 --batch 4");
+  const OnnxImport m = import_file(file);
+  EXPECT_EQ(m.batch, 4);
+  EXPECT_EQ(m.node_types.at("Conv"), 1);
+  EXPECT_EQ(m.node_types.at("BatchNormalization"), 1);
+  EXPECT_EQ(m.node_types.at("Relu"), 2);
+  EXPECT_EQ(m.node_types.at("Gemm"), 2);
+  EXPECT_EQ(m.node_types.at("Flatten"), 1);
+  // Parameters: conv 8*3*3*3, batch norm 2*8, fc1 2048*64 + 64, fc2 64*10 + 10.
+  EXPECT_EQ(m.recorded.trainable_parameters(), 216 + 16 + 2048 * 64 + 64 + 640 + 10);
+  // By hand, batch 4: the conv's output is 4x8x16x16 = 8,192 elements, each 3*3*3 = 27 MACs;
+  // fc1 4*2048*64, fc2 4*64*10.
+  const double conv_macs = 8192.0 * 27, fc1 = 4.0 * 2048 * 64, fc2 = 4.0 * 64 * 10;
+  const Totals t = model_forward(m);
+  EXPECT_DOUBLE_EQ(t.macs, conv_macs + fc1 + fc2);
+  // FLOPs: the 3x3 stride-1 conv at Winograd's 2.25x fewer multiplications (as the zoo charges),
+  // batch norm 8 per element, ReLUs 1, the linear layers 2 per MAC plus their bias.
+  const double flops = 2 * conv_macs / 2.25 + 8 * 8192 + 8192 + (2 * fc1 + 4 * 64) + 4 * 64 + (2 * fc2 + 4 * 10);
+  EXPECT_DOUBLE_EQ(t.flops, flops);
+  // Backward: no gradient for the images (the conv's input gradient is skipped); the filter
+  // gradient, batch norm's 10 per element, the ReLUs 2, each linear layer's input and weight
+  // gradients and bias sum, and the loss (softmax cross-entropy over 4x10) 2 per element.
+  double backward = 0;
+  int conv_input_gradients = 0;
+  for (const auto& op : m.recorded.ops()) {
+    if (op.phase == Phase::Backward) backward += op.flops;
+    conv_input_gradients += op.type == "ConvBackpropInput";
+  }
+  EXPECT_EQ(conv_input_gradients, 0);
+  const double expected_backward = 2 * conv_macs / 2.25 + 10 * 8192 + 2 * 8192 + 2 * 2 * fc1 + 4 * 64 + 2 * (4 * 64) + 2 * 2 * fc2 +
+                                   4 * 10 + 2 * 40;
+  EXPECT_DOUBLE_EQ(backward, expected_backward);
+  expect_backward_for_every_parameter_op(m);
+  // One Adam update per trained parameter tensor: conv weight, bn scale and bias, two per linear.
+  int updates = 0;
+  for (const auto& op : m.recorded.ops()) updates += op.type == "ApplyAdam";
+  EXPECT_EQ(updates, 7);
+  // The running statistics are state, not parameters.
+  for (const auto& v : m.recorded.variables())
+    if (v.name.find("running") != std::string::npos) {
+      EXPECT_FALSE(v.trainable) << v.name;
+    }
+}
+
+TEST(OnnxImport, BatchOverridesTheExportedOne) {
+  SKIP_WITHOUT_TORCH();
+  const std::string file = exported("small", small_module_file() + ":SmallNet --input-shape 3,16,16 --batch 4");
+  const OnnxImport at4 = import_file(file);
+  const OnnxImport at12 = import_file(file, 12);
+  EXPECT_EQ(at12.batch, 12);
+  EXPECT_DOUBLE_EQ(model_forward(at12).macs, 3 * model_forward(at4).macs);
+  EXPECT_EQ(at12.recorded.trainable_parameters(), at4.recorded.trainable_parameters());
+}
+
+TEST(OnnxImport, ResNet18FromTorchvision) {
+  SKIP_WITHOUT_TORCH();
+  const OnnxImport m = import_file(exported("resnet18-b2", "torchvision:resnet18 --batch 2"));
+  const std::map<std::string, int> expected{{"Add", 8},     {"BatchNormalization", 20}, {"Conv", 20},     {"Flatten", 1},
+                                            {"Gemm", 1},    {"GlobalAveragePool", 1},  {"MaxPool", 1},  {"Relu", 17}};
+  EXPECT_EQ(m.node_types, expected);
+  EXPECT_EQ(m.recorded.trainable_parameters(), 11'689'512);  // torchvision's count
+  // 1.814 GMAC per 224x224 image (torchvision's model card: 1.81 GFLOPS, counted as MACs).
+  EXPECT_NEAR(model_forward(m).macs / 2 / 1e9, 1.814, 0.001);
+  expect_backward_for_every_parameter_op(m);
+  // Every forward op has its training counterpart: an Adam update per parameter tensor (62).
+  int updates = 0;
+  for (const auto& op : m.recorded.ops()) updates += op.type == "ApplyAdam";
+  EXPECT_EQ(updates, 62);
+}
+
+// Torchvision's ResNet-50 through ONNX against the zoo's (sim/models/cnn.cpp, fused style, the same
+// batch and GPU). Differences, all in the head: ONNX's Gemm is the zoo's MatMul + AddV2 (and its
+// gradients Gemm x2 for MatMul x2); GlobalAveragePool is the zoo's Mean (gradient BroadcastTo);
+// ONNX has a Flatten view (and its Reshape gradient); the zoo computes a Softmax for its accuracy
+// metric. Compute agrees to 0.1%, parameters and their bytes exactly.
+TEST(OnnxImport, ResNet50MatchesTheZoos) {
+  SKIP_WITHOUT_TORCH();
+  const OnnxImport imported = import_file(exported("resnet50-b32", "torchvision:resnet50 --batch 32"));
+  const Graph onnx = imported.recorded.to_graph(*models::find_gpu_preset("a100"), "resnet50.onnx");
+  models::ModelConfig config;
+  config.model = "resnet50";
+  config.batch = 32;
+  config.style = models::GraphStyle::Fused;
+  config.gpu = *models::find_gpu_preset("a100");
+  const models::ModelBuilder zoo_recorded = models::record_model(models::resolve_model_config(config));
+  const Graph zoo = zoo_recorded.to_graph(config.gpu, "zoo");
+  EXPECT_EQ(onnx.num_operators(), zoo.num_operators());
+  EXPECT_EQ(imported.recorded.trainable_parameters(), zoo_recorded.trainable_parameters());
+  double onnx_parameter_bytes = 0, zoo_parameter_bytes = 0;
+  for (const auto& op : imported.recorded.ops()) onnx_parameter_bytes += op.resident_bytes;
+  for (const auto& op : zoo_recorded.ops()) zoo_parameter_bytes += op.resident_bytes;
+  EXPECT_DOUBLE_EQ(onnx_parameter_bytes, zoo_parameter_bytes);
+  EXPECT_NEAR(onnx.total_compute() / zoo.total_compute(), 1.0, 1e-3);
+  EXPECT_NEAR(onnx.total_memory() / zoo.total_memory(), 1.0, 1e-3);
+  EXPECT_NEAR(model_forward(imported).macs, zoo_recorded.forward_macs(), 1e-6 * zoo_recorded.forward_macs());
+}
+
+TEST(OnnxImport, ANodeWithoutAGradientRuleIsAnErrorUnlessForwardOnly) {
+  SKIP_WITHOUT_TORCH();
+  const std::string file = exported("cumsum", small_module_file() + ":WithCumsum --input-shape 16 --batch 2");
+  OnnxImportOptions o;
+  o.onnx = file;
+  EXPECT_INPUT_ERROR(models::import_onnx(o), "(CumSum)", "no gradient rule for CumSum", "unsupported: forward-only");
+  o.unsupported = models::UnsupportedOps::ForwardOnly;
+  // Kept without a gradient, so nothing downstream of fc depends on a parameter with a gradient:
+  // there is nothing to train.
+  EXPECT_INPUT_ERROR(models::import_onnx(o), "graph.output", "nothing to train");
+  o.training = false;
+  const OnnxImport forward = models::import_onnx(o);
+  EXPECT_EQ(forward.node_types.at("CumSum"), 1);
+  EXPECT_EQ(forward.backward_flops, 0);
+}
+
+// The README's path: `graph import`, then a scenario with `onnx:` run end to end.
+TEST(OnnxImport, CommandLineAndScenario) {
+  SKIP_WITHOUT_TORCH();
+  const std::string file = exported("small", small_module_file() + ":SmallNet --input-shape 3,16,16 --batch 4");
+  const fs::path dir = fs::temp_directory_path() / fmt::format("placesim-onnx-cli-{}", getpid());
+  fs::create_directories(dir);
+  std::string out;
+  ASSERT_EQ(testutil::run_cli(fmt::format("graph import {} -o {}/small.json --gpu v100 --batch 8", file, dir.string()), out), 0) << out;
+  EXPECT_NE(out.find("ONNX nodes (BatchNormalization 1, Conv 1, Flatten 1, Gemm 2, Relu 2), batch 8"), std::string::npos) << out;
+  EXPECT_NE(out.find("added softmax cross-entropy over output 'output' [8, 10]"), std::string::npos) << out;
+  EXPECT_EQ(testutil::run_cli(fmt::format("graph import {} -o {}/x.json --unsupported skip", file, dir.string()), out), 2) << out;
+  EXPECT_NE(out.find("error: command line: --unsupported: expected error or forward-only, got 'skip'"), std::string::npos) << out;
+  std::ofstream(dir / "s.yaml") << fmt::format(
+      "graph: {{onnx: {}, gpu: a100}}\ncluster: {{type: full-mesh, gpus: 2, bandwidth: 20GB/s}}\n"
+      "strategies: [single-device, m-etf]\noutput: {}\n",
+      file, (dir / "out").string());
+  ASSERT_EQ(testutil::run_cli("run " + (dir / "s.yaml").string(), out), 0) << out;
+  EXPECT_NE(out.find("m-etf"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
+TEST(OnnxImport, BadFilesAreInputErrors) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("placesim-onnx-bad-{}", getpid());
+  fs::create_directories(dir);
+  std::ofstream(dir / "text.onnx") << "this is not protobuf at all\n";
+  OnnxImportOptions o;
+  o.onnx = (dir / "text.onnx").string();
+  EXPECT_INPUT_ERROR(models::import_onnx(o), "", "not an ONNX model");
+  o.onnx = (dir / "absent.onnx").string();
+  EXPECT_INPUT_ERROR(models::import_onnx(o), "", "cannot open");
+  fs::remove_all(dir);
+}
+
+TEST(OnnxImport, ScenarioGraphSourceParsesAndResolvesItsPath) {
+  const YAML::Node node = YAML::Load("{onnx: model.onnx, batch: 16, gpu: v100, unsupported: forward-only}");
+  const GraphSource g = graph_source_from_yaml(node, "s.yaml", "graph");
+  ASSERT_TRUE(g.onnx);
+  EXPECT_EQ(g.onnx->onnx, "model.onnx");
+  EXPECT_EQ(g.onnx->batch, 16);
+  EXPECT_EQ(g.onnx->gpu.name, "v100");
+  EXPECT_EQ(g.onnx->unsupported, models::UnsupportedOps::ForwardOnly);
+  EXPECT_INPUT_ERROR(graph_source_from_yaml(YAML::Load("{onnx: m.onnx, batchh: 3}"), "s.yaml", "graph"), "batchh", "batch");
+  EXPECT_INPUT_ERROR(graph_source_from_yaml(YAML::Load("{onnx: m.onnx, unsupported: skip}"), "s.yaml", "graph"),
+                     "unsupported", "forward-only");
+  std::vector<std::string> warnings;
+  EXPECT_INPUT_ERROR(load_graph_source(g, "/nowhere/s.yaml", warnings), "graph.onnx", "does not exist");
+}
+
+}  // namespace
+}  // namespace placesim
