@@ -70,6 +70,15 @@ void write_trace(const std::string& path, const Graph& graph, const Cluster& clu
     write_chrome_trace(path, graph, cluster, placement, m.schedule.start, m.schedule.finish, {});
 }
 
+ChakraRun chakra_run_of(const Measurement& m, const std::string& source) {
+  if (m.simulation) return {source, "simgrid", m.simulation->latency};
+  return {source, "evaluator", m.evaluator_latency};
+}
+
+std::span<const double> chakra_start_of(const Measurement& m) {
+  return m.simulation ? std::span<const double>(m.simulation->start) : std::span<const double>(m.schedule.start);
+}
+
 namespace {
 
 std::string file_safe(const std::string& label) {
@@ -171,6 +180,10 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
       out.trace_file = "trace-" + file_safe(file_stem) + ".json";
       write_trace((folder / out.trace_file).string(), graph, run_on, placed.placement, out.measurement);
     }
+    if (scenario.chakra)
+      write_chakra_traces((folder / ("chakra-" + file_safe(file_stem))).string(), file_safe(file_stem), graph, placed.placement,
+                          run_on.num_devices(), chakra_start_of(out.measurement),
+                          chakra_run_of(out.measurement, scenario.name + " / " + spec.label));
   } catch (const OutputError&) {
     throw;  // the results folder, not the strategy: the caller stops the run
   } catch (const InfeasibleProblem& e) {

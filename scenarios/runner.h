@@ -4,11 +4,13 @@
 // runs every point and records each (scenarios/record.h).
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "scenarios/record.h"
 #include "scenarios/scenario.h"
+#include "sim/chakra/chakra_trace.h"
 #include "sim/layer_model.h"
 #include "sim/evaluator.h"
 #include "sim/simgrid_engine.h"
@@ -39,6 +41,11 @@ Measurement measure_placement(const Graph& graph, const Cluster& cluster, const 
 
 void write_trace(const std::string& path, const Graph& graph, const Cluster& cluster,
                  const std::vector<DeviceId>& placement, const Measurement& m);
+
+// The timeline Chakra traces (sim/chakra/chakra_trace.h) hold: SimGrid's when it ran, else the
+// evaluator's; `source` names what was simulated.
+ChakraRun chakra_run_of(const Measurement& m, const std::string& source);
+std::span<const double> chakra_start_of(const Measurement& m);
 
 struct StrategyOutcome {
   std::string label, name;

@@ -8,6 +8,7 @@
 #include "placement/celeritas/celeritas.h"
 #include "placement/planner.h"
 #include "placement/strategy.h"
+#include "sim/chakra/chakra_trace.h"
 #include "sim/errors.h"
 #include "sim/graph_io.h"
 #include "sim/graph_stats.h"
@@ -21,9 +22,15 @@ namespace fs = std::filesystem;
 GraphSource graph_source_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
   YamlFields f(node, file, path);
   GraphSource g;
-  if (f.has("file") + f.has("builtin") + f.has("model") + f.has("onnx") != 1)
+  if (f.has("file") + f.has("builtin") + f.has("model") + f.has("onnx") + f.has("chakra") != 1)
     throw InputError(file, path, "expected exactly one of 'file' (a graph file), 'builtin' (fig3.1, synthetic), 'model' (" +
-                                     models::zoo_model_names() + ") or 'onnx' (an ONNX model)");
+                                     models::zoo_model_names() + "), 'onnx' (an ONNX model) or 'chakra' (a directory of Chakra traces)");
+  if (f.has("chakra")) {
+    f.allow_only({"chakra", "prefix"});
+    g.chakra = f.string("chakra");
+    g.chakra_prefix = f.string_or("prefix", "");
+    return g;
+  }
   if (f.has("onnx")) {
     g.onnx = models::onnx_import_schema().parse(f);
     return g;
@@ -147,6 +154,7 @@ std::string source_name(const Scenario& scenario) {
   const GraphSource& g = scenario.graph;
   if (g.model) return g.model->model;
   if (g.onnx) return fs::path(g.onnx->onnx).stem().string();
+  if (!g.chakra.empty()) return fs::path(g.chakra).lexically_normal().filename().string();
   if (!g.builtin.empty()) return g.builtin;
   return fs::path(g.file).stem().string();
 }
@@ -168,6 +176,15 @@ Graph load_graph_source(const GraphSource& source, const std::string& scenario_f
                        fmt::format("ONNX file '{}' does not exist (tools/export_onnx.py writes one from a PyTorch model)", p.string()));
     options.onnx = p.lexically_normal().string();
     return models::onnx_graph(options, warnings);
+  }
+  if (!source.chakra.empty()) {
+    fs::path p = source.chakra;
+    if (p.is_relative() && !scenario_file.empty()) p = fs::path(scenario_file).parent_path() / p;
+    if (!fs::is_directory(p))
+      throw InputError(scenario_file, "graph.chakra", fmt::format("'{}' is not a directory of Chakra traces", p.string()));
+    ChakraTraces traces = read_chakra_traces(p.lexically_normal().string(), source.chakra_prefix);
+    warnings.insert(warnings.end(), traces.warnings.begin(), traces.warnings.end());
+    return std::move(traces.graph);
   }
   if (source.builtin == "fig3.1") return fig31_graph();
   if (source.builtin == "synthetic") return synthetic_training_graph(source.synthetic);
@@ -282,7 +299,15 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
       }
     }
   }
-  s.output = f.string_or("output", "out/" + s.name);
+  // `output: DIR` or `output: {dir: DIR, chakra: true}`.
+  if (f.has("output") && f.node("output").IsMap()) {
+    YamlFields out(f.node("output"), file, "output");
+    out.allow_only({"dir", "chakra"});
+    s.output = out.string_or("dir", "out/" + s.name);
+    s.chakra = out.boolean_or("chakra", false);
+  } else {
+    s.output = f.string_or("output", "out/" + s.name);
+  }
   if (f.has("report")) s.report = report_spec_from_yaml(f.node("report"), file, "report");
   return s;
 }

@@ -30,6 +30,8 @@ struct GraphSource {
   bool largest_component = false;    // keep only the largest weakly connected component
   std::optional<models::ModelConfig> model;  // a model-zoo network (`model: bert-base`), resolved
   std::optional<models::OnnxImportOptions> onnx;  // an ONNX model (`onnx: model.onnx`), path as written
+  std::string chakra;                // a directory of Chakra execution traces (`chakra: DIR`), re-placed
+  std::string chakra_prefix;         // their <prefix> when the directory holds several runs'
   // `memory: regression` (zoo models only): operator memory predicted from the model at three
   // small batches by per-operator linear regression (Celeritas's standard evaluation) instead of
   // taken from the large-batch graph; `memory: built` (the default) keeps the built memory.
@@ -94,6 +96,7 @@ struct Scenario {
   std::vector<StrategySpec> strategies;
   SimulationSpec simulation;
   std::string output;  // output folder; relative paths are relative to the working directory
+  bool chakra = false; // `output: {chakra: true}`: Chakra traces per placement (chakra-<point>/<point>.<rank>.et)
   ReportSpec report;   // the tables `placesim reproduce` prints (scenarios/README.md)
 };
 

@@ -22,6 +22,7 @@
 #include "scenarios/scenario.h"
 #include "scenarios/sweep.h"
 #include "scenarios/sweep_runner.h"
+#include "sim/chakra/chakra_trace.h"
 #include "sim/data_dir.h"
 #include "sim/errors.h"
 #include "sim/graph_io.h"
@@ -213,29 +214,55 @@ int cmd_reproduce(const ReproduceArgs& a) {
   return summary.failed > 0 ? kExitFailed : rc;
 }
 
-int cmd_simulate(const std::string& graph_path, const std::string& placement_path, const std::string& cluster_path,
-                 const std::string& format, const std::string& engine_name, const std::string& trace) {
-  LoadResult loaded = load_graph(graph_path, parse_graph_format(format, "command line", "--format"));
-  for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
-  const Cluster cluster = load_cluster_file(cluster_path);
-  const auto placement = load_placement(loaded.graph, placement_path);
-  validate_placement(loaded.graph, cluster, placement, placement_path);
+struct SimulateArgs {
+  std::string graph_path, placement_path, cluster_path, format = "auto", engine = "both", trace, chakra, replay;
+};
+
+int cmd_simulate(const SimulateArgs& a) {
+  Graph graph;
+  std::vector<DeviceId> placement;
+  std::string placement_path = a.placement_path, graph_label = a.graph_path;
+  std::optional<ChakraTraces> replayed;
+  if (!a.replay.empty()) {
+    if (!a.graph_path.empty() || !a.placement_path.empty())
+      throw InputError("command line", "--replay", "replays the traces' own graph and placement: give no --graph or --placement");
+    replayed = read_chakra_traces(a.replay);
+    for (const auto& w : replayed->warnings) std::cerr << "warning: " << w << "\n";
+    graph = std::move(replayed->graph);
+    placement = replayed->placement;
+    placement_path = a.replay;
+    graph_label = a.replay + " (Chakra traces)";
+  } else {
+    if (a.graph_path.empty() || a.placement_path.empty())
+      throw InputError("command line", a.graph_path.empty() ? "--graph" : "--placement",
+                       "expected --graph and --placement (or --replay with a directory of Chakra traces)");
+    LoadResult loaded = load_graph(a.graph_path, parse_graph_format(a.format, "command line", "--format"));
+    for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
+    graph = std::move(loaded.graph);
+    placement = load_placement(graph, a.placement_path);
+  }
+  const Cluster cluster = load_cluster_file(a.cluster_path);
+  if (replayed && replayed->ranks > cluster.num_devices())
+    throw InputError(a.cluster_path, "cluster", fmt::format("has {} GPUs; the traces in {} ran on {} ranks", cluster.num_devices(),
+                                                            a.replay, replayed->ranks));
+  validate_placement(graph, cluster, placement, placement_path);
   // A tensor between GPUs that cannot reach each other has no transfer time: SimGrid refuses it and
   // the evaluator's latency is infinite. The placement is what the user can change.
-  for (const Tensor& t : loaded.graph.tensors())
+  for (const Tensor& t : graph.tensors())
     if (t.bytes > 0 && !cluster.reachable(placement[t.src], placement[t.dst]))
-      throw InputError(placement_path, "placement." + loaded.graph.op(t.dst).name,
+      throw InputError(placement_path, "placement." + graph.op(t.dst).name,
                        fmt::format("tensor '{}' -> '{}' ({}) goes from {} to {}, which cannot reach each other in {} "
                                    "(no route between them; `placesim topology info {}` lists the pairs): place "
                                    "both operators on GPUs that can",
-                                   loaded.graph.op(t.src).name, loaded.graph.op(t.dst).name, format_bytes(t.bytes),
+                                   graph.op(t.src).name, graph.op(t.dst).name, format_bytes(t.bytes),
                                    cluster.device(placement[t.src]).name, cluster.device(placement[t.dst]).name,
-                                   cluster_path, cluster_path));
+                                   a.cluster_path, a.cluster_path));
+  const std::string& engine_name = a.engine;
   const Engine engine = engine_parse(engine_name, "", "--engine");
-  Measurement m = measure_placement(loaded.graph, cluster, placement, engine);
-  std::cout << fmt::format("graph           {} ({} operator{}, {} tensor{})\n", graph_path, loaded.graph.num_operators(),
-                           loaded.graph.num_operators() == 1 ? "" : "s", loaded.graph.num_tensors(),
-                           loaded.graph.num_tensors() == 1 ? "" : "s");
+  Measurement m = measure_placement(graph, cluster, placement, engine);
+  std::cout << fmt::format("graph           {} ({} operator{}, {} tensor{})\n", graph_label, graph.num_operators(),
+                           graph.num_operators() == 1 ? "" : "s", graph.num_tensors(),
+                           graph.num_tensors() == 1 ? "" : "s");
   std::cout << fmt::format("cluster         {}\n", cluster.description);
   std::cout << fmt::format("evaluator       {}\n", format_duration(m.evaluator_latency));
   if (m.simgrid_latency)
@@ -253,9 +280,19 @@ int cmd_simulate(const std::string& graph_path, const std::string& placement_pat
   for (std::size_t k = 0; k < m.links.size() && k < 10; ++k)
     std::cout << fmt::format("link {:<24} {} busy {:.1f}% utilisation {:.1f}%\n", m.links[k].name, format_bytes(m.links[k].bytes),
                              100 * m.links[k].busy_fraction, 100 * m.links[k].mean_utilisation);
-  if (!trace.empty()) {
-    write_trace(trace, loaded.graph, cluster, placement, m);
-    std::cout << "trace           " << trace << "\n";
+  if (!a.trace.empty()) {
+    write_trace(a.trace, graph, cluster, placement, m);
+    std::cout << "trace           " << a.trace << "\n";
+  }
+  if (replayed && replayed->run)
+    std::cout << fmt::format("recorded        {} by {} when placesim wrote the traces ({})\n", format_duration(replayed->run->latency_s),
+                             replayed->run->engine, replayed->run->source);
+  if (!a.chakra.empty()) {
+    const ChakraRun run = chakra_run_of(m, graph_label);
+    const auto files = write_chakra_traces(a.chakra, std::filesystem::path(a.replay.empty() ? a.graph_path : a.replay).stem().string(), graph,
+                                           placement, cluster.num_devices(), chakra_start_of(m), run);
+    std::cout << fmt::format("chakra          {} ({} rank{}, the {} timeline)\n", a.chakra, files.size(), files.size() == 1 ? "" : "s",
+                             run.engine);
   }
   if (m.oom) {
     // An infeasible point, as a sweep records it: the run itself went well.
@@ -434,14 +471,17 @@ int main(int argc, char** argv) {
   auto* merge = app.add_subcommand("merge", "join the MPI shards results.rank<r>.jsonl of a results folder into results.jsonl");
   merge->add_option("folder", merge_dir, "results folder")->required()->check(CLI::ExistingDirectory);
 
-  std::string graph_path, placement_path, cluster_path, format = "auto", sim_engine = "both", trace;
+  SimulateArgs sim_args;
   auto* sim = app.add_subcommand("simulate", "simulate one given placement of a graph on a cluster");
-  sim->add_option("--graph", graph_path, "graph file")->required()->check(CLI::ExistingFile);
-  sim->add_option("--placement", placement_path, "placement JSON file")->required()->check(CLI::ExistingFile);
-  sim->add_option("--cluster", cluster_path, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
-  sim->add_option("--format", format, "graph format: auto, quickp, msr, placesim");
-  sim->add_option("--engine", sim_engine, engine_choices())->check(CLI::IsMember(engine_names()));
-  sim->add_option("--trace", trace, "write a Chrome trace (open in Perfetto)");
+  sim->add_option("--graph", sim_args.graph_path, "graph file")->check(CLI::ExistingFile);
+  sim->add_option("--placement", sim_args.placement_path, "placement JSON file")->check(CLI::ExistingFile);
+  sim->add_option("--cluster", sim_args.cluster_path, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
+  sim->add_option("--format", sim_args.format, "graph format: auto, quickp, msr, placesim");
+  sim->add_option("--engine", sim_args.engine, engine_choices())->check(CLI::IsMember(engine_names()));
+  sim->add_option("--trace", sim_args.trace, "write a Chrome trace (open in Perfetto)");
+  sim->add_option("--chakra", sim_args.chakra, "write Chakra execution traces of the iteration, one per GPU (<graph>.<rank>.et), into this directory");
+  sim->add_option("--replay", sim_args.replay, "simulate the graph and placement of a directory of Chakra traces (instead of --graph, --placement)")
+      ->check(CLI::ExistingDirectory);
 
   auto* graph = app.add_subcommand("graph", "inspect and convert graphs");
   graph->require_subcommand(1);
@@ -567,7 +607,7 @@ int main(int argc, char** argv) {
                                merge_dir);
       return 0;
     }
-    if (*sim) return cmd_simulate(graph_path, placement_path, cluster_path, format, sim_engine, trace);
+    if (*sim) return cmd_simulate(sim_args);
     if (*info) {
       LoadResult loaded = load_graph(info_path, parse_graph_format(info_format, "command line", "--format"));
       for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";

@@ -1,0 +1,57 @@
+#pragma once
+// Chakra execution traces (MLCommons Chakra, read by ASTRA-sim and SimAI), out and in.
+//
+// Out: one file per GPU, `<dir>/<prefix>.<rank>.et`, of one placed and simulated iteration. Each
+// file is a stream of messages, each prefixed by its varint32 length: a GlobalMetadata, then the
+// rank's nodes in the order they ran (schema: sim/chakra/chakra_et.proto):
+//  * a COMP_NODE per operator placed on the rank, with its start and duration (microseconds);
+//  * a COMM_SEND_NODE on the producer's rank and a COMM_RECV_NODE on the consumer's for every
+//    tensor between GPUs: comm_src, comm_dst, comm_size (bytes) and comm_tag (the same on both);
+//  * data dependencies: an operator on its same-GPU producers and on its receives, a send on its
+//    producer; each operator has a control dependency on the operator the GPU ran before it.
+// Chakra's units are microseconds (uint64); placesim also writes each value exactly (seconds and
+// bytes as doubles) in attributes named `placesim.*`, which a round trip reads back.
+//
+// In: the traces of a directory back into a graph and its placement. placesim's own traces come
+// back exactly (the same operators, tensors and placement). Other tools' traces: every COMP_NODE
+// becomes an operator of its duration on its rank, a send/receive pair a tensor of comm_size
+// bytes, a data or control dependency between operators a tensor of 0 bytes; dependencies through
+// other nodes (collectives, memory nodes) are followed to the operators behind them, and the
+// number of such nodes is reported.
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/cluster.h"
+#include "sim/graph.h"
+
+namespace placesim {
+
+struct ChakraRun {
+  std::string source;   // what was simulated (a graph file, a scenario's strategy)
+  std::string engine;   // the engine whose timeline the traces hold
+  double latency_s = 0; // that engine's latency of the iteration
+};
+
+// Writes `<dir>/<prefix>.<rank>.et` for every rank 0..ranks-1 (a rank with no operator gets a file
+// with its metadata alone); `start` is per operator, in seconds. Returns the paths written.
+// Throws OutputError when a file cannot be written.
+std::vector<std::string> write_chakra_traces(const std::string& dir, const std::string& prefix, const Graph& graph,
+                                             std::span<const DeviceId> placement, int ranks, std::span<const double> start,
+                                             const ChakraRun& run);
+
+struct ChakraTraces {
+  Graph graph;
+  std::vector<DeviceId> placement;  // the rank each operator ran on
+  int ranks = 0;
+  bool exact = false;               // placesim's own traces: read back exactly
+  std::optional<ChakraRun> run;     // what wrote them, when placesim did
+  std::vector<std::string> warnings;
+};
+
+// Reads `<dir>/<prefix>.<rank>.et` for ranks 0..R-1. `prefix` empty: the one prefix the directory
+// holds (an error when it holds several). Throws InputError naming the file and the node at fault.
+ChakraTraces read_chakra_traces(const std::string& dir, const std::string& prefix = "");
+
+}  // namespace placesim

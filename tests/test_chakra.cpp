@@ -1,0 +1,376 @@
+// Chakra execution traces (sim/chakra/chakra_trace.h): the nodes of a hand-made placement, the
+// round trips (graph -> traces -> graph; traces -> simulate --replay), traces of other tools, a
+// reading with Python's protobuf against the .proto, and bad directories.
+#include <filesystem>
+#include <fstream>
+#include <google/protobuf/util/delimited_message_util.h>
+#include <gtest/gtest.h>
+#include <regex>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "scenarios/runner.h"
+#include "scenarios/scenario.h"
+#include "sim/builtin_graphs.h"
+#include "sim/chakra/chakra_et.pb.h"
+#include "sim/chakra/chakra_trace.h"
+#include "sim/evaluator.h"
+#include "sim/graph_io.h"
+#include "sim/models/zoo.h"
+#include "sim/placement_io.h"
+#include "tests/test_util.h"
+
+namespace placesim {
+namespace {
+
+namespace fs = std::filesystem;
+namespace pb = ChakraProtoMsg;
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("placesim-chakra-{}-{}", name, getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+struct RankNodes {
+  pb::GlobalMetadata meta;
+  std::vector<pb::Node> nodes;
+};
+
+RankNodes parse(const fs::path& file) {
+  RankNodes r;
+  std::ifstream in(file, std::ios::binary);
+  google::protobuf::io::IstreamInputStream stream(&in);
+  bool eof = false;
+  EXPECT_TRUE(google::protobuf::util::ParseDelimitedFromZeroCopyStream(&r.meta, &stream, &eof));
+  for (;;) {
+    pb::Node n;
+    if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&n, &stream, &eof)) break;
+    r.nodes.push_back(n);
+  }
+  EXPECT_TRUE(eof) << file << " ends inside a message";
+  return r;
+}
+
+const pb::AttributeProto* attr(const pb::Node& n, const std::string& name) {
+  for (const auto& a : n.attr())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+// a (GPU 0) -> b (GPU 0), 100 bytes; a -> c (GPU 1), 1,000 bytes; b -> d, c -> d (GPU 1); a
+// zero-byte control edge b -> c; fractional bytes and a colocation class to come back exactly.
+Graph four_ops() {
+  Graph g;
+  g.add_operator({"a", "MatMul", 10e-6, 1e6, 0});
+  g.add_operator({"b", "Relu", 2.5e-6, 0, 0});
+  g.add_operator({"c", "MatMul", 7e-6, 5e5, -1});
+  g.add_operator({"d", "Add", 1e-6, 0, -1});
+  g.add_tensor(0, 1, 100);
+  g.add_tensor(0, 2, 1000.5);
+  g.add_tensor(1, 3, 64);
+  g.add_tensor(2, 3, 32);
+  g.add_tensor(1, 2, 0);
+  g.finalize("four_ops");
+  return g;
+}
+
+TEST(Chakra, NodesOfAHandMadePlacement) {
+  const Graph g = four_ops();
+  const std::vector<DeviceId> placement{0, 0, 1, 1};
+  const Cluster cluster = testutil::dedicated_mesh(2, 1e9);
+  const Measurement m = measure_placement(g, cluster, placement, Engine::Evaluator);
+  const fs::path dir = scratch("nodes");
+  const auto files = write_chakra_traces(dir.string(), "four", g, placement, 2, chakra_start_of(m), chakra_run_of(m, "four_ops"));
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(fs::path(files[1]).filename(), "four.1.et");
+  const RankNodes r0 = parse(files[0]), r1 = parse(files[1]);
+  EXPECT_EQ(r0.meta.version(), "0.0.4");
+  // Rank 0 ran a, its send to c, b, b's send to d and b's (zero-byte) send to c.
+  std::vector<std::pair<pb::NodeType, std::string>> kinds0;
+  for (const auto& n : r0.nodes) kinds0.emplace_back(n.type(), n.name());
+  ASSERT_EQ(r0.nodes.size(), 5u);
+  EXPECT_EQ(r0.nodes[0].type(), pb::COMP_NODE);
+  EXPECT_EQ(r0.nodes[0].name(), "a");
+  EXPECT_EQ(r0.nodes[0].duration_micros(), 10u);
+  EXPECT_EQ(r0.nodes[1].type(), pb::COMM_SEND_NODE);
+  EXPECT_EQ(attr(r0.nodes[1], "comm_dst")->int32_val(), 1);
+  EXPECT_EQ(attr(r0.nodes[1], "comm_size")->int64_val(), 1001);  // Chakra's bytes are whole; placesim.bytes is exact
+  EXPECT_EQ(attr(r0.nodes[1], "placesim.bytes")->double_val(), 1000.5);
+  ASSERT_EQ(r0.nodes[1].data_deps_size(), 1);
+  EXPECT_EQ(r0.nodes[1].data_deps(0), r0.nodes[0].id());
+  const pb::Node& b = r0.nodes[2];
+  EXPECT_EQ(b.name(), "b");
+  ASSERT_EQ(b.data_deps_size(), 1);
+  EXPECT_EQ(b.data_deps(0), r0.nodes[0].id());  // same GPU: on the producer itself
+  ASSERT_EQ(b.ctrl_deps_size(), 1);
+  EXPECT_EQ(b.ctrl_deps(0), r0.nodes[0].id());  // the GPU ran a before b
+  // Rank 1: the receive of a's tensor before c, then c, the receives for d, d.
+  ASSERT_GE(r1.nodes.size(), 4u);
+  EXPECT_EQ(r1.nodes[0].type(), pb::COMM_RECV_NODE);
+  EXPECT_EQ(attr(r1.nodes[0], "comm_src")->int32_val(), 0);
+  EXPECT_EQ(attr(r1.nodes[0], "comm_tag")->int32_val(), attr(r0.nodes[1], "comm_tag")->int32_val());
+  int comp = 0, send = 0, recv = 0;
+  for (const auto* r : {&r0, &r1})
+    for (const auto& n : r->nodes) {
+      comp += n.type() == pb::COMP_NODE;
+      send += n.type() == pb::COMM_SEND_NODE;
+      recv += n.type() == pb::COMM_RECV_NODE;
+    }
+  EXPECT_EQ(comp, 4);
+  EXPECT_EQ(send, 3);  // a -> c, b -> d, b -> c
+  EXPECT_EQ(recv, 3);
+  fs::remove_all(dir);
+}
+
+void expect_same_graph(const Graph& a, const Graph& b) {
+  EXPECT_EQ(to_placesim_json(a), to_placesim_json(b));
+  for (std::size_t i = 0; i < a.num_operators(); ++i) {
+    EXPECT_EQ(a.op(i).compute_s, b.op(i).compute_s) << a.op(i).name;  // bit for bit
+    EXPECT_EQ(a.op(i).memory_bytes, b.op(i).memory_bytes) << a.op(i).name;
+  }
+  for (std::size_t e = 0; e < a.num_tensors(); ++e) EXPECT_EQ(a.tensor(e).bytes, b.tensor(e).bytes);
+}
+
+TEST(Chakra, RoundTripGivesTheSameGraphAndPlacement) {
+  const Graph g = four_ops();
+  const std::vector<DeviceId> placement{0, 0, 1, 1};
+  const Cluster cluster = testutil::dedicated_mesh(3, 1e9);
+  const Measurement m = measure_placement(g, cluster, placement, Engine::Both);
+  const fs::path dir = scratch("roundtrip");
+  write_chakra_traces(dir.string(), "four", g, placement, 3, chakra_start_of(m), chakra_run_of(m, "four_ops"));
+  const ChakraTraces back = read_chakra_traces(dir.string());
+  EXPECT_TRUE(back.exact);
+  EXPECT_EQ(back.ranks, 3);  // rank 2 ran nothing and still has its file
+  EXPECT_EQ(back.placement, placement);
+  expect_same_graph(g, back.graph);
+  ASSERT_TRUE(back.run);
+  EXPECT_EQ(back.run->engine, "simgrid");
+  EXPECT_EQ(back.run->latency_s, *m.simgrid_latency);
+  fs::remove_all(dir);
+}
+
+// A model of the zoo (a 2-layer BERT, 700-odd operators) dealt over 4 GPUs.
+TEST(Chakra, RoundTripOfAZooModel) {
+  models::ModelConfig c;
+  c.model = "bert-base";
+  c.layers = 2;
+  c.style = models::GraphStyle::Fused;
+  const Graph g = models::zoo_graph(c);
+  std::vector<DeviceId> placement(g.num_operators());
+  for (std::size_t i = 0; i < placement.size(); ++i) placement[i] = static_cast<DeviceId>((i / 16) % 4);
+  // Operators of a colocation class share a GPU: the one of the class's first operator.
+  std::map<int, DeviceId> class_gpu;
+  for (std::size_t i = 0; i < placement.size(); ++i)
+    if (g.op(i).colocation_class >= 0) placement[i] = class_gpu.try_emplace(g.op(i).colocation_class, placement[i]).first->second;
+  const Cluster cluster = testutil::dedicated_mesh(4, 10e9);
+  const Measurement m = measure_placement(g, cluster, placement, Engine::Evaluator);
+  const fs::path dir = scratch("zoo");
+  write_chakra_traces(dir.string(), "bert", g, placement, 4, chakra_start_of(m), chakra_run_of(m, "bert"));
+  const ChakraTraces back = read_chakra_traces(dir.string());
+  EXPECT_EQ(back.placement, placement);
+  expect_same_graph(g, back.graph);
+  const Measurement again = measure_placement(back.graph, cluster, back.placement, Engine::Evaluator);
+  EXPECT_EQ(again.evaluator_latency, m.evaluator_latency);
+  fs::remove_all(dir);
+}
+
+// The CLI's round trip: `simulate --chakra` then `simulate --replay` print the same latencies.
+TEST(Chakra, ReplayGivesTheLatencyOfTheRunThatWroteTheTraces) {
+  const fs::path dir = scratch("replay");
+  const Graph g = fig31_graph();
+  save_placesim_json(g, (dir / "g.json").string());
+  std::vector<DeviceId> placement(g.num_operators());
+  for (std::size_t i = 0; i < placement.size(); ++i) placement[i] = static_cast<DeviceId>(i % 2);
+  save_placement(g, placement, (dir / "p.json").string());
+  std::ofstream(dir / "c.yaml") << "cluster: {type: full-mesh, gpus: 2, bandwidth: 1GB/s}\n";
+  std::string first, second;
+  ASSERT_EQ(testutil::run_cli(fmt::format("simulate --graph {0}/g.json --placement {0}/p.json --cluster {0}/c.yaml --chakra {0}/et",
+                                          dir.string()),
+                              first),
+            0)
+      << first;
+  EXPECT_TRUE(fs::exists(dir / "et" / "g.0.et")) << first;
+  ASSERT_EQ(testutil::run_cli(fmt::format("simulate --replay {0}/et --cluster {0}/c.yaml", dir.string()), second), 0) << second;
+  auto line = [](const std::string& out, const std::string& key) {
+    std::smatch m;
+    return std::regex_search(out, m, std::regex("\n" + key + " +([^ (\n]+ ?[a-z]*)")) ? m[1].str() : std::string("missing");
+  };
+  EXPECT_NE(line(first, "simgrid"), "missing") << first;
+  EXPECT_EQ(line(first, "simgrid"), line(second, "simgrid")) << first << second;
+  EXPECT_EQ(line(first, "evaluator"), line(second, "evaluator")) << first << second;
+  EXPECT_EQ(line(first, "flow"), line(second, "flow")) << first << second;
+  EXPECT_NE(second.find("recorded        " + line(first, "simgrid") + " by simgrid"), std::string::npos) << second;
+  // --replay with --graph is refused, saying why.
+  EXPECT_EQ(testutil::run_cli(fmt::format("simulate --replay {0}/et --graph {0}/g.json --cluster {0}/c.yaml", dir.string()), second), 2);
+  EXPECT_NE(second.find("give no --graph or --placement"), std::string::npos) << second;
+  fs::remove_all(dir);
+}
+
+// A scenario writes traces per placement (`output: {chakra: true}`); another scenario re-places
+// the graph read back from them (`graph: {chakra: DIR}`).
+TEST(Chakra, ScenariosWriteAndReadTraces) {
+  const fs::path dir = scratch("scenario");
+  std::ofstream(dir / "write.yaml") << fmt::format(
+      "graph: {{builtin: fig3.1}}\ncluster: {{type: full-mesh, gpus: 2, bandwidth: 20GB/s}}\n"
+      "strategies: [m-etf]\nsimulation: {{engine: evaluator, trace: false}}\noutput: {{dir: {}, chakra: true}}\n",
+      (dir / "out").string());
+  std::string out;
+  ASSERT_EQ(testutil::run_cli("run " + (dir / "write.yaml").string(), out), 0) << out;
+  std::vector<fs::path> written;
+  for (const auto& e : fs::directory_iterator(dir / "out"))
+    if (e.is_directory() && e.path().filename().string().starts_with("chakra-")) written.push_back(e.path());
+  ASSERT_EQ(written.size(), 1u) << out;
+  const ChakraTraces traces = read_chakra_traces(written[0].string());
+  EXPECT_EQ(traces.ranks, 2);
+  EXPECT_EQ(to_placesim_json(traces.graph), to_placesim_json(fig31_graph()));
+  std::ofstream(dir / "read.yaml") << fmt::format(
+      "graph: {{chakra: {}}}\ncluster: {{type: full-mesh, gpus: 4, bandwidth: 20GB/s}}\n"
+      "strategies: [m-etf, single-device]\nsimulation: {{engine: evaluator, trace: false}}\noutput: {}\n",
+      written[0].string(), (dir / "out2").string());
+  ASSERT_EQ(testutil::run_cli("run " + (dir / "read.yaml").string(), out), 0) << out;
+  EXPECT_INPUT_ERROR(load_scenario((dir / "nowhere.yaml").string()), "");
+  std::ofstream(dir / "bad.yaml") << "graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [m-etf]\n"
+                                     "output: {dir: x, chakraa: true}\n";
+  EXPECT_INPUT_ERROR(load_scenario((dir / "bad.yaml").string()), "output", "chakraa");
+  fs::remove_all(dir);
+}
+
+void write_trace(const fs::path& file, const std::vector<pb::Node>& nodes) {
+  std::ofstream out(file, std::ios::binary);
+  pb::GlobalMetadata meta;
+  meta.set_version("0.0.4");
+  ASSERT_TRUE(google::protobuf::util::SerializeDelimitedToOstream(meta, &out));
+  for (const auto& n : nodes) ASSERT_TRUE(google::protobuf::util::SerializeDelimitedToOstream(n, &out));
+}
+
+pb::Node node(std::uint64_t id, const std::string& name, pb::NodeType type, std::vector<std::uint64_t> deps,
+              std::uint64_t duration_us = 0) {
+  pb::Node n;
+  n.set_id(id);
+  n.set_name(name);
+  n.set_type(type);
+  for (auto d : deps) n.add_data_deps(d);
+  n.set_duration_micros(duration_us);
+  return n;
+}
+
+void comm(pb::Node& n, int src, int dst, int tag, std::int64_t bytes) {
+  auto add = [&](const char* name) {
+    auto* a = n.add_attr();
+    a->set_name(name);
+    return a;
+  };
+  add("comm_src")->set_int32_val(src);
+  add("comm_dst")->set_int32_val(dst);
+  add("comm_tag")->set_int32_val(tag);
+  add("comm_size")->set_int64_val(bytes);
+}
+
+// Another tool's traces: compute nodes and send/receive pairs, a collective in between.
+TEST(Chakra, ReadsOtherToolsTraces) {
+  const fs::path dir = scratch("foreign");
+  pb::Node send = node(1, "send", pb::COMM_SEND_NODE, {0});
+  comm(send, 0, 1, 7, 4096);
+  pb::Node recv = node(0, "recv", pb::COMM_RECV_NODE, {});
+  comm(recv, 0, 1, 7, 4096);
+  write_trace(dir / "w.0.et", {node(0, "a", pb::COMP_NODE, {}, 10), send});
+  write_trace(dir / "w.1.et", {recv, node(1, "b", pb::COMP_NODE, {0}, 20), node(2, "allreduce", pb::COMM_COLL_NODE, {1}),
+                               node(3, "d", pb::COMP_NODE, {2}, 5)});
+  const ChakraTraces t = read_chakra_traces(dir.string());
+  EXPECT_FALSE(t.exact);
+  ASSERT_EQ(t.graph.num_operators(), 3u);
+  EXPECT_EQ(t.graph.op(0).name, "a");
+  EXPECT_DOUBLE_EQ(t.graph.op(0).compute_s, 10e-6);
+  EXPECT_EQ(t.placement, (std::vector<DeviceId>{0, 1, 1}));
+  ASSERT_EQ(t.graph.num_tensors(), 2u);
+  EXPECT_EQ(t.graph.tensor(0).src, 0);
+  EXPECT_EQ(t.graph.tensor(0).dst, 1);
+  EXPECT_EQ(t.graph.tensor(0).bytes, 4096);
+  EXPECT_EQ(t.graph.tensor(1).src, 1);  // b -> d through the collective
+  EXPECT_EQ(t.graph.tensor(1).dst, 2);
+  ASSERT_EQ(t.warnings.size(), 1u);
+  EXPECT_NE(t.warnings[0].find("1 node neither compute nor send/receive"), std::string::npos) << t.warnings[0];
+  fs::remove_all(dir);
+}
+
+TEST(Chakra, BadDirectoriesAreInputErrors) {
+  const fs::path dir = scratch("bad");
+  EXPECT_INPUT_ERROR(read_chakra_traces(dir.string()), "", "holds no Chakra trace");
+  write_trace(dir / "w.0.et", {node(0, "a", pb::COMP_NODE, {}, 1)});
+  write_trace(dir / "w.2.et", {node(0, "b", pb::COMP_NODE, {}, 1)});
+  EXPECT_INPUT_ERROR(read_chakra_traces(dir.string()), "", "has no trace of rank 1");
+  write_trace(dir / "v.0.et", {});
+  EXPECT_INPUT_ERROR(read_chakra_traces(dir.string()), "", "several runs (v, w)");
+  fs::remove(dir / "w.2.et");
+  std::ofstream(dir / "w.1.et", std::ios::binary) << "\x7f" << "short";
+  EXPECT_INPUT_ERROR(read_chakra_traces(dir.string(), "w"), "GlobalMetadata", "not a Chakra execution trace");
+  pb::Node recv = node(0, "recv", pb::COMM_RECV_NODE, {});
+  comm(recv, 0, 1, 3, 8);
+  write_trace(dir / "w.1.et", {recv, node(1, "b", pb::COMP_NODE, {0}, 1)});
+  EXPECT_INPUT_ERROR(read_chakra_traces(dir.string(), "w"), "node 0 ('recv')", "no matching send");
+  fs::remove_all(dir);
+}
+
+// The traces parse with Python's protobuf (Debian python3-protobuf) against placesim's .proto,
+// compiled by protoc: what a Chakra tool in Python would do.
+TEST(Chakra, PythonProtobufReadsTheTraces) {
+  std::string out;
+  if (testutil::run_cli("--version", out) != 0) GTEST_SKIP() << "the CLI does not run";
+  auto have = [](const std::string& cmd) { return std::system((cmd + " > /dev/null 2>&1").c_str()) == 0; };
+  std::string python;
+  for (const char* p : {"python3", "/usr/bin/python3"})
+    if (have(std::string(p) + " -c 'import google.protobuf'")) {
+      python = p;
+      break;
+    }
+  if (python.empty() || !have("protoc --version"))
+    GTEST_SKIP() << "protoc or Python's protobuf is missing (Debian: protobuf-compiler python3-protobuf; tools/install-deps.sh "
+                    "installs them)";
+  const fs::path dir = scratch("python");
+  const Graph g = four_ops();
+  const std::vector<DeviceId> placement{0, 0, 1, 1};
+  const Cluster cluster = testutil::dedicated_mesh(2, 1e9);
+  const Measurement m = measure_placement(g, cluster, placement, Engine::Evaluator);
+  write_chakra_traces((dir / "et").string(), "four", g, placement, 2, chakra_start_of(m), chakra_run_of(m, "four_ops"));
+  ASSERT_TRUE(have(fmt::format("protoc -I {0}/sim/chakra --python_out={1} {0}/sim/chakra/chakra_et.proto", PLACESIM_TEST_SOURCE_DIR,
+                               dir.string())));
+  std::ofstream(dir / "read.py") << R"(import sys
+sys.path.insert(0, sys.argv[1])
+import chakra_et_pb2 as et
+from google.protobuf.internal.decoder import _DecodeVarint32
+for rank in (0, 1):
+    data = open(f"{sys.argv[1]}/et/four.{rank}.et", "rb").read()
+    pos, messages = 0, []
+    while pos < len(data):
+        size, pos = _DecodeVarint32(data, pos)
+        messages.append(data[pos:pos + size])
+        pos += size
+    meta = et.GlobalMetadata()
+    meta.ParseFromString(messages[0])
+    kinds = []
+    for raw in messages[1:]:
+        n = et.Node()
+        n.ParseFromString(raw)
+        attrs = {a.name: a for a in n.attr}
+        if n.type == et.COMM_SEND_NODE:
+            kinds.append(f"send:{attrs['comm_dst'].int32_val}:{attrs['comm_size'].int64_val}")
+        elif n.type == et.COMM_RECV_NODE:
+            kinds.append(f"recv:{attrs['comm_src'].int32_val}:{attrs['comm_size'].int64_val}")
+        else:
+            kinds.append(f"comp:{n.name}:{n.duration_micros}")
+    print(rank, meta.version, " ".join(kinds))
+)";
+  FILE* pipe = popen(fmt::format("{} {}/read.py {} 2>&1", python, dir.string(), dir.string()).c_str(), "r");
+  char buf[4096];
+  out.clear();
+  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  EXPECT_EQ(pclose(pipe), 0) << out;
+  EXPECT_NE(out.find("0 0.0.4 comp:a:10 send:1:1001 comp:b:3 send:1:64 send:1:0"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 0.0.4 recv:0:1001 recv:0:0 comp:c:7 recv:0:64 comp:d:1"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace placesim
