@@ -265,6 +265,12 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
       out.trace_file = "trace-" + file_safe(file_stem) + ".json";
       write_trace((folder / out.trace_file).string(), graph, cluster, compiled.graph.placement, m);
     }
+    // The plan's execution graph: the steps of its collectives are operators of no time flagged
+    // placesim.communication (not yet Chakra collective nodes).
+    if (scenario.chakra)
+      write_chakra_traces((folder / ("chakra-" + file_safe(file_stem))).string(), file_safe(file_stem), graph,
+                          compiled.graph.placement, cluster.num_devices(), chakra_start_of(m),
+                          chakra_run_of(m, scenario.name + " / " + spec.label));
   } catch (const OutputError&) {
     throw;
   } catch (const std::exception& e) {
