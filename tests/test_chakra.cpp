@@ -295,6 +295,28 @@ TEST(Chakra, ReadsOtherToolsTraces) {
   fs::remove_all(dir);
 }
 
+// A chain of 200 collectives, each depending twice (data and control) on the one before: read
+// once per node, not once per path (2^200), and a cycle is an error.
+TEST(Chakra, ChainsAndCyclesOfOtherNodes) {
+  const fs::path dir = scratch("chain");
+  std::vector<pb::Node> nodes{node(0, "a", pb::COMP_NODE, {}, 1)};
+  for (std::uint64_t k = 1; k <= 200; ++k) {
+    pb::Node c = node(k, "coll", pb::COMM_COLL_NODE, {k - 1});
+    c.add_ctrl_deps(k - 1);
+    nodes.push_back(c);
+  }
+  nodes.push_back(node(201, "b", pb::COMP_NODE, {200}, 1));
+  write_trace(dir / "w.0.et", nodes);
+  const ChakraTraces t = read_chakra_traces(dir.string());
+  ASSERT_EQ(t.graph.num_tensors(), 1u);
+  EXPECT_EQ(t.graph.tensor(0).src, 0);
+  pb::Node x = node(0, "x", pb::COMM_COLL_NODE, {1});
+  pb::Node y = node(1, "y", pb::COMM_COLL_NODE, {0});
+  write_trace(dir / "w.0.et", {x, y, node(2, "b", pb::COMP_NODE, {1}, 1)});
+  EXPECT_INPUT_ERROR(read_chakra_traces(dir.string()), "", "dependency cycle");
+  fs::remove_all(dir);
+}
+
 TEST(Chakra, BadDirectoriesAreInputErrors) {
   const fs::path dir = scratch("bad");
   EXPECT_INPUT_ERROR(read_chakra_traces(dir.string()), "", "holds no Chakra trace");

@@ -10,6 +10,7 @@
 #include <google/protobuf/util/delimited_message_util.h>
 #include <map>
 #include <regex>
+#include <set>
 #include <unordered_map>
 
 #include "sim/chakra/chakra_et.pb.h"
@@ -351,29 +352,44 @@ ChakraTraces read_foreign(std::vector<RankFile>& files) {
                          fmt::format("a receive from rank {} (tag {}) with no matching send", std::get<0>(key), std::get<2>(key)));
       matched_send[{r, n.id()}] = list[taken++];
     }
-  std::function<void(const Key&, double, std::vector<std::pair<OpId, double>>&, int)> producers =
-      [&](const Key& k, double bytes, std::vector<std::pair<OpId, double>>& found, int depth) {
-        if (depth > 64) return;
-        auto it = nodes.find(k);
-        if (it == nodes.end()) throw InputError(files[k.rank].path, fmt::format("node {}", k.id), "a dependency on a node the file does not have");
-        const pb::Node& n = *it->second;
-        if (auto op = op_of.find(k); op != op_of.end()) {
-          found.emplace_back(op->second, bytes);
-          return;
-        }
-        if (n.type() == pb::COMM_RECV_NODE) {
-          const std::int64_t size = attr_int(n, "comm_size");
-          producers(matched_send.at(k), size > 0 ? static_cast<double>(size) : 0.0, found, depth + 1);
-          return;
-        }
-        for (auto d : n.data_deps()) producers({k.rank, d}, bytes, found, depth + 1);
-        for (auto d : n.ctrl_deps()) producers({k.rank, d}, bytes, found, depth + 1);
-      };
+  // Each non-operator node's producers, worked out once (chains of collectives with several
+  // dependencies each would otherwise be walked once per path); a cycle is an error.
+  std::map<Key, std::vector<std::pair<OpId, double>>> behind;
+  std::set<Key> visiting;
+  std::function<const std::vector<std::pair<OpId, double>>&(const Key&)> producers_of;
+  auto add_from = [&](const Key& k, double bytes, std::vector<std::pair<OpId, double>>& found) {
+    if (auto op = op_of.find(k); op != op_of.end()) {
+      found.emplace_back(op->second, bytes);
+      return;
+    }
+    for (const auto& [p, b] : producers_of(k)) found.emplace_back(p, bytes > 0 ? bytes : b);
+  };
+  producers_of = [&](const Key& k) -> const std::vector<std::pair<OpId, double>>& {
+    if (auto done = behind.find(k); done != behind.end()) return done->second;
+    auto it = nodes.find(k);
+    if (it == nodes.end())
+      throw InputError(files[k.rank].path, fmt::format("node {}", k.id), "a dependency on a node the file does not have");
+    if (!visiting.insert(k).second)
+      throw InputError(files[k.rank].path, fmt::format("node {} ('{}')", k.id, it->second->name()), "is on a dependency cycle");
+    const pb::Node& n = *it->second;
+    std::vector<std::pair<OpId, double>> found;
+    if (n.type() == pb::COMM_RECV_NODE) {
+      const std::int64_t size = attr_int(n, "comm_size");
+      add_from(matched_send.at(k), size > 0 ? static_cast<double>(size) : 0.0, found);
+    } else {
+      for (auto d : n.data_deps()) add_from({k.rank, d}, 0.0, found);
+      for (auto d : n.ctrl_deps()) add_from({k.rank, d}, 0.0, found);
+    }
+    std::map<OpId, double> by_producer;
+    for (const auto& [p, bytes] : found) by_producer[p] = std::max(by_producer[p], bytes);
+    visiting.erase(k);
+    return behind[k] = std::vector<std::pair<OpId, double>>(by_producer.begin(), by_producer.end());
+  };
   for (const auto& [key, op] : op_of) {
     const pb::Node& n = *nodes.at(key);
     std::vector<std::pair<OpId, double>> found;
-    for (auto d : n.data_deps()) producers({key.rank, d}, 0.0, found, 0);
-    for (auto d : n.ctrl_deps()) producers({key.rank, d}, 0.0, found, 0);
+    for (auto d : n.data_deps()) add_from({key.rank, d}, 0.0, found);
+    for (auto d : n.ctrl_deps()) add_from({key.rank, d}, 0.0, found);
     std::map<OpId, double> by_producer;  // one tensor per producer: the largest transfer
     for (const auto& [p, bytes] : found) by_producer[p] = std::max(by_producer[p], bytes);
     for (const auto& [p, bytes] : by_producer) out.graph.add_tensor(p, op, bytes);

@@ -212,12 +212,16 @@ class Importer {
       if (!input.type().has_tensor_type()) throw InputError(file_, fmt::format("input '{}'", input.name()), "expected a tensor input");
       auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
       if (o_.batch > 0 && shape->dim_size() > 0) shape->mutable_dim(0)->set_dim_value(o_.batch);
-      for (int k = 0; k < shape->dim_size(); ++k)
+      for (int k = 0; k < shape->dim_size(); ++k) {
+        if (shape->dim(k).has_dim_value() && shape->dim(k).dim_value() <= 0)
+          throw InputError(file_, fmt::format("input '{}'", input.name()),
+                           fmt::format("dimension {} is {}: expected a size >= 1", k, shape->dim(k).dim_value()));
         if (!shape->dim(k).has_dim_value())
           throw InputError(file_, fmt::format("input '{}'", input.name()),
                            fmt::format("dimension {} is symbolic ('{}'); {}", k, shape->dim(k).dim_param(),
                                        k == 0 ? "give the batch (graph.batch, --batch)"
                                               : "export with fixed shapes (tools/export_onnx.py --input-shape)"));
+      }
       if (!any_input && shape->dim_size() > 0) r_.batch = shape->dim(0).dim_value();
       any_input = true;
     }
@@ -302,8 +306,11 @@ class Importer {
     }
     for (const auto& input : graph.input()) {
       if (initializer_names_.contains(input.name())) continue;
-      const TensorSpec& t = types_.at(input.name());
-      values_[input.name()] = b_.input(input.name(), t.shape, t.dtype);
+      auto it = types_.find(input.name());
+      if (it == types_.end())
+        throw InputError(file_, fmt::format("input '{}'", input.name()),
+                         fmt::format("element type {} is not supported", input.type().tensor_type().elem_type()));
+      values_[input.name()] = b_.input(input.name(), it->second.shape, it->second.dtype);
     }
   }
 
@@ -370,7 +377,9 @@ class Importer {
       if (name.empty() || (!types_.contains(name) && !consumed_.contains(name))) {
         // An omitted optional output, or one shape inference left open that nothing reads (ONNX
         // infers only Y of a training-mode BatchNormalization; its statistics are per channel).
-        if (type == "BatchNormalization" && k > 0 && !name.empty()) outs.push_back({{b_.tensor(slot[0]).shape.at(1)}, DType::F32});
+        if (type == "BatchNormalization" && k > 0 && !name.empty() && !slot.empty() && slot[0] != kNoTensor &&
+            b_.tensor(slot[0]).shape.size() >= 2)
+          outs.push_back({{b_.tensor(slot[0]).shape[1]}, DType::F32});
         else outs.push_back({{0}, DType::F32});
       } else {
         outs.push_back(type_of(name, node));
@@ -398,8 +407,21 @@ class Importer {
 
   // The forward op of a node with a gradient rule, and the rule.
   std::int32_t record_with_rule(const onnx::NodeProto& node, const std::string& leaf, const std::vector<Tid>& in,
-                                const std::vector<Tid>& slot, const std::vector<TensorSpec>& outs) {
+                                const std::vector<Tid>& given, const std::vector<TensorSpec>& outs) {
     const std::string& type = node.op_type();
+    // The inputs each rule reads must be there: ONNX's shape inference does not count them.
+    const std::size_t required = type == "Conv" || type == "Gemm" || type == "MatMul" || type == "PRelu" || type == "Gather" ||
+                                         type == "GatherElements" || kNormalizations.contains(type) || kBinary.contains(type) ||
+                                         type.ends_with("Loss")
+                                     ? 2
+                                 : type == "Where" ? 3
+                                                   : 1;
+    if (outs.empty()) throw InputError(file_, describe(node), "has no output");
+    for (std::size_t k = 0; k < required; ++k)
+      if (k >= given.size() || given[k] == kNoTensor)
+        throw InputError(file_, describe(node), fmt::format("input {} is missing ({} takes at least {})", k, type, required));
+    std::vector<Tid> slot = given;
+    slot.resize(std::max<std::size_t>(slot.size(), 3), kNoTensor);
     const double n = elements(outs[0].shape);
     ModelBuilder& b = b_;
     auto grad_like = [](ModelBuilder& m, std::string_view leaf, std::string_view type, std::vector<Tid> inputs, Tid like,
