@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include "cli_conventions.h"
@@ -342,27 +343,26 @@ int cmd_generate(const GenerateArgs& a) {
 // `graph import`: an ONNX model to placesim JSON. The flags are the keys of a scenario's
 // `graph: {onnx: ...}` mapping (models::onnx_import_schema), parsed by the same schema.
 struct ImportArgs {
-  std::string input, output, batch, gpu, training, unsupported, optimizer;
+  std::string input, output;
+  std::map<std::string, std::string> options;  // schema key -> the flag's text (empty: not given)
 };
 
 int cmd_import(const ImportArgs& a) {
   YAML::Node node;
   node["onnx"] = a.input;
-  auto set = [&](const char* key, const std::string& value) {
-    if (value.empty()) return;
-    if (value.front() == '{') node[key] = YAML::Load(value);  // a mapping, such as --gpu '{preset: v100, efficiency: 0.6}'
-    else node[key] = value;
-  };
   models::OnnxImportOptions options;
   try {
-    set("batch", a.batch);
-    set("gpu", a.gpu);
-    set("training", a.training);
-    set("unsupported", a.unsupported);
-    set("optimizer", a.optimizer);
+    for (const auto& [key, value] : a.options) {
+      if (value.empty()) continue;
+      try {
+        // A mapping, such as --gpu '{preset: v100, efficiency: 0.6}', or a scalar as written.
+        if (value.front() == '{') node[key] = YAML::Load(value);
+        else node[key] = value;
+      } catch (const YAML::Exception& e) {
+        throw InputError("command line", key, "malformed YAML mapping: " + e.msg);
+      }
+    }
     options = models::onnx_import_schema().parse(YamlFields(node, "command line", ""));
-  } catch (const YAML::Exception& e) {
-    throw InputError("command line", "--gpu", "malformed YAML mapping: " + e.msg);
   } catch (const InputError& e) {
     // The schema names its keys; on the command line they are flags.
     throw InputError(e.file(), e.field().empty() || e.file() != "command line" ? e.field() : "--" + e.field(), e.reason());
@@ -524,8 +524,7 @@ int main(int argc, char** argv) {
   import->add_option("-o,--output", imp.output, "placesim JSON file to write")->required();
   for (const auto& doc : models::onnx_import_schema().docs()) {
     if (doc.key == "onnx") continue;
-    std::string* target = doc.key == "batch" ? &imp.batch : doc.key == "gpu" ? &imp.gpu : doc.key == "training" ? &imp.training
-                          : doc.key == "unsupported" ? &imp.unsupported : &imp.optimizer;
+    std::string* target = &imp.options[doc.key];  // std::map: the reference stays valid for CLI11
     std::string help = fmt::format("{} (default {})", doc.help, doc.default_text);
     if (!doc.choices.empty()) help += fmt::format(": {}", fmt::join(doc.choices, ", "));
     import->add_option("--" + doc.key, *target, help);
