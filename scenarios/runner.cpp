@@ -87,6 +87,15 @@ std::string file_safe(const std::string& label) {
   return out;
 }
 
+// A point's Chakra traces (`output: {chakra: true}`): chakra-<point>/<point>.<rank>.et.
+void write_point_chakra(const fs::path& folder, const std::string& file_stem, const Graph& graph, const Cluster& cluster,
+                        const std::vector<DeviceId>& placement, const Measurement& m, const Scenario& scenario,
+                        const StrategySpec& spec) {
+  const std::string name = file_safe(file_stem);
+  write_chakra_traces((folder / ("chakra-" + name)).string(), name, graph, placement, cluster.num_devices(), chakra_start_of(m),
+                      chakra_run_of(m, scenario.name + " / " + spec.label));
+}
+
 // Why a measurement holds a value that is not a finite number, or "" when every value is finite.
 // JSON has no infinity or NaN (they would be written as null, as if absent), and such a point
 // cannot be compared with others, so the runner records it as a failed point with this reason.
@@ -180,10 +189,7 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
       out.trace_file = "trace-" + file_safe(file_stem) + ".json";
       write_trace((folder / out.trace_file).string(), graph, run_on, placed.placement, out.measurement);
     }
-    if (scenario.chakra)
-      write_chakra_traces((folder / ("chakra-" + file_safe(file_stem))).string(), file_safe(file_stem), graph, placed.placement,
-                          run_on.num_devices(), chakra_start_of(out.measurement),
-                          chakra_run_of(out.measurement, scenario.name + " / " + spec.label));
+    if (scenario.chakra) write_point_chakra(folder, file_stem, graph, run_on, placed.placement, out.measurement, scenario, spec);
   } catch (const OutputError&) {
     throw;  // the results folder, not the strategy: the caller stops the run
   } catch (const InfeasibleProblem& e) {
@@ -267,10 +273,7 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
     }
     // The plan's execution graph: the steps of its collectives are operators of no time flagged
     // placesim.communication (not yet Chakra collective nodes).
-    if (scenario.chakra)
-      write_chakra_traces((folder / ("chakra-" + file_safe(file_stem))).string(), file_safe(file_stem), graph,
-                          compiled.graph.placement, cluster.num_devices(), chakra_start_of(m),
-                          chakra_run_of(m, scenario.name + " / " + spec.label));
+    if (scenario.chakra) write_point_chakra(folder, file_stem, graph, cluster, compiled.graph.placement, m, scenario, spec);
   } catch (const OutputError&) {
     throw;
   } catch (const std::exception& e) {

@@ -138,11 +138,21 @@ WorkloadSource workload_source_from_yaml(const YAML::Node& node, const std::stri
   return w;
 }
 
+namespace {
+
+// A path a scenario names: relative paths are relative to the scenario file's folder.
+fs::path beside_scenario(const std::string& scenario_file, const std::string& path) {
+  fs::path p = path;
+  if (p.is_relative()) p = fs::path(scenario_file).parent_path() / p;
+  return p;
+}
+
+}  // namespace
+
 LayerWorkload load_workload_source(const WorkloadSource& source, const std::string& scenario_file) {
   if (!source.model.empty())
     return models::build_layer_model(source.model, source.zoo, models::layer_zoo_widths(source.model), scenario_file);
-  fs::path p = source.file;
-  if (p.is_relative()) p = fs::path(scenario_file).parent_path() / p;
+  const fs::path p = beside_scenario(scenario_file, source.file);
   if (!fs::exists(p))
     throw InputError(scenario_file, "workload.file", fmt::format("workload file '{}' does not exist", p.string()));
   return load_nest_workload(p.lexically_normal().string());
@@ -170,16 +180,14 @@ Graph load_graph_source(const GraphSource& source, const std::string& scenario_f
   if (source.model) return models::zoo_graph(*source.model);
   if (source.onnx) {
     models::OnnxImportOptions options = *source.onnx;
-    fs::path p = options.onnx;
-    if (p.is_relative() && !scenario_file.empty()) p = fs::path(scenario_file).parent_path() / p;
+    const fs::path p = beside_scenario(scenario_file, options.onnx);
     if (!fs::exists(p)) throw InputError(scenario_file, "graph.onnx",
                        fmt::format("ONNX file '{}' does not exist (tools/export_onnx.py writes one from a PyTorch model)", p.string()));
     options.onnx = p.lexically_normal().string();
     return models::onnx_graph(options, warnings);
   }
   if (!source.chakra.empty()) {
-    fs::path p = source.chakra;
-    if (p.is_relative() && !scenario_file.empty()) p = fs::path(scenario_file).parent_path() / p;
+    const fs::path p = beside_scenario(scenario_file, source.chakra);
     if (!fs::is_directory(p))
       throw InputError(scenario_file, "graph.chakra", fmt::format("'{}' is not a directory of Chakra traces", p.string()));
     ChakraTraces traces = read_chakra_traces(p.lexically_normal().string(), source.chakra_prefix);
@@ -188,8 +196,7 @@ Graph load_graph_source(const GraphSource& source, const std::string& scenario_f
   }
   if (source.builtin == "fig3.1") return fig31_graph();
   if (source.builtin == "synthetic") return synthetic_training_graph(source.synthetic);
-  fs::path p = source.file;
-  if (p.is_relative() && !scenario_file.empty()) p = fs::path(scenario_file).parent_path() / p;
+  const fs::path p = beside_scenario(scenario_file, source.file);
   if (!fs::exists(p)) throw InputError(scenario_file, "graph.file", fmt::format("graph file '{}' does not exist", p.string()));
   LoadResult loaded = load_graph(p.lexically_normal().string(), source.format);
   warnings.insert(warnings.end(), loaded.warnings.begin(), loaded.warnings.end());

@@ -6,7 +6,6 @@
 #include <google/protobuf/util/delimited_message_util.h>
 #include <gtest/gtest.h>
 #include <regex>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "scenarios/runner.h"
@@ -76,13 +75,25 @@ Graph four_ops() {
   return g;
 }
 
+// four_ops() placed a, b on GPU 0 and c, d on GPU 1 of a mesh of `gpus`, measured by `engine`,
+// its traces written into `dir` as four.<rank>.et.
+struct FourOpsRun {
+  Graph graph = four_ops();
+  std::vector<DeviceId> placement{0, 0, 1, 1};
+  Measurement measurement;
+  std::vector<std::string> files;
+};
+FourOpsRun write_four_ops(const fs::path& dir, int gpus, Engine engine) {
+  FourOpsRun run;
+  run.measurement = measure_placement(run.graph, testutil::dedicated_mesh(gpus, 1e9), run.placement, engine);
+  run.files = write_chakra_traces(dir.string(), "four", run.graph, run.placement, gpus, chakra_start_of(run.measurement),
+                                  chakra_run_of(run.measurement, "four_ops"));
+  return run;
+}
+
 TEST(Chakra, NodesOfAHandMadePlacement) {
-  const Graph g = four_ops();
-  const std::vector<DeviceId> placement{0, 0, 1, 1};
-  const Cluster cluster = testutil::dedicated_mesh(2, 1e9);
-  const Measurement m = measure_placement(g, cluster, placement, Engine::Evaluator);
   const fs::path dir = scratch("nodes");
-  const auto files = write_chakra_traces(dir.string(), "four", g, placement, 2, chakra_start_of(m), chakra_run_of(m, "four_ops"));
+  const auto files = write_four_ops(dir, 2, Engine::Evaluator).files;
   ASSERT_EQ(files.size(), 2u);
   EXPECT_EQ(fs::path(files[1]).filename(), "four.1.et");
   const RankNodes r0 = parse(files[0]), r1 = parse(files[1]);
@@ -134,20 +145,16 @@ void expect_same_graph(const Graph& a, const Graph& b) {
 }
 
 TEST(Chakra, RoundTripGivesTheSameGraphAndPlacement) {
-  const Graph g = four_ops();
-  const std::vector<DeviceId> placement{0, 0, 1, 1};
-  const Cluster cluster = testutil::dedicated_mesh(3, 1e9);
-  const Measurement m = measure_placement(g, cluster, placement, Engine::Both);
   const fs::path dir = scratch("roundtrip");
-  write_chakra_traces(dir.string(), "four", g, placement, 3, chakra_start_of(m), chakra_run_of(m, "four_ops"));
+  const FourOpsRun run = write_four_ops(dir, 3, Engine::Both);
   const ChakraTraces back = read_chakra_traces(dir.string());
   EXPECT_TRUE(back.exact);
   EXPECT_EQ(back.ranks, 3);  // rank 2 ran nothing and still has its file
-  EXPECT_EQ(back.placement, placement);
-  expect_same_graph(g, back.graph);
+  EXPECT_EQ(back.placement, run.placement);
+  expect_same_graph(run.graph, back.graph);
   ASSERT_TRUE(back.run);
   EXPECT_EQ(back.run->engine, "simgrid");
-  EXPECT_EQ(back.run->latency_s, *m.simgrid_latency);
+  EXPECT_EQ(back.run->latency_s, *run.measurement.simgrid_latency);
   fs::remove_all(dir);
 }
 
@@ -340,7 +347,10 @@ TEST(Chakra, BadDirectoriesAreInputErrors) {
 TEST(Chakra, PythonProtobufReadsTheTraces) {
   std::string out;
   if (testutil::run_cli("--version", out) != 0) GTEST_SKIP() << "the CLI does not run";
-  auto have = [](const std::string& cmd) { return std::system((cmd + " > /dev/null 2>&1").c_str()) == 0; };
+  auto have = [](const std::string& cmd) {
+    std::string ignored;
+    return testutil::run_command(cmd, ignored) == 0;
+  };
   std::string python;
   for (const char* p : {"python3", "/usr/bin/python3"})
     if (have(std::string(p) + " -c 'import google.protobuf'")) {
@@ -351,11 +361,7 @@ TEST(Chakra, PythonProtobufReadsTheTraces) {
     GTEST_SKIP() << "protoc or Python's protobuf is missing (Debian: protobuf-compiler python3-protobuf; tools/install-deps.sh "
                     "installs them)";
   const fs::path dir = scratch("python");
-  const Graph g = four_ops();
-  const std::vector<DeviceId> placement{0, 0, 1, 1};
-  const Cluster cluster = testutil::dedicated_mesh(2, 1e9);
-  const Measurement m = measure_placement(g, cluster, placement, Engine::Evaluator);
-  write_chakra_traces((dir / "et").string(), "four", g, placement, 2, chakra_start_of(m), chakra_run_of(m, "four_ops"));
+  write_four_ops(dir / "et", 2, Engine::Evaluator);
   ASSERT_TRUE(have(fmt::format("protoc -I {0}/sim/chakra --python_out={1} {0}/sim/chakra/chakra_et.proto", PLACESIM_TEST_SOURCE_DIR,
                                dir.string())));
   std::ofstream(dir / "read.py") << R"(import sys
@@ -384,11 +390,7 @@ for rank in (0, 1):
             kinds.append(f"comp:{n.name}:{n.duration_micros}")
     print(rank, meta.version, " ".join(kinds))
 )";
-  FILE* pipe = popen(fmt::format("{} {}/read.py {} 2>&1", python, dir.string(), dir.string()).c_str(), "r");
-  char buf[4096];
-  out.clear();
-  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  EXPECT_EQ(pclose(pipe), 0) << out;
+  EXPECT_EQ(testutil::run_command(fmt::format("{} {}/read.py {}", python, dir.string(), dir.string()), out), 0) << out;
   EXPECT_NE(out.find("0 0.0.4 comp:a:10 send:1:1001 comp:b:3 send:1:64 send:1:0"), std::string::npos) << out;
   EXPECT_NE(out.find("1 0.0.4 recv:0:1001 recv:0:0 comp:c:7 recv:0:64 comp:d:1"), std::string::npos) << out;
   fs::remove_all(dir);

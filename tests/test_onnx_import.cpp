@@ -1,13 +1,11 @@
 // ONNX in (sim/models/onnx_import.h): models exported from PyTorch by tools/export_onnx.py, imported
 // and checked against closed forms and against the zoo's own ResNet-50. Skipped, saying why, when
 // Debian's PyTorch is not installed (tools/install-deps.sh installs it).
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <map>
 #include <set>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "scenarios/scenario.h"
@@ -23,23 +21,13 @@ using models::OnnxImport;
 using models::OnnxImportOptions;
 using models::Phase;
 
-int run(const std::string& command, std::string* output = nullptr) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  char buf[4096];
-  std::string out;
-  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  if (output) *output = out;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 // A Python that has PyTorch and torchvision: `python3` first (as the README runs it), then Debian's
 // own (a pyenv or venv python3 earlier in PATH does not see Debian's packages).
 const std::optional<std::string>& torch_python() {
   static const std::optional<std::string> found = []() -> std::optional<std::string> {
     for (const char* python : {"python3", "/usr/bin/python3"})
-      if (run(std::string(python) + " -c 'import torch, torchvision'") == 0) return std::string(python);
+      if (std::string out; testutil::run_command(std::string(python) + " -c 'import torch, torchvision'", out) == 0)
+        return std::string(python);
     return std::nullopt;
   }();
   return found;
@@ -62,9 +50,9 @@ std::string exported(const std::string& name, const std::string& arguments) {
   if (fs::exists(file)) return file.string();
   const fs::path partial = dir / fmt::format("{}.{}.partial", name, getpid());
   std::string out;
-  const int code = run(fmt::format("{} {}/tools/export_onnx.py {} -o {}", *torch_python(), PLACESIM_TEST_SOURCE_DIR, arguments,
-                                   partial.string()),
-                       &out);
+  const int code = testutil::run_command(fmt::format("{} {}/tools/export_onnx.py {} -o {}", *torch_python(),
+                                                    PLACESIM_TEST_SOURCE_DIR, arguments, partial.string()),
+                                        out);
   EXPECT_EQ(code, 0) << out;
   fs::rename(partial, file);
   return file.string();

@@ -25,17 +25,23 @@
 
 namespace placesim::testutil {
 
-// Runs the placesim CLI (PLACESIM_CLI_PATH) with `args`, after `environment` ("NAME=value " pairs),
-// and returns its exit code, or 128 + the signal that killed it; stdout and stderr go to `output`.
-inline int run_cli(const std::string& args, std::string& output, const std::string& environment = "") {
-  const std::string cmd = environment + std::string(PLACESIM_CLI_PATH) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  char buf[4096];
+// Runs a shell command and returns its exit code, or 128 + the signal that killed it; stdout and
+// stderr go to `output`.
+inline int run_command(const std::string& command, std::string& output) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   output.clear();
+  if (!pipe) return -1;
+  char buf[4096];
   while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) output.append(buf, n);
   const int status = pclose(pipe);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Runs the placesim CLI (PLACESIM_CLI_PATH) with `args`, after `environment` ("NAME=value " pairs),
+// as run_command does.
+inline int run_cli(const std::string& args, std::string& output, const std::string& environment = "") {
+  return run_command(environment + std::string(PLACESIM_CLI_PATH) + " " + args, output);
 }
 
 // A registered strategy built from its `options:` mapping written as YAML, as a scenario's first

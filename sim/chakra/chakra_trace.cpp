@@ -354,17 +354,31 @@ ChakraTraces read_foreign(std::vector<RankFile>& files) {
     }
   // Each non-operator node's producers, worked out once (chains of collectives with several
   // dependencies each would otherwise be walked once per path); a cycle is an error.
-  std::map<Key, std::vector<std::pair<OpId, double>>> behind;
+  using Producers = std::vector<std::pair<OpId, double>>;
+  std::map<Key, Producers> behind;
   std::set<Key> visiting;
-  std::function<const std::vector<std::pair<OpId, double>>&(const Key&)> producers_of;
-  auto add_from = [&](const Key& k, double bytes, std::vector<std::pair<OpId, double>>& found) {
+  std::function<const Producers&(const Key&)> producers_of;
+  auto add_from = [&](const Key& k, double bytes, Producers& found) {
     if (auto op = op_of.find(k); op != op_of.end()) {
       found.emplace_back(op->second, bytes);
       return;
     }
     for (const auto& [p, b] : producers_of(k)) found.emplace_back(p, bytes > 0 ? bytes : b);
   };
-  producers_of = [&](const Key& k) -> const std::vector<std::pair<OpId, double>>& {
+  // One entry per producer: the largest transfer on the way (one tensor per producer).
+  auto largest_per_producer = [](const Producers& found) {
+    std::map<OpId, double> by_producer;
+    for (const auto& [p, bytes] : found) by_producer[p] = std::max(by_producer[p], bytes);
+    return Producers(by_producer.begin(), by_producer.end());
+  };
+  // The operators behind a node's own data and control dependencies.
+  auto dependencies_of = [&](const Key& k, const pb::Node& n) {
+    Producers found;
+    for (auto d : n.data_deps()) add_from({k.rank, d}, 0.0, found);
+    for (auto d : n.ctrl_deps()) add_from({k.rank, d}, 0.0, found);
+    return largest_per_producer(found);
+  };
+  producers_of = [&](const Key& k) -> const Producers& {
     if (auto done = behind.find(k); done != behind.end()) return done->second;
     auto it = nodes.find(k);
     if (it == nodes.end())
@@ -372,28 +386,19 @@ ChakraTraces read_foreign(std::vector<RankFile>& files) {
     if (!visiting.insert(k).second)
       throw InputError(files[k.rank].path, fmt::format("node {} ('{}')", k.id, it->second->name()), "is on a dependency cycle");
     const pb::Node& n = *it->second;
-    std::vector<std::pair<OpId, double>> found;
+    Producers found;
     if (n.type() == pb::COMM_RECV_NODE) {
       const std::int64_t size = attr_int(n, "comm_size");
       add_from(matched_send.at(k), size > 0 ? static_cast<double>(size) : 0.0, found);
+      found = largest_per_producer(found);
     } else {
-      for (auto d : n.data_deps()) add_from({k.rank, d}, 0.0, found);
-      for (auto d : n.ctrl_deps()) add_from({k.rank, d}, 0.0, found);
+      found = dependencies_of(k, n);
     }
-    std::map<OpId, double> by_producer;
-    for (const auto& [p, bytes] : found) by_producer[p] = std::max(by_producer[p], bytes);
     visiting.erase(k);
-    return behind[k] = std::vector<std::pair<OpId, double>>(by_producer.begin(), by_producer.end());
+    return behind[k] = std::move(found);
   };
-  for (const auto& [key, op] : op_of) {
-    const pb::Node& n = *nodes.at(key);
-    std::vector<std::pair<OpId, double>> found;
-    for (auto d : n.data_deps()) add_from({key.rank, d}, 0.0, found);
-    for (auto d : n.ctrl_deps()) add_from({key.rank, d}, 0.0, found);
-    std::map<OpId, double> by_producer;  // one tensor per producer: the largest transfer
-    for (const auto& [p, bytes] : found) by_producer[p] = std::max(by_producer[p], bytes);
-    for (const auto& [p, bytes] : by_producer) out.graph.add_tensor(p, op, bytes);
-  }
+  for (const auto& [key, op] : op_of)
+    for (const auto& [p, bytes] : dependencies_of(key, *nodes.at(key))) out.graph.add_tensor(p, op, bytes);
   if (passed_through > 0)
     out.warnings.push_back(fmt::format("{}: {} node{} neither compute nor send/receive (collectives, memory, metadata): "
                                        "not operators; the dependencies through them are kept",
