@@ -88,12 +88,13 @@ std::string file_safe(const std::string& label) {
 }
 
 // A point's Chakra traces (`output: {chakra: true}`): chakra-<point>/<point>.<rank>.et.
+// A plan's collectives are Chakra's collective nodes.
 void write_point_chakra(const fs::path& folder, const std::string& file_stem, const Graph& graph, const Cluster& cluster,
                         const std::vector<DeviceId>& placement, const Measurement& m, const Scenario& scenario,
-                        const StrategySpec& spec) {
+                        const StrategySpec& spec, std::span<const AppendedCollective> collectives = {}) {
   const std::string name = file_safe(file_stem);
   write_chakra_traces((folder / ("chakra-" + name)).string(), name, graph, placement, cluster.num_devices(), chakra_start_of(m),
-                      chakra_run_of(m, scenario.name + " / " + spec.label));
+                      chakra_run_of(m, scenario.name + " / " + spec.label), collectives);
 }
 
 // Why a measurement holds a value that is not a finite number, or "" when every value is finite.
@@ -271,9 +272,8 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
       out.trace_file = "trace-" + file_safe(file_stem) + ".json";
       write_trace((folder / out.trace_file).string(), graph, cluster, compiled.graph.placement, m);
     }
-    // The plan's execution graph: the steps of its collectives are operators of no time flagged
-    // placesim.communication (not yet Chakra collective nodes).
-    if (scenario.chakra) write_point_chakra(folder, file_stem, graph, cluster, compiled.graph.placement, m, scenario, spec);
+    if (scenario.chakra)
+      write_point_chakra(folder, file_stem, graph, cluster, compiled.graph.placement, m, scenario, spec, compiled.graph.collectives);
   } catch (const OutputError&) {
     throw;
   } catch (const std::exception& e) {

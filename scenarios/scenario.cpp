@@ -164,7 +164,10 @@ std::string source_name(const Scenario& scenario) {
   const GraphSource& g = scenario.graph;
   if (g.model) return g.model->model;
   if (g.onnx) return fs::path(g.onnx->onnx).stem().string();
-  if (!g.chakra.empty()) return fs::path(g.chakra).lexically_normal().filename().string();
+  if (!g.chakra.empty()) {
+    const fs::path dir = fs::path(g.chakra).lexically_normal();  // "traces/" names "traces" too
+    return (dir.has_filename() ? dir : dir.parent_path()).filename().string();
+  }
   if (!g.builtin.empty()) return g.builtin;
   return fs::path(g.file).stem().string();
 }
@@ -192,6 +195,10 @@ Graph load_graph_source(const GraphSource& source, const std::string& scenario_f
       throw InputError(scenario_file, "graph.chakra", fmt::format("'{}' is not a directory of Chakra traces", p.string()));
     ChakraTraces traces = read_chakra_traces(p.lexically_normal().string(), source.chakra_prefix);
     warnings.insert(warnings.end(), traces.warnings.begin(), traces.warnings.end());
+    if (!traces.collectives.empty())
+      warnings.push_back(fmt::format("{}: the traces hold {} collective{} of a parallel plan; placed here, their steps are "
+                                     "operators of no time that the strategy places like any other",
+                                     p.string(), traces.collectives.size(), traces.collectives.size() == 1 ? "" : "s"));
     return std::move(traces.graph);
   }
   if (source.builtin == "fig3.1") return fig31_graph();

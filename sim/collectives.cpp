@@ -170,12 +170,11 @@ std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluste
   return "";
 }
 
-std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& spec, const Cluster& cluster,
-                                    const std::string& name, std::span<const OpId> after) {
-  if (const std::string why = collective_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
-  if (!after.empty() && after.size() != spec.group.size())
-    throw std::invalid_argument(fmt::format("append_collective: `after` has {} entries for {} ranks", after.size(),
-                                            spec.group.size()));
+namespace {
+
+// append_collective's steps, the spec checked.
+std::vector<OpId> append_steps(ExecutionGraph& out, const CollectiveSpec& spec, const Cluster& cluster,
+                               const std::string& name, std::span<const OpId> after) {
   Builder b(out, spec, name);
   const int n = b.ranks();
   const int c = spec.chunks;
@@ -321,6 +320,20 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& s
   phase(across, 2 * (N - 1), S / m / N, "inter-ar");
   phase(servers, m - 1, S / m, "intra-ag");
   return cur;
+}
+
+}  // namespace
+
+std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& spec, const Cluster& cluster,
+                                    const std::string& name, std::span<const OpId> after) {
+  if (const std::string why = collective_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
+  if (!after.empty() && after.size() != spec.group.size())
+    throw std::invalid_argument(fmt::format("append_collective: `after` has {} entries for {} ranks", after.size(),
+                                            spec.group.size()));
+  const OpId first = static_cast<OpId>(out.graph.num_operators());
+  std::vector<OpId> result = append_steps(out, spec, cluster, name, after);
+  out.collectives.push_back({name, spec.op, spec.group, spec.bytes, first, static_cast<OpId>(out.graph.num_operators())});
+  return result;
 }
 
 std::vector<std::vector<int>> ranks_by_server(const CollectiveSpec& spec, const Cluster& cluster) {

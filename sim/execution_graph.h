@@ -3,6 +3,7 @@
 // collectives (sim/collectives.h) and parallel plans (sim/parallel_plan.h) append operators, and
 // the one way they are run on the engines.
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -11,10 +12,24 @@
 
 namespace placesim {
 
+enum class CollectiveOp;  // sim/collectives.h
+
+// A collective appended to an execution graph (append_collective): what it is, and its steps,
+// the operators [first, end). Kept so that what is written out of the graph (Chakra's collective
+// nodes) names the collective instead of its messages.
+struct AppendedCollective {
+  std::string name;
+  CollectiveOp op;
+  std::vector<DeviceId> group;  // in rank order
+  double bytes = 0;             // one rank's buffer, as CollectiveSpec::bytes
+  OpId first = 0, end = 0;
+};
+
 // A graph under construction with its placement.
 struct ExecutionGraph {
   Graph graph;
   std::vector<DeviceId> placement;  // GPU of each operator
+  std::vector<AppendedCollective> collectives;  // in the order they were appended
   OpId add(Operator op, DeviceId gpu);
   // A step of a collective on `gpu` (Operator::communication: no GPU time, in no GPU's order).
   OpId add_communication_step(std::string name, DeviceId gpu) {

@@ -3,14 +3,19 @@
 // reading with Python's protobuf against the .proto, and bad directories.
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <google/protobuf/util/delimited_message_util.h>
 #include <gtest/gtest.h>
 #include <regex>
+#include <set>
 #include <unistd.h>
 
 #include "scenarios/runner.h"
 #include "scenarios/scenario.h"
 #include "sim/builtin_graphs.h"
+#include "sim/collectives.h"
+#include "sim/layer_model.h"
+#include "sim/parallel_plan.h"
 #include "sim/chakra/chakra_et.pb.h"
 #include "sim/chakra/chakra_trace.h"
 #include "sim/evaluator.h"
@@ -183,6 +188,149 @@ TEST(Chakra, RoundTripOfAZooModel) {
   fs::remove_all(dir);
 }
 
+void expect_same_collectives(std::span<const AppendedCollective> a, std::span<const AppendedCollective> b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t c = 0; c < a.size(); ++c) {
+    EXPECT_EQ(a[c].name, b[c].name);
+    EXPECT_EQ(a[c].op, b[c].op) << a[c].name;
+    EXPECT_EQ(a[c].group, b[c].group) << a[c].name;
+    EXPECT_EQ(a[c].bytes, b[c].bytes) << a[c].name;
+    EXPECT_EQ(a[c].first, b[c].first) << a[c].name;
+    EXPECT_EQ(a[c].end, b[c].end) << a[c].name;
+  }
+}
+
+// On each of 4 GPUs, grad (1 ms), a ring all-reduce of 4 MB over the 4 GPUs (1 GB/s, no latency),
+// then update (0.5 ms), its traces written into `dir` as ar.<rank>.et. The ring takes 2(n - 1)
+// steps of S/n/B = 1 ms: 6 ms, from 1 ms on.
+struct AllReduceRun {
+  Cluster cluster = testutil::dedicated_mesh(4, 1e9);
+  ExecutionGraph g;
+  Measurement measurement;
+  std::vector<std::string> files;
+};
+AllReduceRun write_allreduce_between_compute(const fs::path& dir) {
+  AllReduceRun run;
+  ExecutionGraph& g = run.g;
+  std::vector<OpId> grads;
+  for (int r = 0; r < 4; ++r) grads.push_back(g.add({fmt::format("grad{}", r), "MatMul", 1e-3}, r));
+  const CollectiveSpec spec{CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, {0, 1, 2, 3}, 4e6};
+  const std::vector<OpId> reduced = append_collective(g, spec, run.cluster, "grads.allreduce", grads);
+  for (int r = 0; r < 4; ++r) g.depend(reduced[r], g.add({fmt::format("update{}", r), "Add", 0.5e-3}, r));
+  g.graph.finalize("all-reduce between compute");
+  run.measurement = measure_placement(g.graph, run.cluster, g.placement, Engine::Evaluator);
+  run.files = write_chakra_traces(dir.string(), "ar", g.graph, g.placement, 4, chakra_start_of(run.measurement),
+                                  chakra_run_of(run.measurement, "all-reduce"), g.collectives);
+  return run;
+}
+
+// Each rank's trace holds grad, one collective node and update, and none of the ring's 24 messages.
+TEST(Chakra, CollectivesAreCollectiveNodes) {
+  const fs::path dir = scratch("collective");
+  const AllReduceRun run = write_allreduce_between_compute(dir);
+  const ExecutionGraph& g = run.g;
+  const Measurement& m = run.measurement;
+  const std::vector<std::string>& files = run.files;
+  EXPECT_DOUBLE_EQ(m.evaluator_latency, 1e-3 + 6e-3 + 0.5e-3);
+  ASSERT_EQ(files.size(), 5u);  // four ranks and the process groups
+  for (int r = 0; r < 4; ++r) {
+    const RankNodes t = parse(files[r]);
+    ASSERT_EQ(t.nodes.size(), 3u) << "rank " << r;
+    const pb::Node &grad = t.nodes[0], &coll = t.nodes[1], &update = t.nodes[2];
+    EXPECT_EQ(grad.type(), pb::COMP_NODE);
+    EXPECT_EQ(grad.name(), fmt::format("grad{}", r));
+    EXPECT_EQ(coll.type(), pb::COMM_COLL_NODE);
+    EXPECT_EQ(coll.name(), "grads.allreduce");
+    EXPECT_EQ(attr(coll, "comm_type")->int64_val(), pb::ALL_REDUCE);
+    EXPECT_EQ(attr(coll, "comm_size")->int64_val(), 4000000);
+    EXPECT_EQ(attr(coll, "pg_name")->string_val(), "1");
+    EXPECT_FALSE(attr(coll, "is_cpu_op")->bool_val());
+    EXPECT_EQ(coll.start_time_micros(), 1000u);
+    EXPECT_EQ(coll.duration_micros(), 6000u);
+    EXPECT_EQ(std::vector<std::uint64_t>(coll.data_deps().begin(), coll.data_deps().end()), std::vector<std::uint64_t>{grad.id()});
+    EXPECT_EQ(coll.ctrl_deps_size(), 0);  // beside the GPU's kernels
+    EXPECT_EQ(update.name(), fmt::format("update{}", r));
+    EXPECT_EQ(update.start_time_micros(), 7000u);
+    EXPECT_EQ(std::vector<std::uint64_t>(update.data_deps().begin(), update.data_deps().end()), std::vector<std::uint64_t>{coll.id()});
+    EXPECT_EQ(std::vector<std::uint64_t>(update.ctrl_deps().begin(), update.ctrl_deps().end()), std::vector<std::uint64_t>{grad.id()});
+  }
+  std::ifstream groups(files[4]);
+  EXPECT_EQ(fs::path(files[4]).filename(), "ar.comm_groups.json");
+  EXPECT_EQ(nlohmann::json::parse(groups), nlohmann::json::parse(R"({"1": [0, 1, 2, 3]})"));
+
+  // Back exactly: the steps, their messages and the collective; replayed, the same latency.
+  const ChakraTraces back = read_chakra_traces(dir.string());
+  EXPECT_TRUE(back.exact);
+  EXPECT_EQ(back.placement, g.placement);
+  expect_same_graph(g.graph, back.graph);
+  expect_same_collectives(g.collectives, back.collectives);
+  EXPECT_EQ(measure_placement(back.graph, run.cluster, back.placement, Engine::Evaluator).evaluator_latency, m.evaluator_latency);
+  fs::remove_all(dir);
+}
+
+// A plan with every kind of collective the planners use (tensor-parallel all-reduces, the
+// scatter-gather's all-gathers, expert all-to-alls, ZeRO's reduce-scatters and all-gathers over
+// the replicas): a collective node per collective and rank of its group, no send or receive
+// inside one, and the round trip exact.
+TEST(Chakra, APlanRoundTripsWithItsCollectives) {
+  const fs::path dir = scratch("plan");
+  LayerModel model;
+  model.name = "moe";
+  model.tensor_parallel = 2;
+  for (int l = 0; l < 4; ++l) {
+    Layer layer{fmt::format("l{}", l), 1e-3, 2e-3, 4e6, 1e6, 2e6};
+    layer.tp_allreduce_forward_bytes = layer.tp_allreduce_backward_bytes = 1e6;
+    if (l % 2) {
+      layer.expert_parameter_bytes = 2e6;
+      layer.expert_alltoall_bytes = 1e6;
+      layer.experts = 2;
+    }
+    model.layers.push_back(layer);
+  }
+  ParallelPlan plan;
+  plan.tp = 2;
+  plan.pp = 2;
+  plan.dp = 2;
+  plan.ep = 2;
+  plan.zero = 3;
+  plan.micro_batches = 2;
+  const Cluster cluster = testutil::dedicated_mesh(8, 10e9, 1e-6);
+  const CompiledPlan c = compile_plan(model, plan, cluster);
+  ASSERT_EQ(c.infeasible, "");
+  std::set<CollectiveOp> kinds;
+  for (const auto& coll : c.graph.collectives) kinds.insert(coll.op);
+  EXPECT_EQ(kinds, (std::set<CollectiveOp>{CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllGather,
+                                           CollectiveOp::AllToAll}));
+  const Measurement m = measure_placement(c.graph.graph, cluster, c.graph.placement, Engine::Both);
+  const auto files = write_chakra_traces(dir.string(), "plan", c.graph.graph, c.graph.placement, 8, chakra_start_of(m),
+                                         chakra_run_of(m, "plan"), c.graph.collectives);
+  ASSERT_EQ(files.size(), 9u);
+  for (int r = 0; r < 8; ++r) {
+    std::size_t expected = 0;
+    for (const auto& coll : c.graph.collectives) expected += std::count(coll.group.begin(), coll.group.end(), r);
+    std::size_t collective_nodes = 0;
+    for (const pb::Node& n : parse(files[r]).nodes) {
+      collective_nodes += n.type() == pb::COMM_COLL_NODE;
+      if (n.type() == pb::COMM_SEND_NODE || n.type() == pb::COMM_RECV_NODE) {
+        const Tensor& t = c.graph.graph.tensor(static_cast<EdgeId>(attr(n, "placesim.tensor")->int64_val()));
+        for (const auto& coll : c.graph.collectives)
+          EXPECT_FALSE(t.src >= coll.first && t.src < coll.end && t.dst >= coll.first && t.dst < coll.end)
+              << "a message of " << coll.name << " written as " << n.name();
+      }
+    }
+    EXPECT_EQ(collective_nodes, expected) << "rank " << r;
+  }
+  const ChakraTraces back = read_chakra_traces(dir.string());
+  EXPECT_TRUE(back.exact);
+  EXPECT_EQ(back.placement, c.graph.placement);
+  expect_same_graph(c.graph.graph, back.graph);
+  expect_same_collectives(c.graph.collectives, back.collectives);
+  const Measurement again = measure_placement(back.graph, cluster, back.placement, Engine::Both);
+  EXPECT_EQ(again.evaluator_latency, m.evaluator_latency);
+  EXPECT_EQ(*again.simgrid_latency, *m.simgrid_latency);
+  fs::remove_all(dir);
+}
+
 // The CLI's round trip: `simulate --chakra` then `simulate --replay` print the same latencies.
 TEST(Chakra, ReplayGivesTheLatencyOfTheRunThatWroteTheTraces) {
   const fs::path dir = scratch("replay");
@@ -199,7 +347,10 @@ TEST(Chakra, ReplayGivesTheLatencyOfTheRunThatWroteTheTraces) {
             0)
       << first;
   EXPECT_TRUE(fs::exists(dir / "et" / "g.0.et")) << first;
-  ASSERT_EQ(testutil::run_cli(fmt::format("simulate --replay {0}/et --cluster {0}/c.yaml", dir.string()), second), 0) << second;
+  // Replayed from "et/" and written again: the traces are named after the directory, "et".
+  ASSERT_EQ(testutil::run_cli(fmt::format("simulate --replay {0}/et/ --cluster {0}/c.yaml --chakra {0}/again", dir.string()), second), 0)
+      << second;
+  EXPECT_TRUE(fs::exists(dir / "again" / "et.1.et")) << second;
   auto line = [](const std::string& out, const std::string& key) {
     std::smatch m;
     return std::regex_search(out, m, std::regex("\n" + key + " +([^ (\n]+ ?[a-z]*)")) ? m[1].str() : std::string("missing");
@@ -339,6 +490,37 @@ TEST(Chakra, BadDirectoriesAreInputErrors) {
   comm(recv, 0, 1, 3, 8);
   write_trace(dir / "w.1.et", {recv, node(1, "b", pb::COMP_NODE, {0}, 1)});
   EXPECT_INPUT_ERROR(read_chakra_traces(dir.string(), "w"), "node 0 ('recv')", "no matching send");
+  // A receive in rank 1's trace that says it arrives at rank 0; two nodes of one id.
+  pb::Node stray = node(0, "stray", pb::COMM_RECV_NODE, {});
+  comm(stray, 1, 0, 3, 8);
+  write_trace(dir / "w.1.et", {stray});
+  EXPECT_INPUT_ERROR(read_chakra_traces(dir.string(), "w"), "node 0 ('stray')", "comm_dst is 0, but the node is in rank 1's trace");
+  write_trace(dir / "w.1.et", {node(4, "b", pb::COMP_NODE, {}, 1), node(4, "c", pb::COMP_NODE, {}, 1)});
+  EXPECT_INPUT_ERROR(read_chakra_traces(dir.string(), "w"), "node 4 ('c')", "a node id used twice");
+  fs::remove_all(dir);
+}
+
+// placesim's own traces, tampered with: counts beyond what the files hold are refused before
+// anything is allocated; a colocation class out of range is named.
+TEST(Chakra, TamperedPlacesimTracesAreInputErrors) {
+  const fs::path dir = scratch("tampered");
+  write_four_ops(dir, 2, Engine::Evaluator);
+  const RankNodes r0 = parse(dir / "four.0.et");
+  auto rewrite = [&](pb::GlobalMetadata meta, const std::vector<pb::Node>& nodes) {
+    std::ofstream out(dir / "four.0.et", std::ios::binary | std::ios::trunc);
+    google::protobuf::util::SerializeDelimitedToOstream(meta, &out);
+    for (const auto& n : nodes) google::protobuf::util::SerializeDelimitedToOstream(n, &out);
+  };
+  pb::GlobalMetadata huge = r0.meta;
+  for (auto& a : *huge.mutable_attr())
+    if (a.name() == "placesim.operators") a.set_int64_val(1LL << 30);
+  rewrite(huge, r0.nodes);
+  EXPECT_INPUT_ERROR(read_chakra_traces(dir.string()), "GlobalMetadata.placesim.operators", "the traces hold 4 compute nodes");
+  std::vector<pb::Node> bad_class = r0.nodes;
+  for (auto& a : *bad_class[0].mutable_attr())
+    if (a.name() == "placesim.colocation_class") a.set_int64_val(-7);
+  rewrite(r0.meta, bad_class);
+  EXPECT_INPUT_ERROR(read_chakra_traces(dir.string()), "node 0 ('a')", "placesim.colocation_class -7 out of range");
   fs::remove_all(dir);
 }
 
@@ -362,14 +544,15 @@ TEST(Chakra, PythonProtobufReadsTheTraces) {
                     "installs them)";
   const fs::path dir = scratch("python");
   write_four_ops(dir / "et", 2, Engine::Evaluator);
+  write_allreduce_between_compute(dir / "et");
   ASSERT_TRUE(have(fmt::format("protoc -I {0}/sim/chakra --python_out={1} {0}/sim/chakra/chakra_et.proto", PLACESIM_TEST_SOURCE_DIR,
                                dir.string())));
   std::ofstream(dir / "read.py") << R"(import sys
 sys.path.insert(0, sys.argv[1])
 import chakra_et_pb2 as et
 from google.protobuf.internal.decoder import _DecodeVarint32
-for rank in (0, 1):
-    data = open(f"{sys.argv[1]}/et/four.{rank}.et", "rb").read()
+for name, rank in (("four", 0), ("four", 1), ("ar", 2)):
+    data = open(f"{sys.argv[1]}/et/{name}.{rank}.et", "rb").read()
     pos, messages = 0, []
     while pos < len(data):
         size, pos = _DecodeVarint32(data, pos)
@@ -386,6 +569,10 @@ for rank in (0, 1):
             kinds.append(f"send:{attrs['comm_dst'].int32_val}:{attrs['comm_size'].int64_val}")
         elif n.type == et.COMM_RECV_NODE:
             kinds.append(f"recv:{attrs['comm_src'].int32_val}:{attrs['comm_size'].int64_val}")
+        elif n.type == et.COMM_COLL_NODE:
+            kinds.append(f"coll:{n.name}:{et.CollectiveCommType.Name(attrs['comm_type'].int64_val)}:"
+                         f"{attrs['comm_size'].int64_val}:pg{attrs['pg_name'].string_val}:{n.duration_micros}:"
+                         f"{len(attrs['placesim.step_names'].string_list.values)}")
         else:
             kinds.append(f"comp:{n.name}:{n.duration_micros}")
     print(rank, meta.version, " ".join(kinds))
@@ -393,6 +580,10 @@ for rank in (0, 1):
   EXPECT_EQ(testutil::run_command(fmt::format("{} {}/read.py {}", python, dir.string(), dir.string()), out), 0) << out;
   EXPECT_NE(out.find("0 0.0.4 comp:a:10 send:1:1001 comp:b:3 send:1:64 send:1:0"), std::string::npos) << out;
   EXPECT_NE(out.find("1 0.0.4 recv:0:1001 recv:0:0 comp:c:7 recv:0:64 comp:d:1"), std::string::npos) << out;
+  // Rank 2 of the ring holds 13 steps: start, 6 steps, done, and a sender for each of its 5 later
+  // messages to rank 3 (sim/collectives.cpp: the first leaves from start).
+  EXPECT_NE(out.find("2 0.0.4 comp:grad2:1000 coll:grads.allreduce:ALL_REDUCE:4000000:pg1:6000:13 comp:update2:500"), std::string::npos)
+      << out;
   fs::remove_all(dir);
 }
 

@@ -290,10 +290,13 @@ int cmd_simulate(const SimulateArgs& a) {
                              replayed->run->engine, replayed->run->source);
   if (!a.chakra.empty()) {
     const ChakraRun run = chakra_run_of(m, graph_label);
-    const auto files = write_chakra_traces(a.chakra, std::filesystem::path(a.replay.empty() ? a.graph_path : a.replay).stem().string(), graph,
-                                           placement, cluster.num_devices(), chakra_start_of(m), run);
-    std::cout << fmt::format("chakra          {} ({} rank{}, the {} timeline)\n", a.chakra, files.size(), files.size() == 1 ? "" : "s",
-                             run.engine);
+    // The traces are named after the graph file (or the replayed directory, a trailing '/' or not).
+    std::filesystem::path named_after = std::filesystem::path(a.replay.empty() ? a.graph_path : a.replay).lexically_normal();
+    if (!named_after.has_filename()) named_after = named_after.parent_path();
+    write_chakra_traces(a.chakra, named_after.stem().string(), graph, placement, cluster.num_devices(), chakra_start_of(m), run,
+                        replayed ? std::span<const AppendedCollective>(replayed->collectives) : std::span<const AppendedCollective>());
+    std::cout << fmt::format("chakra          {} ({} rank{}, the {} timeline)\n", a.chakra, cluster.num_devices(),
+                             cluster.num_devices() == 1 ? "" : "s", run.engine);
   }
   if (m.oom) {
     // An infeasible point, as a sweep records it: the run itself went well.

@@ -5,16 +5,20 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <functional>
+#include <limits>
 #include <fstream>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/util/delimited_message_util.h>
+#include <nlohmann/json.hpp>
 #include <map>
 #include <regex>
 #include <set>
 #include <unordered_map>
 
 #include "sim/chakra/chakra_et.pb.h"
+#include "sim/collectives.h"
 #include "sim/errors.h"
+#include "sim/placement_io.h"
 
 namespace placesim {
 
@@ -63,70 +67,208 @@ void add_comm_attrs(pb::Node& n, int src, int dst, std::int64_t tensor, double b
 
 }  // namespace
 
+namespace {
+
+// Chakra's CollectiveCommType of a collective.
+pb::CollectiveCommType comm_type_of(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::AllReduce: return pb::ALL_REDUCE;
+    case CollectiveOp::ReduceScatter: return pb::REDUCE_SCATTER;
+    case CollectiveOp::AllGather: return pb::ALL_GATHER;
+    case CollectiveOp::AllToAll: return pb::ALL_TO_ALL;
+    case CollectiveOp::Broadcast: return pb::BROADCAST;
+    case CollectiveOp::Reduce: return pb::REDUCE;
+  }
+  return pb::ALL_REDUCE;
+}
+
+// What a rank's trace holds one node for: an operator, or a collective's steps on the rank.
+struct Item {
+  int rank = 0;
+  int collective = -1;    // index into the collectives, or -1: an operator
+  std::vector<OpId> ops;  // the operator, or the collective's steps on the rank (in topological order)
+  double start = 0, end = 0;
+  std::size_t first_position = 0;  // topological position of its first operator
+};
+
+// An operator's inputs, exactly: tensor ids, producers and bytes (a round trip reads them back).
+void add_exact_inputs(google::protobuf::RepeatedPtrField<pb::AttributeProto>* attrs, const Graph& graph, std::span<const OpId> ops) {
+  auto* tensors = add_attr(attrs, "placesim.dep_tensors").mutable_int64_list();
+  auto* producers = add_attr(attrs, "placesim.dep_srcs").mutable_int64_list();
+  auto* bytes = add_attr(attrs, "placesim.dep_bytes").mutable_double_list();
+  for (OpId u : ops)
+    for (EdgeId e : graph.in_edges(u)) {
+      tensors->add_values(e);
+      producers->add_values(graph.tensor(e).src);
+      bytes->add_values(graph.tensor(e).bytes);
+    }
+}
+
+}  // namespace
+
 std::vector<std::string> write_chakra_traces(const std::string& dir, const std::string& prefix, const Graph& graph,
                                              std::span<const DeviceId> placement, int ranks, std::span<const double> start,
-                                             const ChakraRun& run) {
+                                             const ChakraRun& run, std::span<const AppendedCollective> collectives) {
   if (placement.size() != graph.num_operators() || start.size() != graph.num_operators())
     throw std::invalid_argument("write_chakra_traces: placement and start must have one entry per operator");
-  // The order the GPUs ran the operators: by start time, ties in topological order (an operator
-  // of zero time starts when its consumer does).
+  std::vector<int> collective_of(graph.num_operators(), -1);
+  // Process groups: one per distinct group of ranks, named 1, 2, ... (Chakra's pg_name).
+  std::map<std::vector<DeviceId>, int> process_group;
+  for (std::size_t c = 0; c < collectives.size(); ++c) {
+    const AppendedCollective& coll = collectives[c];
+    process_group.try_emplace(coll.group, static_cast<int>(process_group.size()) + 1);
+    if (coll.first < 0 || coll.end < coll.first || static_cast<std::size_t>(coll.end) > graph.num_operators())
+      throw std::invalid_argument("write_chakra_traces: a collective's operators are not the graph's");
+    for (OpId u = coll.first; u < coll.end; ++u) {
+      const Operator& op = graph.op(u);
+      if (collective_of[u] >= 0 || !op.communication || op.memory_bytes != 0 || op.colocation_class != -1)
+        throw std::invalid_argument(fmt::format("write_chakra_traces: operator {} is not a step of collective {} alone", op.name, coll.name));
+      collective_of[u] = static_cast<int>(c);
+    }
+  }
   std::vector<std::size_t> topo_position(graph.num_operators());
   for (std::size_t i = 0; i < graph.topological_order().size(); ++i) topo_position[graph.topological_order()[i]] = i;
-  std::vector<OpId> order(graph.topological_order().begin(), graph.topological_order().end());
-  std::stable_sort(order.begin(), order.end(), [&](OpId a, OpId b) {
-    return start[a] != start[b] ? start[a] < start[b] : topo_position[a] < topo_position[b];
-  });
+
+  // The items, and each operator's.
+  std::vector<Item> items;
+  std::vector<std::size_t> item_of(graph.num_operators());
+  std::map<std::pair<int, int>, std::size_t> collective_item;  // (collective, rank) -> item
+  for (OpId u : graph.topological_order()) {
+    const int r = placement[u];
+    std::size_t i = items.size();
+    if (collective_of[u] >= 0) {
+      auto [it, fresh] = collective_item.try_emplace({collective_of[u], r}, items.size());
+      i = it->second;
+      if (fresh) items.push_back({r, collective_of[u], {}, start[u], start[u], topo_position[u]});
+    } else {
+      items.push_back({r, -1, {}, start[u], start[u], topo_position[u]});
+    }
+    Item& item = items[i];
+    item.ops.push_back(u);
+    item.start = std::min(item.start, start[u]);
+    item.end = std::max(item.end, start[u] + graph.op(u).compute_s);
+    item_of[u] = i;
+  }
+  // Each rank's items in the order the rank ran them: by start time, ties in topological order,
+  // after the items of the rank they depend on (a collective's steps spread over its run).
+  std::vector<std::vector<std::size_t>> rank_order(static_cast<std::size_t>(ranks));
+  {
+    std::vector<int> waiting(items.size(), 0);
+    std::vector<std::vector<std::size_t>> next(items.size());
+    for (const Tensor& t : graph.tensors()) {
+      const std::size_t a = item_of[t.src], b = item_of[t.dst];
+      if (a != b && items[a].rank == items[b].rank) {
+        next[a].push_back(b);
+        ++waiting[b];
+      }
+    }
+    auto later = [&](std::size_t a, std::size_t b) {
+      return items[a].start != items[b].start ? items[a].start > items[b].start : items[a].first_position > items[b].first_position;
+    };
+    std::vector<std::vector<std::size_t>> ready(static_cast<std::size_t>(ranks));
+    for (std::size_t i = 0; i < items.size(); ++i)
+      if (waiting[i] == 0) ready[items[i].rank].push_back(i);
+    for (int r = 0; r < ranks; ++r) {
+      auto& heap = ready[r];
+      std::make_heap(heap.begin(), heap.end(), later);
+      while (!heap.empty()) {
+        std::pop_heap(heap.begin(), heap.end(), later);
+        const std::size_t i = heap.back();
+        heap.pop_back();
+        rank_order[r].push_back(i);
+        for (std::size_t j : next[i])
+          if (--waiting[j] == 0) {
+            heap.push_back(j);
+            std::push_heap(heap.begin(), heap.end(), later);
+          }
+      }
+    }
+    std::size_t placed = 0;
+    for (const auto& o : rank_order) placed += o.size();
+    if (placed != items.size())
+      throw std::invalid_argument("write_chakra_traces: a collective's steps on a rank wait for work that waits for them");
+  }
 
   std::vector<RankTrace> trace(static_cast<std::size_t>(ranks));
-  std::vector<std::uint64_t> compute_node(graph.num_operators());
-  for (OpId u : order) {
-    const Operator& op = graph.op(u);
-    const int r = placement[u];
+  std::vector<std::uint64_t> node_of_item(items.size());
+  // A tensor inside one collective is one of its messages: the collective node stands for it.
+  auto inside_collective = [&](const Tensor& t) { return collective_of[t.src] >= 0 && collective_of[t.src] == collective_of[t.dst]; };
+  for (int r = 0; r < ranks; ++r) {
     RankTrace& rank = trace[r];
-    std::vector<std::uint64_t> deps;
-    std::vector<std::int64_t> dep_tensors;
-    for (EdgeId e : graph.in_edges(u)) {
-      const Tensor& t = graph.tensor(e);
-      const int from = placement[t.src];
-      if (from == r) {
-        deps.push_back(compute_node[t.src]);
+    for (std::size_t i : rank_order[r]) {
+      const Item& item = items[i];
+      std::vector<std::uint64_t> deps;
+      for (OpId u : item.ops)
+        for (EdgeId e : graph.in_edges(u)) {
+          const Tensor& t = graph.tensor(e);
+          const std::size_t from_item = item_of[t.src];
+          if (from_item == i || inside_collective(t)) continue;
+          if (items[from_item].rank == r) {
+            deps.push_back(node_of_item[from_item]);
+          } else {
+            pb::Node& recv = rank.add(pb::COMM_RECV_NODE, fmt::format("recv {} -> {}", graph.op(t.src).name, graph.op(u).name),
+                                      start[t.src] + graph.op(t.src).compute_s);
+            add_comm_attrs(recv, items[from_item].rank, r, e, t.bytes);
+            deps.push_back(recv.id());
+          }
+        }
+      std::sort(deps.begin(), deps.end());
+      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+      const bool is_collective = item.collective >= 0;
+      const OpId first = item.ops.front();
+      pb::Node& n = rank.add(is_collective ? pb::COMM_COLL_NODE : pb::COMP_NODE,
+                             is_collective ? collectives[item.collective].name : graph.op(first).name, item.start);
+      n.set_duration_micros(micros(item.end - item.start));
+      for (auto d : deps) n.add_data_deps(d);
+      auto* attrs = n.mutable_attr();
+      add_attr(attrs, "is_cpu_op").set_bool_val(false);
+      if (is_collective) {
+        // Collectives run beside the GPU's kernels, in no GPU order.
+        const AppendedCollective& coll = collectives[item.collective];
+        add_attr(attrs, "comm_type").set_int64_val(comm_type_of(coll.op));
+        add_attr(attrs, "comm_size").set_int64_val(std::llround(coll.bytes));
+        add_attr(attrs, "pg_name").set_string_val(fmt::format("{}", process_group.at(coll.group)));
+        auto* group = add_attr(attrs, "placesim.group").mutable_int64_list();
+        for (DeviceId g : coll.group) group->add_values(g);
+        add_attr(attrs, "placesim.collective").set_int64_val(item.collective);
+        add_attr(attrs, "placesim.bytes").set_double_val(coll.bytes);
+        add_attr(attrs, "placesim.first").set_int64_val(coll.first);
+        add_attr(attrs, "placesim.end").set_int64_val(coll.end);
+        auto* steps = add_attr(attrs, "placesim.steps").mutable_int64_list();
+        auto* names = add_attr(attrs, "placesim.step_names").mutable_string_list();
+        auto* inputs = add_attr(attrs, "placesim.step_inputs").mutable_int64_list();
+        for (OpId u : item.ops) {
+          steps->add_values(u);
+          names->add_values(graph.op(u).name);
+          inputs->add_values(static_cast<std::int64_t>(graph.in_edges(u).size()));
+        }
       } else {
-        pb::Node& recv = rank.add(pb::COMM_RECV_NODE, fmt::format("recv {} -> {}", graph.op(t.src).name, op.name),
-                                  start[t.src] + graph.op(t.src).compute_s);
-        add_comm_attrs(recv, from, r, e, t.bytes);
-        deps.push_back(recv.id());
+        const Operator& op = graph.op(first);
+        // Communication steps outside collectives run beside the GPU's kernels, in no GPU order.
+        if (!op.communication) {
+          if (rank.last_compute >= 0) n.add_ctrl_deps(static_cast<std::uint64_t>(rank.last_compute));
+          rank.last_compute = static_cast<std::int64_t>(n.id());
+        }
+        add_attr(attrs, "placesim.op").set_int64_val(first);
+        add_attr(attrs, "placesim.type").set_string_val(op.type);
+        add_attr(attrs, "placesim.compute_s").set_double_val(op.compute_s);
+        add_attr(attrs, "placesim.memory_bytes").set_double_val(op.memory_bytes);
+        add_attr(attrs, "placesim.colocation_class").set_int64_val(op.colocation_class);
+        add_attr(attrs, "placesim.communication").set_bool_val(op.communication);
       }
-      dep_tensors.push_back(e);
-    }
-    pb::Node& n = rank.add(pb::COMP_NODE, op.name, start[u]);
-    n.set_duration_micros(micros(op.compute_s));
-    for (auto d : deps) n.add_data_deps(d);
-    // Communication steps of collectives run beside the GPU's kernels, in no GPU order.
-    if (!op.communication) {
-      if (rank.last_compute >= 0) n.add_ctrl_deps(static_cast<std::uint64_t>(rank.last_compute));
-      rank.last_compute = static_cast<std::int64_t>(n.id());
-    }
-    auto* attrs = n.mutable_attr();
-    add_attr(attrs, "is_cpu_op").set_bool_val(false);
-    add_attr(attrs, "placesim.op").set_int64_val(u);
-    add_attr(attrs, "placesim.type").set_string_val(op.type);
-    add_attr(attrs, "placesim.compute_s").set_double_val(op.compute_s);
-    add_attr(attrs, "placesim.memory_bytes").set_double_val(op.memory_bytes);
-    add_attr(attrs, "placesim.colocation_class").set_int64_val(op.colocation_class);
-    add_attr(attrs, "placesim.communication").set_bool_val(op.communication);
-    auto* tensors = add_attr(attrs, "placesim.dep_tensors").mutable_int64_list();
-    for (auto e : dep_tensors) tensors->add_values(e);
-    auto* bytes = add_attr(attrs, "placesim.dep_bytes").mutable_double_list();
-    for (auto e : dep_tensors) bytes->add_values(graph.tensor(e).bytes);
-    compute_node[u] = n.id();
-    for (EdgeId e : graph.out_edges(u)) {
-      const Tensor& t = graph.tensor(e);
-      const int to = placement[t.dst];
-      if (to == r) continue;
-      pb::Node& send = rank.add(pb::COMM_SEND_NODE, fmt::format("send {} -> {}", op.name, graph.op(t.dst).name),
-                                start[u] + op.compute_s);
-      send.add_data_deps(compute_node[u]);
-      add_comm_attrs(send, r, to, e, t.bytes);
+      add_exact_inputs(attrs, graph, item.ops);
+      node_of_item[i] = n.id();
+      const std::uint64_t producer = n.id();
+      for (OpId u : item.ops)
+        for (EdgeId e : graph.out_edges(u)) {
+          const Tensor& t = graph.tensor(e);
+          const int to = placement[t.dst];
+          if (to == r || inside_collective(t)) continue;
+          pb::Node& send = rank.add(pb::COMM_SEND_NODE, fmt::format("send {} -> {}", graph.op(u).name, graph.op(t.dst).name),
+                                    start[u] + graph.op(u).compute_s);
+          send.add_data_deps(producer);
+          add_comm_attrs(send, r, to, e, t.bytes);
+        }
     }
   }
 
@@ -158,6 +300,16 @@ std::vector<std::string> write_chakra_traces(const std::string& dir, const std::
     }
     fs::rename(partial, path, ec);
     if (ec) throw OutputError(path, "cannot write the Chakra trace: " + ec.message());
+    written.push_back(path);
+  }
+  if (!process_group.empty()) {
+    // The ranks of each process group, by pg_name (ASTRA-sim's communicator groups).
+    nlohmann::ordered_json groups = nlohmann::ordered_json::object();
+    std::vector<const std::vector<DeviceId>*> by_id(process_group.size());
+    for (const auto& [group, id] : process_group) by_id[id - 1] = &group;
+    for (std::size_t k = 0; k < by_id.size(); ++k) groups[fmt::format("{}", k + 1)] = *by_id[k];
+    const std::string path = (fs::path(dir) / fmt::format("{}.comm_groups.json", prefix)).string();
+    write_file_atomically(path, groups.dump(2) + "\n");
     written.push_back(path);
   }
   return written;
@@ -198,7 +350,8 @@ RankFile read_rank(const std::string& path) {
   return f;
 }
 
-// Exactly what placesim wrote: operators and tensors by their placesim.op and placesim.tensor.
+// Exactly what placesim wrote: operators and tensors by their placesim.op and placesim.tensor,
+// collectives by placesim.collective, each tensor from its consumer's list of inputs.
 ChakraTraces read_exact(std::vector<RankFile>& files) {
   ChakraTraces out;
   out.ranks = static_cast<int>(files.size());
@@ -211,8 +364,21 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
   run.engine = find_attr(meta, "placesim.engine")->string_val();
   run.latency_s = find_attr(meta, "placesim.latency_s")->double_val();
   out.run = run;
-  if (num_ops < 0 || num_tensors < 0 || num_ops > (1LL << 31) || num_tensors > (1LL << 31))
-    throw InputError(files.front().path, "GlobalMetadata.placesim.operators", "out of range");
+  // What the files can hold at most, before anything is allocated by the counts they claim: an
+  // operator per compute node or collective step, a tensor per input listed.
+  std::int64_t op_room = 0, tensor_room = 0;
+  for (const RankFile& f : files)
+    for (const auto& n : f.nodes) {
+      if (n.type() == pb::COMP_NODE) ++op_room;
+      if (const pb::AttributeProto* steps = find_attr(n.attr(), "placesim.steps")) op_room += steps->int64_list().values_size();
+      if (const pb::AttributeProto* deps = find_attr(n.attr(), "placesim.dep_tensors")) tensor_room += deps->int64_list().values_size();
+    }
+  if (num_ops < 0 || num_ops > op_room)
+    throw InputError(files.front().path, "GlobalMetadata.placesim.operators",
+                     fmt::format("{} operators, but the traces hold {} compute nodes and collective steps", num_ops, op_room));
+  if (num_tensors < 0 || num_tensors > tensor_room)
+    throw InputError(files.front().path, "GlobalMetadata.placesim.tensors",
+                     fmt::format("{} tensors, but the traces list {} inputs", num_tensors, tensor_room));
   std::vector<Operator> ops(static_cast<std::size_t>(num_ops));
   std::vector<bool> seen(ops.size(), false);
   out.placement.assign(ops.size(), 0);
@@ -221,73 +387,113 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
     double bytes = 0;
   };
   std::vector<Edge> edges(static_cast<std::size_t>(num_tensors));
+  std::map<std::int64_t, AppendedCollective> collectives;
   for (int r = 0; r < out.ranks; ++r) {
     const RankFile& f = files[r];
     std::unordered_map<std::uint64_t, const pb::Node*> by_id;
-    for (const auto& n : f.nodes) by_id[n.id()] = &n;
-    std::unordered_map<std::uint64_t, OpId> op_of_node;
-    for (std::size_t k = 0; k < f.nodes.size(); ++k) {
-      const pb::Node& n = f.nodes[k];
+    for (const auto& n : f.nodes)
+      if (!by_id.emplace(n.id(), &n).second) throw InputError(f.path, fmt::format("node {} ('{}')", n.id(), n.name()), "a node id used twice");
+    for (const auto& n : f.nodes) {
       const std::string where = fmt::format("node {} ('{}')", n.id(), n.name());
       auto need = [&](std::string_view name) -> const pb::AttributeProto& {
         const pb::AttributeProto* a = find_attr(n.attr(), name);
         if (!a) throw InputError(f.path, where, fmt::format("has no attribute '{}', which placesim's traces have", name));
         return *a;
       };
+      for (auto d : n.data_deps())
+        if (!by_id.contains(d)) throw InputError(f.path, where, fmt::format("depends on node {}, which the file does not have", d));
       if (n.type() == pb::COMM_SEND_NODE || n.type() == pb::COMM_RECV_NODE) {
         const std::int64_t e = need("placesim.tensor").int64_val();
         if (e < 0 || e >= num_tensors) throw InputError(f.path, where, fmt::format("tensor {} out of range", e));
-        edges[e].bytes = need("placesim.bytes").double_val();
         continue;
       }
-      if (n.type() != pb::COMP_NODE) continue;
-      const std::int64_t u = need("placesim.op").int64_val();
-      if (u < 0 || u >= num_ops || seen[u]) throw InputError(f.path, where, fmt::format("operator {} out of range or repeated", u));
-      seen[u] = true;
-      Operator& op = ops[u];
-      op.name = n.name();
-      op.type = need("placesim.type").string_val();
-      op.compute_s = need("placesim.compute_s").double_val();
-      op.memory_bytes = need("placesim.memory_bytes").double_val();
-      op.colocation_class = static_cast<std::int32_t>(need("placesim.colocation_class").int64_val());
-      op.communication = need("placesim.communication").bool_val();
-      out.placement[u] = r;
-      op_of_node[n.id()] = static_cast<OpId>(u);
-      const auto& dep_tensors = need("placesim.dep_tensors").int64_list().values();
-      const auto& dep_bytes = need("placesim.dep_bytes").double_list().values();
-      if (dep_tensors.size() != n.data_deps_size() || dep_bytes.size() != n.data_deps_size())
-        throw InputError(f.path, where, "placesim.dep_tensors or placesim.dep_bytes does not match data_deps");
-      for (int d = 0; d < n.data_deps_size(); ++d) {
-        const std::int64_t e = dep_tensors[d];
-        if (e < 0 || e >= num_tensors) throw InputError(f.path, where, fmt::format("tensor {} out of range", e));
-        edges[e].dst = static_cast<OpId>(u);
-        edges[e].bytes = dep_bytes[d];
-        auto dep = by_id.find(n.data_deps(d));
-        if (dep == by_id.end()) throw InputError(f.path, where, fmt::format("depends on node {}, which the file does not have", n.data_deps(d)));
-        if (dep->second->type() == pb::COMP_NODE) {
-          const pb::AttributeProto* src = find_attr(dep->second->attr(), "placesim.op");
-          if (!src) throw InputError(f.path, where, "its producer has no placesim.op");
-          edges[e].src = static_cast<OpId>(src->int64_val());
+      if (n.type() != pb::COMP_NODE && n.type() != pb::COMM_COLL_NODE) continue;
+      // The operators of the node, then their inputs, in order.
+      std::vector<OpId> node_ops;
+      auto take = [&](std::int64_t u) -> Operator& {
+        if (u < 0 || u >= num_ops || seen[u]) throw InputError(f.path, where, fmt::format("operator {} out of range or repeated", u));
+        seen[u] = true;
+        out.placement[u] = r;
+        node_ops.push_back(static_cast<OpId>(u));
+        return ops[u];
+      };
+      std::vector<std::int64_t> inputs_per_op;
+      if (n.type() == pb::COMP_NODE) {
+        Operator& op = take(need("placesim.op").int64_val());
+        op.name = n.name();
+        op.type = need("placesim.type").string_val();
+        op.compute_s = need("placesim.compute_s").double_val();
+        op.memory_bytes = need("placesim.memory_bytes").double_val();
+        const std::int64_t colocation = need("placesim.colocation_class").int64_val();
+        if (colocation < -1 || colocation > std::numeric_limits<std::int32_t>::max())
+          throw InputError(f.path, where, fmt::format("placesim.colocation_class {} out of range", colocation));
+        op.colocation_class = static_cast<std::int32_t>(colocation);
+        op.communication = need("placesim.communication").bool_val();
+        inputs_per_op.push_back(need("placesim.dep_tensors").int64_list().values_size());
+      } else {
+        const std::int64_t c = need("placesim.collective").int64_val();
+        AppendedCollective coll;
+        coll.name = n.name();
+        const std::int64_t type = need("comm_type").int64_val();
+        const auto* op = std::find_if(std::begin(kCollectiveOpNames), std::end(kCollectiveOpNames),
+                                      [&](const auto& o) { return comm_type_of(o.value) == type; });
+        if (op == std::end(kCollectiveOpNames)) throw InputError(f.path, where, fmt::format("comm_type {} is no collective placesim runs", type));
+        coll.op = op->value;
+        for (auto g : need("placesim.group").int64_list().values()) {
+          if (g < 0 || g >= out.ranks) throw InputError(f.path, where, fmt::format("placesim.group holds rank {}, of {} ranks", g, out.ranks));
+          coll.group.push_back(static_cast<DeviceId>(g));
+        }
+        coll.bytes = need("placesim.bytes").double_val();
+        coll.first = static_cast<OpId>(need("placesim.first").int64_val());
+        coll.end = static_cast<OpId>(need("placesim.end").int64_val());
+        auto [it, fresh] = collectives.try_emplace(c, coll);
+        if (!fresh && (it->second.name != coll.name || it->second.op != coll.op || it->second.group != coll.group ||
+                       it->second.bytes != coll.bytes || it->second.first != coll.first || it->second.end != coll.end))
+          throw InputError(f.path, where, fmt::format("collective {} differs from its node on another rank", c));
+        const auto& steps = need("placesim.steps").int64_list().values();
+        const auto& names = need("placesim.step_names").string_list().values();
+        const auto& inputs = need("placesim.step_inputs").int64_list().values();
+        if (names.size() != steps.size() || inputs.size() != steps.size())
+          throw InputError(f.path, where, "placesim.steps, placesim.step_names and placesim.step_inputs differ in length");
+        for (int k = 0; k < steps.size(); ++k) {
+          if (steps[k] < coll.first || steps[k] >= coll.end)
+            throw InputError(f.path, where, fmt::format("step {} outside the collective's operators", steps[k]));
+          Operator& step = take(steps[k]);
+          step.name = names[k];
+          step.type = "collective";
+          step.communication = true;
+          inputs_per_op.push_back(inputs[k]);
         }
       }
-    }
-    // Sends name their producer by data dependency.
-    for (const auto& n : f.nodes) {
-      if (n.type() != pb::COMM_SEND_NODE || n.data_deps_size() != 1) continue;
-      const std::int64_t e = find_attr(n.attr(), "placesim.tensor")->int64_val();
-      auto it = op_of_node.find(n.data_deps(0));
-      if (it == op_of_node.end())
-        throw InputError(f.path, fmt::format("node {} ('{}')", n.id(), n.name()), "its producer is not an operator of this rank");
-      edges[e].src = it->second;
+      const auto& tensors = need("placesim.dep_tensors").int64_list().values();
+      const auto& producers = need("placesim.dep_srcs").int64_list().values();
+      const auto& bytes = need("placesim.dep_bytes").double_list().values();
+      std::int64_t listed = 0;
+      for (auto k : inputs_per_op) listed += k;
+      if (tensors.size() != listed || producers.size() != listed || bytes.size() != listed)
+        throw InputError(f.path, where, "placesim.dep_tensors, placesim.dep_srcs and placesim.dep_bytes do not match its inputs");
+      int d = 0;
+      for (std::size_t k = 0; k < node_ops.size(); ++k)
+        for (std::int64_t i = 0; i < inputs_per_op[k]; ++i, ++d) {
+          const std::int64_t e = tensors[d], src = producers[d];
+          if (e < 0 || e >= num_tensors || edges[e].dst >= 0)
+            throw InputError(f.path, where, fmt::format("tensor {} out of range or repeated", e));
+          if (src < 0 || src >= num_ops) throw InputError(f.path, where, fmt::format("producer {} out of range", src));
+          edges[e] = {static_cast<OpId>(src), node_ops[k], bytes[d]};
+        }
     }
   }
   for (std::size_t u = 0; u < ops.size(); ++u)
     if (!seen[u]) throw InputError(files.front().path, "GlobalMetadata", fmt::format("operator {} is on no rank", u));
   for (auto& op : ops) out.graph.add_operator(std::move(op));
   for (std::size_t e = 0; e < edges.size(); ++e) {
-    if (edges[e].src < 0 || edges[e].dst < 0)
-      throw InputError(files.front().path, "GlobalMetadata", fmt::format("tensor {} has no producer or no consumer in the traces", e));
+    if (edges[e].dst < 0) throw InputError(files.front().path, "GlobalMetadata", fmt::format("tensor {} has no consumer in the traces", e));
     out.graph.add_tensor(edges[e].src, edges[e].dst, edges[e].bytes);
+  }
+  for (auto& [c, coll] : collectives) {
+    if (c != static_cast<std::int64_t>(out.collectives.size()))
+      throw InputError(files.front().path, "GlobalMetadata", fmt::format("collective {} is on no rank", out.collectives.size()));
+    out.collectives.push_back(std::move(coll));
   }
   return out;
 }
@@ -320,7 +526,12 @@ ChakraTraces read_foreign(std::vector<RankFile>& files) {
   };
   for (int r = 0; r < out.ranks; ++r)
     for (const auto& n : files[r].nodes) {
-      nodes[{r, n.id()}] = &n;
+      const std::string where = fmt::format("node {} ('{}')", n.id(), n.name());
+      if (!nodes.emplace(Key{r, n.id()}, &n).second) throw InputError(files[r].path, where, "a node id used twice");
+      // A send leaves its own rank, a receive arrives at its own rank.
+      const char* own = n.type() == pb::COMM_SEND_NODE ? "comm_src" : n.type() == pb::COMM_RECV_NODE ? "comm_dst" : nullptr;
+      if (own && attr_int(n, own) != r)
+        throw InputError(files[r].path, where, fmt::format("{} is {}, but the node is in rank {}'s trace", own, attr_int(n, own), r));
       if (n.type() == pb::COMP_NODE) {
         Operator op;
         op.name = n.name().empty() ? fmt::format("node{}", n.id()) : n.name();

@@ -5,25 +5,32 @@
 // file is a stream of messages, each prefixed by its varint32 length: a GlobalMetadata, then the
 // rank's nodes in the order they ran (schema: sim/chakra/chakra_et.proto):
 //  * a COMP_NODE per operator placed on the rank, with its start and duration (microseconds);
+//  * a COMM_COLL_NODE per collective of an execution graph (AppendedCollective: a plan's
+//    all-reduces, all-gathers, all-to-alls...) on each rank of its group: comm_type, comm_size
+//    (one rank's buffer, bytes, the nccl-tests convention of sim/collectives.h) and pg_name, the
+//    process group, whose ranks `<prefix>.comm_groups.json` lists; its start is the rank's
+//    first step and its duration runs to the rank's last. Its messages are not written
+//    (placesim.* attributes keep its steps, so that the round trip is exact);
 //  * a COMM_SEND_NODE on the producer's rank and a COMM_RECV_NODE on the consumer's for every
-//    tensor between GPUs: comm_src, comm_dst, comm_size (bytes) and comm_tag (the same on both);
-//  * data dependencies: an operator on its same-GPU producers and on its receives, a send on its
-//    producer; each operator has a control dependency on the operator the GPU ran before it.
+//    other tensor between GPUs: comm_src, comm_dst, comm_size (bytes) and comm_tag (the same on both);
+//  * data dependencies: a node on its same-GPU producers and on its receives, a send on its
+//    producer; each compute operator has a control dependency on the one the GPU ran before it.
 // Chakra's units are microseconds (uint64); placesim also writes each value exactly (seconds and
 // bytes as doubles) in attributes named `placesim.*`, which a round trip reads back.
 //
 // In: the traces of a directory back into a graph and its placement. placesim's own traces come
-// back exactly (the same operators, tensors and placement). Other tools' traces: every COMP_NODE
-// becomes an operator of its duration on its rank, a send/receive pair a tensor of comm_size
-// bytes, a data or control dependency between operators a tensor of 0 bytes; dependencies through
-// other nodes (collectives, memory nodes) are followed to the operators behind them, and the
-// number of such nodes is reported.
+// back exactly (the same operators, tensors, placement and collectives). Other tools' traces:
+// every COMP_NODE becomes an operator of its duration on its rank, a send/receive pair a tensor
+// of comm_size bytes, a data or control dependency between operators a tensor of 0 bytes;
+// dependencies through other nodes (collectives, memory nodes) are followed to the operators
+// behind them, and the number of such nodes is reported.
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "sim/cluster.h"
+#include "sim/execution_graph.h"
 #include "sim/graph.h"
 
 namespace placesim {
@@ -39,7 +46,7 @@ struct ChakraRun {
 // Throws OutputError when a file cannot be written.
 std::vector<std::string> write_chakra_traces(const std::string& dir, const std::string& prefix, const Graph& graph,
                                              std::span<const DeviceId> placement, int ranks, std::span<const double> start,
-                                             const ChakraRun& run);
+                                             const ChakraRun& run, std::span<const AppendedCollective> collectives = {});
 
 struct ChakraTraces {
   Graph graph;
@@ -47,6 +54,7 @@ struct ChakraTraces {
   int ranks = 0;
   bool exact = false;               // placesim's own traces: read back exactly
   std::optional<ChakraRun> run;     // what wrote them, when placesim did
+  std::vector<AppendedCollective> collectives;  // placesim's own traces: the collectives, as written
   std::vector<std::string> warnings;
 };
 
