@@ -75,6 +75,24 @@ class SmallNet(nn.Module):
         x = self.relu(self.bn(self.conv(x)))
         return self.fc2(torch.relu(self.fc1(torch.flatten(x, 1))))
 
+class TinyViT(nn.Module):
+    """A vision transformer in small: 4x4 patches of 16x16 images embedded to 32, a class token
+    expanded over the batch (the shape arithmetic torchvision's ViT exports), one encoder layer,
+    a linear head on the class token."""
+    def __init__(self):
+        super().__init__()
+        self.patch = nn.Conv2d(3, 32, 4, stride=4)
+        self.class_token = nn.Parameter(torch.zeros(1, 1, 32))
+        self.pos = nn.Parameter(torch.zeros(1, 17, 32))
+        self.encoder = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        n = x.shape[0]
+        x = self.patch(x).reshape(n, 32, -1).permute(0, 2, 1)
+        x = torch.cat([self.class_token.expand(n, -1, -1), x], dim=1) + self.pos
+        return self.head(self.encoder(x)[:, 0])
+
 class WithCumsum(nn.Module):
     """A parameter's path through CumSum, which has no gradient rule in placesim."""
     def __init__(self):
@@ -196,6 +214,30 @@ TEST(OnnxImport, BatchOverridesTheExportedOne) {
   EXPECT_EQ(at12.batch, 12);
   EXPECT_DOUBLE_EQ(model_forward(at12).macs, 3 * model_forward(at4).macs);
   EXPECT_EQ(at12.recorded.trainable_parameters(), at4.recorded.trainable_parameters());
+}
+
+// The shape arithmetic of a class token expanded over the batch (Constant, Unsqueeze, Concat,
+// Shape, ConstantOfShape, Mul, Equal, Where into Expand; sim/models/onnx_shape_folding.h), which
+// Debian's libonnx leaves unresolved alone. Parameters: patch embedding 3*32*16 + 32 = 1,568,
+// class token 32, positions 17*32 = 544, encoder layer (attention in and out 3,168 + 1,056, MLP
+// 2,112 + 2,080, two norms 128) 8,544, head 330: 11,018 in all.
+TEST(OnnxImport, AClassTokenExpandedOverTheBatch) {
+  SKIP_WITHOUT_TORCH();
+  // At the export's batch: the exporter writes x.shape[0] as the constant 4 into the reshape.
+  const std::string file = exported("tinyvit", small_module_file() + ":TinyViT --input-shape 3,16,16 --batch 4");
+  {
+    const std::int64_t batch = 4;
+    const OnnxImport m = import_file(file);
+    EXPECT_EQ(m.recorded.trainable_parameters(), 11'018);
+    EXPECT_TRUE(m.node_types.contains("Expand"));
+    expect_backward_for_every_parameter_op(m);
+    // The encoder's attention over 17 tokens: the scores are [batch * heads, 17, 17].
+    bool scores = false;
+    for (const auto& op : m.recorded.ops())
+      for (auto t : op.outputs)
+        scores = scores || m.recorded.tensor(t).shape == models::Shape{batch * 4, 17, 17};
+    EXPECT_TRUE(scores) << "batch " << batch;
+  }
 }
 
 TEST(OnnxImport, ResNet18FromTorchvision) {

@@ -13,6 +13,7 @@
 
 #include "sim/errors.h"
 #include "sim/models/layers.h"
+#include "sim/models/onnx_shape_folding.h"
 
 namespace placesim::models {
 
@@ -203,7 +204,8 @@ class Importer {
   }
 
   // The batch goes into every graph input's first dimension, then ONNX shape inference (with data
-  // propagation, so Reshape targets computed from Shape nodes resolve) gives every value a shape.
+  // propagation, and the shape arithmetic folded, so that Reshape and Expand targets computed from
+  // Shape nodes and constants resolve) gives every value a shape.
   void infer_shapes() {
     auto* graph = model_.mutable_graph();
     bool any_input = false;
@@ -233,8 +235,7 @@ class Importer {
         if (output.type().has_tensor_type()) output.mutable_type()->mutable_tensor_type()->clear_shape();
     }
     try {
-      onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1, /*data_propagation=*/true);
-      onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), options);
+      shapes_ = infer_shapes_with_folding(model_);
     } catch (const std::exception& e) {
       std::string what = e.what();
       while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
@@ -259,8 +260,10 @@ class Importer {
     types_[v.name()] = {std::move(shape), *dtype};
   }
 
+  // Every value's type, from the model as shape inference saw it (shape arithmetic folded into
+  // initializers: sim/models/onnx_shape_folding.h).
   void collect_types() {
-    const auto& graph = model_.graph();
+    const auto& graph = shapes_.graph();
     for (const auto& v : graph.input()) add_type(v);
     for (const auto& v : graph.value_info()) add_type(v);
     for (const auto& v : graph.output()) add_type(v);
@@ -723,6 +726,7 @@ class Importer {
   ModelBuilder& b_;
   std::string file_;
   onnx::ModelProto model_;
+  onnx::ModelProto shapes_;  // model_ as shape inference saw it
   std::unordered_set<std::string> initializer_names_;
   std::unordered_map<std::string, TensorSpec> types_;
   std::unordered_set<std::string> trained_inputs_;
