@@ -126,7 +126,7 @@ class FieldReader {
 PointMeasurement measurement_from_json(const FieldReader& f) {
   PointMeasurement m;
   m.search_time = f.number("search_time");
-  m.evaluator_latency = f.number("evaluator_latency");
+  if (f.has("evaluator_latency")) m.evaluator_latency = f.optional_number("evaluator_latency");
   m.simgrid_latency = f.optional_number("simgrid_latency");
   m.simgrid_wall_time = f.optional_number("simgrid_wall_time");
   if (f.has("flow_latency")) m.flow_latency = f.optional_number("flow_latency");
@@ -179,7 +179,7 @@ ojson to_json(const PointRecord& r) {
   } else {
     const PointMeasurement& m = *r.measurement;
     j["search_time"] = m.search_time;
-    j["evaluator_latency"] = m.evaluator_latency;
+    if (m.evaluator_latency) j["evaluator_latency"] = *m.evaluator_latency;
     j["simgrid_latency"] = optional_number(m.simgrid_latency);
     j["simgrid_wall_time"] = optional_number(m.simgrid_wall_time);
     if (m.flow_latency) j["flow_latency"] = *m.flow_latency;  // only where the flow engine ran
@@ -257,7 +257,7 @@ PointRecord record_from_json(const ojson& j, const std::string& file, const std:
       f.fail("status", fmt::format("'{}' disagrees with \"oom\"", status));
     // Older runners wrote an infinite or NaN latency as null with status ok: such a point did not
     // measure anything comparable, so it reads as the failed point it is (and --resume goes on).
-    if (!std::isfinite(r.measurement->evaluator_latency)) {
+    if (f.has("evaluator_latency") && !(r.measurement->evaluator_latency && std::isfinite(*r.measurement->evaluator_latency))) {
       r.measurement.reset();
       r.error = fmt::format("recorded as {} with \"evaluator_latency\": null: the latency was not a finite number", status);
     }
@@ -320,7 +320,7 @@ std::string records_to_csv(std::span<const PointRecord> records) {
     csv += fmt::format(",{},{},{}", r.seed ? std::to_string(*r.seed) : std::string(), r.repetition,
                        point_status_name(r.status()));
     if (const auto& m = r.measurement) {
-      csv += fmt::format(",{:.9g},{},{},{:.6g},{:.0f},{},", m->evaluator_latency,
+      csv += fmt::format(",{},{},{},{:.6g},{:.0f},{},", m->evaluator_latency ? fmt::format("{:.9g}", *m->evaluator_latency) : std::string(),
                          m->simgrid_latency ? fmt::format("{:.9g}", *m->simgrid_latency) : std::string(),
                          m->flow_latency ? fmt::format("{:.9g}", *m->flow_latency) : std::string(), m->search_time,
                          m->peak_memory, m->oom ? "true" : "false");
@@ -342,9 +342,9 @@ std::string fastest_lines(std::span<const PointRecord> records, const ColumnUnit
   const char* whose = nullptr;
   auto contended = [](const PointMeasurement& m) { return m.simgrid_latency ? m.simgrid_latency : m.flow_latency; };
   for (const PointRecord& r : records) {
-    if (!r.measurement || r.measurement->oom) continue;
+    if (!r.measurement || r.measurement->oom || !r.measurement->evaluator_latency) continue;
     const PointMeasurement& m = *r.measurement;
-    if (!free_best || m.evaluator_latency < free_best->measurement->evaluator_latency) free_best = &r;
+    if (!free_best || *m.evaluator_latency < *free_best->measurement->evaluator_latency) free_best = &r;
     if (const auto c = contended(m); c && (!contended_best || *c < *contended(*contended_best->measurement))) {
       contended_best = &r;
       whose = m.simgrid_latency ? "SimGrid" : "flow engine";
@@ -355,7 +355,7 @@ std::string fastest_lines(std::span<const PointRecord> records, const ColumnUnit
                                 format_number_in(*contended(*contended_best->measurement), unit), unit.name);
   if (free_best != contended_best)
     out += fmt::format("fastest without contention (evaluator): {}, {} {}, but {} {} under contention\n",
-                       free_best->label, format_number_in(free_best->measurement->evaluator_latency, unit), unit.name,
+                       free_best->label, format_number_in(*free_best->measurement->evaluator_latency, unit), unit.name,
                        format_number_in(*contended(*free_best->measurement), unit), unit.name);
   return out;
 }
@@ -379,7 +379,7 @@ std::string format_point_table(std::span<const PointRecord> records) {
   std::vector<double> latencies, searches, memories;
   for (const PointRecord& r : records)
     if (r.measurement) {
-      latencies.push_back(r.measurement->evaluator_latency);
+      if (r.measurement->evaluator_latency) latencies.push_back(*r.measurement->evaluator_latency);
       if (r.measurement->simgrid_latency) latencies.push_back(*r.measurement->simgrid_latency);
       if (r.measurement->flow_latency) latencies.push_back(*r.measurement->flow_latency);
       searches.push_back(r.measurement->search_time);
@@ -405,7 +405,7 @@ std::string format_point_table(std::span<const PointRecord> records) {
     }
     const PointMeasurement& m = *r.measurement;
     out += point + fmt::format("{:<20} {:>14} {:>14}{} {:>12} {:>18} {:>5}\n", r.label,
-                               format_number_in(m.evaluator_latency, latency),
+                               m.evaluator_latency ? format_number_in(*m.evaluator_latency, latency) : std::string("-"),
                                m.simgrid_latency ? format_number_in(*m.simgrid_latency, latency) : std::string("-"),
                                !flow ? std::string()
                                      : fmt::format(" {:>14}", m.flow_latency ? format_number_in(*m.flow_latency, latency)

@@ -54,7 +54,9 @@ struct LinkUse {
 // What a placement measured, as recorded.
 struct PointMeasurement {
   double search_time = 0;  // the strategy's, including coarsening and `refine:`
-  double evaluator_latency = 0;
+  // Unset when no engine ran (simulation.engine estimate: a plan priced by NEST's estimate, in
+  // strategy_report.nest_estimate_s); written as no "evaluator_latency" key at all.
+  std::optional<double> evaluator_latency;
   std::optional<double> simgrid_latency, simgrid_wall_time;  // when SimGrid ran
   std::optional<double> flow_latency;                        // when the flow engine ran
   LowerBounds bounds;

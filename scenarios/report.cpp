@@ -284,8 +284,8 @@ nlohmann::ordered_json records_to_json(std::span<const PointRecord> records, con
                    {"params", params},
                    {"params_text", written},
                    {"latency", opt(r.latency())},
-                   {"latency_source", !m ? "" : m->simgrid_latency ? "simgrid" : "evaluator"},
-                   {"evaluator_latency", opt(m ? std::optional(m->evaluator_latency) : std::nullopt)},
+                   {"latency_source", !m || !r.latency() ? "" : m->simgrid_latency ? "simgrid" : m->flow_latency ? "flow" : "evaluator"},
+                   {"evaluator_latency", opt(m ? m->evaluator_latency : std::nullopt)},
                    {"simgrid_latency", opt(m ? m->simgrid_latency : std::nullopt)},
                    {"flow_latency", opt(m ? m->flow_latency : std::nullopt)},
                    {"search_time", opt(m ? std::optional(m->search_time) : std::nullopt)},
@@ -478,9 +478,10 @@ std::map<std::string, CaseBest> case_bests(std::span<const PointRecord> records)
     CaseBest& best = bests[case_key(r)];
     if (r.status() != PointStatus::Ok) continue;
     const PointMeasurement& m = *r.measurement;
-    lower(best.evaluator, m.evaluator_latency);
+    if (!m.evaluator_latency) continue;  // no engine ran
+    lower(best.evaluator, *m.evaluator_latency);
     if (m.simgrid_latency) lower(best.simgrid, *m.simgrid_latency);
-    if (r.strategy == "single-device") lower(best.single_device, m.evaluator_latency);
+    if (r.strategy == "single-device") lower(best.single_device, *m.evaluator_latency);
   }
   return bests;
 }
@@ -536,17 +537,19 @@ std::vector<RobustnessRow> robustness_summary(std::span<const PointRecord> recor
     if (status == PointStatus::Infeasible) ++row.infeasible;
     if (!r.measurement) continue;
     const PointMeasurement& m = *r.measurement;
+    if (!m.evaluator_latency) continue;  // no engine ran
+    const double evaluator = *m.evaluator_latency;
     if (status == PointStatus::Oom && best.evaluator) ++row.oom_where_another_fits;
     if (overran_time_limit(r)) ++row.over_time_limit;
-    if (best.single_device && m.evaluator_latency > *best.single_device * (1 + kSameLatency)) ++row.slower_than_single_device;
+    if (best.single_device && evaluator > *best.single_device * (1 + kSameLatency)) ++row.slower_than_single_device;
     if (status != PointStatus::Ok) continue;
-    if (const auto e = ratio(m.evaluator_latency, best.evaluator)) {
+    if (const auto e = ratio(evaluator, best.evaluator)) {
       of_row.evaluator.push_back(*e);
       if (*e <= 1.05 * (1 + kSameLatency)) ++row.within_5_percent;
     }
     if (m.simgrid_latency)
       if (const auto g = ratio(*m.simgrid_latency, best.simgrid)) of_row.simgrid.push_back(*g);
-    if (const auto b = ratio(m.evaluator_latency, m.bounds.best())) of_row.lower_bound.push_back(*b);
+    if (const auto b = ratio(evaluator, m.bounds.best())) of_row.lower_bound.push_back(*b);
   }
   auto median_of = [](const std::vector<double>& v) { return v.empty() ? std::nullopt : std::optional(median(v)); };
   auto worst_of = [](const std::vector<double>& v) {

@@ -88,13 +88,14 @@ std::string file_safe(const std::string& label) {
 }
 
 // A point's Chakra traces (`output: {chakra: true}`): chakra-<point>/<point>.<rank>.et.
-// A plan's collectives are Chakra's collective nodes.
-void write_point_chakra(const fs::path& folder, const std::string& file_stem, const Graph& graph, const Cluster& cluster,
+// A plan's collectives are Chakra's collective nodes. Returns the writer's warnings.
+std::vector<std::string> write_point_chakra(const fs::path& folder, const std::string& file_stem, const Graph& graph, const Cluster& cluster,
                         const std::vector<DeviceId>& placement, const Measurement& m, const Scenario& scenario,
                         const StrategySpec& spec, std::span<const AppendedCollective> collectives = {}) {
   const std::string name = file_safe(file_stem);
-  write_chakra_traces((folder / ("chakra-" + name)).string(), name, graph, placement, cluster.num_devices(), chakra_start_of(m),
-                      chakra_run_of(m, scenario.name + " / " + spec.label), collectives);
+  return write_chakra_traces((folder / ("chakra-" + name)).string(), name, graph, placement, cluster.num_devices(),
+                             chakra_start_of(m), chakra_run_of(m, scenario.name + " / " + spec.label), collectives)
+      .warnings;
 }
 
 // Why a measurement holds a value that is not a finite number, or "" when every value is finite.
@@ -214,7 +215,10 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
     auto planner = make_planner(spec.name, spec.options, scenario.file, spec.field);
     const PlanResult planned = planner->plan(workload, cluster);
     const ParallelPlan& plan = planned.plan;
-    const CompiledPlan compiled = compile_plan(workload.by_tensor_parallel.at(plan.tp), plan, cluster);
+    // engine estimate: the layout and memory alone, no execution graph.
+    const bool estimate_only = scenario.simulation.engine == Engine::Estimate;
+    const CompiledPlan compiled = estimate_only ? plan_layout(workload.by_tensor_parallel.at(plan.tp), plan, cluster)
+                                                : compile_plan(workload.by_tensor_parallel.at(plan.tp), plan, cluster);
     out.search_seconds = planned.search_seconds;
     out.strategy_report = planned.report;
     nlohmann::ordered_json as_json = plan_to_json(plan);
@@ -226,8 +230,12 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
     ParallelPlan as_used = plan;
     as_used.stage_starts = compiled.stage_starts;
     as_used.gpus = compiled.gpus;
-    out.strategy_report["nest_estimate_s"] =
-        nest_estimate(workload.by_tensor_parallel.at(plan.tp), as_used, NestNetwork::aware(cluster)).time_per_batch;
+    // JSON has no infinity: a plan whose GPUs cannot reach each other has no estimate, said so.
+    const double estimate = nest_estimate(workload.by_tensor_parallel.at(plan.tp), as_used, NestNetwork::aware(cluster)).time_per_batch;
+    if (std::isfinite(estimate))
+      out.strategy_report["nest_estimate_s"] = estimate;
+    else
+      out.strategy_report["nest_estimate_note"] = "no estimate: some of the plan's GPUs cannot reach each other";
     // The plan file: the plan as used and its memory per stage (tensor rank 0 of replica 0).
     nlohmann::ordered_json file = as_json;
     file["workload"] = workload.source;
@@ -248,6 +256,17 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
     if (!compiled.infeasible.empty()) {
       out.infeasible = true;  // reported, never run
       out.error = "does not fit: " + compiled.infeasible;
+      return out;
+    }
+    if (estimate_only) {
+      // No engine ran: the record holds the plan's memory and, in its report, NEST's estimate.
+      out.estimate_only = true;
+      Measurement& m = out.measurement;
+      m.memory.assign(static_cast<std::size_t>(cluster.num_devices()), 0.0);
+      for (std::size_t i = 0; i < compiled.gpus.size(); ++i) {
+        m.memory[compiled.gpus[i]] = compiled.memory[i].total();
+        m.peak_memory = std::max(m.peak_memory, compiled.memory[i].total());
+      }
       return out;
     }
     const Graph& graph = compiled.graph.graph;
@@ -273,7 +292,10 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
       write_trace((folder / out.trace_file).string(), graph, cluster, compiled.graph.placement, m);
     }
     if (scenario.chakra)
-      write_point_chakra(folder, file_stem, graph, cluster, compiled.graph.placement, m, scenario, spec, compiled.graph.collectives);
+      if (const auto warnings = write_point_chakra(folder, file_stem, graph, cluster, compiled.graph.placement, m, scenario, spec,
+                                                   compiled.graph.collectives);
+          !warnings.empty())
+        out.strategy_report["chakra_warnings"] = warnings;
   } catch (const OutputError&) {
     throw;
   } catch (const std::exception& e) {

@@ -57,6 +57,9 @@ struct StrategyOutcome {
   std::string placement_file, trace_file;
   // A plan's execution graph (run_plan_point); 0 for a placement, whose graph is the scenario's.
   std::size_t compiled_operators = 0, compiled_tensors = 0;
+  // simulation.engine estimate: no engine ran (a plan priced by NEST's estimate); `measurement`
+  // holds the memory per GPU alone.
+  bool estimate_only = false;
 };
 
 // Places the graph with one strategy (coarsening first if asked), measures the placement and

@@ -158,6 +158,15 @@ LayerWorkload load_workload_source(const WorkloadSource& source, const std::stri
   return load_nest_workload(p.lexically_normal().string());
 }
 
+std::string estimate_problem(const Scenario& scenario) {
+  if (scenario.simulation.engine != Engine::Estimate) return "";
+  if (!scenario.workload)
+    return "estimate prices a workload's parallel plans by NEST's analytical model; a graph's placements need an "
+           "engine: evaluator, flow, simgrid, both or all";
+  if (scenario.chakra) return "estimate runs no engine, so there is no timeline for output.chakra; choose an engine";
+  return "";
+}
+
 std::string source_name(const Scenario& scenario) {
   if (scenario.workload)
     return scenario.workload->model.empty() ? fs::path(scenario.workload->file).stem().string() : scenario.workload->model;
@@ -322,6 +331,7 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
   } else {
     s.output = f.string_or("output", "out/" + s.name);
   }
+  if (const std::string why = estimate_problem(s); !why.empty()) throw InputError(file, "simulation.engine", why);
   if (f.has("report")) s.report = report_spec_from_yaml(f.node("report"), file, "report");
   return s;
 }

@@ -59,18 +59,24 @@ struct StrategySpec {
 // Which engines measure a placement (`simulation.engine`). The evaluator always runs: its schedule
 // gives the per-GPU order the others follow. `both` is the evaluator and SimGrid (the default, and
 // what `both` meant before the flow engine); `all` adds the flow engine (sim/flow_engine.h).
-enum class Engine { Evaluator, Flow, SimGrid, All, Both };
-inline constexpr EnumName<Engine> kEngineNames[] = {{Engine::Evaluator, "evaluator"},
-                                                    {Engine::Flow, "flow"},
-                                                    {Engine::SimGrid, "simgrid"},
-                                                    {Engine::All, "all"},
-                                                    {Engine::Both, "both"}};
+// `estimate` runs no engine: a workload's plans are priced by NEST's analytical estimate alone
+// (nest_estimate_s) and their memory, without building their execution graphs -- for plans at
+// the scale of NEST's experiments (1,024 GPUs, 4,096 sequences), which the engines cannot run.
+enum class Engine { Evaluator, Flow, SimGrid, All, Both, Estimate };
+inline constexpr EnumName<Engine> kEngineNames[] = {{Engine::Evaluator, "evaluator"}, {Engine::Flow, "flow"},
+                                                    {Engine::SimGrid, "simgrid"},     {Engine::All, "all"},
+                                                    {Engine::Both, "both"},           {Engine::Estimate, "estimate"}};
 inline std::string_view engine_name(Engine engine) { return enum_name<Engine>(kEngineNames, engine); }
 inline Engine engine_parse(std::string_view text, const std::string& file, const std::string& field) {
   return enum_parse<Engine>(kEngineNames, text, file, field);
 }
 inline bool runs_simgrid(Engine e) { return e == Engine::SimGrid || e == Engine::All || e == Engine::Both; }
 inline bool runs_flow(Engine e) { return e == Engine::Flow || e == Engine::All; }
+
+// Why the scenario cannot run on engine `estimate` ("" when it can, or runs on another engine):
+// it places a graph, or asks for Chakra traces.
+struct Scenario;
+std::string estimate_problem(const Scenario& scenario);
 
 // The order in which a GPU runs the operators placed on it.
 enum class OpOrder {

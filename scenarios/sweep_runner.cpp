@@ -59,7 +59,7 @@ PointMeasurement recorded(const StrategyOutcome& out) {
   const Measurement& m = out.measurement;
   PointMeasurement p;
   p.search_time = out.search_seconds;
-  p.evaluator_latency = m.evaluator_latency;
+  if (!out.estimate_only) p.evaluator_latency = m.evaluator_latency;
   p.simgrid_latency = m.simgrid_latency;
   if (m.simgrid_latency) p.simgrid_wall_time = m.simgrid_wall_s;
   p.flow_latency = m.flow_latency;

@@ -209,7 +209,7 @@ GpuMemory stage_memory(const LayerModel& model, int first, int end, const Parall
   return gpu_memory(dense, experts, stash, buffer, plan, in_flight);
 }
 
-CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
+CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
   if (const std::string why = plan_problem(model, plan, cluster); !why.empty()) throw std::invalid_argument(why);
   const int tp = plan.tp, pp = plan.pp, dp = plan.dp, m = plan.micro_batches;
   const int L = static_cast<int>(model.layers.size());
@@ -218,6 +218,35 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   out.gpus = plan.gpus;
   if (out.gpus.empty())
     for (int g = 0; g < tp * pp * dp; ++g) out.gpus.push_back(g);
+  auto gpu_index = [&](int d, int p, int t) { return (d * pp + p) * tp + t; };
+  auto stage_end = [&](int p) { return p + 1 < pp ? out.stage_starts[p + 1] : L; };
+  // Memory at the peak, and whether every GPU holds it.
+  out.in_flight.resize(pp);
+  out.memory.resize(out.gpus.size());
+  for (int p = 0; p < pp; ++p) {
+    out.in_flight[p] = plan.schedule == PipelineSchedule::GPipe ? m : std::min(m, pp - p);
+    const GpuMemory mem = stage_memory(model, out.stage_starts[p], stage_end(p), plan, out.in_flight[p]);
+    for (int d = 0; d < dp; ++d)
+      for (int t = 0; t < tp; ++t) {
+        const int index = gpu_index(d, p, t);
+        out.memory[index] = mem;
+        const Device& device = cluster.device(out.gpus[index]);
+        if (out.infeasible.empty() && mem.total() > device.memory_bytes)
+          out.infeasible = fmt::format(
+              "{} (replica {}, stage {}, tensor rank {}) needs {} and has {}: parameters {}, gradients {}, optimizer "
+              "states {}, activations of {} micro-batch{} in flight {}",
+              device.name, d, p, t, format_bytes(mem.total()), format_bytes(device.memory_bytes),
+              format_bytes(mem.parameters), format_bytes(mem.gradients), format_bytes(mem.optimizer_states),
+              out.in_flight[p], out.in_flight[p] == 1 ? "" : "es", format_bytes(mem.activations));
+      }
+  }
+  return out;
+}
+
+CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
+  CompiledPlan out = plan_layout(model, plan, cluster);
+  const int tp = plan.tp, pp = plan.pp, dp = plan.dp, m = plan.micro_batches;
+  const int L = static_cast<int>(model.layers.size());
   auto gpu_index = [&](int d, int p, int t) { return (d * pp + p) * tp + t; };
   auto stage_end = [&](int p) { return p + 1 < pp ? out.stage_starts[p + 1] : L; };
   ExecutionGraph& g = out.graph;
@@ -477,26 +506,6 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   g.graph.finalize(fmt::format("{} with tp {}, pp {}, dp {}{}, {} micro-batches", model.name, tp, pp, dp,
                                plan.ep > 1 ? fmt::format(", ep {}", plan.ep) : "", m));
 
-  // Memory at the peak, and whether every GPU holds it.
-  out.in_flight.resize(pp);
-  out.memory.resize(out.gpus.size());
-  for (int p = 0; p < pp; ++p) {
-    out.in_flight[p] = plan.schedule == PipelineSchedule::GPipe ? m : std::min(m, pp - p);
-    const GpuMemory mem = stage_memory(model, out.stage_starts[p], stage_end(p), plan, out.in_flight[p]);
-    for (int d = 0; d < dp; ++d)
-      for (int t = 0; t < tp; ++t) {
-        const int index = gpu_index(d, p, t);
-        out.memory[index] = mem;
-        const Device& device = cluster.device(out.gpus[index]);
-        if (out.infeasible.empty() && mem.total() > device.memory_bytes)
-          out.infeasible = fmt::format(
-              "{} (replica {}, stage {}, tensor rank {}) needs {} and has {}: parameters {}, gradients {}, optimizer "
-              "states {}, activations of {} micro-batch{} in flight {}",
-              device.name, d, p, t, format_bytes(mem.total()), format_bytes(device.memory_bytes),
-              format_bytes(mem.parameters), format_bytes(mem.gradients), format_bytes(mem.optimizer_states),
-              out.in_flight[p], out.in_flight[p] == 1 ? "" : "es", format_bytes(mem.activations));
-      }
-  }
   return out;
 }
 

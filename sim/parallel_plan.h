@@ -100,6 +100,11 @@ struct CompiledPlan {
   std::string infeasible;
 };
 
+// The plan's layout without its execution graph (CompiledPlan::graph left empty): stages, GPUs
+// and memory at the peak, what compile_plan reports besides the graph. For pricing plans without
+// running them (NEST's estimate at thousands of GPUs). Throws as compile_plan does.
+CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster);
+
 // The GPUs of a plan (ParallelPlan::gpus) with its GPUs 0 .. tp*pp*dp - 1 in `order`: empty for
 // TpPpDp (the default), else GPU (p*dp + d)*tp + t at replica d, stage p, rank t.
 std::vector<DeviceId> gpus_in_order(int tp, int pp, int dp, GpuOrder order);

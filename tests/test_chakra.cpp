@@ -92,7 +92,7 @@ FourOpsRun write_four_ops(const fs::path& dir, int gpus, Engine engine) {
   FourOpsRun run;
   run.measurement = measure_placement(run.graph, testutil::dedicated_mesh(gpus, 1e9), run.placement, engine);
   run.files = write_chakra_traces(dir.string(), "four", run.graph, run.placement, gpus, chakra_start_of(run.measurement),
-                                  chakra_run_of(run.measurement, "four_ops"));
+                                  chakra_run_of(run.measurement, "four_ops")).files;
   return run;
 }
 
@@ -220,7 +220,7 @@ AllReduceRun write_allreduce_between_compute(const fs::path& dir) {
   g.graph.finalize("all-reduce between compute");
   run.measurement = measure_placement(g.graph, run.cluster, g.placement, Engine::Evaluator);
   run.files = write_chakra_traces(dir.string(), "ar", g.graph, g.placement, 4, chakra_start_of(run.measurement),
-                                  chakra_run_of(run.measurement, "all-reduce"), g.collectives);
+                                  chakra_run_of(run.measurement, "all-reduce"), g.collectives).files;
   return run;
 }
 
@@ -303,7 +303,7 @@ TEST(Chakra, APlanRoundTripsWithItsCollectives) {
                                            CollectiveOp::AllToAll}));
   const Measurement m = measure_placement(c.graph.graph, cluster, c.graph.placement, Engine::Both);
   const auto files = write_chakra_traces(dir.string(), "plan", c.graph.graph, c.graph.placement, 8, chakra_start_of(m),
-                                         chakra_run_of(m, "plan"), c.graph.collectives);
+                                         chakra_run_of(m, "plan"), c.graph.collectives).files;
   ASSERT_EQ(files.size(), 9u);
   for (int r = 0; r < 8; ++r) {
     std::size_t expected = 0;

@@ -130,17 +130,9 @@ TEST(Megatron, ScenarioOptionsAreCheckedWhenParsed) {
             std::string::npos);
 }
 
-TEST(Megatron, AScenarioRunsThePlanOnEveryEngineAndReportsWhatDoesNotFit) {
-  // Two layers of forward 1 ms and backward 2 ms, 10 MB of parameters each, 10 MB of activation
-  // between them and 20 MB stashed per micro-batch in flight; four GPUs, a link of 10 GB/s for
-  // every ordered pair. megatron pp 2, dp 2, 2 micro-batches, 1F1B, by hand:
-  //   stage 0: F0 0-1, F1 1-2; activations reach stage 1 at 2 and 3.
-  //   stage 1: F0 2-3, B0 3-5 (gradient back at 6), F1 5-6, B1 6-8 (gradient back at 9).
-  //   stage 0: B0 6-8, B1 9-11; its 10 MB all-reduced by ring over GPUs 0 and 2: 11-12 ms.
-  // Memory of stage 0: 10 MB of parameters, 10 of gradients, 60 of Adam's states and two
-  // micro-batches in flight, 40 MB: 120 MB. GPipe with 4 micro-batches holds all four: 160 MB
-  // (152.6 MiB), more than the GPUs' 130 MB.
-  const fs::path dir = testutil::fresh_temp_dir("megatron-scenario");
+// Two layers of forward 1 ms and backward 2 ms, 10 MB of parameters each, 10 MB of activation
+// between them and 20 MB stashed per micro-batch in flight, as `dir`/toy.json.
+void write_toy_workload(const fs::path& dir) {
   nlohmann::json layer0 = {{"id", 0}, {"fwd_s", 1e-3}, {"bwd_s", 2e-3}, {"parameter_bytes", 10e6},
                            {"stashed_bytes_without_recompute", 20e6}};
   nlohmann::json layer1 = layer0;
@@ -155,12 +147,44 @@ TEST(Megatron, AScenarioRunsThePlanOnEveryEngineAndReportsWhatDoesNotFit) {
           {"layers", {layer0, layer1}},
           {"edges", {{{"src", 0}, {"dst", 1}, {"bytes", 10e6}}}}}}}}};
   std::ofstream(dir / "toy.json") << workload.dump();
+}
+
+// The toy workload and `dir`/s.yaml: on 4 GPUs of 130 MB, a link of 10 GB/s for every ordered
+// pair, megatron pp 2, dp 2, 2 micro-batches (1F1B) and GPipe pp 2, 4 micro-batches, on `engine`.
+void write_toy_scenario(const fs::path& dir, const std::string& engine) {
+  write_toy_workload(dir);
   std::ofstream(dir / "s.yaml") << "workload: {file: toy.json}\n"
-                                   "cluster: {type: full-mesh, gpus: 4, bandwidth: 10GB/s, gpu_memory: 130MB}\n"
+                                   "cluster: {type: full-mesh, gpus: 4, bandwidth: 10GB/s, latency: 0s, gpu_memory: 130MB}\n"
                                    "strategies:\n"
                                    "  - {name: megatron, options: {pp: 2, dp: 2, micro_batches: 2}}\n"
                                    "  - {name: megatron, label: gpipe, options: {pp: 2, micro_batches: 4, schedule: gpipe}}\n"
-                                   "simulation: {engine: all}\n";
+                                   "simulation: {engine: "
+                                << engine << "}\n";
+}
+
+// results.jsonl of a run, by label.
+std::map<std::string, nlohmann::json> records_by_label(const fs::path& out) {
+  std::ifstream in(out / "results.jsonl");
+  std::map<std::string, nlohmann::json> by_label;
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    by_label[j["label"]] = j;
+  }
+  return by_label;
+}
+
+TEST(Megatron, AScenarioRunsThePlanOnEveryEngineAndReportsWhatDoesNotFit) {
+  // Two layers of forward 1 ms and backward 2 ms, 10 MB of parameters each, 10 MB of activation
+  // between them and 20 MB stashed per micro-batch in flight; four GPUs, a link of 10 GB/s for
+  // every ordered pair. megatron pp 2, dp 2, 2 micro-batches, 1F1B, by hand:
+  //   stage 0: F0 0-1, F1 1-2; activations reach stage 1 at 2 and 3.
+  //   stage 1: F0 2-3, B0 3-5 (gradient back at 6), F1 5-6, B1 6-8 (gradient back at 9).
+  //   stage 0: B0 6-8, B1 9-11; its 10 MB all-reduced by ring over GPUs 0 and 2: 11-12 ms.
+  // Memory of stage 0: 10 MB of parameters, 10 of gradients, 60 of Adam's states and two
+  // micro-batches in flight, 40 MB: 120 MB. GPipe with 4 micro-batches holds all four: 160 MB
+  // (152.6 MiB), more than the GPUs' 130 MB.
+  const fs::path dir = testutil::fresh_temp_dir("megatron-scenario");
+  write_toy_scenario(dir, "all");
   SweepOptions options;
   options.output = (dir / "out").string();
   options.progress = false;
@@ -168,12 +192,7 @@ TEST(Megatron, AScenarioRunsThePlanOnEveryEngineAndReportsWhatDoesNotFit) {
   const SweepSummary summary = run_sweep(load_sweep((dir / "s.yaml").string()), options, log);
   EXPECT_EQ(summary.ok, 1u) << log.str();
   EXPECT_EQ(summary.infeasible, 1u) << log.str();
-  std::ifstream in(dir / "out" / "results.jsonl");
-  std::map<std::string, nlohmann::json> by_label;
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    by_label[j["label"]] = j;
-  }
+  const std::map<std::string, nlohmann::json> by_label = records_by_label(dir / "out");
   const nlohmann::json& ok = by_label.at("megatron");
   EXPECT_EQ(ok["status"], "ok");
   EXPECT_EQ(ok["graph"], "toy");
@@ -192,6 +211,51 @@ TEST(Megatron, AScenarioRunsThePlanOnEveryEngineAndReportsWhatDoesNotFit) {
   EXPECT_NE(why.find("gpu0"), std::string::npos) << why;
   EXPECT_NE(why.find("152.6 MiB"), std::string::npos) << why;  // 160e6 bytes
   fs::remove_all(dir);
+}
+
+// simulation.engine estimate: the same plans priced by NEST's estimate alone, no engine run. By
+// hand: each stage computes 3 ms and sends 10 MB at 10 GB/s (1 ms) to its neighbour, so the
+// largest stage load is 4 ms; x (m + S - 1) = 3, plus stage 0's 10 MB ring all-reduce over its 2
+// replicas (1 ms): 13 ms. Memory as the engines' run reports it; GPipe still does not fit.
+TEST(Megatron, EngineEstimatePricesPlansWithoutRunningThem) {
+  const fs::path dir = testutil::fresh_temp_dir("megatron-estimate");
+  write_toy_scenario(dir, "estimate");
+  SweepOptions options;
+  options.output = (dir / "out").string();
+  options.progress = false;
+  std::ostringstream log;
+  const SweepSummary summary = run_sweep(load_sweep((dir / "s.yaml").string()), options, log);
+  EXPECT_EQ(summary.ok, 1u) << log.str();
+  EXPECT_EQ(summary.infeasible, 1u) << log.str();
+  // Read back (--resume): both points are kept as they were, none reads as failed and reruns.
+  options.resume = true;
+  const SweepSummary again = run_sweep(load_sweep((dir / "s.yaml").string()), options, log);
+  EXPECT_EQ(again.skipped, 2u) << log.str();
+  EXPECT_EQ(again.failed, 0u) << log.str();
+  const std::map<std::string, nlohmann::json> by_label = records_by_label(dir / "out");
+  const nlohmann::json& ok = by_label.at("megatron");
+  EXPECT_EQ(ok["status"], "ok");
+  EXPECT_FALSE(ok.contains("evaluator_latency")) << ok.dump();
+  EXPECT_TRUE(ok["simgrid_latency"].is_null()) << ok.dump();
+  EXPECT_NEAR(ok["strategy_report"]["nest_estimate_s"].get<double>(), 13e-3, 1e-12);
+  EXPECT_NEAR(ok["memory_per_gpu"][0].get<double>(), 120e6, 1);
+  EXPECT_NEAR(ok["memory_per_gpu"][1].get<double>(), 100e6, 1);
+  EXPECT_EQ(by_label.at("gpipe")["status"], "infeasible");
+  std::ifstream csv(dir / "out" / "results.csv");
+  const std::string text((std::istreambuf_iterator<char>(csv)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(",ok,,,,"), std::string::npos) << text;  // no latency of any engine
+  fs::remove_all(dir);
+}
+
+TEST(Megatron, EngineEstimateIsForPlansOnly) {
+  EXPECT_NE(parse_error("graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 4, bandwidth: 10GB/s}\n"
+                        "strategies: [m-etf]\nsimulation: {engine: estimate}")
+                .find("a graph's placements need an engine"),
+            std::string::npos);
+  EXPECT_NE(parse_error("workload: {model: gpt2}\ncluster: {type: full-mesh, gpus: 4, bandwidth: 10GB/s}\n"
+                        "strategies: [megatron]\nsimulation: {engine: estimate}\noutput: {dir: x, chakra: true}")
+                .find("no timeline for output.chakra"),
+            std::string::npos);
 }
 
 TEST(Megatron, EveryOptionTakesEffect) {

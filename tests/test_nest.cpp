@@ -194,6 +194,28 @@ TEST(Nest, TheSlowestReplicaSetsTheStageLoad) {
   EXPECT_NEAR(found.dp_time_per_batch, found.estimate.time_per_batch, 1e-12);
 }
 
+// GPipe holds every micro-batch's activations, 1F1B at most the stages after it: with 1 GB
+// stashed per micro-batch and layer, 4 micro-batches on 2 stages of 3 GB GPUs, stage 0 holds 2 GB
+// under 1F1B (fits) and 4 GB under GPipe (does not). The time is (m + S - 1) x load for both.
+TEST(Nest, TheEstimateHoldsGPipesActivations) {
+  LayerModel m;
+  m.name = "stash";
+  for (int l = 0; l < 2; ++l) m.layers.push_back({"l" + std::to_string(l), 1e-3, 2e-3, 1e6, 1e9, 0});
+  ParallelPlan plan;
+  plan.pp = 2;
+  plan.micro_batches = 4;
+  plan.stage_starts = {0, 1};
+  const Cluster cluster = one_server(2, 3e9);
+  const NestNetwork network = NestNetwork::aware(cluster);
+  const NestEstimate one_f_one_b = nest_estimate(m, plan, network);
+  plan.schedule = PipelineSchedule::GPipe;
+  const NestEstimate gpipe = nest_estimate(m, plan, network);
+  EXPECT_TRUE(one_f_one_b.fits);
+  EXPECT_FALSE(gpipe.fits);
+  EXPECT_GT(gpipe.memory_ratio, 4e9 / 3e9);
+  EXPECT_EQ(gpipe.time_per_batch, one_f_one_b.time_per_batch);
+}
+
 TEST(Nest, Gpt3OnNestsFatTreeOfOneThousandTwentyFourGpus) {
   const std::string root = std::string(PLACESIM_TEST_SOURCE_DIR) + "/../shared/workloads/nest";
   if (!std::filesystem::exists(root)) GTEST_SKIP() << root << " is absent: NEST's workloads are not available";

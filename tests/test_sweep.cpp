@@ -699,7 +699,7 @@ TEST(SweepRunner, SweepsAProfiledGraphOverGpusAndOrder) {
   for (const auto& r : records) {
     ASSERT_EQ(r.status(), PointStatus::Ok) << to_json(r).dump();
     const PointMeasurement& m = *r.measurement;
-    const double evaluator = m.evaluator_latency, simgrid = m.simgrid_latency.value();
+    const double evaluator = m.evaluator_latency.value(), simgrid = m.simgrid_latency.value();
     // With the scheduler's order SimGrid runs the evaluator's order under contention: never faster.
     // With FCFS each picks by its own arrival times, so either may be ahead.
     if (r.order == OpOrder::Scheduler) {

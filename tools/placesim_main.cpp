@@ -118,8 +118,10 @@ SweepPlan load_scenario_sweep(const std::string& path, const PlanOptions& option
 int cmd_run(const RunArgs& a) {
   SweepPlan plan = load_scenario_sweep(a.scenario, plan_options(a.max_points));
   if (!a.engine.empty())
-    for (Scenario& v : plan.variants)
-      v.simulation.engine = engine_parse(a.engine, "", "--engine");
+    for (Scenario& v : plan.variants) {
+      v.simulation.engine = engine_parse(a.engine, "command line", "--engine");
+      if (const std::string why = estimate_problem(v); !why.empty()) throw InputError("command line", "--engine", why);
+    }
   SweepOptions options;
   options.output = a.output.empty() ? plan.output : a.output;
   options.jobs = a.jobs;
@@ -293,8 +295,10 @@ int cmd_simulate(const SimulateArgs& a) {
     // The traces are named after the graph file (or the replayed directory, a trailing '/' or not).
     std::filesystem::path named_after = std::filesystem::path(a.replay.empty() ? a.graph_path : a.replay).lexically_normal();
     if (!named_after.has_filename()) named_after = named_after.parent_path();
-    write_chakra_traces(a.chakra, named_after.stem().string(), graph, placement, cluster.num_devices(), chakra_start_of(m), run,
-                        replayed ? std::span<const AppendedCollective>(replayed->collectives) : std::span<const AppendedCollective>());
+    const ChakraWritten written =
+        write_chakra_traces(a.chakra, named_after.stem().string(), graph, placement, cluster.num_devices(), chakra_start_of(m), run,
+                            replayed ? std::span<const AppendedCollective>(replayed->collectives) : std::span<const AppendedCollective>());
+    for (const auto& w : written.warnings) std::cerr << "warning: " << a.chakra << ": " << w << "\n";
     std::cout << fmt::format("chakra          {} ({} rank{}, the {} timeline)\n", a.chakra, cluster.num_devices(),
                              cluster.num_devices() == 1 ? "" : "s", run.engine);
   }
@@ -431,16 +435,17 @@ int cmd_topology_types(bool json) {
 
 }  // namespace
 
-// The `--engine` values, from the one table (scenarios/scenario.h).
-std::vector<std::string> engine_names() {
+// The `--engine` values, from the one table (scenarios/scenario.h); `estimate` (no engine, a
+// workload's plans priced by NEST's model) only where plans run: `placesim run`.
+std::vector<std::string> engine_names(bool with_estimate) {
   std::vector<std::string> out;
-  for (const auto& n : kEngineNames) out.emplace_back(n.name);
+  for (const auto& n : kEngineNames)
+    if (with_estimate || n.value != Engine::Estimate) out.emplace_back(n.name);
   return out;
 }
-std::string engine_choices() {
-  std::vector<std::string_view> names;
-  for (const auto& n : kEngineNames) names.push_back(n.name);
-  return join_choices(names);
+std::string engine_choices(bool with_estimate) {
+  const std::vector<std::string> names = engine_names(with_estimate);
+  return join_choices(std::vector<std::string_view>(names.begin(), names.end()));
 }
 
 int main(int argc, char** argv) {
@@ -453,8 +458,8 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "run a scenario file (every point of its sweep): each strategy places the graph, then it is simulated");
   run->add_option("scenario", run_args.scenario, "scenario YAML file")->required()->check(CLI::ExistingFile);
   run->add_option("-o,--output", run_args.output, "output folder (default: the scenario's `output`)");
-  run->add_option("--engine", run_args.engine, engine_choices() + " (default: the scenario's)")
-      ->check(CLI::IsMember(engine_names()));
+  run->add_option("--engine", run_args.engine, engine_choices(true) + " (default: the scenario's)")
+      ->check(CLI::IsMember(engine_names(true)));
   run->add_option("-j,--jobs", run_args.jobs, "points run at a time, each in a worker process of its own")->check(whole_number(1, 1024));
   run->add_option("--max-points", run_args.max_points,
                   fmt::format("refuse a scenario of more points than this (they are all planned in memory; default {})",
@@ -480,7 +485,7 @@ int main(int argc, char** argv) {
   sim->add_option("--placement", sim_args.placement_path, "placement JSON file")->check(CLI::ExistingFile);
   sim->add_option("--cluster", sim_args.cluster_path, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
   sim->add_option("--format", sim_args.format, "graph format: auto, quickp, msr, placesim");
-  sim->add_option("--engine", sim_args.engine, engine_choices())->check(CLI::IsMember(engine_names()));
+  sim->add_option("--engine", sim_args.engine, engine_choices(false))->check(CLI::IsMember(engine_names(false)));
   sim->add_option("--trace", sim_args.trace, "write a Chrome trace (open in Perfetto)");
   sim->add_option("--chakra", sim_args.chakra, "write Chakra execution traces of the iteration, one per GPU (<graph>.<rank>.et), into this directory");
   sim->add_option("--replay", sim_args.replay, "simulate the graph and placement of a directory of Chakra traces (instead of --graph, --placement)")

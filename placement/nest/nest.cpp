@@ -125,7 +125,9 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
         load += network.send(plan_gpu(plan, d, p, 0), plan_gpu(plan, d, p - 1, 0), per_rank(plan, model.bytes_into(starts[p])));
       e.max_stage_load = std::max(e.max_stage_load, load);
     }
-    const GpuMemory memory = stage_memory(model, starts[p], end_of(p), plan, std::min(plan.micro_batches, S - p));
+    // Activations held at the peak: GPipe keeps every micro-batch's, 1F1B at most S - p.
+    const int in_flight = plan.schedule == PipelineSchedule::GPipe ? plan.micro_batches : std::min(plan.micro_batches, S - p);
+    const GpuMemory memory = stage_memory(model, starts[p], end_of(p), plan, in_flight);
     for (int d = 0; d < plan.dp; ++d)
       for (int r = 0; r < plan.tp; ++r) {
         const double held = network.cluster->device(plan_gpu(plan, d, p, r)).memory_bytes;

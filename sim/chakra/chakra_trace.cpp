@@ -106,9 +106,10 @@ void add_exact_inputs(google::protobuf::RepeatedPtrField<pb::AttributeProto>* at
 
 }  // namespace
 
-std::vector<std::string> write_chakra_traces(const std::string& dir, const std::string& prefix, const Graph& graph,
-                                             std::span<const DeviceId> placement, int ranks, std::span<const double> start,
-                                             const ChakraRun& run, std::span<const AppendedCollective> collectives) {
+ChakraWritten write_chakra_traces(const std::string& dir, const std::string& prefix, const Graph& graph,
+                                  std::span<const DeviceId> placement, int ranks, std::span<const double> start,
+                                  const ChakraRun& run, std::span<const AppendedCollective> collectives) {
+  ChakraWritten written;
   if (placement.size() != graph.num_operators() || start.size() != graph.num_operators())
     throw std::invalid_argument("write_chakra_traces: placement and start must have one entry per operator");
   std::vector<int> collective_of(graph.num_operators(), -1);
@@ -117,11 +118,13 @@ std::vector<std::string> write_chakra_traces(const std::string& dir, const std::
   for (std::size_t c = 0; c < collectives.size(); ++c) {
     const AppendedCollective& coll = collectives[c];
     process_group.try_emplace(coll.group, static_cast<int>(process_group.size()) + 1);
-    if (coll.first < 0 || coll.end < coll.first || static_cast<std::size_t>(coll.end) > graph.num_operators())
+    if (coll.first < 0 || coll.end <= coll.first || static_cast<std::size_t>(coll.end) > graph.num_operators())
       throw std::invalid_argument("write_chakra_traces: a collective's operators are not the graph's");
     for (OpId u = coll.first; u < coll.end; ++u) {
       const Operator& op = graph.op(u);
-      if (collective_of[u] >= 0 || !op.communication || op.memory_bytes != 0 || op.colocation_class != -1)
+      // What the reader restores of a step: it must be all there is.
+      if (collective_of[u] >= 0 || !op.communication || op.compute_s != 0 || op.memory_bytes != 0 || op.colocation_class != -1 ||
+          op.type != "collective")
         throw std::invalid_argument(fmt::format("write_chakra_traces: operator {} is not a step of collective {} alone", op.name, coll.name));
       collective_of[u] = static_cast<int>(c);
     }
@@ -148,6 +151,22 @@ std::vector<std::string> write_chakra_traces(const std::string& dir, const std::
     item.start = std::min(item.start, start[u]);
     item.end = std::max(item.end, start[u] + graph.op(u).compute_s);
     item_of[u] = i;
+  }
+  // A collective's part on a rank begins when its inputs from outside the collective are there
+  // (an arrival step may start earlier, waiting on another rank's piece alone) and ends with the
+  // rank's last step, its trailing sends included.
+  for (Item& item : items) {
+    if (item.collective < 0) continue;
+    double ready = 0;
+    bool has_input = false;
+    for (OpId u : item.ops)
+      for (EdgeId e : graph.in_edges(u)) {
+        const Tensor& t = graph.tensor(e);
+        if (collective_of[t.src] == item.collective) continue;
+        ready = std::max(ready, start[t.src] + graph.op(t.src).compute_s);
+        has_input = true;
+      }
+    if (has_input) item.start = std::min(std::max(item.start, ready), item.end);
   }
   // Each rank's items in the order the rank ran them: by start time, ties in topological order,
   // after the items of the rank they depend on (a collective's steps spread over its run).
@@ -189,12 +208,33 @@ std::vector<std::string> write_chakra_traces(const std::string& dir, const std::
       throw std::invalid_argument("write_chakra_traces: a collective's steps on a rank wait for work that waits for them");
   }
 
+  // The order each rank issues the collectives of one process group: NCCL (and ASTRA-sim) need
+  // it to be the same on every rank. placesim's collectives do not wait for each other, so a
+  // rank may have run two of them the other way round: said, not hidden.
+  std::map<int, std::vector<int>> pg_order;  // process group -> collectives, as its first rank issued them
+  std::set<int> pg_disagrees;
+  for (int r = 0; r < ranks; ++r) {
+    std::map<int, std::vector<int>> mine;
+    for (std::size_t i : rank_order[r])
+      if (items[i].collective >= 0) mine[process_group.at(collectives[items[i].collective].group)].push_back(items[i].collective);
+    for (auto& [pg, order] : mine) {
+      auto [it, fresh] = pg_order.try_emplace(pg, order);
+      if (!fresh && it->second != order) pg_disagrees.insert(pg);
+    }
+  }
+  for (int pg : pg_disagrees)
+    written.warnings.push_back(fmt::format("process group {}: its ranks ran its collectives in different orders (placesim's "
+                                           "collectives do not wait for one another; NCCL's would): a tool that issues them "
+                                           "in trace order may deadlock on these traces",
+                                           pg));
+
   std::vector<RankTrace> trace(static_cast<std::size_t>(ranks));
   std::vector<std::uint64_t> node_of_item(items.size());
   // A tensor inside one collective is one of its messages: the collective node stands for it.
   auto inside_collective = [&](const Tensor& t) { return collective_of[t.src] >= 0 && collective_of[t.src] == collective_of[t.dst]; };
   for (int r = 0; r < ranks; ++r) {
     RankTrace& rank = trace[r];
+    std::map<int, std::uint64_t> last_of_group;  // process group -> its last collective node on the rank
     for (std::size_t i : rank_order[r]) {
       const Item& item = items[i];
       std::vector<std::uint64_t> deps;
@@ -225,6 +265,10 @@ std::vector<std::string> write_chakra_traces(const std::string& dir, const std::
       if (is_collective) {
         // Collectives run beside the GPU's kernels, in no GPU order.
         const AppendedCollective& coll = collectives[item.collective];
+        // One process group's collectives are issued in order: each after the previous one.
+        const int pg = process_group.at(coll.group);
+        if (auto previous = last_of_group.find(pg); previous != last_of_group.end()) n.add_ctrl_deps(previous->second);
+        last_of_group[pg] = n.id();
         add_attr(attrs, "comm_type").set_int64_val(comm_type_of(coll.op));
         add_attr(attrs, "comm_size").set_int64_val(std::llround(coll.bytes));
         add_attr(attrs, "pg_name").set_string_val(fmt::format("{}", process_group.at(coll.group)));
@@ -275,7 +319,6 @@ std::vector<std::string> write_chakra_traces(const std::string& dir, const std::
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw OutputError(dir, "cannot create the directory: " + ec.message());
-  std::vector<std::string> written;
   for (int r = 0; r < ranks; ++r) {
     const std::string path = (fs::path(dir) / fmt::format("{}.{}.et", prefix, r)).string();
     const std::string partial = path + ".partial";
@@ -300,7 +343,7 @@ std::vector<std::string> write_chakra_traces(const std::string& dir, const std::
     }
     fs::rename(partial, path, ec);
     if (ec) throw OutputError(path, "cannot write the Chakra trace: " + ec.message());
-    written.push_back(path);
+    written.files.push_back(path);
   }
   if (!process_group.empty()) {
     // The ranks of each process group, by pg_name (ASTRA-sim's communicator groups).
@@ -310,7 +353,9 @@ std::vector<std::string> write_chakra_traces(const std::string& dir, const std::
     for (std::size_t k = 0; k < by_id.size(); ++k) groups[fmt::format("{}", k + 1)] = *by_id[k];
     const std::string path = (fs::path(dir) / fmt::format("{}.comm_groups.json", prefix)).string();
     write_file_atomically(path, groups.dump(2) + "\n");
-    written.push_back(path);
+    written.files.push_back(path);
+  } else {
+    fs::remove(fs::path(dir) / fmt::format("{}.comm_groups.json", prefix), ec);  // an earlier run's
   }
   return written;
 }
@@ -381,6 +426,7 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
                      fmt::format("{} tensors, but the traces list {} inputs", num_tensors, tensor_room));
   std::vector<Operator> ops(static_cast<std::size_t>(num_ops));
   std::vector<bool> seen(ops.size(), false);
+  std::vector<std::int64_t> step_of(ops.size(), -1);  // the collective whose step an operator is
   out.placement.assign(ops.size(), 0);
   struct Edge {
     OpId src = -1, dst = -1;
@@ -444,8 +490,14 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
           coll.group.push_back(static_cast<DeviceId>(g));
         }
         coll.bytes = need("placesim.bytes").double_val();
-        coll.first = static_cast<OpId>(need("placesim.first").int64_val());
-        coll.end = static_cast<OpId>(need("placesim.end").int64_val());
+        const std::int64_t first = need("placesim.first").int64_val(), end = need("placesim.end").int64_val();
+        if (first < 0 || end <= first || end > num_ops)
+          throw InputError(f.path, where, fmt::format("placesim.first {} and placesim.end {} are not operators 0..{}", first, end, num_ops));
+        if (c < 0 || c >= num_ops) throw InputError(f.path, where, fmt::format("placesim.collective {} out of range", c));
+        if (std::find(coll.group.begin(), coll.group.end(), r) == coll.group.end())
+          throw InputError(f.path, where, fmt::format("rank {} holds a collective whose placesim.group leaves it out", r));
+        coll.first = static_cast<OpId>(first);
+        coll.end = static_cast<OpId>(end);
         auto [it, fresh] = collectives.try_emplace(c, coll);
         if (!fresh && (it->second.name != coll.name || it->second.op != coll.op || it->second.group != coll.group ||
                        it->second.bytes != coll.bytes || it->second.first != coll.first || it->second.end != coll.end))
@@ -459,6 +511,7 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
           if (steps[k] < coll.first || steps[k] >= coll.end)
             throw InputError(f.path, where, fmt::format("step {} outside the collective's operators", steps[k]));
           Operator& step = take(steps[k]);
+          step_of[steps[k]] = c;
           step.name = names[k];
           step.type = "collective";
           step.communication = true;
@@ -469,7 +522,11 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
       const auto& producers = need("placesim.dep_srcs").int64_list().values();
       const auto& bytes = need("placesim.dep_bytes").double_list().values();
       std::int64_t listed = 0;
-      for (auto k : inputs_per_op) listed += k;
+      for (auto k : inputs_per_op) {
+        if (k < 0 || k > tensors.size() - listed)
+          throw InputError(f.path, where, "placesim.step_inputs do not match placesim.dep_tensors");
+        listed += k;
+      }
       if (tensors.size() != listed || producers.size() != listed || bytes.size() != listed)
         throw InputError(f.path, where, "placesim.dep_tensors, placesim.dep_srcs and placesim.dep_bytes do not match its inputs");
       int d = 0;
@@ -493,6 +550,11 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
   for (auto& [c, coll] : collectives) {
     if (c != static_cast<std::int64_t>(out.collectives.size()))
       throw InputError(files.front().path, "GlobalMetadata", fmt::format("collective {} is on no rank", out.collectives.size()));
+    for (OpId u = coll.first; u < coll.end; ++u)
+      if (step_of[u] != c)
+        throw InputError(files.front().path, "GlobalMetadata",
+                         fmt::format("operator {} lies in collective {}'s operators {}..{} but is not one of its steps", u, c,
+                                     coll.first, coll.end - 1));
     out.collectives.push_back(std::move(coll));
   }
   return out;

@@ -41,12 +41,17 @@ struct ChakraRun {
   double latency_s = 0; // that engine's latency of the iteration
 };
 
+struct ChakraWritten {
+  std::vector<std::string> files;     // the traces, then <prefix>.comm_groups.json when there are collectives
+  std::vector<std::string> warnings;  // e.g. a process group whose ranks ran its collectives in different orders
+};
+
 // Writes `<dir>/<prefix>.<rank>.et` for every rank 0..ranks-1 (a rank with no operator gets a file
-// with its metadata alone); `start` is per operator, in seconds. Returns the paths written.
-// Throws OutputError when a file cannot be written.
-std::vector<std::string> write_chakra_traces(const std::string& dir, const std::string& prefix, const Graph& graph,
-                                             std::span<const DeviceId> placement, int ranks, std::span<const double> start,
-                                             const ChakraRun& run, std::span<const AppendedCollective> collectives = {});
+// with its metadata alone); `start` is per operator, in seconds. Throws OutputError when a file
+// cannot be written, std::invalid_argument when `collectives` are not steps of the graph.
+ChakraWritten write_chakra_traces(const std::string& dir, const std::string& prefix, const Graph& graph,
+                                  std::span<const DeviceId> placement, int ranks, std::span<const double> start,
+                                  const ChakraRun& run, std::span<const AppendedCollective> collectives = {});
 
 struct ChakraTraces {
   Graph graph;
