@@ -362,6 +362,15 @@ std::string fastest_lines(std::span<const PointRecord> records, const ColumnUnit
 
 }  // namespace
 
+namespace {
+// A plan's NEST estimate, when its report has one.
+std::optional<double> nest_estimate_of(const PointMeasurement& m) {
+  auto it = m.strategy_report.find("nest_estimate_s");
+  if (it == m.strategy_report.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+}  // namespace
+
 std::string format_point_table(std::span<const PointRecord> records) {
   // The point column: sweep values, seed and repetition (the strategy has a column of its own).
   const bool repeated = std::any_of(records.begin(), records.end(), [](const PointRecord& r) { return r.repetition > 0; });
@@ -380,6 +389,7 @@ std::string format_point_table(std::span<const PointRecord> records) {
   for (const PointRecord& r : records)
     if (r.measurement) {
       if (r.measurement->evaluator_latency) latencies.push_back(*r.measurement->evaluator_latency);
+      if (const auto e = nest_estimate_of(*r.measurement)) latencies.push_back(*e);
       if (r.measurement->simgrid_latency) latencies.push_back(*r.measurement->simgrid_latency);
       if (r.measurement->flow_latency) latencies.push_back(*r.measurement->flow_latency);
       searches.push_back(r.measurement->search_time);
@@ -390,11 +400,16 @@ std::string format_point_table(std::span<const PointRecord> records) {
   // The flow engine's column only when it ran for some point.
   const bool flow = std::any_of(records.begin(), records.end(),
                                 [](const PointRecord& r) { return r.measurement && r.measurement->flow_latency; });
+  // NEST's estimate's column where some point ran no engine (simulation.engine estimate).
+  const bool estimated = std::any_of(records.begin(), records.end(),
+                                     [](const PointRecord& r) { return r.measurement && !r.measurement->evaluator_latency; });
   std::string out = point_head + fmt::format("{:<20} {:>14} {:>14}{} {:>12} {:>18} {:>5}\n", "strategy",
                                              fmt::format("evaluator ({})", latency.name),
                                              fmt::format("simgrid ({})", latency.name),
-                                             flow ? fmt::format(" {:>14}", fmt::format("flow ({})", latency.name))
-                                                  : std::string(),
+                                             (flow ? fmt::format(" {:>14}", fmt::format("flow ({})", latency.name))
+                                                   : std::string()) +
+                                                 (estimated ? fmt::format(" {:>16}", fmt::format("estimate ({})", latency.name))
+                                                            : std::string()),
                                              fmt::format("search ({})", search.name),
                                              fmt::format("peak mem/GPU ({})", memory.name), "OOM");
   for (const PointRecord& r : records) {
@@ -407,9 +422,12 @@ std::string format_point_table(std::span<const PointRecord> records) {
     out += point + fmt::format("{:<20} {:>14} {:>14}{} {:>12} {:>18} {:>5}\n", r.label,
                                m.evaluator_latency ? format_number_in(*m.evaluator_latency, latency) : std::string("-"),
                                m.simgrid_latency ? format_number_in(*m.simgrid_latency, latency) : std::string("-"),
-                               !flow ? std::string()
-                                     : fmt::format(" {:>14}", m.flow_latency ? format_number_in(*m.flow_latency, latency)
-                                                                            : std::string("-")),
+                               (!flow ? std::string()
+                                      : fmt::format(" {:>14}", m.flow_latency ? format_number_in(*m.flow_latency, latency)
+                                                                             : std::string("-"))) +
+                                   (!estimated ? std::string()
+                                               : fmt::format(" {:>16}", nest_estimate_of(m) ? format_number_in(*nest_estimate_of(m), latency)
+                                                                                           : std::string("-"))),
                                format_number_in(m.search_time, search), format_number_in(m.peak_memory, memory),
                                m.oom ? "yes" : "no");
   }

@@ -137,9 +137,15 @@ class Progress {
       what = "infeasible: " + record.error;
     } else if (record.failed()) {
       what = "failed: " + record.error;
-    } else {
-      what = format_duration(*record.latency());
+    } else if (const auto latency = record.latency()) {
+      what = format_duration(*latency);
       if (record.status() == PointStatus::Oom) what += " (OOM)";
+    } else {
+      // No engine ran (simulation.engine estimate): NEST's estimate of the plan.
+      const auto& report = record.measurement->strategy_report;
+      auto estimate = report.find("nest_estimate_s");
+      what = estimate != report.end() && estimate->is_number() ? "estimate " + format_duration(estimate->get<double>())
+                                                                : std::string("no engine ran");
     }
     const std::string line = fmt::format("{}[{}/{}] {}: {}", prefix_, done_, total_, record.key, what);
     if (tty_) {
