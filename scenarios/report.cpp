@@ -159,15 +159,27 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
   std::vector<std::string> group_order;
   std::map<std::string, std::vector<std::string>> strategy_order;
   std::map<std::pair<std::string, std::string>, std::vector<const PointRecord*>> cells;
-  bool any_simgrid = false, any_evaluator_only = false;
+  bool any_simgrid = false, any_evaluator_only = false, any_estimate_only = false;
   const SweepText text(records);
+  // A point's time: the latency of the engines that ran, or NEST's estimate where none did
+  // (simulation.engine estimate).
+  auto time_of = [](const PointRecord& r) -> std::optional<double> {
+    if (auto latency = r.latency()) return latency;
+    const auto& report = r.measurement->strategy_report;
+    auto it = report.find("nest_estimate_s");
+    if (it != report.end() && it->is_number()) return it->get<double>();
+    return std::nullopt;
+  };
   for (const PointRecord* r : in_scenario_order(records)) {
     const std::string g = group_name(*r, text);
     if (std::find(group_order.begin(), group_order.end(), g) == group_order.end()) group_order.push_back(g);
     auto& so = strategy_order[g];
     if (std::find(so.begin(), so.end(), r->label) == so.end()) so.push_back(r->label);
     cells[{g, r->label}].push_back(r);
-    if (r->measurement) (r->measurement->simgrid_latency ? any_simgrid : any_evaluator_only) = true;
+    if (r->measurement)
+      (r->measurement->simgrid_latency           ? any_simgrid
+       : r->measurement->evaluator_latency ? any_evaluator_only
+                                           : any_estimate_only) = true;
   }
   struct Row {
     std::string strategy;
@@ -194,7 +206,7 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
           if (row.error.empty()) row.error = r->error;
           continue;
         }
-        lat.push_back(*r->latency());
+        if (const auto t = time_of(*r)) lat.push_back(*t);
         search.push_back(r->measurement->search_time);
         row.memory = std::max(row.memory, r->measurement->peak_memory);
         row.oom = row.oom || r->measurement->oom;
@@ -211,9 +223,10 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
   // One unit per column across every table, named in the header; the cells are bare numbers.
   const ColumnUnit latency_unit = duration_unit(all_latency), search_unit = duration_unit(all_search),
                    memory_unit = bytes_unit(all_memory);
-  const std::string latency_name = any_simgrid && !any_evaluator_only ? "SimGrid latency"
-                                   : any_simgrid                      ? "latency"
-                                                                      : "evaluator latency";
+  const std::string latency_name = any_estimate_only ? (any_simgrid || any_evaluator_only ? "latency" : "NEST estimate")
+                                   : any_simgrid && !any_evaluator_only ? "SimGrid latency"
+                                   : any_simgrid                        ? "latency"
+                                                                        : "evaluator latency";
   const std::string latency_head = fmt::format("{} ({})", latency_name, latency_unit.name),
                     speedup_head = "speed-up vs best other", search_head = fmt::format("search ({})", search_unit.name),
                     memory_head = fmt::format("peak mem ({})", memory_unit.name);
@@ -247,7 +260,10 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
     out << "\n";
   }
   if (!tables.empty()) {
-    if (any_simgrid && any_evaluator_only)
+    if (any_estimate_only && (any_simgrid || any_evaluator_only))
+      out << "latency: per iteration, SimGrid's where SimGrid ran, else the evaluator's, else (no engine ran) NEST's "
+             "estimate; the median of a strategy's runs\n";
+    else if (any_simgrid && any_evaluator_only)
       out << "latency: per iteration, SimGrid's where SimGrid ran, else the evaluator's; the median of a strategy's runs\n";
     else
       out << fmt::format("{}: per iteration; the median of a strategy's runs\n", latency_name);
