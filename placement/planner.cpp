@@ -62,6 +62,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& plan) {
   j["zero"] = plan.zero;
   j["micro_batches"] = plan.micro_batches;
   j["schedule"] = std::string(enum_name<PipelineSchedule>(kPipelineScheduleNames, plan.schedule));
+  if (plan.virtual_stages > 1) j["virtual_stages"] = plan.virtual_stages;
   j["gradient_algorithm"] = std::string(enum_name<CollectiveAlgorithm>(kCollectiveAlgorithmNames, plan.gradient_algorithm));
   j["scatter_gather"] = plan.scatter_gather;
   j["stage_starts"] = plan.stage_starts;

@@ -62,7 +62,20 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
     return fmt::format("tp, pp, dp and micro_batches must be >= 1, got {}, {}, {}, {}", plan.tp, plan.pp, plan.dp,
                        plan.micro_batches);
   if (plan.zero < 0 || plan.zero > 3) return fmt::format("zero must be a ZeRO stage from 0 to 3, got {}", plan.zero);
-  if (plan.pp > L) return fmt::format("{} pipeline stages but {} has {} layers", plan.pp, model.name, L);
+  if (plan.virtual_stages < 1) return fmt::format("virtual_stages must be >= 1, got {}", plan.virtual_stages);
+  const long stages = static_cast<long>(plan.pp) * plan.virtual_stages;
+  if (stages > L)
+    return plan.virtual_stages == 1
+               ? fmt::format("{} pipeline stages but {} has {} layers", plan.pp, model.name, L)
+               : fmt::format("pp x virtual_stages = {} stages but {} has {} layers", stages, model.name, L);
+  if (plan.virtual_stages > 1) {
+    if (plan.schedule != PipelineSchedule::OneFOneB)
+      return "virtual_stages > 1 is interleaved 1F1B: the schedule must be 1f1b";
+    if (plan.pp < 2) return "virtual_stages > 1 needs a pipeline (pp >= 2)";
+    if (plan.micro_batches % plan.pp != 0)
+      return fmt::format("interleaved 1F1B runs micro-batches in groups of pp: {} micro-batches is not a multiple of pp {}",
+                         plan.micro_batches, plan.pp);
+  }
   if (plan.ep < 1 || plan.dp % plan.ep != 0)
     return fmt::format("ep must divide dp (expert parallelism is carved out of the replicas), got ep {} and dp {}", plan.ep,
                        plan.dp);
@@ -80,10 +93,10 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
     return fmt::format("the model's layers are for tensor-parallel width {}, the plan has tp {}", model.tensor_parallel,
                        plan.tp);
   if (!plan.stage_starts.empty()) {
-    if (static_cast<int>(plan.stage_starts.size()) != plan.pp)
-      return fmt::format("{} stage starts for {} stages", plan.stage_starts.size(), plan.pp);
+    if (static_cast<long>(plan.stage_starts.size()) != stages)
+      return fmt::format("{} stage starts for {} stages", plan.stage_starts.size(), stages);
     if (plan.stage_starts[0] != 0) return "the first stage must start at layer 0";
-    for (int p = 1; p < plan.pp; ++p)
+    for (long p = 1; p < stages; ++p)
       if (plan.stage_starts[p] <= plan.stage_starts[p - 1] || plan.stage_starts[p] >= L)
         return fmt::format("stage starts must increase from 0 and stay below {} (the layers), got {}", L,
                            fmt::join(plan.stage_starts, ", "));
@@ -116,10 +129,12 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
           if (!cluster.reachable(a, gpu_of(d, p, u)))
             return fmt::format("{} cannot reach {} of its tensor-parallel group (replica {}, stage {})",
                                cluster.device(a).name, cluster.device(gpu_of(d, p, u)).name, d, p);
-        if (p + 1 < plan.pp && (!cluster.reachable(a, gpu_of(d, p + 1, t)) || !cluster.reachable(gpu_of(d, p + 1, t), a)))
-          return fmt::format("{} (stage {}) and {} (stage {}) cannot reach each other: pipeline neighbours exchange "
-                             "activations and gradients",
-                             cluster.device(a).name, p, cluster.device(gpu_of(d, p + 1, t)).name, p + 1);
+        // The next rank; interleaved, the last rank hands its stages on to the first.
+        const int next = p + 1 < plan.pp ? p + 1 : plan.virtual_stages > 1 ? 0 : -1;
+        if (next >= 0 && next != p && (!cluster.reachable(a, gpu_of(d, next, t)) || !cluster.reachable(gpu_of(d, next, t), a)))
+          return fmt::format("{} (pipeline rank {}) and {} (pipeline rank {}) cannot reach each other: pipeline neighbours "
+                             "exchange activations and gradients",
+                             cluster.device(a).name, p, cluster.device(gpu_of(d, next, t)).name, next);
       }
   if (plan.dp > 1) {
     if (plan.gradient_algorithm == CollectiveAlgorithm::Tree || plan.gradient_algorithm == CollectiveAlgorithm::Hierarchical)
@@ -170,10 +185,35 @@ namespace {
 struct Unit {
   bool forward;
   int micro_batch;
+  int chunk = 0;  // interleaved 1F1B: which of the rank's stages (stage chunk * pp + p)
 };
 
-// The order of forward and backward micro-batches on stage p.
-std::vector<Unit> schedule_of(PipelineSchedule schedule, int p, int pp, int m) {
+// Interleaved 1F1B on pipeline rank p of pp, m micro-batches (a multiple of pp), v stages per
+// rank, as Megatron-LM's forward_backward_pipelining_with_interleaving orders them: the k-th
+// forward is micro-batch (k / (pp v)) pp + k mod pp of chunk (k mod pp v) / pp; backwards run
+// the chunks in reverse. Warm-up: (pp - p - 1) x 2 + (v - 1) x pp forwards (all of them when
+// m = pp), then one forward and one backward in turn, then the remaining backwards.
+std::vector<Unit> interleaved_schedule(int p, int pp, int m, int v) {
+  const int total = m * v;
+  auto unit = [&](int k, bool forward) {
+    const int in_group = k % (pp * v);
+    const int chunk = in_group / pp;
+    return Unit{forward, (k / (pp * v)) * pp + k % pp, forward ? chunk : v - 1 - chunk};
+  };
+  const int warmup = m == pp ? total : std::min((pp - p - 1) * 2 + (v - 1) * pp, total);
+  std::vector<Unit> order;
+  for (int k = 0; k < warmup; ++k) order.push_back(unit(k, true));
+  for (int j = 0; j < total - warmup; ++j) {
+    order.push_back(unit(warmup + j, true));
+    order.push_back(unit(j, false));
+  }
+  for (int k = total - warmup; k < total; ++k) order.push_back(unit(k, false));
+  return order;
+}
+
+// The order of forward and backward units on pipeline rank p (v stages per rank).
+std::vector<Unit> schedule_of(PipelineSchedule schedule, int p, int pp, int m, int v) {
+  if (v > 1) return interleaved_schedule(p, pp, m, v);
   std::vector<Unit> order;
   if (schedule == PipelineSchedule::GPipe) {
     for (int i = 0; i < m; ++i) order.push_back({true, i});
@@ -211,21 +251,46 @@ GpuMemory stage_memory(const LayerModel& model, int first, int end, const Parall
 
 CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
   if (const std::string why = plan_problem(model, plan, cluster); !why.empty()) throw std::invalid_argument(why);
-  const int tp = plan.tp, pp = plan.pp, dp = plan.dp, m = plan.micro_batches;
+  const int tp = plan.tp, pp = plan.pp, dp = plan.dp, m = plan.micro_batches, v = plan.virtual_stages;
+  const int S = pp * v;
   const int L = static_cast<int>(model.layers.size());
   CompiledPlan out;
-  out.stage_starts = plan.stage_starts.empty() ? balanced_stages(model, pp) : plan.stage_starts;
+  out.stage_starts = plan.stage_starts.empty() ? balanced_stages(model, S) : plan.stage_starts;
   out.gpus = plan.gpus;
   if (out.gpus.empty())
     for (int g = 0; g < tp * pp * dp; ++g) out.gpus.push_back(g);
   auto gpu_index = [&](int d, int p, int t) { return (d * pp + p) * tp + t; };
-  auto stage_end = [&](int p) { return p + 1 < pp ? out.stage_starts[p + 1] : L; };
+  auto stage_end = [&](int s) { return s + 1 < S ? out.stage_starts[s + 1] : L; };
   // Memory at the peak, and whether every GPU holds it.
   out.in_flight.resize(pp);
   out.memory.resize(out.gpus.size());
   for (int p = 0; p < pp; ++p) {
-    out.in_flight[p] = plan.schedule == PipelineSchedule::GPipe ? m : std::min(m, pp - p);
-    const GpuMemory mem = stage_memory(model, out.stage_starts[p], stage_end(p), plan, out.in_flight[p]);
+    GpuMemory mem;
+    if (v == 1) {
+      out.in_flight[p] = plan.schedule == PipelineSchedule::GPipe ? m : std::min(m, pp - p);
+      mem = stage_memory(model, out.stage_starts[p], stage_end(p), plan, out.in_flight[p]);
+    } else {
+      // The rank's v stages: their parameters, and at the peak of its schedule the stashes of the
+      // (stage, micro-batch) units whose backward has not run yet.
+      std::vector<double> stash(v, 0.0);
+      for (int c = 0; c < v; ++c) {
+        const GpuMemory one = stage_memory(model, out.stage_starts[c * pp + p], stage_end(c * pp + p), plan, 1);
+        mem.parameters += one.parameters;
+        mem.gradients += one.gradients;
+        mem.optimizer_states += one.optimizer_states;
+        stash[c] = one.activations;
+      }
+      double held = 0;
+      int units = 0;
+      for (const Unit& u : schedule_of(plan.schedule, p, pp, m, v)) {
+        held += u.forward ? stash[u.chunk] : -stash[u.chunk];
+        units += u.forward ? 1 : -1;
+        if (held > mem.activations) {
+          mem.activations = held;
+          out.in_flight[p] = units;
+        }
+      }
+    }
     for (int d = 0; d < dp; ++d)
       for (int t = 0; t < tp; ++t) {
         const int index = gpu_index(d, p, t);
@@ -233,11 +298,12 @@ CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, cons
         const Device& device = cluster.device(out.gpus[index]);
         if (out.infeasible.empty() && mem.total() > device.memory_bytes)
           out.infeasible = fmt::format(
-              "{} (replica {}, stage {}, tensor rank {}) needs {} and has {}: parameters {}, gradients {}, optimizer "
+              "{} (replica {}, {} {}, tensor rank {}) needs {} and has {}: parameters {}, gradients {}, optimizer "
               "states {}, activations of {} micro-batch{} in flight {}",
-              device.name, d, p, t, format_bytes(mem.total()), format_bytes(device.memory_bytes),
-              format_bytes(mem.parameters), format_bytes(mem.gradients), format_bytes(mem.optimizer_states),
-              out.in_flight[p], out.in_flight[p] == 1 ? "" : "es", format_bytes(mem.activations));
+              device.name, d, v == 1 ? "stage" : "pipeline rank", p, t, format_bytes(mem.total()),
+              format_bytes(device.memory_bytes), format_bytes(mem.parameters), format_bytes(mem.gradients),
+              format_bytes(mem.optimizer_states), out.in_flight[p], out.in_flight[p] == 1 ? "" : "es",
+              format_bytes(mem.activations));
       }
   }
   return out;
@@ -245,22 +311,27 @@ CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, cons
 
 CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
   CompiledPlan out = plan_layout(model, plan, cluster);
-  const int tp = plan.tp, pp = plan.pp, dp = plan.dp, m = plan.micro_batches;
+  const int tp = plan.tp, pp = plan.pp, dp = plan.dp, m = plan.micro_batches, v = plan.virtual_stages;
+  // Stages: pp x v (interleaved 1F1B: pipeline rank p holds stages p, p + pp, ...).
+  const int S = pp * v;
   const int L = static_cast<int>(model.layers.size());
-  auto gpu_index = [&](int d, int p, int t) { return (d * pp + p) * tp + t; };
-  auto stage_end = [&](int p) { return p + 1 < pp ? out.stage_starts[p + 1] : L; };
+  auto gpu_index = [&](int d, int s, int t) { return (d * pp + s % pp) * tp + t; };
+  auto stage_end = [&](int s) { return s + 1 < S ? out.stage_starts[s + 1] : L; };
   ExecutionGraph& g = out.graph;
-  std::vector<std::vector<Unit>> orders(pp);  // per stage, its schedule
-  for (int p = 0; p < pp; ++p) orders[p] = schedule_of(plan.schedule, p, pp, m);
+  std::vector<std::vector<Unit>> rank_orders(pp);  // per pipeline rank, its schedule
+  for (int p = 0; p < pp; ++p) rank_orders[p] = schedule_of(plan.schedule, p, pp, m, v);
+  std::vector<std::vector<Unit>> orders(S);  // per stage, its units in the rank's order
+  for (int p = 0; p < pp; ++p)
+    for (const Unit& u : rank_orders[p]) orders[u.chunk * pp + p].push_back(u);
 
   // fwd[d][p][t][i][k], bwd likewise: the operator of the stage's k-th layer; *_done: where the
   // layer's result stands after its tensor-parallel all-reduce (the operator itself without one).
   using Grid = std::vector<std::vector<std::vector<std::vector<std::vector<OpId>>>>>;
   auto grid = [&] {
-    Grid x(dp, std::vector<std::vector<std::vector<std::vector<OpId>>>>(pp));
+    Grid x(dp, std::vector<std::vector<std::vector<std::vector<OpId>>>>(S));
     for (int d = 0; d < dp; ++d)
-      for (int p = 0; p < pp; ++p)
-        x[d][p].assign(tp, std::vector<std::vector<OpId>>(m, std::vector<OpId>(stage_end(p) - out.stage_starts[p], -1)));
+      for (int s = 0; s < S; ++s)
+        x[d][s].assign(tp, std::vector<std::vector<OpId>>(m, std::vector<OpId>(stage_end(s) - out.stage_starts[s], -1)));
     return x;
   };
   Grid fwd = grid(), bwd = grid(), fwd_done = grid(), bwd_done = grid();
@@ -276,14 +347,15 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
     return append_collective(g, s, cluster, fmt::format("tp{}", collectives++), ops);
   };
 
-  // Compute operators, stage by stage, in schedule order, chained on their GPU.
+  // Compute operators, GPU by GPU, in schedule order, chained on their GPU.
   for (int d = 0; d < dp; ++d)
-    for (int p = 0; p < pp; ++p) {
-      const int first = out.stage_starts[p], count = stage_end(p) - first;
+    for (int r = 0; r < pp; ++r) {
       for (int t = 0; t < tp; ++t) {
-        const DeviceId gpu = out.gpus[gpu_index(d, p, t)];
+        const DeviceId gpu = out.gpus[gpu_index(d, r, t)];
         OpId previous = -1;
-        for (const Unit& u : orders[p]) {
+        for (const Unit& u : rank_orders[r]) {
+          const int p = u.chunk * pp + r;  // the unit's stage
+          const int first = out.stage_starts[p], count = stage_end(p) - first;
           for (int k = 0; k < count; ++k) {
             const int kk = u.forward ? k : count - 1 - k;  // backward runs the layers in reverse
             const Layer& layer = model.layers[first + kk];
@@ -299,7 +371,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
     }
   // Each layer's tensor-parallel all-reduces, then the dependencies along the layers.
   for (int d = 0; d < dp; ++d)
-    for (int p = 0; p < pp; ++p) {
+    for (int p = 0; p < S; ++p) {
       const int first = out.stage_starts[p], count = stage_end(p) - first;
       for (int i = 0; i < m; ++i)
         for (int k = 0; k < count; ++k) {
@@ -321,7 +393,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   // the replicas of each expert-parallel group.
   if (plan.ep > 1 && model.expert_parallel == 1)
     for (int j = 0; j < dp / plan.ep; ++j)
-      for (int p = 0; p < pp; ++p) {
+      for (int p = 0; p < S; ++p) {
         const int first = out.stage_starts[p], count = stage_end(p) - first;
         for (int t = 0; t < tp; ++t)
           for (int i = 0; i < m; ++i)
@@ -344,9 +416,9 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
       }
   // (A stage's gradients come from the next stage's done operators: every stage's first.)
   for (int d = 0; d < dp; ++d)
-    for (int p = 0; p < pp; ++p) {
+    for (int p = 0; p < S; ++p) {
       const int count = stage_end(p) - out.stage_starts[p];
-      const double activation_bytes = p + 1 < pp ? model.bytes_into(stage_end(p)) : 0.0;
+      const double activation_bytes = p + 1 < S ? model.bytes_into(stage_end(p)) : 0.0;
       for (int t = 0; t < tp; ++t)
         for (int i = 0; i < m; ++i) {
           for (int k = 0; k + 1 < count; ++k) {
@@ -354,11 +426,11 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
             g.depend(bwd_done[d][p][t][i][k + 1], bwd[d][p][t][i][k]);
           }
           // The loss: the last stage's backward follows its forward.
-          if (p + 1 == pp) g.depend(fwd_done[d][p][t][i][count - 1], bwd[d][p][t][i][count - 1]);
+          if (p + 1 == S) g.depend(fwd_done[d][p][t][i][count - 1], bwd[d][p][t][i][count - 1]);
         }
       // Activations to the next stage, gradients back: rank t to rank t, whole, or (scatter-gather)
       // 1/tp each and all-gathered by the receiving stage's tensor-parallel group.
-      if (p + 1 == pp) continue;
+      if (p + 1 == S) continue;
       auto hand_over = [&](int to_stage, const std::vector<OpId>& from, const std::vector<OpId>& to,
                            const std::string& name) {
         if (tp == 1 || !plan.scatter_gather) {
@@ -401,7 +473,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
     return model.layers[l].parameter_bytes - (spreads_experts ? model.layers[l].expert_parameter_bytes : 0.0);
   };
   auto expert_bytes = [&](int l) { return spreads_experts ? model.layers[l].expert_parameter_bytes / plan.ep : 0.0; };
-  for (int p = 0; p < pp; ++p) {
+  for (int p = 0; p < S; ++p) {
     const int first = out.stage_starts[p], count = stage_end(p) - first;
     // fwd_before_bwd: the last forward before the first backward in the stage's order (1F1B
     // interleaves them: the stage's last forward comes after its first backward).
@@ -503,7 +575,8 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
         }
     }
   }
-  g.graph.finalize(fmt::format("{} with tp {}, pp {}, dp {}{}, {} micro-batches", model.name, tp, pp, dp,
+  g.graph.finalize(fmt::format("{} with tp {}, pp {}{}, dp {}{}, {} micro-batches", model.name, tp, pp,
+                               v > 1 ? fmt::format(" x {} interleaved", v) : "", dp,
                                plan.ep > 1 ? fmt::format(", ep {}", plan.ep) : "", m));
 
   return out;

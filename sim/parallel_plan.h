@@ -72,7 +72,13 @@ struct ParallelPlan {
   // stage and tensor rank), twice per pass. The experts' gradients are reduced among the dp/ep
   // replicas holding the same experts (equal d mod ep), the rest among all dp.
   int ep = 1;
-  // First layer of each stage (pp entries, the first 0, increasing); empty: balanced_stages.
+  // Interleaved 1F1B (Megatron-LM's virtual pipeline): each pipeline rank p holds this many
+  // stages, p, p + pp, p + 2 pp, ..., of pp x virtual_stages in all, and runs them in Megatron's
+  // interleaved order, which shrinks the bubble about virtual_stages times for more transfers
+  // (the last rank hands on to the first). Needs 1f1b, pp >= 2 and micro_batches a multiple of pp.
+  int virtual_stages = 1;
+  // First layer of each stage (pp x virtual_stages entries, the first 0, increasing); empty:
+  // balanced_stages.
   std::vector<int> stage_starts;
   // The plan's GPUs, gpus[(d*pp + p)*tp + t]; empty: GPUs 0 .. tp*pp*dp - 1 in that order
   // (tensor-parallel groups on consecutive GPUs, so inside a server, then stages, then replicas;
@@ -95,7 +101,9 @@ struct CompiledPlan {
   std::vector<int> stage_starts;    // as used
   std::vector<DeviceId> gpus;       // as used
   std::vector<GpuMemory> memory;    // per plan GPU (index (d*pp + p)*tp + t), at the peak
-  std::vector<int> in_flight;       // per stage: micro-batches whose activations are held at the peak
+  // Per pipeline rank: micro-batches whose activations are held at the peak (interleaved: units
+  // of one stage and one micro-batch).
+  std::vector<int> in_flight;
   // "" when every GPU holds its peak; else which GPU does not, with the bytes (the first one).
   std::string infeasible;
 };

@@ -55,6 +55,10 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--dp", a.dp, "data-parallel replicas")->check(whole_number(1, 1 << 20))->capture_default_str();
   c->add_option("--micro-batches", a.micro_batches, "micro-batches per iteration")->check(whole_number(1, 1 << 16))->capture_default_str();
   c->add_option("--schedule", a.schedule, "gpipe or 1f1b")->check(CLI::IsMember({"gpipe", "1f1b"}))->capture_default_str();
+  c->add_option("--virtual-stages", a.virtual_stages,
+                "interleaved 1F1B: stages per pipeline rank (Megatron-LM's virtual pipeline; micro-batches a multiple of pp)")
+      ->check(whole_number(1, 1024))
+      ->capture_default_str();
   c->add_option("--zero", a.zero, "ZeRO stage over the replicas")->check(whole_number(0, 3))->capture_default_str();
   c->add_option("--ep", a.ep, "expert-parallel width, carved out of the replicas (divides --dp)")
       ->check(whole_number(1, 1 << 16))
@@ -100,21 +104,24 @@ int cmd_plan(const PlanArgs& a) {
   plan.dp = a.dp;
   plan.micro_batches = a.micro_batches;
   plan.zero = a.zero;
+  plan.virtual_stages = a.virtual_stages;
   plan.ep = a.ep;
   plan.scatter_gather = !a.no_scatter_gather;
   plan.schedule = enum_parse<PipelineSchedule>(kPipelineScheduleNames, a.schedule, "command line", "--schedule");
   plan.gradient_algorithm =
       enum_parse<CollectiveAlgorithm>(kCollectiveAlgorithmNames, a.gradient_algorithm, "command line", "--gradient-algorithm");
   if (const std::string why = plan_problem(model, plan, cluster); !why.empty())
-    throw InputError("command line", "--tp/--pp/--dp/--ep", why);
+    throw InputError("command line",
+                     a.virtual_stages > 1 ? "--tp/--pp/--dp/--ep/--micro-batches/--virtual-stages/--schedule" : "--tp/--pp/--dp/--ep",
+                     why);
   const auto t0 = std::chrono::steady_clock::now();
   CompiledPlan c = compile_plan(model, plan, cluster);
   const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << fmt::format("workload        {} ({} layers at tp {})\n", workload.source, model.layers.size(), a.tp);
   std::cout << fmt::format("cluster         {}\n", cluster.description);
-  std::cout << fmt::format("plan            tp {} x pp {} x dp {} = {} GPUs{}, {} micro-batches, {}, ZeRO {}\n", a.tp, a.pp,
-                           a.dp, c.gpus.size(), a.ep > 1 ? fmt::format(" (ep {})", a.ep) : "", a.micro_batches,
-                           a.schedule, a.zero);
+  std::cout << fmt::format("plan            tp {} x pp {} x dp {} = {} GPUs{}, {} micro-batches, {}{}, ZeRO {}\n", a.tp,
+                           a.pp, a.dp, c.gpus.size(), a.ep > 1 ? fmt::format(" (ep {})", a.ep) : "", a.micro_batches,
+                           a.virtual_stages > 1 ? "interleaved " : "", a.schedule, a.zero);
   std::cout << fmt::format("stages          first layers {}\n", fmt::join(c.stage_starts, ", "));
   std::cout << fmt::format("graph           {} operators, {} tensors (compiled in {})\n", c.graph.graph.num_operators(),
                            c.graph.graph.num_tensors(), format_duration(compile_s));

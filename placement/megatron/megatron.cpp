@@ -53,6 +53,7 @@ PlanResult Megatron::plan_impl(const LayerWorkload& workload, const Cluster& clu
   plan.ep = c.ep;
   plan.zero = c.zero;
   plan.schedule = c.schedule;
+  plan.virtual_stages = c.virtual_stages;
   plan.gradient_algorithm = c.gradient_algorithm;
   plan.scatter_gather = c.scatter_gather;
   if (c.global_micro_batches > 0) {
@@ -63,11 +64,12 @@ PlanResult Megatron::plan_impl(const LayerWorkload& workload, const Cluster& clu
   } else {
     plan.micro_batches = c.micro_batches;
   }
-  plan.stage_starts = megatron_stages(model, c.pp);
+  plan.stage_starts = megatron_stages(model, c.pp * c.virtual_stages);
   plan.gpus = gpus_in_order(c.tp, c.pp, dp, c.order);
   std::vector<int> layers;
-  for (int p = 0; p < c.pp; ++p)
-    layers.push_back((p + 1 < c.pp ? plan.stage_starts[p + 1] : static_cast<int>(model.layers.size())) -
+  const int stages = c.pp * c.virtual_stages;
+  for (int p = 0; p < stages; ++p)
+    layers.push_back((p + 1 < stages ? plan.stage_starts[p + 1] : static_cast<int>(model.layers.size())) -
                      plan.stage_starts[p]);
   r.report["stage_layers"] = layers;
   r.report["gpus_used"] = c.tp * c.pp * dp;
@@ -90,6 +92,9 @@ OptionSchema<MegatronConfig> megatron_schema() {
           "micro-batches per iteration over all replicas, split evenly (0: micro_batches per replica)", 0, 1 << 24, "64");
   s.choice("schedule", &MegatronConfig::schedule, std::span<const EnumName<PipelineSchedule>>(kPipelineScheduleNames),
            "pipeline schedule");
+  s.count("virtual_stages", &MegatronConfig::virtual_stages,
+          "interleaved 1F1B: stages per pipeline rank (Megatron-LM's virtual pipeline; micro_batches a multiple of pp)", 1,
+          1 << 10, "2");
   s.choice("gradient_algorithm", &MegatronConfig::gradient_algorithm,
            std::span<const EnumName<CollectiveAlgorithm>>(kCollectiveAlgorithmNames),
            "collective algorithm of the gradient reduction across replicas", "halving-doubling");

@@ -23,6 +23,7 @@ struct MegatronConfig {
   int micro_batches = 1;  // per replica
   int global_micro_batches = 0;   // micro-batches per iteration over all replicas (0: micro_batches each)
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  int virtual_stages = 1;  // interleaved 1F1B: stages per pipeline rank (ParallelPlan::virtual_stages)
   CollectiveAlgorithm gradient_algorithm = CollectiveAlgorithm::Ring;
   bool scatter_gather = true;  // ParallelPlan::scatter_gather
   GpuOrder order = GpuOrder::TpPpDp;  // GPU order, innermost first

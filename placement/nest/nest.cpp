@@ -101,11 +101,14 @@ ParallelPlan nest_plan(int tp, int replicas, int stages, int zero, int expert_pa
 }
 
 NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, const NestNetwork& network) {
-  const int L = static_cast<int>(model.layers.size()), S = plan.pp;
+  // Stages: pp x virtual_stages (interleaved 1F1B: rank p holds stages p, p + pp, ...).
+  const int L = static_cast<int>(model.layers.size()), v = plan.virtual_stages, S = plan.pp * v;
   const std::vector<int> starts = plan.stage_starts.empty() ? balanced_stages(model, S) : plan.stage_starts;
   auto end_of = [&](int p) { return p + 1 < S ? starts[p + 1] : L; };
+  auto gpu = [&](int d, int s, int r) { return plan_gpu(plan, d, s % plan.pp, r); };
   NestEstimate e;
   e.micro_batches_per_replica = plan.micro_batches;
+  std::vector<double> rank_load(static_cast<std::size_t>(plan.pp) * plan.dp, 0.0);  // per (replica, rank)
   for (int p = 0; p < S; ++p) {
     double compute = 0;
     for (int l = starts[p]; l < end_of(p); ++l) compute += model.layers[l].forward_s + model.layers[l].backward_s;
@@ -113,18 +116,17 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
     for (int d = 0; d < plan.dp; ++d) {
       double load = compute;
       std::vector<DeviceId> tp_group;
-      for (int r = 0; r < plan.tp; ++r) tp_group.push_back(plan_gpu(plan, d, p, r));
+      for (int r = 0; r < plan.tp; ++r) tp_group.push_back(gpu(d, p, r));
       for (int l = starts[p]; l < end_of(p); ++l) {
         const Layer& layer = model.layers[l];
         load += network.reduction(tp_group, layer.tp_allreduce_forward_bytes, CollectiveAlgorithm::Ring, 0) +
                 network.reduction(tp_group, layer.tp_allreduce_backward_bytes, CollectiveAlgorithm::Ring, 0);
       }
-      if (p + 1 < S)
-        load += network.send(plan_gpu(plan, d, p, 0), plan_gpu(plan, d, p + 1, 0), per_rank(plan, model.bytes_into(end_of(p))));
-      if (p > 0)
-        load += network.send(plan_gpu(plan, d, p, 0), plan_gpu(plan, d, p - 1, 0), per_rank(plan, model.bytes_into(starts[p])));
-      e.max_stage_load = std::max(e.max_stage_load, load);
+      if (p + 1 < S) load += network.send(gpu(d, p, 0), gpu(d, p + 1, 0), per_rank(plan, model.bytes_into(end_of(p))));
+      if (p > 0) load += network.send(gpu(d, p, 0), gpu(d, p - 1, 0), per_rank(plan, model.bytes_into(starts[p])));
+      rank_load[static_cast<std::size_t>(d) * plan.pp + p % plan.pp] += load;
     }
+    if (v > 1) continue;  // the memory of interleaved ranks: below
     // Activations held at the peak: GPipe keeps every micro-batch's, 1F1B at most S - p.
     const int in_flight = plan.schedule == PipelineSchedule::GPipe ? plan.micro_batches : std::min(plan.micro_batches, S - p);
     const GpuMemory memory = stage_memory(model, starts[p], end_of(p), plan, in_flight);
@@ -135,16 +137,30 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
         e.memory_ratio = std::max(e.memory_ratio, memory.total() / held);
       }
   }
+  for (double load : rank_load) e.max_stage_load = std::max(e.max_stage_load, load);
+  if (v > 1) {
+    // Interleaved: each rank's peak as the plan's layout works it out over its schedule.
+    ParallelPlan laid = plan;
+    laid.stage_starts = starts;
+    const CompiledPlan layout = plan_layout(model, laid, *network.cluster);
+    for (std::size_t i = 0; i < layout.memory.size(); ++i) {
+      const double held = network.cluster->device(layout.gpus[i]).memory_bytes;
+      if (layout.memory[i].total() > held) e.fits = false;
+      e.memory_ratio = std::max(e.memory_ratio, layout.memory[i].total() / held);
+    }
+  }
   // NEST charges the first stage's reduction; the slowest of its tensor ranks' groups.
   double first_parameters = 0;
-  for (int l = 0; l < end_of(0); ++l) first_parameters += model.layers[l].parameter_bytes;
+  for (int p = 0; p < S; p += plan.pp)  // the first rank's stages
+    for (int l = starts[p]; l < end_of(p); ++l) first_parameters += model.layers[l].parameter_bytes;
   for (int r = 0; r < plan.tp; ++r) {
     std::vector<DeviceId> group;
     for (int d = 0; d < plan.dp; ++d) group.push_back(plan_gpu(plan, d, 0, r));
     e.gradient_reduction =
         std::max(e.gradient_reduction, network.reduction(group, first_parameters, plan.gradient_algorithm, plan.zero));
   }
-  e.time_per_batch = e.max_stage_load * (plan.micro_batches + S - 1) + e.gradient_reduction;
+  // A rank's v stages each take 1/v of its load: interleaving shrinks the bubble v times.
+  e.time_per_batch = e.max_stage_load * (plan.micro_batches + static_cast<double>(plan.pp - 1) / v) + e.gradient_reduction;
   return e;
 }
 
