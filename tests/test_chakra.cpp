@@ -19,6 +19,7 @@
 #include "sim/chakra/chakra_et.pb.h"
 #include "sim/chakra/chakra_trace.h"
 #include "sim/evaluator.h"
+#include "sim/execution_graph.h"
 #include "sim/graph_io.h"
 #include "sim/models/zoo.h"
 #include "sim/placement_io.h"
@@ -450,6 +451,61 @@ TEST(Chakra, ReadsOtherToolsTraces) {
   EXPECT_EQ(t.graph.tensor(1).dst, 2);
   ASSERT_EQ(t.warnings.size(), 1u);
   EXPECT_NE(t.warnings[0].find("1 node neither compute nor send/receive"), std::string::npos) << t.warnings[0];
+  fs::remove_all(dir);
+}
+
+pb::Node collective_node(std::uint64_t id, const std::string& name, std::int64_t type, std::int64_t bytes,
+                         const std::string& pg, std::vector<std::uint64_t> deps) {
+  pb::Node n = node(id, name, pb::COMM_COLL_NODE, std::move(deps));
+  auto* t = n.add_attr();
+  t->set_name("comm_type");
+  t->set_int64_val(type);
+  auto* b = n.add_attr();
+  b->set_name("comm_size");
+  b->set_int64_val(bytes);
+  auto* g = n.add_attr();
+  g->set_name("pg_name");
+  g->set_string_val(pg);
+  return n;
+}
+
+// Another tool's traces replayed with their collectives: on each of 2 ranks, a (10 us), an
+// all-reduce of 1 MB (pg "0"), b (5 us). On a 2-GPU mesh of 1 GB/s without latency the ring
+// sends 2(n - 1)/n x 1 MB = 1 MB per rank: 1 ms. The iteration: 10 us + 1 ms + 5 us. Read to be
+// re-placed instead, the collective costs nothing: 15 us.
+TEST(Chakra, ReplaysOtherToolsCollectives) {
+  const fs::path dir = scratch("foreign-collective");
+  for (int r = 0; r < 2; ++r)
+    write_trace(dir / fmt::format("w.{}.et", r), {node(0, "a", pb::COMP_NODE, {}, 10),
+                                                  collective_node(1, "nccl:all_reduce", pb::ALL_REDUCE, 1'000'000, "0", {0}),
+                                                  node(2, "b", pb::COMP_NODE, {1}, 5)});
+  const Cluster cluster = testutil::dedicated_mesh(2, 1e9);
+  const ChakraTraces kept = read_chakra_traces(dir.string(), "", ChakraCollectives::Keep);
+  ASSERT_EQ(kept.trace_collectives.size(), 1u);
+  EXPECT_EQ(kept.trace_collectives[0].op, CollectiveOp::AllReduce);
+  EXPECT_EQ(kept.trace_collectives[0].group, (std::vector<DeviceId>{0, 1}));
+  EXPECT_EQ(kept.trace_collectives[0].bytes, 1e6);
+  const ExecutionGraph replay = replay_graph(kept, cluster);
+  EXPECT_EQ(replay.collectives.size(), 1u);
+  const EngineRuns runs = run_engines(replay, cluster);
+  EXPECT_NEAR(*runs.evaluator, 10e-6 + 1e-3 + 5e-6, 1e-12);
+  EXPECT_NEAR(*runs.flow, 10e-6 + 1e-3 + 5e-6, 1e-12);
+  EXPECT_NEAR(*runs.simgrid, 10e-6 + 1e-3 + 5e-6, 1e-9);
+  const ChakraTraces followed = read_chakra_traces(dir.string());
+  EXPECT_TRUE(followed.trace_collectives.empty());
+  EXPECT_NEAR(measure_placement(followed.graph, cluster, followed.placement, Engine::Evaluator).evaluator_latency, 15e-6, 1e-12);
+
+  // The group from comm_groups.json, and ranks that disagree.
+  std::ofstream(dir / "w.comm_groups.json") << R"({"0": [1, 0]})";
+  EXPECT_EQ(read_chakra_traces(dir.string(), "", ChakraCollectives::Keep).trace_collectives.at(0).group,
+            (std::vector<DeviceId>{1, 0}));
+  write_trace(dir / "w.1.et", {node(0, "a", pb::COMP_NODE, {}, 10), node(2, "b", pb::COMP_NODE, {0}, 5)});
+  EXPECT_INPUT_ERROR(read_chakra_traces(dir.string(), "", ChakraCollectives::Keep), "pg_name '0'",
+                     "rank 1 issues 0 collectives of process group '0', rank 0 issues 1");
+  write_trace(dir / "w.1.et", {collective_node(1, "x", 3, 8, "0", {})});  // GATHER
+  write_trace(dir / "w.0.et", {collective_node(1, "x", 3, 8, "0", {})});
+  EXPECT_INPUT_ERROR(read_chakra_traces(dir.string(), "", ChakraCollectives::Keep), "node 1 ('x')",
+                     "comm_type 3 is no collective placesim runs");
   fs::remove_all(dir);
 }
 

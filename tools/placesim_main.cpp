@@ -218,7 +218,7 @@ int cmd_reproduce(const ReproduceArgs& a) {
 }
 
 struct SimulateArgs {
-  std::string graph_path, placement_path, cluster_path, format = "auto", engine = "both", trace, chakra, replay;
+  std::string graph_path, placement_path, cluster_path, format = "auto", engine = "both", trace, chakra, replay, replay_prefix;
 };
 
 int cmd_simulate(const SimulateArgs& a) {
@@ -229,10 +229,8 @@ int cmd_simulate(const SimulateArgs& a) {
   if (!a.replay.empty()) {
     if (!a.graph_path.empty() || !a.placement_path.empty())
       throw InputError("command line", "--replay", "replays the traces' own graph and placement: give no --graph or --placement");
-    replayed = read_chakra_traces(a.replay);
+    replayed = read_chakra_traces(a.replay, a.replay_prefix, ChakraCollectives::Keep);
     for (const auto& w : replayed->warnings) std::cerr << "warning: " << w << "\n";
-    graph = std::move(replayed->graph);
-    placement = replayed->placement;
     placement_path = a.replay;
     graph_label = a.replay + " (Chakra traces)";
   } else {
@@ -245,9 +243,17 @@ int cmd_simulate(const SimulateArgs& a) {
     placement = load_placement(graph, a.placement_path);
   }
   const Cluster cluster = load_cluster_file(a.cluster_path);
-  if (replayed && replayed->ranks > cluster.num_devices())
-    throw InputError(a.cluster_path, "cluster", fmt::format("has {} GPUs; the traces in {} ran on {} ranks", cluster.num_devices(),
-                                                            a.replay, replayed->ranks));
+  std::vector<AppendedCollective> collectives;  // of the replayed traces, for --chakra
+  if (replayed) {
+    if (replayed->ranks > cluster.num_devices())
+      throw InputError(a.cluster_path, "cluster", fmt::format("has {} GPUs; the traces in {} ran on {} ranks", cluster.num_devices(),
+                                                              a.replay, replayed->ranks));
+    // Other tools' collectives run as placesim's on this cluster.
+    ExecutionGraph replay = replay_graph(*replayed, cluster);
+    graph = std::move(replay.graph);
+    placement = std::move(replay.placement);
+    collectives = std::move(replay.collectives);
+  }
   validate_placement(graph, cluster, placement, placement_path);
   // A tensor between GPUs that cannot reach each other has no transfer time: SimGrid refuses it and
   // the evaluator's latency is infinite. The placement is what the user can change.
@@ -297,7 +303,7 @@ int cmd_simulate(const SimulateArgs& a) {
     if (!named_after.has_filename()) named_after = named_after.parent_path();
     const ChakraWritten written =
         write_chakra_traces(a.chakra, named_after.stem().string(), graph, placement, cluster.num_devices(), chakra_start_of(m), run,
-                            replayed ? std::span<const AppendedCollective>(replayed->collectives) : std::span<const AppendedCollective>());
+                            collectives);
     for (const auto& w : written.warnings) std::cerr << "warning: " << a.chakra << ": " << w << "\n";
     std::cout << fmt::format("chakra          {} ({} rank{}, the {} timeline)\n", a.chakra, cluster.num_devices(),
                              cluster.num_devices() == 1 ? "" : "s", run.engine);
@@ -488,8 +494,12 @@ int main(int argc, char** argv) {
   sim->add_option("--engine", sim_args.engine, engine_choices(false))->check(CLI::IsMember(engine_names(false)));
   sim->add_option("--trace", sim_args.trace, "write a Chrome trace (open in Perfetto)");
   sim->add_option("--chakra", sim_args.chakra, "write Chakra execution traces of the iteration, one per GPU (<graph>.<rank>.et), into this directory");
-  sim->add_option("--replay", sim_args.replay, "simulate the graph and placement of a directory of Chakra traces (instead of --graph, --placement)")
-      ->check(CLI::ExistingDirectory);
+  auto* replay = sim->add_option("--replay", sim_args.replay,
+                                 "simulate the graph and placement of a directory of Chakra traces (instead of --graph, "
+                                 "--placement); their collectives run as placesim's on --cluster")
+                     ->check(CLI::ExistingDirectory);
+  sim->add_option("--prefix", sim_args.replay_prefix, "--replay: the traces' <prefix> when the directory holds several runs")
+      ->needs(replay);
 
   auto* graph = app.add_subcommand("graph", "inspect and convert graphs");
   graph->require_subcommand(1);

@@ -561,9 +561,24 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
 }
 
 // Another tool's traces: compute nodes as operators, send/receive pairs as tensors.
-ChakraTraces read_foreign(std::vector<RankFile>& files) {
+// The collective placesim runs for a Chakra comm_type, if any.
+std::optional<CollectiveOp> collective_of_comm_type(std::int64_t type) {
+  for (const auto& o : kCollectiveOpNames)
+    if (comm_type_of(o.value) == type) return o.value;
+  return std::nullopt;
+}
+
+ChakraTraces read_foreign(std::vector<RankFile>& files, ChakraCollectives collectives, const std::string& dir,
+                          const std::string& prefix) {
   ChakraTraces out;
   out.ranks = static_cast<int>(files.size());
+  const bool keep = collectives == ChakraCollectives::Keep;
+  // Keep: a collective node is two communication steps per rank, entry (after what the node
+  // waits for) and exit (what waits for the node waits for it); the replay runs the collective
+  // between them. op_of holds the exit, entry_of the entry.
+  std::map<std::pair<int, std::uint64_t>, OpId> entry_of;
+  // Per process group (pg_name), per rank, its collective nodes in file order: NCCL's issue order.
+  std::map<std::string, std::map<int, std::vector<const pb::Node*>>> by_group;
   struct Key {
     int rank;
     std::uint64_t id;
@@ -602,6 +617,14 @@ ChakraTraces read_foreign(std::vector<RankFile>& files) {
         op.compute_s = static_cast<double>(n.duration_micros()) * 1e-6;
         op_of[{r, n.id()}] = out.graph.add_operator(std::move(op));
         out.placement.push_back(r);
+      } else if (keep && n.type() == pb::COMM_COLL_NODE) {
+        const std::string base = fmt::format("rank{}/{}/{}", r, n.name().empty() ? "collective" : n.name(), n.id());
+        entry_of[{r, n.id()}] = out.graph.add_operator({base + "/entry", "collective", 0.0, 0.0, -1, true});
+        out.placement.push_back(r);
+        op_of[{r, n.id()}] = out.graph.add_operator({base + "/exit", "collective", 0.0, 0.0, -1, true});
+        out.placement.push_back(r);
+        const pb::AttributeProto* pg = find_attr(n.attr(), "pg_name");
+        by_group[pg ? pg->string_val() : std::string()][r].push_back(&n);
       } else if (n.type() == pb::COMM_SEND_NODE) {
         sends[{static_cast<int>(attr_int(n, "comm_src")), static_cast<int>(attr_int(n, "comm_dst")),
                static_cast<int>(attr_int(n, "comm_tag"))}]
@@ -670,8 +693,81 @@ ChakraTraces read_foreign(std::vector<RankFile>& files) {
     visiting.erase(k);
     return behind[k] = std::move(found);
   };
-  for (const auto& [key, op] : op_of)
-    for (const auto& [p, bytes] : dependencies_of(key, *nodes.at(key))) out.graph.add_tensor(p, op, bytes);
+  for (const auto& [key, op] : op_of) {
+    // A kept collective waits at its entry.
+    const auto entry = entry_of.find({key.rank, key.id});
+    const OpId waiting = entry != entry_of.end() ? entry->second : op;
+    for (const auto& [p, bytes] : dependencies_of(key, *nodes.at(key))) out.graph.add_tensor(p, waiting, bytes);
+  }
+  // The collectives: the k-th node of a process group on each of its ranks is one collective.
+  // Its ranks: those <prefix>.comm_groups.json gives the group (placesim's and ASTRA-sim's
+  // communicator groups), else every rank with a node of that group.
+  std::map<std::string, std::vector<int>> listed_groups;
+  const fs::path groups_file = fs::path(dir) / (prefix + ".comm_groups.json");
+  if (keep && fs::exists(groups_file)) {
+    std::ifstream in(groups_file);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(groups_file.string(), "", fmt::format("not JSON: {}", e.what()));
+    }
+    if (!j.is_object()) throw InputError(groups_file.string(), "", "expected an object of process group -> ranks");
+    for (const auto& [name, ranks] : j.items()) {
+      if (!ranks.is_array()) throw InputError(groups_file.string(), name, "expected a list of ranks");
+      for (const auto& rank : ranks) {
+        if (!rank.is_number_integer() || rank.get<long>() < 0 || rank.get<long>() >= out.ranks)
+          throw InputError(groups_file.string(), name, fmt::format("expected ranks 0..{}, got {}", out.ranks - 1, rank.dump()));
+        listed_groups[name].push_back(rank.get<int>());
+      }
+    }
+  }
+  for (const auto& [pg, per_rank] : by_group) {
+    std::vector<int> ranks;
+    if (auto listed = listed_groups.find(pg); listed != listed_groups.end())
+      ranks = listed->second;
+    else
+      for (const auto& [r, _] : per_rank) ranks.push_back(r);
+    const std::size_t count = per_rank.begin()->second.size();
+    for (int r : ranks) {
+      auto it = per_rank.find(r);
+      const std::size_t here = it == per_rank.end() ? 0 : it->second.size();
+      if (here != count)
+        throw InputError(files[r].path, fmt::format("pg_name '{}'", pg),
+                         fmt::format("rank {} issues {} collectives of process group '{}', rank {} issues {}: their ranks "
+                                     "must issue the same collectives in the same order",
+                                     r, here, pg, per_rank.begin()->first, count));
+    }
+    for (const auto& [r, _] : per_rank)
+      if (std::find(ranks.begin(), ranks.end(), r) == ranks.end())
+        throw InputError(files[r].path, fmt::format("pg_name '{}'", pg),
+                         fmt::format("rank {} is not in process group '{}' ({})", r, pg, groups_file.string()));
+    for (std::size_t k = 0; k < count; ++k) {
+      const pb::Node& first = *per_rank.at(ranks.front())[k];
+      const std::string where = fmt::format("node {} ('{}')", first.id(), first.name());
+      TraceCollective c;
+      c.name = fmt::format("{}#{}", pg.empty() ? "collective" : "pg" + pg, k);
+      const auto op = collective_of_comm_type(attr_int(first, "comm_type"));
+      if (!op)
+        throw InputError(files[ranks.front()].path, where,
+                         fmt::format("comm_type {} is no collective placesim runs (all-reduce 0, reduce 1, all-gather 2, "
+                                     "broadcast 5, all-to-all 6, reduce-scatter 7)",
+                                     attr_int(first, "comm_type")));
+      c.op = *op;
+      c.bytes = static_cast<double>(std::max<std::int64_t>(0, attr_int(first, "comm_size")));
+      for (int r : ranks) {
+        const pb::Node& n = *per_rank.at(r)[k];
+        if (attr_int(n, "comm_type") != attr_int(first, "comm_type") || attr_int(n, "comm_size") != attr_int(first, "comm_size"))
+          throw InputError(files[r].path, fmt::format("node {} ('{}')", n.id(), n.name()),
+                           fmt::format("collective {} of process group '{}' differs from rank {}'s (comm_type, comm_size)", k,
+                                       pg, ranks.front()));
+        c.group.push_back(r);
+        c.entry.push_back(entry_of.at({r, n.id()}));
+        c.exit.push_back(op_of.at({r, n.id()}));
+      }
+      out.trace_collectives.push_back(std::move(c));
+    }
+  }
   if (passed_through > 0)
     out.warnings.push_back(fmt::format("{}: {} node{} neither compute nor send/receive (collectives, memory, metadata): "
                                        "not operators; the dependencies through them are kept",
@@ -681,7 +777,7 @@ ChakraTraces read_foreign(std::vector<RankFile>& files) {
 
 }  // namespace
 
-ChakraTraces read_chakra_traces(const std::string& dir, const std::string& prefix) {
+ChakraTraces read_chakra_traces(const std::string& dir, const std::string& prefix, ChakraCollectives collectives) {
   if (!fs::is_directory(dir)) throw InputError(dir, "", "expected a directory of Chakra traces (<prefix>.<rank>.et)");
   static const std::regex kName(R"((.*)\.(\d+)\.et)");
   std::map<std::string, std::map<int, std::string>> by_prefix;
@@ -720,9 +816,33 @@ ChakraTraces read_chakra_traces(const std::string& dir, const std::string& prefi
     if (written != static_cast<std::int64_t>(files.size()))
       throw InputError(dir, "", fmt::format("placesim wrote {} ranks, the directory holds {}", written, files.size()));
   }
-  ChakraTraces out = placesim ? read_exact(files) : read_foreign(files);
+  ChakraTraces out = placesim ? read_exact(files) : read_foreign(files, collectives, dir, by_prefix.begin()->first);
   out.graph.finalize(dir);
   return out;
+}
+
+ExecutionGraph replay_graph(const ChakraTraces& traces, const Cluster& cluster) {
+  ExecutionGraph g;
+  for (std::size_t u = 0; u < traces.graph.num_operators(); ++u) g.add(traces.graph.op(static_cast<OpId>(u)), traces.placement[u]);
+  for (const Tensor& t : traces.graph.tensors()) g.graph.add_tensor(t.src, t.dst, t.bytes);
+  g.collectives = traces.collectives;
+  for (const TraceCollective& c : traces.trace_collectives) {
+    if (c.group.size() < 2) {  // a group of one: nothing to exchange
+      for (std::size_t r = 0; r < c.group.size(); ++r) g.depend(c.entry[r], c.exit[r]);
+      continue;
+    }
+    CollectiveSpec spec;
+    spec.op = c.op;
+    spec.algorithm = c.op == CollectiveOp::AllToAll ? CollectiveAlgorithm::Direct : CollectiveAlgorithm::Ring;
+    spec.group = c.group;
+    spec.bytes = c.bytes;
+    if (const std::string why = collective_problem(spec, cluster); !why.empty())
+      throw InputError(cluster.description, c.name, "cannot run the traces' collective: " + why);
+    const std::vector<OpId> done = append_collective(g, spec, cluster, c.name, c.entry);
+    for (std::size_t r = 0; r < c.group.size(); ++r) g.depend(done[r], c.exit[r]);
+  }
+  g.graph.finalize("the replayed Chakra traces");
+  return g;
 }
 
 }  // namespace placesim

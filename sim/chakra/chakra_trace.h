@@ -23,13 +23,15 @@
 // every COMP_NODE becomes an operator of its duration on its rank, a send/receive pair a tensor
 // of comm_size bytes, a data or control dependency between operators a tensor of 0 bytes;
 // dependencies through other nodes (collectives, memory nodes) are followed to the operators
-// behind them, and the number of such nodes is reported.
+// behind them, and the number of such nodes is reported; for a replay, collective nodes are kept
+// and run as placesim's collectives (replay_graph).
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "sim/cluster.h"
+#include "sim/collectives.h"
 #include "sim/execution_graph.h"
 #include "sim/graph.h"
 
@@ -53,6 +55,21 @@ ChakraWritten write_chakra_traces(const std::string& dir, const std::string& pre
                                   std::span<const DeviceId> placement, int ranks, std::span<const double> start,
                                   const ChakraRun& run, std::span<const AppendedCollective> collectives = {});
 
+// Other tools' collective nodes, read for a replay (ChakraCollectives::Keep): on each rank of the
+// group the operator the rank's part starts after (entry) and the one what waits for the node
+// waits for (exit), both communication steps of no time.
+struct TraceCollective {
+  std::string name;
+  CollectiveOp op;
+  std::vector<DeviceId> group;  // the ranks, in the order of comm_groups.json or rank order
+  double bytes = 0;             // comm_size, as placesim's CollectiveSpec::bytes
+  std::vector<OpId> entry, exit;  // per rank of the group
+};
+
+// What other tools' COMM_COLL_NODEs become: followed through (a graph to re-place: the
+// dependencies through them are kept, the collective costs nothing), or kept for replay_graph.
+enum class ChakraCollectives { FollowThrough, Keep };
+
 struct ChakraTraces {
   Graph graph;
   std::vector<DeviceId> placement;  // the rank each operator ran on
@@ -60,11 +77,23 @@ struct ChakraTraces {
   bool exact = false;               // placesim's own traces: read back exactly
   std::optional<ChakraRun> run;     // what wrote them, when placesim did
   std::vector<AppendedCollective> collectives;  // placesim's own traces: the collectives, as written
+  std::vector<TraceCollective> trace_collectives;  // other tools' traces read with ChakraCollectives::Keep
   std::vector<std::string> warnings;
 };
 
 // Reads `<dir>/<prefix>.<rank>.et` for ranks 0..R-1. `prefix` empty: the one prefix the directory
 // holds (an error when it holds several). Throws InputError naming the file and the node at fault.
-ChakraTraces read_chakra_traces(const std::string& dir, const std::string& prefix = "");
+// With ChakraCollectives::Keep, other tools' collective nodes are matched across ranks by process
+// group (pg_name; its ranks from <prefix>.comm_groups.json when the directory has it, else the
+// ranks with nodes of that group), the k-th of a group on each rank being one collective; ranks
+// that issue different collectives of a group are an InputError.
+ChakraTraces read_chakra_traces(const std::string& dir, const std::string& prefix = "",
+                                ChakraCollectives collectives = ChakraCollectives::FollowThrough);
+
+// The traces as an execution graph to simulate on `cluster` (rank r on GPU r): their operators,
+// tensors and placement, placesim's collectives as written, other tools' kept collectives run
+// by placesim (ring; all-to-all direct) between their entry and exit. Throws InputError when a
+// collective cannot run on the cluster.
+ExecutionGraph replay_graph(const ChakraTraces& traces, const Cluster& cluster);
 
 }  // namespace placesim
