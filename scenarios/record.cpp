@@ -261,6 +261,9 @@ PointRecord record_from_json(const ojson& j, const std::string& file, const std:
       r.measurement.reset();
       r.error = fmt::format("recorded as {} with \"evaluator_latency\": null: the latency was not a finite number", status);
     }
+    // Only a point that ran no engine has no evaluator latency.
+    if (!f.has("evaluator_latency") && r.engine != Engine::Estimate)
+      f.fail("evaluator_latency", fmt::format("missing, but the point ran on engine {}", engine_name(r.engine)));
   } else {
     f.fail("status", "expected ok, oom, infeasible or failed");
   }

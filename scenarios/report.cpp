@@ -252,7 +252,8 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
       std::string runs = std::to_string(row.runs);
       const char* status = row.all_infeasible ? "infeasible" : "failed";
       if (row.failures) runs += fmt::format(" ({} {}: {})", row.failures, status, row.error);
-      out << line(row.strategy, row.latency ? format_number_in(*row.latency, latency_unit) : status,
+      // A row with runs and no time: an estimate-only point whose plan had no estimate.
+      out << line(row.strategy, row.latency ? format_number_in(*row.latency, latency_unit) : row.failures ? status : "-",
                   row.latency && best_other ? fmt::format("{:.3f}x", *best_other / *row.latency) : "-",
                   row.search ? format_number_in(*row.search, search_unit) : "-",
                   row.latency ? format_number_in(row.memory, memory_unit) : "-", row.oom ? "yes" : "", runs);

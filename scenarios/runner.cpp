@@ -242,7 +242,9 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
     nlohmann::ordered_json memory = nlohmann::ordered_json::array();
     for (int p = 0; p < plan.pp; ++p) {
       const GpuMemory& m = compiled.memory[static_cast<std::size_t>(p) * plan.tp];
-      memory.push_back({{"stage", p},
+      // Interleaved, entry p is pipeline rank p (stages p, p + pp, ...), its in-flight count in
+      // (stage, micro-batch) units.
+      memory.push_back({{plan.virtual_stages > 1 ? "pipeline_rank" : "stage", p},
                         {"parameters", m.parameters},
                         {"gradients", m.gradients},
                         {"optimizer_states", m.optimizer_states},

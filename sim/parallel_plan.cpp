@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <limits>
+#include <map>
 #include <set>
+#include <tuple>
 #include <stdexcept>
 
 #include "sim/units.h"
@@ -232,21 +234,34 @@ std::vector<Unit> schedule_of(PipelineSchedule schedule, int p, int pp, int m, i
 
 }  // namespace
 
-GpuMemory stage_memory(const LayerModel& model, int first, int end, const ParallelPlan& plan, int in_flight) {
-  const int dp = plan.dp;
-  const bool spreads_experts = plan.ep > 1 && model.expert_parallel == 1;
-  // Per GPU: the dense part and the GPU's share of the experts, each with its ZeRO shard.
+namespace {
+
+// What one GPU of a stage holding layers [first, end) keeps, per GPU: the dense part and its share
+// of the experts (before ZeRO), the stash per micro-batch, ZeRO 3's gather buffer (its largest
+// layer's parameters less its own shard).
+struct StageSums {
   double dense = 0, experts = 0, stash = 0, buffer = 0;
+};
+StageSums stage_sums(const LayerModel& model, int first, int end, const ParallelPlan& plan) {
+  const bool spreads_experts = plan.ep > 1 && model.expert_parallel == 1;
+  StageSums sums;
   for (int l = first; l < end; ++l) {
     const double expert = spreads_experts ? model.layers[l].expert_parameter_bytes : 0.0;
     const double dense_l = model.layers[l].parameter_bytes - expert, experts_l = expert / plan.ep;
-    dense += dense_l;
-    experts += experts_l;
-    stash += model.layers[l].stashed_bytes;
+    sums.dense += dense_l;
+    sums.experts += experts_l;
+    sums.stash += model.layers[l].stashed_bytes;
     // ZeRO 3 gathers a layer's dense part from dp shards, its experts from dp / ep.
-    buffer = std::max(buffer, dense_l * (1 - 1.0 / dp) + experts_l * (1 - static_cast<double>(plan.ep) / dp));
+    sums.buffer = std::max(sums.buffer, dense_l * (1 - 1.0 / plan.dp) + experts_l * (1 - static_cast<double>(plan.ep) / plan.dp));
   }
-  return gpu_memory(dense, experts, stash, buffer, plan, in_flight);
+  return sums;
+}
+
+}  // namespace
+
+GpuMemory stage_memory(const LayerModel& model, int first, int end, const ParallelPlan& plan, int in_flight) {
+  const StageSums sums = stage_sums(model, first, end, plan);
+  return gpu_memory(sums.dense, sums.experts, sums.stash, sums.buffer, plan, in_flight);
 }
 
 CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
@@ -270,25 +285,26 @@ CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, cons
       out.in_flight[p] = plan.schedule == PipelineSchedule::GPipe ? m : std::min(m, pp - p);
       mem = stage_memory(model, out.stage_starts[p], stage_end(p), plan, out.in_flight[p]);
     } else {
-      // The rank's v stages: their parameters, and at the peak of its schedule the stashes of the
-      // (stage, micro-batch) units whose backward has not run yet.
+      // The rank's v stages: their parameters (one ZeRO 3 gather buffer, the largest), and at
+      // the peak of its schedule the stashes of the (stage, micro-batch) units whose backward has
+      // not run yet; in_flight: the most such units at once.
+      StageSums rank;
       std::vector<double> stash(v, 0.0);
       for (int c = 0; c < v; ++c) {
-        const GpuMemory one = stage_memory(model, out.stage_starts[c * pp + p], stage_end(c * pp + p), plan, 1);
-        mem.parameters += one.parameters;
-        mem.gradients += one.gradients;
-        mem.optimizer_states += one.optimizer_states;
-        stash[c] = one.activations;
+        const StageSums one = stage_sums(model, out.stage_starts[c * pp + p], stage_end(c * pp + p), plan);
+        rank.dense += one.dense;
+        rank.experts += one.experts;
+        rank.buffer = std::max(rank.buffer, one.buffer);
+        stash[c] = one.stash;
       }
+      mem = gpu_memory(rank.dense, rank.experts, 0.0, rank.buffer, plan, 0);
       double held = 0;
       int units = 0;
       for (const Unit& u : schedule_of(plan.schedule, p, pp, m, v)) {
         held += u.forward ? stash[u.chunk] : -stash[u.chunk];
         units += u.forward ? 1 : -1;
-        if (held > mem.activations) {
-          mem.activations = held;
-          out.in_flight[p] = units;
-        }
+        mem.activations = std::max(mem.activations, held);
+        out.in_flight[p] = std::max(out.in_flight[p], units);
       }
     }
     for (int d = 0; d < dp; ++d)
@@ -299,10 +315,11 @@ CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, cons
         if (out.infeasible.empty() && mem.total() > device.memory_bytes)
           out.infeasible = fmt::format(
               "{} (replica {}, {} {}, tensor rank {}) needs {} and has {}: parameters {}, gradients {}, optimizer "
-              "states {}, activations of {} micro-batch{} in flight {}",
+              "states {}, activations of {} {} in flight {}",
               device.name, d, v == 1 ? "stage" : "pipeline rank", p, t, format_bytes(mem.total()),
               format_bytes(device.memory_bytes), format_bytes(mem.parameters), format_bytes(mem.gradients),
-              format_bytes(mem.optimizer_states), out.in_flight[p], out.in_flight[p] == 1 ? "" : "es",
+              format_bytes(mem.optimizer_states), out.in_flight[p],
+              v > 1 ? "(stage, micro-batch) units at most" : out.in_flight[p] == 1 ? "micro-batch" : "micro-batches",
               format_bytes(mem.activations));
       }
   }
@@ -473,7 +490,19 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
     return model.layers[l].parameter_bytes - (spreads_experts ? model.layers[l].expert_parameter_bytes : 0.0);
   };
   auto expert_bytes = [&](int l) { return spreads_experts ? model.layers[l].expert_parameter_bytes / plan.ep : 0.0; };
-  for (int p = 0; p < S; ++p) {
+  // One queue per data-parallel group (pipeline rank, tensor rank, tag): interleaved, a rank's
+  // stages share their GPUs' communicator. `scattered`: (stage, layer) reduce-scattered (ZeRO 1,
+  // 2), whose all-gathers follow the group's last reduce-scatter.
+  struct Queue {
+    std::vector<OpId> tail;
+    std::vector<std::pair<int, int>> scattered;
+  };
+  std::map<std::tuple<int, int, std::string>, Queue> queues;
+  // A rank's stages in the order their gradients are ready: the last chunk's backwards run first.
+  std::vector<int> stage_order;
+  for (int r = 0; r < pp; ++r)
+    for (int c = v - 1; c >= 0; --c) stage_order.push_back(c * pp + r);
+  for (int p : stage_order) {
     const int first = out.stage_starts[p], count = stage_end(p) - first;
     // fwd_before_bwd: the last forward before the first backward in the stage's order (1F1B
     // interleaves them: the stage's last forward comes after its first backward).
@@ -497,6 +526,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
           for (int r = 0; r < n; ++r) ops[r] = x[replicas[r]][p][t][i][k];
           return ops;
         };
+        // The collective of layer `first + k` (the rank's GPUs are the same for all its stages).
         auto spec_of = [&](int k, CollectiveOp op) {
           CollectiveSpec s;
           s.op = op;
@@ -507,7 +537,8 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
         };
         // The group's collectives run one after another, as NCCL runs a communicator's on its
         // stream: each waits for `tail`, the previous one's end per replica (empty: none yet).
-        std::vector<OpId> tail;
+        Queue& queue = queues[{p % pp, t, tag}];
+        std::vector<OpId>& tail = queue.tail;
         // Per replica, a communication step after both `ready` and `queue` (empty: `ready` itself).
         auto after_both = [&](std::vector<OpId> ready, const std::vector<OpId>& queue, const std::string& name) {
           if (queue.empty()) return ready;
@@ -520,7 +551,6 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
           }
           return both;
         };
-        std::vector<int> scattered;          // layers whose gradients were reduce-scattered (ZeRO 1, 2)
         std::vector<OpId> backward_gathers;  // ZeRO 3: the last gather for the backward, per replica
         // Buckets in the order they become ready: the backward runs from the last layer down.
         for (int k = count - 1; k >= 0; --k) {
@@ -533,7 +563,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
           }
           tail = append_collective(g, spec_of(k, CollectiveOp::ReduceScatter), cluster, name + ".rs", ready);
           if (plan.zero < 3) {
-            scattered.push_back(k);
+            queue.scattered.emplace_back(p, first + k);
             continue;
           }
           // ZeRO 3: the parameters are gathered again (they were freed) after the forward that
@@ -559,10 +589,11 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
           }
         }
         // ZeRO 1 and 2: the updated parameters are all-gathered after the optimizer step, which
-        // follows the last reduce-scatter.
-        for (int k : scattered)
-          tail = append_collective(g, spec_of(k, CollectiveOp::AllGather), cluster,
-                                   fmt::format("{}.p{}.t{}.l{}.ag", tag, p, t, first + k), tail);
+        // follows the group's last reduce-scatter (after the rank's last stage, chunk 0).
+        if (p < pp)
+          for (const auto& [stage, layer] : queue.scattered)
+            tail = append_collective(g, spec_of(layer - first, CollectiveOp::AllGather), cluster,
+                                     fmt::format("{}.p{}.t{}.l{}.ag", tag, stage, t, layer), tail);
       };
       std::vector<int> all(dp);
       for (int d = 0; d < dp; ++d) all[d] = d;

@@ -98,6 +98,59 @@ TEST(ParallelPlan, InterleavedOneFOneBByHand) {
   EXPECT_NEAR(nest_estimate(model, plan, NestNetwork::aware(cluster)).time_per_batch, 30 * ms, 1e-12);
 }
 
+// Interleaved without communication on more ranks and stages: one layer of f = 1, b = 2 ms per
+// stage, so a rank's time per micro-batch is 3v ms and a step (m + (pp - 1)/v) x 3v ms: pp 3, v 2,
+// m 6: 7 x 6 = 42 ms; pp 4, v 3, m 8: 9 x 9 = 81 ms. And m = pp (every forward first):
+// pp 2, v 2, m 2 runs without a cycle and is never faster than that bound, 2.5 x 6 = 15 ms.
+TEST(ParallelPlan, InterleavedOneFOneBOnMoreRanksAndStages) {
+  struct Case {
+    int pp, v, m;
+    double expected;
+  };
+  for (const Case& k : {Case{3, 2, 6, 42 * ms}, Case{4, 3, 8, 81 * ms}}) {
+    const LayerModel model = uniform_model(k.pp * k.v, 1 * ms, 2 * ms);
+    const Cluster cluster = testutil::dedicated_mesh(k.pp, kBw);
+    ParallelPlan plan;
+    plan.pp = k.pp;
+    plan.virtual_stages = k.v;
+    plan.micro_batches = k.m;
+    EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), k.expected);
+  }
+  const LayerModel model = uniform_model(4, 1 * ms, 2 * ms);
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  ParallelPlan plan;
+  plan.pp = 2;
+  plan.virtual_stages = 2;
+  plan.micro_batches = 2;
+  EXPECT_GE(*run_engines(compile_plan(model, plan, cluster).graph, cluster).evaluator, 15 * ms * (1 - 1e-9));
+}
+
+// Interleaved with everything around it: 2 replicas, ZeRO 3, activations between stages (the last
+// rank's hand-over to rank 0 included), tensor parallelism with scatter-gather. Compiles, runs on
+// every engine (SimGrid never faster than the contention-free evaluator), and holds one ZeRO 3
+// gather buffer per GPU: rank 0's two layers of 4 MB as 2 x 4 / 2 sharded + 4 / 2 = 6 MB of
+// parameters per tensor rank (the layers' bytes are per tensor rank).
+TEST(ParallelPlan, InterleavedWithReplicasZeroAndTensorParallelism) {
+  LayerModel model = uniform_model(4, 1 * ms, 2 * ms, 1e6, 4e6, 1e6);
+  model.tensor_parallel = 2;
+  const Cluster cluster = testutil::dedicated_mesh(8, kBw, 1e-6);
+  ParallelPlan plan;
+  plan.tp = 2;
+  plan.pp = 2;
+  plan.dp = 2;
+  plan.virtual_stages = 2;
+  plan.micro_batches = 4;
+  plan.zero = 3;
+  const CompiledPlan c = compile_plan(model, plan, cluster);
+  EXPECT_DOUBLE_EQ(c.memory[0].parameters, 6e6);
+  const EngineRuns r = run_engines(c.graph, cluster);
+  EXPECT_GT(*r.evaluator, 27 * ms);
+  EXPECT_GE(*r.simgrid, *r.evaluator * (1 - 1e-9));
+  plan.zero = 1;
+  const EngineRuns one = run_engines(compile_plan(model, plan, cluster).graph, cluster);
+  EXPECT_GE(*one.simgrid, *one.evaluator * (1 - 1e-9));
+}
+
 TEST(ParallelPlan, InterleavingNeedsOneFOneBAndWholeGroupsOfMicroBatches) {
   const LayerModel model = uniform_model(4, 1 * ms, 2 * ms);
   const Cluster cluster = testutil::dedicated_mesh(2, kBw);
@@ -115,6 +168,26 @@ TEST(ParallelPlan, InterleavingNeedsOneFOneBAndWholeGroupsOfMicroBatches) {
   plan.virtual_stages = 2;
   plan.stage_starts = {0, 2};
   EXPECT_NE(plan_problem(model, plan, cluster).find("2 stage starts for 4 stages"), std::string::npos);
+  plan.stage_starts.clear();
+  plan.pp = 1;
+  EXPECT_NE(plan_problem(model, plan, cluster).find("needs a pipeline"), std::string::npos);
+  // The last rank hands on to the first: a chain 0 - 1 - 2 carries 3 ranks, not interleaved.
+  Cluster chain;
+  for (int i = 0; i < 3; ++i) chain.add_device({"gpu" + std::to_string(i), i, 16e9});
+  for (auto [a, b] : {std::pair{0, 1}, std::pair{1, 0}, std::pair{1, 2}, std::pair{2, 1}})
+    chain.set_route(a, b, {chain.add_link({fmt::format("l{}{}", a, b), kBw, 0})});
+  chain.set_unreachable(0, 2);
+  chain.set_unreachable(2, 0);
+  chain.finalize("chain");
+  const LayerModel six = uniform_model(6, 1 * ms, 2 * ms);
+  plan.pp = 3;
+  plan.micro_batches = 3;
+  plan.virtual_stages = 1;
+  EXPECT_EQ(plan_problem(six, plan, chain), "");
+  plan.virtual_stages = 2;
+  EXPECT_NE(plan_problem(six, plan, chain).find("gpu2 (pipeline rank 2) and gpu0 (pipeline rank 0) cannot reach each other"),
+            std::string::npos)
+      << plan_problem(six, plan, chain);
 }
 
 TEST(ParallelPlan, OneFOneBOrderIsWarmupThenAlternation) {

@@ -72,6 +72,35 @@ std::string sample_lines() {
   return lines({a, b, c}) + "\n" + lines({failed("a", bw20, "worker killed by SIGSEGV"), b20});
 }
 
+// Plans priced by NEST's estimate alone (simulation.engine estimate): no engine latency; the
+// tables show the estimate, and a record without one shows "-", never "infeasible".
+TEST(Report, EstimateOnlyRecordsShowTheEstimate) {
+  PointRecord manual = measured("manual", {}, 0), nest = measured("nest", {}, 0), none = measured("none", {}, 0);
+  for (PointRecord* r : {&manual, &nest, &none}) {
+    r->engine = Engine::Estimate;
+    r->measurement->evaluator_latency.reset();
+  }
+  manual.measurement->strategy_report["nest_estimate_s"] = 2.0;
+  nest.measurement->strategy_report["nest_estimate_s"] = 1.6;
+  const std::vector<PointRecord> records{manual, nest, none};
+  const std::string points = format_point_table(records);
+  EXPECT_NE(points.find("estimate (s)"), std::string::npos) << points;
+  EXPECT_NE(points.find("1.6"), std::string::npos) << points;
+  const std::string comparison = format_comparison_table(records);
+  EXPECT_NE(comparison.find("NEST estimate (s)"), std::string::npos) << comparison;
+  EXPECT_NE(comparison.find("1.250x"), std::string::npos) << comparison;  // nest: 2.0 / 1.6
+  EXPECT_EQ(comparison.find("infeasible"), std::string::npos) << comparison;
+  // Written without "evaluator_latency", read back as ok; the same line from an engine's run is refused.
+  const nlohmann::ordered_json written = to_json(nest);
+  EXPECT_FALSE(written.contains("evaluator_latency"));
+  const PointRecord back = record_from_json(written, "results.jsonl", "line 1");
+  EXPECT_EQ(back.status(), PointStatus::Ok);
+  EXPECT_FALSE(back.measurement->evaluator_latency);
+  nlohmann::ordered_json engine_run = written;
+  engine_run["engine"] = "evaluator";
+  EXPECT_INPUT_ERROR(record_from_json(engine_run, "results.jsonl", "line 2"), "line 2", "\"evaluator_latency\": missing");
+}
+
 TEST(Report, ReadsJsonLinesOfTypedRecords) {
   const fs::path dir = fresh_dir("jsonl");
   write(dir / "results.jsonl", sample_lines());

@@ -489,7 +489,7 @@ TEST(SweepResults, AppendReadAndMergeShards) {
     PointRecord r;
     r.key = key;
     r.index = index;
-    if (error.empty()) r.measurement.emplace();
+    if (error.empty()) r.measurement.emplace().evaluator_latency = 1e-3;
     else r.error = error;
     return r;
   };

@@ -127,9 +127,9 @@ int cmd_plan(const PlanArgs& a) {
                            c.graph.graph.num_tensors(), format_duration(compile_s));
   for (int p = 0; p < a.pp; ++p) {
     const GpuMemory& m = c.memory[static_cast<std::size_t>(p) * a.tp];
-    std::cout << fmt::format("memory stage {:<3}{} per GPU: parameters {}, gradients {}, optimizer states {}, "
+    std::cout << fmt::format("memory {} {:<3}{} per GPU: parameters {}, gradients {}, optimizer states {}, "
                              "activations {} ({} in flight)\n",
-                             p, format_bytes(m.total()), format_bytes(m.parameters), format_bytes(m.gradients),
+                             a.virtual_stages > 1 ? "rank" : "stage", p, format_bytes(m.total()), format_bytes(m.parameters), format_bytes(m.gradients),
                              format_bytes(m.optimizer_states), format_bytes(m.activations), c.in_flight[p]);
   }
   if (!c.infeasible.empty()) {

@@ -139,14 +139,20 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
   }
   for (double load : rank_load) e.max_stage_load = std::max(e.max_stage_load, load);
   if (v > 1) {
-    // Interleaved: each rank's peak as the plan's layout works it out over its schedule.
+    // Interleaved: each rank's peak as the plan's layout works it out over its schedule (a plan
+    // that cannot be laid out does not fit, as an estimate never throws).
     ParallelPlan laid = plan;
     laid.stage_starts = starts;
-    const CompiledPlan layout = plan_layout(model, laid, *network.cluster);
-    for (std::size_t i = 0; i < layout.memory.size(); ++i) {
-      const double held = network.cluster->device(layout.gpus[i]).memory_bytes;
-      if (layout.memory[i].total() > held) e.fits = false;
-      e.memory_ratio = std::max(e.memory_ratio, layout.memory[i].total() / held);
+    if (!plan_problem(model, laid, *network.cluster).empty()) {
+      e.fits = false;
+      e.memory_ratio = std::numeric_limits<double>::infinity();
+    } else {
+      const CompiledPlan layout = plan_layout(model, laid, *network.cluster);
+      for (std::size_t i = 0; i < layout.memory.size(); ++i) {
+        const double held = network.cluster->device(layout.gpus[i]).memory_bytes;
+        if (layout.memory[i].total() > held) e.fits = false;
+        e.memory_ratio = std::max(e.memory_ratio, layout.memory[i].total() / held);
+      }
     }
   }
   // NEST charges the first stage's reduction; the slowest of its tensor ranks' groups.
