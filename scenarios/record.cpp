@@ -31,6 +31,15 @@ PointStatus PointRecord::status() const {
   return measurement->oom ? PointStatus::Oom : PointStatus::Ok;
 }
 
+namespace {
+// A plan's NEST estimate, when its report has one.
+std::optional<double> nest_estimate_of(const PointMeasurement& m) {
+  auto it = m.strategy_report.find("nest_estimate_s");
+  if (it == m.strategy_report.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+}  // namespace
+
 std::optional<double> PointRecord::latency() const {
   if (!measurement) return std::nullopt;
   if (measurement->simgrid_latency) return measurement->simgrid_latency;
@@ -313,7 +322,8 @@ std::string records_to_csv(std::span<const PointRecord> records) {
   const std::vector<std::string> paths = sweep_paths(records);
   std::string csv = "key,scenario,strategy,label";
   for (const auto& p : paths) csv += "," + csv_quote(p);
-  csv += ",seed,repetition,status,evaluator_latency_s,simgrid_latency_s,flow_latency_s,search_time_s,peak_memory_bytes,oom,error\n";
+  csv += ",seed,repetition,status,evaluator_latency_s,simgrid_latency_s,flow_latency_s,nest_estimate_s,search_time_s,peak_memory_"
+         "bytes,oom,error\n";
   for (const PointRecord& r : records) {
     csv += fmt::format("{},{},{},{}", csv_quote(r.key), csv_quote(r.scenario), csv_quote(r.strategy), csv_quote(r.label));
     for (const auto& p : paths) {
@@ -323,12 +333,14 @@ std::string records_to_csv(std::span<const PointRecord> records) {
     csv += fmt::format(",{},{},{}", r.seed ? std::to_string(*r.seed) : std::string(), r.repetition,
                        point_status_name(r.status()));
     if (const auto& m = r.measurement) {
-      csv += fmt::format(",{},{},{},{:.6g},{:.0f},{},", m->evaluator_latency ? fmt::format("{:.9g}", *m->evaluator_latency) : std::string(),
+      const auto estimate = nest_estimate_of(*m);
+      csv += fmt::format(",{},{},{},{},{:.6g},{:.0f},{},", m->evaluator_latency ? fmt::format("{:.9g}", *m->evaluator_latency) : std::string(),
                          m->simgrid_latency ? fmt::format("{:.9g}", *m->simgrid_latency) : std::string(),
-                         m->flow_latency ? fmt::format("{:.9g}", *m->flow_latency) : std::string(), m->search_time,
+                         m->flow_latency ? fmt::format("{:.9g}", *m->flow_latency) : std::string(),
+                         estimate ? fmt::format("{:.9g}", *estimate) : std::string(), m->search_time,
                          m->peak_memory, m->oom ? "true" : "false");
     } else {
-      csv += ",,,,,,," + csv_quote(r.error);
+      csv += ",,,,,,,," + csv_quote(r.error);
     }
     csv += "\n";
   }
@@ -363,15 +375,6 @@ std::string fastest_lines(std::span<const PointRecord> records, const ColumnUnit
   return out;
 }
 
-}  // namespace
-
-namespace {
-// A plan's NEST estimate, when its report has one.
-std::optional<double> nest_estimate_of(const PointMeasurement& m) {
-  auto it = m.strategy_report.find("nest_estimate_s");
-  if (it == m.strategy_report.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
 }  // namespace
 
 std::string format_point_table(std::span<const PointRecord> records) {

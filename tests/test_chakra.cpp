@@ -538,7 +538,8 @@ TEST(Chakra, BadDirectoriesAreInputErrors) {
   write_trace(dir / "w.2.et", {node(0, "b", pb::COMP_NODE, {}, 1)});
   EXPECT_INPUT_ERROR(read_chakra_traces(dir.string()), "", "has no trace of rank 1");
   write_trace(dir / "v.0.et", {});
-  EXPECT_INPUT_ERROR(read_chakra_traces(dir.string()), "", "several runs (v, w)");
+  EXPECT_INPUT_ERROR(read_chakra_traces(dir.string()), "", "several runs (v, w)", "simulate --prefix");
+  EXPECT_INPUT_ERROR(read_chakra_traces(dir.string(), "zz"), "", "holds no Chakra trace zz.<rank>.et (its prefixes: v, w)");
   fs::remove(dir / "w.2.et");
   std::ofstream(dir / "w.1.et", std::ios::binary) << "\x7f" << "short";
   EXPECT_INPUT_ERROR(read_chakra_traces(dir.string(), "w"), "GlobalMetadata", "not a Chakra execution trace");

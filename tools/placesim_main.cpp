@@ -232,7 +232,7 @@ int cmd_simulate(const SimulateArgs& a) {
     replayed = read_chakra_traces(a.replay, a.replay_prefix, ChakraCollectives::Keep);
     for (const auto& w : replayed->warnings) std::cerr << "warning: " << w << "\n";
     placement_path = a.replay;
-    graph_label = a.replay + " (Chakra traces)";
+    graph_label = "Chakra traces in " + a.replay;
   } else {
     if (a.graph_path.empty() || a.placement_path.empty())
       throw InputError("command line", a.graph_path.empty() ? "--graph" : "--placement",

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <functional>
 #include <limits>
 #include <fstream>
@@ -788,13 +789,24 @@ ChakraTraces read_chakra_traces(const std::string& dir, const std::string& prefi
     if (!prefix.empty() && m[1] != prefix) continue;
     by_prefix[m[1]][std::stoi(m[2])] = entry.path().string();
   }
-  if (by_prefix.empty())
-    throw InputError(dir, "", prefix.empty() ? "holds no Chakra trace (<prefix>.<rank>.et)"
-                                             : fmt::format("holds no Chakra trace {}.<rank>.et", prefix));
+  if (by_prefix.empty()) {
+    if (prefix.empty()) throw InputError(dir, "", "holds no Chakra trace (<prefix>.<rank>.et)");
+    std::set<std::string> present;  // the prefixes there are, to choose from
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      std::smatch m;
+      const std::string name = entry.path().filename().string();
+      if (std::regex_match(name, m, kName)) present.insert(m[1]);
+    }
+    throw InputError(dir, "", fmt::format("holds no Chakra trace {}.<rank>.et{}", prefix,
+                                          present.empty() ? std::string(" (it holds none at all)")
+                                                          : fmt::format(" (its prefixes: {})", fmt::join(present, ", "))));
+  }
   if (by_prefix.size() > 1) {
     std::string names;
     for (const auto& [p, _] : by_prefix) names += (names.empty() ? "" : ", ") + p;
-    throw InputError(dir, "", fmt::format("holds the traces of several runs ({}); give the prefix", names));
+    throw InputError(dir, "", fmt::format("holds the traces of several runs ({}); give the prefix (simulate --prefix, or "
+                                          "prefix: beside a scenario's graph.chakra)",
+                                          names));
   }
   const auto& ranks = by_prefix.begin()->second;
   std::vector<RankFile> files;
