@@ -110,6 +110,14 @@ TEST(Megatron, ScenarioOptionsAreCheckedWhenParsed) {
                                                 "global_micro_batches: 8}}]")
                 .find("not both"),
             std::string::npos);
+  EXPECT_NE(parse_error(std::string(workload) + "strategies: [{name: megatron, options: {pp: 4, micro_batches: 6, "
+                                                "virtual_stages: 2}}]")
+                .find("strategies[0].options.virtual_stages"),
+            std::string::npos);
+  EXPECT_NE(parse_error(std::string(workload) + "strategies: [{name: megatron, options: {pp: 4, micro_batches: 8, "
+                                                "virtual_stages: 2, schedule: gpipe}}]")
+                .find("must be 1f1b"),
+            std::string::npos);
   EXPECT_NE(parse_error(std::string(workload) + "strategies: [quickp]").find("places the operators of a graph"),
             std::string::npos);
   EXPECT_NE(parse_error("graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 4, bandwidth: 10GB/s}\n"

@@ -102,10 +102,20 @@ OptionSchema<MegatronConfig> megatron_schema() {
          "between stages each tensor rank sends 1/tp of the activation and the next stage all-gathers it");
   s.choice("order", &MegatronConfig::order, std::span<const EnumName<GpuOrder>>(kGpuOrderNames),
            "GPU order, innermost first: tp-pp-dp (replicas outermost) or tp-dp-pp (Megatron-LM's default)");
-  s.check([](const YamlFields& f, MegatronConfig&) {
+  s.check([](const YamlFields& f, MegatronConfig& c) {
     if (f.has("global_micro_batches") && f.has("micro_batches"))
       throw InputError(f.file(), f.field("global_micro_batches"),
                        "expected one of micro_batches (per replica) or global_micro_batches (over all replicas), not both");
+    // Interleaving's own conditions, said when the scenario is read (the model's are checked at plan time).
+    if (c.virtual_stages > 1) {
+      if (c.schedule != PipelineSchedule::OneFOneB)
+        throw InputError(f.file(), f.field("virtual_stages"), "virtual_stages > 1 is interleaved 1F1B: the schedule must be 1f1b");
+      if (!f.has("global_micro_batches") && c.micro_batches % c.pp != 0)
+        throw InputError(f.file(), f.field("virtual_stages"),
+                         fmt::format("interleaved 1F1B runs micro-batches in groups of pp: micro_batches {} is not a multiple "
+                                     "of pp {}",
+                                     c.micro_batches, c.pp));
+    }
   });
   return s;
 }
