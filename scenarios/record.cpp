@@ -31,14 +31,11 @@ PointStatus PointRecord::status() const {
   return measurement->oom ? PointStatus::Oom : PointStatus::Ok;
 }
 
-namespace {
-// A plan's NEST estimate, when its report has one.
 std::optional<double> nest_estimate_of(const PointMeasurement& m) {
   auto it = m.strategy_report.find("nest_estimate_s");
   if (it == m.strategy_report.end() || !it->is_number()) return std::nullopt;
   return it->get<double>();
 }
-}  // namespace
 
 std::optional<double> PointRecord::latency() const {
   if (!measurement) return std::nullopt;

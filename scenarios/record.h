@@ -69,6 +69,9 @@ struct PointMeasurement {
   std::string placement_file, trace_file;  // relative to the results folder; trace_file may be empty
 };
 
+// A plan's NEST estimate (strategy_report.nest_estimate_s), when its report has one.
+std::optional<double> nest_estimate_of(const PointMeasurement& m);
+
 // Infeasible: no placement fits in the GPUs' memory (InfeasibleProblem), with the reason in error.
 enum class PointStatus { Ok, Oom, Infeasible, Failed };
 std::string_view point_status_name(PointStatus status);

@@ -165,10 +165,7 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
   // (simulation.engine estimate).
   auto time_of = [](const PointRecord& r) -> std::optional<double> {
     if (auto latency = r.latency()) return latency;
-    const auto& report = r.measurement->strategy_report;
-    auto it = report.find("nest_estimate_s");
-    if (it != report.end() && it->is_number()) return it->get<double>();
-    return std::nullopt;
+    return nest_estimate_of(*r.measurement);
   };
   for (const PointRecord* r : in_scenario_order(records)) {
     const std::string g = group_name(*r, text);

@@ -260,15 +260,19 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
       out.error = "does not fit: " + compiled.infeasible;
       return out;
     }
-    if (estimate_only) {
-      // No engine ran: the record holds the plan's memory and, in its report, NEST's estimate.
-      out.estimate_only = true;
-      Measurement& m = out.measurement;
+    // Memory is the plan's: the execution graph's operators hold none.
+    auto hold_plan_memory = [&](Measurement& m) {
       m.memory.assign(static_cast<std::size_t>(cluster.num_devices()), 0.0);
+      m.peak_memory = 0;
       for (std::size_t i = 0; i < compiled.gpus.size(); ++i) {
         m.memory[compiled.gpus[i]] = compiled.memory[i].total();
         m.peak_memory = std::max(m.peak_memory, compiled.memory[i].total());
       }
+    };
+    if (estimate_only) {
+      // No engine ran: the record holds the plan's memory and, in its report, NEST's estimate.
+      out.estimate_only = true;
+      hold_plan_memory(out.measurement);
       return out;
     }
     const Graph& graph = compiled.graph.graph;
@@ -276,14 +280,8 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
     out.compiled_tensors = graph.num_tensors();
     out.measurement = measure_placement(graph, cluster, compiled.graph.placement, scenario.simulation.engine,
                                         scenario.simulation.order);
-    // Memory is the plan's: the execution graph's operators hold none.
     Measurement& m = out.measurement;
-    m.memory.assign(cluster.num_devices(), 0.0);
-    m.peak_memory = 0;
-    for (std::size_t i = 0; i < compiled.gpus.size(); ++i) {
-      m.memory[compiled.gpus[i]] = compiled.memory[i].total();
-      m.peak_memory = std::max(m.peak_memory, compiled.memory[i].total());
-    }
+    hold_plan_memory(m);
     m.oom = false;  // infeasible plans were not run
     if (const std::string reason = non_finite_reason(graph, cluster, compiled.graph.placement, m); !reason.empty()) {
       out.error = reason;

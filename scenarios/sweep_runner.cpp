@@ -142,10 +142,8 @@ class Progress {
       if (record.status() == PointStatus::Oom) what += " (OOM)";
     } else {
       // No engine ran (simulation.engine estimate): NEST's estimate of the plan.
-      const auto& report = record.measurement->strategy_report;
-      auto estimate = report.find("nest_estimate_s");
-      what = estimate != report.end() && estimate->is_number() ? "estimate " + format_duration(estimate->get<double>())
-                                                                : std::string("no engine ran");
+      const auto estimate = nest_estimate_of(*record.measurement);
+      what = estimate ? "estimate " + format_duration(*estimate) : std::string("no engine ran");
     }
     const std::string line = fmt::format("{}[{}/{}] {}: {}", prefix_, done_, total_, record.key, what);
     if (tty_) {

@@ -170,6 +170,15 @@ void write_toy_scenario(const fs::path& dir, const std::string& engine) {
                                 << engine << "}\n";
 }
 
+// Runs `dir`/s.yaml into `dir`/out, its log into `log`.
+SweepSummary run_toy_scenario(const fs::path& dir, std::ostringstream& log, bool resume = false) {
+  SweepOptions options;
+  options.output = (dir / "out").string();
+  options.progress = false;
+  options.resume = resume;
+  return run_sweep(load_sweep((dir / "s.yaml").string()), options, log);
+}
+
 // results.jsonl of a run, by label.
 std::map<std::string, nlohmann::json> records_by_label(const fs::path& out) {
   std::ifstream in(out / "results.jsonl");
@@ -193,11 +202,8 @@ TEST(Megatron, AScenarioRunsThePlanOnEveryEngineAndReportsWhatDoesNotFit) {
   // (152.6 MiB), more than the GPUs' 130 MB.
   const fs::path dir = testutil::fresh_temp_dir("megatron-scenario");
   write_toy_scenario(dir, "all");
-  SweepOptions options;
-  options.output = (dir / "out").string();
-  options.progress = false;
   std::ostringstream log;
-  const SweepSummary summary = run_sweep(load_sweep((dir / "s.yaml").string()), options, log);
+  const SweepSummary summary = run_toy_scenario(dir, log);
   EXPECT_EQ(summary.ok, 1u) << log.str();
   EXPECT_EQ(summary.infeasible, 1u) << log.str();
   const std::map<std::string, nlohmann::json> by_label = records_by_label(dir / "out");
@@ -228,16 +234,12 @@ TEST(Megatron, AScenarioRunsThePlanOnEveryEngineAndReportsWhatDoesNotFit) {
 TEST(Megatron, EngineEstimatePricesPlansWithoutRunningThem) {
   const fs::path dir = testutil::fresh_temp_dir("megatron-estimate");
   write_toy_scenario(dir, "estimate");
-  SweepOptions options;
-  options.output = (dir / "out").string();
-  options.progress = false;
   std::ostringstream log;
-  const SweepSummary summary = run_sweep(load_sweep((dir / "s.yaml").string()), options, log);
+  const SweepSummary summary = run_toy_scenario(dir, log);
   EXPECT_EQ(summary.ok, 1u) << log.str();
   EXPECT_EQ(summary.infeasible, 1u) << log.str();
   // Read back (--resume): both points are kept as they were, none reads as failed and reruns.
-  options.resume = true;
-  const SweepSummary again = run_sweep(load_sweep((dir / "s.yaml").string()), options, log);
+  const SweepSummary again = run_toy_scenario(dir, log, /*resume=*/true);
   EXPECT_EQ(again.skipped, 2u) << log.str();
   EXPECT_EQ(again.failed, 0u) << log.str();
   const std::map<std::string, nlohmann::json> by_label = records_by_label(dir / "out");

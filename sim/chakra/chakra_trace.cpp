@@ -83,6 +83,13 @@ pb::CollectiveCommType comm_type_of(CollectiveOp op) {
   return pb::ALL_REDUCE;
 }
 
+// The collective placesim runs for a Chakra comm_type, if any.
+std::optional<CollectiveOp> collective_of_comm_type(std::int64_t type) {
+  for (const auto& o : kCollectiveOpNames)
+    if (comm_type_of(o.value) == type) return o.value;
+  return std::nullopt;
+}
+
 // What a rank's trace holds one node for: an operator, or a collective's steps on the rank.
 struct Item {
   int rank = 0;
@@ -482,10 +489,9 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
         AppendedCollective coll;
         coll.name = n.name();
         const std::int64_t type = need("comm_type").int64_val();
-        const auto* op = std::find_if(std::begin(kCollectiveOpNames), std::end(kCollectiveOpNames),
-                                      [&](const auto& o) { return comm_type_of(o.value) == type; });
-        if (op == std::end(kCollectiveOpNames)) throw InputError(f.path, where, fmt::format("comm_type {} is no collective placesim runs", type));
-        coll.op = op->value;
+        const auto op = collective_of_comm_type(type);
+        if (!op) throw InputError(f.path, where, fmt::format("comm_type {} is no collective placesim runs", type));
+        coll.op = *op;
         for (auto g : need("placesim.group").int64_list().values()) {
           if (g < 0 || g >= out.ranks) throw InputError(f.path, where, fmt::format("placesim.group holds rank {}, of {} ranks", g, out.ranks));
           coll.group.push_back(static_cast<DeviceId>(g));
@@ -562,13 +568,6 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
 }
 
 // Another tool's traces: compute nodes as operators, send/receive pairs as tensors.
-// The collective placesim runs for a Chakra comm_type, if any.
-std::optional<CollectiveOp> collective_of_comm_type(std::int64_t type) {
-  for (const auto& o : kCollectiveOpNames)
-    if (comm_type_of(o.value) == type) return o.value;
-  return std::nullopt;
-}
-
 ChakraTraces read_foreign(std::vector<RankFile>& files, ChakraCollectives collectives, const std::string& dir,
                           const std::string& prefix) {
   ChakraTraces out;
@@ -782,21 +781,17 @@ ChakraTraces read_chakra_traces(const std::string& dir, const std::string& prefi
   if (!fs::is_directory(dir)) throw InputError(dir, "", "expected a directory of Chakra traces (<prefix>.<rank>.et)");
   static const std::regex kName(R"((.*)\.(\d+)\.et)");
   std::map<std::string, std::map<int, std::string>> by_prefix;
+  std::set<std::string> present;  // every prefix there is, to choose from
   for (const auto& entry : fs::directory_iterator(dir)) {
     std::smatch m;
     const std::string name = entry.path().filename().string();
     if (!std::regex_match(name, m, kName) || m[2].length() > 7) continue;
+    present.insert(m[1]);
     if (!prefix.empty() && m[1] != prefix) continue;
     by_prefix[m[1]][std::stoi(m[2])] = entry.path().string();
   }
   if (by_prefix.empty()) {
     if (prefix.empty()) throw InputError(dir, "", "holds no Chakra trace (<prefix>.<rank>.et)");
-    std::set<std::string> present;  // the prefixes there are, to choose from
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      std::smatch m;
-      const std::string name = entry.path().filename().string();
-      if (std::regex_match(name, m, kName)) present.insert(m[1]);
-    }
     throw InputError(dir, "", fmt::format("holds no Chakra trace {}.<rank>.et{}", prefix,
                                           present.empty() ? std::string(" (it holds none at all)")
                                                           : fmt::format(" (its prefixes: {})", fmt::join(present, ", "))));
