@@ -10,6 +10,7 @@
 #include "placement/nest/nest.h"
 #include "placement/planner.h"
 #include "placement/strategy.h"
+#include "sim/data_parallel.h"
 #include "sim/parallel_plan.h"
 #include "sim/errors.h"
 #include "sim/flow_engine.h"
@@ -167,7 +168,19 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
   const fs::path folder = dir;
   try {
     auto strategy = make_strategy(spec.name, spec.options, scenario.file, spec.field);
-    PlacementResult placed = place(spec, *strategy, graph, scenario.cluster);
+    // With data_parallel, the strategy places one replica, on the first GPUs / replicas GPUs.
+    if (spec.data_parallel)
+      if (const std::string why = data_parallel_problem(graph, scenario.cluster, *spec.data_parallel); !why.empty())
+        throw InputError(scenario.file, spec.field + ".data_parallel", why);
+    const std::optional<Cluster> replica =
+        spec.data_parallel ? std::optional<Cluster>(scenario.cluster.restricted_to(
+                                 first_replica_gpus(scenario.cluster, spec.data_parallel->replicas)))
+                           : std::nullopt;
+    PlacementResult placed = place(spec, *strategy, graph, replica ? *replica : scenario.cluster);
+    if (spec.data_parallel && placed.bandwidth_allocation)
+      throw InputError(scenario.file, spec.field + ".data_parallel",
+                       "a strategy that chooses the multi-NIC bandwidth allocation cannot be replicated yet (its "
+                       "allocation is for one replica's GPUs); turn the allocation off or drop data_parallel");
     // A strategy that also chose the multi-NIC bandwidth allocation (QuickP P3) is measured on
     // the cluster with that allocation, so SimGrid enforces it.
     const std::optional<Cluster> allocated =
@@ -176,22 +189,45 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
                                                                "strategy '" + spec.label + "'"))
             : std::nullopt;
     const Cluster& run_on = allocated ? *allocated : scenario.cluster;
-    if (spec.refine) refine_placed(spec, *strategy, graph, run_on, placed);
+    if (spec.refine) refine_placed(spec, *strategy, graph, replica ? *replica : run_on, placed);
     out.search_seconds = placed.search_seconds;
     out.strategy_report = placed.report;
     out.placement_file = "placement-" + file_safe(file_stem) + ".json";
     save_placement(graph, placed.placement, (folder / out.placement_file).string());
-    out.measurement = measure_placement(graph, run_on, placed.placement, scenario.simulation.engine,
-                                        scenario.simulation.order);
-    if (const std::string reason = non_finite_reason(graph, run_on, placed.placement, out.measurement); !reason.empty()) {
+    // What the engines run: the placed graph, or its replicas with the gradients' all-reduces.
+    std::optional<DataParallelGraph> replicated;
+    if (spec.data_parallel) {
+      replicated = replicate_data_parallel(graph, placed.placement, run_on, *spec.data_parallel);
+      out.compiled_operators = replicated->graph.graph.num_operators();
+      out.compiled_tensors = replicated->graph.graph.num_tensors();
+      out.strategy_report["data_parallel"] = {
+          {"replicas", spec.data_parallel->replicas},
+          {"gpus_per_replica", replicated->gpus_per_replica},
+          {"algorithm", std::string(enum_name<CollectiveAlgorithm>(kCollectiveAlgorithmNames, spec.data_parallel->algorithm))},
+          {"bucket_bytes", spec.data_parallel->bucket_bytes},
+          {"gradients", replicated->gradients},
+          {"gradient_bytes", replicated->gradient_bytes},
+          {"all_reduces", replicated->all_reduces},
+          // The placement alone on its replica, contention-free: what replication adds is the rest.
+          {"one_replica_evaluator_latency", Evaluator(graph, *replica).schedule(placed.placement).latency}};
+    }
+    const Graph& ran = replicated ? replicated->graph.graph : graph;
+    const std::vector<DeviceId>& ran_on = replicated ? replicated->graph.placement : placed.placement;
+    out.measurement = measure_placement(ran, run_on, ran_on, scenario.simulation.engine, scenario.simulation.order);
+    if (const std::string reason = non_finite_reason(ran, run_on, ran_on, out.measurement); !reason.empty()) {
       out.error = reason;
       return out;
     }
     if (scenario.simulation.trace) {
       out.trace_file = "trace-" + file_safe(file_stem) + ".json";
-      write_trace((folder / out.trace_file).string(), graph, run_on, placed.placement, out.measurement);
+      write_trace((folder / out.trace_file).string(), ran, run_on, ran_on, out.measurement);
     }
-    if (scenario.chakra) write_point_chakra(folder, file_stem, graph, run_on, placed.placement, out.measurement, scenario, spec);
+    if (scenario.chakra)
+      if (const auto warnings = write_point_chakra(folder, file_stem, ran, run_on, ran_on, out.measurement, scenario, spec,
+                                                   replicated ? std::span<const AppendedCollective>(replicated->graph.collectives)
+                                                              : std::span<const AppendedCollective>());
+          !warnings.empty())
+        out.strategy_report["chakra_warnings"] = warnings;
   } catch (const OutputError&) {
     throw;  // the results folder, not the strategy: the caller stops the run
   } catch (const InfeasibleProblem& e) {

@@ -238,6 +238,31 @@ std::string load_scenario_description(const std::string& path) {
   return description_field(YamlFields(load_yaml_file(path), path, ""));
 }
 
+namespace {
+
+// `data_parallel: 4` (the replicas) or `data_parallel: {replicas: 4, algorithm: ..., ...}`; the
+// replicas must divide the cluster's GPUs.
+DataParallelConfig data_parallel_from_yaml(const YamlFields& strategy, const std::string& field, const Cluster& cluster) {
+  const YAML::Node node = strategy.node("data_parallel");
+  DataParallelConfig c;
+  if (node.IsScalar()) {
+    YAML::Node as_map(YAML::NodeType::Map);
+    as_map["replicas"] = node;
+    c = data_parallel_schema().parse(YamlFields(as_map, strategy.file(), field));
+  } else if (node.IsMap()) {
+    c = data_parallel_schema().parse(YamlFields(node, strategy.file(), field));
+  } else {
+    throw InputError(strategy.file(), field, "expected the number of replicas or a mapping {replicas: N, algorithm, chunks, bucket_bytes}");
+  }
+  if (cluster.num_devices() % c.replicas != 0)
+    throw InputError(strategy.file(), field,
+                     fmt::format("{} replicas do not divide the cluster's {} GPUs into equal blocks", c.replicas,
+                                 cluster.num_devices()));
+  return c;
+}
+
+}  // namespace
+
 Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
   YamlFields f(root, file, "");
   f.allow_only({"name", "description", "graph", "workload", "cluster", "strategies", "simulation", "output", "sweep",
@@ -265,7 +290,7 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
       spec.name = list[i].Scalar();
     } else {
       YamlFields e(list[i], file, spec.field);
-      e.allow_only({"name", "label", "options", "coarsen", "refine"});
+      e.allow_only({"name", "label", "options", "coarsen", "refine", "data_parallel"});
       spec.name = e.string("name");
       spec.label = e.string_or("label", "");
       if (e.has("options")) spec.options = e.node("options");
@@ -275,12 +300,15 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
         const YAML::Node refine = e.node("refine").IsNull() ? YAML::Node(YAML::NodeType::Map) : e.node("refine");
         spec.refine = refine_schema().parse(YamlFields(refine, file, spec.field + ".refine"));
       }
+      if (e.has("data_parallel")) spec.data_parallel = data_parallel_from_yaml(e, spec.field + ".data_parallel", s.cluster);
     }
     if (spec.label.empty()) spec.label = spec.name;
     // Build once now so option errors surface before anything runs.
     if (s.workload) {
-      if (spec.coarsen || spec.refine)
-        throw InputError(file, spec.field, "coarsen and refine apply to placement strategies, not to planners");
+      if (spec.coarsen || spec.refine || spec.data_parallel)
+        throw InputError(file, spec.field,
+                         "coarsen, refine and data_parallel apply to placement strategies, not to planners (a plan "
+                         "has its own dp)");
       make_planner(spec.name, spec.options, file, spec.field);
     } else {
       find_strategy(spec.name, file, spec.field + ".name");

@@ -10,6 +10,7 @@
 
 #include "placement/coarsening/coarsening.h"
 #include "placement/refine/refine.h"
+#include "sim/data_parallel.h"
 #include "scenarios/report.h"
 #include "sim/builtin_graphs.h"
 #include "sim/cluster.h"
@@ -53,6 +54,8 @@ struct StrategySpec {
   YAML::Node options;   // the strategy's own `options:` mapping
   std::optional<CoarseningConfig> coarsen;  // place a coarsened graph, then expand (`coarsen:`)
   std::optional<RefineConfig> refine;       // then improve the placement by local search (`refine:`)
+  // Place on one replica's GPUs, run `replicas` copies with the gradients all-reduced (`data_parallel:`).
+  std::optional<DataParallelConfig> data_parallel;
   std::string field;    // "strategies[i]", for error messages
 };
 

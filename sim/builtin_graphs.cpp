@@ -79,7 +79,8 @@ Graph synthetic_training_graph(const SyntheticGraphConfig& c) {
   }
   for (OpId w : forward) {
     const OpId update = g.add_operator({g.op(w).name + "/update", "ApplyAdam", compute(false), g.op(w).memory_bytes});
-    g.add_tensor(grad_of[w], update, tensor());
+    const double gradient = tensor();  // the weight's gradient (data parallelism reduces it)
+    g.add_tensor(grad_of[w], update, gradient, gradient > 0);
   }
   g.finalize("builtin synthetic");
   return g;

@@ -15,8 +15,8 @@ OpId Graph::add_operator(Operator op) {
   return static_cast<OpId>(ops_.size() - 1);
 }
 
-EdgeId Graph::add_tensor(OpId src, OpId dst, double bytes) {
-  tensors_.push_back({src, dst, bytes});
+EdgeId Graph::add_tensor(OpId src, OpId dst, double bytes, bool gradient) {
+  tensors_.push_back({src, dst, bytes, gradient});
   finalized_ = false;
   return static_cast<EdgeId>(tensors_.size() - 1);
 }
@@ -66,6 +66,9 @@ void Graph::finalize(const std::string& source) {
     if (t.src == t.dst)
       throw InputError(source, fmt::format("tensor '{}' -> '{}'", ops_[t.src].name, ops_[t.dst].name),
                        "self-loop: the graph must be acyclic");
+    if (t.gradient && !(t.bytes > 0))
+      throw InputError(source, fmt::format("tensor '{}' -> '{}'.gradient", ops_[t.src].name, ops_[t.dst].name),
+                       "a parameter gradient must have bytes > 0");
     ++out_offsets_[t.src + 1];
     ++in_offsets_[t.dst + 1];
   }

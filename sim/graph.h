@@ -31,12 +31,16 @@ struct Tensor {
   OpId src = 0;
   OpId dst = 0;
   double bytes = 0;  // zero-byte tensors are control dependencies: they never cost transfer time
+  // A parameter's gradient on its way to the optimizer's update: data parallelism
+  // (sim/data_parallel.h) all-reduces it across replicas before it is sent. Loaders set it where
+  // the format says (docs/graph-format.md).
+  bool gradient = false;
 };
 
 class Graph {
  public:
   OpId add_operator(Operator op);
-  EdgeId add_tensor(OpId src, OpId dst, double bytes);
+  EdgeId add_tensor(OpId src, OpId dst, double bytes, bool gradient = false);
 
   // Checks the graph and builds adjacency and a topological order. Throws InputError naming
   // `source` (a file name, or a description) on duplicate names, bad values, dangling edges

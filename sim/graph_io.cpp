@@ -306,6 +306,11 @@ std::string with_file(const std::string& file, const std::string& text) {
 //            tiny.json, which carries shapes instead).
 // placesim models one device type, so compute time is the mean over the listed devices; if they
 // disagree by more than 1% the graph still loads, with a warning.
+// Parameter gradients (Tensor::gradient, for data parallelism): TensorFlow names the backward pass
+// "gradient_tape/..." and the optimizer's operators by its scope, the first name component of its
+// AssignSubVariableOp updates ("adam/..."); a tensor from the one to the other is a parameter's
+// gradient. (Tensors from the backward pass to other scopes, as "AddN_9", are activation
+// gradients.)
 LoadResult load_quickp_json(const json& doc, const std::string& file) {
   Fields f(file);
   f.expect_object(doc, "", "a JSON object (networkx node-link graph)");
@@ -340,6 +345,8 @@ LoadResult load_quickp_json(const json& doc, const std::string& file) {
   std::size_t disagreeing = 0;
   double worst_spread = 0;
   std::string worst_op;
+  std::set<std::string> optimizer_scopes;
+  auto scope_of = [](const std::string& name) { return name.substr(0, name.find('/')); };
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const std::string path = at("nodes", i);
     const json& node = nodes[i];
@@ -373,6 +380,7 @@ LoadResult load_quickp_json(const json& doc, const std::string& file) {
 
     auto [it, inserted] = by_id.emplace(name, std::pair<OpId, std::size_t>{static_cast<OpId>(g.num_operators()), i});
     if (!inserted) f.fail(id_field, fmt::format("duplicate node id '{}' (first at nodes[{}])", name, it->second.second));
+    if (type == "AssignSubVariableOp" && name.find('/') != std::string::npos) optimizer_scopes.insert(scope_of(name));
     g.add_operator({std::move(name), std::move(type), mean_us / 1e6, memory});
   }
   if (disagreeing > 0)
@@ -396,7 +404,9 @@ LoadResult load_quickp_json(const json& doc, const std::string& file) {
     double bytes = 0;
     if (const json* bits = f.optional_member(link, "tensor_size_in_bit"))
       bytes = f.size(*bits, join(path, "tensor_size_in_bit"), "bits", 1.0 / 8) / 8;
-    g.add_tensor(ends[0], ends[1], bytes);
+    const bool gradient = bytes > 0 && g.op(ends[0]).name.starts_with("gradient_tape/") &&
+                          optimizer_scopes.contains(scope_of(g.op(ends[1]).name));
+    g.add_tensor(ends[0], ends[1], bytes, gradient);
   }
   g.finalize(file);
   return result;
@@ -716,7 +726,7 @@ class PlacesimReader final : public ElementSink {
       for (std::size_t e = 0; e < tensors.size(); ++e) add_tensor(tensors[e], e);
     for (auto& [e, t] : waiting_) add_tensor(t, e);
     if (tensors_error_) throw *tensors_error_;
-    for (const Tensor& t : tensors_) g.add_tensor(t.src, t.dst, t.bytes);
+    for (const Tensor& t : tensors_) g.add_tensor(t.src, t.dst, t.bytes, t.gradient);
 
     for (auto* list : {&ops_unknown_, &tensors_unknown_})
       for (const std::string& k : *list)
@@ -785,7 +795,7 @@ class PlacesimReader final : public ElementSink {
   void add_tensor(const json& t, std::size_t e) {
     const std::string path = at("tensors", e);
     f_.expect_object(t, path, "an object (src, dst, bytes)");
-    note_unknown(tensors_unknown_, t, path, {"src", "dst", "bytes"});
+    note_unknown(tensors_unknown_, t, path, {"src", "dst", "bytes", "gradient"});
     OpId ends[2];
     const char* keys[2] = {"src", "dst"};
     for (int k = 0; k < 2; ++k) {
@@ -798,7 +808,13 @@ class PlacesimReader final : public ElementSink {
       ends[k] = found->second;
     }
     double bytes = f_.size(f_.member(t, "bytes", path, "a non-negative number (bytes)"), join(path, "bytes"), "bytes", 1);
-    tensors_.push_back({ends[0], ends[1], bytes});
+    bool gradient = false;
+    if (const json* grad = f_.optional_member(t, "gradient")) {
+      if (!grad->is_boolean()) f_.fail(join(path, "gradient"), fmt::format("expected true or false, got {}", describe(*grad)));
+      gradient = grad->get<bool>();
+      if (gradient && !(bytes > 0)) f_.fail(join(path, "gradient"), "a parameter gradient must have bytes > 0");
+    }
+    tensors_.push_back({ends[0], ends[1], bytes, gradient});
   }
 
   Fields f_;
@@ -912,6 +928,7 @@ std::string to_placesim_json(const Graph& g) {
     j["src"] = g.op(t.src).name;
     j["dst"] = g.op(t.dst).name;
     j["bytes"] = number(t.bytes);
+    if (t.gradient) j["gradient"] = true;
     out += (e ? ",\n    " : "\n    ") + j.dump();
   }
   out += g.num_tensors() ? "\n  ]\n}\n" : "]\n}\n";

@@ -7,6 +7,7 @@
 
 #include "sim/collectives.h"
 #include "sim/execution_graph.h"
+#include "tests/test_util.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;
@@ -18,15 +19,7 @@ constexpr double kNicAlpha = 1e-6;  // per NIC link: a transfer crosses two
 constexpr double kAlpha = 2 * kNicAlpha;
 constexpr double kS = 64e6;
 
-// n servers of one GPU on a non-blocking switch: every GPU has its own NIC.
-Cluster one_gpu_servers(int n, double nic_latency = kNicAlpha) {
-  NonBlockingConfig cfg;
-  cfg.servers = n;
-  cfg.gpus_per_server = 1;
-  cfg.nic_bandwidth = kB;
-  cfg.nic_latency = nic_latency;
-  return make_non_blocking(cfg);
-}
+Cluster one_gpu_servers(int n, double nic_latency = kNicAlpha) { return testutil::one_gpu_servers(n, kB, nic_latency); }
 
 CollectiveSpec spec(CollectiveOp op, CollectiveAlgorithm a, int n, int chunks = 1, double bytes = kS) {
   CollectiveSpec s;
@@ -38,15 +31,8 @@ CollectiveSpec spec(CollectiveOp op, CollectiveAlgorithm a, int n, int chunks = 
   return s;
 }
 
-struct Times {
-  double evaluator, flow, simgrid;
-};
-
-Times run(const ExecutionGraph& g, const Cluster& c) {
-  const EngineRuns ran = run_engines(g, c);
-  return {*ran.evaluator, *ran.flow, *ran.simgrid};
-}
-
+using Times = testutil::EngineTimes;
+Times run(const ExecutionGraph& g, const Cluster& c) { return testutil::run_all_engines(g, c); }
 Times run(const CollectiveSpec& sp, const Cluster& c) { return run(collective_graph(sp, c), c); }
 
 #define EXPECT_REL(a, b) EXPECT_NEAR((a), (b), 1e-9 * std::abs(b))

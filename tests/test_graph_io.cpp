@@ -5,6 +5,8 @@
 #include <fstream>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <map>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -106,6 +108,30 @@ TEST(GraphIoReal, AlexnetUnitsAreConverted) {
   EXPECT_EQ(g.op(0).name, "input");
   EXPECT_EQ(g.op(0).type, "Placeholder");
   EXPECT_EQ(g.tensor(0).bytes, 50331648.0 / 8);  // first link keeps file order
+}
+
+TEST(GraphIoReal, QuickPParameterGradientsAreTheTensorsIntoTheOptimizer) {
+  // Counted with a script over the files: the tensors from gradient_tape/ into adam/ come from one
+  // producer per variable, and their bytes equal what the AssignSubVariableOp updates write
+  // (AlexNet 36,928,074 parameters, small 30,730, fp32). The backward pass's tensors into AddN_*
+  // are activations' gradients.
+  PLACESIM_REQUIRE_SHARED_GRAPHS();
+  struct Expect { const char* file; std::size_t producers; double parameters; };
+  for (auto [file, producers, parameters] : {Expect{"alexnet.json", 26, 36928074}, Expect{"small.json", 2, 30730}}) {
+    SCOPED_TRACE(file);
+    const Graph g = load_graph(shared_graph(std::string("quickp/") + file)).graph;
+    std::map<OpId, double> gradient_of;
+    for (const Tensor& t : g.tensors())
+      if (t.gradient) {
+        EXPECT_TRUE(g.op(t.src).name.starts_with("gradient_tape/")) << g.op(t.src).name;
+        EXPECT_TRUE(g.op(t.dst).name.starts_with("adam/")) << g.op(t.dst).name;
+        gradient_of[t.src] = std::max(gradient_of[t.src], t.bytes);
+      }
+    EXPECT_EQ(gradient_of.size(), producers);
+    double bytes = 0;
+    for (const auto& entry : gradient_of) bytes += entry.second;
+    EXPECT_DOUBLE_EQ(bytes, 4 * parameters);
+  }
 }
 
 TEST(GraphIoReal, TinyUsesMeanOverDevicesAndWarns) {
@@ -436,7 +462,7 @@ TEST(GraphIo, NativeRoundTripOfAwkwardValues) {
   g.add_operator({"d", "x", 1e9, 0.0});                     // the longest duration
   g.add_tensor(0, 1, 1e-7);
   g.add_tensor(0, 2, 99999999999999.98);  // just under the largest size, not integral
-  g.add_tensor(2, 3, 3.0);
+  g.add_tensor(2, 3, 3.0, /*gradient=*/true);
   g.add_tensor(0, 3, 0.0);
   g.finalize("awkward");
   TempFile f("awkward.json");

@@ -236,6 +236,17 @@ TEST(ModelZooBuilder, BackwardPassOnAHandMadeGraph) {
   EXPECT_GE(g.op(1).colocation_class, 0);
   EXPECT_EQ(g.op(1).colocation_class, g.op(11).colocation_class);
   EXPECT_EQ(b.trainable_parameters(), 9);
+  // w's gradient (9 floats) from MatMul_1 into the update is the one tensor data parallelism
+  // all-reduces.
+  int gradients = 0;
+  for (const Tensor& t : g.tensors())
+    if (t.gradient) {
+      ++gradients;
+      EXPECT_EQ(t.src, 10);
+      EXPECT_EQ(t.dst, 11);
+      EXPECT_DOUBLE_EQ(t.bytes, 36);
+    }
+  EXPECT_EQ(gradients, 1);
   EXPECT_DOUBLE_EQ(b.forward_macs(), 18);
 }
 

@@ -1,4 +1,4 @@
-// The paper reproductions (scenarios/papers/*.yaml) stay valid scenarios as the schema and the
+// The paper reproductions (scenarios/papers/*.yaml) and the feature scenarios stay valid scenarios as the schema and the
 // strategies' options change: each one plans its sweep and names the tables its report prints.
 #include <gtest/gtest.h>
 
@@ -29,6 +29,20 @@ TEST(Papers, EveryReproductionPlansAndHasTables) {
     EXPECT_EQ(plan.output, "out/papers/" + entry.path().stem().string());
   }
   EXPECT_GE(files, 8);
+}
+
+// The feature scenarios (scenarios/*.yaml) too: each plans at least one point.
+TEST(Papers, EveryScenarioPlans) {
+  const fs::path dir = fs::path(PLACESIM_TEST_SOURCE_DIR) / "scenarios";
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++files;
+    SCOPED_TRACE(entry.path().string());
+    const SweepPlan plan = load_sweep(entry.path().string());
+    EXPECT_GE(plan.points.size(), 1u);
+  }
+  EXPECT_GE(files, 14);
 }
 
 }  // namespace

@@ -31,14 +31,8 @@ LayerModel uniform_model(int layers, double f, double b, double output = 0, doub
   return m;
 }
 
-struct Times {
-  double evaluator, flow, simgrid;
-};
-
-Times run(const CompiledPlan& c, const Cluster& cluster) {
-  const EngineRuns ran = run_engines(c.graph, cluster);
-  return {*ran.evaluator, *ran.flow, *ran.simgrid};
-}
+using Times = testutil::EngineTimes;
+Times run(const CompiledPlan& c, const Cluster& cluster) { return testutil::run_all_engines(c.graph, cluster); }
 
 #define EXPECT_ALL_ENGINES(times, expected)                                   \
   do {                                                                        \

@@ -20,6 +20,7 @@
 #include "scenarios/sweep_runner.h"
 #include "sim/cluster.h"
 #include "sim/errors.h"
+#include "sim/execution_graph.h"
 #include "sim/graph.h"
 #include "topologies/fabrics.h"
 
@@ -188,6 +189,26 @@ inline Cluster dedicated_mesh_with_speeds(const std::vector<double>& speeds, dou
       if (a != b) c.set_route(a, b, {c.add_link({"l" + std::to_string(a) + "_" + std::to_string(b), bandwidth, latency})});
   c.finalize("test mesh with speeds");
   return c;
+}
+
+// n servers of one GPU on a non-blocking switch (every GPU has its own NIC): the collectives'
+// and data parallelism's hand-derived tests.
+inline Cluster one_gpu_servers(int n, double nic_bandwidth, double nic_latency) {
+  NonBlockingConfig cfg;
+  cfg.servers = n;
+  cfg.gpus_per_server = 1;
+  cfg.nic_bandwidth = nic_bandwidth;
+  cfg.nic_latency = nic_latency;
+  return make_non_blocking(cfg);
+}
+
+// Each engine's makespan of an execution graph.
+struct EngineTimes {
+  double evaluator, flow, simgrid;
+};
+inline EngineTimes run_all_engines(const ExecutionGraph& g, const Cluster& c) {
+  const EngineRuns ran = run_engines(g, c);
+  return {*ran.evaluator, *ran.flow, *ran.simgrid};
 }
 
 }  // namespace placesim::testutil

@@ -104,12 +104,19 @@ void add_exact_inputs(google::protobuf::RepeatedPtrField<pb::AttributeProto>* at
   auto* tensors = add_attr(attrs, "placesim.dep_tensors").mutable_int64_list();
   auto* producers = add_attr(attrs, "placesim.dep_srcs").mutable_int64_list();
   auto* bytes = add_attr(attrs, "placesim.dep_bytes").mutable_double_list();
+  std::vector<EdgeId> gradients;
   for (OpId u : ops)
     for (EdgeId e : graph.in_edges(u)) {
       tensors->add_values(e);
       producers->add_values(graph.tensor(e).src);
       bytes->add_values(graph.tensor(e).bytes);
+      if (graph.tensor(e).gradient) gradients.push_back(e);
     }
+  // Parameter gradients (Tensor::gradient), by tensor: only where there are some.
+  if (!gradients.empty()) {
+    auto* listed = add_attr(attrs, "placesim.dep_gradients").mutable_int64_list();
+    for (EdgeId e : gradients) listed->add_values(e);
+  }
 }
 
 }  // namespace
@@ -439,6 +446,7 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
   struct Edge {
     OpId src = -1, dst = -1;
     double bytes = 0;
+    bool gradient = false;
   };
   std::vector<Edge> edges(static_cast<std::size_t>(num_tensors));
   std::map<std::int64_t, AppendedCollective> collectives;
@@ -545,6 +553,12 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
           if (src < 0 || src >= num_ops) throw InputError(f.path, where, fmt::format("producer {} out of range", src));
           edges[e] = {static_cast<OpId>(src), node_ops[k], bytes[d]};
         }
+      if (const pb::AttributeProto* gradients = find_attr(n.attr(), "placesim.dep_gradients"))
+        for (const std::int64_t e : gradients->int64_list().values()) {
+          if (std::find(tensors.begin(), tensors.end(), e) == tensors.end())
+            throw InputError(f.path, where, fmt::format("placesim.dep_gradients names tensor {}, not one of its inputs", e));
+          edges[e].gradient = true;
+        }
     }
   }
   for (std::size_t u = 0; u < ops.size(); ++u)
@@ -552,7 +566,7 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
   for (auto& op : ops) out.graph.add_operator(std::move(op));
   for (std::size_t e = 0; e < edges.size(); ++e) {
     if (edges[e].dst < 0) throw InputError(files.front().path, "GlobalMetadata", fmt::format("tensor {} has no consumer in the traces", e));
-    out.graph.add_tensor(edges[e].src, edges[e].dst, edges[e].bytes);
+    out.graph.add_tensor(edges[e].src, edges[e].dst, edges[e].bytes, edges[e].gradient);
   }
   for (auto& [c, coll] : collectives) {
     if (c != static_cast<std::int64_t>(out.collectives.size()))
@@ -831,7 +845,7 @@ ChakraTraces read_chakra_traces(const std::string& dir, const std::string& prefi
 ExecutionGraph replay_graph(const ChakraTraces& traces, const Cluster& cluster) {
   ExecutionGraph g;
   for (std::size_t u = 0; u < traces.graph.num_operators(); ++u) g.add(traces.graph.op(static_cast<OpId>(u)), traces.placement[u]);
-  for (const Tensor& t : traces.graph.tensors()) g.graph.add_tensor(t.src, t.dst, t.bytes);
+  for (const Tensor& t : traces.graph.tensors()) g.graph.add_tensor(t.src, t.dst, t.bytes, t.gradient);
   g.collectives = traces.collectives;
   for (const TraceCollective& c : traces.trace_collectives) {
     if (c.group.size() < 2) {  // a group of one: nothing to exchange

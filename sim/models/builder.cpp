@@ -771,6 +771,9 @@ Graph ModelBuilder::to_graph(const GpuSpec& gpu, const std::string& source) cons
                                    o.memory_bytes, kMaxBytes));
     g.add_operator(std::move(o));
   }
+  std::vector<char> is_gradient(tensors_.size(), 0);
+  for (const BuiltVariable& v : vars_)
+    if (v.trainable && v.gradient_op >= 0) is_gradient[ops_[v.gradient_op].outputs.front()] = 1;
   for (std::int32_t i = 0; i < static_cast<std::int32_t>(ops_.size()); ++i) {
     const auto& in = ops_[i].inputs;
     for (std::size_t k = 0; k < in.size(); ++k) {
@@ -780,7 +783,9 @@ Graph ModelBuilder::to_graph(const GpuSpec& gpu, const std::string& source) cons
         throw InputError(source, fmt::format("tensor '{}' -> '{}'", ops_[tensors_[in[k]].producer].name, ops_[i].name),
                          fmt::format("would hold {:g} bytes, more than the {:g} bytes placesim simulates; give smaller model sizes",
                                      bytes, kMaxBytes));
-      g.add_tensor(tensors_[in[k]].producer, i, bytes);
+      // A trainable parameter's gradient into the optimizer: what data parallelism all-reduces.
+      const bool gradient = ops_[i].phase == Phase::Optimizer && is_gradient[in[k]] && bytes > 0;
+      g.add_tensor(tensors_[in[k]].producer, i, bytes, gradient);
     }
   }
   g.finalize(source);
