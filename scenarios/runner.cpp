@@ -208,8 +208,14 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
           {"gradients", replicated->gradients},
           {"gradient_bytes", replicated->gradient_bytes},
           {"all_reduces", replicated->all_reduces},
-          // The placement alone on its replica, contention-free: what replication adds is the rest.
-          {"one_replica_evaluator_latency", Evaluator(graph, *replica).schedule(placed.placement).latency}};
+          // The placement alone on its replica, contention-free, in the scenario's order: what
+          // replication adds is the rest.
+          {"one_replica_evaluator_latency",
+           Evaluator(graph, *replica)
+               .schedule(placed.placement, scenario.simulation.order == OpOrder::Fcfs ? Priority::Fcfs : Priority::Rank)
+               .latency}};
+      if (const std::string note = data_parallel_layout_note(run_on, spec.data_parallel->replicas); !note.empty())
+        out.strategy_report["data_parallel"]["layout_warning"] = note;
     }
     const Graph& ran = replicated ? replicated->graph.graph : graph;
     const std::vector<DeviceId>& ran_on = replicated ? replicated->graph.placement : placed.placement;

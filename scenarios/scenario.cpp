@@ -254,10 +254,9 @@ DataParallelConfig data_parallel_from_yaml(const YamlFields& strategy, const std
   } else {
     throw InputError(strategy.file(), field, "expected the number of replicas or a mapping {replicas: N, algorithm, chunks, bucket_bytes}");
   }
-  if (cluster.num_devices() % c.replicas != 0)
-    throw InputError(strategy.file(), field,
-                     fmt::format("{} replicas do not divide the cluster's {} GPUs into equal blocks", c.replicas,
-                                 cluster.num_devices()));
+  // What the cluster says now; what the graph says (it has gradients) when the point runs.
+  if (const std::string why = data_parallel_cluster_problem(cluster, c); !why.empty())
+    throw InputError(strategy.file(), field, why);
   return c;
 }
 

@@ -56,20 +56,40 @@ CollectiveSpec gradient_all_reduce(const DataParallelConfig& config, int gpus_pe
 
 }  // namespace
 
-std::string data_parallel_problem(const Graph& graph, const Cluster& cluster, const DataParallelConfig& config) {
+std::string data_parallel_cluster_problem(const Cluster& cluster, const DataParallelConfig& config) {
   const int n = cluster.num_devices();
   if (config.replicas < 1 || n % config.replicas != 0)
     return fmt::format("{} replicas do not divide the cluster's {} GPUs into equal blocks", config.replicas, n);
+  if (config.replicas == 1) return "";
+  const int k = n / config.replicas;
+  for (DeviceId g = 0; g < k; ++g)
+    if (std::string why = collective_problem(gradient_all_reduce(config, k, g, 1.0), cluster); !why.empty())
+      return fmt::format("the gradient all-reduce of GPU {} and its copies: {}", g, why);
+  return "";
+}
+
+std::string data_parallel_problem(const Graph& graph, const Cluster& cluster, const DataParallelConfig& config) {
+  if (std::string why = data_parallel_cluster_problem(cluster, config); !why.empty()) return why;
   if (config.replicas == 1) return "";
   const bool any = std::any_of(graph.tensors().begin(), graph.tensors().end(), [](const Tensor& t) { return t.gradient; });
   if (!any)
     return "the graph marks no parameter gradient to reduce (tensors with gradient: true): QuickP's TensorFlow graphs, "
            "the model zoo, ONNX models, the builtin synthetic graph and placesim JSON that marks them have them; "
            "msr-fiddle graphs do not";
-  const int k = n / config.replicas;
-  for (DeviceId g = 0; g < k; ++g)
-    if (std::string why = collective_problem(gradient_all_reduce(config, k, g, 1.0), cluster); !why.empty())
-      return fmt::format("the gradient all-reduce of GPU {} and its copies: {}", g, why);
+  return "";
+}
+
+std::string data_parallel_layout_note(const Cluster& cluster, int replicas) {
+  const int k = cluster.num_devices() / replicas;
+  for (int r = 1; r < replicas; ++r)
+    for (DeviceId a = 0; a < k; ++a)
+      for (DeviceId b = a + 1; b < k; ++b)
+        if ((cluster.device(a).server == cluster.device(b).server) !=
+            (cluster.device(r * k + a).server == cluster.device(r * k + b).server))
+          return fmt::format("replica {} does not have replica 0's layout: GPUs {} and {} share a server in one and not "
+                             "in the other ({} GPUs per replica, not whole servers), so its copies of the placement "
+                             "cross the network where the strategy's did not, or the reverse",
+                             r, a, b, k);
   return "";
 }
 
@@ -97,26 +117,65 @@ DataParallelGraph replicate_data_parallel(const Graph& graph, std::span<const De
     }
 
   // A producer's gradient: the largest of its gradient tensors (TensorFlow reads one gradient into
-  // several optimizer operators).
+  // several optimizer operators; a fused kernel producing two parameters' gradients, LayerNorm's
+  // gamma and beta, is taken at the larger: beta's h values are left out).
   std::vector<double> gradient_of(static_cast<std::size_t>(num), 0.0);
   for (const Tensor& t : graph.tensors())
     if (t.gradient) gradient_of[t.src] = std::max(gradient_of[t.src], t.bytes);
   // Buckets per communicator (replica 0's GPU), in the list scheduler's order of the producers.
+  // A bucket's all-reduce waits for all its gradients, so a producer that depends on what one of
+  // them feeds (an optimizer update upstream of it) starts a new bucket: joining would be a cycle.
+  std::vector<std::size_t> position(static_cast<std::size_t>(num));
+  for (std::size_t i = 0; i < graph.topological_order().size(); ++i) position[graph.topological_order()[i]] = i;
   std::vector<std::vector<std::vector<OpId>>> buckets(static_cast<std::size_t>(k));
   std::vector<double> filled(static_cast<std::size_t>(k), 0.0);
+  std::vector<std::vector<OpId>> fed(static_cast<std::size_t>(k));  // what the open bucket's gradients feed
+  std::vector<char> is_fed(static_cast<std::size_t>(num), 0), seen(static_cast<std::size_t>(num), 0);
+  auto depends_on_fed = [&](OpId u, const std::vector<OpId>& consumers) {
+    if (consumers.empty()) return false;
+    std::size_t earliest = position[u];
+    for (OpId c : consumers) {
+      is_fed[c] = 1;
+      earliest = std::min(earliest, position[c]);
+    }
+    // u's ancestors back to the earliest consumer in topological order (earlier ones cannot be
+    // reached from any consumer).
+    std::vector<OpId> stack{u}, visited{u};
+    seen[u] = 1;
+    bool found = is_fed[u] != 0;
+    while (!stack.empty() && !found) {
+      const OpId x = stack.back();
+      stack.pop_back();
+      for (EdgeId e : graph.in_edges(x)) {
+        const OpId y = graph.tensor(e).src;
+        if (seen[y] || position[y] < earliest) continue;
+        if (is_fed[y]) found = true;
+        seen[y] = 1;
+        visited.push_back(y);
+        stack.push_back(y);
+      }
+    }
+    for (OpId x : visited) seen[x] = 0;
+    for (OpId c : consumers) is_fed[c] = 0;
+    return found;
+  };
   for (OpId u : rank_priority_order(graph, computation_rank(graph))) {
     const double bytes = gradient_of[u];
-    if (bytes <= 0 || d == 1) continue;
+    if (bytes <= 0) continue;
     ++out.gradients;
     out.gradient_bytes += bytes;
-    auto& mine = buckets[placement[u]];
-    double& full = filled[placement[u]];
-    if (mine.empty() || full >= config.bucket_bytes) {
+    if (d == 1) continue;
+    const DeviceId g = placement[u];
+    auto& mine = buckets[g];
+    if (mine.empty() || filled[g] >= config.bucket_bytes || depends_on_fed(u, fed[g])) {
       mine.emplace_back();
-      full = 0;
+      filled[g] = 0;
+      fed[g].clear();
     }
     mine.back().push_back(u);
-    full += bytes;
+    filled[g] += bytes;
+    for (EdgeId e : graph.out_edges(u))
+      if (graph.tensor(e).gradient) fed[g].push_back(graph.tensor(e).dst);
   }
   // Per copy of an operator: the step at which its gradient is reduced (-1: not a producer). Its
   // gradient tensors leave from there; its other outputs (a fused kernel's input gradient) do not

@@ -16,7 +16,8 @@
 //   (rank_priority_order), a bucket closing once it holds `bucket_bytes` (0: one all-reduce per
 //   gradient). A bucket's all-reduce starts when its last gradient is there and the
 //   communicator's previous all-reduce has ended (NCCL runs a communicator's collectives one
-//   after another on its stream); the bucket's consumers wait for it.
+//   after another on its stream); the bucket's consumers wait for it. A producer downstream of
+//   what the open bucket's gradients feed starts a new bucket (waiting for it would be a cycle).
 // - Every replica holds the whole graph's memory on its GPUs; the gradients' buffers are the
 //   graph's (no extra memory for buckets).
 #include <span>
@@ -43,14 +44,21 @@ OptionSchema<DataParallelConfig> data_parallel_schema();
 // The GPUs of replica 0 (the strategy's cluster is the cluster restricted to them).
 std::vector<DeviceId> first_replica_gpus(const Cluster& cluster, int replicas);
 
-// Why the graph cannot be replicated on the cluster ("" when it can): replicas not dividing the
-// GPUs, a graph with no parameter gradient to reduce, an all-reduce the cluster cannot run.
+// Why the replicas cannot run on the cluster ("" when they can): replicas not dividing the GPUs,
+// an all-reduce the cluster cannot run (halving-doubling over 3 replicas).
+std::string data_parallel_cluster_problem(const Cluster& cluster, const DataParallelConfig& config);
+// The same, and a graph with no parameter gradient to reduce.
 std::string data_parallel_problem(const Graph& graph, const Cluster& cluster, const DataParallelConfig& config);
+
+// "" when every replica's GPUs are laid out as replica 0's (GPUs a and b share a server in
+// replica r exactly when they do in replica 0); else which replica differs, and how: the
+// strategy placed replica 0 and the others run its placement over a different topology.
+std::string data_parallel_layout_note(const Cluster& cluster, int replicas);
 
 struct DataParallelGraph {
   ExecutionGraph graph;        // finalized
   int gpus_per_replica = 0;
-  int gradients = 0;           // operators producing a parameter gradient
+  int gradients = 0;           // operators producing a parameter gradient (counted at 1 replica too)
   int all_reduces = 0;         // buckets, over all communicators
   double gradient_bytes = 0;   // per replica
 };

@@ -11,6 +11,7 @@
 #include "sim/errors.h"
 #include "sim/evaluator.h"
 #include "sim/graph_io.h"
+#include "sim/models/zoo.h"
 #include "sim/placement_io.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
@@ -144,6 +145,53 @@ TEST(DataParallel, EachGpuReducesWithItsCopiesAndSendsAfterwards) {
   EXPECT_EQ(dp.graph.placement[*dp.graph.graph.find("r1/A")], 2);
   EXPECT_EQ(dp.graph.placement[*dp.graph.graph.find("r1/B")], 3);
   EXPECT_ALL_ENGINES(run(dp, c), 1e-3 + (kAlpha + 0.2e-3) + 1e-3 + 2 * (kAlpha + 0.2e-3) + (kAlpha + 0.4e-3) + 0.5e-3);
+}
+
+TEST(DataParallel, AProducerDownstreamOfTheBucketsUpdateStartsANewBucket) {
+  // P1's gradient feeds C, which feeds P2, whose gradient feeds U. One 64 MB bucket would wait
+  // for P2, which waits for C, which waits for the bucket: P2 opens a bucket of its own.
+  const Cluster c = one_gpu_servers(2);
+  Graph g;
+  g.add_operator({"P1", "backward", 1e-3, 0.0});
+  g.add_operator({"C", "update", 1e-3, 0.0});
+  g.add_operator({"P2", "backward", 1e-3, 0.0});
+  g.add_operator({"U", "update", 1e-3, 0.0});
+  g.add_tensor(0, 1, 8e6, true);
+  g.add_tensor(1, 2, 0);
+  g.add_tensor(2, 3, 8e6, true);
+  g.finalize("chained updates");
+  const DataParallelGraph dp = replicate_data_parallel(g, std::vector<DeviceId>(4, 0), c, replicas(2, 64e6));
+  EXPECT_EQ(dp.all_reduces, 2);
+  // P1 1 ms, its all-reduce 2 (2 us + 0.2 ms), C, P2, the second all-reduce, U.
+  EXPECT_ALL_ENGINES(run(dp, c), 4e-3 + 2 * ring_of_two(8e6));
+}
+
+TEST(DataParallel, ReplicasThatAreNotWholeServersAreNamed) {
+  // 3 servers of 2 GPUs, 2 replicas of 3 GPUs: GPUs 0 and 1 share a server, their copies 3 and 4
+  // do not.
+  NonBlockingConfig cfg;
+  cfg.servers = 3;
+  cfg.gpus_per_server = 2;
+  const Cluster c = make_non_blocking(cfg);
+  EXPECT_NE(data_parallel_layout_note(c, 2).find("replica 1 does not have replica 0's layout: GPUs 0 and 1"),
+            std::string::npos);
+  EXPECT_EQ(data_parallel_layout_note(c, 3), "");  // a server each
+  EXPECT_EQ(data_parallel_layout_note(c, 6), "");  // a GPU each
+}
+
+TEST(DataParallel, ZooGradientsAreTheParameters) {
+  // TensorFlow style, AlexNet: the reduced gradients are the fp32 parameters, exactly.
+  models::ModelConfig config;
+  config.model = "alexnet";
+  config.batch = 8;
+  const models::ModelConfig resolved = models::resolve_model_config(config);
+  const models::ModelBuilder b = models::record_model(resolved);
+  const Graph g = b.to_graph(resolved.gpu, "alexnet");
+  const DataParallelGraph dp =
+      replicate_data_parallel(g, std::vector<DeviceId>(g.num_operators(), 0), one_gpu_servers(1), replicas(1));
+  EXPECT_DOUBLE_EQ(dp.gradient_bytes, 4.0 * static_cast<double>(b.trainable_parameters()));
+  EXPECT_EQ(dp.gradients, static_cast<int>(std::count_if(b.variables().begin(), b.variables().end(),
+                                                         [](const models::BuiltVariable& v) { return v.trainable; })));
 }
 
 TEST(DataParallel, RefusesWhatCannotBeReplicated) {

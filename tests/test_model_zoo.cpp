@@ -63,6 +63,20 @@ void check_training_graph(const ModelConfig& raw) {
     ++trained;
     ASSERT_GE(v.gradient_op, 0) << v.name << " has no gradient";
     EXPECT_EQ(b.ops()[v.gradient_op].phase, Phase::Backward) << v.name;
+    // Its gradient has its shape (a fused gradient kernel's other outputs, LayerNorm's dx, do not),
+    // and is what the graph marks for data parallelism, into each of its updates.
+    ASSERT_GE(v.gradient, 0) << v.name;
+    EXPECT_EQ(b.tensors()[v.gradient].shape, v.shape) << v.name;
+    EXPECT_EQ(b.tensors()[v.gradient].producer, v.gradient_op) << v.name;
+    for (std::int32_t u : v.update_ops) {
+      bool marked = false;
+      for (EdgeId e : g.in_edges(u))
+        marked = marked || (g.tensor(e).gradient && g.tensor(e).src == v.gradient_op &&
+                            g.tensor(e).bytes == b.tensors()[v.gradient].bytes);
+      if (std::find(b.ops()[u].inputs.begin(), b.ops()[u].inputs.end(), v.gradient) != b.ops()[u].inputs.end()) {
+        EXPECT_TRUE(marked) << v.name << ": its gradient into " << b.ops()[u].name << " is not marked";
+      }
+    }
     ASSERT_FALSE(v.update_ops.empty()) << v.name << " is never updated";
     for (std::int32_t u : v.update_ops) {
       EXPECT_EQ(b.ops()[u].phase, Phase::Optimizer) << v.name;
@@ -576,7 +590,7 @@ TEST(ModelZooVsProfiled, ResNet50MatchesTheMsrGraphStructurally) {
   const double ops = static_cast<double>(z.operators) / static_cast<double>(r.operators);  // 837 vs 1,243
   EXPECT_GT(ops, 0.5);
   EXPECT_LT(ops, 1.5);
-  EXPECT_NEAR(z.tensor_bytes / r.tensor_bytes, 1.0, 0.25);  // measured +17%
+  EXPECT_NEAR(z.tensor_bytes / r.tensor_bytes, 1.0, 0.25);  // measured +0.1% (+17% when the BN updates read dx)
   // Total compute within a factor 1.5 (measured 0.75): the file prices batch normalisation at
   // 3x the convolutions and convolution gradients at ~0, which no roofline reproduces; for the
   // same reason its top-10% share (0.71 vs 0.47) is not compared.

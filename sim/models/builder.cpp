@@ -271,6 +271,7 @@ void ModelBuilder::backward(Tid loss) {
       g = add_n(parts);
     }
     var.gradient_op = tensors_[g].producer;
+    var.gradient = g;
   }
   scope_ = saved;
   tape_.clear();
@@ -284,7 +285,7 @@ void ModelBuilder::optimizer_step() {
   for (Pid v = 0; v < static_cast<Pid>(vars_.size()); ++v)
     if (vars_[v].trainable && vars_[v].gradient_op >= 0) {
       trained.push_back(v);
-      grads.push_back(ops_[vars_[v].gradient_op].outputs.front());
+      grads.push_back(vars_[v].gradient);
     }
   const bool adam = options_.optimizer == OptimizerKind::Adam;
   const std::string opt = adam ? "adam" : "sgd";
@@ -773,7 +774,7 @@ Graph ModelBuilder::to_graph(const GpuSpec& gpu, const std::string& source) cons
   }
   std::vector<char> is_gradient(tensors_.size(), 0);
   for (const BuiltVariable& v : vars_)
-    if (v.trainable && v.gradient_op >= 0) is_gradient[ops_[v.gradient_op].outputs.front()] = 1;
+    if (v.trainable && v.gradient >= 0) is_gradient[v.gradient] = 1;
   for (std::int32_t i = 0; i < static_cast<std::int32_t>(ops_.size()); ++i) {
     const auto& in = ops_[i].inputs;
     for (std::size_t k = 0; k < in.size(); ++k) {

@@ -82,6 +82,7 @@ struct BuiltVariable {
   std::vector<Tid> reads;                   // read tensors
   std::vector<std::int32_t> forward_users;  // forward ops consuming a read
   std::int32_t gradient_op = -1;            // the op producing its accumulated gradient
+  Tid gradient = kNoTensor;  // that gradient (a fused gradient kernel has other outputs: LayerNorm's dx)
   std::vector<std::int32_t> update_ops;     // optimizer ops that use the gradient
 };
 
