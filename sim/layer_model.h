@@ -29,6 +29,10 @@ struct Layer {
   // One of the model's repeated blocks (a transformer layer), which Megatron's plans split evenly
   // over the stages; false for what comes before or after them (embedding, output head).
   bool block = true;
+  // stashed_bytes with Megatron's sequence parallelism (ParallelPlan::sequence_parallel: the
+  // layer's norms and dropouts split over the tensor-parallel group along the sequence); 0 when
+  // the model has no such figure (NEST's workloads).
+  double sequence_parallel_stashed_bytes = 0;
 };
 
 // An activation from one layer to a later one (indices into LayerModel::layers), per micro-batch.

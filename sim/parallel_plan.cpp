@@ -94,6 +94,14 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
   if (model.tensor_parallel != plan.tp)
     return fmt::format("the model's layers are for tensor-parallel width {}, the plan has tp {}", model.tensor_parallel,
                        plan.tp);
+  if (plan.sequence_parallel) {
+    if (plan.tp < 2) return "sequence parallelism splits the tensor-parallel group's work: it needs tp >= 2";
+    for (const Layer& l : model.layers)
+      if (l.stashed_bytes > 0 && l.sequence_parallel_stashed_bytes <= 0)
+        return fmt::format("sequence parallelism: {} gives no activations with it ({}), as NEST's measured workloads, "
+                           "whose tensor-parallel communication is inside their times",
+                           model.name, l.name);
+  }
   if (!plan.stage_starts.empty()) {
     if (static_cast<long>(plan.stage_starts.size()) != stages)
       return fmt::format("{} stage starts for {} stages", plan.stage_starts.size(), stages);
@@ -250,7 +258,7 @@ StageSums stage_sums(const LayerModel& model, int first, int end, const Parallel
     const double dense_l = model.layers[l].parameter_bytes - expert, experts_l = expert / plan.ep;
     sums.dense += dense_l;
     sums.experts += experts_l;
-    sums.stash += model.layers[l].stashed_bytes;
+    sums.stash += plan.sequence_parallel ? model.layers[l].sequence_parallel_stashed_bytes : model.layers[l].stashed_bytes;
     // ZeRO 3 gathers a layer's dense part from dp shards, its experts from dp / ep.
     sums.buffer = std::max(sums.buffer, dense_l * (1 - 1.0 / plan.dp) + experts_l * (1 - static_cast<double>(plan.ep) / plan.dp));
   }
@@ -353,15 +361,20 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   };
   Grid fwd = grid(), bwd = grid(), fwd_done = grid(), bwd_done = grid();
   long collectives = 0;
-  // The tensor-parallel all-reduce after `ops` (one per tensor rank), or the ops themselves.
+  // The tensor-parallel all-reduce after `ops` (one per tensor rank), or the ops themselves; with
+  // sequence parallelism a reduce-scatter, then an all-gather.
   auto tp_allreduce = [&](int d, int p, const std::vector<OpId>& ops, double bytes) {
     if (tp == 1 || bytes <= 0) return ops;
     CollectiveSpec s;
-    s.op = CollectiveOp::AllReduce;
+    s.op = plan.sequence_parallel ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
     s.algorithm = CollectiveAlgorithm::Ring;
     for (int t = 0; t < tp; ++t) s.group.push_back(out.gpus[gpu_index(d, p, t)]);
     s.bytes = bytes;
-    return append_collective(g, s, cluster, fmt::format("tp{}", collectives++), ops);
+    const std::string name = fmt::format("tp{}", collectives++);
+    if (!plan.sequence_parallel) return append_collective(g, s, cluster, name, ops);
+    const std::vector<OpId> scattered = append_collective(g, s, cluster, name + ".rs", ops);
+    s.op = CollectiveOp::AllGather;
+    return append_collective(g, s, cluster, name + ".ag", scattered);
   };
 
   // Compute operators, GPU by GPU, in schedule order, chained on their GPU.
@@ -446,12 +459,17 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
           if (p + 1 == S) g.depend(fwd_done[d][p][t][i][count - 1], bwd[d][p][t][i][count - 1]);
         }
       // Activations to the next stage, gradients back: rank t to rank t, whole, or (scatter-gather)
-      // 1/tp each and all-gathered by the receiving stage's tensor-parallel group.
+      // 1/tp each and all-gathered by the receiving stage's tensor-parallel group, or (sequence
+      // parallelism) 1/tp each, which is what the receiving rank works on.
       if (p + 1 == S) continue;
       auto hand_over = [&](int to_stage, const std::vector<OpId>& from, const std::vector<OpId>& to,
                            const std::string& name) {
         if (tp == 1 || !plan.scatter_gather) {
           for (int t = 0; t < tp; ++t) g.graph.add_tensor(from[t], to[t], activation_bytes);
+          return;
+        }
+        if (plan.sequence_parallel) {  // each rank holds its part of the sequence: nothing to gather
+          for (int t = 0; t < tp; ++t) g.graph.add_tensor(from[t], to[t], activation_bytes / tp);
           return;
         }
         std::vector<OpId> received(tp);

@@ -89,6 +89,12 @@ struct ParallelPlan {
   // activation (or its gradient) and the receiving stage all-gathers it over its tensor-parallel
   // group (NVLink, when the group is inside a server); false: each rank sends all of it.
   bool scatter_gather = true;
+  // Megatron's sequence parallelism (Korthikanti et al. 2022; tp > 1): each layer's tensor-parallel
+  // all-reduces become reduce-scatters and all-gathers (the same bytes by ring), the activations
+  // between them are split along the sequence, so a micro-batch in flight keeps
+  // Layer::sequence_parallel_stashed_bytes, and stages hand over 1/tp of the activation per rank
+  // with no all-gather (the next layer's own all-gather does it).
+  bool sequence_parallel = false;
 };
 
 struct GpuMemory {

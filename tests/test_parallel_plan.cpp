@@ -13,6 +13,7 @@
 #include "sim/execution_graph.h"
 #include "sim/flow_engine.h"
 #include "placement/nest/nest.h"
+#include "sim/models/layer_zoo.h"
 #include "tests/test_util.h"
 
 using namespace placesim;
@@ -323,22 +324,28 @@ TEST(ParallelPlan, ScatterGatherSendsATensorRanksShareAcrossStages) {
   // at 10 GB/s. Scatter-gather: each rank sends 10 MB (1 ms), then the two ranks of the next
   // stage all-gather the 20 MB by ring (10 MB each way: 1 ms); without it each rank sends all
   // 20 MB (2 ms). Either way 1 + 2 + 1 + 2 + 2 + 2 = 10 ms; across stages, 20 MB each way
-  // against 40 MB.
-  const LayerModel model = uniform_model(2, 1 * ms, 2 * ms, 20e6);
-  LayerModel wide = model;
-  wide.tensor_parallel = 2;
+  // against 40 MB. With sequence parallelism each rank sends its 10 MB and the next stage works
+  // on it as it is, no all-gather: 1 + 1 + 1 + 2 + 1 + 2 = 8 ms, 20 MB each way.
+  LayerModel model = uniform_model(2, 1 * ms, 2 * ms, 20e6);
+  model.tensor_parallel = 2;
   const Cluster cluster = testutil::dedicated_mesh(4, kBw);
-  for (bool scatter_gather : {true, false}) {
+  struct Case {
+    bool scatter_gather, sequence_parallel;
+    double time, across;
+  };
+  for (const Case& k : {Case{true, false, 10 * ms, 40e6}, Case{false, false, 10 * ms, 80e6}, Case{true, true, 8 * ms, 40e6}}) {
+    SCOPED_TRACE(fmt::format("scatter_gather {}, sequence_parallel {}", k.scatter_gather, k.sequence_parallel));
     ParallelPlan plan;
     plan.tp = 2;
     plan.pp = 2;
-    plan.scatter_gather = scatter_gather;
-    const CompiledPlan c = compile_plan(wide, plan, cluster);
-    EXPECT_ALL_ENGINES(run(c, cluster), 10 * ms);
+    plan.scatter_gather = k.scatter_gather;
+    plan.sequence_parallel = k.sequence_parallel;  // the uniform model has no stash to miss
+    const CompiledPlan c = compile_plan(model, plan, cluster);
+    EXPECT_ALL_ENGINES(run(c, cluster), k.time);
     double across = 0;  // GPUs 0, 1 are stage 0; 2, 3 stage 1
     for (const Tensor& t : c.graph.graph.tensors())
       if ((c.graph.placement[t.src] < 2) != (c.graph.placement[t.dst] < 2)) across += t.bytes;
-    EXPECT_NEAR(across, scatter_gather ? 40e6 : 80e6, 1) << scatter_gather;
+    EXPECT_NEAR(across, k.across, 1);
   }
 }
 
@@ -497,6 +504,56 @@ TEST(ParallelPlan, TensorParallelAllReducesJoinTheLayers) {
   ParallelPlan plan;
   plan.tp = 2;
   EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 4 * ms);
+}
+
+TEST(ParallelPlan, SequenceParallelismReduceScattersThenAllGathers) {
+  // The same layer with sequence parallelism: each 10 MB all-reduce becomes a reduce-scatter
+  // (one 5 MB step: 0.5 ms) and an all-gather (0.5 ms), as long as the ring all-reduce: 4 ms.
+  LayerModel model = uniform_model(1, 1 * ms, 1 * ms, 0, 0, 8e6);
+  model.tensor_parallel = 2;
+  model.layers[0].tp_allreduce_forward_bytes = model.layers[0].tp_allreduce_backward_bytes = 10e6;
+  model.layers[0].sequence_parallel_stashed_bytes = 3e6;
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  ParallelPlan plan;
+  plan.tp = 2;
+  plan.sequence_parallel = true;
+  const CompiledPlan c = compile_plan(model, plan, cluster);
+  EXPECT_ALL_ENGINES(run(c, cluster), 4 * ms);
+  std::vector<CollectiveOp> ops;
+  for (const AppendedCollective& k : c.graph.collectives) ops.push_back(k.op);
+  EXPECT_EQ(ops, (std::vector<CollectiveOp>{CollectiveOp::ReduceScatter, CollectiveOp::AllGather,
+                                            CollectiveOp::ReduceScatter, CollectiveOp::AllGather}));
+  // A micro-batch in flight keeps the sequence-parallel stash (3 MB), not the 8 MB.
+  EXPECT_DOUBLE_EQ(c.memory[0].activations, 3e6);
+  plan.sequence_parallel = false;
+  EXPECT_DOUBLE_EQ(compile_plan(model, plan, cluster).memory[0].activations, 8e6);
+}
+
+TEST(ParallelPlan, SequenceParallelismNeedsTensorParallelismAndItsActivations) {
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  ParallelPlan plan;
+  plan.sequence_parallel = true;
+  EXPECT_NE(plan_problem(uniform_model(1, ms, ms), plan, cluster).find("needs tp >= 2"), std::string::npos);
+  LayerModel measured = uniform_model(1, ms, ms, 0, 0, 8e6);  // a stash, but none with sequence parallelism
+  measured.tensor_parallel = 2;
+  plan.tp = 2;
+  EXPECT_NE(plan_problem(measured, plan, cluster).find("gives no activations with it"), std::string::npos);
+}
+
+TEST(ParallelPlan, ZooSequenceParallelStashIsKorthikantisTable2) {
+  // GPT-3 175B (h 12288, a 96), s 2048, b 1, t 8, no recomputation: sbh (10 + 24/t + 5as/(ht))
+  // without, sbh (34/t + 5as/(ht)) with sequence parallelism; with full recomputation the
+  // layer's input, 2sbh, and 2sbh/t.
+  const double s = 2048, h = 12288, a = 96, t = 8;
+  models::LayerZooOptions options;
+  options.recompute = false;
+  const LayerModel none = models::build_layer_model("gpt3-175b", options, {8}).by_tensor_parallel.at(8);
+  EXPECT_NEAR(none.layers[1].stashed_bytes, s * h * (10 + 24 / t + 5 * a * s / (h * t)), 1);
+  EXPECT_NEAR(none.layers[1].sequence_parallel_stashed_bytes, s * h * (34 / t + 5 * a * s / (h * t)), 1);
+  options.recompute = true;
+  const LayerModel full = models::build_layer_model("gpt3-175b", options, {8}).by_tensor_parallel.at(8);
+  EXPECT_NEAR(full.layers[1].stashed_bytes, 2 * s * h, 1);
+  EXPECT_NEAR(full.layers[1].sequence_parallel_stashed_bytes, 2 * s * h / t, 1);
 }
 
 TEST(ParallelPlan, BalancedStagesMinimiseTheLargestStage) {

@@ -65,6 +65,8 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       ->capture_default_str();
   c->add_flag("--no-scatter-gather", a.no_scatter_gather,
               "between stages each tensor rank sends the whole activation (default: 1/tp, all-gathered by the next stage)");
+  c->add_flag("--sequence-parallel", a.sequence_parallel,
+              "Megatron's sequence parallelism (--tp >= 2): reduce-scatters and all-gathers, activations split along the sequence");
   c->add_option("--gradient-algorithm", a.gradient_algorithm, "collective algorithm of the gradient reduction")
       ->check(CLI::IsMember({"ring", "tree", "halving-doubling", "direct", "hierarchical"}))
       ->capture_default_str();
@@ -107,20 +109,24 @@ int cmd_plan(const PlanArgs& a) {
   plan.virtual_stages = a.virtual_stages;
   plan.ep = a.ep;
   plan.scatter_gather = !a.no_scatter_gather;
+  plan.sequence_parallel = a.sequence_parallel;
   plan.schedule = enum_parse<PipelineSchedule>(kPipelineScheduleNames, a.schedule, "command line", "--schedule");
   plan.gradient_algorithm =
       enum_parse<CollectiveAlgorithm>(kCollectiveAlgorithmNames, a.gradient_algorithm, "command line", "--gradient-algorithm");
   if (const std::string why = plan_problem(model, plan, cluster); !why.empty())
     throw InputError("command line",
-                     a.virtual_stages > 1 ? "--tp/--pp/--dp/--ep/--micro-batches/--virtual-stages/--schedule" : "--tp/--pp/--dp/--ep",
+                     a.virtual_stages > 1  ? "--tp/--pp/--dp/--ep/--micro-batches/--virtual-stages/--schedule"
+                     : a.sequence_parallel ? "--tp/--pp/--dp/--ep/--sequence-parallel"
+                                           : "--tp/--pp/--dp/--ep",
                      why);
   const auto t0 = std::chrono::steady_clock::now();
   CompiledPlan c = compile_plan(model, plan, cluster);
   const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << fmt::format("workload        {} ({} layers at tp {})\n", workload.source, model.layers.size(), a.tp);
   std::cout << fmt::format("cluster         {}\n", cluster.description);
-  std::cout << fmt::format("plan            tp {} x pp {} x dp {} = {} GPUs{}, {} micro-batches, {}{}, ZeRO {}\n", a.tp,
-                           a.pp, a.dp, c.gpus.size(), a.ep > 1 ? fmt::format(" (ep {})", a.ep) : "", a.micro_batches,
+  std::cout << fmt::format("plan            tp {} x pp {} x dp {} = {} GPUs{}{}, {} micro-batches, {}{}, ZeRO {}\n", a.tp,
+                           a.pp, a.dp, c.gpus.size(), a.ep > 1 ? fmt::format(" (ep {})", a.ep) : "",
+                           a.sequence_parallel ? ", sequence-parallel" : "", a.micro_batches,
                            a.virtual_stages > 1 ? "interleaved " : "", a.schedule, a.zero);
   std::cout << fmt::format("stages          first layers {}\n", fmt::join(c.stage_starts, ", "));
   std::cout << fmt::format("graph           {} operators, {} tensors (compiled in {})\n", c.graph.graph.num_operators(),

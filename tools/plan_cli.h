@@ -11,6 +11,7 @@ struct PlanArgs {
   int tp = 1, pp = 1, dp = 1, micro_batches = 1, zero = 0, ep = 1;
   int virtual_stages = 1;  // interleaved 1F1B
   bool no_scatter_gather = false;
+  bool sequence_parallel = false;
   // The model zoo's layer-level models (sim/models/layer_zoo.h), instead of --workload.
   std::string gpu = "h100";
   int micro_batch_size = 1, sequence = 0;

@@ -56,6 +56,7 @@ PlanResult Megatron::plan_impl(const LayerWorkload& workload, const Cluster& clu
   plan.virtual_stages = c.virtual_stages;
   plan.gradient_algorithm = c.gradient_algorithm;
   plan.scatter_gather = c.scatter_gather;
+  plan.sequence_parallel = c.sequence_parallel;
   if (c.global_micro_batches > 0) {
     if (c.global_micro_batches % dp != 0)
       throw std::invalid_argument(fmt::format(
@@ -100,12 +101,18 @@ OptionSchema<MegatronConfig> megatron_schema() {
            "collective algorithm of the gradient reduction across replicas", "halving-doubling");
   s.flag("scatter_gather", &MegatronConfig::scatter_gather,
          "between stages each tensor rank sends 1/tp of the activation and the next stage all-gathers it");
+  s.flag("sequence_parallel", &MegatronConfig::sequence_parallel,
+         "Megatron's sequence parallelism (tp >= 2): tensor-parallel reduce-scatters and all-gathers, activations split "
+         "along the sequence");
   s.choice("order", &MegatronConfig::order, std::span<const EnumName<GpuOrder>>(kGpuOrderNames),
            "GPU order, innermost first: tp-pp-dp (replicas outermost) or tp-dp-pp (Megatron-LM's default)");
   s.check([](const YamlFields& f, MegatronConfig& c) {
     if (f.has("global_micro_batches") && f.has("micro_batches"))
       throw InputError(f.file(), f.field("global_micro_batches"),
                        "expected one of micro_batches (per replica) or global_micro_batches (over all replicas), not both");
+    if (c.sequence_parallel && c.tp < 2)
+      throw InputError(f.file(), f.field("sequence_parallel"),
+                       "sequence parallelism splits the tensor-parallel group's work: it needs tp >= 2");
     // Interleaving's own conditions, said when the scenario is read (the model's are checked at plan time).
     if (c.virtual_stages > 1) {
       if (c.schedule != PipelineSchedule::OneFOneB)

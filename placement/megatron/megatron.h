@@ -26,6 +26,7 @@ struct MegatronConfig {
   int virtual_stages = 1;  // interleaved 1F1B: stages per pipeline rank (ParallelPlan::virtual_stages)
   CollectiveAlgorithm gradient_algorithm = CollectiveAlgorithm::Ring;
   bool scatter_gather = true;  // ParallelPlan::scatter_gather
+  bool sequence_parallel = false;  // ParallelPlan::sequence_parallel
   GpuOrder order = GpuOrder::TpPpDp;  // GPU order, innermost first
   bool operator==(const MegatronConfig&) const = default;
 };

@@ -25,9 +25,10 @@ DeviceId plan_gpu(const ParallelPlan& plan, int d, int p, int r) {
   return plan.gpus.empty() ? index : plan.gpus[index];
 }
 
-// The bytes sent between two stages per tensor rank (Megatron's scatter-gather sends 1/t each).
+// The bytes sent between two stages per tensor rank (Megatron's scatter-gather and sequence
+// parallelism send 1/t each).
 double per_rank(const ParallelPlan& plan, double bytes) {
-  return plan.scatter_gather && plan.tp > 1 ? bytes / plan.tp : bytes;
+  return (plan.scatter_gather || plan.sequence_parallel) && plan.tp > 1 ? bytes / plan.tp : bytes;
 }
 
 bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }

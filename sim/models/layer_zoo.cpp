@@ -165,6 +165,10 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
           kBytesPerWeight * ((attention_weights(sh) + sh.experts * ffn_weights(sh)) / t + norm_weights(sh) +
                              (sh.experts > 1 ? h * sh.experts : 0.0));
       layer.stashed_bytes = o.recompute ? activation : s * b * h * (10 + 24.0 / t + 5.0 * sh.heads * s / (h * t));
+      // Sequence parallelism splits the rest over t too: sbh (34/t + 5as/(ht)) (their table 2),
+      // and with full recomputation the stored input is the rank's part of the sequence.
+      layer.sequence_parallel_stashed_bytes =
+          o.recompute ? activation / t : s * b * h * (34.0 / t + 5.0 * sh.heads * s / (h * t));
       layer.output_bytes = activation;
       if (sh.experts > 1) {
         layer.expert_parameter_bytes = kBytesPerWeight * sh.experts * ffn_weights(sh) / t;
@@ -182,6 +186,7 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
     time_of(2 * b * s * h * sh.vocab, head, false);  // the head is not recomputed
     head.parameter_bytes = kBytesPerWeight * ((sh.tied_head ? 0.0 : static_cast<double>(sh.vocab) * h / t) + norm_weights(sh) / 2);
     head.stashed_bytes = activation;
+    head.sequence_parallel_stashed_bytes = activation / t;  // its input, kept sequence-split
     head.output_bytes = 0;
     m.layers.push_back(head);
     w.by_tensor_parallel.emplace(t, std::move(m));
