@@ -69,17 +69,19 @@ std::vector<CollectiveStep> collective_steps(const CollectiveSpec& spec, const C
       steps.push_back(std::move(step));
       break;
     }
-    case A::Hierarchical: {
-      // As sim/collectives.cpp: rings in each server, then across servers among equal local ranks.
-      const std::vector<std::vector<int>> servers = ranks_by_server(spec, cluster);
-      const int m = static_cast<int>(servers.front().size());
-      const int N = static_cast<int>(servers.size());
-      std::vector<std::vector<int>> across(m);
-      for (const auto& s : servers)
-        for (int j = 0; j < m; ++j) across[j].push_back(s[j]);
-      rings(servers, m - 1, S / m, "intra-server reduce-scatter");
-      rings(across, 2 * (N - 1), S / m / N, "inter-server all-reduce");
-      rings(servers, m - 1, S / m, "intra-server all-gather");
+    case A::Hierarchical:
+    case A::MultiLevel: {
+      // As sim/collectives.cpp: ring reduce-scatters from the server up, the top level's ring
+      // all-reduce, ring all-gathers back down.
+      const auto levels = collective_levels(spec, cluster);
+      const std::size_t top = levels.size() - 1;
+      std::vector<double> piece(levels.size());
+      double below = 1;
+      for (std::size_t i = 0; i < levels.size(); ++i) piece[i] = S / (below *= static_cast<double>(levels[i].front().size()));
+      auto size = [&](std::size_t i) { return static_cast<std::int64_t>(levels[i].front().size()); };
+      for (std::size_t i = 0; i < top; ++i) rings(levels[i], size(i) - 1, piece[i], fmt::format("level {} reduce-scatter", i));
+      rings(levels[top], 2 * (size(top) - 1), piece[top], fmt::format("level {} all-reduce", top));
+      for (std::size_t i = top; i-- > 0;) rings(levels[i], size(i) - 1, piece[i], fmt::format("level {} all-gather", i));
       break;
     }
     case A::Tree: break;  // refused above

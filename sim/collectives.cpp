@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <numeric>
 #include <set>
 #include <stdexcept>
 #include <tuple>
@@ -20,7 +21,7 @@ int floor_log2(std::size_t n) { return static_cast<int>(std::bit_width(n)) - 1; 
 bool supports(CollectiveOp op, CollectiveAlgorithm a) {
   using A = CollectiveAlgorithm;
   switch (op) {
-    case CollectiveOp::AllReduce: return true;
+    case CollectiveOp::AllReduce: return true;  // every algorithm, multi-level and hierarchical only this
     case CollectiveOp::ReduceScatter:
     case CollectiveOp::AllGather: return a == A::Ring || a == A::HalvingDoubling || a == A::Direct;
     case CollectiveOp::AllToAll: return a == A::Direct;
@@ -156,12 +157,12 @@ std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluste
     return fmt::format("{} has no algorithm `{}`; it has: {}", op, alg, algorithms_of(spec.op));
   if (spec.algorithm == CollectiveAlgorithm::HalvingDoubling && !power_of_two(n))
     return fmt::format("halving-doubling needs a power-of-two group, this one has {} GPUs (ring or direct take any)", n);
-  if (spec.algorithm == CollectiveAlgorithm::Hierarchical) {
-    const auto servers = ranks_by_server(spec, cluster);
-    for (const auto& s : servers)
-      if (s.size() != servers.front().size())
-        return fmt::format("hierarchical needs the same number of the group's GPUs in every server; they hold {} and {}",
-                           servers.front().size(), s.size());
+  if (spec.algorithm == CollectiveAlgorithm::Hierarchical || spec.algorithm == CollectiveAlgorithm::MultiLevel) {
+    try {
+      collective_levels(spec, cluster);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
   }
   for (DeviceId a : spec.group)
     for (DeviceId b : spec.group)
@@ -297,11 +298,9 @@ std::vector<OpId> append_steps(ExecutionGraph& out, const CollectiveSpec& spec, 
     return cur;
   }
 
-  // Hierarchical all-reduce: ring reduce-scatter inside each server, ring all-reduce across servers
-  // among equal local ranks, ring all-gather inside each server; each phase ends per rank.
-  const auto servers = ranks_by_server(spec, cluster);
-  const int m = static_cast<int>(servers.front().size());
-  const int N = static_cast<int>(servers.size());
+  // Hierarchical and multi-level all-reduce: ring reduce-scatters from the server up, a ring
+  // all-reduce at the top level, ring all-gathers back down; each phase ends per rank.
+  const auto levels = collective_levels(spec, cluster);
   std::vector<OpId> cur = starts;
   auto phase = [&](const std::vector<std::vector<int>>& rings, int steps, double piece, const std::string& what) {
     for (const auto& order : rings) {
@@ -313,12 +312,14 @@ std::vector<OpId> append_steps(ExecutionGraph& out, const CollectiveSpec& spec, 
       for (std::size_t i = 0; i < order.size(); ++i) cur[order[i]] = b.join(order[i], chunks[i], what + ".done");
     }
   };
-  std::vector<std::vector<int>> across(m);
-  for (const auto& s : servers)
-    for (int j = 0; j < m; ++j) across[j].push_back(s[j]);
-  phase(servers, m - 1, S / m, "intra-rs");
-  phase(across, 2 * (N - 1), S / m / N, "inter-ar");
-  phase(servers, m - 1, S / m, "intra-ag");
+  const std::size_t top = levels.size() - 1;
+  std::vector<double> piece(levels.size());  // a level's ring piece: the buffer over its ranks and those below
+  double below = 1;
+  for (std::size_t i = 0; i < levels.size(); ++i) piece[i] = S / (below *= static_cast<double>(levels[i].front().size()));
+  auto ring_size = [&](std::size_t i) { return static_cast<int>(levels[i].front().size()); };
+  for (std::size_t i = 0; i < top; ++i) phase(levels[i], ring_size(i) - 1, piece[i], fmt::format("l{}-rs", i));
+  phase(levels[top], 2 * (ring_size(top) - 1), piece[top], fmt::format("l{}-ar", top));
+  for (std::size_t i = top; i-- > 0;) phase(levels[i], ring_size(i) - 1, piece[i], fmt::format("l{}-ag", i));
   return cur;
 }
 
@@ -342,6 +343,88 @@ std::vector<std::vector<int>> ranks_by_server(const CollectiveSpec& spec, const 
   std::vector<std::vector<int>> out;
   for (auto& [server, ranks] : by_server) out.push_back(std::move(ranks));
   return out;
+}
+
+std::vector<std::vector<std::vector<int>>> collective_levels(const CollectiveSpec& spec, const Cluster& cluster) {
+  const std::string name(enum_name<CollectiveAlgorithm>(kCollectiveAlgorithmNames, spec.algorithm));
+  const std::vector<std::vector<int>> servers = ranks_by_server(spec, cluster);
+  for (const auto& s : servers)
+    if (s.size() != servers.front().size())
+      throw std::invalid_argument(fmt::format("{} needs the same number of the group's GPUs in every server; they hold {} and {}",
+                                              name, servers.front().size(), s.size()));
+  std::vector<std::vector<std::vector<int>>> levels{servers};
+  // A group's ranks in canonical order: its children's, in order (a server's: rank order).
+  std::vector<std::vector<int>> groups = servers;
+  auto rings_over = [](const std::vector<std::vector<int>>& children) {
+    std::vector<std::vector<int>> rings(children.front().size());
+    for (const auto& child : children)
+      for (std::size_t j = 0; j < child.size(); ++j) rings[j].push_back(child[j]);
+    return rings;
+  };
+  if (spec.algorithm == CollectiveAlgorithm::Hierarchical) {
+    if (servers.size() > 1) levels.push_back(rings_over(servers));
+    return levels;
+  }
+  // Multi-level: tiers of servers by the hops between them (their first GPUs'), nested.
+  const std::size_t N = servers.size();
+  std::vector<std::vector<std::size_t>> hops(N, std::vector<std::size_t>(N, 0));
+  std::set<std::size_t> distances;
+  for (std::size_t a = 0; a < N; ++a)
+    for (std::size_t b = 0; b < N; ++b)
+      if (a != b) {
+        hops[a][b] = cluster.route(spec.group[servers[a].front()], spec.group[servers[b].front()]).size();
+        distances.insert(hops[a][b]);
+      }
+  // Per tier, which group each server is in: servers within `d` hops of each other, which must be
+  // every pair of the group (else the fabric is not a tree of tiers for this group).
+  std::vector<int> group_of(N);
+  std::iota(group_of.begin(), group_of.end(), 0);  // tier 0: each server alone
+  for (std::size_t d : distances) {
+    std::vector<int> next(N, -1);
+    int count = 0;
+    for (std::size_t a = 0; a < N; ++a) {
+      if (next[a] >= 0) continue;
+      for (std::size_t b = a; b < N; ++b)
+        if (next[b] < 0 && (b == a || hops[a][b] <= d)) next[b] = count;
+      ++count;
+    }
+    for (std::size_t a = 0; a < N; ++a)
+      for (std::size_t b = 0; b < N; ++b)
+        if (a != b && (next[a] == next[b]) != (hops[a][b] <= d))
+          throw std::invalid_argument(fmt::format(
+              "multi-level needs nested tiers: servers {} and {} are {} hops apart, within {} of a third that is within {} "
+              "of both, so the fabric's tiers do not nest for this group",
+              cluster.device(spec.group[servers[a].front()]).server, cluster.device(spec.group[servers[b].front()]).server,
+              hops[a][b], d, d));
+    // The groups of the previous tier under each new group, in order of their first server.
+    std::map<int, std::vector<int>> children;  // new group -> previous groups
+    std::vector<char> listed(N, 0);
+    for (std::size_t a = 0; a < N; ++a)
+      if (!listed[group_of[a]]) {
+        listed[group_of[a]] = 1;
+        children[next[a]].push_back(group_of[a]);
+      }
+    const std::size_t k = children.begin()->second.size();
+    for (const auto& [g, kids] : children)
+      if (kids.size() != k)
+        throw std::invalid_argument(fmt::format(
+            "multi-level needs the same number of groups under every group of a tier; at {} hops one holds {}, another {}",
+            d, k, kids.size()));
+    std::vector<std::vector<int>> merged;
+    std::vector<std::vector<int>> level;
+    for (const auto& [g, kids] : children) {
+      std::vector<std::vector<int>> parts;
+      for (int kid : kids) parts.push_back(groups[static_cast<std::size_t>(kid)]);
+      for (auto& ring : rings_over(parts)) level.push_back(std::move(ring));
+      std::vector<int> all;
+      for (const auto& part : parts) all.insert(all.end(), part.begin(), part.end());
+      merged.push_back(std::move(all));
+    }
+    if (k > 1) levels.push_back(std::move(level));
+    groups = std::move(merged);  // indexed by the new tier's group ids, 0 .. count - 1 in order
+    group_of = std::move(next);
+  }
+  return levels;
 }
 
 ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& cluster) {
@@ -408,6 +491,7 @@ double collective_time(CollectiveOp op, CollectiveAlgorithm algorithm, int ranks
     case A::Direct:
       return (op == Op::AllReduce ? 2 : 1) * message(S / n);
     case A::Hierarchical:
+    case A::MultiLevel:
       // One level of links: the same rings as ring, inside and across servers alike.
       return collective_time(op, A::Ring, ranks, bytes, alpha, inv_b, chunks);
   }
@@ -426,22 +510,29 @@ double collective_closed_form(const CollectiveSpec& spec, const Cluster& cluster
   const int n = static_cast<int>(spec.group.size());
   const double c = spec.chunks, S = spec.bytes;
   if (S == 0) return 0;  // zero-byte pieces are free in every engine
-  if (spec.algorithm != CollectiveAlgorithm::Hierarchical) {
+  if (spec.algorithm != CollectiveAlgorithm::Hierarchical && spec.algorithm != CollectiveAlgorithm::MultiLevel) {
     // (Not a structured binding: lambdas capture such values, which clang 14 refuses for bindings.)
     const std::pair<double, double> slowest = slowest_pair(spec, cluster, [](DeviceId, DeviceId) { return true; });
     return collective_time(spec.op, spec.algorithm, n, S, slowest.first, slowest.second, spec.chunks);
   }
-  auto message = [&](double bytes, double a, double ib) { return c * a + bytes * ib; };
-  const auto intra = slowest_pair(spec, cluster, [&](DeviceId a, DeviceId b) {
-    return cluster.device(a).server == cluster.device(b).server;
-  });
-  const auto inter = slowest_pair(spec, cluster, [&](DeviceId a, DeviceId b) {
-    return cluster.device(a).server != cluster.device(b).server;
-  });
-  const auto servers = ranks_by_server(spec, cluster);
-  const double m = static_cast<double>(servers.front().size()), N = static_cast<double>(servers.size());
-  return 2 * (m - 1) * message(S / m, intra.first, intra.second) +
-         2 * (N - 1) * message(S / (m * N), inter.first, inter.second);
+  // Per level, 2 (k - 1) ring steps (a reduce-scatter and an all-gather, or the top's all-reduce)
+  // of the buffer over the ranks of the level and those below, at the level's slowest pair.
+  const auto levels = collective_levels(spec, cluster);
+  double t = 0, below = 1;
+  for (const auto& rings : levels) {
+    const double k = static_cast<double>(rings.front().size());
+    below *= k;
+    double alpha = 0, inv_b = 0;
+    for (const auto& ring : rings)
+      for (int a : ring)
+        for (int b : ring)
+          if (a != b) {
+            alpha = std::max(alpha, cluster.latency(spec.group[a], spec.group[b]));
+            inv_b = std::max(inv_b, 1.0 / cluster.bandwidth(spec.group[a], spec.group[b]));
+          }
+    t += 2 * (k - 1) * (c * alpha + S / below * inv_b);
+  }
+  return t;
 }
 
 double bus_bandwidth_factor(CollectiveOp op, int ranks) {

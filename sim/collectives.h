@@ -63,13 +63,20 @@ inline constexpr EnumName<CollectiveOp> kCollectiveOpNames[] = {
 // hierarchical: all-reduce as a ring reduce-scatter inside each server (NVLink), a ring
 //   all-reduce of 1/m of the buffer across servers among the GPUs of equal local rank, and a
 //   ring all-gather inside each server; every server holds the same number m of the group's GPUs.
-enum class CollectiveAlgorithm { Ring, Tree, HalvingDoubling, Direct, Hierarchical };
+// multi-level: hierarchical over every tier of the fabric (the multi-level all-reduce of
+//   BlueConnect, Cho et al. 2019): the servers grouped by how far apart they are (the hops of their
+//   route: servers under one leaf or edge switch, then one pod, ...), a ring reduce-scatter at each
+//   tier from the server up (each on 1/(the ranks below) of the buffer), a ring all-reduce at the
+//   top, and ring all-gathers back down; every group of a tier holds the same number of the group's
+//   GPUs, and the tiers are nested (a tree-like fabric).
+enum class CollectiveAlgorithm { Ring, Tree, HalvingDoubling, Direct, Hierarchical, MultiLevel };
 inline constexpr EnumName<CollectiveAlgorithm> kCollectiveAlgorithmNames[] = {
     {CollectiveAlgorithm::Ring, "ring"},
     {CollectiveAlgorithm::Tree, "tree"},
     {CollectiveAlgorithm::HalvingDoubling, "halving-doubling"},
     {CollectiveAlgorithm::Direct, "direct"},
     {CollectiveAlgorithm::Hierarchical, "hierarchical"},
+    {CollectiveAlgorithm::MultiLevel, "multi-level"},
 };
 
 struct CollectiveSpec {
@@ -96,6 +103,13 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& s
 // The group's ranks by server (servers in increasing order, ranks in rank order): hierarchical's
 // rings inside each server.
 std::vector<std::vector<int>> ranks_by_server(const CollectiveSpec& spec, const Cluster& cluster);
+
+// The levels of hierarchical and multi-level, from the server up: per level its rings (ranks of
+// the group, in ring order), every ring of a level the same size. Level 0 is each server's ranks;
+// hierarchical's level 1 the ranks of equal local rank across servers; multi-level's level i the
+// ranks in the same place of the groups of tier i - 1 under one group of tier i. Throws
+// std::invalid_argument saying why the group is not regular (collective_problem's reason).
+std::vector<std::vector<std::vector<int>>> collective_levels(const CollectiveSpec& spec, const Cluster& cluster);
 
 // The collective alone, finalized.
 ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& cluster);

@@ -147,7 +147,8 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
                              cluster.device(a).name, p, cluster.device(gpu_of(d, next, t)).name, next);
       }
   if (plan.dp > 1) {
-    if (plan.gradient_algorithm == CollectiveAlgorithm::Tree || plan.gradient_algorithm == CollectiveAlgorithm::Hierarchical)
+    if (plan.gradient_algorithm == CollectiveAlgorithm::Tree || plan.gradient_algorithm == CollectiveAlgorithm::Hierarchical ||
+        plan.gradient_algorithm == CollectiveAlgorithm::MultiLevel)
       if (plan.zero > 0)
         return "ZeRO reduce-scatters and all-gathers: the gradient algorithm must be ring, halving-doubling or direct";
     // Every replica group's gradient reduction must be one the cluster can run (halving-doubling

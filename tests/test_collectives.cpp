@@ -35,6 +35,20 @@ using Times = testutil::EngineTimes;
 Times run(const ExecutionGraph& g, const Cluster& c) { return testutil::run_all_engines(g, c); }
 Times run(const CollectiveSpec& sp, const Cluster& c) { return run(collective_graph(sp, c), c); }
 
+// A spine-leaf of `servers` servers of `gpus` GPUs, `per_leaf` under each leaf, one spine, NICs
+// at kB, NVLink at 8 kB, no latency.
+Cluster spine_leaf(int servers, int per_leaf, int gpus, double oversubscription = 1) {
+  SpineLeafConfig cfg;
+  cfg.servers = servers;
+  cfg.servers_per_leaf = per_leaf;
+  cfg.gpus_per_server = gpus;
+  cfg.spines = 1;
+  cfg.nic_bandwidth = kB;
+  cfg.nvlink_bandwidth = 8 * kB;
+  cfg.oversubscription = oversubscription;
+  return make_spine_leaf(cfg);
+}
+
 #define EXPECT_REL(a, b) EXPECT_NEAR((a), (b), 1e-9 * std::abs(b))
 
 }  // namespace
@@ -179,14 +193,7 @@ TEST(Collectives, CrossLeafStepsRunAtTheUplinkShare) {
   // 20 / 4 = 20 GB/s. Halving-doubling reduce-scatter over the 8 GPUs: step 1 pairs each GPU with
   // the one 4 ranks away, on the other leaf, so 4 flows share the uplink at B/4 each: S/2 takes
   // 2S/B. Steps 2 and 3 stay in the leaf: S/(4B) and S/(8B). No latency here.
-  SpineLeafConfig cfg;
-  cfg.servers = 8;
-  cfg.servers_per_leaf = 4;
-  cfg.gpus_per_server = 1;
-  cfg.spines = 1;
-  cfg.nic_bandwidth = kB;
-  cfg.oversubscription = 4;
-  const Cluster c = make_spine_leaf(cfg);
+  const Cluster c = spine_leaf(8, 4, 1, 4);
   const CollectiveSpec sp = spec(CollectiveOp::ReduceScatter, CollectiveAlgorithm::HalvingDoubling, 8);
   const double contention_free = kS / (2 * kB) + kS / (4 * kB) + kS / (8 * kB);
   EXPECT_REL(collective_closed_form(sp, c), contention_free);
@@ -248,4 +255,69 @@ TEST(Collectives, BadSpecsSayWhy) {
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::AllReduce, 8), 2.0 * 7 / 8);
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::AllGather, 8), 7.0 / 8);
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::Broadcast, 8), 1.0);
+}
+
+TEST(Collectives, MultiLevelGroupsServersByTheTiersOfTheFabric) {
+  // Spine-leaf, 2 leaves of 2 servers of 2 GPUs: the server (GPUs 0-1, ...), the leaf (servers
+  // 0-1, 2-3), the spine. Rings: in each server; then GPUs of equal local rank under one leaf;
+  // then the same place under the two leaves.
+  const Cluster c = spine_leaf(4, 2, 2);
+  const CollectiveSpec sp = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::MultiLevel, 8);
+  using Rings = std::vector<std::vector<int>>;
+  const auto levels = collective_levels(sp, c);
+  ASSERT_EQ(levels.size(), 3u);
+  EXPECT_EQ(levels[0], (Rings{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+  EXPECT_EQ(levels[1], (Rings{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  EXPECT_EQ(levels[2], (Rings{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  // Contention-free, by hand: 2 (1)(S/2 over NVLink) + 2 (1)(S/4 over a NIC) + 2 (1)(S/8 across
+  // the spine), each at its pair's latency and bandwidth.
+  auto step = [&](DeviceId a, DeviceId b, double bytes) { return c.latency(a, b) + bytes / c.bandwidth(a, b); };
+  const double by_hand = 2 * step(0, 1, kS / 2) + 2 * step(0, 2, kS / 4) + 2 * step(0, 4, kS / 8);
+  EXPECT_REL(collective_closed_form(sp, c), by_hand);
+  const Times t = run(sp, c);
+  EXPECT_REL(t.evaluator, by_hand);
+  // Under contention the leaf level's two rings leave each server by its one NIC (2 flows, B/2
+  // each), as do the top level's: those steps take twice as long.
+  EXPECT_REL(t.flow, 2 * step(0, 1, kS / 2) + 2 * (c.latency(0, 2) + kS / 4 / (kB / 2)) +
+                         2 * (c.latency(0, 4) + kS / 8 / (kB / 2)));
+  EXPECT_NEAR(t.simgrid, t.flow, 1e-6 * t.flow);
+}
+
+TEST(Collectives, MultiLevelOnOneGpuServersUnderAnOversubscribedSpine) {
+  // As CrossLeafStepsRunAtTheUplinkShare (2 leaves of 4 one-GPU servers, 4:1, no latency): a ring
+  // reduce-scatter and all-gather in each leaf (3 steps of S/4 each), a ring all-reduce of S/4
+  // between the leaves (2 steps of S/8). Contention-free 1.75 S/B, the ring's; under contention
+  // the top level's 4 flows per uplink run at B/4: 2 x (S/8)/(B/4) = S/B instead of S/(4B), 2.5 S/B
+  // in all, where the ring (two crossings per step, one per direction) keeps 1.75 S/B.
+  const Cluster c = spine_leaf(8, 4, 1, 4);
+  const CollectiveSpec sp = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::MultiLevel, 8);
+  EXPECT_REL(collective_closed_form(sp, c), 1.75 * kS / kB);
+  const Times t = run(sp, c);
+  EXPECT_REL(t.evaluator, 1.75 * kS / kB);
+  EXPECT_REL(t.flow, 2.5 * kS / kB);
+  EXPECT_NEAR(t.simgrid, t.flow, 1e-6 * t.flow);
+  const Times ring = run(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 8), c);
+  EXPECT_REL(ring.flow, 1.75 * kS / kB);
+}
+
+TEST(Collectives, MultiLevelWithOneServerPerTierIsHierarchical) {
+  // One server per leaf: the tiers are the server and everything else, hierarchical's two levels.
+  const Cluster c = spine_leaf(4, 1, 2);
+  const CollectiveSpec multi = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::MultiLevel, 8);
+  const CollectiveSpec hier = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Hierarchical, 8);
+  EXPECT_EQ(collective_levels(multi, c), collective_levels(hier, c));
+  const Times a = run(multi, c), b = run(hier, c);
+  EXPECT_REL(a.evaluator, b.evaluator);
+  EXPECT_REL(a.flow, b.flow);
+  EXPECT_REL(a.simgrid, b.simgrid);
+}
+
+TEST(Collectives, MultiLevelNeedsRegularTiers) {
+  // GPUs of servers 0 and 1 (leaf 0) and server 2 (leaf 1): two groups under one leaf, one under
+  // the other.
+  const Cluster c = spine_leaf(4, 2, 1);
+  const std::string why = collective_problem(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::MultiLevel, 3), c);
+  EXPECT_NE(why.find("multi-level needs the same number of groups under every group of a tier"), std::string::npos) << why;
+  EXPECT_NE(collective_problem(spec(CollectiveOp::AllGather, CollectiveAlgorithm::MultiLevel, 4), c).find("has no algorithm"),
+            std::string::npos);
 }

@@ -68,7 +68,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_flag("--sequence-parallel", a.sequence_parallel,
               "Megatron's sequence parallelism (--tp >= 2): reduce-scatters and all-gathers, activations split along the sequence");
   c->add_option("--gradient-algorithm", a.gradient_algorithm, "collective algorithm of the gradient reduction")
-      ->check(CLI::IsMember({"ring", "tree", "halving-doubling", "direct", "hierarchical"}))
+      ->check(CLI::IsMember({"ring", "tree", "halving-doubling", "direct", "hierarchical", "multi-level"}))
       ->capture_default_str();
   c->add_option("--engine", a.engine, "evaluator, flow, simgrid or all")
       ->check(CLI::IsMember({"evaluator", "flow", "simgrid", "all"}))
