@@ -547,6 +547,7 @@ SweepPlan plan_sweep(const YAML::Node& root, const std::string& file, const Plan
   // Parsed from the file's own tree, which the parser accepts with its `sweep:`: yaml-cpp's
   // Clone drops the line marks, and an error in the base scenario must name its line.
   std::optional<Scenario> base_scenario = parse_scenario(root, file);
+  if (options.read) options.read(*base_scenario);
   YAML::Node base = YAML::Clone(root);
   base.remove("sweep");
 

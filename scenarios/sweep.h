@@ -68,6 +68,9 @@ struct PlanOptions {
   std::size_t max_points = kDefaultMaxPoints;
   // Called with the count as soon as it is known, before the points are made (the CLI says it).
   std::function<void(const SweepCount&)> counted;
+  // Called with the base scenario once it is read, before the points are counted: the CLI checks
+  // its overrides (--engine) there, so that a refusal comes before "planning N points".
+  std::function<void(const Scenario&)> read;
 };
 
 // Expands a scenario YAML tree into its points; a scenario without a sweep gives one point per

@@ -236,6 +236,19 @@ TEST(Cli, Item13RunGivenAGraphSaysSo) {
   fs::remove_all(dir);
 }
 
+TEST(Cli, EngineEstimateOnAGraphIsRefusedBeforePlanning) {
+  // --engine estimate prices plans; a scenario placing a graph is refused, and before the
+  // "planning N points" line (which said the run was under way).
+  std::string out;
+  EXPECT_EQ(run_cli(std::string("run ") + PLACESIM_TEST_SOURCE_DIR + "/scenarios/fig31.yaml --engine estimate -o " +
+                        testutil::fresh_temp_dir("cli-estimate").string(),
+                    out),
+            2)
+      << out;
+  EXPECT_TRUE(contains(out, "error: command line: --engine: estimate prices a workload's parallel plans")) << out;
+  EXPECT_FALSE(contains(out, "planning")) << out;
+}
+
 // Two servers of one GPU whose only NICs are allocated no bandwidth: gpu0 and gpu1 cannot reach
 // each other. SimGrid's refusal was "internal error" (exit 1); the evaluator printed "inf s".
 TEST(Cli, Item13SimulateAcrossUnreachableGpusNamesThem) {

@@ -116,7 +116,16 @@ SweepPlan load_scenario_sweep(const std::string& path, const PlanOptions& option
 }
 
 int cmd_run(const RunArgs& a) {
-  SweepPlan plan = load_scenario_sweep(a.scenario, plan_options(a.max_points));
+  PlanOptions planning = plan_options(a.max_points);
+  // --engine is checked against the scenario before its points are counted and said; each
+  // variant again below (a sweep can change the graph).
+  if (!a.engine.empty())
+    planning.read = [&](const Scenario& base) {
+      Scenario v = base;
+      v.simulation.engine = engine_parse(a.engine, "command line", "--engine");
+      if (const std::string why = estimate_problem(v); !why.empty()) throw InputError("command line", "--engine", why);
+    };
+  SweepPlan plan = load_scenario_sweep(a.scenario, planning);
   if (!a.engine.empty())
     for (Scenario& v : plan.variants) {
       v.simulation.engine = engine_parse(a.engine, "command line", "--engine");
