@@ -157,6 +157,11 @@ std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluste
     return fmt::format("{} has no algorithm `{}`; it has: {}", op, alg, algorithms_of(spec.op));
   if (spec.algorithm == CollectiveAlgorithm::HalvingDoubling && !power_of_two(n))
     return fmt::format("halving-doubling needs a power-of-two group, this one has {} GPUs (ring or direct take any)", n);
+  for (DeviceId a : spec.group)
+    for (DeviceId b : spec.group)
+      if (!cluster.reachable(a, b))
+        return fmt::format("{} cannot reach {} in this cluster", cluster.device(a).name, cluster.device(b).name);
+  // (After reachability: multi-level's tiers are the routes' hops.)
   if (spec.algorithm == CollectiveAlgorithm::Hierarchical || spec.algorithm == CollectiveAlgorithm::MultiLevel) {
     try {
       collective_levels(spec, cluster);
@@ -164,10 +169,6 @@ std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluste
       return e.what();
     }
   }
-  for (DeviceId a : spec.group)
-    for (DeviceId b : spec.group)
-      if (!cluster.reachable(a, b))
-        return fmt::format("{} cannot reach {} in this cluster", cluster.device(a).name, cluster.device(b).name);
   return "";
 }
 

@@ -364,7 +364,10 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   long collectives = 0;
   // The tensor-parallel all-reduce after `ops` (one per tensor rank), or the ops themselves; with
   // sequence parallelism a reduce-scatter, then an all-gather.
-  auto tp_allreduce = [&](int d, int p, const std::vector<OpId>& ops, double bytes) {
+  // In the backward, sequence parallelism also gathers again the column-parallel linears' inputs
+  // it kept split (Korthikanti et al. 4.2.2): one more all-gather of the bytes, 1.5x the traffic
+  // (Megatron overlaps it with the weight gradients' compute; here it runs after, a bound).
+  auto tp_allreduce = [&](int d, int p, const std::vector<OpId>& ops, double bytes, bool backward) {
     if (tp == 1 || bytes <= 0) return ops;
     CollectiveSpec s;
     s.op = plan.sequence_parallel ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
@@ -375,7 +378,8 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
     if (!plan.sequence_parallel) return append_collective(g, s, cluster, name, ops);
     const std::vector<OpId> scattered = append_collective(g, s, cluster, name + ".rs", ops);
     s.op = CollectiveOp::AllGather;
-    return append_collective(g, s, cluster, name + ".ag", scattered);
+    const std::vector<OpId> gathered = append_collective(g, s, cluster, name + ".ag", scattered);
+    return backward ? append_collective(g, s, cluster, name + ".ag-inputs", gathered) : gathered;
   };
 
   // Compute operators, GPU by GPU, in schedule order, chained on their GPU.
@@ -412,8 +416,8 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
             f[t] = fwd[d][p][t][i][k];
             b[t] = bwd[d][p][t][i][k];
           }
-          const std::vector<OpId> fd = tp_allreduce(d, p, f, layer.tp_allreduce_forward_bytes);
-          const std::vector<OpId> bd = tp_allreduce(d, p, b, layer.tp_allreduce_backward_bytes);
+          const std::vector<OpId> fd = tp_allreduce(d, p, f, layer.tp_allreduce_forward_bytes, false);
+          const std::vector<OpId> bd = tp_allreduce(d, p, b, layer.tp_allreduce_backward_bytes, true);
           for (int t = 0; t < tp; ++t) {
             fwd_done[d][p][t][i][k] = fd[t];
             bwd_done[d][p][t][i][k] = bd[t];
@@ -465,12 +469,12 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
       if (p + 1 == S) continue;
       auto hand_over = [&](int to_stage, const std::vector<OpId>& from, const std::vector<OpId>& to,
                            const std::string& name) {
-        if (tp == 1 || !plan.scatter_gather) {
-          for (int t = 0; t < tp; ++t) g.graph.add_tensor(from[t], to[t], activation_bytes);
+        if (tp > 1 && plan.sequence_parallel) {  // each rank holds its part of the sequence: nothing to gather
+          for (int t = 0; t < tp; ++t) g.graph.add_tensor(from[t], to[t], activation_bytes / tp);
           return;
         }
-        if (plan.sequence_parallel) {  // each rank holds its part of the sequence: nothing to gather
-          for (int t = 0; t < tp; ++t) g.graph.add_tensor(from[t], to[t], activation_bytes / tp);
+        if (tp == 1 || !plan.scatter_gather) {
+          for (int t = 0; t < tp; ++t) g.graph.add_tensor(from[t], to[t], activation_bytes);
           return;
         }
         std::vector<OpId> received(tp);

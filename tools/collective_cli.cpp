@@ -105,7 +105,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& a) {
       ->capture_default_str();
   c->add_option("--model", a.model,
                  "steps: each distinct step once, its messages sharing the links, ranks in lockstep (fast at thousands "
-                 "of GPUs; ring, halving-doubling, direct, hierarchical); messages: every rank's messages, ranks run "
+                 "of GPUs; ring, halving-doubling, direct, hierarchical, multi-level); messages: every rank's messages, ranks run "
                  "ahead (n^2 operators); auto: steps where the algorithm has them")
       ->check(CLI::IsMember({"auto", "steps", "messages"}))
       ->capture_default_str();
