@@ -23,11 +23,16 @@ namespace placesim {
 
 namespace fs = std::filesystem;
 
+namespace {
+// The evaluator's priority for a scenario's `simulation.order`.
+Priority priority_of(OpOrder order) { return order == OpOrder::Fcfs ? Priority::Fcfs : Priority::Rank; }
+}  // namespace
+
 Measurement measure_placement(const Graph& graph, const Cluster& cluster, const std::vector<DeviceId>& placement,
                               Engine engine, OpOrder order) {
   Measurement m;
   Evaluator evaluator(graph, cluster);
-  m.schedule = evaluator.schedule(placement, order == OpOrder::Fcfs ? Priority::Fcfs : Priority::Rank);
+  m.schedule = evaluator.schedule(placement, priority_of(order));
   m.evaluator_latency = m.schedule.latency;
   m.bounds = evaluator.lower_bounds();
   m.memory = m.schedule.memory;
@@ -212,7 +217,7 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
           // replication adds is the rest.
           {"one_replica_evaluator_latency",
            Evaluator(graph, *replica)
-               .schedule(placed.placement, scenario.simulation.order == OpOrder::Fcfs ? Priority::Fcfs : Priority::Rank)
+               .schedule(placed.placement, priority_of(scenario.simulation.order))
                .latency}};
       if (const std::string note = data_parallel_layout_note(run_on, spec.data_parallel->replicas); !note.empty())
         out.strategy_report["data_parallel"]["layout_warning"] = note;

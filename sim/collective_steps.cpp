@@ -74,14 +74,9 @@ std::vector<CollectiveStep> collective_steps(const CollectiveSpec& spec, const C
       // As sim/collectives.cpp: ring reduce-scatters from the server up, the top level's ring
       // all-reduce, ring all-gathers back down.
       const auto levels = collective_levels(spec, cluster);
-      const std::size_t top = levels.size() - 1;
-      std::vector<double> piece(levels.size());
-      double below = 1;
-      for (std::size_t i = 0; i < levels.size(); ++i) piece[i] = S / (below *= static_cast<double>(levels[i].front().size()));
-      auto size = [&](std::size_t i) { return static_cast<std::int64_t>(levels[i].front().size()); };
-      for (std::size_t i = 0; i < top; ++i) rings(levels[i], size(i) - 1, piece[i], fmt::format("level {} reduce-scatter", i));
-      rings(levels[top], 2 * (size(top) - 1), piece[top], fmt::format("level {} all-reduce", top));
-      for (std::size_t i = top; i-- > 0;) rings(levels[i], size(i) - 1, piece[i], fmt::format("level {} all-gather", i));
+      for (const LevelPhase& p : level_phases(levels, S))
+        rings(levels[p.level], p.steps, p.piece,
+              fmt::format("level {} {}", p.level, enum_name<CollectiveOp>(kCollectiveOpNames, p.op)));
       break;
     }
     case A::Tree: break;  // refused above

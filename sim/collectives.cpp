@@ -313,14 +313,10 @@ std::vector<OpId> append_steps(ExecutionGraph& out, const CollectiveSpec& spec, 
       for (std::size_t i = 0; i < order.size(); ++i) cur[order[i]] = b.join(order[i], chunks[i], what + ".done");
     }
   };
-  const std::size_t top = levels.size() - 1;
-  std::vector<double> piece(levels.size());  // a level's ring piece: the buffer over its ranks and those below
-  double below = 1;
-  for (std::size_t i = 0; i < levels.size(); ++i) piece[i] = S / (below *= static_cast<double>(levels[i].front().size()));
-  auto ring_size = [&](std::size_t i) { return static_cast<int>(levels[i].front().size()); };
-  for (std::size_t i = 0; i < top; ++i) phase(levels[i], ring_size(i) - 1, piece[i], fmt::format("l{}-rs", i));
-  phase(levels[top], 2 * (ring_size(top) - 1), piece[top], fmt::format("l{}-ar", top));
-  for (std::size_t i = top; i-- > 0;) phase(levels[i], ring_size(i) - 1, piece[i], fmt::format("l{}-ag", i));
+  for (const LevelPhase& p : level_phases(levels, S)) {
+    const char* what = p.op == CollectiveOp::ReduceScatter ? "rs" : p.op == CollectiveOp::AllReduce ? "ar" : "ag";
+    phase(levels[p.level], p.steps, p.piece, fmt::format("l{}-{}", p.level, what));
+  }
   return cur;
 }
 
@@ -344,6 +340,19 @@ std::vector<std::vector<int>> ranks_by_server(const CollectiveSpec& spec, const 
   std::vector<std::vector<int>> out;
   for (auto& [server, ranks] : by_server) out.push_back(std::move(ranks));
   return out;
+}
+
+std::vector<LevelPhase> level_phases(const std::vector<std::vector<std::vector<int>>>& levels, double bytes) {
+  const std::size_t top = levels.size() - 1;
+  std::vector<double> piece(levels.size());
+  double below = 1;
+  for (std::size_t i = 0; i < levels.size(); ++i) piece[i] = bytes / (below *= static_cast<double>(levels[i].front().size()));
+  auto ring = [&](std::size_t i) { return static_cast<int>(levels[i].front().size()); };
+  std::vector<LevelPhase> phases;
+  for (std::size_t i = 0; i < top; ++i) phases.push_back({i, CollectiveOp::ReduceScatter, ring(i) - 1, piece[i]});
+  phases.push_back({top, CollectiveOp::AllReduce, 2 * (ring(top) - 1), piece[top]});
+  for (std::size_t i = top; i-- > 0;) phases.push_back({i, CollectiveOp::AllGather, ring(i) - 1, piece[i]});
+  return phases;
 }
 
 std::vector<std::vector<std::vector<int>>> collective_levels(const CollectiveSpec& spec, const Cluster& cluster) {
@@ -516,23 +525,20 @@ double collective_closed_form(const CollectiveSpec& spec, const Cluster& cluster
     const std::pair<double, double> slowest = slowest_pair(spec, cluster, [](DeviceId, DeviceId) { return true; });
     return collective_time(spec.op, spec.algorithm, n, S, slowest.first, slowest.second, spec.chunks);
   }
-  // Per level, 2 (k - 1) ring steps (a reduce-scatter and an all-gather, or the top's all-reduce)
-  // of the buffer over the ranks of the level and those below, at the level's slowest pair.
+  // Each phase's ring steps at its level's slowest pair.
   const auto levels = collective_levels(spec, cluster);
-  double t = 0, below = 1;
-  for (const auto& rings : levels) {
-    const double k = static_cast<double>(rings.front().size());
-    below *= k;
-    double alpha = 0, inv_b = 0;
-    for (const auto& ring : rings)
+  std::vector<std::pair<double, double>> slowest(levels.size());  // alpha, 1/B per level
+  for (std::size_t i = 0; i < levels.size(); ++i)
+    for (const auto& ring : levels[i])
       for (int a : ring)
         for (int b : ring)
           if (a != b) {
-            alpha = std::max(alpha, cluster.latency(spec.group[a], spec.group[b]));
-            inv_b = std::max(inv_b, 1.0 / cluster.bandwidth(spec.group[a], spec.group[b]));
+            slowest[i].first = std::max(slowest[i].first, cluster.latency(spec.group[a], spec.group[b]));
+            slowest[i].second = std::max(slowest[i].second, 1.0 / cluster.bandwidth(spec.group[a], spec.group[b]));
           }
-    t += 2 * (k - 1) * (c * alpha + S / below * inv_b);
-  }
+  double t = 0;
+  for (const LevelPhase& p : level_phases(levels, S))
+    t += p.steps * (c * slowest[p.level].first + p.piece * slowest[p.level].second);
   return t;
 }
 

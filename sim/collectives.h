@@ -111,6 +111,18 @@ std::vector<std::vector<int>> ranks_by_server(const CollectiveSpec& spec, const 
 // std::invalid_argument saying why the group is not regular (collective_problem's reason).
 std::vector<std::vector<std::vector<int>>> collective_levels(const CollectiveSpec& spec, const Cluster& cluster);
 
+// The phases over those levels, in order: a ring reduce-scatter at each level from the server up,
+// a ring all-reduce at the top, ring all-gathers back down. A phase is `steps` ring steps of
+// `piece` bytes (the buffer over the ranks of its level and those below) on each of the level's
+// rings. The message graph, the step model and the closed form all run these.
+struct LevelPhase {
+  std::size_t level = 0;
+  CollectiveOp op = CollectiveOp::ReduceScatter;  // ReduceScatter, AllReduce (the top) or AllGather
+  int steps = 0;
+  double piece = 0;
+};
+std::vector<LevelPhase> level_phases(const std::vector<std::vector<std::vector<int>>>& levels, double bytes);
+
 // The collective alone, finalized.
 ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& cluster);
 
