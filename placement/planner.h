@@ -43,6 +43,11 @@ class Planner {
   // whatever the planner throws when the workload or its options cannot be planned.
   PlanResult plan(const LayerWorkload& workload, const Cluster& cluster);
 
+  // What makes the planner's options impossible on this workload and cluster, said when the
+  // scenario is read (a bad input, exit 2) rather than when its point runs; "" when nothing does,
+  // or when only planning would tell (a search chooses its own degrees).
+  virtual std::string options_problem(const LayerWorkload& /*workload*/, const Cluster& /*cluster*/) const { return ""; }
+
   const std::string& name() const { return name_; }
   void set_common_options(const PlannerCommonOptions& common) { common_ = common; }
   const PlannerCommonOptions& common_options() const { return common_; }

@@ -19,6 +19,33 @@ namespace placesim {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// A path a scenario names: relative paths are relative to the scenario file's folder.
+fs::path beside_scenario(const std::string& scenario_file, const std::string& path) {
+  fs::path p = path;
+  if (p.is_relative()) p = fs::path(scenario_file).parent_path() / p;
+  return p;
+}
+
+// The input a source names, checked when the scenario is read (a bad path is a bad input, exit 2,
+// not a failed point) and again when it is loaded; `what` says what should be there.
+fs::path existing_input(const std::string& scenario_file, const std::string& field, const std::string& path,
+                        std::string_view what, bool directory) {
+  const fs::path p = beside_scenario(scenario_file, path);
+  if (!fs::exists(p)) throw InputError(scenario_file, field, fmt::format("'{}' does not exist; expected {}", p.string(), what));
+  if (directory ? !fs::is_directory(p) : fs::is_directory(p))
+    throw InputError(scenario_file, field, fmt::format("'{}' is not {}", p.string(), what));
+  return p.lexically_normal();
+}
+
+constexpr std::string_view kGraphFile = "a graph file (QuickP's, MSR's or placesim's JSON)";
+constexpr std::string_view kOnnxFile = "an ONNX file (tools/export_onnx.py writes one from a PyTorch model)";
+constexpr std::string_view kChakraDir = "a directory of Chakra traces";
+constexpr std::string_view kWorkloadFile = "a workload file (NEST's per-layer JSON)";
+
+}  // namespace
+
 GraphSource graph_source_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
   YamlFields f(node, file, path);
   GraphSource g;
@@ -29,10 +56,12 @@ GraphSource graph_source_from_yaml(const YAML::Node& node, const std::string& fi
     f.allow_only({"chakra", "prefix"});
     g.chakra = f.string("chakra");
     g.chakra_prefix = f.string_or("prefix", "");
+    existing_input(file, f.field("chakra"), g.chakra, kChakraDir, true);
     return g;
   }
   if (f.has("onnx")) {
     g.onnx = models::onnx_import_schema().parse(f);
+    existing_input(file, f.field("onnx"), g.onnx->onnx, kOnnxFile, false);
     return g;
   }
   if (f.has("model")) {
@@ -53,6 +82,7 @@ GraphSource graph_source_from_yaml(const YAML::Node& node, const std::string& fi
     g.format = f.string_or("format", "auto");
     parse_graph_format(g.format, file, f.field("format"));
     g.largest_component = f.boolean_or("largest_component", false);
+    existing_input(file, f.field("file"), g.file, kGraphFile, false);
     return g;
   }
   g.builtin = f.string("builtin");
@@ -122,6 +152,7 @@ WorkloadSource workload_source_from_yaml(const YAML::Node& node, const std::stri
   if (f.has("file")) {
     w.file = f.string("file");
     f.allow_only({"file"});  // the zoo's options mean nothing to a measured workload
+    existing_input(file, f.field("file"), w.file, kWorkloadFile, false);
     return w;
   }
   w.model = f.string("model");
@@ -138,24 +169,10 @@ WorkloadSource workload_source_from_yaml(const YAML::Node& node, const std::stri
   return w;
 }
 
-namespace {
-
-// A path a scenario names: relative paths are relative to the scenario file's folder.
-fs::path beside_scenario(const std::string& scenario_file, const std::string& path) {
-  fs::path p = path;
-  if (p.is_relative()) p = fs::path(scenario_file).parent_path() / p;
-  return p;
-}
-
-}  // namespace
-
 LayerWorkload load_workload_source(const WorkloadSource& source, const std::string& scenario_file) {
   if (!source.model.empty())
     return models::build_layer_model(source.model, source.zoo, models::layer_zoo_widths(source.model), scenario_file);
-  const fs::path p = beside_scenario(scenario_file, source.file);
-  if (!fs::exists(p))
-    throw InputError(scenario_file, "workload.file", fmt::format("workload file '{}' does not exist", p.string()));
-  return load_nest_workload(p.lexically_normal().string());
+  return load_nest_workload(existing_input(scenario_file, "workload.file", source.file, kWorkloadFile, false).string());
 }
 
 std::string estimate_problem(const Scenario& scenario) {
@@ -192,17 +209,12 @@ Graph load_graph_source(const GraphSource& source, const std::string& scenario_f
   if (source.model) return models::zoo_graph(*source.model);
   if (source.onnx) {
     models::OnnxImportOptions options = *source.onnx;
-    const fs::path p = beside_scenario(scenario_file, options.onnx);
-    if (!fs::exists(p)) throw InputError(scenario_file, "graph.onnx",
-                       fmt::format("ONNX file '{}' does not exist (tools/export_onnx.py writes one from a PyTorch model)", p.string()));
-    options.onnx = p.lexically_normal().string();
+    options.onnx = existing_input(scenario_file, "graph.onnx", options.onnx, kOnnxFile, false).string();
     return models::onnx_graph(options, warnings);
   }
   if (!source.chakra.empty()) {
-    const fs::path p = beside_scenario(scenario_file, source.chakra);
-    if (!fs::is_directory(p))
-      throw InputError(scenario_file, "graph.chakra", fmt::format("'{}' is not a directory of Chakra traces", p.string()));
-    ChakraTraces traces = read_chakra_traces(p.lexically_normal().string(), source.chakra_prefix);
+    const fs::path p = existing_input(scenario_file, "graph.chakra", source.chakra, kChakraDir, true);
+    ChakraTraces traces = read_chakra_traces(p.string(), source.chakra_prefix);
     warnings.insert(warnings.end(), traces.warnings.begin(), traces.warnings.end());
     if (!traces.collectives.empty())
       warnings.push_back(fmt::format("{}: the traces hold {} collective{} of a parallel plan; placed here, their steps are "
@@ -212,9 +224,7 @@ Graph load_graph_source(const GraphSource& source, const std::string& scenario_f
   }
   if (source.builtin == "fig3.1") return fig31_graph();
   if (source.builtin == "synthetic") return synthetic_training_graph(source.synthetic);
-  const fs::path p = beside_scenario(scenario_file, source.file);
-  if (!fs::exists(p)) throw InputError(scenario_file, "graph.file", fmt::format("graph file '{}' does not exist", p.string()));
-  LoadResult loaded = load_graph(p.lexically_normal().string(), source.format);
+  LoadResult loaded = load_graph(existing_input(scenario_file, "graph.file", source.file, kGraphFile, false).string(), source.format);
   warnings.insert(warnings.end(), loaded.warnings.begin(), loaded.warnings.end());
   if (source.largest_component) return largest_weakly_connected_component(loaded.graph);
   return std::move(loaded.graph);
@@ -364,6 +374,17 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
 }
 
 std::string_view op_order_name(OpOrder order) { return order == OpOrder::Fcfs ? "fcfs" : "scheduler"; }
+
+void check_planner_options(const Scenario& scenario, std::span<const std::size_t> strategies) {
+  if (!scenario.workload || strategies.empty()) return;
+  const LayerWorkload workload = load_workload_source(*scenario.workload, scenario.file);
+  for (std::size_t i : strategies) {
+    const StrategySpec& spec = scenario.strategies.at(i);
+    const auto planner = make_planner(spec.name, spec.options, scenario.file, spec.field);
+    if (const std::string why = planner->options_problem(workload, scenario.cluster); !why.empty())
+      throw InputError(scenario.file, spec.field + ".options", why);
+  }
+}
 
 Scenario load_scenario(const std::string& path) { return parse_scenario(load_yaml_file(path), path); }
 

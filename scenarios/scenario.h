@@ -3,6 +3,7 @@
 // measure it. Paths inside a scenario are relative to the scenario file. Documented field by
 // field in scenarios/README.md.
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -115,6 +116,11 @@ Scenario load_scenario(const std::string& path);
 // The `description:` of a scenario file ("" when it has none), without parsing the rest.
 std::string load_scenario_description(const std::string& path);
 Scenario parse_scenario(const YAML::Node& root, const std::string& file);
+// Throws InputError naming a strategy's options when a planner among `strategies` (indices into
+// scenario.strategies) cannot plan with them on the scenario's workload and cluster
+// (Planner::options_problem: a fixed plan's degrees, say). Not part of parse_scenario: a sweep
+// checks each combination it runs, not each value against the base it replaces.
+void check_planner_options(const Scenario& scenario, std::span<const std::size_t> strategies);
 
 std::string_view op_order_name(OpOrder order);
 

@@ -485,6 +485,13 @@ void expand_block(const SweepBlock& block, const YAML::Node& base, std::optional
       apply_sweep_override(variant_root, axis.path, block.axis_nodes[a][pick[a]], file, axis.field);
       values.emplace_back(axis.path, axis.values[pick[a]]);
     }
+    // An error of the combination names it; the base's own (no axes) stands as it is.
+    auto in_combination = [&](const InputError& e) {
+      if (values.empty()) return e;
+      std::string combination;
+      for (const auto& [p, v] : values) combination += (combination.empty() ? "" : ", ") + p + "=" + v;
+      return InputError(file, block.name, fmt::format("the combination {}: {}", combination, inner_message(e.what(), file)));
+    };
     Scenario variant;
     try {
       if (block.yaml_axes.empty() && base_scenario) {
@@ -494,11 +501,14 @@ void expand_block(const SweepBlock& block, const YAML::Node& base, std::optional
         variant = parse_scenario(variant_root, file);
       }
     } catch (const InputError& e) {
-      std::string combination;
-      for (const auto& [p, v] : values) combination += (combination.empty() ? "" : ", ") + p + "=" + v;
-      throw InputError(file, block.name, fmt::format("the combination {}: {}", combination, inner_message(e.what(), file)));
+      throw in_combination(e);
     }
     const std::vector<std::size_t> chosen = chosen_strategies(block, variant, file);
+    try {
+      check_planner_options(variant, chosen);
+    } catch (const InputError& e) {
+      throw in_combination(e);
+    }
 
     const std::size_t v = plan.variants.size();
     const auto& seeds = variant.simulation.seeds;

@@ -48,6 +48,9 @@ struct LayerModel {
   // spreads them, ParallelPlan::ep); more when the workload was built for that width (NEST's
   // Mixtral, EP 4: its parameters and times are per GPU of that width already).
   int expert_parallel = 1;
+  // Tokens per sequence, which sequence parallelism splits over the tensor-parallel group (0:
+  // not known, as in NEST's workloads).
+  int sequence = 0;
   std::vector<Layer> layers;
   // Empty: a chain, layer i sending output_bytes to layer i + 1.
   std::vector<LayerEdge> edges;

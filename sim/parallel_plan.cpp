@@ -96,6 +96,10 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
                        plan.tp);
   if (plan.sequence_parallel) {
     if (plan.tp < 2) return "sequence parallelism splits the tensor-parallel group's work: it needs tp >= 2";
+    if (model.sequence > 0 && model.sequence % plan.tp != 0)
+      return fmt::format("sequence parallelism splits each sequence over the tensor-parallel group: tp {} does not divide "
+                         "the {} tokens of {}'s sequences",
+                         plan.tp, model.sequence, model.name);
     for (const Layer& l : model.layers)
       if (l.stashed_bytes > 0 && l.sequence_parallel_stashed_bytes <= 0)
         return fmt::format("sequence parallelism: {} gives no activations with it ({}), as NEST's measured workloads, "

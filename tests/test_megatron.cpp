@@ -138,9 +138,52 @@ TEST(Megatron, ScenarioOptionsAreCheckedWhenParsed) {
             std::string::npos);
 }
 
+void write_toy_workload(const fs::path& dir, int tp = 1);
+
+// A fixed plan's options that the workload or the cluster cannot take are refused when the
+// scenario is planned (exit 2), naming the strategy's options, and in a sweep the combination: each
+// combination's own workload and cluster, not each value against the base it replaces.
+TEST(Megatron, WhatTheWorkloadOrClusterCannotTakeIsRefusedWhenPlanned) {
+  const std::string cluster = "cluster: {type: full-mesh, gpus: 4, bandwidth: 10GB/s}\n";
+  auto planned = [](const std::string& yaml, const std::string& file = "s.yaml") {
+    return testutil::input_error_message([&] { plan_sweep(YAML::Load(yaml), file); });
+  };
+  std::string m = planned("workload: {model: gpt2}\n" + cluster + "strategies: [{name: megatron, options: {tp: 2, pp: 4}}]");
+  EXPECT_NE(m.find("strategies[0].options"), std::string::npos) << m;
+  EXPECT_NE(m.find("needs 8 GPUs, the cluster has 4"), std::string::npos) << m;
+  m = planned("workload: {model: gpt2}\n" + cluster + "strategies: [megatron, {name: megatron, label: wide, options: {tp: 8}}]");
+  EXPECT_NE(m.find("strategies[1].options"), std::string::npos) << m;
+  // A sweep: 24 stages fit llama2-7b's 32 blocks, not the base's gpt2 (12); only the combination
+  // that pairs them with gpt2 is refused, and named.
+  const std::string sweep = "workload: {model: gpt2}\ncluster: {type: full-mesh, gpus: 24, bandwidth: 10GB/s}\n"
+                            "strategies: [{name: megatron, options: {pp: 2}}]\nsweep:\n"
+                            "  - strategies[megatron].options: [{pp: 24}]\n    workload: ";
+  EXPECT_EQ(plan_sweep(YAML::Load(sweep + "[{model: llama2-7b}]\n"), "s.yaml").points.size(), 1u);
+  m = planned(sweep + "[{model: llama2-7b}, {model: gpt2}]\n");
+  EXPECT_NE(m.find("the combination "), std::string::npos) << m;
+  EXPECT_NE(m.find("workload={model: gpt2}"), std::string::npos) << m;
+  EXPECT_NE(m.find("24 pipeline stages for the 12 blocks of gpt2"), std::string::npos) << m;
+  // Sequence parallelism splits each sequence over the tensor-parallel group.
+  m = planned("workload: {model: gpt2, sequence: 1001}\n" + cluster +
+              "strategies: [{name: megatron, options: {tp: 2, sequence_parallel: true}}]");
+  EXPECT_NE(m.find("tp 2 does not divide the 1001 tokens of gpt2"), std::string::npos) << m;
+  EXPECT_NO_THROW(plan_sweep(YAML::Load("workload: {model: gpt2, sequence: 1000}\n" + cluster +
+                                        "strategies: [{name: megatron, options: {tp: 2, sequence_parallel: true}}]"),
+                             "s.yaml"));
+  // NEST's measured workloads have no activations with sequence parallelism.
+  const fs::path dir = testutil::fresh_temp_dir("megatron-parse");
+  write_toy_workload(dir, 2);
+  m = planned("workload: {file: toy.json}\n" + cluster + "strategies: [{name: megatron, options: {tp: 2, sequence_parallel: true}}]",
+              (dir / "s.yaml").string());
+  EXPECT_NE(m.find("strategies[0].options"), std::string::npos) << m;
+  EXPECT_NE(m.find("gives no activations with it"), std::string::npos) << m;
+  fs::remove_all(dir);
+}
+
 // Two layers of forward 1 ms and backward 2 ms, 10 MB of parameters each, 10 MB of activation
-// between them and 20 MB stashed per micro-batch in flight, as `dir`/toy.json.
-void write_toy_workload(const fs::path& dir) {
+// between them and 20 MB stashed per micro-batch in flight, as `dir`/toy.json, measured at
+// tensor-parallel width `tp`.
+void write_toy_workload(const fs::path& dir, int tp) {
   nlohmann::json layer0 = {{"id", 0}, {"fwd_s", 1e-3}, {"bwd_s", 2e-3}, {"parameter_bytes", 10e6},
                            {"stashed_bytes_without_recompute", 20e6}};
   nlohmann::json layer1 = layer0;
@@ -150,8 +193,8 @@ void write_toy_workload(const fs::path& dir) {
       {"time_unit", "s"},
       {"model", "toy"},
       {"variants",
-       {{"1",
-         {{"tensor_parallel_degree", 1},
+       {{std::to_string(tp),
+         {{"tensor_parallel_degree", tp},
           {"layers", {layer0, layer1}},
           {"edges", {{{"src", 0}, {"dst", 1}, {"bytes", 10e6}}}}}}}}};
   std::ofstream(dir / "toy.json") << workload.dump();

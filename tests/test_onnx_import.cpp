@@ -333,8 +333,12 @@ TEST(OnnxImport, BadFilesAreInputErrors) {
 }
 
 TEST(OnnxImport, ScenarioGraphSourceParsesAndResolvesItsPath) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("placesim-onnx-source-{}", getpid());
+  fs::create_directories(dir);
+  std::ofstream(dir / "model.onnx") << "";  // the path is checked when read; the model when loaded
+  const std::string scenario = (dir / "s.yaml").string();
   const YAML::Node node = YAML::Load("{onnx: model.onnx, batch: 16, gpu: v100, unsupported: forward-only}");
-  const GraphSource g = graph_source_from_yaml(node, "s.yaml", "graph");
+  const GraphSource g = graph_source_from_yaml(node, scenario, "graph");
   ASSERT_TRUE(g.onnx);
   EXPECT_EQ(g.onnx->onnx, "model.onnx");
   EXPECT_EQ(g.onnx->batch, 16);
@@ -343,8 +347,11 @@ TEST(OnnxImport, ScenarioGraphSourceParsesAndResolvesItsPath) {
   EXPECT_INPUT_ERROR(graph_source_from_yaml(YAML::Load("{onnx: m.onnx, batchh: 3}"), "s.yaml", "graph"), "batchh", "batch");
   EXPECT_INPUT_ERROR(graph_source_from_yaml(YAML::Load("{onnx: m.onnx, unsupported: skip}"), "s.yaml", "graph"),
                      "unsupported", "forward-only");
+  EXPECT_INPUT_ERROR(graph_source_from_yaml(YAML::Load("{onnx: absent.onnx}"), scenario, "graph"), "graph.onnx",
+                     "absent.onnx' does not exist");
   std::vector<std::string> warnings;
   EXPECT_INPUT_ERROR(load_graph_source(g, "/nowhere/s.yaml", warnings), "graph.onnx", "does not exist");
+  fs::remove_all(dir);
 }
 
 }  // namespace

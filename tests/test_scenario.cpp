@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "scenarios/scenario.h"
+#include "scenarios/sweep.h"
 #include "sim/errors.h"
 #include "tests/test_util.h"
 
@@ -84,6 +85,42 @@ TEST(Scenario, MalformedYamlGivesLineAndColumn) {
   std::ofstream(dir / "broken.yaml") << "graph: {builtin: fig3.1\ncluster: [\n";
   EXPECT_INPUT_ERROR(load_scenario((dir / "broken.yaml").string()), "", "broken.yaml", "line", "malformed YAML");
   EXPECT_THROW(load_scenario((dir / "missing.yaml").string()), InputError);
+  fs::remove_all(dir);
+}
+
+// A path that names nothing is a bad input when the scenario is read (exit 2, the field named), not
+// a point that fails when it runs; relative paths are the scenario's folder's.
+TEST(Scenario, MissingInputPathsAreRefusedWhenRead) {
+  const fs::path dir = temp_dir("missing-inputs");
+  const std::string scenario = (dir / "s.yaml").string();
+  std::ofstream(dir / "there.json") << "{}";
+  auto refused = [&](const std::string& source) {
+    return testutil::input_error_message([&] { parse_scenario(YAML::Load(source + kCluster + "strategies: [round-robin]\n"), scenario); });
+  };
+  std::string m = refused("graph: {file: nothere.json}\n");
+  EXPECT_NE(m.find("graph.file"), std::string::npos) << m;
+  EXPECT_NE(m.find((dir / "nothere.json").string() + "' does not exist; expected a graph file"), std::string::npos) << m;
+  m = refused("graph: {chakra: nodir}\n");
+  EXPECT_NE(m.find("graph.chakra"), std::string::npos) << m;
+  EXPECT_NE(m.find("directory of Chakra traces"), std::string::npos) << m;
+  m = refused("graph: {chakra: there.json}\n");  // a file where a directory belongs
+  EXPECT_NE(m.find("there.json' is not a directory of Chakra traces"), std::string::npos) << m;
+  m = refused("graph: {onnx: model.onnx}\n");
+  EXPECT_NE(m.find("graph.onnx"), std::string::npos) << m;
+  EXPECT_NE(m.find("export_onnx.py"), std::string::npos) << m;
+  m = refused("workload: {file: layers.json}\n");
+  EXPECT_NE(m.find("workload.file"), std::string::npos) << m;
+  m = refused("graph: {file: .}\n");  // a directory where a file belongs
+  EXPECT_NE(m.find("is not a graph file"), std::string::npos) << m;
+  // A sweep over graphs names the value at fault.
+  m = testutil::input_error_message([&] {
+    plan_sweep(YAML::Load(std::string("graph: {file: there.json}\n") + kCluster +
+                          "strategies: [round-robin]\nsweep: {graph: [{file: there.json}, {file: gone.json}]}\n"),
+               scenario);
+  });
+  EXPECT_NE(m.find("sweep.graph"), std::string::npos) << m;
+  EXPECT_NE(m.find("gone.json' does not exist"), std::string::npos) << m;
+  EXPECT_NO_THROW(parse_scenario(YAML::Load(std::string("graph: {file: there.json}\n") + kCluster + "strategies: [round-robin]\n"), scenario));
   fs::remove_all(dir);
 }
 

@@ -25,8 +25,10 @@ std::vector<int> megatron_stages(const LayerModel& model, int pp) {
   return starts;
 }
 
-PlanResult Megatron::plan_impl(const LayerWorkload& workload, const Cluster& cluster, const Deadline&) {
-  const MegatronConfig& c = config_;
+namespace {
+
+// The plan the options write; throws std::invalid_argument when it cannot run, saying why.
+PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload, const Cluster& cluster) {
   const LayerModel* found = nullptr;
   try {
     found = &workload.at(c.tp, workload.source, "tp");
@@ -79,6 +81,21 @@ PlanResult Megatron::plan_impl(const LayerWorkload& workload, const Cluster& clu
   if (const std::string why = plan_problem(model, plan, cluster); !why.empty())
     throw std::invalid_argument("megatron: " + why);
   return r;
+}
+
+}  // namespace
+
+PlanResult Megatron::plan_impl(const LayerWorkload& workload, const Cluster& cluster, const Deadline&) {
+  return megatron_plan(config_, workload, cluster);
+}
+
+std::string Megatron::options_problem(const LayerWorkload& workload, const Cluster& cluster) const {
+  try {
+    megatron_plan(config_, workload, cluster);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
 }
 
 OptionSchema<MegatronConfig> megatron_schema() {

@@ -41,6 +41,8 @@ class Megatron : public Planner {
  public:
   explicit Megatron(MegatronConfig config = {}) : Planner("megatron"), config_(config) {}
   const MegatronConfig& config() const { return config_; }
+  // The plan is the options' own, so its every problem shows without planning.
+  std::string options_problem(const LayerWorkload& workload, const Cluster& cluster) const override;
 
  private:
   // report: stage_layers (layers per stage), gpus_used, gpus_idle.

@@ -142,6 +142,7 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
     LayerModel m;
     m.name = sh.name;
     m.tensor_parallel = t;
+    m.sequence = static_cast<int>(s);
     auto time_of = [&](double forward_flops, Layer& layer, bool recomputed) {
       layer.forward_s = forward_flops / t / achieved;
       layer.backward_s = (recomputed ? 3 : 2) * layer.forward_s;  // recomputation runs the forward again
