@@ -1,6 +1,7 @@
 #include "scenarios/sweep.h"
 
 #include <algorithm>
+#include <limits>
 #include <cctype>
 #include <charconv>
 #include <cstdint>
@@ -409,12 +410,19 @@ SweepCount count_blocks(std::span<const SweepBlock> blocks, const YAML::Node& ba
                         std::size_t seeds, int repetitions, std::size_t max_points) {
   if (blocks.size() == 1) return count_block(blocks.front(), base, file, seeds, repetitions, max_points);
   SweepCount total;
+  std::size_t fewest = std::numeric_limits<std::size_t>::max(), most = 0;
   for (const SweepBlock& block : blocks) {
     const SweepCount c = count_block(block, base, file, seeds, repetitions, max_points);
     total.points = saturating_add(total.points, c.points);
     total.exact = total.exact && c.exact;
     total.breakdown += fmt::format("{}{}: {}", total.breakdown.empty() ? "" : "; ", block.name, c.breakdown);
+    fewest = std::min(fewest, c.points);
+    most = std::max(most, c.points);
   }
+  // Many blocks (a reproduction's one block per case) make a line nobody reads: say their number.
+  if (blocks.size() > 4)
+    total.breakdown = fmt::format("{} sweep blocks of {} points each", blocks.size(),
+                                  fewest == most ? fmt::format("{}", most) : fmt::format("{} to {}", fewest, most));
   return total;
 }
 

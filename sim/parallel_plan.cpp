@@ -58,6 +58,20 @@ std::vector<int> balanced_stages(const LayerModel& model, int pp) {
   return starts;
 }
 
+CollectiveAlgorithm zero_collective_algorithm(CollectiveAlgorithm gradient_algorithm) {
+  switch (gradient_algorithm) {
+    case CollectiveAlgorithm::Ring:
+    case CollectiveAlgorithm::HalvingDoubling:
+    case CollectiveAlgorithm::Direct:
+      return gradient_algorithm;
+    case CollectiveAlgorithm::Tree:
+    case CollectiveAlgorithm::Hierarchical:
+    case CollectiveAlgorithm::MultiLevel:
+      break;
+  }
+  return CollectiveAlgorithm::Ring;
+}
+
 std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
   const int L = static_cast<int>(model.layers.size());
   if (plan.tp < 1 || plan.pp < 1 || plan.dp < 1 || plan.micro_batches < 1)
@@ -151,15 +165,11 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
                              cluster.device(a).name, p, cluster.device(gpu_of(d, next, t)).name, next);
       }
   if (plan.dp > 1) {
-    if (plan.gradient_algorithm == CollectiveAlgorithm::Tree || plan.gradient_algorithm == CollectiveAlgorithm::Hierarchical ||
-        plan.gradient_algorithm == CollectiveAlgorithm::MultiLevel)
-      if (plan.zero > 0)
-        return "ZeRO reduce-scatters and all-gathers: the gradient algorithm must be ring, halving-doubling or direct";
     // Every replica group's gradient reduction must be one the cluster can run (halving-doubling
     // on a power of two, hierarchical on equal shares of servers).
     CollectiveSpec s;
     s.op = plan.zero == 0 ? CollectiveOp::AllReduce : CollectiveOp::ReduceScatter;
-    s.algorithm = plan.gradient_algorithm;
+    s.algorithm = plan.zero == 0 ? plan.gradient_algorithm : zero_collective_algorithm(plan.gradient_algorithm);
     s.bytes = 1;
     const int expert_replicas = plan.dp / plan.ep;
     for (int p = 0; p < plan.pp; ++p)
@@ -557,7 +567,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
         auto spec_of = [&](int k, CollectiveOp op) {
           CollectiveSpec s;
           s.op = op;
-          s.algorithm = plan.gradient_algorithm;
+          s.algorithm = op == CollectiveOp::AllReduce ? plan.gradient_algorithm : zero_collective_algorithm(plan.gradient_algorithm);
           for (int d : replicas) s.group.push_back(out.gpus[gpu_index(d, p, t)]);
           s.bytes = bytes(first + k);
           return s;

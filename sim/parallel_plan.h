@@ -84,7 +84,9 @@ struct ParallelPlan {
   // (tensor-parallel groups on consecutive GPUs, so inside a server, then stages, then replicas;
   // Megatron-LM's own default puts the replicas before the stages: placement/megatron).
   std::vector<DeviceId> gpus;
-  CollectiveAlgorithm gradient_algorithm = CollectiveAlgorithm::Ring;  // for the reductions across replicas
+  // For the reductions across replicas: the all-reduces, and ZeRO's reduce-scatters and
+  // all-gathers when the algorithm has them (zero_collective_algorithm).
+  CollectiveAlgorithm gradient_algorithm = CollectiveAlgorithm::Ring;
   // Megatron's scatter-gather between stages (tp > 1): each tensor rank sends 1/tp of the
   // activation (or its gradient) and the receiving stage all-gathers it over its tensor-parallel
   // group (NVLink, when the group is inside a server); false: each rank sends all of it.
@@ -96,6 +98,12 @@ struct ParallelPlan {
   // with no all-gather (the next layer's own all-gather does it).
   bool sequence_parallel = false;
 };
+
+// The algorithm of ZeRO's reduce-scatters and all-gathers under a plan's gradient_algorithm: that
+// algorithm when it has them (ring, halving-doubling, direct), else ring, as NCCL runs
+// reduce-scatter and all-gather by ring whichever algorithm its all-reduces take (tree,
+// hierarchical, multi-level).
+CollectiveAlgorithm zero_collective_algorithm(CollectiveAlgorithm gradient_algorithm);
 
 struct GpuMemory {
   double parameters = 0, gradients = 0, optimizer_states = 0, activations = 0;

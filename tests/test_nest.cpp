@@ -278,4 +278,29 @@ TEST(Nest, AlgorithmsAGroupCannotRunAreSkipped) {
   EXPECT_NE(found.plan.dp, 5);
 }
 
+// Tree all-reduces with ZeRO: the reduce-scatters and all-gathers are NCCL's rings
+// (zero_collective_algorithm), in the estimate as in the compiled plan, so the plans the search
+// returns with ZeRO run. Memory tight enough that some chosen plans shard.
+TEST(Nest, TreeReductionsWithZeroArePricedAndRunAsRings) {
+  const Cluster cluster = two_servers(1.5e9);
+  const NestNetwork network = NestNetwork::aware(cluster);
+  const std::vector<DeviceId> group = {0, 1, 4, 5};
+  for (int zero = 1; zero <= 3; ++zero)
+    EXPECT_DOUBLE_EQ(network.reduction(group, 1e8, CollectiveAlgorithm::Tree, zero),
+                     network.reduction(group, 1e8, CollectiveAlgorithm::Ring, zero));
+  EXPECT_NE(network.reduction(group, 1e8, CollectiveAlgorithm::Tree, 0), network.reduction(group, 1e8, CollectiveAlgorithm::Ring, 0));
+  std::mt19937 rng(2024);
+  int sharded = 0;
+  for (int trial = 0; trial < 8; ++trial) {
+    const LayerWorkload w = random_workload(rng, 6);
+    auto planner = make_planner("nest", YAML::Load("{micro_batches: 8, gradient_algorithm: tree}"), "t.yaml", "strategies[0]");
+    try {
+      const PlanResult r = planner->plan(w, cluster);  // throws std::runtime_error on a plan that cannot run
+      if (r.plan.zero > 0 && r.plan.dp > 1) ++sharded;
+    } catch (const InfeasibleProblem&) {
+    }
+  }
+  EXPECT_GT(sharded, 0);
+}
+
 }  // namespace

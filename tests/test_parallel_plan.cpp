@@ -319,6 +319,42 @@ TEST(ParallelPlan, ZeroStagesChangeMemoryAndTrafficAsStated) {
   }
 }
 
+// NCCL runs reduce-scatter and all-gather by ring whichever algorithm its all-reduces take: with
+// ZeRO a plan whose gradient algorithm has no reduce-scatter (tree, hierarchical, multi-level)
+// compiles its reduce-scatters and all-gathers by ring, message for message the ring plan's;
+// without ZeRO the all-reduce is the tree's own.
+TEST(ParallelPlan, ZeroTakesRingWhereTheGradientAlgorithmHasNoReduceScatter) {
+  const LayerModel model = uniform_model(1, 1 * ms, 1 * ms, 0, 1e9);
+  const Cluster cluster = testutil::dedicated_mesh(4, kBw, 0.0, 100e9);
+  EXPECT_EQ(zero_collective_algorithm(CollectiveAlgorithm::Tree), CollectiveAlgorithm::Ring);
+  EXPECT_EQ(zero_collective_algorithm(CollectiveAlgorithm::Hierarchical), CollectiveAlgorithm::Ring);
+  EXPECT_EQ(zero_collective_algorithm(CollectiveAlgorithm::MultiLevel), CollectiveAlgorithm::Ring);
+  EXPECT_EQ(zero_collective_algorithm(CollectiveAlgorithm::HalvingDoubling), CollectiveAlgorithm::HalvingDoubling);
+  EXPECT_EQ(zero_collective_algorithm(CollectiveAlgorithm::Direct), CollectiveAlgorithm::Direct);
+  auto transfers = [](const CompiledPlan& c) {
+    std::vector<std::pair<DeviceId, DeviceId>> pairs;
+    for (const Tensor& t : c.graph.graph.tensors())
+      if (c.graph.placement[t.src] != c.graph.placement[t.dst]) pairs.emplace_back(c.graph.placement[t.src], c.graph.placement[t.dst]);
+    std::sort(pairs.begin(), pairs.end());
+    return pairs;
+  };
+  for (int zero = 0; zero <= 3; ++zero) {
+    SCOPED_TRACE(fmt::format("zero {}", zero));
+    ParallelPlan ring, tree;
+    ring.dp = tree.dp = 4;
+    ring.zero = tree.zero = zero;
+    tree.gradient_algorithm = CollectiveAlgorithm::Tree;
+    EXPECT_EQ(plan_problem(model, tree, cluster), "");
+    const CompiledPlan r = compile_plan(model, ring, cluster), t = compile_plan(model, tree, cluster);
+    if (zero > 0) {
+      EXPECT_EQ(transfers(t), transfers(r));
+      EXPECT_DOUBLE_EQ(run(t, cluster).evaluator, run(r, cluster).evaluator);
+    } else {
+      EXPECT_NE(transfers(t), transfers(r));
+    }
+  }
+}
+
 TEST(ParallelPlan, ScatterGatherSendsATensorRanksShareAcrossStages) {
   // tp 2, pp 2, one layer per stage (f 1 ms, b 2 ms), 20 MB of activation, a link per GPU pair
   // at 10 GB/s. Scatter-gather: each rank sends 10 MB (1 ms), then the two ranks of the next

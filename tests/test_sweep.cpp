@@ -303,6 +303,13 @@ TEST(SweepPlan, AListOfBlocksRunsEachCrossProductInTurn) {
   EXPECT_EQ(counted->breakdown,
             "sweep[0]: 2 values of graph x 2 values of cluster.gpus x 1 point each (1 strategy); "
             "sweep[1]: 1 value of graph x 1 value of cluster.gpus x 1 point each (1 strategy)");
+
+  // Five blocks (a reproduction's one per case) are counted, not listed.
+  std::string blocks = std::string(kBase) + "sweep:\n";
+  for (int gpus = 2; gpus <= 6; ++gpus)
+    blocks += fmt::format("  - cluster.gpus: [{}]\n    strategy: [{}]\n", gpus, gpus == 6 ? "metis, round-robin" : "metis");
+  EXPECT_EQ(plan_sweep(YAML::Load(blocks), "s.yaml", options).points.size(), 6u);
+  EXPECT_EQ(counted->breakdown, "5 sweep blocks of 1 to 2 points each");
 }
 
 TEST(SweepPlan, AValueRepeatedAsAYamlAliasKeepsItsLabel) {

@@ -68,6 +68,7 @@ double NestNetwork::send(DeviceId a, DeviceId b, double bytes) const {
 double NestNetwork::reduction(std::span<const DeviceId> group, double bytes, CollectiveAlgorithm algorithm,
                               int zero) const {
   if (group.size() < 2 || bytes <= 0) return 0;
+  if (zero > 0) algorithm = zero_collective_algorithm(algorithm);  // what the plan compiles into
   double all_reduce = 0;
   if (flat) {
     all_reduce = uniform_collective_time(CollectiveOp::AllReduce, algorithm, static_cast<int>(group.size()), bytes,
