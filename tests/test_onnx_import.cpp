@@ -53,7 +53,7 @@ std::string exported(const std::string& name, const std::string& arguments) {
   const int code = testutil::run_command(fmt::format("{} {}/tools/export_onnx.py {} -o {}", *torch_python(),
                                                     PLACESIM_TEST_SOURCE_DIR, arguments, partial.string()),
                                         out);
-  EXPECT_EQ(code, 0) << out;
+  if (code != 0) throw std::runtime_error("tools/export_onnx.py " + arguments + " failed:\n" + out);
   fs::rename(partial, file);
   return file.string();
 }
@@ -92,6 +92,18 @@ class TinyViT(nn.Module):
         x = self.patch(x).reshape(n, 32, -1).permute(0, 2, 1)
         x = torch.cat([self.class_token.expand(n, -1, -1), x], dim=1) + self.pos
         return self.head(self.encoder(x)[:, 0])
+
+class HalfInTheMiddle(nn.Module):
+    """fp32 linear layers around a square taken in fp16 (CPU PyTorch has no fp16 ReLU): the
+    activations between the casts, and their gradients, are 2 bytes an element."""
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 10)
+
+    def forward(self, x):
+        h = self.fc1(x).half()
+        return self.fc2((h * h).float())
 
 class WithCumsum(nn.Module):
     """A parameter's path through CumSum, which has no gradient rule in placesim."""
@@ -204,6 +216,26 @@ TEST(OnnxImport, SmallModuleMatchesItsClosedForm) {
     if (v.name.find("running") != std::string::npos) {
       EXPECT_FALSE(v.trainable) << v.name;
     }
+}
+
+// A gradient keeps the precision of what it is the gradient of: the fp16 square's input gradients
+// are fp16 (4 x 32 x 2 bytes), the fp32 layers' are fp32.
+TEST(OnnxImport, GradientsKeepTheirTensorsPrecision) {
+  SKIP_WITHOUT_TORCH();
+  const OnnxImport m = import_file(exported("half", small_module_file() + ":HalfInTheMiddle --input-shape 16 --batch 4"));
+  int square_gradients = 0, fp32_gradients = 0;
+  for (const auto& op : m.recorded.ops()) {
+    if (op.phase != Phase::Backward || op.outputs.empty()) continue;
+    const auto& out = m.recorded.tensor(op.outputs[0]);
+    if (op.type == "Mul") {
+      ++square_gradients;
+      EXPECT_EQ(out.dtype, models::DType::F16) << op.name;
+      EXPECT_DOUBLE_EQ(out.bytes, 4 * 32 * 2) << op.name;
+    }
+    if (op.name.find("Gemm") != std::string::npos && out.dtype == models::DType::F32) ++fp32_gradients;
+  }
+  EXPECT_EQ(square_gradients, 2);  // one per factor
+  EXPECT_GT(fp32_gradients, 0);
 }
 
 TEST(OnnxImport, BatchOverridesTheExportedOne) {

@@ -312,8 +312,8 @@ void ModelBuilder::optimizer_step() {
   scope_ = opt;
   std::vector<TensorSpec> specs;
   for (Tid g : grads) {
-    emit1("Identity", "Identity", {g}, {tensors_[g].shape, DType::F32}, 0);
-    specs.push_back({tensors_[g].shape, DType::F32});
+    emit1("Identity", "Identity", {g}, {tensors_[g].shape, tensors_[g].dtype}, 0);
+    specs.push_back({tensors_[g].shape, tensors_[g].dtype});
   }
   const std::int32_t identity_n = emit("IdentityN", "IdentityN", grads, specs, 0);
   const Pid lr = variable("learning_rate", {}, false);
@@ -377,12 +377,13 @@ Tid ModelBuilder::unbroadcast(Tid grad, Shape target) {
   const Shape have = tensors_[grad].shape;
   if (have == target) return grad;
   const double n = static_cast<double>(num_elements(have));
-  if (fused()) return emit1("ReduceSum", "ReduceSum", {grad}, {target, DType::F32}, n);
+  const DType dtype = tensors_[grad].dtype;  // a gradient keeps its precision
+  if (fused()) return emit1("ReduceSum", "ReduceSum", {grad}, {target, dtype}, n);
   constant("Shape", {static_cast<std::int64_t>(have.size())});
   const Tid shape1 = constant("Shape_1", {static_cast<std::int64_t>(target.size())});
   const Tid axes = constant("Sum/reduction_indices", {static_cast<std::int64_t>(have.size())});
-  const Tid sum = emit1("Sum", "Sum", {grad, axes}, {{num_elements(target)}, DType::F32}, n);
-  return emit1("Reshape", "Reshape", {shape1, sum}, {target, DType::F32}, 0);
+  const Tid sum = emit1("Sum", "Sum", {grad, axes}, {{num_elements(target)}, dtype}, n);
+  return emit1("Reshape", "Reshape", {shape1, sum}, {target, dtype}, 0);
 }
 
 // grad_mode: 0 add, 1 sub, 2 mul, 3 div (a only)

@@ -429,7 +429,7 @@ class Importer {
     ModelBuilder& b = b_;
     auto grad_like = [](ModelBuilder& m, std::string_view leaf, std::string_view type, std::vector<Tid> inputs, Tid like,
                         double flops) {
-      return m.emit1(leaf, type, std::move(inputs), {m.tensor(like).shape, DType::F32}, flops);
+      return m.emit1(leaf, type, std::move(inputs), {m.tensor(like).shape, m.tensor(like).dtype}, flops);
     };
 
     if (const UnaryOp* u = find_unary(type)) {
@@ -448,7 +448,7 @@ class Importer {
       b.set_no_kernel(op);
       const Tid x = slot[0];
       b.differentiable(op, [x](ModelBuilder& m, std::span<const Tid> dy) {
-        if (dy[0] != kNoTensor) m.add_grad(x, m.emit1("Reshape", "Reshape", {dy[0]}, {m.tensor(x).shape, DType::F32}, 0));
+        if (dy[0] != kNoTensor) m.add_grad(x, m.emit1("Reshape", "Reshape", {dy[0]}, {m.tensor(x).shape, m.tensor(x).dtype}, 0));
       });
       return op;
     }
@@ -465,15 +465,15 @@ class Importer {
           const Tid other = xs.size() == 2 ? xs[1 - i] : kNoTensor;
           const Shape sy = m.tensor(g).shape;
           Tid full = g;  // the gradient at the output's shape
-          if (type == "Sub" && i == 1) full = m.emit1("Neg", "Neg", {g}, {sy, DType::F32}, n);
-          else if (type == "Mul") full = m.emit1(i == 0 ? "Mul" : "Mul_1", "Mul", {g, other}, {sy, DType::F32}, n);
-          else if (type == "Div") full = i == 0 ? m.emit1("Div", "Div", {g, other}, {sy, DType::F32}, n)
-                                                : m.emit1("DivGrad", "DivGrad", {g, xs[0], xs[1]}, {sy, DType::F32}, 3 * n);
-          else if (type == "Pow") full = i == 0 ? m.emit1("PowGrad", "PowGrad", {g, xs[0], xs[1]}, {sy, DType::F32}, 3 * n)
-                                                : m.emit1("PowGradExponent", "PowGradExponent", {g, xs[0], y}, {sy, DType::F32}, 3 * n);
+          if (type == "Sub" && i == 1) full = m.emit1("Neg", "Neg", {g}, {sy, m.tensor(g).dtype}, n);
+          else if (type == "Mul") full = m.emit1(i == 0 ? "Mul" : "Mul_1", "Mul", {g, other}, {sy, m.tensor(g).dtype}, n);
+          else if (type == "Div") full = i == 0 ? m.emit1("Div", "Div", {g, other}, {sy, m.tensor(g).dtype}, n)
+                                                : m.emit1("DivGrad", "DivGrad", {g, xs[0], xs[1]}, {sy, m.tensor(g).dtype}, 3 * n);
+          else if (type == "Pow") full = i == 0 ? m.emit1("PowGrad", "PowGrad", {g, xs[0], xs[1]}, {sy, m.tensor(g).dtype}, 3 * n)
+                                                : m.emit1("PowGradExponent", "PowGradExponent", {g, xs[0], y}, {sy, m.tensor(g).dtype}, 3 * n);
           else if (type == "Max" || type == "Min")
-            full = m.emit1(type + "Grad", type + "Grad", {g, x, y}, {sy, DType::F32}, n);
-          else if (type == "Mean") full = m.emit1("MeanGrad", "Mul", {g}, {sy, DType::F32}, n);
+            full = m.emit1(type + "Grad", type + "Grad", {g, x, y}, {sy, m.tensor(g).dtype}, n);
+          else if (type == "Mean") full = m.emit1("MeanGrad", "Mul", {g}, {sy, m.tensor(g).dtype}, n);
           m.add_grad(x, m.unbroadcast(full, m.tensor(x).shape));
         }
       });
@@ -501,8 +501,8 @@ class Importer {
         if (dy[0] == kNoTensor) return;
         std::vector<Tid> reads{dy[0], x, scale};
         reads.insert(reads.end(), saved.begin(), saved.end());
-        std::vector<TensorSpec> specs{{m.tensor(x).shape, DType::F32}, {m.tensor(scale).shape, DType::F32}};
-        if (bias != kNoTensor) specs.push_back({m.tensor(bias).shape, DType::F32});
+        std::vector<TensorSpec> specs{{m.tensor(x).shape, m.tensor(x).dtype}, {m.tensor(scale).shape, m.tensor(scale).dtype}};
+        if (bias != kNoTensor) specs.push_back({m.tensor(bias).shape, m.tensor(bias).dtype});
         const std::int32_t g = m.emit(type + "Grad", type + "Grad", reads, specs, 10 * nx);
         m.add_grad(x, m.out(g, 0));
         m.add_grad(scale, m.out(g, 1));
@@ -527,11 +527,11 @@ class Importer {
       b.differentiable(op, [x, wt, bias, flops, macs, n](ModelBuilder& m, std::span<const Tid> dy) {
         if (dy[0] == kNoTensor) return;
         if (m.requires_grad(x))
-          m.add_grad(x, m.emit1("ConvBackpropInput", "ConvBackpropInput", {wt, dy[0]}, {m.tensor(x).shape, DType::F32}, flops, macs));
+          m.add_grad(x, m.emit1("ConvBackpropInput", "ConvBackpropInput", {wt, dy[0]}, {m.tensor(x).shape, m.tensor(x).dtype}, flops, macs));
         if (m.requires_grad(wt))
-          m.add_grad(wt, m.emit1("ConvBackpropFilter", "ConvBackpropFilter", {x, dy[0]}, {m.tensor(wt).shape, DType::F32}, flops, macs));
+          m.add_grad(wt, m.emit1("ConvBackpropFilter", "ConvBackpropFilter", {x, dy[0]}, {m.tensor(wt).shape, m.tensor(wt).dtype}, flops, macs));
         if (bias != kNoTensor && m.requires_grad(bias))
-          m.add_grad(bias, m.emit1("ConvBackpropBias", "ConvBackpropBias", {dy[0]}, {m.tensor(bias).shape, DType::F32}, n));
+          m.add_grad(bias, m.emit1("ConvBackpropBias", "ConvBackpropBias", {dy[0]}, {m.tensor(bias).shape, m.tensor(bias).dtype}, n));
       });
       return op;
     }
@@ -547,9 +547,9 @@ class Importer {
       b.differentiable(op, [x, w, c, macs, type](ModelBuilder& m, std::span<const Tid> dy) {
         if (dy[0] == kNoTensor) return;
         if (m.requires_grad(x))
-          m.add_grad(x, m.emit1(type + "_dA", type, {dy[0], w}, {m.tensor(x).shape, DType::F32}, 2 * macs, macs));
+          m.add_grad(x, m.emit1(type + "_dA", type, {dy[0], w}, {m.tensor(x).shape, m.tensor(x).dtype}, 2 * macs, macs));
         if (m.requires_grad(w))
-          m.add_grad(w, m.emit1(type + "_dB", type, {x, dy[0]}, {m.tensor(w).shape, DType::F32}, 2 * macs, macs));
+          m.add_grad(w, m.emit1(type + "_dB", type, {x, dy[0]}, {m.tensor(w).shape, m.tensor(w).dtype}, 2 * macs, macs));
         if (c != kNoTensor && m.requires_grad(c)) m.add_grad(c, m.unbroadcast(dy[0], m.tensor(c).shape));
       });
       return op;
@@ -614,7 +614,7 @@ class Importer {
         const Shape sy = m.tensor(dy[0]).shape;
         for (Tid x : {a, c})
           if (m.requires_grad(x))
-            m.add_grad(x, m.unbroadcast(m.emit1("WhereGrad", "Where", {cond, dy[0]}, {sy, DType::F32}, n), m.tensor(x).shape));
+            m.add_grad(x, m.unbroadcast(m.emit1("WhereGrad", "Where", {cond, dy[0]}, {sy, m.tensor(dy[0]).dtype}, n), m.tensor(x).shape));
       });
       return op;
     }
@@ -624,7 +624,7 @@ class Importer {
       b.differentiable(op, [x, slope, n](ModelBuilder& m, std::span<const Tid> dy) {
         if (dy[0] == kNoTensor) return;
         const Shape sy = m.tensor(dy[0]).shape;
-        const std::int32_t g = m.emit("PReluGrad", "PReluGrad", {dy[0], x, slope}, {{m.tensor(x).shape, DType::F32}, {sy, DType::F32}}, 3 * n);
+        const std::int32_t g = m.emit("PReluGrad", "PReluGrad", {dy[0], x, slope}, {{m.tensor(x).shape, m.tensor(x).dtype}, {sy, m.tensor(dy[0]).dtype}}, 3 * n);
         m.add_grad(x, m.out(g, 0));
         if (m.requires_grad(slope)) m.add_grad(slope, m.unbroadcast(m.out(g, 1), m.tensor(slope).shape));
       });
@@ -639,7 +639,7 @@ class Importer {
       b.differentiable(op, [table, ids](ModelBuilder& m, std::span<const Tid> dy) {
         if (dy[0] == kNoTensor) return;
         // Densified as PyTorch's dense embedding backward: the whole table is written.
-        m.add_grad(table, m.emit1("GatherGrad", "ScatterAdd", {dy[0], ids}, {m.tensor(table).shape, DType::F32},
+        m.add_grad(table, m.emit1("GatherGrad", "ScatterAdd", {dy[0], ids}, {m.tensor(table).shape, m.tensor(table).dtype},
                                   elements(m.tensor(dy[0]).shape)));
       });
       return op;
@@ -649,7 +649,7 @@ class Importer {
       b.differentiable(op, [parts](ModelBuilder& m, std::span<const Tid> dy) {
         if (dy[0] == kNoTensor) return;
         for (Tid p : parts)
-          if (m.requires_grad(p)) m.add_grad(p, m.emit1("Slice", "Slice", {dy[0]}, {m.tensor(p).shape, DType::F32}, 0));
+          if (m.requires_grad(p)) m.add_grad(p, m.emit1("Slice", "Slice", {dy[0]}, {m.tensor(p).shape, m.tensor(p).dtype}, 0));
       });
       return op;
     }
@@ -661,8 +661,8 @@ class Importer {
         std::vector<Tid> parts;
         for (std::size_t k = 0; k < dy.size(); ++k)
           parts.push_back(dy[k] != kNoTensor ? dy[k]
-                                             : m.emit1("ZerosLike", "ZerosLike", {ys[k]}, {m.tensor(ys[k]).shape, DType::F32}, 0));
-        m.add_grad(x, m.emit1("Concat", "Concat", parts, {m.tensor(x).shape, DType::F32}, 0));
+                                             : m.emit1("ZerosLike", "ZerosLike", {ys[k]}, {m.tensor(ys[k]).shape, m.tensor(ys[k]).dtype}, 0));
+        m.add_grad(x, m.emit1("Concat", "Concat", parts, {m.tensor(x).shape, m.tensor(x).dtype}, 0));
       });
       return op;
     }
@@ -673,7 +673,7 @@ class Importer {
     b.differentiable(op, [x, type, sums](ModelBuilder& m, std::span<const Tid> dy) {
       if (dy[0] == kNoTensor) return;
       const double work = sums ? elements(m.tensor(dy[0]).shape) : 0;
-      m.add_grad(x, m.emit1(type + "Grad", type == "Transpose" ? "Transpose" : type + "Grad", {dy[0]}, {m.tensor(x).shape, DType::F32}, work));
+      m.add_grad(x, m.emit1(type + "Grad", type == "Transpose" ? "Transpose" : type + "Grad", {dy[0]}, {m.tensor(x).shape, m.tensor(x).dtype}, work));
     });
     return op;
   }
