@@ -105,6 +105,18 @@ class HalfInTheMiddle(nn.Module):
         h = self.fc1(x).half()
         return self.fc2((h * h).float())
 
+class BufferAndScalar(nn.Module):
+    """A buffer of 32 added to an activation (state, not trained) and a scalar nn.Parameter that
+    scales it (trained): what the file's metadata tells placesim and a guess would get wrong."""
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 32)
+        self.register_buffer("offset", torch.ones(32))
+        self.scale = nn.Parameter(torch.tensor(2.0))
+
+    def forward(self, x):
+        return (self.fc(x) + self.offset) * self.scale
+
 class WithCumsum(nn.Module):
     """A parameter's path through CumSum, which has no gradient rule in placesim."""
     def __init__(self):
@@ -236,6 +248,28 @@ TEST(OnnxImport, GradientsKeepTheirTensorsPrecision) {
   }
   EXPECT_EQ(square_gradients, 2);  // one per factor
   EXPECT_GT(fp32_gradients, 0);
+}
+
+// The exporter's metadata names the trainable parameters: the linear layer's 16 x 32 + 32 and the
+// scalar, 545; the buffer is state. The same file without the metadata (cut off where the
+// exporter appended it) falls back on the guess: the buffer trained, the scalar a constant, 544.
+TEST(OnnxImport, TheExportersMetadataNamesTheTrainableParameters) {
+  SKIP_WITHOUT_TORCH();
+  const std::string file = exported("buffer_and_scalar", small_module_file() + ":BufferAndScalar --input-shape 16 --batch 4");
+  const OnnxImport declared = import_file(file);
+  EXPECT_EQ(declared.recorded.trainable_parameters(), 16 * 32 + 32 + 1);
+  int updates = 0;
+  for (const auto& op : declared.recorded.ops()) updates += op.type == "ApplyAdam";
+  EXPECT_EQ(updates, 3);  // weight, bias, scale
+  std::ifstream in(file, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t metadata = bytes.find("placesim.trainable_parameters");
+  ASSERT_NE(metadata, std::string::npos);
+  const fs::path bare = fs::path(file).parent_path() / fmt::format("bare.{}.onnx", getpid());
+  std::ofstream(bare, std::ios::binary) << bytes.substr(0, metadata - 4);  // field 14's tag and two lengths
+  const OnnxImport guessed = import_file(bare.string());
+  EXPECT_EQ(guessed.recorded.trainable_parameters(), 16 * 32 + 32 + 32);
+  fs::remove(bare);
 }
 
 TEST(OnnxImport, BatchOverridesTheExportedOne) {

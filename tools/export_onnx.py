@@ -11,11 +11,13 @@ arguments. The model is traced in training mode (BatchNormalization and Dropout 
 folding of normalisation into convolutions) at a fixed batch, so every shape in the file is static.
 Needs Debian's python3-torch (and python3-torchvision for torchvision models); no network, no
 pretrained weights. The weights in the file are the model's random initial ones: placesim reads
-only their shapes.
+only their shapes. The file's metadata names the trainable parameters
+(`placesim.trainable_parameters`, a JSON list, and `placesim.trainable_parameter_count`).
 """
 import argparse
 import importlib
 import importlib.util
+import json
 import os
 import sys
 
@@ -79,6 +81,28 @@ def load_model(spec, torch):
     return model, None
 
 
+def varint(n):
+    out = bytearray()
+    while True:
+        low, n = n & 0x7F, n >> 7
+        out.append(low | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def length_delimited(field, payload):
+    return varint(field << 3 | 2) + varint(len(payload)) + payload
+
+
+def append_metadata(path, entries):
+    """Appends ModelProto.metadata_props entries (field 14, StringStringEntryProto {key = 1,
+    value = 2}) to the file: a parser merges a message's concatenated encodings, appending to
+    repeated fields, so this needs no onnx package (Debian has none for this Python)."""
+    with open(path, "ab") as f:
+        for key, value in entries:
+            f.write(length_delimited(14, length_delimited(1, key.encode()) + length_delimited(2, value.encode())))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
@@ -116,7 +140,13 @@ def main():
         torch.onnx.export(model, (example,), args.output, training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False, opset_version=args.opset, input_names=["input"],
                           output_names=["output"])
+    # Which initializers are trainable, which placesim's import would otherwise guess (a
+    # floating-point initializer of more than one element that a gradient reaches): a buffer added
+    # to an activation is not, a scalar nn.Parameter is.
+    trainable = [name for name, p in model.named_parameters() if p.requires_grad]
     parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    append_metadata(args.output, [("placesim.trainable_parameters", json.dumps(trainable)),
+                                  ("placesim.trainable_parameter_count", str(parameters))])
     print(f"wrote {args.output}: {args.model}, input [{', '.join(map(str, [args.batch] + shape))}] {args.input_dtype}, "
           f"{parameters / 1e6:.4g} M trainable parameters, opset {args.opset}")
 

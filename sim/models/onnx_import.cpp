@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -287,7 +288,31 @@ class Importer {
 
   // A parameter is a floating-point initializer with more than one element that some node takes
   // in an input a gradient flows to (BatchNormalization's running statistics are not).
+  //
+  // tools/export_onnx.py says which initializers are trainable (the model's metadata key
+  // placesim.trainable_parameters, from named_parameters()): then a parameter is one it names that
+  // a gradient reaches, whatever its size, and a buffer it does not name is state even where a
+  // gradient would reach it.
   void find_parameters() {
+    for (const auto& entry : model_.metadata_props()) {
+      if (entry.key() != "placesim.trainable_parameters") continue;
+      nlohmann::json names = nlohmann::json::parse(entry.value(), nullptr, false);
+      if (!names.is_array() || !std::all_of(names.begin(), names.end(), [](const auto& n) { return n.is_string(); }))
+        throw InputError(file_, "metadata placesim.trainable_parameters",
+                         "expected a JSON list of initializer names (tools/export_onnx.py writes it)");
+      declared_parameters_.emplace();
+      for (const auto& n : names) declared_parameters_->insert(n.get<std::string>());
+      std::vector<std::string> absent;
+      for (const auto& n : *declared_parameters_)
+        if (!initializer_names_.contains(n)) absent.push_back(n);
+      std::sort(absent.begin(), absent.end());
+      if (!absent.empty())
+        r_.warnings.push_back(fmt::format(
+            "{}: {} of the {} trainable parameters its metadata names are not initializers of the graph (renamed or "
+            "folded by the exporter, or unused), so they get no gradient or update here: {}{}",
+            file_, absent.size(), declared_parameters_->size(),
+            fmt::join(absent.begin(), absent.begin() + std::min<std::size_t>(absent.size(), 3), ", "), absent.size() > 3 ? ", ..." : ""));
+    }
     for (const auto& node : model_.graph().node())
       for (int k = 0; k < node.input_size(); ++k) {
         consumed_.insert(node.input(k));
@@ -300,8 +325,10 @@ class Importer {
     const auto& graph = model_.graph();
     for (const auto& init : graph.initializer()) {
       const TensorSpec& t = types_.at(init.name());
-      if (is_float(t.dtype) && num_elements(t.shape) > 1) {
-        const Pid v = b_.variable(init.name(), t.shape, trained_inputs_.contains(init.name()));
+      const bool declared = declared_parameters_ && declared_parameters_->contains(init.name());
+      if (is_float(t.dtype) && (declared || num_elements(t.shape) > 1)) {
+        const bool trained = trained_inputs_.contains(init.name()) && (!declared_parameters_ || declared);
+        const Pid v = b_.variable(init.name(), t.shape, trained);
         values_[init.name()] = b_.read(v);
       } else {
         values_[init.name()] = b_.emit1(init.name(), "Const", {}, t, 0);
@@ -730,6 +757,7 @@ class Importer {
   std::unordered_set<std::string> initializer_names_;
   std::unordered_map<std::string, TensorSpec> types_;
   std::unordered_set<std::string> trained_inputs_;
+  std::optional<std::unordered_set<std::string>> declared_parameters_;  // the metadata's, when given
   std::unordered_set<std::string> consumed_;  // values some node or the graph's outputs read
   std::unordered_map<std::string, Tid> values_;
   std::vector<const onnx::NodeProto*> forward_only_;
