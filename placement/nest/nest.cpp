@@ -87,6 +87,15 @@ double NestNetwork::reduction(std::span<const DeviceId> group, double bytes, Col
   return zero >= 3 ? 1.5 * all_reduce : all_reduce;
 }
 
+double NestNetwork::all_to_all(std::span<const DeviceId> group, double bytes) const {
+  if (group.size() < 2 || bytes <= 0) return 0;
+  if (flat)
+    return uniform_collective_time(CollectiveOp::AllToAll, CollectiveAlgorithm::Direct, static_cast<int>(group.size()), bytes,
+                                   flat_latency, flat_bandwidth);
+  return collective_closed_form({CollectiveOp::AllToAll, CollectiveAlgorithm::Direct, {group.begin(), group.end()}, bytes},
+                                *cluster);
+}
+
 ParallelPlan nest_plan(int tp, int replicas, int stages, int zero, int expert_parallel, int total_micro_batches,
                        CollectiveAlgorithm gradient_algorithm, GpuOrder order) {
   ParallelPlan plan;
@@ -124,6 +133,15 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
         load += network.reduction(tp_group, layer.tp_allreduce_forward_bytes, CollectiveAlgorithm::Ring, 0) +
                 network.reduction(tp_group, layer.tp_allreduce_backward_bytes, CollectiveAlgorithm::Ring, 0);
       }
+      // Experts the plan spreads (a workload built for ep 1 has the all-to-alls apart, not in its
+      // times): each expert layer's dispatch and combine in both passes, among the replicas of
+      // this one's expert group (on tensor rank 0, as the sends).
+      if (plan.ep > 1 && model.expert_parallel == 1) {
+        std::vector<DeviceId> ep_group;
+        for (int e = 0; e < plan.ep; ++e) ep_group.push_back(gpu(d / plan.ep * plan.ep + e, p, 0));
+        for (int l = starts[p]; l < end_of(p); ++l)
+          load += 4 * network.all_to_all(ep_group, model.layers[l].expert_alltoall_bytes);
+      }
       if (p + 1 < S) load += network.send(gpu(d, p, 0), gpu(d, p + 1, 0), per_rank(plan, model.bytes_into(end_of(p))));
       if (p > 0) load += network.send(gpu(d, p, 0), gpu(d, p - 1, 0), per_rank(plan, model.bytes_into(starts[p])));
       rank_load[static_cast<std::size_t>(d) * plan.pp + p % plan.pp] += load;
@@ -157,15 +175,24 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
       }
     }
   }
-  // NEST charges the first stage's reduction; the slowest of its tensor ranks' groups.
-  double first_parameters = 0;
+  // NEST charges the first stage's reduction; the slowest of its tensor ranks' groups. Experts
+  // the plan spreads are reduced apart, 1/ep of them among the dp/ep replicas holding the same
+  // ones, after the rest (both queue on the same links).
+  const bool spreads_experts = plan.ep > 1 && model.expert_parallel == 1;
+  double first_parameters = 0, first_experts = 0;
   for (int p = 0; p < S; p += plan.pp)  // the first rank's stages
-    for (int l = starts[p]; l < end_of(p); ++l) first_parameters += model.layers[l].parameter_bytes;
+    for (int l = starts[p]; l < end_of(p); ++l) {
+      first_parameters += model.layers[l].parameter_bytes;
+      if (spreads_experts) first_experts += model.layers[l].expert_parameter_bytes;
+    }
   for (int r = 0; r < plan.tp; ++r) {
-    std::vector<DeviceId> group;
+    std::vector<DeviceId> group, experts;
     for (int d = 0; d < plan.dp; ++d) group.push_back(plan_gpu(plan, d, 0, r));
+    for (int d = 0; d < plan.dp; d += plan.ep) experts.push_back(plan_gpu(plan, d, 0, r));
     e.gradient_reduction =
-        std::max(e.gradient_reduction, network.reduction(group, first_parameters, plan.gradient_algorithm, plan.zero));
+        std::max(e.gradient_reduction,
+                 network.reduction(group, first_parameters - first_experts, plan.gradient_algorithm, plan.zero) +
+                     network.reduction(experts, first_experts / plan.ep, plan.gradient_algorithm, plan.zero));
   }
   // A rank's v stages each take 1/v of its load: interleaving shrinks the bubble v times.
   e.time_per_batch = e.max_stage_load * (plan.micro_batches + static_cast<double>(plan.pp - 1) / v) + e.gradient_reduction;

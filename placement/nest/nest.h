@@ -105,6 +105,8 @@ struct NestNetwork {
   std::pair<double, double> link(DeviceId a, DeviceId b) const;
   double send(DeviceId a, DeviceId b, double bytes) const;
   double reduction(std::span<const DeviceId> group, double bytes, CollectiveAlgorithm algorithm, int zero) const;
+  // One all-to-all (direct) of `bytes` per GPU among the group: an expert layer's dispatch or combine.
+  double all_to_all(std::span<const DeviceId> group, double bytes) const;
 };
 
 // The plan of one point of NEST's space: tensor width tp, `replicas` pipelines (dp = replicas x
