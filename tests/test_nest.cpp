@@ -31,7 +31,15 @@ double brute_force(const LayerWorkload& w, const Cluster& cluster, const NestCon
     const int t = entry.first;
     const LayerModel& model = entry.second;
     const int L = static_cast<int>(model.layers.size());
-    for (int d = 1; t * d <= n; ++d)
+    // Expert widths: 1, and those up to max_ep dividing the experts when the model has some.
+    int experts = 0;
+    for (const Layer& l : model.layers)
+      if (l.expert_parameter_bytes > 0) experts = l.experts;
+    std::vector<int> widths{1};
+    for (int ep = 2; ep <= std::min(config.max_ep, experts); ++ep)
+      if (experts % ep == 0) widths.push_back(ep);
+    for (int ep : widths)
+    for (int d = ep; t * d <= n; d += ep)
       for (int z = 0; z <= (config.zero && d > 1 ? 3 : 0); ++z)
         for (int S = 1; S <= L && t * d * S <= n; ++S)
           for (const GpuOrder order : {GpuOrder::TpPpDp, GpuOrder::TpDpPp}) {
@@ -40,6 +48,7 @@ double brute_force(const LayerWorkload& w, const Cluster& cluster, const NestCon
           plan.tp = t;
           plan.pp = S;
           plan.dp = d;
+          plan.ep = ep;
           plan.zero = z;
           plan.micro_batches = (config.micro_batches + d - 1) / d;
           plan.gradient_algorithm = config.gradient_algorithm;
@@ -94,6 +103,45 @@ TEST(Nest, DpEqualsBruteForceOverEveryPlan) {
     }
   }
   EXPECT_GT(tight, 2);
+}
+
+// A model whose experts the plan spreads (built for ep 1): the DP over expert widths too equals
+// brute force over every plan, and on a cluster whose memory binds, spreading is what fits.
+TEST(Nest, DpOverExpertWidthsEqualsBruteForce) {
+  std::mt19937 rng(7);
+  int spread = 0;
+  for (int trial = 0; trial < 8; ++trial) {
+    LayerWorkload w = random_workload(rng, 5);
+    w.by_tensor_parallel.erase(2);
+    for (Layer& l : w.by_tensor_parallel.at(1).layers)
+      if (&l != &w.by_tensor_parallel.at(1).layers.front()) {
+        l.experts = 4;
+        l.parameter_bytes *= 4;  // four experts of the dense layer's size, 3/4 of them experts'
+        l.expert_parameter_bytes = 0.75 * l.parameter_bytes;
+        l.expert_alltoall_bytes = 2 * l.output_bytes;
+      }
+    const Cluster cluster = two_servers(trial % 2 ? 1e12 : 3e9);
+    NestConfig config;
+    config.micro_batches = 8;
+    config.max_ep = trial % 4 == 3 ? 2 : 4;
+    for (bool aware : {true, false}) {
+      SCOPED_TRACE(testing::Message() << "trial " << trial << (aware ? " nest" : " nest-unaware"));
+      const NestNetwork network = aware ? NestNetwork::aware(cluster) : NestNetwork::unaware(cluster);
+      const double expected = brute_force(w, cluster, config, network);
+      const NestSearch found = nest_search(w, cluster, config, aware);
+      if (!std::isfinite(expected)) {
+        EXPECT_FALSE(found.why_none.empty());
+        continue;
+      }
+      ASSERT_TRUE(found.why_none.empty()) << found.why_none;
+      EXPECT_NEAR(found.estimate.time_per_batch, expected, 1e-9 * expected);
+      EXPECT_NEAR(found.dp_time_per_batch, found.estimate.time_per_batch, 1e-9 * expected);
+      EXPECT_LE(found.plan.ep, config.max_ep);
+      EXPECT_EQ(plan_problem(w.by_tensor_parallel.at(1), found.plan, cluster), "");
+      spread += found.plan.ep > 1;
+    }
+  }
+  EXPECT_GT(spread, 0);
 }
 
 // Searching both GPU orders is the better of searching each. A model whose gradients dwarf its
@@ -257,6 +305,20 @@ TEST(Nest, EveryOptionTakesEffect) {
   EXPECT_EQ(plan_with("{micro_batches: 16, threads: 1}"), base);
   EXPECT_NE(plan_with("{micro_batches: 16, orders: tp-pp-dp}"), base);
   EXPECT_NE(base.find("\"tp\":2"), std::string::npos) << base;
+  // max_ep, on a model whose experts nest spreads: 1 keeps them whole.
+  LayerWorkload moe = random_workload(rng, 5);
+  moe.by_tensor_parallel.erase(2);
+  for (Layer& l : moe.by_tensor_parallel.at(1).layers) {
+    l.experts = 4;
+    l.parameter_bytes *= 4;
+    l.expert_parameter_bytes = 0.75 * l.parameter_bytes;
+  }
+  const Cluster small = two_servers(1e12);  // the experts reduced over fewer replicas, 1/ep each
+  auto ep_of = [&](const std::string& yaml) {
+    return make_planner("nest", YAML::Load(yaml), "t.yaml", "strategies[0]")->plan(moe, small).plan.ep;
+  };
+  EXPECT_GT(ep_of("{micro_batches: 16}"), 1);
+  EXPECT_EQ(ep_of("{micro_batches: 16, max_ep: 1}"), 1);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 // plus what nest fixes: which GPUs a plan runs on.
 //
 // State: tensor width t (one the workload has, <= max_tp), replicas d (NEST's pipelines; dp =
-// d x the workload's expert width), stages S with their first layers, ZeRO stage z, and a
+// d x the workload's expert width, as built: a model whose experts nest spreads over ep, such as
+// the zoo's Mixtral, keeps them whole here), stages S with their first layers, ZeRO stage z, and a
 // permutation of the cluster's GPUs whose first t x S x dp entries are the plan's GPUs (in
 // ParallelPlan's order). Micro-batches per replica: ceil(m / d), m as nest's (4,096 / EP by
 // default), 1F1B.

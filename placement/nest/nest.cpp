@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <tuple>
 
@@ -205,7 +206,32 @@ struct Case {
   const LayerModel* model = nullptr;  // the workload at width tp
   int tp = 1, zero = 0, replicas = 1, stages = 1;  // replicas: NEST's d (pipelines)
   GpuOrder order = GpuOrder::TpPpDp;
+  // Experts the plan spreads (a model built for ep 1, max_ep > 1): the expert-parallel width, out
+  // of `replicas` data-parallel ranks that each run their own micro-batches; 1: the workload's own
+  // width (NEST's: an expert group of model.expert_parallel GPUs is one of the d pipelines).
+  int spread_ep = 1;
 };
+
+// 1, and the widths up to max_ep that divide every expert layer's experts when the model's
+// experts are the plan's to spread (built for ep 1, with expert layers).
+std::vector<int> spread_expert_widths(const LayerModel& model, int max_ep) {
+  std::vector<int> widths{1};
+  if (model.expert_parallel != 1) return widths;
+  int experts = 0;  // their greatest common divisor
+  for (const Layer& l : model.layers)
+    if (l.expert_parameter_bytes > 0) experts = std::gcd(experts, l.experts);
+  for (int ep = 2; ep <= std::min(max_ep, experts); ++ep)
+    if (experts % ep == 0) widths.push_back(ep);
+  return widths;
+}
+
+ParallelPlan case_plan(const Case& c, int total_micro_batches, CollectiveAlgorithm algorithm) {
+  if (c.spread_ep == 1)
+    return nest_plan(c.tp, c.replicas, c.stages, c.zero, c.model->expert_parallel, total_micro_batches, algorithm, c.order);
+  ParallelPlan plan = nest_plan(c.tp, c.replicas, c.stages, c.zero, 1, total_micro_batches, algorithm, c.order);
+  plan.ep = c.spread_ep;
+  return plan;
+}
 
 struct CaseResult {
   double time = kInf;
@@ -216,20 +242,30 @@ struct CaseResult {
 CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorithm algorithm, const NestNetwork& network) {
   const LayerModel& model = *c.model;
   const int L = static_cast<int>(model.layers.size()), S = c.stages, t = c.tp;
-  const ParallelPlan plan =
-      nest_plan(t, c.replicas, S, c.zero, model.expert_parallel, total_micro_batches, algorithm, c.order);
-  const int m = plan.micro_batches, dp = plan.dp;
+  const ParallelPlan plan = case_plan(c, total_micro_batches, algorithm);
+  const int m = plan.micro_batches, dp = plan.dp, ep = plan.ep;
+  const bool spreads = c.spread_ep > 1;
 
-  std::vector<double> compute(L + 1, 0), parameters(L + 1, 0), stash(L + 1, 0), into(L + 1, 0);
-  // Tensor-parallel all-reduces (when not in the layers' times): how many, and their bytes.
-  std::vector<double> tp_count(L + 1, 0), tp_bytes(L + 1, 0);
+  // Prefix sums; `parameters` are the dense ones when the plan spreads the experts, `experts`
+  // the GPU's 1/ep share of them.
+  std::vector<double> compute(L + 1, 0), parameters(L + 1, 0), experts(L + 1, 0), stash(L + 1, 0), into(L + 1, 0);
+  // Tensor-parallel all-reduces (when not in the layers' times) and the all-to-alls of spread
+  // experts: how many, and their bytes.
+  std::vector<double> tp_count(L + 1, 0), tp_bytes(L + 1, 0), a2a_count(L + 1, 0), a2a_bytes(L + 1, 0);
+  std::vector<double> buffer(L, 0);  // ZeRO 3's gather buffer for each layer
   for (int l = 0; l < L; ++l) {
     const Layer& layer = model.layers[l];
     tp_count[l + 1] = tp_count[l] + (layer.tp_allreduce_forward_bytes > 0) + (layer.tp_allreduce_backward_bytes > 0);
     tp_bytes[l + 1] = tp_bytes[l] + layer.tp_allreduce_forward_bytes + layer.tp_allreduce_backward_bytes;
-    compute[l + 1] = compute[l] + model.layers[l].forward_s + model.layers[l].backward_s;
-    parameters[l + 1] = parameters[l] + model.layers[l].parameter_bytes;
-    stash[l + 1] = stash[l] + model.layers[l].stashed_bytes;
+    const double alltoall = spreads ? layer.expert_alltoall_bytes : 0.0;
+    a2a_count[l + 1] = a2a_count[l] + (alltoall > 0 ? 4 : 0);  // dispatch and combine, both passes
+    a2a_bytes[l + 1] = a2a_bytes[l] + (alltoall > 0 ? 4 * alltoall : 0.0);
+    compute[l + 1] = compute[l] + layer.forward_s + layer.backward_s;
+    const double expert = spreads ? layer.expert_parameter_bytes : 0.0;
+    parameters[l + 1] = parameters[l] + layer.parameter_bytes - expert;
+    experts[l + 1] = experts[l] + expert / ep;
+    stash[l + 1] = stash[l] + layer.stashed_bytes;
+    buffer[l] = (layer.parameter_bytes - expert) * (1 - 1.0 / dp) + expert / ep * (1 - static_cast<double>(ep) / dp);
   }
   for (int j = 0; j <= L; ++j) into[j] = per_rank(plan, model.bytes_into(j));
   // How a copy of the stage at p is priced on its GPUs: the intercept and slope of its
@@ -238,19 +274,23 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
   // the copies' distinct prices are few (a fabric has few levels), and one that is no cheaper in
   // every term than another never decides the maximum.
   struct StagePrice {
-    double tp_fixed = 0, tp_slope = 0, next_lat = 0, next_inv = 0, prev_lat = 0, prev_inv = 0;
+    double tp_fixed = 0, tp_slope = 0, a2a_fixed = 0, a2a_slope = 0, next_lat = 0, next_inv = 0, prev_lat = 0, prev_inv = 0;
     bool operator==(const StagePrice&) const = default;
     bool dominated_by(const StagePrice& o) const {
-      return tp_fixed <= o.tp_fixed && tp_slope <= o.tp_slope && next_lat <= o.next_lat && next_inv <= o.next_inv &&
-             prev_lat <= o.prev_lat && prev_inv <= o.prev_inv;
+      return tp_fixed <= o.tp_fixed && tp_slope <= o.tp_slope && a2a_fixed <= o.a2a_fixed && a2a_slope <= o.a2a_slope &&
+             next_lat <= o.next_lat && next_inv <= o.next_inv && prev_lat <= o.prev_lat && prev_inv <= o.prev_inv;
     }
   };
   constexpr double kProbe = 1e9;
-  auto affine = [&](std::span<const DeviceId> group, CollectiveAlgorithm algorithm, int zero) {
-    const double one = network.reduction(group, kProbe, algorithm, zero);
+  // A collective's time is affine in its bytes: its intercept and slope, from two probes.
+  auto affine_in_bytes = [&](const auto& time_of) {
+    const double one = time_of(kProbe);
     if (one == kInf) return std::pair{kInf, 0.0};
-    const double slope = (network.reduction(group, 2 * kProbe, algorithm, zero) - one) / kProbe;
+    const double slope = (time_of(2 * kProbe) - one) / kProbe;
     return std::pair{one - slope * kProbe, slope};
+  };
+  auto affine = [&](std::span<const DeviceId> group, CollectiveAlgorithm algorithm, int zero) {
+    return affine_in_bytes([&](double bytes) { return network.reduction(group, bytes, algorithm, zero); });
   };
   std::vector<std::vector<StagePrice>> prices(S);
   for (int p = 0; p < S; ++p) {
@@ -261,6 +301,12 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
         std::vector<DeviceId> tp_group;
         for (int r = 0; r < t; ++r) tp_group.push_back(plan_gpu(plan, d, p, r));
         std::tie(price.tp_fixed, price.tp_slope) = affine(tp_group, CollectiveAlgorithm::Ring, 0);
+      }
+      if (a2a_count[L] > 0) {
+        std::vector<DeviceId> ep_group;
+        for (int e = 0; e < ep; ++e) ep_group.push_back(plan_gpu(plan, d / ep * ep + e, p, 0));
+        std::tie(price.a2a_fixed, price.a2a_slope) =
+            affine_in_bytes([&](double bytes) { return network.all_to_all(ep_group, bytes); });
       }
       if (p + 1 < S) std::tie(price.next_lat, price.next_inv) = network.link(plan_gpu(plan, d, p, 0), plan_gpu(plan, d, p + 1, 0));
       if (p > 0) std::tie(price.prev_lat, price.prev_inv) = network.link(plan_gpu(plan, d, p, 0), plan_gpu(plan, d, p - 1, 0));
@@ -276,26 +322,33 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
       for (int r = 0; r < t; ++r)
         capacity[p] = std::min(capacity[p], network.cluster->device(plan_gpu(plan, d, p, r)).memory_bytes);
   auto send_cost = [](double bytes, double lat, double inv) { return bytes > 0 ? lat + bytes * inv : 0.0; };
-  // The first stage's gradient reduction, affine in its bytes, per tensor rank's group.
-  std::vector<std::pair<double, double>> reductions;
-  for (int r = 0; r < t; ++r) {
-    std::vector<DeviceId> group;
-    for (int d = 0; d < dp; ++d) group.push_back(plan_gpu(plan, d, 0, r));
-    reductions.push_back(affine(group, algorithm, c.zero));
-  }
+  // The first stage's gradient reduction, affine in its bytes, per tensor rank's group: the dense
+  // parameters among every replica, spread experts among those holding the same ones.
+  struct Reduction {
+    std::pair<double, double> dense, experts;
+  };
+  std::vector<Reduction> reductions;
   CaseResult result;
-  for (const auto& [fixed, slope] : reductions)
-    if (fixed == kInf) return result;
-  auto reduction = [&](double bytes) {
+  for (int r = 0; r < t; ++r) {
+    std::vector<DeviceId> group, expert_group;
+    for (int d = 0; d < dp; ++d) group.push_back(plan_gpu(plan, d, 0, r));
+    for (int d = 0; d < dp; d += ep) expert_group.push_back(plan_gpu(plan, d, 0, r));
+    reductions.push_back({affine(group, algorithm, c.zero),
+                          spreads ? affine(expert_group, algorithm, c.zero) : std::pair{0.0, 0.0}});
+    if (reductions.back().dense.first == kInf || reductions.back().experts.first == kInf) return result;
+  }
+  auto part = [](const std::pair<double, double>& f, double bytes) { return bytes > 0 ? f.first + f.second * bytes : 0.0; };
+  auto reduction = [&](double dense, double expert_share) {
     double worst = 0;
-    for (const auto& [fixed, slope] : reductions) worst = std::max(worst, fixed + slope * bytes);
+    for (const Reduction& r : reductions) worst = std::max(worst, part(r.dense, dense) + part(r.experts, expert_share));
     return worst;
   };
 
-  // Memory of a stage [i, j): stage_memory from prefix sums (the workload's experts, if any,
-  // are per GPU already: nothing to spread).
-  auto memory = [&](int i, int j, double largest, int in_flight) {
-    return gpu_memory(parameters[j] - parameters[i], 0, stash[j] - stash[i], largest * (1 - 1.0 / dp), plan, in_flight)
+  // Memory of a stage [i, j): stage_memory from prefix sums (a workload built for its expert
+  // width has its experts per GPU already: nothing to spread).
+  auto memory = [&](int i, int j, double largest_buffer, int in_flight) {
+    return gpu_memory(parameters[j] - parameters[i], experts[j] - experts[i], stash[j] - stash[i], largest_buffer, plan,
+                      in_flight)
         .total();
   };
 
@@ -310,13 +363,14 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
     for (int i = first_i; i <= last_i; ++i) {
       double largest = 0;
       for (int j = i + 1; j <= L - (s - 1); ++j) {
-        largest = std::max(largest, model.layers[j - 1].parameter_bytes);
+        largest = std::max(largest, buffer[j - 1]);
         if (memory(i, j, largest, in_flight) > capacity[p]) break;  // grows with j
         const double rest = f[s - 1][j];
         if (rest == kInf) continue;
         double load = 0;
         for (const StagePrice& price : prices[p]) {
-          double mine = price.tp_fixed * (tp_count[j] - tp_count[i]) + price.tp_slope * (tp_bytes[j] - tp_bytes[i]);
+          double mine = price.tp_fixed * (tp_count[j] - tp_count[i]) + price.tp_slope * (tp_bytes[j] - tp_bytes[i]) +
+                        price.a2a_fixed * (a2a_count[j] - a2a_count[i]) + price.a2a_slope * (a2a_bytes[j] - a2a_bytes[i]);
           if (p + 1 < S) mine += send_cost(into[j], price.next_lat, price.next_inv);
           if (p > 0) mine += send_cost(into[i], price.prev_lat, price.prev_inv);
           load = std::max(load, mine);
@@ -329,8 +383,7 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
             cut[s][i] = j;
           }
         } else {
-          const double first = parameters[j];
-          const double time = value * (m + S - 1) + (first > 0 && dp > 1 ? reduction(first) : 0.0);
+          const double time = value * (m + S - 1) + (dp > 1 ? reduction(parameters[j], experts[j]) : 0.0);
           if (time < result.time) {
             result.time = time;
             best_first_end = j;
@@ -366,11 +419,16 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
     for (int d = 1; static_cast<long>(per_stage) * d <= n; ++d) {
       const int dp = d * model.expert_parallel;
       if (config.gradient_algorithm == CollectiveAlgorithm::HalvingDoubling && !power_of_two(dp)) continue;
-      for (int z = 0; z <= (config.zero && dp > 1 ? 3 : 0); ++z)
-        for (int S = 1; S <= L && static_cast<long>(per_stage) * d * S <= n; ++S)
-          for (const GpuOrder order : orders)
-            // With one replica or one stage the two orders are one.
-            if (order == orders.front() || (dp > 1 && S > 1)) cases.push_back({&model, t, z, d, S, order});
+      // Expert widths to spread the experts over, out of the dp ranks (a model built for ep 1).
+      for (int ep : spread_expert_widths(model, config.max_ep)) {
+        if (dp % ep != 0) continue;
+        if (ep > 1 && config.gradient_algorithm == CollectiveAlgorithm::HalvingDoubling && !power_of_two(dp / ep)) continue;
+        for (int z = 0; z <= (config.zero && dp > 1 ? 3 : 0); ++z)
+          for (int S = 1; S <= L && static_cast<long>(per_stage) * d * S <= n; ++S)
+            for (const GpuOrder order : orders)
+              // With one replica or one stage the two orders are one.
+              if (order == orders.front() || (dp > 1 && S > 1)) cases.push_back({&model, t, z, d, S, order, ep});
+      }
     }
   }
   NestSearch out;
@@ -415,6 +473,8 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
     widest.tp = model.tensor_parallel;
     widest.dp = std::max(1, n / (model.tensor_parallel * model.expert_parallel)) * model.expert_parallel;
     widest.ep = model.expert_parallel;
+    for (int ep : spread_expert_widths(model, config.max_ep))  // experts spread as wide as allowed
+      if (widest.dp % ep == 0) widest.ep = std::max(widest.ep, ep);
     widest.zero = config.zero ? 3 : 0;
     double need = 0;
     std::string layer;
@@ -425,8 +485,9 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
         layer = model.layers[l].name;
       }
     }
-    const std::string how = fmt::format("at tensor width {}{} over {} replicas", model.tensor_parallel,
-                                        config.zero ? ", ZeRO 3" : "", widest.dp);
+    const std::string how = fmt::format("at tensor width {}{} over {} replicas{}", model.tensor_parallel,
+                                        config.zero ? ", ZeRO 3" : "", widest.dp,
+                                        widest.ep > 1 && model.expert_parallel == 1 ? fmt::format(", experts over {}", widest.ep) : "");
     if (need > memory_per_gpu) {
       out.why_none = fmt::format("no plan of {} fits: its largest layer ({}) alone needs {} per GPU even {}, and a GPU has {}",
                                  workload.name, layer, format_bytes(need), how, format_bytes(memory_per_gpu));
@@ -445,7 +506,7 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
   const Case& c = cases[best];
   const LayerModel& model = *c.model;
   ParallelPlan& plan = out.plan;
-  plan = nest_plan(c.tp, c.replicas, c.stages, c.zero, model.expert_parallel, total, config.gradient_algorithm, c.order);
+  plan = case_plan(c, total, config.gradient_algorithm);
   plan.stage_starts = results[best].starts;
   out.dp_time_per_batch = results[best].time;
   out.estimate = nest_estimate(model, plan, network);
@@ -475,6 +536,8 @@ PlanResult Nest::plan_impl(const LayerWorkload& workload, const Cluster& cluster
 OptionSchema<NestConfig> nest_schema() {
   OptionSchema<NestConfig> s;
   add_nest_space_options(s);
+  s.count("max_ep", &NestConfig::max_ep,
+          "widest expert-parallel group explored when the plan spreads the experts (a model built for ep 1)", 1, 1 << 16, "4");
   s.count("threads", &NestConfig::threads, "oneTBB threads for the cases (0: all cores)", 0, 1024, "1");
   s.choice("orders", &NestConfig::orders, std::span<const EnumName<NestOrders>>(kNestOrdersNames),
            "GPU orders searched: NEST's tp-dp-pp (replicas before stages), tp-pp-dp, or both", "tp-dp-pp");

@@ -5,7 +5,11 @@
 // for every pair).
 //
 // Search, for every tensor-parallel width t of the workload (<= max_tp), ZeRO stage z (0 only
-// with zero: false), replica count d, stage count S with t x EP x S x d <= GPUs and GPU order:
+// with zero: false), replica count d, stage count S with t x EP x S x d <= GPUs and GPU order
+// (and, for a model whose experts the plan spreads, each expert width ep <= max_ep dividing its
+// experts and the d replicas: each expert layer's four all-to-alls among the ep replicas of a
+// group join the stage's load, the experts' memory is 1/ep, their gradients are reduced among the
+// d / ep replicas holding the same ones):
 //  * the stages are contiguous layer ranges (NEST's layer graphs contain the chain of their layers,
 //    so downsets are prefixes); by dynamic programming from the last stage to the first, as the
 //    thesis does, f_s[i] = min over j of max(load_p(i, j), f_{s-1}[j]) for the stage [i, j) at
@@ -79,6 +83,10 @@ void add_nest_space_options(OptionSchema<Config>& s) {
 }
 
 struct NestConfig : NestSpace {
+  // Widest expert-parallel group explored for a model whose experts the plan spreads (the zoo's
+  // Mixtral, built for ep 1): the widths dividing its experts, carved out of the replicas.
+  // NEST's workloads fix their own (Mixtral: 4); mcmc-plan keeps a model's width as built.
+  int max_ep = 8;
   int threads = 0;        // oneTBB threads (0: all cores)
   NestOrders orders = NestOrders::Both;
   bool operator==(const NestConfig&) const = default;
