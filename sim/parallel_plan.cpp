@@ -287,6 +287,19 @@ GpuMemory stage_memory(const LayerModel& model, int first, int end, const Parall
   return gpu_memory(sums.dense, sums.experts, sums.stash, sums.buffer, plan, in_flight);
 }
 
+namespace {
+
+// Where a compiled plan's pieces are: the index in CompiledPlan::gpus of replica d, stage s (on
+// pipeline rank s % pp) and tensor rank t, and the end of stage s.
+struct PlanIndex {
+  int tp, pp, stages, layers;
+  const std::vector<int>& starts;
+  int gpu_index(int d, int s, int t) const { return (d * pp + s % pp) * tp + t; }
+  int stage_end(int s) const { return s + 1 < stages ? starts[s + 1] : layers; }
+};
+
+}  // namespace
+
 CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
   if (const std::string why = plan_problem(model, plan, cluster); !why.empty()) throw std::invalid_argument(why);
   const int tp = plan.tp, pp = plan.pp, dp = plan.dp, m = plan.micro_batches, v = plan.virtual_stages;
@@ -297,8 +310,7 @@ CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, cons
   out.gpus = plan.gpus;
   if (out.gpus.empty())
     for (int g = 0; g < tp * pp * dp; ++g) out.gpus.push_back(g);
-  auto gpu_index = [&](int d, int p, int t) { return (d * pp + p) * tp + t; };
-  auto stage_end = [&](int s) { return s + 1 < S ? out.stage_starts[s + 1] : L; };
+  const PlanIndex at{tp, pp, S, L, out.stage_starts};
   // Memory at the peak, and whether every GPU holds it.
   out.in_flight.resize(pp);
   out.memory.resize(out.gpus.size());
@@ -306,7 +318,7 @@ CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, cons
     GpuMemory mem;
     if (v == 1) {
       out.in_flight[p] = plan.schedule == PipelineSchedule::GPipe ? m : std::min(m, pp - p);
-      mem = stage_memory(model, out.stage_starts[p], stage_end(p), plan, out.in_flight[p]);
+      mem = stage_memory(model, out.stage_starts[p], at.stage_end(p), plan, out.in_flight[p]);
     } else {
       // The rank's v stages: their parameters (one ZeRO 3 gather buffer, the largest), and at
       // the peak of its schedule the stashes of the (stage, micro-batch) units whose backward has
@@ -314,7 +326,7 @@ CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, cons
       StageSums rank;
       std::vector<double> stash(v, 0.0);
       for (int c = 0; c < v; ++c) {
-        const StageSums one = stage_sums(model, out.stage_starts[c * pp + p], stage_end(c * pp + p), plan);
+        const StageSums one = stage_sums(model, out.stage_starts[c * pp + p], at.stage_end(c * pp + p), plan);
         rank.dense += one.dense;
         rank.experts += one.experts;
         rank.buffer = std::max(rank.buffer, one.buffer);
@@ -332,7 +344,7 @@ CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, cons
     }
     for (int d = 0; d < dp; ++d)
       for (int t = 0; t < tp; ++t) {
-        const int index = gpu_index(d, p, t);
+        const int index = at.gpu_index(d, p, t);
         out.memory[index] = mem;
         const Device& device = cluster.device(out.gpus[index]);
         if (out.infeasible.empty() && mem.total() > device.memory_bytes)
@@ -355,8 +367,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   // Stages: pp x v (interleaved 1F1B: pipeline rank p holds stages p, p + pp, ...).
   const int S = pp * v;
   const int L = static_cast<int>(model.layers.size());
-  auto gpu_index = [&](int d, int s, int t) { return (d * pp + s % pp) * tp + t; };
-  auto stage_end = [&](int s) { return s + 1 < S ? out.stage_starts[s + 1] : L; };
+  const PlanIndex at{tp, pp, S, L, out.stage_starts};
   ExecutionGraph& g = out.graph;
   std::vector<std::vector<Unit>> rank_orders(pp);  // per pipeline rank, its schedule
   for (int p = 0; p < pp; ++p) rank_orders[p] = schedule_of(plan.schedule, p, pp, m, v);
@@ -371,7 +382,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
     Grid x(dp, std::vector<std::vector<std::vector<std::vector<OpId>>>>(S));
     for (int d = 0; d < dp; ++d)
       for (int s = 0; s < S; ++s)
-        x[d][s].assign(tp, std::vector<std::vector<OpId>>(m, std::vector<OpId>(stage_end(s) - out.stage_starts[s], -1)));
+        x[d][s].assign(tp, std::vector<std::vector<OpId>>(m, std::vector<OpId>(at.stage_end(s) - out.stage_starts[s], -1)));
     return x;
   };
   Grid fwd = grid(), bwd = grid(), fwd_done = grid(), bwd_done = grid();
@@ -386,7 +397,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
     CollectiveSpec s;
     s.op = plan.sequence_parallel ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
     s.algorithm = CollectiveAlgorithm::Ring;
-    for (int t = 0; t < tp; ++t) s.group.push_back(out.gpus[gpu_index(d, p, t)]);
+    for (int t = 0; t < tp; ++t) s.group.push_back(out.gpus[at.gpu_index(d, p, t)]);
     s.bytes = bytes;
     const std::string name = fmt::format("tp{}", collectives++);
     if (!plan.sequence_parallel) return append_collective(g, s, cluster, name, ops);
@@ -400,11 +411,11 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   for (int d = 0; d < dp; ++d)
     for (int r = 0; r < pp; ++r) {
       for (int t = 0; t < tp; ++t) {
-        const DeviceId gpu = out.gpus[gpu_index(d, r, t)];
+        const DeviceId gpu = out.gpus[at.gpu_index(d, r, t)];
         OpId previous = -1;
         for (const Unit& u : rank_orders[r]) {
           const int p = u.chunk * pp + r;  // the unit's stage
-          const int first = out.stage_starts[p], count = stage_end(p) - first;
+          const int first = out.stage_starts[p], count = at.stage_end(p) - first;
           for (int k = 0; k < count; ++k) {
             const int kk = u.forward ? k : count - 1 - k;  // backward runs the layers in reverse
             const Layer& layer = model.layers[first + kk];
@@ -421,7 +432,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   // Each layer's tensor-parallel all-reduces, then the dependencies along the layers.
   for (int d = 0; d < dp; ++d)
     for (int p = 0; p < S; ++p) {
-      const int first = out.stage_starts[p], count = stage_end(p) - first;
+      const int first = out.stage_starts[p], count = at.stage_end(p) - first;
       for (int i = 0; i < m; ++i)
         for (int k = 0; k < count; ++k) {
           const Layer& layer = model.layers[first + k];
@@ -443,7 +454,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   if (plan.ep > 1 && model.expert_parallel == 1)
     for (int j = 0; j < dp / plan.ep; ++j)
       for (int p = 0; p < S; ++p) {
-        const int first = out.stage_starts[p], count = stage_end(p) - first;
+        const int first = out.stage_starts[p], count = at.stage_end(p) - first;
         for (int t = 0; t < tp; ++t)
           for (int i = 0; i < m; ++i)
             for (int k = 0; k < count; ++k) {
@@ -453,7 +464,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
               s.op = CollectiveOp::AllToAll;
               s.algorithm = CollectiveAlgorithm::Direct;
               s.bytes = bytes;
-              for (int e = 0; e < plan.ep; ++e) s.group.push_back(out.gpus[gpu_index(j * plan.ep + e, p, t)]);
+              for (int e = 0; e < plan.ep; ++e) s.group.push_back(out.gpus[at.gpu_index(j * plan.ep + e, p, t)]);
               for (Grid* done : {&fwd_done, &bwd_done}) {
                 std::vector<OpId> ops(plan.ep);
                 for (int e = 0; e < plan.ep; ++e) ops[e] = (*done)[j * plan.ep + e][p][t][i][k];
@@ -466,8 +477,8 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   // (A stage's gradients come from the next stage's done operators: every stage's first.)
   for (int d = 0; d < dp; ++d)
     for (int p = 0; p < S; ++p) {
-      const int count = stage_end(p) - out.stage_starts[p];
-      const double activation_bytes = p + 1 < S ? model.bytes_into(stage_end(p)) : 0.0;
+      const int count = at.stage_end(p) - out.stage_starts[p];
+      const double activation_bytes = p + 1 < S ? model.bytes_into(at.stage_end(p)) : 0.0;
       for (int t = 0; t < tp; ++t)
         for (int i = 0; i < m; ++i) {
           for (int k = 0; k + 1 < count; ++k) {
@@ -497,7 +508,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
         s.algorithm = CollectiveAlgorithm::Ring;
         s.bytes = activation_bytes;
         for (int t = 0; t < tp; ++t) {
-          const DeviceId gpu = out.gpus[gpu_index(d, to_stage, t)];
+          const DeviceId gpu = out.gpus[at.gpu_index(d, to_stage, t)];
           s.group.push_back(gpu);
           received[t] = g.add_communication_step(fmt::format("{}.t{}.received", name, t), gpu);
           g.graph.add_tensor(from[t], received[t], activation_bytes / tp);
@@ -540,7 +551,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   for (int r = 0; r < pp; ++r)
     for (int c = v - 1; c >= 0; --c) stage_order.push_back(c * pp + r);
   for (int p : stage_order) {
-    const int first = out.stage_starts[p], count = stage_end(p) - first;
+    const int first = out.stage_starts[p], count = at.stage_end(p) - first;
     // fwd_before_bwd: the last forward before the first backward in the stage's order (1F1B
     // interleaves them: the stage's last forward comes after its first backward).
     int first_fwd = -1, fwd_before_bwd = -1, first_bwd = -1, last_bwd = -1;
@@ -568,7 +579,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
           CollectiveSpec s;
           s.op = op;
           s.algorithm = op == CollectiveOp::AllReduce ? plan.gradient_algorithm : zero_collective_algorithm(plan.gradient_algorithm);
-          for (int d : replicas) s.group.push_back(out.gpus[gpu_index(d, p, t)]);
+          for (int d : replicas) s.group.push_back(out.gpus[at.gpu_index(d, p, t)]);
           s.bytes = bytes(first + k);
           return s;
         };
@@ -582,7 +593,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
           std::vector<OpId> both(n);
           for (int r = 0; r < n; ++r) {
             both[r] = g.add_communication_step(fmt::format("{}.r{}.queued", name, replicas[r]),
-                                               out.gpus[gpu_index(replicas[r], p, t)]);
+                                               out.gpus[at.gpu_index(replicas[r], p, t)]);
             g.depend(ready[r], both[r]);
             g.depend(queue[r], both[r]);
           }

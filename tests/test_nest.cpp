@@ -72,6 +72,26 @@ double brute_force(const LayerWorkload& w, const Cluster& cluster, const NestCon
   return best;
 }
 
+// nest (aware) or nest-unaware's search of w, checked against brute force: the same time, the DP's
+// own value the estimate of the plan it returns, a plan that fits; nullopt when nothing fits
+// (and the search says why).
+std::optional<NestSearch> search_equal_to_brute_force(const LayerWorkload& w, const Cluster& cluster,
+                                                      const NestConfig& config, bool aware) {
+  const double expected =
+      brute_force(w, cluster, config, aware ? NestNetwork::aware(cluster) : NestNetwork::unaware(cluster));
+  NestSearch found = nest_search(w, cluster, config, aware);
+  if (!std::isfinite(expected)) {
+    EXPECT_FALSE(found.why_none.empty());
+    return std::nullopt;
+  }
+  EXPECT_TRUE(found.why_none.empty()) << found.why_none;
+  if (!found.why_none.empty()) return std::nullopt;
+  EXPECT_NEAR(found.estimate.time_per_batch, expected, 1e-9 * expected);
+  EXPECT_NEAR(found.dp_time_per_batch, found.estimate.time_per_batch, 1e-9 * expected);
+  EXPECT_TRUE(found.estimate.fits);
+  return found;
+}
+
 TEST(Nest, DpEqualsBruteForceOverEveryPlan) {
   std::mt19937 rng(2024);
   int tight = 0;
@@ -85,20 +105,13 @@ TEST(Nest, DpEqualsBruteForceOverEveryPlan) {
     config.zero = trial % 3 != 0;
     for (bool aware : {true, false}) {
       SCOPED_TRACE(testing::Message() << "trial " << trial << (aware ? " nest" : " nest-unaware"));
-      const NestNetwork network = aware ? NestNetwork::aware(cluster) : NestNetwork::unaware(cluster);
-      const double expected = brute_force(w, cluster, config, network);
-      const NestSearch found = nest_search(w, cluster, config, aware);
-      if (!std::isfinite(expected)) {
-        EXPECT_FALSE(found.why_none.empty());
-        continue;
-      }
-      ASSERT_TRUE(found.why_none.empty()) << found.why_none;
-      EXPECT_NEAR(found.estimate.time_per_batch, expected, 1e-9 * expected);
-      // The DP's own value is the estimate of the plan it returns.
-      EXPECT_NEAR(found.dp_time_per_batch, found.estimate.time_per_batch, 1e-9 * expected);
-      EXPECT_TRUE(found.estimate.fits);
+      const std::optional<NestSearch> found = search_equal_to_brute_force(w, cluster, config, aware);
+      if (!found) continue;
       // Memory binds: the optimum is slower than with ample memory.
-      if (memory < 1e11 && expected > (1 + 1e-9) * brute_force(w, two_servers(1e12), config, aware ? NestNetwork::aware(two_servers(1e12)) : NestNetwork::unaware(two_servers(1e12))))
+      const Cluster ample = two_servers(1e12);
+      if (memory < 1e11 &&
+          found->estimate.time_per_batch >
+              (1 + 1e-9) * brute_force(w, ample, config, aware ? NestNetwork::aware(ample) : NestNetwork::unaware(ample)))
         ++tight;
     }
   }
@@ -126,19 +139,11 @@ TEST(Nest, DpOverExpertWidthsEqualsBruteForce) {
     config.max_ep = trial % 4 == 3 ? 2 : 4;
     for (bool aware : {true, false}) {
       SCOPED_TRACE(testing::Message() << "trial " << trial << (aware ? " nest" : " nest-unaware"));
-      const NestNetwork network = aware ? NestNetwork::aware(cluster) : NestNetwork::unaware(cluster);
-      const double expected = brute_force(w, cluster, config, network);
-      const NestSearch found = nest_search(w, cluster, config, aware);
-      if (!std::isfinite(expected)) {
-        EXPECT_FALSE(found.why_none.empty());
-        continue;
-      }
-      ASSERT_TRUE(found.why_none.empty()) << found.why_none;
-      EXPECT_NEAR(found.estimate.time_per_batch, expected, 1e-9 * expected);
-      EXPECT_NEAR(found.dp_time_per_batch, found.estimate.time_per_batch, 1e-9 * expected);
-      EXPECT_LE(found.plan.ep, config.max_ep);
-      EXPECT_EQ(plan_problem(w.by_tensor_parallel.at(1), found.plan, cluster), "");
-      spread += found.plan.ep > 1;
+      const std::optional<NestSearch> found = search_equal_to_brute_force(w, cluster, config, aware);
+      if (!found) continue;
+      EXPECT_LE(found->plan.ep, config.max_ep);
+      EXPECT_EQ(plan_problem(w.by_tensor_parallel.at(1), found->plan, cluster), "");
+      spread += found->plan.ep > 1;
     }
   }
   EXPECT_GT(spread, 0);
