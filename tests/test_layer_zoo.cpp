@@ -66,6 +66,24 @@ TEST(LayerZoo, LayersCarryTheWeightsTimesAndStashesDerivedByHand) {
   const Layer kept = build_layer_model("gpt2", o, {1}).by_tensor_parallel.at(1).layers[1];
   EXPECT_DOUBLE_EQ(kept.stashed_bytes, 89653248.0);
   EXPECT_NEAR(kept.backward_s, 2 * kept.forward_s, 1e-15);
+  // The ends (Korthikanti et al. 4.3), s = 1024, h = 768, V = 50,257: the embedding keeps its
+  // dropout mask, sbh = 786,432 bytes (sbh/t with sequence parallelism); the head its norm's and
+  // projection's inputs, 2sbh each, and the fp32 logits, 4sbV/t = 205,852,672 / t.
+  const Layer& embedding = m.layers.front();
+  EXPECT_DOUBLE_EQ(embedding.stashed_bytes, 1024.0 * 768);
+  EXPECT_DOUBLE_EQ(head.stashed_bytes, 2 * 2 * 1024.0 * 768 + 4 * 1024.0 * 50257);
+  EXPECT_EQ(embedding.tp_allreduce_forward_bytes, 0);
+  EXPECT_EQ(head.tp_allreduce_backward_bytes, 0);
+  // At width 4 the vocabulary-parallel ends add their all-reduces: the embedding's output
+  // (2sbh) forward; the head's input gradient (2sbh) backward and three fp32 per token forward.
+  const LayerModel& m4 = w.by_tensor_parallel.at(4);
+  EXPECT_DOUBLE_EQ(m4.layers.front().tp_allreduce_forward_bytes, 2.0 * 1024 * 768);
+  EXPECT_EQ(m4.layers.front().tp_allreduce_backward_bytes, 0);
+  EXPECT_DOUBLE_EQ(m4.layers.back().tp_allreduce_forward_bytes, 12.0 * 1024);
+  EXPECT_DOUBLE_EQ(m4.layers.back().tp_allreduce_backward_bytes, 2.0 * 1024 * 768);
+  EXPECT_DOUBLE_EQ(m4.layers.back().stashed_bytes, 2 * 2 * 1024.0 * 768 + 4 * 1024.0 * 50257 / 4);
+  EXPECT_DOUBLE_EQ(m4.layers.back().sequence_parallel_stashed_bytes, 2 * 2 * 1024.0 * 768 / 4 + 4 * 1024.0 * 50257 / 4);
+  EXPECT_DOUBLE_EQ(m4.layers.front().sequence_parallel_stashed_bytes, 1024.0 * 768 / 4);
 }
 
 TEST(LayerZoo, MixtureOfExpertsHoldsEveryExpertButComputesTopK) {

@@ -152,8 +152,12 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
     embedding.block = false;
     embedding.parameter_bytes =
         kBytesPerWeight * (static_cast<double>(sh.vocab) * h / t + (learned_positions(sh) ? sh.sequence * h : 0.0));
-    embedding.stashed_bytes = 0;
+    // Its dropout's mask, a byte per element (Korthikanti et al. 4.3: sbh, sbh/t sequence-split).
+    embedding.stashed_bytes = b * s * h;
+    embedding.sequence_parallel_stashed_bytes = b * s * h / t;
     embedding.output_bytes = activation;
+    // The vocabulary-parallel lookup: each rank holds V/t rows, so the ranks' outputs are summed.
+    if (t > 1) embedding.tp_allreduce_forward_bytes = activation;
     m.layers.push_back(embedding);
 
     const double active_ffn = sh.top_k * ffn_weights(sh) + (sh.experts > 1 ? h * sh.experts : 0.0);
@@ -186,9 +190,19 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
     head.block = false;
     time_of(2 * b * s * h * sh.vocab, head, false);  // the head is not recomputed
     head.parameter_bytes = kBytesPerWeight * ((sh.tied_head ? 0.0 : static_cast<double>(sh.vocab) * h / t) + norm_weights(sh) / 2);
-    head.stashed_bytes = activation;
-    head.sequence_parallel_stashed_bytes = activation / t;  // its input, kept sequence-split
+    // Korthikanti et al. 4.3: the final norm's input and the projection's (2sbh each; sequence-split
+    // with sequence parallelism) and the cross-entropy's fp32 logits, 4sbV/t.
+    const double logits = 4 * b * s * static_cast<double>(sh.vocab) / t;
+    head.stashed_bytes = 2 * activation + logits;
+    head.sequence_parallel_stashed_bytes = 2 * activation / t + logits;
     head.output_bytes = 0;
+    if (t > 1) {
+      // Vocabulary-parallel cross-entropy: three all-reduces of one fp32 per token (the logits'
+      // maximum, their exponentials' sum, the target's logit), given as one; in the backward the
+      // replicated input's gradient, summed over the ranks.
+      head.tp_allreduce_forward_bytes = 3 * 4 * b * s;
+      head.tp_allreduce_backward_bytes = activation;
+    }
     m.layers.push_back(head);
     w.by_tensor_parallel.emplace(t, std::move(m));
   }

@@ -29,11 +29,16 @@
 //    in each pass) sends every token's top_k copies, 2bsh top_k / t bytes per GPU (with t > 1,
 //    Megatron-core's sequence parallelism for experts: a tensor rank dispatches 1/t of the tokens). With balanced
 //    routing a GPU computes as many token-expert pairs at every ep, so the times do not change.
-// Not modelled: the embedding's vocabulary-parallel all-reduce (t > 1), imbalanced routing.
+// Not modelled: imbalanced routing.
 //  - output: 2bsh bytes to the next layer.
 // The embedding (V h weights over t, plus the learned position table of GPT and BERT, of the
 // model's maximum sequence; a lookup: no FLOPs counted) is the first layer and the output
-// head (V h weights unless tied, 2bshV FLOPs forward) the last, each split over t.
+// head (V h weights unless tied, 2bshV FLOPs forward) the last, each split over t. Their stash
+// (Korthikanti et al. 4.3): the embedding's dropout mask, sbh bytes; the head's norm and
+// projection inputs, 2sbh each, and its fp32 logits, 4sbV/t (with sequence parallelism the
+// first three over t). With t > 1 the vocabulary-parallel embedding all-reduces its output (2bsh
+// bytes, forward) and the head its input's gradient (2bsh, backward) and its cross-entropy's
+// per-token maximum, sum and target logit (12bs bytes, forward).
 #include <string>
 #include <vector>
 
