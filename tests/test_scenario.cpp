@@ -110,6 +110,7 @@ TEST(Scenario, MissingInputPathsAreRefusedWhenRead) {
   EXPECT_NE(m.find("export_onnx.py"), std::string::npos) << m;
   m = refused("workload: {file: layers.json}\n");
   EXPECT_NE(m.find("workload.file"), std::string::npos) << m;
+  EXPECT_NE(m.find("layers.json' does not exist; expected a workload file"), std::string::npos) << m;
   m = refused("graph: {file: .}\n");  // a directory where a file belongs
   EXPECT_NE(m.find("is not a graph file"), std::string::npos) << m;
   // A sweep over graphs names the value at fault.

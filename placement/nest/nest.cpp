@@ -93,8 +93,12 @@ double NestNetwork::all_to_all(std::span<const DeviceId> group, double bytes) co
   if (flat)
     return uniform_collective_time(CollectiveOp::AllToAll, CollectiveAlgorithm::Direct, static_cast<int>(group.size()), bytes,
                                    flat_latency, flat_bandwidth);
-  return collective_closed_form({CollectiveOp::AllToAll, CollectiveAlgorithm::Direct, {group.begin(), group.end()}, bytes},
-                                *cluster);
+  try {
+    return collective_closed_form({CollectiveOp::AllToAll, CollectiveAlgorithm::Direct, {group.begin(), group.end()}, bytes},
+                                  *cluster);
+  } catch (const std::invalid_argument&) {
+    return kInf;  // a group that cannot run it (GPUs that cannot reach each other): no such plan
+  }
 }
 
 ParallelPlan nest_plan(int tp, int replicas, int stages, int zero, int expert_parallel, int total_micro_batches,
@@ -180,11 +184,12 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
   // the plan spreads are reduced apart, 1/ep of them among the dp/ep replicas holding the same
   // ones, after the rest (both queue on the same links).
   const bool spreads_experts = plan.ep > 1 && model.expert_parallel == 1;
-  double first_parameters = 0, first_experts = 0;
+  double first_dense = 0, first_experts = 0;  // summed per layer, as the DP's prefix sums
   for (int p = 0; p < S; p += plan.pp)  // the first rank's stages
     for (int l = starts[p]; l < end_of(p); ++l) {
-      first_parameters += model.layers[l].parameter_bytes;
-      if (spreads_experts) first_experts += model.layers[l].expert_parameter_bytes;
+      const double experts = spreads_experts ? model.layers[l].expert_parameter_bytes : 0.0;
+      first_dense += model.layers[l].parameter_bytes - experts;
+      first_experts += experts;
     }
   for (int r = 0; r < plan.tp; ++r) {
     std::vector<DeviceId> group, experts;
@@ -192,7 +197,7 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
     for (int d = 0; d < plan.dp; d += plan.ep) experts.push_back(plan_gpu(plan, d, 0, r));
     e.gradient_reduction =
         std::max(e.gradient_reduction,
-                 network.reduction(group, first_parameters - first_experts, plan.gradient_algorithm, plan.zero) +
+                 network.reduction(group, first_dense, plan.gradient_algorithm, plan.zero) +
                      network.reduction(experts, first_experts / plan.ep, plan.gradient_algorithm, plan.zero));
   }
   // A rank's v stages each take 1/v of its load: interleaving shrinks the bubble v times.

@@ -406,15 +406,15 @@ Tid ModelBuilder::elementwise_binary(std::string_view leaf, std::string_view typ
         if (m.requires_grad(a)) m.add_grad(a, m.unbroadcast(g, sa));
         if (m.requires_grad(b)) {
           const Tid r = m.unbroadcast(g, sb);
-          m.add_grad(b, m.emit1("Neg", "Neg", {r}, {sb, DType::F32}, static_cast<double>(num_elements(sb))));
+          m.add_grad(b, m.emit1("Neg", "Neg", {r}, {sb, m.tensor(r).dtype}, static_cast<double>(num_elements(sb))));
         }
         break;
       case 2:
-        if (m.requires_grad(a)) m.add_grad(a, m.unbroadcast(m.emit1("Mul", "Mul", {b, g}, {sg, DType::F32}, ng), sa));
-        if (m.requires_grad(b)) m.add_grad(b, m.unbroadcast(m.emit1("Mul_1", "Mul", {a, g}, {sg, DType::F32}, ng), sb));
+        if (m.requires_grad(a)) m.add_grad(a, m.unbroadcast(m.emit1("Mul", "Mul", {b, g}, {sg, m.tensor(g).dtype}, ng), sa));
+        if (m.requires_grad(b)) m.add_grad(b, m.unbroadcast(m.emit1("Mul_1", "Mul", {a, g}, {sg, m.tensor(g).dtype}, ng), sb));
         break;
       default:
-        if (m.requires_grad(a)) m.add_grad(a, m.unbroadcast(m.emit1("RealDiv", "RealDiv", {g, b}, {sg, DType::F32}, ng), sa));
+        if (m.requires_grad(a)) m.add_grad(a, m.unbroadcast(m.emit1("RealDiv", "RealDiv", {g, b}, {sg, m.tensor(g).dtype}, ng), sa));
         break;
     }
   });
@@ -434,7 +434,7 @@ Tid ModelBuilder::unary(std::string_view leaf, std::string_view type, Tid x, dou
   const Tid y = out(op);
   if (!grad_type.empty())
     differentiable(op, [x, y, n, grad_type = std::string(grad_type), grad_reads_output](ModelBuilder& m, std::span<const Tid> dy) {
-      m.add_grad(x, m.emit1(grad_type, grad_type, {grad_reads_output ? y : x, dy[0]}, {m.tensors_[x].shape, DType::F32}, 2 * n));
+      m.add_grad(x, m.emit1(grad_type, grad_type, {grad_reads_output ? y : x, dy[0]}, {m.tensors_[x].shape, m.tensors_[x].dtype}, 2 * n));
     });
   return y;
 }
@@ -464,7 +464,7 @@ Tid ModelBuilder::reshape(Tid x, Shape shape, std::string_view leaf, std::string
   differentiable(op, [x](ModelBuilder& m, std::span<const Tid> dy) {
     std::vector<Tid> in{dy[0]};
     if (!m.fused()) in.push_back(m.constant("Shape", {static_cast<std::int64_t>(m.tensors_[x].shape.size())}));
-    m.add_grad(x, m.emit1("Reshape", "Reshape", std::move(in), {m.tensors_[x].shape, DType::F32}, 0));
+    m.add_grad(x, m.emit1("Reshape", "Reshape", std::move(in), {m.tensors_[x].shape, m.tensors_[x].dtype}, 0));
   });
   return out(op);
 }
@@ -482,7 +482,7 @@ Tid ModelBuilder::transpose(Tid x, std::vector<int> perm, std::string_view leaf)
       in.push_back(m.emit1("InvertPermutation", "InvertPermutation",
                            {m.constant("perm", {static_cast<std::int64_t>(m.tensors_[x].shape.size())})},
                            {{static_cast<std::int64_t>(m.tensors_[x].shape.size())}, DType::I32}, 0));
-    m.add_grad(x, m.emit1("transpose", "Transpose", std::move(in), {m.tensors_[x].shape, DType::F32}, 0));
+    m.add_grad(x, m.emit1("transpose", "Transpose", std::move(in), {m.tensors_[x].shape, m.tensors_[x].dtype}, 0));
   });
   return out(op);
 }
@@ -567,7 +567,7 @@ Tid ModelBuilder::concat(std::span<const Tid> xs, int axis, std::string_view lea
       if (!m.requires_grad(parts[i])) continue;
       std::vector<Tid> in{dy[0]};
       if (offsets != kNoTensor) in.push_back(m.out(offsets, static_cast<int>(i)));
-      m.add_grad(parts[i], m.emit1("Slice", "Slice", std::move(in), {m.tensors_[parts[i]].shape, DType::F32}, 0));
+      m.add_grad(parts[i], m.emit1("Slice", "Slice", std::move(in), {m.tensors_[parts[i]].shape, m.tensors_[parts[i]].dtype}, 0));
     }
   });
   return out(op);
@@ -586,12 +586,12 @@ std::vector<Tid> ModelBuilder::split(Tid x, int axis, int parts, std::string_vie
       Tid g = dy[i];
       if (g == kNoTensor) {
         const Tid y = m.out(m.backward_op_, static_cast<int>(i));
-        g = m.emit1("zeros_like", "ZerosLike", {y}, {m.tensors_[y].shape, DType::F32}, 0);
+        g = m.emit1("zeros_like", "ZerosLike", {y}, {m.tensors_[y].shape, m.tensors_[y].dtype}, 0);
       }
       in.push_back(g);
     }
     if (!m.fused()) in.push_back(m.constant("concat/axis"));
-    m.add_grad(x, m.emit1("concat", "ConcatV2", std::move(in), {m.tensors_[x].shape, DType::F32}, 0));
+    m.add_grad(x, m.emit1("concat", "ConcatV2", std::move(in), {m.tensors_[x].shape, m.tensors_[x].dtype}, 0));
   });
   std::vector<Tid> outs = ops_[op].outputs;
   return outs;
@@ -604,8 +604,8 @@ Tid ModelBuilder::matmul(Tid a, Tid b, bool ta, bool tb, std::string_view leaf) 
   const double macs = static_cast<double>(rows) * static_cast<double>(inner) * static_cast<double>(cols);
   const std::int32_t op = emit(leaf, "MatMul", {a, b}, {{{rows, cols}, DType::F32}}, 2 * macs, macs);
   differentiable(op, [a, b, macs](ModelBuilder& m, std::span<const Tid> dy) {
-    if (m.requires_grad(a)) m.add_grad(a, m.emit1("MatMul", "MatMul", {b, dy[0]}, {m.tensors_[a].shape, DType::F32}, 2 * macs, macs));
-    if (m.requires_grad(b)) m.add_grad(b, m.emit1("MatMul_1", "MatMul", {a, dy[0]}, {m.tensors_[b].shape, DType::F32}, 2 * macs, macs));
+    if (m.requires_grad(a)) m.add_grad(a, m.emit1("MatMul", "MatMul", {b, dy[0]}, {m.tensors_[a].shape, m.tensors_[a].dtype}, 2 * macs, macs));
+    if (m.requires_grad(b)) m.add_grad(b, m.emit1("MatMul_1", "MatMul", {a, dy[0]}, {m.tensors_[b].shape, m.tensors_[b].dtype}, 2 * macs, macs));
   });
   return out(op);
 }
@@ -624,8 +624,8 @@ Tid ModelBuilder::batch_matmul(Tid a, Tid b, bool ta, bool tb, std::string_view 
   const double macs = batch * static_cast<double>(rows) * static_cast<double>(inner) * static_cast<double>(cols);
   const std::int32_t op = emit(leaf, "BatchMatMulV2", {a, b}, {{std::move(shape), DType::F32}}, 2 * macs, macs);
   differentiable(op, [a, b, macs](ModelBuilder& m, std::span<const Tid> dy) {
-    if (m.requires_grad(a)) m.add_grad(a, m.emit1("MatMul", "BatchMatMulV2", {dy[0], b}, {m.tensors_[a].shape, DType::F32}, 2 * macs, macs));
-    if (m.requires_grad(b)) m.add_grad(b, m.emit1("MatMul_1", "BatchMatMulV2", {a, dy[0]}, {m.tensors_[b].shape, DType::F32}, 2 * macs, macs));
+    if (m.requires_grad(a)) m.add_grad(a, m.emit1("MatMul", "BatchMatMulV2", {dy[0], b}, {m.tensors_[a].shape, m.tensors_[a].dtype}, 2 * macs, macs));
+    if (m.requires_grad(b)) m.add_grad(b, m.emit1("MatMul_1", "BatchMatMulV2", {a, dy[0]}, {m.tensors_[b].shape, m.tensors_[b].dtype}, 2 * macs, macs));
   });
   return out(op);
 }
@@ -651,9 +651,9 @@ Tid ModelBuilder::conv2d(Tid x, Tid w, int stride, bool same, std::string_view l
       return v;
     };
     if (m.requires_grad(x))
-      m.add_grad(x, m.emit1("Conv2DBackpropInput", "Conv2DBackpropInput", in(w), {m.tensors_[x].shape, DType::F32}, flops, macs));
+      m.add_grad(x, m.emit1("Conv2DBackpropInput", "Conv2DBackpropInput", in(w), {m.tensors_[x].shape, m.tensors_[x].dtype}, flops, macs));
     if (m.requires_grad(w))
-      m.add_grad(w, m.emit1("Conv2DBackpropFilter", "Conv2DBackpropFilter", in(x), {m.tensors_[w].shape, DType::F32}, flops, macs));
+      m.add_grad(w, m.emit1("Conv2DBackpropFilter", "Conv2DBackpropFilter", in(x), {m.tensors_[w].shape, m.tensors_[w].dtype}, flops, macs));
   });
   return out(op);
 }
@@ -710,7 +710,7 @@ Tid ModelBuilder::gather(Tid table, Tid ids, std::string_view leaf) {
     std::vector<Tid> in{dy[0], ids};
     if (!m.fused()) in.push_back(m.constant("num_segments"));
     // Densified as Keras and PyTorch's dense embedding backward do: the whole table is written.
-    const std::int32_t g = m.emit("UnsortedSegmentSum", "UnsortedSegmentSum", std::move(in), {{m.tensors_[table].shape, DType::F32}}, n);
+    const std::int32_t g = m.emit("UnsortedSegmentSum", "UnsortedSegmentSum", std::move(in), {{m.tensors_[table].shape, m.tensors_[table].dtype}}, n);
     m.add_grad(table, m.out(g));
   });
   return y;
@@ -720,7 +720,7 @@ Tid ModelBuilder::add_n(std::span<const Tid> xs, std::string_view leaf) {
   const Shape shape = tensors_[xs[0]].shape;
   const double n = static_cast<double>(num_elements(shape));
   const std::vector<Tid> parts(xs.begin(), xs.end());
-  const std::int32_t op = emit(leaf, "AddN", parts, {{shape, DType::F32}}, n * static_cast<double>(xs.size() - 1));
+  const std::int32_t op = emit(leaf, "AddN", parts, {{shape, tensors_[xs[0]].dtype}}, n * static_cast<double>(xs.size() - 1));
   differentiable(op, [parts](ModelBuilder& m, std::span<const Tid> dy) {
     for (Tid p : parts) m.add_grad(p, dy[0]);
   });

@@ -310,7 +310,7 @@ Tid classification_loss(ModelBuilder& b, std::string_view name, Tid logits, Tid 
     b.differentiable(op, [logits, labels, log_probs, n](ModelBuilder& m, std::span<const Tid> dy) {
       if (dy[0] == kNoTensor) return;
       m.add_grad(logits, m.emit1("SoftmaxCrossEntropyGrad", "SoftmaxCrossEntropyLossGrad", {dy[0], log_probs, labels},
-                                 {m.tensor(logits).shape, DType::F32}, 2 * n));
+                                 {m.tensor(logits).shape, m.tensor(logits).dtype}, 2 * n));
     });
     return b.out(op);
   }
