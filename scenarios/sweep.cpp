@@ -411,18 +411,21 @@ SweepCount count_blocks(std::span<const SweepBlock> blocks, const YAML::Node& ba
   if (blocks.size() == 1) return count_block(blocks.front(), base, file, seeds, repetitions, max_points);
   SweepCount total;
   std::size_t fewest = std::numeric_limits<std::size_t>::max(), most = 0;
+  std::string largest;  // the block of the most points, and its breakdown
   for (const SweepBlock& block : blocks) {
     const SweepCount c = count_block(block, base, file, seeds, repetitions, max_points);
     total.points = saturating_add(total.points, c.points);
     total.exact = total.exact && c.exact;
     total.breakdown += fmt::format("{}{}: {}", total.breakdown.empty() ? "" : "; ", block.name, c.breakdown);
     fewest = std::min(fewest, c.points);
+    if (c.points > most) largest = fmt::format("{}: {}", block.name, c.breakdown);
     most = std::max(most, c.points);
   }
-  // Many blocks (a reproduction's one block per case) make a line nobody reads: say their number.
+  // Many blocks (a reproduction's one block per case) make a line nobody reads: say their number,
+  // and the largest (what a --max-points refusal is about).
   if (blocks.size() > 4)
-    total.breakdown = fmt::format("{} sweep blocks of {} points each", blocks.size(),
-                                  fewest == most ? fmt::format("{}", most) : fmt::format("{} to {}", fewest, most));
+    total.breakdown = fmt::format("{} sweep blocks of {} points each; the largest, {}", blocks.size(),
+                                  fewest == most ? fmt::format("{}", most) : fmt::format("{} to {}", fewest, most), largest);
   return total;
 }
 

@@ -309,7 +309,8 @@ TEST(SweepPlan, AListOfBlocksRunsEachCrossProductInTurn) {
   for (int gpus = 2; gpus <= 6; ++gpus)
     blocks += fmt::format("  - cluster.gpus: [{}]\n    strategy: [{}]\n", gpus, gpus == 6 ? "metis, round-robin" : "metis");
   EXPECT_EQ(plan_sweep(YAML::Load(blocks), "s.yaml", options).points.size(), 6u);
-  EXPECT_EQ(counted->breakdown, "5 sweep blocks of 1 to 2 points each");
+  EXPECT_EQ(counted->breakdown,
+            "5 sweep blocks of 1 to 2 points each; the largest, sweep[4]: 1 value of cluster.gpus x 2 points each (2 strategies)");
 }
 
 TEST(SweepPlan, AValueRepeatedAsAYamlAliasKeepsItsLabel) {
