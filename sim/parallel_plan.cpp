@@ -98,7 +98,7 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
   if (model.expert_parallel > 1 && plan.ep != model.expert_parallel)
     return fmt::format("the workload of {} was built for expert-parallel width {}, the plan has ep {}", model.name,
                        model.expert_parallel, plan.ep);
-  if (plan.ep > 1 && model.expert_parallel == 1 &&
+  if (plan_spreads_experts(model, plan) &&
       std::none_of(model.layers.begin(), model.layers.end(), [](const Layer& l) { return l.expert_parameter_bytes > 0; }))
     return fmt::format("ep {} but {} has no experts", plan.ep, model.name);
   if (model.expert_parallel == 1)
@@ -266,10 +266,10 @@ struct StageSums {
   double dense = 0, experts = 0, stash = 0, buffer = 0;
 };
 StageSums stage_sums(const LayerModel& model, int first, int end, const ParallelPlan& plan) {
-  const bool spreads_experts = plan.ep > 1 && model.expert_parallel == 1;
+  const bool spread = plan_spreads_experts(model, plan);
   StageSums sums;
   for (int l = first; l < end; ++l) {
-    const double expert = spreads_experts ? model.layers[l].expert_parameter_bytes : 0.0;
+    const double expert = spread ? model.layers[l].expert_parameter_bytes : 0.0;
     const double dense_l = model.layers[l].parameter_bytes - expert, experts_l = expert / plan.ep;
     sums.dense += dense_l;
     sums.experts += experts_l;
@@ -451,7 +451,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
     }
   // Expert parallelism: each expert layer's all-to-alls (dispatch, combine) in both passes, among
   // the replicas of each expert-parallel group.
-  if (plan.ep > 1 && model.expert_parallel == 1)
+  if (plan_spreads_experts(model, plan))
     for (int j = 0; j < dp / plan.ep; ++j)
       for (int p = 0; p < S; ++p) {
         const int first = out.stage_starts[p], count = at.stage_end(p) - first;
@@ -533,7 +533,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   // all-gathers of parameters. Without experts, one group per stage and tensor rank: every
   // replica. With expert parallelism also one per expert shard e: the replicas d with d mod ep = e,
   // for the experts' part.
-  const bool spreads_experts = plan.ep > 1 && model.expert_parallel == 1;
+  const bool spreads_experts = plan_spreads_experts(model, plan);
   auto dense_bytes = [&](int l) {
     return model.layers[l].parameter_bytes - (spreads_experts ? model.layers[l].expert_parameter_bytes : 0.0);
   };

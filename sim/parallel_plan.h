@@ -99,6 +99,13 @@ struct ParallelPlan {
   bool sequence_parallel = false;
 };
 
+// Whether the plan spreads the model's experts over its ep replicas: a model built for ep 1 (the
+// zoo's) holds every expert per GPU until a plan spreads them; one built for its expert width
+// (NEST's Mixtral) has them per GPU already, its all-to-alls inside its times.
+inline bool plan_spreads_experts(const LayerModel& model, const ParallelPlan& plan) {
+  return plan.ep > 1 && model.expert_parallel == 1;
+}
+
 // The algorithm of ZeRO's reduce-scatters and all-gathers under a plan's gradient_algorithm: that
 // algorithm when it has them (ring, halving-doubling, direct), else ring, as NCCL runs
 // reduce-scatter and all-gather by ring whichever algorithm its all-reduces take (tree,

@@ -26,6 +26,23 @@ DeviceId plan_gpu(const ParallelPlan& plan, int d, int p, int r) {
   return plan.gpus.empty() ? index : plan.gpus[index];
 }
 
+// The GPUs at pipeline rank p and tensor rank r of every `step`-th replica from the first: all of
+// them (step 1: the dense gradients' group) or those holding the first expert shard (step ep:
+// the spread experts' gradients' group).
+std::vector<DeviceId> replica_group(const ParallelPlan& plan, int p, int r, int step) {
+  std::vector<DeviceId> group;
+  for (int d = 0; d < plan.dp; d += step) group.push_back(plan_gpu(plan, d, p, r));
+  return group;
+}
+
+// The expert-parallel group of replica d at pipeline rank p, on tensor rank 0: the ep replicas
+// whose all-to-alls it joins.
+std::vector<DeviceId> expert_group(const ParallelPlan& plan, int d, int p) {
+  std::vector<DeviceId> group;
+  for (int e = 0; e < plan.ep; ++e) group.push_back(plan_gpu(plan, d / plan.ep * plan.ep + e, p, 0));
+  return group;
+}
+
 // The bytes sent between two stages per tensor rank (Megatron's scatter-gather and sequence
 // parallelism send 1/t each).
 double per_rank(const ParallelPlan& plan, double bytes) {
@@ -141,9 +158,8 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
       // Experts the plan spreads (a workload built for ep 1 has the all-to-alls apart, not in its
       // times): each expert layer's dispatch and combine in both passes, among the replicas of
       // this one's expert group (on tensor rank 0, as the sends).
-      if (plan.ep > 1 && model.expert_parallel == 1) {
-        std::vector<DeviceId> ep_group;
-        for (int e = 0; e < plan.ep; ++e) ep_group.push_back(gpu(d / plan.ep * plan.ep + e, p, 0));
+      if (plan_spreads_experts(model, plan)) {
+        const std::vector<DeviceId> ep_group = expert_group(plan, d, p % plan.pp);
         for (int l = starts[p]; l < end_of(p); ++l)
           load += 4 * network.all_to_all(ep_group, model.layers[l].expert_alltoall_bytes);
       }
@@ -183,22 +199,19 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
   // NEST charges the first stage's reduction; the slowest of its tensor ranks' groups. Experts
   // the plan spreads are reduced apart, 1/ep of them among the dp/ep replicas holding the same
   // ones, after the rest (both queue on the same links).
-  const bool spreads_experts = plan.ep > 1 && model.expert_parallel == 1;
+  const bool spread = plan_spreads_experts(model, plan);
   double first_dense = 0, first_experts = 0;  // summed per layer, as the DP's prefix sums
   for (int p = 0; p < S; p += plan.pp)  // the first rank's stages
     for (int l = starts[p]; l < end_of(p); ++l) {
-      const double experts = spreads_experts ? model.layers[l].expert_parameter_bytes : 0.0;
+      const double experts = spread ? model.layers[l].expert_parameter_bytes : 0.0;
       first_dense += model.layers[l].parameter_bytes - experts;
       first_experts += experts;
     }
   for (int r = 0; r < plan.tp; ++r) {
-    std::vector<DeviceId> group, experts;
-    for (int d = 0; d < plan.dp; ++d) group.push_back(plan_gpu(plan, d, 0, r));
-    for (int d = 0; d < plan.dp; d += plan.ep) experts.push_back(plan_gpu(plan, d, 0, r));
-    e.gradient_reduction =
-        std::max(e.gradient_reduction,
-                 network.reduction(group, first_dense, plan.gradient_algorithm, plan.zero) +
-                     network.reduction(experts, first_experts / plan.ep, plan.gradient_algorithm, plan.zero));
+    e.gradient_reduction = std::max(
+        e.gradient_reduction,
+        network.reduction(replica_group(plan, 0, r, 1), first_dense, plan.gradient_algorithm, plan.zero) +
+            network.reduction(replica_group(plan, 0, r, plan.ep), first_experts / plan.ep, plan.gradient_algorithm, plan.zero));
   }
   // A rank's v stages each take 1/v of its load: interleaving shrinks the bubble v times.
   e.time_per_batch = e.max_stage_load * (plan.micro_batches + static_cast<double>(plan.pp - 1) / v) + e.gradient_reduction;
@@ -249,7 +262,7 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
   const int L = static_cast<int>(model.layers.size()), S = c.stages, t = c.tp;
   const ParallelPlan plan = case_plan(c, total_micro_batches, algorithm);
   const int m = plan.micro_batches, dp = plan.dp, ep = plan.ep;
-  const bool spreads = c.spread_ep > 1;
+  const bool spreads = plan_spreads_experts(model, plan);
 
   // Prefix sums; `parameters` are the dense ones when the plan spreads the experts, `experts`
   // the GPU's 1/ep share of them.
@@ -308,8 +321,7 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
         std::tie(price.tp_fixed, price.tp_slope) = affine(tp_group, CollectiveAlgorithm::Ring, 0);
       }
       if (a2a_count[L] > 0) {
-        std::vector<DeviceId> ep_group;
-        for (int e = 0; e < ep; ++e) ep_group.push_back(plan_gpu(plan, d / ep * ep + e, p, 0));
+        const std::vector<DeviceId> ep_group = expert_group(plan, d, p);
         std::tie(price.a2a_fixed, price.a2a_slope) =
             affine_in_bytes([&](double bytes) { return network.all_to_all(ep_group, bytes); });
       }
@@ -335,11 +347,8 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
   std::vector<Reduction> reductions;
   CaseResult result;
   for (int r = 0; r < t; ++r) {
-    std::vector<DeviceId> group, expert_group;
-    for (int d = 0; d < dp; ++d) group.push_back(plan_gpu(plan, d, 0, r));
-    for (int d = 0; d < dp; d += ep) expert_group.push_back(plan_gpu(plan, d, 0, r));
-    reductions.push_back({affine(group, algorithm, c.zero),
-                          spreads ? affine(expert_group, algorithm, c.zero) : std::pair{0.0, 0.0}});
+    reductions.push_back({affine(replica_group(plan, 0, r, 1), algorithm, c.zero),
+                          spreads ? affine(replica_group(plan, 0, r, ep), algorithm, c.zero) : std::pair{0.0, 0.0}});
     if (reductions.back().dense.first == kInf || reductions.back().experts.first == kInf) return result;
   }
   auto part = [](const std::pair<double, double>& f, double bytes) { return bytes > 0 ? f.first + f.second * bytes : 0.0; };
@@ -492,7 +501,7 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
     }
     const std::string how = fmt::format("at tensor width {}{} over {} replicas{}", model.tensor_parallel,
                                         config.zero ? ", ZeRO 3" : "", widest.dp,
-                                        widest.ep > 1 && model.expert_parallel == 1 ? fmt::format(", experts over {}", widest.ep) : "");
+                                        plan_spreads_experts(model, widest) ? fmt::format(", experts over {}", widest.ep) : "");
     if (need > memory_per_gpu) {
       out.why_none = fmt::format("no plan of {} fits: its largest layer ({}) alone needs {} per GPU even {}, and a GPU has {}",
                                  workload.name, layer, format_bytes(need), how, format_bytes(memory_per_gpu));
