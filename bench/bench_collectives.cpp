@@ -1,12 +1,16 @@
 // Ring all-reduce of 1 GiB on a fat-tree (servers of 8 GPUs, 100 Gb/s NICs, ECMP), per engine:
 // wall time to simulate it, message by message (building the collective's execution graph, n^2
-// operators) or step by step (sim/collective_steps.h: the ring's one step, its n flows sharing
-// the fabric, run once), and the process's peak resident memory (issue #15; for scale, ASTRA-sim's analytical backend takes 4.2 s and 0.35 GiB
-// at 1,024 GPUs, without contention). Arguments: GPUs, engine (0 evaluator, 1 flow, 2 SimGrid).
+// operators), condensed (CollectiveDetail::Condensed: a flow per ring neighbour, about 4n
+// operators, what plans of hundreds of replicas compile into) or step by step
+// (sim/collective_steps.h: the ring's one step, its n flows sharing the fabric, run once), and the process's peak resident memory (issue #15; for scale, ASTRA-sim's analytical backend takes 4.2 s and 0.35 GiB
+// at 1,024 GPUs, without contention). Arguments: GPUs, engine (0 evaluator, 1 flow, 2 SimGrid)
+// and, message-level graphs, 1 for condensed.
 // Counters: the simulated time, operators and transfers of the graph, peak RSS in GiB.
 //
 // Measured on 2 shared cores: see docs/parallelism.md ("Speed").
 #include <benchmark/benchmark.h>
+
+#include <string>
 
 #include "bench/bench_util.h"
 #include "sim/collective_steps.h"
@@ -42,7 +46,9 @@ void BM_RingAllReduce1GiB(benchmark::State& state) {
   const int gpus = static_cast<int>(state.range(0));
   const int engine = static_cast<int>(state.range(1));
   const Cluster cluster = fat_tree_of(gpus);
-  const CollectiveSpec spec = ring_all_reduce_1gib(gpus);
+  CollectiveSpec spec = ring_all_reduce_1gib(gpus);
+  const bool condensed = state.range(2) == 1;
+  if (condensed) spec.detail = CollectiveDetail::Condensed;
   double latency = 0;
   std::size_t ops = 0, transfers = 0;
   for (auto _ : state) {
@@ -58,7 +64,7 @@ void BM_RingAllReduce1GiB(benchmark::State& state) {
   state.counters["operators"] = static_cast<double>(ops);
   state.counters["transfers"] = static_cast<double>(transfers);
   state.counters["peak_rss_gib"] = benchutil::peak_rss_gib();
-  state.SetLabel(engine == 0 ? "evaluator" : engine == 1 ? "flow" : "simgrid");
+  state.SetLabel(std::string(engine == 0 ? "evaluator" : engine == 1 ? "flow" : "simgrid") + (condensed ? ", condensed" : ""));
 }
 
 void BM_RingAllReduce1GiBSteps(benchmark::State& state) {
@@ -84,7 +90,11 @@ BENCHMARK(BM_RingAllReduce1GiBSteps)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 BENCHMARK(BM_RingAllReduce1GiB)
-    ->ArgsProduct({{64, 256}, {0, 1, 2}})
+    ->ArgsProduct({{64, 256}, {0, 1, 2}, {0}})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
-BENCHMARK(BM_RingAllReduce1GiB)->ArgsProduct({{1024}, {0, 1}})->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_RingAllReduce1GiB)->ArgsProduct({{1024}, {0, 1}, {0}})->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_RingAllReduce1GiB)
+    ->ArgsProduct({{1024, 4096}, {0, 1, 2}, {1}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);

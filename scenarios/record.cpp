@@ -66,6 +66,16 @@ class FieldReader {
     if (it == j_.end()) fail(key, "missing");
     return *it;
   }
+  // One of `names`, by name.
+  template <class E>
+  E choice(const char* key, std::span<const EnumName<E>> names) const {
+    const std::string text = string(key);
+    for (const auto& n : names)
+      if (n.name == text) return n.value;
+    std::vector<std::string_view> choices;
+    for (const auto& n : names) choices.push_back(n.name);
+    fail(key, "expected " + join_choices(choices));
+  }
   std::string string(const char* key) const {
     const ojson& v = at(key);
     if (!v.is_string()) fail(key, "expected a string");
@@ -175,6 +185,7 @@ ojson to_json(const PointRecord& r) {
   j["repetition"] = r.repetition;
   j["engine"] = std::string(engine_name(r.engine));
   j["order"] = std::string(op_order_name(r.order));
+  j["collectives"] = std::string(enum_name<CollectiveDetail>(kCollectiveDetailNames, r.collectives));
   if (r.graph_size) {
     j["operators"] = r.graph_size->operators;
     j["tensors"] = r.graph_size->tensors;
@@ -229,24 +240,13 @@ PointRecord record_from_json(const ojson& j, const std::string& file, const std:
   r.strategy = f.string("strategy");
   if (!f.at("seed").is_null()) r.seed = f.integer<long>("seed");
   r.repetition = f.integer<int>("repetition");
-  {
-    const std::string engine = f.string("engine");
-    bool known = false;
-    for (const auto& n : kEngineNames)
-      if (n.name == engine) {
-        r.engine = n.value;
-        known = true;
-      }
-    if (!known) {
-      std::vector<std::string_view> names;
-      for (const auto& n : kEngineNames) names.push_back(n.name);
-      f.fail("engine", "expected " + join_choices(names));
-    }
-  }
+  r.engine = f.choice<Engine>("engine", kEngineNames);
   const std::string order = f.string("order");
   if (order == op_order_name(OpOrder::Fcfs)) r.order = OpOrder::Fcfs;
   else if (order == op_order_name(OpOrder::Scheduler)) r.order = OpOrder::Scheduler;
   else f.fail("order", "expected scheduler or fcfs");
+  // Absent from records written before simulation.collectives.
+  if (f.has("collectives")) r.collectives = f.choice<CollectiveDetail>("collectives", kCollectiveDetailNames);
   if (f.has("operators")) {
     // Braced, not emplace(): clang decides whether the nested GraphSize is default-constructible
     // while PointRecord is still incomplete, and says it is not.

@@ -89,6 +89,7 @@ struct PointRecord {
   int repetition = 0;
   Engine engine = Engine::Both;
   OpOrder order = OpOrder::Scheduler;
+  CollectiveDetail collectives = CollectiveDetail::Messages;  // simulation.collectives
   // The graph as the worker loaded it; absent when the point failed before (its graph did not
   // load, or its worker died).
   struct GraphSize {

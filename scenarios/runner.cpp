@@ -202,7 +202,7 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
     // What the engines run: the placed graph, or its replicas with the gradients' all-reduces.
     std::optional<DataParallelGraph> replicated;
     if (spec.data_parallel) {
-      replicated = replicate_data_parallel(graph, placed.placement, run_on, *spec.data_parallel);
+      replicated = replicate_data_parallel(graph, placed.placement, run_on, *spec.data_parallel, scenario.simulation.collectives);
       out.compiled_operators = replicated->graph.graph.num_operators();
       out.compiled_tensors = replicated->graph.graph.num_tensors();
       out.strategy_report["data_parallel"] = {
@@ -265,7 +265,8 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
     // engine estimate: the layout and memory alone, no execution graph.
     const bool estimate_only = scenario.simulation.engine == Engine::Estimate;
     const CompiledPlan compiled = estimate_only ? plan_layout(workload.by_tensor_parallel.at(plan.tp), plan, cluster)
-                                                : compile_plan(workload.by_tensor_parallel.at(plan.tp), plan, cluster);
+                                                : compile_plan(workload.by_tensor_parallel.at(plan.tp), plan, cluster,
+                                                               scenario.simulation.collectives);
     out.search_seconds = planned.search_seconds;
     out.strategy_report = planned.report;
     nlohmann::ordered_json as_json = plan_to_json(plan);

@@ -330,13 +330,16 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
 
   if (f.has("simulation")) {
     YamlFields sim(f.node("simulation"), file, "simulation");
-    sim.allow_only({"engine", "order", "trace", "repetitions", "seeds"});
+    sim.allow_only({"engine", "order", "collectives", "trace", "repetitions", "seeds"});
     s.simulation.engine = engine_parse(sim.string_or("engine", std::string(engine_name(Engine::Both))), file,
                                        sim.field("engine"));
     const std::string order = sim.string_or("order", "scheduler");
     if (order == "scheduler") s.simulation.order = OpOrder::Scheduler;
     else if (order == "fcfs") s.simulation.order = OpOrder::Fcfs;
     else throw InputError(file, sim.field("order"), fmt::format("expected scheduler or fcfs, got '{}'", order));
+    if (sim.has("collectives"))
+      s.simulation.collectives = enum_parse<CollectiveDetail>(kCollectiveDetailNames, sim.string_or("collectives", ""),
+                                                              file, sim.field("collectives"));
     s.simulation.trace = sim.boolean_or("trace", true);
     const long repetitions = sim.integer_or("repetitions", 1);
     if (repetitions < 1 || repetitions > 1'000'000)

@@ -91,6 +91,9 @@ enum class OpOrder {
 struct SimulationSpec {
   Engine engine = Engine::Both;
   OpOrder order = OpOrder::Scheduler;
+  // How the ring phases of every collective run (plans' and data_parallel's): message by
+  // message, or condensed to a flow per ring neighbour for plans of hundreds of replicas.
+  CollectiveDetail collectives = CollectiveDetail::Messages;
   bool trace = true;             // write a Chrome trace per strategy
   int repetitions = 1;           // runs of each (sweep point, strategy, seed)
   std::vector<long> seeds;       // each is one run of every strategy that takes a `seed` option

@@ -46,6 +46,7 @@ PointRecord point_header(const SweepPlan& plan, const SweepPoint& point) {
   r.repetition = point.repetition;
   r.engine = scenario.simulation.engine;
   r.order = scenario.simulation.order;
+  r.collectives = scenario.simulation.collectives;
   return r;
 }
 

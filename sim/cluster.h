@@ -137,11 +137,12 @@ class Cluster {
   // For disjoint paths that is min over paths of bottleneck / share. Unreachable: bandwidth 0.
   double bandwidth(DeviceId src, DeviceId dst) const { return 1.0 / inv_bandwidth_[index(src, dst)]; }
   double latency(DeviceId src, DeviceId dst) const { return latency_[index(src, dst)]; }
-  // Time for a lone transfer: zero on the same device or for a zero-byte (control) tensor.
-  double transfer_time(DeviceId src, DeviceId dst, double bytes) const {
+  // Time for a lone transfer: zero on the same device or for a zero-byte (control) tensor. It
+  // pays the path's latency `latencies` times (Tensor::latencies).
+  double transfer_time(DeviceId src, DeviceId dst, double bytes, std::int32_t latencies = 1) const {
     if (src == dst || bytes <= 0) return 0.0;
     const std::size_t k = index(src, dst);
-    return latency_[k] + bytes * inv_bandwidth_[k];
+    return latency_[k] * latencies + bytes * inv_bandwidth_[k];
   }
   // Time an operator measured at `compute_s` takes on GPU d.
   double compute_time(DeviceId d, double compute_s) const { return compute_s / devices_[d].compute_speed; }

@@ -45,6 +45,8 @@ class Builder {
       : out_(out), spec_(spec), name_(name), n_(static_cast<int>(spec.group.size())) {}
 
   int ranks() const { return n_; }
+  int chunks() const { return spec_.chunks; }
+  bool condensed() const { return spec_.detail == CollectiveDetail::Condensed; }
   // Connections of different channels are independent (NCCL's channels: the double binary
   // tree's two trees may join the same two GPUs, each with its own connection).
   void set_channel(int channel) { channel_ = channel; }
@@ -79,7 +81,7 @@ class Builder {
   // the connection src -> dst it leaves from a sender operator of its own, which waits for `from`
   // and for the previous piece's arrival: holding `from` itself back would hold back everything
   // else that waits for it.
-  void send(int src, OpId from, int dst, OpId to, double bytes) {
+  void send(int src, OpId from, int dst, OpId to, double bytes, std::int32_t latencies = 1) {
     auto [it, fresh] = last_arrival_.try_emplace({channel_, src, dst}, -1);
     OpId sender = from;
     if (!fresh) {
@@ -87,7 +89,7 @@ class Builder {
       depend(from, sender);
       depend(it->second, sender);
     }
-    out_.graph.add_tensor(sender, to, bytes);
+    out_.graph.add_tensor(sender, to, bytes, false, latencies);
     it->second = to;
   }
   // A message of `bytes` in spec.chunks pieces, as one step that ends when all have arrived:
@@ -120,6 +122,25 @@ void ring_steps(Builder& b, std::span<const int> order, std::vector<std::vector<
                 double piece_bytes, const std::string& phase) {
   const int m = static_cast<int>(order.size());
   const int c = static_cast<int>(cur.front().size());
+  if (b.condensed() && steps > 0) {
+    // One flow per rank to its successor with every step's bytes and latencies; the phase ends
+    // for all when the last flow has arrived (CollectiveDetail::Condensed).
+    const OpId barrier = b.node(order[0], phase + ".all");
+    std::vector<OpId> arrivals(m);
+    for (int i = 0; i < m; ++i) arrivals[i] = b.node(order[i], phase + ".in");
+    for (int i = 0; i < m; ++i) {
+      const OpId sender = c == 1 ? cur[i][0] : b.join(order[i], cur[i], phase + ".out");
+      b.send(order[i], sender, order[(i + 1) % m], arrivals[(i + 1) % m], piece_bytes * steps,
+             static_cast<std::int32_t>(std::int64_t{steps} * c));
+    }
+    for (int i = 0; i < m; ++i) b.depend(arrivals[i], barrier);
+    for (int i = 0; i < m; ++i) {
+      const OpId end = b.node(order[i], phase + ".end");
+      b.depend(barrier, end);
+      cur[i].assign(c, end);
+    }
+    return;
+  }
   for (int s = 1; s <= steps; ++s) {
     std::vector<std::vector<OpId>> next(m, std::vector<OpId>(c));
     for (int i = 0; i < m; ++i)
@@ -398,14 +419,31 @@ std::vector<std::vector<std::vector<int>>> collective_levels(const CollectiveSpe
         if (next[b] < 0 && (b == a || hops[a][b] <= d)) next[b] = count;
       ++count;
     }
+    // A group is its first server and every server within d hops of it.
+    auto server = [&](std::size_t x) { return cluster.device(spec.group[servers[x].front()]).server; };
+    auto hops_text = [](std::size_t h) { return fmt::format("{} hop{}", h, h == 1 ? "" : "s"); };
+    auto first_of = [&](std::size_t x) {
+      std::size_t r = 0;
+      while (next[r] != next[x]) ++r;
+      return r;
+    };
     for (std::size_t a = 0; a < N; ++a)
-      for (std::size_t b = 0; b < N; ++b)
-        if (a != b && (next[a] == next[b]) != (hops[a][b] <= d))
+      for (std::size_t b = 0; b < N; ++b) {
+        if (a == b || (next[a] == next[b]) == (hops[a][b] <= d)) continue;
+        if (next[a] == next[b])
           throw std::invalid_argument(fmt::format(
-              "multi-level needs nested tiers: servers {} and {} are {} hops apart, within {} of a third that is within {} "
-              "of both, so the fabric's tiers do not nest for this group",
-              cluster.device(spec.group[servers[a].front()]).server, cluster.device(spec.group[servers[b].front()]).server,
-              hops[a][b], d, d));
+              "multi-level needs nested tiers: servers {} and {} are both within {} of server {}, but {} from each "
+              "other, so no tier at {} holds the three (the fabric's tiers do not nest for this group)",
+              server(a), server(b), hops_text(d), server(first_of(a)), hops_text(hops[a][b]), hops_text(d)));
+        // The group formed first took one of them and not the other, which was free then.
+        const std::size_t x = first_of(a) < first_of(b) ? a : b, y = x == a ? b : a;
+        throw std::invalid_argument(fmt::format(
+            "multi-level needs nested tiers: servers {} and {} are {} apart, but server {} is within {} of server {} and "
+            "server {} is not (it is {} away), so no tier at {} holds the three (the fabric's tiers do not nest for this "
+            "group)",
+            server(x), server(y), hops_text(hops[a][b]), server(x), hops_text(d), server(first_of(x)), server(y),
+            hops_text(hops[first_of(x)][y]), hops_text(d)));
+      }
     // The groups of the previous tier under each new group, in order of their first server.
     std::map<int, std::vector<int>> children;  // new group -> previous groups
     std::vector<char> listed(N, 0);

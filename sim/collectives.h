@@ -79,6 +79,21 @@ inline constexpr EnumName<CollectiveAlgorithm> kCollectiveAlgorithmNames[] = {
     {CollectiveAlgorithm::MultiLevel, "multi-level"},
 };
 
+// How a collective's ring phases become transfers (every other algorithm runs message by message).
+// messages: each step of each chunk is a message of its own, n - 1 steps of n messages per ring
+//   phase: n^2 operators, 130,000 per bucket at 256 ranks.
+// condensed: each rank sends its ring successor one flow with every step's bytes (steps x
+//   piece), paying the path latency steps x chunks times (Tensor::latencies), and the phase ends
+//   for every rank of the ring when its slowest flow has arrived: about 3n operators. Where every
+//   flow of the ring runs at one rate this is the message-level time (each step is the same n
+//   messages at the same rate); where rates differ the phase still ends at the slowest flow, as a
+//   ring's steps are paced by its slowest link. What it loses: a long flow where the messages
+//   leave gaps that other traffic fills, so contention is spread evenly over the phase rather
+//   than step by step (tests/test_collectives.cpp cross-checks both under contention).
+enum class CollectiveDetail { Messages, Condensed };
+inline constexpr EnumName<CollectiveDetail> kCollectiveDetailNames[] = {
+    {CollectiveDetail::Messages, "messages"}, {CollectiveDetail::Condensed, "condensed"}};
+
 struct CollectiveSpec {
   CollectiveOp op = CollectiveOp::AllReduce;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
@@ -86,6 +101,7 @@ struct CollectiveSpec {
   double bytes = 0;             // see the size convention above
   int chunks = 1;               // pieces per message, >= 1
   int root = 0;                 // broadcast and reduce: the root's rank
+  CollectiveDetail detail = CollectiveDetail::Messages;  // of ring phases (above)
 };
 
 // Why the spec cannot run on the cluster ("" when it can): an empty or repeated group, a GPU the

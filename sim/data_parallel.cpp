@@ -94,7 +94,8 @@ std::string data_parallel_layout_note(const Cluster& cluster, int replicas) {
 }
 
 DataParallelGraph replicate_data_parallel(const Graph& graph, std::span<const DeviceId> placement,
-                                          const Cluster& cluster, const DataParallelConfig& config) {
+                                          const Cluster& cluster, const DataParallelConfig& config,
+                                          CollectiveDetail detail) {
   if (const std::string why = data_parallel_problem(graph, cluster, config); !why.empty())
     throw InputError("data_parallel", "replicas", why);
   const int d = config.replicas, k = cluster.num_devices() / d;
@@ -194,7 +195,9 @@ DataParallelGraph replicate_data_parallel(const Graph& graph, std::span<const De
         for (OpId u : bucket) eg.depend(copy(r, u), ready[r]);
         if (!tail.empty()) eg.depend(tail[r], ready[r]);
       }
-      tail = append_collective(eg, gradient_all_reduce(config, k, g, bytes), cluster, name, ready);
+      CollectiveSpec spec = gradient_all_reduce(config, k, g, bytes);
+      spec.detail = detail;
+      tail = append_collective(eg, spec, cluster, name, ready);
       ++out.all_reduces;
       for (OpId u : bucket)
         for (int r = 0; r < d; ++r) reduced[copy(r, u)] = tail[r];

@@ -66,7 +66,9 @@ struct DataParallelGraph {
 // The iteration with `config.replicas` copies of the placed graph. `placement` maps the graph's
 // operators to GPUs of replica 0 (< GPUs / replicas). Throws InputError (source "data_parallel")
 // with data_parallel_problem's reason, std::invalid_argument on a placement outside replica 0.
+// The all-reduces' ring phases run as `detail` says (sim/collectives.h).
 DataParallelGraph replicate_data_parallel(const Graph& graph, std::span<const DeviceId> placement,
-                                          const Cluster& cluster, const DataParallelConfig& config);
+                                          const Cluster& cluster, const DataParallelConfig& config,
+                                          CollectiveDetail detail = CollectiveDetail::Messages);
 
 }  // namespace placesim

@@ -124,7 +124,7 @@ void FlowEngine::prepare_flows(std::span<const DeviceId> placement) {
     ensure_route(route);
     flow_of_edge_[e] = static_cast<std::int32_t>(flows_.size());
     const std::int32_t k = route_num_paths_[route];
-    flows_.push_back({e, num_subs, k, k, cluster_.latency(a, b)});
+    flows_.push_back({e, num_subs, k, k, cluster_.latency(a, b) * t.latencies});
     num_subs += k;
   }
   subs_.resize(num_subs);

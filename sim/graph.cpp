@@ -15,8 +15,8 @@ OpId Graph::add_operator(Operator op) {
   return static_cast<OpId>(ops_.size() - 1);
 }
 
-EdgeId Graph::add_tensor(OpId src, OpId dst, double bytes, bool gradient) {
-  tensors_.push_back({src, dst, bytes, gradient});
+EdgeId Graph::add_tensor(OpId src, OpId dst, double bytes, bool gradient, std::int32_t latencies) {
+  tensors_.push_back({src, dst, bytes, gradient, latencies});
   finalized_ = false;
   return static_cast<EdgeId>(tensors_.size() - 1);
 }
@@ -69,6 +69,9 @@ void Graph::finalize(const std::string& source) {
     if (t.gradient && !(t.bytes > 0))
       throw InputError(source, fmt::format("tensor '{}' -> '{}'.gradient", ops_[t.src].name, ops_[t.dst].name),
                        "a parameter gradient must have bytes > 0");
+    if (t.latencies < 1)
+      throw InputError(source, fmt::format("tensor '{}' -> '{}'.latencies", ops_[t.src].name, ops_[t.dst].name),
+                       fmt::format("expected a whole number >= 1, got {}", t.latencies));
     ++out_offsets_[t.src + 1];
     ++in_offsets_[t.dst + 1];
   }

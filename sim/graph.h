@@ -35,12 +35,16 @@ struct Tensor {
   // (sim/data_parallel.h) all-reduces it across replicas before it is sent. Loaders set it where
   // the format says (docs/graph-format.md).
   bool gradient = false;
+  // How many times the transfer pays its path's latency (>= 1). A condensed ring phase
+  // (sim/collectives.h) sends all its steps' bytes as one flow that stands for that many
+  // messages one after another on the connection.
+  std::int32_t latencies = 1;
 };
 
 class Graph {
  public:
   OpId add_operator(Operator op);
-  EdgeId add_tensor(OpId src, OpId dst, double bytes, bool gradient = false);
+  EdgeId add_tensor(OpId src, OpId dst, double bytes, bool gradient = false, std::int32_t latencies = 1);
 
   // Checks the graph and builds adjacency and a topological order. Throws InputError naming
   // `source` (a file name, or a description) on duplicate names, bad values, dangling edges

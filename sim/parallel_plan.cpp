@@ -361,7 +361,8 @@ CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, cons
   return out;
 }
 
-CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
+CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster,
+                          CollectiveDetail detail) {
   CompiledPlan out = plan_layout(model, plan, cluster);
   const int tp = plan.tp, pp = plan.pp, dp = plan.dp, m = plan.micro_batches, v = plan.virtual_stages;
   // Stages: pp x v (interleaved 1F1B: pipeline rank p holds stages p, p + pp, ...).
@@ -395,6 +396,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   auto tp_allreduce = [&](int d, int p, const std::vector<OpId>& ops, double bytes, bool backward) {
     if (tp == 1 || bytes <= 0) return ops;
     CollectiveSpec s;
+    s.detail = detail;
     s.op = plan.sequence_parallel ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
     s.algorithm = CollectiveAlgorithm::Ring;
     for (int t = 0; t < tp; ++t) s.group.push_back(out.gpus[at.gpu_index(d, p, t)]);
@@ -461,6 +463,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
               const double bytes = model.layers[first + k].expert_alltoall_bytes;
               if (bytes <= 0) continue;
               CollectiveSpec s;
+              s.detail = detail;
               s.op = CollectiveOp::AllToAll;
               s.algorithm = CollectiveAlgorithm::Direct;
               s.bytes = bytes;
@@ -504,6 +507,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
         }
         std::vector<OpId> received(tp);
         CollectiveSpec s;
+        s.detail = detail;
         s.op = CollectiveOp::AllGather;
         s.algorithm = CollectiveAlgorithm::Ring;
         s.bytes = activation_bytes;
@@ -577,6 +581,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
         // The collective of layer `first + k` (the rank's GPUs are the same for all its stages).
         auto spec_of = [&](int k, CollectiveOp op) {
           CollectiveSpec s;
+          s.detail = detail;
           s.op = op;
           s.algorithm = op == CollectiveOp::AllReduce ? plan.gradient_algorithm : zero_collective_algorithm(plan.gradient_algorithm);
           for (int d : replicas) s.group.push_back(out.gpus[at.gpu_index(d, p, t)]);

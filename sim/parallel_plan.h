@@ -168,9 +168,11 @@ inline GpuMemory gpu_memory(double dense, double experts, double stash, double g
   return mem;
 }
 
-// Compiles the plan (the model must be the one at width plan.tp). Throws std::invalid_argument
-// with plan_problem's reason. An infeasible plan is compiled all the same: the caller decides
-// (CompiledPlan::infeasible says why, naming the GPU and the bytes).
-CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster);
+// Compiles the plan (the model must be the one at width plan.tp), its collectives' ring phases
+// message by message or condensed (sim/collectives.h: CollectiveDetail). Throws
+// std::invalid_argument with plan_problem's reason. An infeasible plan is compiled all the same:
+// the caller decides (CompiledPlan::infeasible says why, naming the GPU and the bytes).
+CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster,
+                          CollectiveDetail detail = CollectiveDetail::Messages);
 
 }  // namespace placesim

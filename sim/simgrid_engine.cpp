@@ -142,7 +142,7 @@ void Simulation::build_flows() {
     const auto flow = static_cast<std::int32_t>(result_.flows.size());
     flow_of_edge_[e] = flow;
     result_.flows.push_back({e, src, dst, t.bytes, 0.0, 0.0});
-    flow_alpha_.push_back(cluster_.latency(src, dst));
+    flow_alpha_.push_back(cluster_.latency(src, dst) * t.latencies);
     flow_first_subflow_.push_back(static_cast<std::int32_t>(result_.subflows.size()));
     const int route = cluster_.route_id(src, dst);
     if (route_first_path_[route] < 0) {

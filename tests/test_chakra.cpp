@@ -1,6 +1,7 @@
 // Chakra execution traces (sim/chakra/chakra_trace.h): the nodes of a hand-made placement, the
 // round trips (graph -> traces -> graph; traces -> simulate --replay), traces of other tools, a
 // reading with Python's protobuf against the .proto, and bad directories.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -147,7 +148,10 @@ void expect_same_graph(const Graph& a, const Graph& b) {
     EXPECT_EQ(a.op(i).compute_s, b.op(i).compute_s) << a.op(i).name;  // bit for bit
     EXPECT_EQ(a.op(i).memory_bytes, b.op(i).memory_bytes) << a.op(i).name;
   }
-  for (std::size_t e = 0; e < a.num_tensors(); ++e) EXPECT_EQ(a.tensor(e).bytes, b.tensor(e).bytes);
+  for (std::size_t e = 0; e < a.num_tensors(); ++e) {
+    EXPECT_EQ(a.tensor(e).bytes, b.tensor(e).bytes);
+    EXPECT_EQ(a.tensor(e).latencies, b.tensor(e).latencies);
+  }
 }
 
 TEST(Chakra, RoundTripGivesTheSameGraphAndPlacement) {
@@ -274,62 +278,69 @@ TEST(Chakra, CollectivesAreCollectiveNodes) {
 // the replicas): a collective node per collective and rank of its group, no send or receive
 // inside one, and the round trip exact.
 TEST(Chakra, APlanRoundTripsWithItsCollectives) {
-  const fs::path dir = scratch("plan");
-  LayerModel model;
-  model.name = "moe";
-  model.tensor_parallel = 2;
-  for (int l = 0; l < 4; ++l) {
-    Layer layer{fmt::format("l{}", l), 1e-3, 2e-3, 4e6, 1e6, 2e6};
-    layer.tp_allreduce_forward_bytes = layer.tp_allreduce_backward_bytes = 1e6;
-    if (l % 2) {
-      layer.expert_parameter_bytes = 2e6;
-      layer.expert_alltoall_bytes = 1e6;
-      layer.experts = 2;
-    }
-    model.layers.push_back(layer);
-  }
-  ParallelPlan plan;
-  plan.tp = 2;
-  plan.pp = 2;
-  plan.dp = 2;
-  plan.ep = 2;
-  plan.zero = 3;
-  plan.micro_batches = 2;
-  const Cluster cluster = testutil::dedicated_mesh(8, 10e9, 1e-6);
-  const CompiledPlan c = compile_plan(model, plan, cluster);
-  ASSERT_EQ(c.infeasible, "");
-  std::set<CollectiveOp> kinds;
-  for (const auto& coll : c.graph.collectives) kinds.insert(coll.op);
-  EXPECT_EQ(kinds, (std::set<CollectiveOp>{CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllGather,
-                                           CollectiveOp::AllToAll}));
-  const Measurement m = measure_placement(c.graph.graph, cluster, c.graph.placement, Engine::Both);
-  const auto files = write_chakra_traces(dir.string(), "plan", c.graph.graph, c.graph.placement, 8, chakra_start_of(m),
-                                         chakra_run_of(m, "plan"), c.graph.collectives).files;
-  ASSERT_EQ(files.size(), 9u);
-  for (int r = 0; r < 8; ++r) {
-    std::size_t expected = 0;
-    for (const auto& coll : c.graph.collectives) expected += std::count(coll.group.begin(), coll.group.end(), r);
-    std::size_t collective_nodes = 0;
-    for (const pb::Node& n : parse(files[r]).nodes) {
-      collective_nodes += n.type() == pb::COMM_COLL_NODE;
-      if (n.type() == pb::COMM_SEND_NODE || n.type() == pb::COMM_RECV_NODE) {
-        const Tensor& t = c.graph.graph.tensor(static_cast<EdgeId>(attr(n, "placesim.tensor")->int64_val()));
-        for (const auto& coll : c.graph.collectives)
-          EXPECT_FALSE(t.src >= coll.first && t.src < coll.end && t.dst >= coll.first && t.dst < coll.end)
-              << "a message of " << coll.name << " written as " << n.name();
+  // Message by message, and with its ring phases condensed (each flow pays several latencies).
+  for (const CollectiveDetail detail : {CollectiveDetail::Messages, CollectiveDetail::Condensed}) {
+    SCOPED_TRACE(enum_name<CollectiveDetail>(kCollectiveDetailNames, detail));
+    const fs::path dir = scratch("plan");
+    LayerModel model;
+    model.name = "moe";
+    model.tensor_parallel = 2;
+    for (int l = 0; l < 4; ++l) {
+      Layer layer{fmt::format("l{}", l), 1e-3, 2e-3, 4e6, 1e6, 2e6};
+      layer.tp_allreduce_forward_bytes = layer.tp_allreduce_backward_bytes = 1e6;
+      if (l % 2) {
+        layer.expert_parameter_bytes = 2e6;
+        layer.expert_alltoall_bytes = 1e6;
+        layer.experts = 2;
       }
+      model.layers.push_back(layer);
     }
-    EXPECT_EQ(collective_nodes, expected) << "rank " << r;
+    ParallelPlan plan;
+    plan.tp = 2;
+    plan.pp = 2;
+    plan.dp = 2;
+    plan.ep = 2;
+    plan.zero = 3;
+    plan.micro_batches = 2;
+    const Cluster cluster = testutil::dedicated_mesh(8, 10e9, 1e-6);
+    const CompiledPlan c = compile_plan(model, plan, cluster, detail);
+    ASSERT_EQ(c.infeasible, "");
+    const auto tensors = c.graph.graph.tensors();
+    EXPECT_EQ(std::any_of(tensors.begin(), tensors.end(), [](const Tensor& t) { return t.latencies > 1; }),
+              detail == CollectiveDetail::Condensed);
+    std::set<CollectiveOp> kinds;
+    for (const auto& coll : c.graph.collectives) kinds.insert(coll.op);
+    EXPECT_EQ(kinds, (std::set<CollectiveOp>{CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllGather,
+                                             CollectiveOp::AllToAll}));
+    const Measurement m = measure_placement(c.graph.graph, cluster, c.graph.placement, Engine::Both);
+    const auto files = write_chakra_traces(dir.string(), "plan", c.graph.graph, c.graph.placement, 8, chakra_start_of(m),
+                                           chakra_run_of(m, "plan"), c.graph.collectives).files;
+    ASSERT_EQ(files.size(), 9u);
+    for (int r = 0; r < 8; ++r) {
+      std::size_t expected = 0;
+      for (const auto& coll : c.graph.collectives) expected += std::count(coll.group.begin(), coll.group.end(), r);
+      std::size_t collective_nodes = 0;
+      for (const pb::Node& n : parse(files[r]).nodes) {
+        collective_nodes += n.type() == pb::COMM_COLL_NODE;
+        if (n.type() == pb::COMM_SEND_NODE || n.type() == pb::COMM_RECV_NODE) {
+          const Tensor& t = c.graph.graph.tensor(static_cast<EdgeId>(attr(n, "placesim.tensor")->int64_val()));
+          for (const auto& coll : c.graph.collectives)
+            EXPECT_FALSE(t.src >= coll.first && t.src < coll.end && t.dst >= coll.first && t.dst < coll.end)
+                << "a message of " << coll.name << " written as " << n.name();
+        }
+      }
+      EXPECT_EQ(collective_nodes, expected) << "rank " << r;
+    }
+    const ChakraTraces back = read_chakra_traces(dir.string());
+    EXPECT_TRUE(back.exact);
+    EXPECT_EQ(back.placement, c.graph.placement);
+    expect_same_graph(c.graph.graph, back.graph);
+    expect_same_collectives(c.graph.collectives, back.collectives);
+    const Measurement again = measure_placement(back.graph, cluster, back.placement, Engine::Both);
+    EXPECT_EQ(again.evaluator_latency, m.evaluator_latency);
+    EXPECT_EQ(*again.simgrid_latency, *m.simgrid_latency);
+    fs::remove_all(dir);
   }
-  const ChakraTraces back = read_chakra_traces(dir.string());
-  EXPECT_TRUE(back.exact);
-  EXPECT_EQ(back.placement, c.graph.placement);
-  expect_same_graph(c.graph.graph, back.graph);
-  expect_same_collectives(c.graph.collectives, back.collectives);
-  const Measurement again = measure_placement(back.graph, cluster, back.placement, Engine::Both);
-  EXPECT_EQ(again.evaluator_latency, m.evaluator_latency);
-  EXPECT_EQ(*again.simgrid_latency, *m.simgrid_latency);
-  fs::remove_all(dir);
 }
 
 // The CLI's round trip: `simulate --chakra` then `simulate --replay` print the same latencies.

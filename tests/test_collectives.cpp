@@ -49,6 +49,17 @@ Cluster spine_leaf(int servers, int per_leaf, int gpus, double oversubscription 
   return make_spine_leaf(cfg);
 }
 
+// 2 servers of 4 GPUs: NVLink at 50 GB/s without latency, a NIC per server at kB with kNicAlpha.
+Cluster two_nvlink_servers() {
+  NonBlockingConfig cfg;
+  cfg.servers = 2;
+  cfg.gpus_per_server = 4;
+  cfg.nic_bandwidth = kB;
+  cfg.nic_latency = kNicAlpha;
+  cfg.nvlink_bandwidth = 50e9;
+  return make_non_blocking(cfg);
+}
+
 #define EXPECT_REL(a, b) EXPECT_NEAR((a), (b), 1e-9 * std::abs(b))
 
 }  // namespace
@@ -169,13 +180,7 @@ TEST(Collectives, HierarchicalUsesNvlinkInsideAndTheNicAcross) {
   // 2 servers of 4 GPUs (NVLink 50 GB/s, no latency; NICs 20 GB/s with 1 us each): ring
   // reduce-scatter and all-gather over NVLink, 3 steps of S/4 each, and a ring all-reduce of S/4
   // across the 2 servers, 2 steps of S/8: 2 * 3 * S/(4 * 50e9) + 2 * (alpha + S/(8 * 20e9)).
-  NonBlockingConfig cfg;
-  cfg.servers = 2;
-  cfg.gpus_per_server = 4;
-  cfg.nic_bandwidth = kB;
-  cfg.nic_latency = kNicAlpha;
-  cfg.nvlink_bandwidth = 50e9;
-  const Cluster c = make_non_blocking(cfg);
+  const Cluster c = two_nvlink_servers();
   const CollectiveSpec sp = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Hierarchical, 8);
   const double expected = 6 * kS / (4 * 50e9) + 2 * (kAlpha + kS / (8 * kB));
   EXPECT_REL(collective_closed_form(sp, c), expected);
@@ -320,4 +325,127 @@ TEST(Collectives, MultiLevelNeedsRegularTiers) {
   EXPECT_NE(why.find("multi-level needs the same number of groups under every group of a tier"), std::string::npos) << why;
   EXPECT_NE(collective_problem(spec(CollectiveOp::AllGather, CollectiveAlgorithm::MultiLevel, 4), c).find("has no algorithm"),
             std::string::npos);
+}
+
+// Condensed ring phases (CollectiveDetail::Condensed): a flow per ring neighbour with every
+// step's bytes and latencies, the phase ending at the slowest flow.
+namespace {
+CollectiveSpec condensed(CollectiveSpec s) {
+  s.detail = CollectiveDetail::Condensed;
+  return s;
+}
+}  // namespace
+
+TEST(Collectives, CondensedRingIsTheMessageTimeInAFlowPerNeighbour) {
+  // Every flow at one rate: steps x (chunks x alpha + S/(nB)), as message by message, from about
+  // 4n operators instead of n per step; each GPU sends the same bytes.
+  for (int n : {2, 3, 4, 8})
+    for (int chunks : {1, 4})
+      for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllGather}) {
+        const Cluster c = one_gpu_servers(n);
+        const CollectiveSpec sp = condensed(spec(op, CollectiveAlgorithm::Ring, n, chunks));
+        const int steps = op == CollectiveOp::AllReduce ? 2 * (n - 1) : n - 1;
+        const double expected = steps * (chunks * kAlpha + kS / (n * kB));
+        const ExecutionGraph g = collective_graph(sp, c);
+        const Times t = run(g, c);
+        EXPECT_REL(t.evaluator, expected) << n << " " << chunks;
+        EXPECT_REL(t.flow, expected) << n << " " << chunks;
+        EXPECT_NEAR(t.simgrid, expected, 1e-6 * expected) << n << " " << chunks;
+        std::map<DeviceId, double> sent;
+        int flows = 0;
+        for (const Tensor& x : g.graph.tensors())
+          if (g.placement[x.src] != g.placement[x.dst] && x.bytes > 0) {
+            sent[g.placement[x.src]] += x.bytes;
+            EXPECT_EQ(x.latencies, steps * chunks);
+            ++flows;
+          }
+        EXPECT_EQ(flows, n);
+        for (int r = 0; r < n; ++r) EXPECT_REL(sent[r], steps * kS / n) << n;
+        EXPECT_LE(g.graph.num_operators(), static_cast<std::size_t>(5 * n + 1));
+      }
+}
+
+TEST(Collectives, CondensedRingsShareLinksAsTheirMessagesDo) {
+  // TwoAllReducesSharingANicEachSlowDownAsMaxMinSays, condensed: GPU 0's two flows each way get
+  // B/2, 2S/B; the evaluator sees each alone.
+  const Cluster c = one_gpu_servers(3, 0.0);
+  CollectiveSpec a = condensed(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 2));
+  CollectiveSpec b = a;
+  b.group = {0, 2};
+  ExecutionGraph both;
+  append_collective(both, a, c, "a");
+  append_collective(both, b, c, "b");
+  both.graph.finalize("two condensed all-reduces");
+  const Times t = run(both, c);
+  EXPECT_REL(t.evaluator, kS / kB);
+  EXPECT_REL(t.flow, 2 * kS / kB);
+  EXPECT_NEAR(t.simgrid, 2 * kS / kB, 1e-6 * kS / kB);
+  // Hierarchical (HierarchicalUsesNvlinkInsideAndTheNicAcross): the 4 cross-server rings share
+  // each server's NIC, condensed as message by message.
+  const Cluster servers = two_nvlink_servers();
+  const CollectiveSpec hier = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Hierarchical, 8);
+  const Times messages = run(hier, servers), flows = run(condensed(hier), servers);
+  EXPECT_REL(flows.evaluator, messages.evaluator);
+  EXPECT_REL(flows.flow, 6 * kS / (4 * 50e9) + 2 * (kAlpha + kS / (8 * kB / 4)));
+  EXPECT_NEAR(flows.simgrid, flows.flow, 1e-6 * flows.flow);
+}
+
+TEST(Collectives, CondensedRingAcrossNvlinkAndNicsEndsAtItsSlowestFlow) {
+  // A flat ring over 2 servers of 4 GPUs: 6 of its 8 hops on NVLink (50 GB/s, no latency), 2 on
+  // NICs (20 GB/s, 2 us), each alone on its links. Condensed, the phase ends with the NIC flows:
+  // 14 (alpha + S/(8B)) exactly. Message by message the NIC connections carry their 14 pieces
+  // one after another, so no less; ranks run ahead only by the NVLink hops of the first and
+  // last piece, which is all the message graph adds.
+  const Cluster c = two_nvlink_servers();
+  const CollectiveSpec ring = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 8);
+  const double expected = 14 * (kAlpha + kS / (8 * kB));
+  const Times flows = run(condensed(ring), c), messages = run(ring, c);
+  EXPECT_REL(flows.evaluator, expected);
+  EXPECT_REL(flows.flow, expected);
+  EXPECT_NEAR(flows.simgrid, expected, 1e-6 * expected);
+  EXPECT_GE(messages.flow, expected * (1 - 1e-9));
+  EXPECT_LE(messages.flow, expected + 7 * kS / (8 * 50e9));
+}
+
+TEST(Collectives, MultiLevelNamesTheServersWhoseTiersDoNotNest) {
+  // One GPU per server, servers joined by links in a line (0 - 1 - 2 - 3) or a star around server
+  // 0 (1 - 0 - 2), each route the links between: hops are the route's length.
+  auto cluster_of = [](const std::vector<std::pair<int, int>>& edges, int n) {
+    Cluster c;
+    for (int i = 0; i < n; ++i) c.add_device({"gpu" + std::to_string(i), i, 16e9});
+    std::vector<std::vector<int>> adjacent(n);
+    for (auto [a, b] : edges) {
+      adjacent[a].push_back(b);
+      adjacent[b].push_back(a);
+    }
+    for (int a = 0; a < n; ++a)
+      for (int b = 0; b < n; ++b) {
+        if (a == b) continue;
+        // The path by breadth-first search, a link per hop.
+        std::vector<int> parent(n, -1);
+        std::vector<int> queue{a};
+        parent[a] = a;
+        for (std::size_t q = 0; q < queue.size(); ++q)
+          for (int v : adjacent[queue[q]])
+            if (parent[v] < 0) {
+              parent[v] = queue[q];
+              queue.push_back(v);
+            }
+        std::vector<int> links;
+        for (int v = b; v != a; v = parent[v]) links.push_back(c.add_link({fmt::format("{}-{}-{}-{}", a, b, parent[v], v), kB, 0}));
+        c.set_route(a, b, links);
+      }
+    c.finalize("hand-made");
+    return c;
+  };
+  const Cluster line = cluster_of({{0, 1}, {1, 2}, {2, 3}}, 4);
+  std::string why = collective_problem(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::MultiLevel, 4), line);
+  EXPECT_NE(why.find("servers 1 and 2 are 1 hop apart, but server 1 is within 1 hop of server 0 and server 2 is not (it "
+                     "is 2 hops away), so no tier at 1 hop holds the three"),
+            std::string::npos)
+      << why;
+  const Cluster star = cluster_of({{0, 1}, {0, 2}}, 3);
+  why = collective_problem(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::MultiLevel, 3), star);
+  EXPECT_NE(why.find("servers 1 and 2 are both within 1 hop of server 0, but 2 hops from each other"), std::string::npos)
+      << why;
 }

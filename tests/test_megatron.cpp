@@ -270,6 +270,26 @@ TEST(Megatron, AScenarioRunsThePlanOnEveryEngineAndReportsWhatDoesNotFit) {
   fs::remove_all(dir);
 }
 
+// simulation.collectives condensed: the same plan, its 2-replica ring all-reduce one flow each way
+// of 10 MB (2 steps of 5 MB), 1 ms as before; the record says how its collectives ran.
+TEST(Megatron, CondensedCollectivesRunTheSamePlan) {
+  const fs::path dir = testutil::fresh_temp_dir("megatron-condensed");
+  write_toy_scenario(dir, "all");
+  std::ostringstream log;
+  run_toy_scenario(dir, log);
+  const nlohmann::json messages = records_by_label(dir / "out").at("megatron");
+  EXPECT_EQ(messages["collectives"], "messages");
+  write_toy_scenario(dir, "all, collectives: condensed");
+  run_toy_scenario(dir, log);
+  const nlohmann::json ok = records_by_label(dir / "out").at("megatron");
+  EXPECT_EQ(ok["status"], "ok") << log.str();
+  EXPECT_EQ(ok["collectives"], "condensed");
+  EXPECT_NEAR(ok["evaluator_latency"].get<double>(), 12e-3, 1e-12);
+  EXPECT_NEAR(ok["flow_latency"].get<double>(), 12e-3, 1e-12);
+  EXPECT_NEAR(ok["simgrid_latency"].get<double>(), 12e-3, 1e-8);
+  fs::remove_all(dir);
+}
+
 // simulation.engine estimate: the same plans priced by NEST's estimate alone, no engine run. By
 // hand: each stage computes 3 ms and sends 10 MB at 10 GB/s (1 ms) to its neighbour, so the
 // largest stage load is 4 ms; x (m + S - 1) = 3, plus stage 0's 10 MB ring all-reduce over its 2

@@ -173,6 +173,9 @@ TEST(SweepSchema, ErrorsNameTheSweepPathAndSuggest) {
   EXPECT_NE(m.find("did you mean 'order'"), std::string::npos) << m;
   m = plan_error(std::string(kBase) + "simulation: {order: lifo}\n");
   EXPECT_NE(m.find("simulation.order"), std::string::npos) << m;
+  m = plan_error(std::string(kBase) + "simulation: {collectives: steps}\n");
+  EXPECT_NE(m.find("simulation.collectives"), std::string::npos) << m;
+  EXPECT_NE(m.find("messages"), std::string::npos) << m;  // the choices
   m = plan_error(std::string(kBase) + "simulation: {repetitions: 0}\n");
   EXPECT_NE(m.find("simulation.repetitions"), std::string::npos) << m;
   m = plan_error(std::string(kBase) + "simulation: {seeds: [1, x]}\n");

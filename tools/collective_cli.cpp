@@ -106,8 +106,10 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& a) {
   c->add_option("--model", a.model,
                  "steps: each distinct step once, its messages sharing the links, ranks in lockstep (fast at thousands "
                  "of GPUs; ring, halving-doubling, direct, hierarchical, multi-level); messages: every rank's messages, ranks run "
-                 "ahead (n^2 operators); auto: steps where the algorithm has them")
-      ->check(CLI::IsMember({"auto", "steps", "messages"}))
+                 "ahead (n^2 operators); condensed: messages, but each ring phase one flow per ring neighbour that pays every "
+                 "step's latency (about 3n operators, as `simulation.collectives: condensed`); auto: steps where the algorithm "
+                 "has them")
+      ->check(CLI::IsMember({"auto", "steps", "messages", "condensed"}))
       ->capture_default_str();
   c->add_flag("--json", a.json, "one JSON object per size and engine instead of the table");
   return c;
@@ -129,7 +131,8 @@ int cmd_collective(const CollectiveArgs& a) {
   const std::string no_steps = collective_steps_problem(spec, cluster);
   if (a.model == "steps" && !no_steps.empty()) throw InputError("command line", "--model", no_steps);
   const bool by_steps = a.model == "steps" || (a.model == "auto" && no_steps.empty());
-  const char* model = by_steps ? "steps" : "messages";
+  if (a.model == "condensed") spec.detail = CollectiveDetail::Condensed;
+  const char* model = by_steps ? "steps" : a.model == "condensed" ? "condensed" : "messages";
   const std::vector<double> sizes = parse_sizes(a.bytes, a.factor);
   std::vector<std::string> engines;
   for (const char* e : kEngines)
@@ -142,7 +145,8 @@ int cmd_collective(const CollectiveArgs& a) {
     std::cout << fmt::format("# {} by {}, {} GPUs of {}; {} chunk{} per message; model: {}\n", a.op, a.algorithm, n,
                              cluster.description, a.chunks, a.chunks == 1 ? "" : "s",
                              by_steps ? "steps (each distinct step once, ranks in lockstep)"
-                                      : "messages (every rank's messages)");
+                             : a.model == "condensed" ? "condensed (a flow per ring neighbour and phase)"
+                                                      : "messages (every rank's messages)");
     std::cout << "# size in bytes, time in us, algbw and busbw in GB/s (busbw = algbw x " << fmt::format("{:.4g}", bus_factor)
               << "); closed form: contention-free, the group's slowest pair\n";
     std::string head = fmt::format("{:>12} {:>12}", "size", "closed form");

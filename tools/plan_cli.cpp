@@ -70,6 +70,10 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--gradient-algorithm", a.gradient_algorithm, "collective algorithm of the gradient reduction")
       ->check(CLI::IsMember({"ring", "tree", "halving-doubling", "direct", "hierarchical", "multi-level"}))
       ->capture_default_str();
+  c->add_option("--collectives", a.collectives,
+                "ring phases message by message, or condensed to a flow per ring neighbour (plans of hundreds of replicas)")
+      ->check(CLI::IsMember({"messages", "condensed"}))
+      ->capture_default_str();
   c->add_option("--engine", a.engine, "evaluator, flow, simgrid or all")
       ->check(CLI::IsMember({"evaluator", "flow", "simgrid", "all"}))
       ->capture_default_str();
@@ -120,7 +124,8 @@ int cmd_plan(const PlanArgs& a) {
                                            : "--tp/--pp/--dp/--ep",
                      why);
   const auto t0 = std::chrono::steady_clock::now();
-  CompiledPlan c = compile_plan(model, plan, cluster);
+  CompiledPlan c = compile_plan(model, plan, cluster,
+                                enum_parse<CollectiveDetail>(kCollectiveDetailNames, a.collectives, "command line", "--collectives"));
   const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << fmt::format("workload        {} ({} layers at tp {})\n", workload.source, model.layers.size(), a.tp);
   std::cout << fmt::format("cluster         {}\n", cluster.description);
@@ -129,8 +134,9 @@ int cmd_plan(const PlanArgs& a) {
                            a.sequence_parallel ? ", sequence-parallel" : "", a.micro_batches,
                            a.virtual_stages > 1 ? "interleaved " : "", a.schedule, a.zero);
   std::cout << fmt::format("stages          first layers {}\n", fmt::join(c.stage_starts, ", "));
-  std::cout << fmt::format("graph           {} operators, {} tensors (compiled in {})\n", c.graph.graph.num_operators(),
-                           c.graph.graph.num_tensors(), format_duration(compile_s));
+  std::cout << fmt::format("graph           {} operators, {} tensors (compiled in {}){}\n", c.graph.graph.num_operators(),
+                           c.graph.graph.num_tensors(), format_duration(compile_s),
+                           a.collectives == "condensed" ? ", ring phases condensed" : "");
   for (int p = 0; p < a.pp; ++p) {
     const GpuMemory& m = c.memory[static_cast<std::size_t>(p) * a.tp];
     std::cout << fmt::format("memory {} {:<3}{} per GPU: parameters {}, gradients {}, optimizer states {}, "

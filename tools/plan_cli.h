@@ -7,7 +7,7 @@
 namespace placesim {
 
 struct PlanArgs {
-  std::string workload, model, cluster, schedule = "1f1b", engine = "all", gradient_algorithm = "ring";
+  std::string workload, model, cluster, schedule = "1f1b", engine = "all", gradient_algorithm = "ring", collectives = "messages";
   int tp = 1, pp = 1, dp = 1, micro_batches = 1, zero = 0, ep = 1;
   int virtual_stages = 1;  // interleaved 1F1B
   bool no_scatter_gather = false;

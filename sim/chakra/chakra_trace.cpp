@@ -104,18 +104,27 @@ void add_exact_inputs(google::protobuf::RepeatedPtrField<pb::AttributeProto>* at
   auto* tensors = add_attr(attrs, "placesim.dep_tensors").mutable_int64_list();
   auto* producers = add_attr(attrs, "placesim.dep_srcs").mutable_int64_list();
   auto* bytes = add_attr(attrs, "placesim.dep_bytes").mutable_double_list();
-  std::vector<EdgeId> gradients;
+  std::vector<EdgeId> gradients, condensed;
   for (OpId u : ops)
     for (EdgeId e : graph.in_edges(u)) {
       tensors->add_values(e);
       producers->add_values(graph.tensor(e).src);
       bytes->add_values(graph.tensor(e).bytes);
       if (graph.tensor(e).gradient) gradients.push_back(e);
+      if (graph.tensor(e).latencies != 1) condensed.push_back(e);
     }
   // Parameter gradients (Tensor::gradient), by tensor: only where there are some.
   if (!gradients.empty()) {
     auto* listed = add_attr(attrs, "placesim.dep_gradients").mutable_int64_list();
     for (EdgeId e : gradients) listed->add_values(e);
+  }
+  // Condensed ring phases' flows (Tensor::latencies), tensor and count: only where there are some.
+  if (!condensed.empty()) {
+    auto* listed = add_attr(attrs, "placesim.dep_latencies").mutable_int64_list();
+    for (EdgeId e : condensed) {
+      listed->add_values(e);
+      listed->add_values(graph.tensor(e).latencies);
+    }
   }
 }
 
@@ -447,6 +456,7 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
     OpId src = -1, dst = -1;
     double bytes = 0;
     bool gradient = false;
+    std::int32_t latencies = 1;
   };
   std::vector<Edge> edges(static_cast<std::size_t>(num_tensors));
   std::map<std::int64_t, AppendedCollective> collectives;
@@ -559,6 +569,19 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
             throw InputError(f.path, where, fmt::format("placesim.dep_gradients names tensor {}, not one of its inputs", e));
           edges[e].gradient = true;
         }
+      if (const pb::AttributeProto* latencies = find_attr(n.attr(), "placesim.dep_latencies")) {
+        const auto& pairs = latencies->int64_list().values();
+        if (pairs.size() % 2 != 0)
+          throw InputError(f.path, where, "placesim.dep_latencies must list pairs of a tensor and its latencies");
+        for (int i = 0; i < pairs.size(); i += 2) {
+          const std::int64_t e = pairs[i], count = pairs[i + 1];
+          if (std::find(tensors.begin(), tensors.end(), e) == tensors.end())
+            throw InputError(f.path, where, fmt::format("placesim.dep_latencies names tensor {}, not one of its inputs", e));
+          if (count < 1 || count > std::numeric_limits<std::int32_t>::max())
+            throw InputError(f.path, where, fmt::format("placesim.dep_latencies gives tensor {} {} latencies; expected a whole number >= 1", e, count));
+          edges[e].latencies = static_cast<std::int32_t>(count);
+        }
+      }
     }
   }
   for (std::size_t u = 0; u < ops.size(); ++u)
@@ -566,7 +589,7 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
   for (auto& op : ops) out.graph.add_operator(std::move(op));
   for (std::size_t e = 0; e < edges.size(); ++e) {
     if (edges[e].dst < 0) throw InputError(files.front().path, "GlobalMetadata", fmt::format("tensor {} has no consumer in the traces", e));
-    out.graph.add_tensor(edges[e].src, edges[e].dst, edges[e].bytes, edges[e].gradient);
+    out.graph.add_tensor(edges[e].src, edges[e].dst, edges[e].bytes, edges[e].gradient, edges[e].latencies);
   }
   for (auto& [c, coll] : collectives) {
     if (c != static_cast<std::int64_t>(out.collectives.size()))
@@ -845,7 +868,7 @@ ChakraTraces read_chakra_traces(const std::string& dir, const std::string& prefi
 ExecutionGraph replay_graph(const ChakraTraces& traces, const Cluster& cluster) {
   ExecutionGraph g;
   for (std::size_t u = 0; u < traces.graph.num_operators(); ++u) g.add(traces.graph.op(static_cast<OpId>(u)), traces.placement[u]);
-  for (const Tensor& t : traces.graph.tensors()) g.graph.add_tensor(t.src, t.dst, t.bytes, t.gradient);
+  for (const Tensor& t : traces.graph.tensors()) g.graph.add_tensor(t.src, t.dst, t.bytes, t.gradient, t.latencies);
   g.collectives = traces.collectives;
   for (const TraceCollective& c : traces.trace_collectives) {
     if (c.group.size() < 2) {  // a group of one: nothing to exchange
