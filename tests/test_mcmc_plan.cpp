@@ -3,7 +3,9 @@
 // compile, and the seed decides the chain.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <string>
 
 #include "placement/mcmc_plan/mcmc_plan.h"
 #include "placement/nest/nest.h"
@@ -69,4 +71,37 @@ TEST(McmcPlan, TheTimeLimitStopsTheChain) {
   const McmcPlanSearch chain = mcmc_plan_search(w, two_servers(1e12), config, Deadline(0.05));
   EXPECT_TRUE(chain.stopped_by_time);
   EXPECT_GT(chain.steps, 0);
+}
+
+// A model whose experts the plan spreads (built for ep 1, 4 experts per layer): the chain
+// searches the expert width as nest does, reaching nest's optimum (ep > 1 here), and max_ep 1
+// keeps the experts whole.
+TEST(McmcPlan, SearchesTheExpertWidthOfAModelWhoseExpertsItSpreads) {
+  std::mt19937 rng(1);
+  LayerWorkload moe = random_workload(rng, 5);
+  moe.by_tensor_parallel.erase(2);
+  for (Layer& l : moe.by_tensor_parallel.at(1).layers) {
+    l.experts = 4;
+    l.parameter_bytes *= 4;
+    l.expert_parameter_bytes = 0.75 * l.parameter_bytes;
+  }
+  const Cluster cluster = two_servers(1e12);
+  McmcPlanConfig config;
+  config.micro_batches = 16;
+  const McmcPlanSearch chain = mcmc_plan_search(moe, cluster, config);
+  NestConfig nest_config;
+  nest_config.micro_batches = 16;
+  const NestSearch optimum = nest_search(moe, cluster, nest_config, true);
+  ASSERT_TRUE(optimum.why_none.empty());
+  ASSERT_GT(optimum.plan.ep, 1);
+  EXPECT_GT(chain.plan.ep, 1);
+  EXPECT_LE(chain.estimate.time_per_batch, optimum.estimate.time_per_batch * (1 + 1e-9));
+  const auto experts = std::find(mcmc_plan_move_names().begin(), mcmc_plan_move_names().end(), std::string("experts")) -
+                       mcmc_plan_move_names().begin();
+  EXPECT_GT(chain.taken[experts], 0);
+  // The estimate it reports is the plan's.
+  EXPECT_DOUBLE_EQ(nest_estimate(moe.by_tensor_parallel.at(1), chain.plan, NestNetwork::aware(cluster)).time_per_batch,
+                   chain.estimate.time_per_batch);
+  config.max_ep = 1;
+  EXPECT_EQ(mcmc_plan_search(moe, cluster, config).plan.ep, 1);
 }

@@ -13,13 +13,14 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-enum Move { Boundary, Stages, Replicas, Width, Zero, Swap, Transpose, kMoves };
-constexpr const char* kMoveNames[kMoves] = {"boundary", "stages", "replicas", "width", "zero", "swap", "transpose"};
+enum Move { Boundary, Stages, Replicas, Width, Experts, Zero, Swap, Transpose, kMoves };
+constexpr const char* kMoveNames[kMoves] = {"boundary", "stages", "replicas", "width", "experts", "zero", "swap", "transpose"};
 
 // A state of the chain: the plan's degrees and stages, and the cluster's GPUs in the order the
 // plan takes them.
 struct State {
   int tp = 1, replicas = 1, stages = 1, zero = 0;
+  int ep = 1;  // experts spread over ep of the replicas (a model built for ep 1); 1: as built
   std::vector<int> starts;
   std::vector<DeviceId> order;  // every GPU of the cluster
 };
@@ -35,6 +36,12 @@ class Chain {
   }
 
   const LayerModel& model(int t) const { return workload_.by_tensor_parallel.at(t); }
+  // Whether the model at width t can spread its experts over ep replicas.
+  bool spreads(int t, int ep) const {
+    if (ep == 1) return true;
+    const std::vector<int> widths = spread_expert_widths(model(t), config_.max_ep);
+    return std::find(widths.begin(), widths.end(), ep) != widths.end();
+  }
   int layers(int t) const { return static_cast<int>(model(t).layers.size()); }
   int gpus(const State& s) const { return s.tp * expert_parallel_ * s.stages * s.replicas; }
   std::span<const int> widths() const { return widths_; }
@@ -44,6 +51,7 @@ class Chain {
                                config_.gradient_algorithm, GpuOrder::TpPpDp);
     p.stage_starts = s.starts;
     p.gpus.assign(s.order.begin(), s.order.begin() + gpus(s));
+    if (s.ep > 1) p.ep = s.ep;  // out of dp = replicas (the model is built for ep 1)
     return p;
   }
 
@@ -132,7 +140,8 @@ class Chain {
         return gpus(next) <= n;
       }
       case Replicas:
-        next.replicas = s.replicas + (pick(0, 1) ? 1 : -1);
+        // By whole expert groups: ep divides the replicas.
+        next.replicas = s.replicas + (pick(0, 1) ? s.ep : -s.ep);
         if (next.replicas < 1 || gpus(next) > n) return false;
         if (next.replicas * expert_parallel_ == 1) next.zero = 0;
         return true;
@@ -141,9 +150,22 @@ class Chain {
         const auto to = at + (pick(0, 1) ? 1 : -1);
         if (to < 0 || to >= static_cast<long>(widths_.size())) return false;
         next.tp = widths_[to];
+        if (!spreads(next.tp, s.ep)) return false;
         if (layers(next.tp) != L) next.starts = balanced_stages(model(next.tp), std::min(s.stages, layers(next.tp)));
         next.stages = static_cast<int>(next.starts.size());
         return gpus(next) <= n;
+      }
+      case Experts: {
+        // The next narrower or wider width that divides the replicas.
+        const std::vector<int> widths = spread_expert_widths(model(s.tp), config_.max_ep);
+        std::vector<int> fitting;
+        for (int ep : widths)
+          if (s.replicas % ep == 0) fitting.push_back(ep);
+        const auto at = std::find(fitting.begin(), fitting.end(), s.ep) - fitting.begin();
+        const auto to = at + (pick(0, 1) ? 1 : -1);
+        if (to < 0 || to >= static_cast<long>(fitting.size())) return false;
+        next.ep = fitting[to];
+        return true;
       }
       case Zero:
         if (!config_.zero || s.replicas * expert_parallel_ < 2) return false;

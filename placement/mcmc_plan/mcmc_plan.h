@@ -5,8 +5,9 @@
 // plus what nest fixes: which GPUs a plan runs on.
 //
 // State: tensor width t (one the workload has, <= max_tp), replicas d (NEST's pipelines; dp =
-// d x the workload's expert width, as built: a model whose experts nest spreads over ep, such as
-// the zoo's Mixtral, keeps them whole here), stages S with their first layers, ZeRO stage z, and a
+// d x the workload's expert width as built), for a model whose experts the plan spreads (the
+// zoo's Mixtral, built for ep 1) the expert width ep, out of the d replicas (one of nest's
+// spread_expert_widths up to max_ep, dividing d), stages S with their first layers, ZeRO stage z, and a
 // permutation of the cluster's GPUs whose first t x S x dp entries are the plan's GPUs (in
 // ParallelPlan's order). Micro-batches per replica: ceil(m / d), m as nest's (4,096 / EP by
 // default), 1F1B.
@@ -19,14 +20,15 @@
 // Moves, one drawn uniformly per step:
 //  * boundary: a stage boundary one layer earlier or later;
 //  * stages: split a stage in two at its compute midpoint, or merge two neighbours;
-//  * replicas: d one more or one less (what fits the cluster);
+//  * replicas: d one expert group (ep replicas) more or less (what fits the cluster);
 //  * width: the next narrower or wider tensor width (same stage boundaries);
+//  * experts: the next narrower or wider expert width dividing d (experts spread or gathered);
 //  * zero: another ZeRO stage (with d x EP > 1 and zero: true);
 //  * swap: exchange a GPU of the plan with another GPU of the cluster;
 //  * transpose: the plan's GPUs re-dealt from replica-major to stage-major order or back (what
 //    turns ParallelPlan's default order into NEST's; many swaps otherwise).
 // Accepted with probability min(1, exp(-beta x (cost' - cost) / cost)) (relative, as mcmc's).
-// The start: the widest tensor width with the fewest balanced stages (balanced_stages) that fit
+// The start: experts as built (ep 1), the widest tensor width with the fewest balanced stages (balanced_stages) that fit
 // when the cluster is filled with replicas, on GPUs 0, 1, ... (the cheapest of those when none
 // fits); the best plan seen that fits is returned.
 // Nothing here is exact: the report says so, with the start's and the best's estimates.

@@ -218,6 +218,17 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
   return e;
 }
 
+std::vector<int> spread_expert_widths(const LayerModel& model, int max_ep) {
+  std::vector<int> widths{1};
+  if (model.expert_parallel != 1) return widths;
+  int experts = 0;  // their greatest common divisor
+  for (const Layer& l : model.layers)
+    if (l.expert_parameter_bytes > 0) experts = std::gcd(experts, l.experts);
+  for (int ep = 2; ep <= std::min(max_ep, experts); ++ep)
+    if (experts % ep == 0) widths.push_back(ep);
+  return widths;
+}
+
 namespace {
 
 struct Case {
@@ -229,19 +240,6 @@ struct Case {
   // width (NEST's: an expert group of model.expert_parallel GPUs is one of the d pipelines).
   int spread_ep = 1;
 };
-
-// 1, and the widths up to max_ep that divide every expert layer's experts when the model's
-// experts are the plan's to spread (built for ep 1, with expert layers).
-std::vector<int> spread_expert_widths(const LayerModel& model, int max_ep) {
-  std::vector<int> widths{1};
-  if (model.expert_parallel != 1) return widths;
-  int experts = 0;  // their greatest common divisor
-  for (const Layer& l : model.layers)
-    if (l.expert_parameter_bytes > 0) experts = std::gcd(experts, l.experts);
-  for (int ep = 2; ep <= std::min(max_ep, experts); ++ep)
-    if (experts % ep == 0) widths.push_back(ep);
-  return widths;
-}
 
 ParallelPlan case_plan(const Case& c, int total_micro_batches, CollectiveAlgorithm algorithm) {
   if (c.spread_ep == 1)
@@ -550,8 +548,6 @@ PlanResult Nest::plan_impl(const LayerWorkload& workload, const Cluster& cluster
 OptionSchema<NestConfig> nest_schema() {
   OptionSchema<NestConfig> s;
   add_nest_space_options(s);
-  s.count("max_ep", &NestConfig::max_ep,
-          "widest expert-parallel group explored when the plan spreads the experts (a model built for ep 1)", 1, 1 << 16, "4");
   s.count("threads", &NestConfig::threads, "oneTBB threads for the cases (0: all cores)", 0, 1024, "1");
   s.choice("orders", &NestConfig::orders, std::span<const EnumName<NestOrders>>(kNestOrdersNames),
            "GPU orders searched: NEST's tp-dp-pp (replicas before stages), tp-pp-dp, or both", "tp-dp-pp");

@@ -60,6 +60,10 @@ struct NestSpace {
   int max_tp = 8;         // widest tensor-parallel group explored (the workload must have it)
   bool zero = true;       // explore ZeRO stages 1-3 beside 0
   CollectiveAlgorithm gradient_algorithm = CollectiveAlgorithm::Ring;
+  // Widest expert-parallel group explored for a model whose experts the plan spreads (the zoo's
+  // Mixtral, built for ep 1): the widths dividing its experts, carved out of the replicas
+  // (spread_expert_widths). NEST's workloads fix their own (Mixtral: 4).
+  int max_ep = 8;
   bool operator==(const NestSpace&) const = default;
   // The micro-batches per iteration: micro_batches, or NEST's global batch of 4,096 sequences in
   // micro-batches of one sequence per GPU of an expert group.
@@ -80,13 +84,16 @@ void add_nest_space_options(OptionSchema<Config>& s) {
   s.choice("gradient_algorithm", static_cast<CollectiveAlgorithm Config::*>(&NestSpace::gradient_algorithm),
            std::span<const EnumName<CollectiveAlgorithm>>(kCollectiveAlgorithmNames),
            "the data-parallel reduction's algorithm, priced and simulated", "halving-doubling");
+  s.count("max_ep", static_cast<int Config::*>(&NestSpace::max_ep),
+          "widest expert-parallel group explored when the plan spreads the experts (a model built for ep 1)", 1, 1 << 16,
+          "4");
 }
 
+// 1, and the expert-parallel widths up to max_ep that divide every expert layer's experts when
+// the model's experts are the plan's to spread (built for ep 1, with expert layers).
+std::vector<int> spread_expert_widths(const LayerModel& model, int max_ep);
+
 struct NestConfig : NestSpace {
-  // Widest expert-parallel group explored for a model whose experts the plan spreads (the zoo's
-  // Mixtral, built for ep 1): the widths dividing its experts, carved out of the replicas.
-  // NEST's workloads fix their own (Mixtral: 4); mcmc-plan keeps a model's width as built.
-  int max_ep = 8;
   int threads = 0;        // oneTBB threads (0: all cores)
   NestOrders orders = NestOrders::Both;
   bool operator==(const NestConfig&) const = default;
