@@ -171,6 +171,11 @@ std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluste
   }
   if (!(spec.bytes >= 0) || !std::isfinite(spec.bytes)) return fmt::format("bytes must be >= 0, got {}", spec.bytes);
   if (spec.chunks < 1) return fmt::format("chunks must be >= 1, got {}", spec.chunks);
+  // A condensed ring phase's flow counts its latencies in 32 bits (Tensor::latencies).
+  if (spec.detail == CollectiveDetail::Condensed && 2.0 * static_cast<double>(n) * spec.chunks > 2e9)
+    return fmt::format("condensed, a ring of {} GPUs in {} chunks pays more path latencies per flow than placesim counts "
+                       "(2 x GPUs x chunks must stay below 2e9)",
+                       n, spec.chunks);
   if ((spec.op == CollectiveOp::Broadcast || spec.op == CollectiveOp::Reduce) &&
       (spec.root < 0 || spec.root >= static_cast<int>(n)))
     return fmt::format("the root must be a rank of the group (0 to {}), got {}", n - 1, spec.root);
@@ -429,6 +434,11 @@ std::vector<std::vector<std::vector<int>>> collective_levels(const CollectiveSpe
     };
     for (std::size_t a = 0; a < N; ++a)
       for (std::size_t b = 0; b < N; ++b) {
+        if (hops[a][b] != hops[b][a])
+          throw std::invalid_argument(fmt::format(
+              "multi-level needs routes of equal length both ways: server {} reaches server {} in {} and is reached in "
+              "{}, so the fabric has no tiers for this group",
+              server(a), server(b), hops_text(hops[a][b]), hops_text(hops[b][a])));
         if (a == b || (next[a] == next[b]) == (hops[a][b] <= d)) continue;
         if (next[a] == next[b])
           throw std::invalid_argument(fmt::format(

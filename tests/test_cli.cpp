@@ -323,6 +323,15 @@ TEST(Cli, CollectivePrintsEachEngineBesideTheClosedForm) {
   // A tree has no step view: asked for one, the command says why.
   EXPECT_EQ(run_cli("collective --algorithm tree --model steps" + cluster, out), 2) << out;
   EXPECT_TRUE(contains(out, "--model") && contains(out, "message by message")) << out;
+  // Condensed: a flow per ring neighbour, the same time from fewer operators; a tree has no ring
+  // phases to condense.
+  ASSERT_EQ(run_cli("collective --json --bytes 64MB --engine flow --model condensed" + cluster, out), 0) << out;
+  const auto condensed = nlohmann::json::parse(out.substr(0, out.find('\n')));
+  EXPECT_EQ(condensed["model"], "condensed");
+  EXPECT_LT(condensed["operators"].get<int>(), messages["operators"].get<int>());
+  EXPECT_NEAR(condensed["time_s"].get<double>(), 4.8e-3, 1e-12);
+  EXPECT_EQ(run_cli("collective --algorithm tree --model condensed" + cluster, out), 2) << out;
+  EXPECT_TRUE(contains(out, "has none") && contains(out, "--model messages")) << out;
   fs::remove_all(dir);
 }
 

@@ -107,8 +107,8 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& a) {
                  "steps: each distinct step once, its messages sharing the links, ranks in lockstep (fast at thousands "
                  "of GPUs; ring, halving-doubling, direct, hierarchical, multi-level); messages: every rank's messages, ranks run "
                  "ahead (n^2 operators); condensed: messages, but each ring phase one flow per ring neighbour that pays every "
-                 "step's latency (about 3n operators, as `simulation.collectives: condensed`); auto: steps where the algorithm "
-                 "has them")
+                 "step's latency (ring all-reduce, reduce-scatter, all-gather; hierarchical; multi-level: about 4n operators, as "
+                 "`simulation.collectives: condensed`); auto: steps where the algorithm has them")
       ->check(CLI::IsMember({"auto", "steps", "messages", "condensed"}))
       ->capture_default_str();
   c->add_flag("--json", a.json, "one JSON object per size and engine instead of the table");
@@ -131,7 +131,20 @@ int cmd_collective(const CollectiveArgs& a) {
   const std::string no_steps = collective_steps_problem(spec, cluster);
   if (a.model == "steps" && !no_steps.empty()) throw InputError("command line", "--model", no_steps);
   const bool by_steps = a.model == "steps" || (a.model == "auto" && no_steps.empty());
-  if (a.model == "condensed") spec.detail = CollectiveDetail::Condensed;
+  if (a.model == "condensed") {
+    const bool ring_phases = spec.algorithm == CollectiveAlgorithm::Hierarchical ||
+                             spec.algorithm == CollectiveAlgorithm::MultiLevel ||
+                             (spec.algorithm == CollectiveAlgorithm::Ring && spec.op != CollectiveOp::Broadcast &&
+                              spec.op != CollectiveOp::Reduce);
+    if (!ring_phases)
+      throw InputError("command line", "--model",
+                       fmt::format("condensed condenses ring phases, and {} by {} has none (it runs message by message: "
+                                   "--model messages)",
+                                   a.op, a.algorithm));
+    spec.detail = CollectiveDetail::Condensed;
+    if (const std::string why = collective_problem(spec, cluster); !why.empty())
+      throw InputError("command line", "--model/--gpus/--chunks", why);
+  }
   const char* model = by_steps ? "steps" : a.model == "condensed" ? "condensed" : "messages";
   const std::vector<double> sizes = parse_sizes(a.bytes, a.factor);
   std::vector<std::string> engines;
