@@ -56,7 +56,7 @@ double brute_force(const LayerWorkload& w, const Cluster& cluster, const NestCon
           std::function<void(int)> split = [&](int from) {
             if (static_cast<int>(starts.size()) == S) {
               plan.stage_starts = starts;
-              const NestEstimate e = nest_estimate(model, plan, network);
+              const NestEstimate e = nest_estimate(model, plan, network, config.reduction);
               if (e.fits) best = std::min(best, e.time_per_batch);
               return;
             }
@@ -103,8 +103,11 @@ TEST(Nest, DpEqualsBruteForceOverEveryPlan) {
     NestConfig config;
     config.micro_batches = 8 + trial;
     config.zero = trial % 3 != 0;
-    for (bool aware : {true, false}) {
-      SCOPED_TRACE(testing::Message() << "trial " << trial << (aware ? " nest" : " nest-unaware"));
+    for (bool aware : {true, false})
+    for (NestReduction reduction : {NestReduction::Stage, NestReduction::PerLayer}) {
+      config.reduction = reduction;
+      SCOPED_TRACE(testing::Message() << "trial " << trial << (aware ? " nest" : " nest-unaware") << " reduction "
+                                      << enum_name<NestReduction>(kNestReductionNames, reduction));
       const std::optional<NestSearch> found = search_equal_to_brute_force(w, cluster, config, aware);
       if (!found) continue;
       // Memory binds: the optimum is slower than with ample memory.
@@ -137,6 +140,7 @@ TEST(Nest, DpOverExpertWidthsEqualsBruteForce) {
     NestConfig config;
     config.micro_batches = 8;
     config.max_ep = trial % 4 == 3 ? 2 : 4;
+    config.reduction = trial % 4 < 2 ? NestReduction::Stage : NestReduction::PerLayer;
     for (bool aware : {true, false}) {
       SCOPED_TRACE(testing::Message() << "trial " << trial << (aware ? " nest" : " nest-unaware"));
       const std::optional<NestSearch> found = search_equal_to_brute_force(w, cluster, config, aware);
@@ -204,6 +208,40 @@ TEST(Nest, HandDerivedPipelineBeatsReplicasWhenParametersDominate) {
   EXPECT_EQ(found.plan.pp, 2);
   EXPECT_EQ(found.plan.dp, 1);
   EXPECT_NEAR(found.estimate.time_per_batch, 54 * ms, 1e-12);
+}
+
+// reduction: per-layer prices a collective per layer. 4 layers of 1 ms forward, 2 ms backward
+// and 1 MB of parameters, nothing sent between layers, 8 micro-batches, 2 GPUs of one server at
+// 100 GB/s with 1 ms of latency, no ZeRO. Two replicas: 4 x 12 ms + a ring all-reduce of 2 ranks,
+// 2 (alpha + S/2B): by NEST's stage pricing one of 4 MB, 2.04 ms, 50.04 ms in all; per layer four
+// of 1 MB, 4 x 2.01 ms, 56.04 ms. Two stages: 6 ms x (8 + 1) = 54 ms, no reduction. So NEST's
+// pricing takes the replicas, per-layer the stages.
+TEST(Nest, PerLayerReductionsPayTheLatencyOfEachBucket) {
+  const LayerWorkload w = uniform_chain(4, 1e6, 0);
+  NvlinkServersConfig c;
+  c.gpus = 2;
+  c.gpus_per_server = 2;
+  c.nvlink_bandwidth = 100e9;
+  c.nvlink_latency = 0.5e-3;  // per link: 1 ms from GPU to GPU
+  c.gpu_memory = 1e12;
+  const Cluster cluster = make_nvlink_servers(c);
+  NestConfig config;
+  config.micro_batches = 8;
+  config.zero = false;
+  const NestSearch stage = nest_search(w, cluster, config, true);
+  EXPECT_EQ(stage.plan.dp, 2);
+  EXPECT_NEAR(stage.estimate.time_per_batch, 50.04 * ms, 1e-12);
+  config.reduction = NestReduction::PerLayer;
+  const NestSearch per_layer = nest_search(w, cluster, config, true);
+  EXPECT_EQ(per_layer.plan.pp, 2);
+  EXPECT_NEAR(per_layer.estimate.time_per_batch, 54 * ms, 1e-12);
+  EXPECT_NEAR(nest_estimate(w.by_tensor_parallel.at(1), stage.plan, NestNetwork::aware(cluster), NestReduction::PerLayer)
+                  .time_per_batch,
+              56.04 * ms, 1e-12);
+  // The option, by name.
+  auto planner = make_planner("nest", YAML::Load("{micro_batches: 8, zero: false, reduction: per-layer}"), "t.yaml",
+                              "strategies[0]");
+  EXPECT_EQ(planner->plan(w, cluster).plan.pp, 2);
 }
 
 TEST(Nest, AModelThatFitsNowhereSaysWhy) {

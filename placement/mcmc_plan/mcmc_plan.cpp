@@ -59,7 +59,7 @@ class Chain {
   // a reduction its group cannot run).
   std::optional<NestEstimate> estimate(const State& s) const {
     if (gpus(s) > cluster_.num_devices() || s.stages > layers(s.tp)) return std::nullopt;
-    const NestEstimate e = nest_estimate(model(s.tp), plan(s), network_);
+    const NestEstimate e = nest_estimate(model(s.tp), plan(s), network_, config_.reduction);
     if (!std::isfinite(e.time_per_batch)) return std::nullopt;
     return e;
   }

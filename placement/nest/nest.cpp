@@ -133,7 +133,8 @@ ParallelPlan nest_plan(int tp, int replicas, int stages, int zero, int expert_pa
   return plan;
 }
 
-NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, const NestNetwork& network) {
+NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, const NestNetwork& network,
+                           NestReduction reduction) {
   // Stages: pp x virtual_stages (interleaved 1F1B: rank p holds stages p, p + pp, ...).
   const int L = static_cast<int>(model.layers.size()), v = plan.virtual_stages, S = plan.pp * v;
   const std::vector<int> starts = plan.stage_starts.empty() ? balanced_stages(model, S) : plan.stage_starts;
@@ -199,19 +200,23 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
   // NEST charges the first stage's reduction; the slowest of its tensor ranks' groups. Experts
   // the plan spreads are reduced apart, 1/ep of them among the dp/ep replicas holding the same
   // ones, after the rest (both queue on the same links).
+  // Per layer (NestReduction::PerLayer), a collective for each layer's dense and spread expert
+  // gradients that has any.
   const bool spread = plan_spreads_experts(model, plan);
-  double first_dense = 0, first_experts = 0;  // summed per layer, as the DP's prefix sums
+  std::vector<std::pair<double, double>> buckets;  // (dense, experts) bytes
   for (int p = 0; p < S; p += plan.pp)  // the first rank's stages
     for (int l = starts[p]; l < end_of(p); ++l) {
       const double experts = spread ? model.layers[l].expert_parameter_bytes : 0.0;
-      first_dense += model.layers[l].parameter_bytes - experts;
-      first_experts += experts;
+      if (reduction == NestReduction::PerLayer || buckets.empty()) buckets.emplace_back(0.0, 0.0);
+      buckets.back().first += model.layers[l].parameter_bytes - experts;  // summed per layer, as the DP's prefix sums
+      buckets.back().second += experts;
     }
   for (int r = 0; r < plan.tp; ++r) {
-    e.gradient_reduction = std::max(
-        e.gradient_reduction,
-        network.reduction(replica_group(plan, 0, r, 1), first_dense, plan.gradient_algorithm, plan.zero) +
-            network.reduction(replica_group(plan, 0, r, plan.ep), first_experts / plan.ep, plan.gradient_algorithm, plan.zero));
+    double rank = 0;
+    for (const auto& [dense, experts] : buckets)
+      rank += network.reduction(replica_group(plan, 0, r, 1), dense, plan.gradient_algorithm, plan.zero) +
+              network.reduction(replica_group(plan, 0, r, plan.ep), experts / plan.ep, plan.gradient_algorithm, plan.zero);
+    e.gradient_reduction = std::max(e.gradient_reduction, rank);
   }
   // A rank's v stages each take 1/v of its load: interleaving shrinks the bubble v times.
   e.time_per_batch = e.max_stage_load * (plan.micro_batches + static_cast<double>(plan.pp - 1) / v) + e.gradient_reduction;
@@ -255,7 +260,8 @@ struct CaseResult {
 };
 
 // The DP of one case: stages contiguous, built from the last to the first.
-CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorithm algorithm, const NestNetwork& network) {
+CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorithm algorithm, const NestNetwork& network,
+                      NestReduction per) {
   const LayerModel& model = *c.model;
   const int L = static_cast<int>(model.layers.size()), S = c.stages, t = c.tp;
   const ParallelPlan plan = case_plan(c, total_micro_batches, algorithm);
@@ -269,6 +275,8 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
   // experts: how many, and their bytes.
   std::vector<double> tp_count(L + 1, 0), tp_bytes(L + 1, 0), a2a_count(L + 1, 0), a2a_bytes(L + 1, 0);
   std::vector<double> buffer(L, 0);  // ZeRO 3's gather buffer for each layer
+  // Layers with dense and with spread expert gradients: the collectives NestReduction::PerLayer counts.
+  std::vector<double> dense_layers(L + 1, 0), expert_layers(L + 1, 0);
   for (int l = 0; l < L; ++l) {
     const Layer& layer = model.layers[l];
     tp_count[l + 1] = tp_count[l] + (layer.tp_allreduce_forward_bytes > 0) + (layer.tp_allreduce_backward_bytes > 0);
@@ -280,6 +288,8 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
     const double expert = spreads ? layer.expert_parameter_bytes : 0.0;
     parameters[l + 1] = parameters[l] + layer.parameter_bytes - expert;
     experts[l + 1] = experts[l] + expert / ep;
+    dense_layers[l + 1] = dense_layers[l] + (layer.parameter_bytes - expert > 0);
+    expert_layers[l + 1] = expert_layers[l] + (expert > 0);
     stash[l + 1] = stash[l] + layer.stashed_bytes;
     buffer[l] = (layer.parameter_bytes - expert) * (1 - 1.0 / dp) + expert / ep * (1 - static_cast<double>(ep) / dp);
   }
@@ -349,10 +359,16 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
                           spreads ? affine(replica_group(plan, 0, r, ep), algorithm, c.zero) : std::pair{0.0, 0.0}});
     if (reductions.back().dense.first == kInf || reductions.back().experts.first == kInf) return result;
   }
-  auto part = [](const std::pair<double, double>& f, double bytes) { return bytes > 0 ? f.first + f.second * bytes : 0.0; };
-  auto reduction = [&](double dense, double expert_share) {
+  // `count` collectives of `bytes` in all: per layer, `count` intercepts; as one (stage), one.
+  auto part = [&](const std::pair<double, double>& f, double count, double bytes) {
+    if (!(bytes > 0)) return 0.0;
+    return f.first * (per == NestReduction::PerLayer ? count : 1.0) + f.second * bytes;
+  };
+  // The first stage [0, j)'s reduction.
+  auto reduction = [&](int j) {
     double worst = 0;
-    for (const Reduction& r : reductions) worst = std::max(worst, part(r.dense, dense) + part(r.experts, expert_share));
+    for (const Reduction& r : reductions)
+      worst = std::max(worst, part(r.dense, dense_layers[j], parameters[j]) + part(r.experts, expert_layers[j], experts[j]));
     return worst;
   };
 
@@ -395,7 +411,7 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
             cut[s][i] = j;
           }
         } else {
-          const double time = value * (m + S - 1) + (dp > 1 ? reduction(parameters[j], experts[j]) : 0.0);
+          const double time = value * (m + S - 1) + (dp > 1 ? reduction(j) : 0.0);
           if (time < result.time) {
             result.time = time;
             best_first_end = j;
@@ -461,7 +477,7 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
         late = true;
         return;
       }
-      results[k] = solve_case(cases[k], total, config.gradient_algorithm, network);
+      results[k] = solve_case(cases[k], total, config.gradient_algorithm, network, config.reduction);
     });
   };
   if (config.threads > 0) {
@@ -521,7 +537,7 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
   plan = case_plan(c, total, config.gradient_algorithm);
   plan.stage_starts = results[best].starts;
   out.dp_time_per_batch = results[best].time;
-  out.estimate = nest_estimate(model, plan, network);
+  out.estimate = nest_estimate(model, plan, network, config.reduction);
   return out;
 }
 
@@ -541,7 +557,7 @@ PlanResult Nest::plan_impl(const LayerWorkload& workload, const Cluster& cluster
   r.report["estimate"] = estimate_json(found.estimate);
   if (!aware_)
     r.report["estimate_on_the_real_network"] = estimate_json(
-        nest_estimate(workload.by_tensor_parallel.at(found.plan.tp), found.plan, NestNetwork::aware(cluster)));
+        nest_estimate(workload.by_tensor_parallel.at(found.plan.tp), found.plan, NestNetwork::aware(cluster), config_.reduction));
   return r;
 }
 

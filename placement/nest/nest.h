@@ -23,7 +23,9 @@
 //    pair's bandwidth plus its latency;
 //  * time per batch = max stage load x (ceil(m / d) + S - 1) + the data-parallel reduction of the
 //    first stage's gradients among its d replicas (closed form of `gradient_algorithm`; ZeRO 3
-//    adds the parameters' all-gather, half again), as NEST charges the first stage's;
+//    adds the parameters' all-gather, half again), as NEST charges the first stage's; with
+//    `reduction: per-layer`, one such collective per layer of the first stage, as the engines run
+//    them (NestReduction);
 //  * m = micro_batches, by default NEST's 4,096 / EP (its global batch of 4,096 sequences at
 //    micro-batch 1).
 // Network: the GPUs of a plan are laid out in NEST's order (thesis 3.9: tensor ranks innermost,
@@ -54,6 +56,16 @@ enum class NestOrders { Both, TpDpPp, TpPpDp };
 inline constexpr EnumName<NestOrders> kNestOrdersNames[] = {
     {NestOrders::Both, "both"}, {NestOrders::TpDpPp, "tp-dp-pp"}, {NestOrders::TpPpDp, "tp-pp-dp"}};
 
+// How the estimate prices the data-parallel gradient reduction. stage: NEST's, one collective of
+// the first stage's gradients (it ends its backward last). per-layer: one collective per layer of
+// the first stage (its dense and its spread experts' gradients apart), as the engines compile
+// them (sim/parallel_plan.h), so that each pays the collective's latency: on hundreds of replicas
+// a ring's 2(n - 1) steps of path latency per layer, which `stage` counts once
+// (docs/reproduction.md, nest-experiment1-contention).
+enum class NestReduction { Stage, PerLayer };
+inline constexpr EnumName<NestReduction> kNestReductionNames[] = {{NestReduction::Stage, "stage"},
+                                                                  {NestReduction::PerLayer, "per-layer"}};
+
 // NEST's space of plans, searched by nest and nest-unaware exactly and by mcmc-plan by sampling.
 struct NestSpace {
   int micro_batches = 0;  // per iteration over all replicas; 0: 4096 / the workload's expert-parallel width
@@ -64,6 +76,7 @@ struct NestSpace {
   // Mixtral, built for ep 1): the widths dividing its experts, carved out of the replicas
   // (spread_expert_widths). NEST's workloads fix their own (Mixtral: 4).
   int max_ep = 8;
+  NestReduction reduction = NestReduction::Stage;  // how the objective prices the gradient reduction
   bool operator==(const NestSpace&) const = default;
   // The micro-batches per iteration: micro_batches, or NEST's global batch of 4,096 sequences in
   // micro-batches of one sequence per GPU of an expert group.
@@ -87,6 +100,11 @@ void add_nest_space_options(OptionSchema<Config>& s) {
   s.count("max_ep", static_cast<int Config::*>(&NestSpace::max_ep),
           "widest expert-parallel group explored when the plan spreads the experts (a model built for ep 1)", 1, 1 << 16,
           "4");
+  s.choice("reduction", static_cast<NestReduction Config::*>(&NestSpace::reduction),
+           std::span<const EnumName<NestReduction>>(kNestReductionNames),
+           "how the objective prices the gradient reduction: stage (NEST's: one collective of the first stage's gradients) "
+           "or per-layer (one per layer, as the engines run them, each paying the collective's latency)",
+           "per-layer");
 }
 
 // 1, and the expert-parallel widths up to max_ep that divide every expert layer's experts when
@@ -131,8 +149,10 @@ struct NestNetwork {
 ParallelPlan nest_plan(int tp, int replicas, int stages, int zero, int expert_parallel, int total_micro_batches,
                        CollectiveAlgorithm gradient_algorithm, GpuOrder order);
 
-// NEST's estimate of `plan` (at the model's width) on `network`: what the DP minimises.
-NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, const NestNetwork& network);
+// NEST's estimate of `plan` (at the model's width) on `network`, its gradient reduction priced as
+// `reduction` says: what the DP minimises.
+NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, const NestNetwork& network,
+                           NestReduction reduction = NestReduction::Stage);
 
 // The estimate for reports: time_per_batch_s, max_stage_load_s, gradient_reduction_s,
 // micro_batches_per_replica.
