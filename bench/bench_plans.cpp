@@ -2,13 +2,15 @@
 // tp 8, pp 16, dp 8, 16 micro-batches, 1F1B and ZeRO 1 on 1,024 GPUs of a fat-tree (128 servers
 // of 8 GPUs, 400 Gb/s NICs, k = 8): wall time to compile the plan into the execution graph (0)
 // or to run the compiled graph on the evaluator (1), the flow engine (2) or SimGrid (3), and the
-// process's peak resident memory (issue #15). Counters: the simulated iteration, operators,
+// process's peak resident memory (issue #15); second argument 1: its rings condensed
+// (CollectiveDetail::Condensed). Counters: the simulated iteration, operators,
 // transfers, peak RSS in GiB.
 //
 // Measured on 2 shared cores: see docs/parallelism.md ("Speed").
 #include <benchmark/benchmark.h>
 
 #include <optional>
+#include <string>
 
 #include "bench/bench_util.h"
 #include "sim/execution_graph.h"
@@ -44,13 +46,14 @@ void BM_Gpt3Tp8Pp16Dp8(benchmark::State& state) {
   plan.micro_batches = 16;
   plan.zero = 1;
   const int what = static_cast<int>(state.range(0));
+  const CollectiveDetail detail = state.range(1) == 1 ? CollectiveDetail::Condensed : CollectiveDetail::Messages;
   const LayerModel& model = workload.by_tensor_parallel.at(8);
   std::optional<CompiledPlan> compiled;
-  if (what > 0) compiled = compile_plan(model, plan, cluster);
+  if (what > 0) compiled = compile_plan(model, plan, cluster, detail);
   double latency = 0;
   for (auto _ : state) {
     if (what == 0) {
-      compiled = compile_plan(model, plan, cluster);
+      compiled = compile_plan(model, plan, cluster, detail);
     } else {
       const EngineRuns ran = run_engines(compiled->graph, cluster, {what == 1, what == 2, what == 3});
       latency = *(what == 1 ? ran.evaluator : what == 2 ? ran.flow : ran.simgrid);
@@ -61,9 +64,10 @@ void BM_Gpt3Tp8Pp16Dp8(benchmark::State& state) {
   state.counters["operators"] = static_cast<double>(compiled->graph.graph.num_operators());
   state.counters["transfers"] = static_cast<double>(compiled->graph.graph.num_tensors());
   state.counters["peak_rss_gib"] = benchutil::peak_rss_gib();
-  state.SetLabel(what == 0 ? "compile" : what == 1 ? "evaluator" : what == 2 ? "flow" : "simgrid");
+  state.SetLabel(std::string(what == 0 ? "compile" : what == 1 ? "evaluator" : what == 2 ? "flow" : "simgrid") +
+                 (detail == CollectiveDetail::Condensed ? ", condensed" : ""));
 }
 
 }  // namespace
 
-BENCHMARK(BM_Gpt3Tp8Pp16Dp8)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Gpt3Tp8Pp16Dp8)->ArgsProduct({{0, 1, 2, 3}, {0, 1}})->Unit(benchmark::kMillisecond)->Iterations(1);
