@@ -176,6 +176,8 @@ TEST(SweepSchema, ErrorsNameTheSweepPathAndSuggest) {
   m = plan_error(std::string(kBase) + "simulation: {collectives: steps}\n");
   EXPECT_NE(m.find("simulation.collectives"), std::string::npos) << m;
   EXPECT_NE(m.find("messages"), std::string::npos) << m;  // the choices
+  m = plan_error(std::string(kBase) + "simulation: {collectives: condensed}\n");  // a graph, no data_parallel
+  EXPECT_NE(m.find("so it has none"), std::string::npos) << m;
   m = plan_error(std::string(kBase) + "simulation: {repetitions: 0}\n");
   EXPECT_NE(m.find("simulation.repetitions"), std::string::npos) << m;
   m = plan_error(std::string(kBase) + "simulation: {seeds: [1, x]}\n");
