@@ -185,6 +185,18 @@ std::string estimate_problem(const Scenario& scenario) {
   return "";
 }
 
+std::string collectives_problem(const Scenario& scenario, std::span<const std::size_t> strategies) {
+  if (scenario.simulation.collectives != CollectiveDetail::Condensed) return "";
+  if (scenario.simulation.engine == Engine::Estimate)
+    return "engine estimate builds no execution graph, so there are no collectives to condense (remove the setting or "
+           "choose an engine)";
+  if (scenario.workload) return "";
+  for (std::size_t i : strategies)
+    if (scenario.strategies[i].data_parallel) return "";
+  return "condensed condenses the ring collectives of parallel plans (workload:) and of data_parallel strategies; these "
+         "strategies place a graph without data_parallel, so there is none (remove the setting)";
+}
+
 std::string source_name(const Scenario& scenario) {
   if (scenario.workload)
     return scenario.workload->model.empty() ? fs::path(scenario.workload->file).stem().string() : scenario.workload->model;
@@ -329,7 +341,6 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
     s.strategies.push_back(std::move(spec));
   }
 
-  std::string collectives_field = "simulation.collectives";  // with its line, when given
   if (f.has("simulation")) {
     YamlFields sim(f.node("simulation"), file, "simulation");
     sim.allow_only({"engine", "order", "collectives", "trace", "repetitions", "seeds"});
@@ -339,7 +350,6 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
     if (order == "scheduler") s.simulation.order = OpOrder::Scheduler;
     else if (order == "fcfs") s.simulation.order = OpOrder::Fcfs;
     else throw InputError(file, sim.field("order"), fmt::format("expected scheduler or fcfs, got '{}'", order));
-    if (sim.has("collectives")) collectives_field = sim.field("collectives");
     if (sim.has("collectives"))
       s.simulation.collectives = enum_parse<CollectiveDetail>(kCollectiveDetailNames, sim.string_or("collectives", ""),
                                                               file, sim.field("collectives"));
@@ -375,16 +385,6 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
     s.output = f.string_or("output", "out/" + s.name);
   }
   if (const std::string why = estimate_problem(s); !why.empty()) throw InputError(file, "simulation.engine", why);
-  // Condensed rings with no collective to condense would be a setting silently ignored.
-  if (s.simulation.collectives == CollectiveDetail::Condensed && !s.workload &&
-      std::none_of(s.strategies.begin(), s.strategies.end(), [](const StrategySpec& x) { return x.data_parallel.has_value(); }))
-    throw InputError(file, collectives_field,
-                     "condensed condenses the ring collectives of parallel plans (workload:) and of data_parallel "
-                     "strategies; this scenario places a graph with neither, so it has none (remove the setting)");
-  if (s.simulation.collectives == CollectiveDetail::Condensed && s.simulation.engine == Engine::Estimate)
-    throw InputError(file, collectives_field,
-                     "engine estimate builds no execution graph, so there are no collectives to condense (remove the "
-                     "setting or choose an engine)");
   if (f.has("report")) s.report = report_spec_from_yaml(f.node("report"), file, "report");
   return s;
 }

@@ -131,6 +131,11 @@ std::string_view op_order_name(OpOrder order);
 Graph load_graph_source(const GraphSource& source, const std::string& scenario_file,
                         std::vector<std::string>& warnings);
 
+// Why `simulation.collectives: condensed` has nothing to condense among the scenario's
+// `strategies` (indices): no plan and no data_parallel strategy, or engine estimate; "" when it
+// has or is `messages`. Checked per sweep combination, on the strategies it runs.
+std::string collectives_problem(const Scenario& scenario, std::span<const std::size_t> strategies);
+
 WorkloadSource workload_source_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path);
 // Builds or loads the workload: a zoo model at every tensor-parallel width it can be split into.
 LayerWorkload load_workload_source(const WorkloadSource& source, const std::string& scenario_file);

@@ -517,6 +517,8 @@ void expand_block(const SweepBlock& block, const YAML::Node& base, std::optional
     const std::vector<std::size_t> chosen = chosen_strategies(block, variant, file);
     try {
       check_planner_options(variant, chosen);
+      if (const std::string why = collectives_problem(variant, chosen); !why.empty())
+        throw InputError(file, "simulation.collectives", why);
     } catch (const InputError& e) {
       throw in_combination(e);
     }

@@ -177,7 +177,14 @@ TEST(SweepSchema, ErrorsNameTheSweepPathAndSuggest) {
   EXPECT_NE(m.find("simulation.collectives"), std::string::npos) << m;
   EXPECT_NE(m.find("messages"), std::string::npos) << m;  // the choices
   m = plan_error(std::string(kBase) + "simulation: {collectives: condensed}\n");  // a graph, no data_parallel
-  EXPECT_NE(m.find("so it has none"), std::string::npos) << m;
+  EXPECT_NE(m.find("so there is none"), std::string::npos) << m;
+  // Judged on each combination: a sweep that gives a strategy data_parallel has rings to condense.
+  EXPECT_EQ(plan(std::string(kBase) + "simulation: {collectives: condensed}\n"
+                                      "sweep:\n  strategies[round-robin].data_parallel: [2]\n")
+                .points.size(),
+            plan(kBase).points.size());
+  m = plan_error(std::string(kBase) + "simulation: {collectives: condensed}\nsweep: {strategy: [metis]}\n");
+  EXPECT_NE(m.find("so there is none"), std::string::npos) << m;
   m = plan_error(std::string(kBase) + "simulation: {repetitions: 0}\n");
   EXPECT_NE(m.find("simulation.repetitions"), std::string::npos) << m;
   m = plan_error(std::string(kBase) + "simulation: {seeds: [1, x]}\n");
