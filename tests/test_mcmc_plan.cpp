@@ -25,18 +25,20 @@ TEST(McmcPlan, ReachesNestsOptimumOnSmallModelsAndNeverReturnsWorseThanItsStart)
     McmcPlanConfig config;
     config.micro_batches = 16;
     config.seed = trial + 1;
+    config.reduction = trial % 3 == 2 ? NestReduction::PerLayer : NestReduction::Stage;  // either objective
     const McmcPlanSearch chain = mcmc_plan_search(w, cluster, config);
     EXPECT_LE(chain.estimate.time_per_batch, chain.start_estimate.time_per_batch);
     EXPECT_GT(chain.accepted, 0);
     // The reported estimate is the estimate of the returned plan, which fits.
     const NestEstimate again =
-        nest_estimate(w.by_tensor_parallel.at(chain.plan.tp), chain.plan, NestNetwork::aware(cluster));
+        nest_estimate(w.by_tensor_parallel.at(chain.plan.tp), chain.plan, NestNetwork::aware(cluster), config.reduction);
     EXPECT_TRUE(again.fits);
     EXPECT_DOUBLE_EQ(again.time_per_batch, chain.estimate.time_per_batch);
     // nest's DP is exact on the default GPU order; the chain may also reorder GPUs, so it can
     // only tie or beat it, and on a space this small 20,000 steps find the optimum.
     NestConfig nest_config;
     nest_config.micro_batches = config.micro_batches;
+    nest_config.reduction = config.reduction;
     const NestSearch optimum = nest_search(w, cluster, nest_config, true);
     ASSERT_TRUE(optimum.why_none.empty());
     EXPECT_LE(chain.estimate.time_per_batch, optimum.estimate.time_per_batch * (1 + 1e-9));
@@ -95,6 +97,7 @@ TEST(McmcPlan, SearchesTheExpertWidthOfAModelWhoseExpertsItSpreads) {
   ASSERT_TRUE(optimum.why_none.empty());
   ASSERT_GT(optimum.plan.ep, 1);
   EXPECT_GT(chain.plan.ep, 1);
+  EXPECT_EQ(plan_problem(moe.by_tensor_parallel.at(1), chain.plan, cluster), "");
   EXPECT_LE(chain.estimate.time_per_batch, optimum.estimate.time_per_batch * (1 + 1e-9));
   const auto experts = std::find(mcmc_plan_move_names().begin(), mcmc_plan_move_names().end(), std::string("experts")) -
                        mcmc_plan_move_names().begin();

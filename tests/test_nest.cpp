@@ -153,6 +153,31 @@ TEST(Nest, DpOverExpertWidthsEqualsBruteForce) {
   EXPECT_GT(spread, 0);
 }
 
+// Per-layer pricing counts only the layers that have gradients of each kind: a layer with no
+// parameters, one whose parameters are all experts' and mixed ones; the DP equals brute force.
+TEST(Nest, PerLayerPricingCountsOnlyLayersWithGradients) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 4; ++trial) {
+    LayerWorkload w = random_workload(rng, 5);
+    w.by_tensor_parallel.erase(2);
+    auto& layers = w.by_tensor_parallel.at(1).layers;
+    for (std::size_t i = 1; i < layers.size(); ++i) {
+      layers[i].experts = 4;
+      layers[i].parameter_bytes *= 4;
+      layers[i].expert_parameter_bytes = (i == 2 ? 1.0 : 0.75) * layers[i].parameter_bytes;  // layer 2: experts only
+    }
+    layers[0].parameter_bytes = 0;  // no gradient at all
+    const Cluster cluster = two_servers(trial % 2 ? 1e12 : 3e9);
+    NestConfig config;
+    config.micro_batches = 8;
+    config.reduction = NestReduction::PerLayer;
+    for (bool aware : {true, false}) {
+      SCOPED_TRACE(testing::Message() << "trial " << trial << (aware ? " nest" : " nest-unaware"));
+      search_equal_to_brute_force(w, cluster, config, aware);
+    }
+  }
+}
+
 // Searching both GPU orders is the better of searching each. A model whose gradients dwarf its
 // activations keeps its replicas inside a server (NEST's order): 4 layers of 3 ms and 100 MB of
 // parameters, 1 kB activations, 8 GPUs in 2 servers (NVLink 100 GB/s, Ethernet 1 GB/s), 8
