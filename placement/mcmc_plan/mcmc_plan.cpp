@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 
@@ -30,7 +31,10 @@ class Chain {
   Chain(const LayerWorkload& workload, const Cluster& cluster, const McmcPlanConfig& config)
       : workload_(workload), cluster_(cluster), config_(config), network_(NestNetwork::aware(cluster)) {
     for (const auto& [t, model] : workload.by_tensor_parallel)
-      if (t <= config.max_tp) widths_.push_back(t);
+      if (t <= config.max_tp) {
+        widths_.push_back(t);
+        expert_widths_[t] = spread_expert_widths(model, config.max_ep);
+      }
     if (!widths_.empty()) expert_parallel_ = workload.by_tensor_parallel.at(widths_.front()).expert_parallel;
     total_micro_batches_ = config.total_micro_batches(expert_parallel_);
   }
@@ -38,8 +42,7 @@ class Chain {
   const LayerModel& model(int t) const { return workload_.by_tensor_parallel.at(t); }
   // Whether the model at width t can spread its experts over ep replicas.
   bool spreads(int t, int ep) const {
-    if (ep == 1) return true;
-    const std::vector<int> widths = spread_expert_widths(model(t), config_.max_ep);
+    const std::vector<int>& widths = expert_widths_.at(t);
     return std::find(widths.begin(), widths.end(), ep) != widths.end();
   }
   int layers(int t) const { return static_cast<int>(model(t).layers.size()); }
@@ -157,9 +160,8 @@ class Chain {
       }
       case Experts: {
         // The next narrower or wider width that divides the replicas.
-        const std::vector<int> widths = spread_expert_widths(model(s.tp), config_.max_ep);
         std::vector<int> fitting;
-        for (int ep : widths)
+        for (int ep : expert_widths_.at(s.tp))
           if (s.replicas % ep == 0) fitting.push_back(ep);
         const auto at = std::find(fitting.begin(), fitting.end(), s.ep) - fitting.begin();
         const auto to = at + (pick(0, 1) ? 1 : -1);
@@ -205,6 +207,7 @@ class Chain {
   McmcPlanConfig config_;
   NestNetwork network_;
   std::vector<int> widths_;
+  std::map<int, std::vector<int>> expert_widths_;  // per tensor width: spread_expert_widths, 1 first
   int expert_parallel_ = 1;
   int total_micro_batches_ = 1;
 };
