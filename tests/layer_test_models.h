@@ -67,6 +67,19 @@ inline LayerWorkload uniform_chain(int layers, double parameter_bytes, double ou
   return w;
 }
 
+// random_workload at width 1 with every layer four experts of the dense layer's size (3/4 of its
+// parameters the experts'), built for ep 1: a plan spreads them.
+inline LayerWorkload random_moe_workload(std::mt19937& rng, int layers) {
+  LayerWorkload w = random_workload(rng, layers);
+  w.by_tensor_parallel.erase(2);
+  for (Layer& l : w.by_tensor_parallel.at(1).layers) {
+    l.experts = 4;
+    l.parameter_bytes *= 4;
+    l.expert_parameter_bytes = 0.75 * l.parameter_bytes;
+  }
+  return w;
+}
+
 // `gpus` GPUs in one server on NVLink.
 inline Cluster one_server(int gpus, double memory, double nvlink = 100e9) {
   NvlinkServersConfig c;

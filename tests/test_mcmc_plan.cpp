@@ -13,6 +13,7 @@
 #include "tests/test_util.h"
 
 using namespace placesim;
+using testutil::random_moe_workload;
 using testutil::random_workload;
 using testutil::two_servers;
 
@@ -80,13 +81,7 @@ TEST(McmcPlan, TheTimeLimitStopsTheChain) {
 // keeps the experts whole.
 TEST(McmcPlan, SearchesTheExpertWidthOfAModelWhoseExpertsItSpreads) {
   std::mt19937 rng(1);
-  LayerWorkload moe = random_workload(rng, 5);
-  moe.by_tensor_parallel.erase(2);
-  for (Layer& l : moe.by_tensor_parallel.at(1).layers) {
-    l.experts = 4;
-    l.parameter_bytes *= 4;
-    l.expert_parameter_bytes = 0.75 * l.parameter_bytes;
-  }
+  const LayerWorkload moe = random_moe_workload(rng, 5);
   const Cluster cluster = two_servers(1e12);
   McmcPlanConfig config;
   config.micro_batches = 16;

@@ -14,6 +14,7 @@
 
 using namespace placesim;
 using testutil::one_server;
+using testutil::random_moe_workload;
 using testutil::random_workload;
 using testutil::uniform_chain;
 using testutil::two_servers;
@@ -374,13 +375,7 @@ TEST(Nest, EveryOptionTakesEffect) {
   EXPECT_NE(plan_with("{micro_batches: 16, orders: tp-pp-dp}"), base);
   EXPECT_NE(base.find("\"tp\":2"), std::string::npos) << base;
   // max_ep, on a model whose experts nest spreads: 1 keeps them whole.
-  LayerWorkload moe = random_workload(rng, 5);
-  moe.by_tensor_parallel.erase(2);
-  for (Layer& l : moe.by_tensor_parallel.at(1).layers) {
-    l.experts = 4;
-    l.parameter_bytes *= 4;
-    l.expert_parameter_bytes = 0.75 * l.parameter_bytes;
-  }
+  const LayerWorkload moe = random_moe_workload(rng, 5);
   const Cluster small = two_servers(1e12);  // the experts reduced over fewer replicas, 1/ep each
   auto ep_of = [&](const std::string& yaml) {
     return make_planner("nest", YAML::Load(yaml), "t.yaml", "strategies[0]")->plan(moe, small).plan.ep;
