@@ -251,6 +251,7 @@ void Cluster::finalize(const std::string& source) {
   const std::size_t pairs = static_cast<std::size_t>(n) * n;
   inv_bandwidth_.assign(pairs, 0.0);
   latency_.assign(pairs, 0.0);
+  all_pairs_reachable_ = true;
   for (DeviceId a = 0; a < n; ++a)
     for (DeviceId b = 0; b < n; ++b) {
       if (a == b) continue;
@@ -258,6 +259,7 @@ void Cluster::finalize(const std::string& source) {
       const int r = pair_route_[k];
       if (r == kUnreachable) {
         inv_bandwidth_[k] = kInf;
+        all_pairs_reachable_ = false;
         continue;
       }
       if (r == -1)

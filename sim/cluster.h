@@ -122,6 +122,8 @@ class Cluster {
   // The route's id (shared by the pairs that route alike), or kUnreachable.
   int route_id(DeviceId src, DeviceId dst) const { return pair_route_[index(src, dst)]; }
   bool reachable(DeviceId src, DeviceId dst) const { return src == dst || route_id(src, dst) >= 0; }
+  // Every GPU reaches every other (as of finalize): groups need no pairwise check.
+  bool all_pairs_reachable() const { return all_pairs_reachable_; }
   int num_routes() const { return static_cast<int>(routes_.size()); }
   // Number of paths of the pair's route (0 if unreachable).
   int num_paths(DeviceId src, DeviceId dst) const;
@@ -184,6 +186,7 @@ class Cluster {
   // The view, per ordered pair (bandwidth is 1 / inv_bandwidth: infinite on the diagonal, 0 when
   // unreachable).
   std::vector<double> inv_bandwidth_, latency_;
+  bool all_pairs_reachable_ = false;
 };
 
 }  // namespace placesim

@@ -38,6 +38,24 @@ std::string algorithms_of(CollectiveOp op) {
   return out;
 }
 
+// The trees of tree all-reduce (NCCL's double binary tree: the ranks in order and reversed,
+// half the bytes each), and the one tree (tree) or chain (ring) of broadcast and reduce from the
+// root: ranks in tree order, order[0] the root.
+struct Tree {
+  std::vector<int> order;
+  double bytes;
+};
+std::vector<Tree> collective_trees(const CollectiveSpec& spec) {
+  const int n = static_cast<int>(spec.group.size());
+  std::vector<int> order;
+  for (int i = 0; i < n; ++i) order.push_back(spec.op == CollectiveOp::AllReduce ? i : (spec.root + i) % n);
+  if (spec.op != CollectiveOp::AllReduce) return {{order, spec.bytes}};
+  std::vector<int> reversed(order.rbegin(), order.rend());
+  return {{order, spec.bytes / 2}, {reversed, spec.bytes / 2}};
+}
+// The parent of tree position i: (i - 1) / 2 in a binary tree, i - 1 in a chain (ring).
+int tree_parent(CollectiveAlgorithm algorithm, int i) { return algorithm == CollectiveAlgorithm::Ring ? i - 1 : (i - 1) / 2; }
+
 // Builds the operators and transfers of one collective.
 class Builder {
  public:
@@ -163,11 +181,11 @@ std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluste
   const std::string op(enum_name<CollectiveOp>(kCollectiveOpNames, spec.op));
   const std::string alg(enum_name<CollectiveAlgorithm>(kCollectiveAlgorithmNames, spec.algorithm));
   if (n < 2) return fmt::format("a collective needs at least 2 GPUs, the group has {}", n);
-  std::set<DeviceId> seen;
+  std::vector<char> seen(static_cast<std::size_t>(cluster.num_devices()), 0);
   for (DeviceId d : spec.group) {
     if (d < 0 || d >= cluster.num_devices())
       return fmt::format("GPU {} is not in the cluster (it has {} GPUs)", d, cluster.num_devices());
-    if (!seen.insert(d).second) return fmt::format("GPU {} is in the group twice", cluster.device(d).name);
+    if (seen[static_cast<std::size_t>(d)]++) return fmt::format("GPU {} is in the group twice", cluster.device(d).name);
   }
   if (!(spec.bytes >= 0) || !std::isfinite(spec.bytes)) return fmt::format("bytes must be >= 0, got {}", spec.bytes);
   if (spec.chunks < 1) return fmt::format("chunks must be >= 1, got {}", spec.chunks);
@@ -183,10 +201,11 @@ std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluste
     return fmt::format("{} has no algorithm `{}`; it has: {}", op, alg, algorithms_of(spec.op));
   if (spec.algorithm == CollectiveAlgorithm::HalvingDoubling && !power_of_two(n))
     return fmt::format("halving-doubling needs a power-of-two group, this one has {} GPUs (ring or direct take any)", n);
-  for (DeviceId a : spec.group)
-    for (DeviceId b : spec.group)
-      if (!cluster.reachable(a, b))
-        return fmt::format("{} cannot reach {} in this cluster", cluster.device(a).name, cluster.device(b).name);
+  if (!cluster.all_pairs_reachable())
+    for (DeviceId a : spec.group)
+      for (DeviceId b : spec.group)
+        if (!cluster.reachable(a, b))
+          return fmt::format("{} cannot reach {} in this cluster", cluster.device(a).name, cluster.device(b).name);
   // (After reachability: multi-level's tiers are the routes' hops.)
   if (spec.algorithm == CollectiveAlgorithm::Hierarchical || spec.algorithm == CollectiveAlgorithm::MultiLevel) {
     try {
@@ -228,23 +247,8 @@ std::vector<OpId> append_steps(ExecutionGraph& out, const CollectiveSpec& spec, 
 
   if (spec.algorithm == A::Ring || spec.algorithm == A::Tree) {
     // Broadcast and reduce (one tree or a chain from the root), and the double binary tree.
-    // A tree over `order` (order[0] is its root): the parent of position i is (i - 1) / 2 in a
-    // binary tree, i - 1 in a chain.
-    const bool chain = spec.algorithm == A::Ring;
-    auto parent_of = [&](int i) { return chain ? i - 1 : (i - 1) / 2; };
-    struct Tree {
-      std::vector<int> order;
-      double bytes;
-    };
-    std::vector<Tree> trees;
-    if (spec.op == Op::AllReduce) {
-      std::vector<int> reversed(all.rbegin(), all.rend());
-      trees = {{all, S / 2}, {reversed, S / 2}};
-    } else {
-      std::vector<int> order;
-      for (int i = 0; i < n; ++i) order.push_back((spec.root + i) % n);
-      trees = {{order, S}};
-    }
+    auto parent_of = [&](int i) { return tree_parent(spec.algorithm, i); };
+    const std::vector<Tree> trees = collective_trees(spec);
     const bool up = spec.op != Op::Broadcast, down = spec.op != Op::Reduce;
     std::vector<std::vector<OpId>> ends(n);  // per rank, what its result waits for
     for (std::size_t t = 0; t < trees.size(); ++t) {
@@ -494,24 +498,21 @@ ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& clust
 }
 
 namespace {
-// alpha (largest latency) and 1/B (largest inverse bandwidth) over the ordered pairs of `ranks`
-// that `use` accepts.
-template <class Use>
-std::pair<double, double> slowest_pair(const CollectiveSpec& spec, const Cluster& cluster, Use use) {
+// alpha (largest latency, s) and 1/B (largest inverse bandwidth, s per byte) over the ordered
+// pairs of ranks that a collective's transfers join.
+struct SlowestPair {
   double alpha = 0, inv_b = 0;
-  for (std::size_t a = 0; a < spec.group.size(); ++a)
-    for (std::size_t b = 0; b < spec.group.size(); ++b)
-      if (a != b && use(spec.group[a], spec.group[b])) {
-        alpha = std::max(alpha, cluster.latency(spec.group[a], spec.group[b]));
-        inv_b = std::max(inv_b, 1.0 / cluster.bandwidth(spec.group[a], spec.group[b]));
-      }
-  return {alpha, inv_b};
-}
+  void add(const CollectiveSpec& spec, const Cluster& cluster, int from, int to) {
+    const DeviceId a = spec.group[static_cast<std::size_t>(from)], b = spec.group[static_cast<std::size_t>(to)];
+    alpha = std::max(alpha, cluster.latency(a, b));
+    inv_b = std::max(inv_b, 1.0 / cluster.bandwidth(a, b));
+  }
+};
 }  // namespace
 
 namespace {
 
-// uniform_collective_time with the inverse bandwidth (s per byte), as slowest_pair gives it.
+// uniform_collective_time with the inverse bandwidth (s per byte), as SlowestPair gives it.
 double collective_time(CollectiveOp op, CollectiveAlgorithm algorithm, int ranks, double bytes, double alpha,
                        double inv_b, int chunks) {
   const double n = ranks, c = chunks, S = bytes;
@@ -563,31 +564,83 @@ double uniform_collective_time(CollectiveOp op, CollectiveAlgorithm algorithm, i
   return collective_time(op, algorithm, ranks, bytes, alpha, 1.0 / bandwidth, chunks);
 }
 
+namespace {
+
+// The closed form of a checked spec at `bytes`: each algorithm's steps at the slowest of the pairs
+// it sends between (halving-doubling and the levels of hierarchical and multi-level: each step's
+// or level's own), not the slowest pair of the group, which a ring over a multi-NIC server's
+// per-destination allocation, say, never uses.
+double closed_form_at(const CollectiveSpec& spec, const Cluster& cluster, double bytes) {
+  using A = CollectiveAlgorithm;
+  using Op = CollectiveOp;
+  const int n = static_cast<int>(spec.group.size());
+  const double c = spec.chunks, S = bytes;
+  if (S == 0) return 0;  // zero-byte pieces are free in every engine
+  SlowestPair slowest;
+  switch (spec.algorithm) {
+    case A::Ring:
+      if (spec.op == Op::AllReduce || spec.op == Op::ReduceScatter || spec.op == Op::AllGather) {
+        for (int r = 0; r < n; ++r) slowest.add(spec, cluster, r, (r + 1) % n);  // each rank to its successor
+        break;
+      }
+      [[fallthrough]];  // broadcast and reduce: a chain from the root
+    case A::Tree:
+      for (const Tree& tree : collective_trees(spec))
+        for (int i = 1; i < n; ++i) {
+          const int child = tree.order[static_cast<std::size_t>(i)];
+          const int parent = tree.order[static_cast<std::size_t>(tree_parent(spec.algorithm, i))];
+          if (spec.op != Op::Broadcast) slowest.add(spec, cluster, child, parent);  // up
+          if (spec.op != Op::Reduce) slowest.add(spec, cluster, parent, child);     // down
+        }
+      break;
+    case A::HalvingDoubling: {
+      // Step i exchanges S / 2^i between ranks n / 2^i apart, in the reduce-scatter's halving and
+      // again in the all-gather's doubling.
+      double t = 0;
+      for (int i = 1; (n >> i) >= 1; ++i) {
+        SlowestPair step;
+        for (int r = 0; r < n; ++r) step.add(spec, cluster, r, r ^ (n >> i));
+        t += c * step.alpha + S / std::ldexp(1.0, i) * step.inv_b;
+      }
+      return (spec.op == Op::AllReduce ? 2 : 1) * t;
+    }
+    case A::Direct:
+      for (int a = 0; a < n; ++a)
+        for (int b = 0; b < n; ++b)
+          if (a != b) slowest.add(spec, cluster, a, b);
+      break;
+    case A::Hierarchical:
+    case A::MultiLevel: {
+      // Each phase's ring steps at the slowest successor pair of its level's rings.
+      const auto levels = collective_levels(spec, cluster);
+      std::vector<SlowestPair> level(levels.size());
+      for (std::size_t i = 0; i < levels.size(); ++i)
+        for (const auto& ring : levels[i])
+          if (ring.size() > 1)
+            for (std::size_t j = 0; j < ring.size(); ++j) level[i].add(spec, cluster, ring[j], ring[(j + 1) % ring.size()]);
+      double t = 0;
+      for (const LevelPhase& p : level_phases(levels, S))
+        t += p.steps * (c * level[p.level].alpha + p.piece * level[p.level].inv_b);
+      return t;
+    }
+  }
+  return collective_time(spec.op, spec.algorithm, n, S, slowest.alpha, slowest.inv_b, spec.chunks);
+}
+
+}  // namespace
+
 double collective_closed_form(const CollectiveSpec& spec, const Cluster& cluster) {
   if (const std::string why = collective_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
-  const int n = static_cast<int>(spec.group.size());
-  const double c = spec.chunks, S = spec.bytes;
-  if (S == 0) return 0;  // zero-byte pieces are free in every engine
-  if (spec.algorithm != CollectiveAlgorithm::Hierarchical && spec.algorithm != CollectiveAlgorithm::MultiLevel) {
-    // (Not a structured binding: lambdas capture such values, which clang 14 refuses for bindings.)
-    const std::pair<double, double> slowest = slowest_pair(spec, cluster, [](DeviceId, DeviceId) { return true; });
-    return collective_time(spec.op, spec.algorithm, n, S, slowest.first, slowest.second, spec.chunks);
-  }
-  // Each phase's ring steps at its level's slowest pair.
-  const auto levels = collective_levels(spec, cluster);
-  std::vector<std::pair<double, double>> slowest(levels.size());  // alpha, 1/B per level
-  for (std::size_t i = 0; i < levels.size(); ++i)
-    for (const auto& ring : levels[i])
-      for (int a : ring)
-        for (int b : ring)
-          if (a != b) {
-            slowest[i].first = std::max(slowest[i].first, cluster.latency(spec.group[a], spec.group[b]));
-            slowest[i].second = std::max(slowest[i].second, 1.0 / cluster.bandwidth(spec.group[a], spec.group[b]));
-          }
-  double t = 0;
-  for (const LevelPhase& p : level_phases(levels, S))
-    t += p.steps * (c * slowest[p.level].first + p.piece * slowest[p.level].second);
-  return t;
+  return closed_form_at(spec, cluster, spec.bytes);
+}
+
+AffineTime collective_affine_form(const CollectiveSpec& spec, const Cluster& cluster) {
+  if (const std::string why = collective_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
+  constexpr double kProbe = 1e9;  // bytes; any size > 0 gives the same line
+  const double one = closed_form_at(spec, cluster, kProbe);
+  if (!std::isfinite(one)) return {one, 0.0};
+  const double slope = (closed_form_at(spec, cluster, 2 * kProbe) - one) / kProbe;
+  return {one - slope * kProbe, slope};
 }
 
 double bus_bandwidth_factor(CollectiveOp op, int ranks) {

@@ -27,8 +27,10 @@
 // itself included).
 //
 // The closed forms are the contention-free view: every transfer takes alpha + bytes / B, alone
-// on its links (the evaluator's model), with alpha and B those of the group's slowest pair (for
-// hierarchical: the slowest pair inside a server and the slowest across). On a fabric where
+// on its links (the evaluator's model), with alpha and B those of the slowest pair the algorithm
+// sends between (ring: a rank and its successor; tree: parent and child; direct: every pair;
+// halving-doubling: each step's partners, step by step; hierarchical and multi-level: each
+// level's ring neighbours, level by level). On a fabric where
 // every rank sends and receives at most one message at a time (ring, halving-doubling,
 // broadcast and reduce by ring) and nothing else shares links, the flow engine and SimGrid
 // agree with them; otherwise they show the sharing the closed form leaves out.
@@ -144,13 +146,23 @@ std::vector<LevelPhase> level_phases(const std::vector<std::vector<std::vector<i
 ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& cluster);
 
 // The closed form of a collective among `ranks` GPUs whose every connection has latency `alpha`
-// (s) and `bandwidth` (bytes/s): what collective_closed_form computes from the slowest pair of
-// the group, for planners that price a network of one level (hierarchical: ring).
+// (s) and `bandwidth` (bytes/s): what collective_closed_form computes from the slowest pair the
+// algorithm uses, for planners that price a network of one level (hierarchical: ring).
 double uniform_collective_time(CollectiveOp op, CollectiveAlgorithm algorithm, int ranks, double bytes, double alpha,
                                double bandwidth, int chunks = 1);
 
 // The contention-free closed form of the collective's time, seconds (see above).
 double collective_closed_form(const CollectiveSpec& spec, const Cluster& cluster);
+
+// A time affine in a collective's bytes: intercept (s) + slope (s per byte) x bytes, 0 at 0 bytes.
+struct AffineTime {
+  double intercept = 0, slope = 0;
+  double at(double bytes) const { return bytes > 0 ? intercept + slope * bytes : 0.0; }
+};
+// collective_closed_form as a function of the bytes (spec.bytes is ignored): every algorithm's
+// time is affine in them. For planners pricing many sizes on one group, the group checked once.
+// Throws std::invalid_argument with collective_problem's reason.
+AffineTime collective_affine_form(const CollectiveSpec& spec, const Cluster& cluster);
 
 // nccl-tests' bus bandwidth factor: all-reduce 2(n-1)/n; reduce-scatter, all-gather and all-to-all
 // (n-1)/n; broadcast and reduce 1. busbw = algbw * factor, algbw = bytes / time.

@@ -134,6 +134,14 @@ TEST(Collectives, TreePipelinesItsChunks) {
     EXPECT_GE(t.flow, expected * (1 - 1e-9)) << chunks;
     EXPECT_NEAR(t.simgrid, t.flow, 1e-6 * t.flow) << chunks;
   }
+  // 8 GPUs: depth 3; 7 GPUs: depth 2 as 4 (floor(log2 n)).
+  for (auto [n, depth] : {std::pair{8, 3}, std::pair{7, 2}}) {
+    const CollectiveSpec sp = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Tree, n, 4);
+    const double expected = (2 * depth + 4 - 1) * (kAlpha + kS / (2 * 4 * kB));
+    const Cluster cn = one_gpu_servers(n);
+    EXPECT_REL(collective_closed_form(sp, cn), expected) << n;
+    EXPECT_REL(run(sp, cn).evaluator, expected) << n;
+  }
   // Pipelining pays: 8 chunks beat 1 by far (11 * S/16B against 4 * S/2B, without alpha).
   EXPECT_LT(collective_closed_form(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Tree, 4, 8), c),
             0.5 * collective_closed_form(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Tree, 4, 1), c));
@@ -153,10 +161,20 @@ TEST(Collectives, ChainBroadcastAndReduceFromTheRoot) {
     EXPECT_REL(t.flow, expected);
     EXPECT_NEAR(t.simgrid, expected, 1e-6 * expected);
   }
-  // A tree broadcast over 7 GPUs: depth 2, (2 + c - 1) pieces.
+  // A tree broadcast and a tree reduce over 7 GPUs from root 3: depth 2, (2 + c - 1) pieces. A
+  // parent sends to (broadcast) or receives from (reduce) two children at once: the evaluator
+  // gives each its full rate, the flow engine shares the NIC and can only be slower.
   const Cluster seven = one_gpu_servers(7);
-  const CollectiveSpec tree = spec(CollectiveOp::Broadcast, CollectiveAlgorithm::Tree, 7, 4);
-  EXPECT_REL(run(tree, seven).evaluator, (2 + 4 - 1) * (kAlpha + kS / (4 * kB)));
+  for (CollectiveOp op : {CollectiveOp::Broadcast, CollectiveOp::Reduce}) {
+    CollectiveSpec tree = spec(op, CollectiveAlgorithm::Tree, 7, 4);
+    tree.root = 3;
+    const double expected = (2 + 4 - 1) * (kAlpha + kS / (4 * kB));
+    EXPECT_REL(collective_closed_form(tree, seven), expected);
+    const Times t = run(tree, seven);
+    EXPECT_REL(t.evaluator, expected);
+    EXPECT_GT(t.flow, expected * (1 + 1e-6));
+    EXPECT_NEAR(t.simgrid, t.flow, 1e-6 * t.flow);
+  }
 }
 
 TEST(Collectives, DirectSharesTheNicAmongItsFlows) {
@@ -191,6 +209,59 @@ TEST(Collectives, HierarchicalUsesNvlinkInsideAndTheNicAcross) {
   EXPECT_NEAR(t.simgrid, t.flow, 1e-6 * t.flow);
   // A flat ring over the same 8 GPUs crosses the NIC with S/8 per step for 14 steps.
   EXPECT_GT(run(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 8), c).flow, t.flow);
+}
+
+TEST(Collectives, HalvingDoublingPricesEachStepAtItsPartners) {
+  // 2 servers of 4 GPUs. Reduce-scatter by halving: step 1 pairs GPUs 4 apart (across the NICs,
+  // S/2), steps 2 and 3 pairs inside a server (NVLink, S/4 and S/8); all-gather the same in
+  // reverse. The closed form and the evaluator price each step at its own partners: 2 * (alpha +
+  // S/(2 B) + S/(4 * 50e9) + S/(8 * 50e9)), not every step at the NIC. Under contention the 4
+  // GPUs of a server share its NIC in step 1: B/4 each.
+  const Cluster c = two_nvlink_servers();
+  const CollectiveSpec sp = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::HalvingDoubling, 8);
+  const double inside = kS / (4 * 50e9) + kS / (8 * 50e9);
+  const double expected = 2 * (kAlpha + kS / (2 * kB) + inside);
+  EXPECT_REL(collective_closed_form(sp, c), expected);
+  const Times t = run(sp, c);
+  EXPECT_REL(t.evaluator, expected);
+  EXPECT_REL(t.flow, 2 * (kAlpha + kS / (2 * kB / 4) + inside));
+  EXPECT_NEAR(t.simgrid, t.flow, 1e-6 * t.flow);
+  // As a line in the bytes (what planners price): the latency of the two NIC steps, then the rest.
+  const AffineTime line = collective_affine_form(sp, c);
+  EXPECT_REL(line.intercept, 2 * kAlpha);
+  EXPECT_REL(line.at(kS), expected);
+  EXPECT_EQ(line.at(0), 0);
+}
+
+TEST(Collectives, RingOnAMultiNicAllocationRunsAtItsSuccessorsShare) {
+  // QuickP's Fig. 3.2 allocation (scenarios/multi-nic.yaml): 4 one-GPU servers with d = 2 NICs
+  // of 20 GB/s; each server gives its ring successor 25 GB/s (one NIC and 5 GB/s of the other)
+  // and the two others 7.5 GB/s. A ring all-reduce only sends to successors: 6 steps of S/4 at
+  // 25 GB/s, in the closed form as in every engine (the slowest pair of the group, 7.5 GB/s,
+  // carries nothing).
+  MultiNicConfig cfg;
+  cfg.servers = 4;
+  cfg.gpus_per_server = 1;
+  cfg.nics_per_server = 2;
+  cfg.link_bandwidth = 20e9;
+  BandwidthAllocation a = BandwidthAllocation::uniform(4, 40e9);
+  for (int s = 0; s < 4; ++s)
+    for (int t = 0; t < 4; ++t)
+      if (s != t) a.set(s, t, t == (s + 1) % 4 ? 25e9 : 7.5e9);
+  Cluster c = make_multi_nic(cfg, a);
+  c.finalize("t");
+  const CollectiveSpec sp = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 4);
+  const double expected = 6 * kS / (4 * 25e9);
+  EXPECT_REL(collective_closed_form(sp, c), expected);
+  const Times t = run(sp, c);
+  EXPECT_REL(t.evaluator, expected);
+  EXPECT_REL(t.flow, expected);
+  EXPECT_NEAR(t.simgrid, expected, 1e-6 * expected);
+  // The ring the other way round sends only on the 7.5 GB/s pairs.
+  CollectiveSpec reversed = sp;
+  reversed.group = {3, 2, 1, 0};
+  EXPECT_REL(collective_closed_form(reversed, c), 6 * kS / (4 * 7.5e9));
+  EXPECT_REL(run(reversed, c).evaluator, 6 * kS / (4 * 7.5e9));
 }
 
 TEST(Collectives, CrossLeafStepsRunAtTheUplinkShare) {

@@ -161,7 +161,7 @@ int cmd_collective(const CollectiveArgs& a) {
                              : a.model == "condensed" ? "condensed (a flow per ring neighbour and phase)"
                                                       : "messages (every rank's messages)");
     std::cout << "# size in bytes, time in us, algbw and busbw in GB/s (busbw = algbw x " << fmt::format("{:.4g}", bus_factor)
-              << "); closed form: contention-free, the group's slowest pair\n";
+              << "); closed form: contention-free, at the slowest pair the algorithm sends between\n";
     std::string head = fmt::format("{:>12} {:>12}", "size", "closed form");
     for (const auto& e : engines) head += fmt::format(" | {:>12} {:>8} {:>8}", e, "algbw", "busbw");
     std::cout << head << "\n";

@@ -51,6 +51,17 @@ double per_rank(const ParallelPlan& plan, double bytes) {
 
 bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
+// A time affine in its bytes, from two probes (as collective_affine_form).
+template <class TimeOf>
+AffineTime affine_from(const TimeOf& time_of) {
+  constexpr double kProbe = 1e9;
+  const double one = time_of(kProbe);
+  if (!std::isfinite(one)) return {one, 0.0};
+  const double slope = (time_of(2 * kProbe) - one) / kProbe;
+  return {one - slope * kProbe, slope};
+}
+
+
 }  // namespace
 
 NestNetwork NestNetwork::aware(const Cluster& c) { return {&c, false, 0, 0}; }
@@ -103,6 +114,37 @@ double NestNetwork::reduction(std::span<const DeviceId> group, double bytes, Col
   // ZeRO 1 and 2: a reduce-scatter and an all-gather, an all-reduce's traffic; ZeRO 3 gathers the
   // parameters once more.
   return zero >= 3 ? 1.5 * all_reduce : all_reduce;
+}
+
+AffineTime NestNetwork::reduction_affine(std::span<const DeviceId> group, CollectiveAlgorithm algorithm, int zero) const {
+  if (group.size() < 2) return {};
+  if (zero > 0) algorithm = zero_collective_algorithm(algorithm);
+  AffineTime all_reduce;
+  if (flat) {
+    all_reduce = affine_from([&](double bytes) {
+      return uniform_collective_time(CollectiveOp::AllReduce, algorithm, static_cast<int>(group.size()), bytes,
+                                     flat_latency, flat_bandwidth);
+    });
+  } else {
+    try {
+      all_reduce = collective_affine_form({CollectiveOp::AllReduce, algorithm, {group.begin(), group.end()}, 0}, *cluster);
+    } catch (const std::invalid_argument&) {
+      return {kInf, 0};  // as reduction(): no such plan
+    }
+  }
+  const double factor = zero >= 3 ? 1.5 : 1.0;  // as reduction()
+  return {all_reduce.intercept * factor, all_reduce.slope * factor};
+}
+
+AffineTime NestNetwork::all_to_all_affine(std::span<const DeviceId> group) const {
+  if (group.size() < 2) return {};
+  if (flat) return affine_from([&](double bytes) { return all_to_all(group, bytes); });
+  try {
+    return collective_affine_form({CollectiveOp::AllToAll, CollectiveAlgorithm::Direct, {group.begin(), group.end()}, 0},
+                                  *cluster);
+  } catch (const std::invalid_argument&) {
+    return {kInf, 0};
+  }
 }
 
 double NestNetwork::all_to_all(std::span<const DeviceId> group, double bytes) const {
@@ -307,16 +349,10 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
              next_lat <= o.next_lat && next_inv <= o.next_inv && prev_lat <= o.prev_lat && prev_inv <= o.prev_inv;
     }
   };
-  constexpr double kProbe = 1e9;
-  // A collective's time is affine in its bytes: its intercept and slope, from two probes.
-  auto affine_in_bytes = [&](const auto& time_of) {
-    const double one = time_of(kProbe);
-    if (one == kInf) return std::pair{kInf, 0.0};
-    const double slope = (time_of(2 * kProbe) - one) / kProbe;
-    return std::pair{one - slope * kProbe, slope};
-  };
+  // A collective's time is affine in its bytes: its intercept and slope.
   auto affine = [&](std::span<const DeviceId> group, CollectiveAlgorithm algorithm, int zero) {
-    return affine_in_bytes([&](double bytes) { return network.reduction(group, bytes, algorithm, zero); });
+    const AffineTime f = network.reduction_affine(group, algorithm, zero);
+    return std::pair{f.intercept, f.slope};
   };
   std::vector<std::vector<StagePrice>> prices(S);
   for (int p = 0; p < S; ++p) {
@@ -330,8 +366,8 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
       }
       if (a2a_count[L] > 0) {
         const std::vector<DeviceId> ep_group = expert_group(plan, d, p);
-        std::tie(price.a2a_fixed, price.a2a_slope) =
-            affine_in_bytes([&](double bytes) { return network.all_to_all(ep_group, bytes); });
+        const AffineTime f = network.all_to_all_affine(ep_group);
+        std::tie(price.a2a_fixed, price.a2a_slope) = std::pair{f.intercept, f.slope};
       }
       if (p + 1 < S) std::tie(price.next_lat, price.next_inv) = network.link(plan_gpu(plan, d, p, 0), plan_gpu(plan, d, p + 1, 0));
       if (p > 0) std::tie(price.prev_lat, price.prev_inv) = network.link(plan_gpu(plan, d, p, 0), plan_gpu(plan, d, p - 1, 0));

@@ -138,6 +138,10 @@ struct NestNetwork {
   std::pair<double, double> link(DeviceId a, DeviceId b) const;
   double send(DeviceId a, DeviceId b, double bytes) const;
   double reduction(std::span<const DeviceId> group, double bytes, CollectiveAlgorithm algorithm, int zero) const;
+  // reduction() as a function of the bytes, the group checked once (intercept kInf: no such plan).
+  AffineTime reduction_affine(std::span<const DeviceId> group, CollectiveAlgorithm algorithm, int zero) const;
+  // all_to_all() as a function of the bytes.
+  AffineTime all_to_all_affine(std::span<const DeviceId> group) const;
   // One all-to-all (direct) of `bytes` per GPU among the group: an expert layer's dispatch or combine.
   double all_to_all(std::span<const DeviceId> group, double bytes) const;
 };
