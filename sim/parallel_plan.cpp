@@ -431,6 +431,18 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
         }
       }
     }
+  // The activations each forward stashes until its backward.
+  for (int d = 0; d < dp; ++d)
+    for (int p = 0; p < S; ++p) {
+      const int first = out.stage_starts[p], count = at.stage_end(p) - first;
+      for (int t = 0; t < tp; ++t)
+        for (int i = 0; i < m; ++i)
+          for (int k = 0; k < count; ++k) {
+            const Layer& layer = model.layers[first + k];
+            const double bytes = plan.sequence_parallel ? layer.sequence_parallel_stashed_bytes : layer.stashed_bytes;
+            if (bytes > 0) out.activations.push_back({fwd[d][p][t][i][k], bwd[d][p][t][i][k], at.gpu_index(d, p, t), bytes});
+          }
+    }
   // Each layer's tensor-parallel all-reduces, then the dependencies along the layers.
   for (int d = 0; d < dp; ++d)
     for (int p = 0; p < S; ++p) {
@@ -664,6 +676,37 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
                                plan.ep > 1 ? fmt::format(", ep {}", plan.ep) : "", m));
 
   return out;
+}
+
+std::vector<MemoryCurve> memory_over_time(const CompiledPlan& compiled, std::span<const double> start,
+                                          std::span<const double> finish) {
+  const std::size_t n = compiled.graph.graph.num_operators();
+  if (start.size() != n || finish.size() != n)
+    throw std::invalid_argument(fmt::format("memory_over_time: {} operators but {} starts and {} finishes", n, start.size(),
+                                            finish.size()));
+  struct Change {
+    double time, bytes;
+  };
+  std::vector<std::vector<Change>> changes(compiled.gpus.size());
+  for (const HeldActivation& a : compiled.activations) {
+    changes[a.gpu_index].push_back({start[a.forward], a.bytes});
+    changes[a.gpu_index].push_back({finish[a.backward], -a.bytes});
+  }
+  std::vector<MemoryCurve> curves(compiled.gpus.size());
+  for (std::size_t i = 0; i < curves.size(); ++i) {
+    std::vector<Change>& c = changes[i];
+    // By time, frees first at a tie.
+    std::sort(c.begin(), c.end(), [](const Change& a, const Change& b) { return a.time < b.time || (a.time == b.time && a.bytes < b.bytes); });
+    double held = compiled.memory[i].total() - compiled.memory[i].activations;
+    MemoryCurve& curve = curves[i];
+    curve.emplace_back(0.0, held);
+    for (const Change& x : c) {
+      held += x.bytes;
+      if (curve.back().first == x.time) curve.back().second = held;  // one point per instant
+      else curve.emplace_back(x.time, held);
+    }
+  }
+  return curves;
 }
 
 }  // namespace placesim

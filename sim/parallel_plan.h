@@ -38,7 +38,9 @@
 // parameters (and adds a buffer of its largest layer's gathered parameters). Activations: the
 // stage's stashed bytes per micro-batch times the micro-batches in flight at the peak -- GPipe
 // all m, 1F1B min(m, pp - p).
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/cluster.h"
@@ -117,6 +119,14 @@ struct GpuMemory {
   double total() const { return parameters + gradients + optimizer_states + activations; }
 };
 
+// A layer's activations of one micro-batch, stashed on a GPU from its forward's start until its
+// backward's end: the memory that varies over an iteration (the rest is held throughout).
+struct HeldActivation {
+  OpId forward = -1, backward = -1;  // in CompiledPlan::graph
+  int gpu_index = 0;                 // into CompiledPlan::gpus
+  double bytes = 0;
+};
+
 struct CompiledPlan {
   ExecutionGraph graph;             // finalized
   std::vector<int> stage_starts;    // as used
@@ -127,7 +137,17 @@ struct CompiledPlan {
   std::vector<int> in_flight;
   // "" when every GPU holds its peak; else which GPU does not, with the bytes (the first one).
   std::string infeasible;
+  std::vector<HeldActivation> activations;  // compile_plan's (plan_layout leaves it empty)
 };
+
+// One GPU's memory over the iteration as an engine ran it: (time s, bytes held from then on),
+// from time 0 with what it holds throughout (parameters, gradients, optimizer states).
+using MemoryCurve = std::vector<std::pair<double, double>>;
+// Per plan GPU (CompiledPlan::gpus' order), from the operators' start and finish times (s) of
+// compiled.graph. A backward that ends as a forward starts frees first. Its peak is
+// CompiledPlan::memory's (tests/test_parallel_plan.cpp), reached when the schedule says.
+std::vector<MemoryCurve> memory_over_time(const CompiledPlan& compiled, std::span<const double> start,
+                                          std::span<const double> finish);
 
 // The plan's layout without its execution graph (CompiledPlan::graph left empty): stages, GPUs
 // and memory at the peak, what compile_plan reports besides the graph. For pricing plans without

@@ -18,6 +18,7 @@ namespace {
 
 constexpr int kGpuProcess = 1;
 constexpr int kLinkProcess = 2;
+constexpr int kMemoryProcess = 3;
 
 // A JSON string literal (names come from user files).
 std::string quoted(std::string_view s) {
@@ -96,7 +97,7 @@ void name_process(TraceFile& out, int pid, const std::string& name) {
 void write_chrome_trace(const std::string& path, const Graph& graph, const Cluster& cluster,
                         std::span<const DeviceId> placement, std::span<const double> start,
                         std::span<const double> finish, std::span<const FlowRecord> flows,
-                        std::span<const SubflowRecord> subflows) {
+                        std::span<const SubflowRecord> subflows, std::span<const GpuMemoryTrack> memory) {
   const std::size_t n = graph.num_operators();
   if (placement.size() != n || start.size() != n || finish.size() != n)
     throw std::invalid_argument(fmt::format("trace: {} operators but {} placements, {} starts and {} finishes", n,
@@ -104,6 +105,8 @@ void write_chrome_trace(const std::string& path, const Graph& graph, const Clust
   const int num_devices = cluster.num_devices();
   for (DeviceId d : placement)
     if (d < 0 || d >= num_devices) throw std::invalid_argument(fmt::format("trace: placement names GPU {}", d));
+  for (const GpuMemoryTrack& m : memory)
+    if (m.gpu < 0 || m.gpu >= num_devices) throw std::invalid_argument(fmt::format("trace: memory of GPU {}", m.gpu));
   for (const FlowRecord& f : flows)
     if (f.src < 0 || f.src >= num_devices || f.dst < 0 || f.dst >= num_devices || f.src == f.dst || f.edge < 0 ||
         static_cast<std::size_t>(f.edge) >= graph.num_tensors() || !cluster.reachable(f.src, f.dst))
@@ -132,6 +135,17 @@ void write_chrome_trace(const std::string& path, const Graph& graph, const Clust
         R"("name":{},"cat":"op","ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"type":{},"compute":{},"memory":{}}})",
         quoted(op.name), kGpuProcess, placement[i], microseconds(start[i]), microseconds(finish[i] - start[i]),
         quoted(op.type), number(op.compute_s), number(op.memory_bytes)));
+  }
+  if (!memory.empty()) {
+    // Counters: a viewer draws one track per name.
+    name_process(out, kMemoryProcess, "GPU memory");
+    for (const GpuMemoryTrack& m : memory) {
+      const std::string& device = cluster.device(m.gpu).name;
+      const std::string name = quoted(fmt::format("{} memory", device.empty() ? fmt::format("gpu{}", m.gpu) : device));
+      for (const auto& [time, bytes] : m.points)
+        out.event(fmt::format(R"("name":{},"ph":"C","pid":{},"ts":{},"args":{{"GiB":{}}})", name, kMemoryProcess,
+                              microseconds(time), number(bytes / (1024.0 * 1024 * 1024))));
+    }
   }
 
   if (flows.empty()) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -354,6 +355,22 @@ TEST(Cli, PlanBuildsAModelOfTheZoo) {
   EXPECT_EQ(run_cli("plan" + cluster, out), 2) << out;
   EXPECT_TRUE(contains(out, "expected one of --workload FILE or --model NAME")) << out;
   EXPECT_EQ(run_cli("plan --model gpt2 --mfu 1" + cluster, out), 0) << out;
+  // --trace: the evaluator's timeline with a memory counter per GPU, which rises with the
+  // forwards and ends at its least (every activation freed by the backwards).
+  const std::string trace = (dir / "t.json").string();
+  ASSERT_EQ(run_cli("plan --model gpt2 --pp 2 --dp 2 --micro-batches 4 --engine evaluator --trace " + trace + cluster, out), 0)
+      << out;
+  EXPECT_TRUE(contains(out, "memory peaks    stage 0 at ")) << out;
+  std::ifstream in(trace);
+  const auto j = nlohmann::json::parse(in);
+  std::map<std::string, std::vector<double>> counters;
+  for (const auto& e : j["traceEvents"])
+    if (e.value("ph", "") == "C") counters[e["name"].get<std::string>()].push_back(e["args"]["GiB"].get<double>());
+  EXPECT_EQ(counters.size(), 4u);
+  for (const auto& [name, values] : counters) {
+    EXPECT_GT(*std::max_element(values.begin(), values.end()), values.back()) << name;
+    EXPECT_DOUBLE_EQ(values.back(), *std::min_element(values.begin(), values.end())) << name;
+  }
   fs::remove_all(dir);
 }
 

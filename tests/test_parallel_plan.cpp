@@ -65,6 +65,36 @@ TEST(ParallelPlan, GPipeAndOneFOneBTakeTheSameTimeWithoutCommunication) {
   }
 }
 
+TEST(ParallelPlan, GPipeAndOneFOneBOnThreeAndFourStagesByHand) {
+  // 4 layers of f = 1 ms, b = 2 ms, 4 micro-batches, nothing to transfer.
+  const LayerModel model = uniform_model(4, 1 * ms, 2 * ms);
+  // 4 stages of one layer: m <= pp, so 1F1B runs every forward first like GPipe: (4 + 4 - 1) x 3
+  // = 21 ms. By hand for GPipe: stage 3 runs F0-F3 at 3-7 and B0-B3 at 7-15; stage 2 B at 9-17,
+  // stage 1 at 11-19, stage 0 at 13-21.
+  const Cluster four = testutil::dedicated_mesh(4, kBw);
+  // 3 stages of layers {0, 1}, {2}, {3}: stage 0 takes f = 2, b = 4 ms, the others 1 and 2.
+  // GPipe: stage 0 runs F0-F3 at 0-8, stage 1 at 2-3, 4-5, 6-7, 8-9, stage 2 at 3-4 ... 9-10;
+  // backwards after the last forward: stage 2 at 10-18, stage 1 at 12-20, stage 0 at 14-18,
+  // 18-22, 22-26, 26-30: 30 ms. 1F1B, warm-ups of 2, 1 and 0 forwards: stage 2 F0 3-4 B0 4-6 F1
+  // 6-7 B1 7-9 F2 9-10 B2 10-12; stage 1 F0 2-3 F1 4-5 B0 6-8 F2 8-9 B1 9-11; stage 0 F0 0-2 F1
+  // 2-4 F2 4-6 B0 8-12 F3 12-14 B1 14-18; then stage 1 F3 14-15 B2 15-17, stage 2 F3 15-16 B3
+  // 16-18, stage 1 B3 18-20, stage 0 B2 18-22 B3 22-26: 26 ms, 1F1B's earlier backwards win 4.
+  const Cluster three = testutil::dedicated_mesh(3, kBw);
+  for (auto [pp, schedule, expected] :
+       {std::tuple{4, PipelineSchedule::GPipe, 21 * ms}, std::tuple{4, PipelineSchedule::OneFOneB, 21 * ms},
+        std::tuple{3, PipelineSchedule::GPipe, 30 * ms}, std::tuple{3, PipelineSchedule::OneFOneB, 26 * ms}}) {
+    ParallelPlan plan;
+    plan.pp = pp;
+    plan.micro_batches = 4;
+    plan.schedule = schedule;
+    plan.stage_starts = pp == 4 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0, 2, 3};
+    const Cluster& cluster = pp == 4 ? four : three;
+    const CompiledPlan c = compile_plan(model, plan, cluster);
+    EXPECT_EQ(c.stage_starts, plan.stage_starts);
+    EXPECT_ALL_ENGINES(run(c, cluster), expected);
+  }
+}
+
 // Interleaved 1F1B (Megatron's virtual pipeline): 4 layers of f = 1 ms and b = 2 ms as 4 stages of
 // one layer, rank 0 holding stages 0 and 2, rank 1 stages 1 and 3; 4 micro-batches, nothing to
 // transfer. Megatron's order, rank 0: warm-up of (2 - 0 - 1) x 2 + (2 - 1) x 2 = 4 forwards
@@ -531,6 +561,54 @@ TEST(ParallelPlan, ActivationsInFlightFollowTheSchedule) {
   EXPECT_NE(why.find("activations of 8 micro-batches in flight"), std::string::npos) << why;
   plan.schedule = PipelineSchedule::OneFOneB;
   EXPECT_EQ(compile_plan(model, plan, small).infeasible, "");
+}
+
+TEST(ParallelPlan, MemoryOverTimeRisesWithTheForwardsAndFallsWithTheBackwards) {
+  // 4 stages of one layer (f = 1 ms, b = 2 ms), 8 micro-batches, 1 GB stashed per micro-batch,
+  // 0.1 GB of parameters per layer: 0.8 GB held throughout (2 + 2 + 12 bytes per 2-byte parameter).
+  // 1F1B, stage 0: F0-F3 at 0-4 (three warm-up forwards, then one), B0 at 10-12 once the gradient
+  // is back (stage 3 B0 at 4-6, stage 2 at 6-8, stage 1 at 8-10): 4 GB from 3 ms, 3 GB at 12 ms
+  // as F4 starts then. Stage 3: F0 at 3-4, B0 at 4-6, F1 at 6-7: 1 GB from 3 ms. GPipe, stage 0: 8
+  // GB from 7 ms (F7). Every curve peaks at the plan's memory and ends with what is held throughout.
+  const LayerModel model = uniform_model(4, 1 * ms, 2 * ms, 0, 1e8, 1e9);
+  const Cluster cluster = testutil::dedicated_mesh(4, kBw, 0.0, 100e9);
+  ParallelPlan plan;
+  plan.pp = 4;
+  plan.micro_batches = 8;
+  auto at = [](const MemoryCurve& c, double time) {  // bytes held just after `time`
+    double held = c.front().second;
+    for (const auto& [t, bytes] : c)
+      if (t <= time + 1e-12) held = bytes;
+    return held;
+  };
+  auto first_at = [](const MemoryCurve& c, double bytes) {
+    for (const auto& [t, b] : c)
+      if (b >= bytes - 1) return t;
+    return -1.0;
+  };
+  for (PipelineSchedule schedule : {PipelineSchedule::OneFOneB, PipelineSchedule::GPipe}) {
+    plan.schedule = schedule;
+    const CompiledPlan c = compile_plan(model, plan, cluster);
+    const Schedule run = Evaluator(c.graph.graph, cluster).schedule(c.graph.placement);
+    const std::vector<MemoryCurve> curves = memory_over_time(c, run.start, run.finish);
+    ASSERT_EQ(curves.size(), 4u);
+    for (std::size_t i = 0; i < 4; ++i) {
+      double peak = 0;
+      for (const auto& [t, bytes] : curves[i]) peak = std::max(peak, bytes);
+      EXPECT_NEAR(peak, c.memory[i].total(), 1) << i;
+      EXPECT_NEAR(curves[i].back().second, 0.8e9, 1) << i;
+    }
+    if (schedule == PipelineSchedule::OneFOneB) {
+      EXPECT_NEAR(first_at(curves[0], 4.8e9), 3 * ms, 1e-12);
+      EXPECT_NEAR(at(curves[0], 11 * ms), 4.8e9, 1);
+      EXPECT_NEAR(at(curves[0], 12 * ms), 4.8e9, 1);  // B0 frees as F4 stashes
+      EXPECT_NEAR(first_at(curves[3], 1.8e9), 3 * ms, 1e-12);
+      EXPECT_NEAR(at(curves[3], 5 * ms), 1.8e9, 1);
+      EXPECT_NEAR(at(curves[3], 6 * ms), 1.8e9, 1);  // B0 ends as F1 starts (stage 2's F1 was done at 4)
+    } else {
+      EXPECT_NEAR(first_at(curves[0], 8.8e9), 7 * ms, 1e-12);
+    }
+  }
 }
 
 TEST(ParallelPlan, TensorParallelAllReducesJoinTheLayers) {

@@ -8,11 +8,13 @@
 
 #include "cli_conventions.h"
 #include "sim/errors.h"
+#include "sim/evaluator.h"
 #include "sim/execution_graph.h"
 #include "sim/layer_model.h"
 #include "sim/models/gpu.h"
 #include "sim/models/layer_zoo.h"
 #include "sim/parallel_plan.h"
+#include "sim/trace.h"
 #include "sim/units.h"
 #include "topologies/registry.h"
 
@@ -77,6 +79,9 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--engine", a.engine, "evaluator, flow, simgrid or all")
       ->check(CLI::IsMember({"evaluator", "flow", "simgrid", "all"}))
       ->capture_default_str();
+  c->add_option("--trace", a.trace,
+                "write the evaluator's timeline of the iteration to FILE (Chrome trace JSON, for Perfetto), with each GPU's "
+                "memory over time");
   return c;
 }
 
@@ -156,6 +161,24 @@ int cmd_plan(const PlanArgs& a) {
   if (ran.evaluator) say("evaluator", *ran.evaluator, ran.evaluator_wall_s);
   if (ran.flow) say("flow", *ran.flow, ran.flow_wall_s);
   if (ran.simgrid) say("simgrid", *ran.simgrid, ran.simgrid_wall_s);
+  if (!a.trace.empty()) {
+    // The evaluator's run: when each stage reaches its memory peak, and the whole timeline.
+    const Schedule run = Evaluator(c.graph.graph, cluster).schedule(c.graph.placement);
+    const std::vector<MemoryCurve> curves = memory_over_time(c, run.start, run.finish);
+    std::vector<GpuMemoryTrack> tracks;
+    for (std::size_t i = 0; i < curves.size(); ++i) tracks.push_back({c.gpus[i], curves[i]});
+    std::vector<std::string> peaks;
+    for (int p = 0; p < a.pp; ++p) {
+      const MemoryCurve& curve = curves[static_cast<std::size_t>(p) * a.tp];
+      auto peak = curve.begin();
+      for (auto it = curve.begin(); it != curve.end(); ++it)
+        if (it->second > peak->second) peak = it;
+      peaks.push_back(fmt::format("{} {} at {}", a.virtual_stages > 1 ? "rank" : "stage", p, format_duration(peak->first)));
+    }
+    std::cout << fmt::format("memory peaks    {} (evaluator)\n", fmt::join(peaks, ", "));
+    write_chrome_trace(a.trace, c.graph.graph, cluster, c.graph.placement, run.start, run.finish, {}, {}, tracks);
+    std::cout << fmt::format("trace           {} (evaluator; open in Perfetto)\n", a.trace);
+  }
   return kExitOk;
 }
 

@@ -17,6 +17,7 @@ struct PlanArgs {
   int micro_batch_size = 1, sequence = 0;
   double mfu = 0.5;
   bool no_recompute = false;
+  std::string trace;  // Chrome trace of the evaluator's run, with each GPU's memory over time
 };
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& args);
