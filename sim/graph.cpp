@@ -48,6 +48,7 @@ void Graph::finalize(const std::string& source) {
       throw InputError(source, fmt::format("operator '{}'", o.name), "duplicate operator name");
     check_value(o.compute_s, source, fmt::format("operator '{}'.compute", o.name));
     check_value(o.memory_bytes, source, fmt::format("operator '{}'.memory", o.name));
+    check_value(o.flops, source, fmt::format("operator '{}'.flops", o.name));
     if (o.communication && o.compute_s != 0)
       throw InputError(source, fmt::format("operator '{}'.compute", o.name),
                        "expected 0 for a communication step (it takes no GPU time)");

@@ -25,6 +25,10 @@ struct Operator {
   // GPU, as NCCL runs on a stream of its own; every engine completes it the moment its inputs
   // have arrived, and it is in no GPU's order. compute_s must be 0.
   bool communication = false;
+  // Floating-point operations of one run (a multiply-add counts 2), where the source knows them
+  // (the model zoo, ONNX imports; 0: unknown). Chakra traces carry them as num_ops for
+  // ASTRA-sim's roofline; placesim's engines use compute_s alone.
+  double flops = 0;
 };
 
 struct Tensor {

@@ -1,6 +1,7 @@
 #include "sim/graph_io.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -761,7 +762,7 @@ class PlacesimReader final : public ElementSink {
   void add_operator(const json& op, std::size_t i) {
     const std::string path = at("operators", i);
     f_.expect_object(op, path, "an object (name, type, compute_s, memory_bytes)");
-    note_unknown(ops_unknown_, op, path, {"name", "type", "compute_s", "memory_bytes", "colocation_class"});
+    note_unknown(ops_unknown_, op, path, {"name", "type", "compute_s", "memory_bytes", "colocation_class", "flops"});
     const std::string name_field = join(path, "name");
     std::string name = f_.string(f_.member(op, "name", path, "a non-empty name (string)"), name_field, "a non-empty name (string)");
     if (name.empty()) f_.fail(name_field, "expected a non-empty name (string)");
@@ -770,6 +771,8 @@ class PlacesimReader final : public ElementSink {
     double compute = f_.duration(f_.member(op, "compute_s", path, "a non-negative number (seconds)"), join(path, "compute_s"), "seconds", 1);
     double memory = 0;
     if (const json* m = f_.optional_member(op, "memory_bytes")) memory = f_.size(*m, join(path, "memory_bytes"), "bytes", 1);
+    double flops = 0;
+    if (const json* v = f_.optional_member(op, "flops")) flops = f_.quantity(*v, join(path, "flops"), "floating-point operations");
     std::pair<bool, std::int64_t> raw_class{false, -1};  // (is string, value or index)
     if (const json* c = f_.optional_member(op, "colocation_class"); c && !c->is_null()) {
       const std::string field = join(path, "colocation_class");
@@ -789,6 +792,7 @@ class PlacesimReader final : public ElementSink {
     auto [it, inserted] = by_name_.emplace(name, static_cast<OpId>(ops_.size()));
     if (!inserted) f_.fail(name_field, fmt::format("duplicate operator name '{}' (first at operators[{}])", name, it->second));
     ops_.push_back({std::move(name), std::move(type), compute, memory});
+    ops_.back().flops = flops;
     raw_class_.push_back(raw_class);
   }
 
@@ -870,6 +874,10 @@ GraphFormat parse_graph_format(std::string_view name, const std::string& file, c
   if (name == "quickp") return GraphFormat::QuickP;
   if (name == "msr") return GraphFormat::Msr;
   if (name == "placesim") return GraphFormat::Placesim;
+  if (name == "onnx")
+    throw InputError(file, field, "onnx: ONNX models are imported, not loaded as a graph file (graph formats: auto, quickp, msr, "
+                                  "placesim): `placesim graph import MODEL.onnx -o model.json`, or a scenario's "
+                                  "`graph: {onnx: MODEL.onnx}`");
   throw InputError(file, field, fmt::format("unknown graph format '{}': expected auto, quickp, msr or placesim", name));
 }
 
@@ -897,8 +905,22 @@ LoadResult parse_graph(std::string_view text, const std::string& source, GraphFo
   }
 }
 
+void refuse_onnx_model(const std::string& path, const std::string& field) {
+  throw InputError(path, field,
+                   fmt::format("an ONNX model, not a graph file: ONNX models are read with `placesim graph import {0} -o "
+                               "model.json` (then give model.json), or with a scenario's `graph: {{onnx: {0}}}`",
+                               path));
+}
+
 LoadResult load_graph(const std::string& path, GraphFormat format) {
-  return parse_graph(read_file(path), path, format);
+  std::string extension = std::filesystem::path(path).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (extension == ".onnx") refuse_onnx_model(path);
+  const std::string text = read_file(path);
+  // ONNX's ModelProto begins with ir_version (field 1, a varint: byte 0x08), which no JSON text
+  // can begin with.
+  if (!text.empty() && text[0] == '\x08') refuse_onnx_model(path);
+  return parse_graph(text, path, format);
 }
 
 LoadResult load_graph(const std::string& path, std::string_view format_name) {
@@ -918,6 +940,7 @@ std::string to_placesim_json(const Graph& g) {
     j["compute_s"] = number(o.compute_s);
     j["memory_bytes"] = number(o.memory_bytes);
     if (o.colocation_class >= 0) j["colocation_class"] = o.colocation_class;
+    if (o.flops > 0) j["flops"] = number(o.flops);  // only where known, so other graphs' files stay as they were
     out += (i ? ",\n    " : "\n    ") + j.dump();
   }
   out += g.num_operators() ? "\n  ],\n" : "],\n";

@@ -59,9 +59,14 @@ struct LoadResult {
   std::optional<double> suggested_device_memory;
 };
 
-// Reads and parses `path`. The file name in errors and warnings is `path` as given.
+// Reads and parses `path`. The file name in errors and warnings is `path` as given. An ONNX model
+// (a .onnx name, or ONNX's first byte) is refused as refuse_onnx_model says.
 LoadResult load_graph(const std::string& path, GraphFormat format = GraphFormat::Auto);
 LoadResult load_graph(const std::string& path, std::string_view format_name);
+
+// ONNX models are imported (sim/models/onnx_import.h), not loaded as graph files: throws an
+// InputError naming `path` and `field` that says how to import it.
+[[noreturn]] void refuse_onnx_model(const std::string& path, const std::string& field = "");
 
 // Parses JSON text already in memory; `source` names it in errors (usually a file name).
 LoadResult parse_graph(std::string_view text, const std::string& source,

@@ -282,7 +282,8 @@ TEST(GraphIo, FormatNames) {
   EXPECT_EQ(parse_graph_format("placesim"), GraphFormat::Placesim);
   EXPECT_EQ(parse_graph_format("auto"), GraphFormat::Auto);
   EXPECT_EQ(graph_format_name(GraphFormat::Msr), "msr");
-  EXPECT_INPUT_ERROR(parse_graph_format("onnx", "cli", "--format"), "--format", "quickp");
+  EXPECT_INPUT_ERROR(parse_graph_format("onnx", "cli", "--format"), "--format", "quickp", "placesim graph import MODEL.onnx");
+  EXPECT_INPUT_ERROR(parse_graph_format("tf", "cli", "--format"), "--format", "unknown graph format 'tf'", "quickp");
 }
 
 TEST(GraphIo, UndetectableFormatIsAnError) {
@@ -469,6 +470,28 @@ TEST(GraphIo, NativeRoundTripOfAwkwardValues) {
   save_placesim_json(g, f.path());
   LoadResult r = load_graph(f.path(), "placesim");
   expect_same_graph(g, r.graph);
+}
+
+// An operator's FLOPs (where the source knows them, for Chakra's num_ops) are written only when
+// known and come back bit for bit; a negative or non-number is named.
+TEST(GraphIo, NativeFlopsRoundTripAndAreChecked) {
+  Graph g;
+  g.add_operator({"a", "MatMul", 1e-3, 0, -1, false, 2.0 / 3.0 * 1e12});
+  g.add_operator({"b", "Relu", 1e-6, 0});
+  g.add_tensor(0, 1, 8);
+  g.finalize("flops");
+  const std::string text = to_placesim_json(g);
+  EXPECT_NE(text.find(R"("name":"a","type":"MatMul","compute_s":0.001,"memory_bytes":0,"flops":666666666666.6666)"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find(R"("name":"b","type":"Relu","compute_s":1e-06,"memory_bytes":0,"flops")"), std::string::npos) << text;
+  const LoadResult r = parse_graph(text, "flops.json");
+  EXPECT_EQ(r.graph.op(0).flops, 2.0 / 3.0 * 1e12);
+  EXPECT_EQ(r.graph.op(1).flops, 0);
+  EXPECT_TRUE(r.warnings.empty());
+  EXPECT_INPUT_ERROR(parse_graph(native_graph("1e-6", R"(, {"name": "c", "compute_s": 0, "flops": -1})", ""), "f.json"),
+                     "operators[2].flops", "non-negative");
+  EXPECT_INPUT_ERROR(parse_graph(native_graph("1e-6", R"(, {"name": "c", "compute_s": 0, "flops": "many"})", ""), "f.json"),
+                     "operators[2].flops", "non-negative number");
 }
 
 TEST(GraphIo, NativeColocationClassesAreDense) {

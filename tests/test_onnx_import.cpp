@@ -5,6 +5,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <map>
+#include <regex>
 #include <set>
 #include <unistd.h>
 
@@ -40,15 +41,45 @@ const std::optional<std::string>& torch_python() {
                       "them): the ONNX import tests export their models with it";                                          \
   } while (false)
 
-// Exports once per machine and arguments into a cache shared by the test processes (each ctest
-// test is its own process); written under a temporary name and renamed, so a parallel test never
-// reads half a file.
-std::string exported(const std::string& name, const std::string& arguments) {
+std::string file_bytes(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// FNV-1a, 64 bits: a cache key, not a checksum anyone relies on.
+std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h = 14695981039346656037ull) {
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+fs::path export_cache() {
   const fs::path dir = fs::temp_directory_path() / fmt::format("placesim-onnx-tests-{}", getuid());
   fs::create_directories(dir);
-  const fs::path file = dir / (name + ".onnx");
+  return dir;
+}
+
+// Where exported() keeps an export: `<name>-<hash>.onnx`, the hash of tools/export_onnx.py, the
+// arguments and the module file they name (FILE.py:Class), so that a changed exporter or module
+// exports again. Reading the script and the module costs far less than an export.
+fs::path export_path(const std::string& name, const std::string& arguments) {
+  std::uint64_t key = fnv1a(file_bytes(fs::path(PLACESIM_TEST_SOURCE_DIR) / "tools" / "export_onnx.py"));
+  key = fnv1a(std::string(1, '\0') + arguments, key);
+  const std::string model = arguments.substr(0, arguments.find(' '));
+  if (const auto py = model.rfind(".py:"); py != std::string::npos) key = fnv1a(file_bytes(model.substr(0, py + 3)), key);
+  return export_cache() / fmt::format("{}-{:016x}.onnx", name, key);
+}
+
+// Exports once per machine, exporter, model source and arguments into a cache shared by the test
+// processes (each ctest test is its own process); older exports of the same name (and the
+// unhashed `<name>.onnx` of before) are removed. Written under a temporary name and renamed, so a
+// parallel test never reads half a file.
+std::string exported(const std::string& name, const std::string& arguments) {
+  const fs::path file = export_path(name, arguments);
+  const std::regex older(name + R"((-[0-9a-f]{16})?\.onnx)");
+  for (const auto& entry : fs::directory_iterator(file.parent_path()))
+    if (entry.path() != file && std::regex_match(entry.path().filename().string(), older)) fs::remove(entry.path());
   if (fs::exists(file)) return file.string();
-  const fs::path partial = dir / fmt::format("{}.{}.partial", name, getpid());
+  const fs::path partial = file.parent_path() / fmt::format("{}.{}.partial", file.stem().string(), getpid());
   std::string out;
   const int code = testutil::run_command(fmt::format("{} {}/tools/export_onnx.py {} -o {}", *torch_python(),
                                                     PLACESIM_TEST_SOURCE_DIR, arguments, partial.string()),
@@ -125,11 +156,52 @@ class WithCumsum(nn.Module):
 
     def forward(self, x):
         return torch.cumsum(self.fc(x), dim=1)
+
+class ForwardOnlyBranch(nn.Module):
+    """Two linear layers side by side, one through CumSum: with `unsupported: forward-only` only
+    fc2 is trained."""
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 16)
+        self.fc2 = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return self.fc2(x) + torch.cumsum(self.fc1(x), dim=1)
+
+class WithCrossEntropy(nn.Module):
+    """The loss in the graph (SoftmaxCrossEntropyLoss), against labels kept as a buffer."""
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 10)
+        self.register_buffer("target", torch.tensor([1, 2, 3, 4]))
+
+    def forward(self, x):
+        return nn.functional.cross_entropy(self.fc(x), self.target)
+
+class WithNllLoss(nn.Module):
+    """NegativeLogLikelihoodLoss over the linear layer's outputs taken as log-probabilities (the
+    exporter fuses a LogSoftmax right before it into SoftmaxCrossEntropyLoss)."""
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 10)
+        self.register_buffer("target", torch.tensor([1, 2, 3, 4]))
+
+    def forward(self, x):
+        return nn.functional.nll_loss(self.fc(x), self.target)
+
+class Embedded(nn.Module):
+    """An embedding table of 50 x 8 (a Gather) over 6 token ids, flattened into a linear layer."""
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 8)
+        self.fc = nn.Linear(6 * 8, 10)
+
+    def forward(self, ids):
+        return self.fc(self.embed(ids).flatten(1))
 )";
 
 std::string small_module_file() {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("placesim-onnx-tests-{}", getuid());
-  fs::create_directories(dir);
+  const fs::path dir = export_cache();
   const fs::path file = dir / "small_modules.py";
   const fs::path partial = dir / fmt::format("small_modules.py.{}", getpid());
   std::ofstream(partial) << kSmallModule;
@@ -181,6 +253,22 @@ void expect_backward_for_every_parameter_op(const OnnxImport& m) {
     EXPECT_TRUE(has_gradient.contains(op.name)) << op.name << " (" << op.type << ") reads a parameter but has no gradient op";
   }
   EXPECT_GT(checked, 0);
+}
+
+// The cache of exports follows what is exported: other arguments or another module source is
+// another file; the same, the same file. (Needs no PyTorch: nothing is exported.)
+TEST(OnnxImport, TheExportCacheIsKeyedOnWhatIsExported) {
+  const fs::path module = export_cache() / fmt::format("cache_key.{}.py", getpid());
+  std::ofstream(module) << "class Net: pass\n";
+  const std::string arguments = module.string() + ":Net --input-shape 4";
+  const fs::path first = export_path("key", arguments);
+  EXPECT_EQ(export_path("key", arguments), first);
+  EXPECT_TRUE(std::regex_match(first.filename().string(), std::regex(R"(key-[0-9a-f]{16}\.onnx)"))) << first;
+  EXPECT_NE(export_path("key", arguments + " --batch 2"), first);
+  std::ofstream(module) << "class Net: pass  # changed\n";
+  EXPECT_NE(export_path("key", arguments), first);
+  EXPECT_NE(export_path("key", "torchvision:resnet18"), export_path("key", "torchvision:resnet50"));
+  fs::remove(module);
 }
 
 TEST(OnnxImport, SmallModuleMatchesItsClosedForm) {
@@ -363,6 +451,150 @@ TEST(OnnxImport, ANodeWithoutAGradientRuleIsAnErrorUnlessForwardOnly) {
   const OnnxImport forward = models::import_onnx(o);
   EXPECT_EQ(forward.node_types.at("CumSum"), 1);
   EXPECT_EQ(forward.backward_flops, 0);
+}
+
+// With `unsupported: forward-only` the CumSum node is kept and said so: the import's warning
+// and `graph import`'s stderr name it. fc1 lies behind it and gets no gradient: only fc2 is
+// updated. Backward by hand (batch 4, 16 outputs): the added loss 2 * 64, fc2's weight gradient
+// 2 * 4 * 16 * 16 and bias sum 4 * 16; no input gradient (x is the graph's input), nothing for fc1.
+TEST(OnnxImport, ForwardOnlyKeepsTheNodeAndWarns) {
+  SKIP_WITHOUT_TORCH();
+  const std::string file = exported("forward_only", small_module_file() + ":ForwardOnlyBranch --input-shape 16 --batch 4");
+  OnnxImportOptions o;
+  o.onnx = file;
+  EXPECT_INPUT_ERROR(models::import_onnx(o), "(CumSum)", "no gradient rule for CumSum");
+  o.unsupported = models::UnsupportedOps::ForwardOnly;
+  const OnnxImport m = models::import_onnx(o);
+  EXPECT_EQ(m.node_types.at("CumSum"), 1);
+  const std::string expected = file + ": 1 node without a gradient rule kept forward-only (no gradient flows through them; "
+                                      "costed as one pass over their tensors): CumSum x1";
+  EXPECT_NE(std::find(m.warnings.begin(), m.warnings.end(), expected), m.warnings.end()) << fmt::format("{}", fmt::join(m.warnings, "\n"));
+  int updates = 0;
+  for (const auto& op : m.recorded.ops()) {
+    updates += op.type == "ApplyAdam";
+    if (op.phase == Phase::Backward) {
+      EXPECT_EQ(op.name.find("fc1"), std::string::npos) << op.name << " is a gradient of fc1";
+    }
+  }
+  EXPECT_EQ(updates, 2);  // fc2's weight and bias
+  EXPECT_DOUBLE_EQ(m.backward_flops, 2 * 64 + 2 * 4 * 16 * 16 + 4 * 16);
+  const fs::path dir = fs::temp_directory_path() / fmt::format("placesim-onnx-forward-only-{}", getpid());
+  fs::create_directories(dir);
+  std::string out;
+  ASSERT_EQ(testutil::run_cli(fmt::format("graph import {} -o {}/m.json --unsupported forward-only", file, dir.string()), out), 0)
+      << out;
+  EXPECT_NE(out.find("warning: " + expected), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
+// A loss the model computes itself is the loss: no softmax cross-entropy is added, and the
+// backward starts from it. By hand, batch 4, 16 -> 10: the linear layer 2 * 4 * 16 * 10 + 40
+// (bias) forward; backward, the loss's gradient, the weight gradient 1,280 and the bias sum 40.
+// SoftmaxCrossEntropyLoss costs 6 per logit forward, NegativeLogLikelihoodLoss 1; both 2 backward.
+TEST(OnnxImport, AnInGraphLossImportsWithItsBackward) {
+  SKIP_WITHOUT_TORCH();
+  for (const auto& [module, loss_type, loss_flops] :
+       {std::tuple<std::string, std::string, double>{"WithCrossEntropy", "SoftmaxCrossEntropyLoss", 6 * 40},
+        std::tuple<std::string, std::string, double>{"WithNllLoss", "NegativeLogLikelihoodLoss", 40}}) {
+    SCOPED_TRACE(module);
+    const OnnxImport m = import_file(exported(module, small_module_file() + ":" + module + " --input-shape 16 --batch 4"));
+    EXPECT_EQ(m.node_types, (std::map<std::string, int>{{"Gemm", 1}, {loss_type, 1}}));
+    for (const auto& w : m.warnings) EXPECT_EQ(w.find("added softmax cross-entropy"), std::string::npos) << w;
+    EXPECT_DOUBLE_EQ(m.forward_flops, 2 * 4 * 16 * 10 + 40 + loss_flops);
+    EXPECT_DOUBLE_EQ(m.backward_flops, 2 * 40 + 2 * 4 * 16 * 10 + 40);
+    int loss_gradients = 0, updates = 0;
+    for (const auto& op : m.recorded.ops()) {
+      updates += op.type == "ApplyAdam";
+      if (op.type != loss_type + "Grad") continue;
+      ++loss_gradients;
+      EXPECT_EQ(op.phase, Phase::Backward);
+      EXPECT_DOUBLE_EQ(op.flops, 2 * 40);
+      ASSERT_EQ(op.outputs.size(), 1u);
+      EXPECT_EQ(m.recorded.tensor(op.outputs[0]).shape, (models::Shape{4, 10}));  // the logits' gradient
+    }
+    EXPECT_EQ(loss_gradients, 1);
+    EXPECT_EQ(updates, 2);
+    expect_backward_for_every_parameter_op(m);
+  }
+}
+
+// An embedding table is trained through its Gather: a ScatterAdd writes the whole table's
+// gradient (50 x 8 fp32, 1,600 bytes) from the 4 x 6 x 8 = 192 gathered rows' gradients, and
+// the table gets its Adam update, which reads that gradient.
+TEST(OnnxImport, AnEmbeddingGatherIsTrained) {
+  SKIP_WITHOUT_TORCH();
+  const OnnxImport m =
+      import_file(exported("embedded", small_module_file() + ":Embedded --input-shape 6 --input-dtype int64 --vocab 50 --batch 4"));
+  EXPECT_EQ(m.node_types.at("Gather"), 1);
+  EXPECT_EQ(m.recorded.trainable_parameters(), 50 * 8 + 48 * 10 + 10);
+  std::int32_t scatter = -1, scatters = 0;
+  for (std::int32_t i = 0; i < static_cast<std::int32_t>(m.recorded.ops().size()); ++i)
+    if (m.recorded.ops()[i].type == "ScatterAdd") {
+      scatter = i;
+      ++scatters;
+    }
+  ASSERT_EQ(scatters, 1);
+  const auto& grad = m.recorded.ops()[scatter];
+  EXPECT_EQ(grad.phase, Phase::Backward);
+  EXPECT_DOUBLE_EQ(grad.flops, 4 * 6 * 8);
+  ASSERT_EQ(grad.outputs.size(), 1u);
+  const auto& table_gradient = m.recorded.tensor(grad.outputs[0]);
+  EXPECT_EQ(table_gradient.shape, (models::Shape{50, 8}));
+  EXPECT_DOUBLE_EQ(table_gradient.bytes, 50 * 8 * 4);
+  // The update that reads the table's gradient, and it is the table's.
+  int updates = 0, table_updates = 0;
+  for (const auto& op : m.recorded.ops()) {
+    if (op.type != "ApplyAdam") continue;
+    ++updates;
+    if (std::find(op.inputs.begin(), op.inputs.end(), grad.outputs[0]) == op.inputs.end()) continue;
+    ++table_updates;
+    EXPECT_NE(op.name.find("embed"), std::string::npos) << op.name;
+  }
+  EXPECT_EQ(updates, 3);  // the table, fc's weight and bias
+  EXPECT_EQ(table_updates, 1);
+  // In the placesim graph, the gradient goes to the update as a parameter gradient of 1,600 bytes.
+  const Graph g = m.recorded.to_graph(*models::find_gpu_preset("a100"), "embedded");
+  const auto gather_grad = g.find(grad.name);
+  ASSERT_TRUE(gather_grad);
+  bool to_update = false;
+  for (EdgeId e : g.out_edges(*gather_grad)) {
+    const Tensor& t = g.tensor(e);
+    if (g.op(t.dst).type != "ApplyAdam") continue;
+    to_update = true;
+    EXPECT_TRUE(t.gradient);
+    EXPECT_DOUBLE_EQ(t.bytes, 1600);
+  }
+  EXPECT_TRUE(to_update);
+}
+
+// Without PyTorch for the interpreter that runs it (here a venv made of a symlink to Debian's
+// python3 and a pyvenv.cfg, which sees no Debian packages), the exporter names that interpreter
+// and says to run Debian's /usr/bin/python3, which python3-torch is installed for; exit 2.
+TEST(OnnxImport, TheExporterNamesTheInterpreterWithoutTorch) {
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 (Debian: python3)";
+  const fs::path venv = fs::temp_directory_path() / fmt::format("placesim-onnx-venv-{}", getpid());
+  fs::remove_all(venv);
+  fs::create_directories(venv / "bin");
+  fs::create_symlink("/usr/bin/python3", venv / "bin" / "python3");
+  std::ofstream(venv / "pyvenv.cfg") << "home = /usr/bin\ninclude-system-site-packages = false\n";
+  const std::string python = (venv / "bin" / "python3").string();
+  const std::string script = fmt::format("{}/tools/export_onnx.py", PLACESIM_TEST_SOURCE_DIR);
+  std::string out;
+  EXPECT_EQ(testutil::run_command(fmt::format("{} {} torchvision:resnet18 -o {}/r.onnx", python, script, venv.string()), out), 2)
+      << out;
+  EXPECT_NE(out.find(fmt::format("export_onnx: error: PyTorch is not installed for {} (Debian: apt-get install python3-torch); "
+                                 "Debian's python3-torch is installed for /usr/bin/python3: run /usr/bin/python3 {} "
+                                 "torchvision:resnet18 -o {}/r.onnx",
+                                 python, script, venv.string())),
+            std::string::npos)
+      << out;
+  // Debian's own interpreter without its packages (-S): named, and no advice to run itself.
+  EXPECT_EQ(testutil::run_command(fmt::format("/usr/bin/python3 -S {} torchvision:resnet18 -o {}/r.onnx", script, venv.string()), out),
+            2)
+      << out;
+  EXPECT_NE(out.find("PyTorch is not installed for /usr/bin/python3 (Debian: apt-get install python3-torch)\n"), std::string::npos)
+      << out;
+  fs::remove_all(venv);
 }
 
 // The README's path: `graph import`, then a scenario with `onnx:` run end to end.

@@ -19,6 +19,7 @@ import importlib
 import importlib.util
 import json
 import os
+import shlex
 import sys
 
 # torchvision's classifiers take 224x224 images, but for a few.
@@ -28,6 +29,18 @@ DEFAULT_IMAGE = {"inception_v3": 299}
 def fail(message):
     print(f"export_onnx: error: {message}", file=sys.stderr)
     sys.exit(2)
+
+
+def not_installed(what, package, debian_python="/usr/bin/python3"):
+    """Names the interpreter that ran: Debian's python3-torch and python3-torchvision are
+    installed for Debian's own /usr/bin/python3 only, which a pyenv or venv `python3` earlier in
+    PATH does not see."""
+    message = f"{what} is not installed for {sys.executable} (Debian: apt-get install {package})"
+    # A venv's interpreter may be a symlink to Debian's, with its own site-packages.
+    same = os.path.realpath(sys.executable) == os.path.realpath(debian_python) and sys.prefix == sys.base_prefix
+    if os.path.exists(debian_python) and not same:
+        message += f"; Debian's {package} is installed for {debian_python}: run {shlex.join([debian_python] + sys.argv)}"
+    return message
 
 
 def parse_shape(text, what):
@@ -48,7 +61,7 @@ def load_model(spec, torch):
         try:
             import torchvision
         except ImportError:
-            fail("torchvision is not installed (Debian: apt-get install python3-torchvision)")
+            fail(not_installed("torchvision", "python3-torchvision"))
         builders = torchvision.models
         names = sorted(builders.list_models(module=builders)) if hasattr(builders, "list_models") else []
         if not hasattr(builders, name) or (names and name not in names):
@@ -120,7 +133,7 @@ def main():
     try:
         import torch
     except ImportError:
-        fail("PyTorch is not installed (Debian: apt-get install python3-torch)")
+        fail(not_installed("PyTorch", "python3-torch"))
     torch.manual_seed(0)
     model, default_shape = load_model(args.model, torch)
     shape = parse_shape(args.input_shape, "--input-shape") if args.input_shape else default_shape

@@ -317,12 +317,20 @@ ChakraWritten write_chakra_traces(const std::string& dir, const std::string& pre
           if (rank.last_compute >= 0) n.add_ctrl_deps(static_cast<std::uint64_t>(rank.last_compute));
           rank.last_compute = static_cast<std::int64_t>(n.id());
         }
+        // Chakra's cost of a compute node, for ASTRA-sim's roofline: num_ops where the operator's
+        // FLOPs are known, tensor_size the bytes it reads (its inputs: each edge is one tensor
+        // it reads, while an output read by several operators is an edge to each of them).
+        if (op.flops > 0) add_attr(attrs, "num_ops").set_int64_val(std::llround(std::min(op.flops, 9e18)));  // int64's range
+        double reads = 0;
+        for (EdgeId e : graph.in_edges(first)) reads += graph.tensor(e).bytes;
+        add_attr(attrs, "tensor_size").set_uint64_val(static_cast<std::uint64_t>(std::llround(reads)));
         add_attr(attrs, "placesim.op").set_int64_val(first);
         add_attr(attrs, "placesim.type").set_string_val(op.type);
         add_attr(attrs, "placesim.compute_s").set_double_val(op.compute_s);
         add_attr(attrs, "placesim.memory_bytes").set_double_val(op.memory_bytes);
         add_attr(attrs, "placesim.colocation_class").set_int64_val(op.colocation_class);
         add_attr(attrs, "placesim.communication").set_bool_val(op.communication);
+        if (op.flops > 0) add_attr(attrs, "placesim.flops").set_double_val(op.flops);  // num_ops is whole
       }
       add_exact_inputs(attrs, graph, item.ops);
       node_of_item[i] = n.id();
@@ -501,6 +509,7 @@ ChakraTraces read_exact(std::vector<RankFile>& files) {
           throw InputError(f.path, where, fmt::format("placesim.colocation_class {} out of range", colocation));
         op.colocation_class = static_cast<std::int32_t>(colocation);
         op.communication = need("placesim.communication").bool_val();
+        if (const pb::AttributeProto* flops = find_attr(n.attr(), "placesim.flops")) op.flops = flops->double_val();
         inputs_per_op.push_back(need("placesim.dep_tensors").int64_list().values_size());
       } else {
         const std::int64_t c = need("placesim.collective").int64_val();
@@ -652,6 +661,8 @@ ChakraTraces read_foreign(std::vector<RankFile>& files, ChakraCollectives collec
         if (name_uses[op.name]++ > 0) op.name = fmt::format("rank{}/{}/{}", r, op.name, n.id());
         op.type = "chakra";
         op.compute_s = static_cast<double>(n.duration_micros()) * 1e-6;
+        // Chakra's FLOPs, when the tool wrote them (tensor_size has no place in a placesim graph).
+        if (const std::int64_t num_ops = attr_int(n, "num_ops"); num_ops > 0) op.flops = static_cast<double>(num_ops);
         op_of[{r, n.id()}] = out.graph.add_operator(std::move(op));
         out.placement.push_back(r);
       } else if (keep && n.type() == pb::COMM_COLL_NODE) {

@@ -4,7 +4,9 @@
 // Out: one file per GPU, `<dir>/<prefix>.<rank>.et`, of one placed and simulated iteration. Each
 // file is a stream of messages, each prefixed by its varint32 length: a GlobalMetadata, then the
 // rank's nodes in the order they ran (schema: sim/chakra/chakra_et.proto):
-//  * a COMP_NODE per operator placed on the rank, with its start and duration (microseconds);
+//  * a COMP_NODE per operator placed on the rank, with its start and duration (microseconds),
+//    num_ops (its FLOPs, where the graph knows them: Operator::flops) and tensor_size (the bytes
+//    of its inputs), which ASTRA-sim's roofline reads;
 //  * a COMM_COLL_NODE per collective of an execution graph (AppendedCollective: a plan's
 //    all-reduces, all-gathers, all-to-alls...) on each rank of its group: comm_type, comm_size
 //    (one rank's buffer, bytes, the nccl-tests convention of sim/collectives.h) and pg_name, the

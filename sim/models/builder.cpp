@@ -755,6 +755,7 @@ Graph ModelBuilder::to_graph(const GpuSpec& gpu, const std::string& source) cons
     o.name = op.name;
     o.type = op.type;
     o.compute_s = op.kernel && (op.flops > 0 || op.bytes_moved > 0) ? roofline_seconds(gpu, op.flops, op.bytes_moved) : 0.0;
+    o.flops = op.kernel ? op.flops : 0.0;  // a view runs no kernel
     double memory = op.resident_bytes;
     for (Tid t : op.outputs)
       if (tensors_[t].saved_for_backward) memory += tensors_[t].bytes;
