@@ -346,6 +346,11 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
         out.strategy_report["chakra_warnings"] = warnings;
   } catch (const OutputError&) {
     throw;
+  } catch (const InfeasibleProblem& e) {
+    // No plan fits (nest's why_none): the problem's answer, as on the operator-graph path, not
+    // a planner that broke.
+    out.infeasible = true;
+    out.error = e.what();
   } catch (const std::exception& e) {
     out.error = e.what();  // recorded; the other planners still run
   }

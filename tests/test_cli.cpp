@@ -199,7 +199,78 @@ TEST(Cli, Item13ReproduceListSaysWhatEachReproductionIs) {
         << name << " is not listed: " << out;
     EXPECT_EQ(m[2].str(), description) << out;
   }
-  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), files) << out;
+  // One line per file, then the families (reproduce_families): the issue's `reproduce nest`.
+  const std::size_t families = out.find("\nfamilies (");
+  ASSERT_NE(families, std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.begin() + static_cast<long>(families), '\n'), files) << out;
+  EXPECT_TRUE(std::regex_search(out.substr(families),
+                                std::regex("\nnest +nest-experiment1, nest-experiment1-contention, nest-experiment1-scale\n")))
+      << out;
+}
+
+// `reproduce NAME` with no NAME.yaml but several NAME-*.yaml runs each of them in turn, each into
+// its own folder, the flags applying to each; a name that is a file runs that file alone, even
+// when it prefixes others. Tiny scenarios in a papers folder of the test's own ($PLACESIM_PAPERS).
+TEST(Cli, ReproduceAFamilyRunsEachOfItsReproductions) {
+  const fs::path dir = testutil::fresh_temp_dir("cli-reproduce-family");
+  const fs::path papers = dir / "papers";
+  fs::create_directories(papers);
+  auto scenario = [&](const std::string& name) {
+    write(papers / (name + ".yaml"), "description: the " + name + " test\ngraph: {builtin: fig3.1}\n"
+                                     "cluster: {type: full-mesh, gpus: 2, bandwidth: 20GB/s}\n"
+                                     "strategies: [single-device, round-robin]\nsimulation: {engine: evaluator}\n"
+                                     "output: " + (dir / "out" / name).string() + "\n");
+  };
+  for (const char* name : {"fam-a", "fam-b", "solo", "solo-x"}) scenario(name);
+  const std::string env = "PLACESIM_PAPERS=" + papers.string() + " ";
+  std::string out;
+
+  ASSERT_EQ(run_cli("reproduce --list", out, env), 0) << out;
+  EXPECT_TRUE(contains(out, "\nfamilies (`placesim reproduce FAMILY` runs each of them in turn):\nfam     fam-a, fam-b\n"))
+      << out;
+  EXPECT_FALSE(contains(out, "\nsolo    solo, ")) << out;  // solo is a file: not a family too
+
+  ASSERT_EQ(run_cli("reproduce fam --no-plots -j 1", out, env), 0) << out;
+  EXPECT_TRUE(contains(out, "reproduce fam: 2 reproductions in turn: fam-a, fam-b\n")) << out;
+  EXPECT_TRUE(contains(out, "reproduce fam: [1/2] fam-a\n")) << out;
+  EXPECT_TRUE(contains(out, "reproduce fam: [2/2] fam-b\n")) << out;
+  EXPECT_TRUE(contains(out, "# fam-b (2 of 2 in fam)\n")) << out;
+  EXPECT_TRUE(contains(out, "reproduce fam-a: 2 points (2 run now, 0 kept from before, 0 failed)")) << out;
+  EXPECT_TRUE(contains(out, "reproduce fam-b: 2 points (2 run now, 0 kept from before, 0 failed)")) << out;
+  for (const char* name : {"fam-a", "fam-b"}) EXPECT_TRUE(fs::exists(dir / "out" / name / "results.jsonl")) << name;
+  EXPECT_FALSE(fs::exists(dir / "out" / "solo")) << out;
+
+  // Again: every point kept; --fresh runs every one of them again.
+  ASSERT_EQ(run_cli("reproduce fam --no-plots -j 1", out, env), 0) << out;
+  EXPECT_TRUE(contains(out, "reproduce fam-b: 2 points (0 run now, 2 kept from before, 0 failed)")) << out;
+  ASSERT_EQ(run_cli("reproduce fam --no-plots -j 1 --fresh", out, env), 0) << out;
+  EXPECT_TRUE(contains(out, "reproduce fam-a: 2 points (2 run now, 0 kept from before, 0 failed)")) << out;
+  EXPECT_TRUE(contains(out, "reproduce fam-b: 2 points (2 run now, 0 kept from before, 0 failed)")) << out;
+
+  // One --output: a folder per reproduction in it.
+  ASSERT_EQ(run_cli("reproduce fam --no-plots -o " + (dir / "o").string(), out, env), 0) << out;
+  for (const char* name : {"fam-a", "fam-b"}) EXPECT_TRUE(fs::exists(dir / "o" / name / "results.jsonl")) << name;
+
+  // A file's own name runs that file alone.
+  ASSERT_EQ(run_cli("reproduce solo --no-plots", out, env), 0) << out;
+  EXPECT_TRUE(fs::exists(dir / "out" / "solo" / "results.jsonl")) << out;
+  EXPECT_FALSE(fs::exists(dir / "out" / "solo-x")) << out;
+  EXPECT_FALSE(contains(out, "reproductions in turn")) << out;
+
+  // Neither a file nor a family: the error lists both.
+  EXPECT_EQ(run_cli("reproduce fa", out, env), 2) << out;
+  EXPECT_TRUE(contains(out, "error: command line: name: no reproduction 'fa' in " + papers.string() +
+                                " (there are: fam-a, fam-b, solo, solo-x; families, each run whole: fam)"))
+      << out;
+
+  // Bad input in a member stops the family, saying which finished; the error names the file.
+  scenario("bad-a");
+  write(papers / "bad-b.yaml", "graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [round-robin]\n"
+                               "strategys: [x]\n");
+  EXPECT_EQ(run_cli("reproduce bad --no-plots", out, env), 2) << out;
+  EXPECT_TRUE(contains(out, "reproduce bad: stopped at bad-b (2 of 2); finished before it: bad-a\n")) << out;
+  EXPECT_TRUE(contains(out, "error: " + (papers / "bad-b.yaml").string())) << out;
+  fs::remove_all(dir);
 }
 
 TEST(Cli, Item13ScenarioDescriptionIsOneLine) {
@@ -234,6 +305,46 @@ TEST(Cli, Item13RunGivenAGraphSaysSo) {
   write(dir / "s.yaml", "graph: {builtin: fig3.1}\nstrategies: [round-robin]\nnodes: 1\nlinks: 2\n");
   EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string(), out), 2) << out;
   EXPECT_FALSE(contains(out, "looks like a graph")) << out;
+  fs::remove_all(dir);
+}
+
+// An ONNX model where a graph file is expected (by its .onnx name, by its first byte, or by
+// --format onnx) is named, with how to import it, instead of "malformed JSON" or "unknown graph
+// format 'onnx'".
+TEST(Cli, AnOnnxModelGivenAsAGraphSaysHowToImportIt) {
+  const fs::path dir = testutil::fresh_temp_dir("cli-onnx-as-graph");
+  // A ModelProto's start: ir_version 8 (field 1), producer_name "pytorch" (field 2).
+  const std::string onnx_start = std::string("\x08\x08\x12\x07pytorch", 11);
+  std::ofstream(dir / "model.onnx", std::ios::binary) << onnx_start;
+  std::ofstream(dir / "model.bin", std::ios::binary) << onnx_start;
+  write(dir / "g.json", kTwoOperatorGraph);
+  const std::string onnx = (dir / "model.onnx").string(), bin = (dir / "model.bin").string(), json = (dir / "g.json").string();
+  auto how = [](const std::string& path) {
+    return "an ONNX model, not a graph file: ONNX models are read with `placesim graph import " + path +
+           " -o model.json` (then give model.json), or with a scenario's `graph: {onnx: " + path + "}`";
+  };
+  const std::string out_json = (dir / "out.json").string();
+  for (const auto& [args, file, field] :
+       {std::tuple<std::string, std::string, std::string>{"graph info " + onnx, onnx, ""},
+        {"graph info " + bin, bin, ""},
+        {"graph convert " + onnx + " " + out_json, onnx, ""},
+        {"graph convert --format onnx " + onnx + " " + out_json, onnx, "--format: "},
+        {"graph info --format onnx " + json, json, "--format: "},
+        {"graph convert --format msr " + bin + " " + out_json, bin, ""}}) {
+    std::string out;
+    EXPECT_EQ(run_cli(args, out), 2) << args << "\n" << out;
+    EXPECT_TRUE(contains(out, "error: " + file + ": " + field + how(file))) << args << "\n" << out;
+    EXPECT_FALSE(contains(out, "malformed JSON")) << out;
+    EXPECT_FALSE(contains(out, "unknown graph format")) << out;
+  }
+  EXPECT_FALSE(fs::exists(out_json));
+  // A scenario's graph file too: its points fail (exit 1, as for any graph that does not load),
+  // saying why.
+  write(dir / "s.yaml", "graph: {file: model.onnx}\ncluster: {type: full-mesh, gpus: 2, bandwidth: 10GB/s}\n"
+                        "strategies: [round-robin]\noutput: " + (dir / "out").string() + "\n");
+  std::string out;
+  EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string(), out), 1) << out;
+  EXPECT_TRUE(contains(out, "failed: graph: " + onnx + ": " + how(onnx))) << out;
   fs::remove_all(dir);
 }
 

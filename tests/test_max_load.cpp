@@ -261,6 +261,39 @@ TEST(MaxLoad, StrategyReportsTheOptimum) {
   EXPECT_TRUE(r.report["exact"].get<bool>());
 }
 
+// The time limit: a search cut short says which limit passed and returns nothing, never a split
+// labelled exact. Every limit either stops it with that error or gives the split of the search
+// with no limit (exact, the same optimum).
+TEST(MaxLoad, TheTimeLimitStopsTheSearchAndNamesTheLimit) {
+  std::vector<double> ms(3000);
+  for (std::size_t i = 0; i < ms.size(); ++i) ms[i] = 1 + static_cast<double>(i % 7);
+  const Graph g = chain(ms);
+  const Cluster c = testutil::dedicated_mesh(4, 1e9);
+  const PlacementResult full = testutil::make_strategy_from_yaml("max-load", "time_limit: inf")->place(g, c);
+  ASSERT_TRUE(full.report["exact"].get<bool>());
+  int stopped = 0;
+  for (const char* limit : {"1us", "100us", "1ms", "10ms", "100ms", "10s"}) {
+    SCOPED_TRACE(limit);
+    auto s = testutil::make_strategy_from_yaml("max-load", std::string("time_limit: ") + limit);
+    try {
+      const PlacementResult r = s->place(g, c);
+      EXPECT_TRUE(r.report["exact"].get<bool>());
+      EXPECT_EQ(r.report["max_stage_load"], full.report["max_stage_load"]);
+      EXPECT_EQ(r.placement, full.placement);
+    } catch (const std::runtime_error& e) {
+      ++stopped;
+      EXPECT_NE(std::string(e.what()).find("max-load: the time limit ("), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GE(stopped, 1);  // 1 us is past before 3,001 downsets are enumerated
+  try {
+    testutil::make_strategy_from_yaml("max-load", "time_limit: 1us")->place(g, c);
+    ADD_FAILURE() << "1 us is not enough";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("max-load: the time limit (1e-06 s) passed"), std::string::npos) << e.what();
+  }
+}
+
 // The msr-fiddle training graphs: millions of downsets as given, a few thousand at most
 // after the exact reductions.
 TEST(MaxLoad, MsrFiddleTrainingGraphs) {

@@ -3,11 +3,15 @@
 // own estimate, a model that fits nowhere, and NEST's GPT-3 workload end to end.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "placement/nest/nest.h"
+#include "scenarios/sweep_runner.h"
 #include "tests/layer_test_models.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
@@ -285,8 +289,33 @@ TEST(Nest, TooFewGpusForTheStagesSaysSo) {
   // 1e8 parameter bytes: 8e8 bytes with gradients and Adam's states; two layers need 1.6e9.
   const LayerWorkload w = uniform_chain(4, 1e8, 0);
   const NestSearch found = nest_search(w, one_server(2, 1e9), {}, true);
-  EXPECT_NE(found.why_none.find("at most 2 stages"), std::string::npos) << found.why_none;
+  EXPECT_NE(found.why_none.find("the 2 GPUs hold at most 2 stages of 1 GPU at tensor width 1,"), std::string::npos)
+      << found.why_none;
   EXPECT_EQ(found.why_none.find("largest layer"), std::string::npos) << found.why_none;
+}
+
+// The stages the GPUs hold depend on the width: said for each width searched, not for the widest
+// alone (8 GPUs hold 8 stages at width 1, not "1 stages"). 8 layers of 1.5e8 parameter bytes at
+// width 1, 1.5e8 / t at width t: 1.2e9 bytes a layer at width 1 (more than a GPU), 1.5e8 at
+// width 8, and 9.6e9 in all, 1.2e9 per GPU however the 8 GPUs share it, ZeRO or not.
+TEST(Nest, TheStagesTheGpusHoldAreSaidAtEveryWidth) {
+  LayerWorkload w = uniform_chain(8, 1.5e8, 0);
+  for (int t : {2, 4, 8}) {
+    LayerModel m = w.by_tensor_parallel.at(1);
+    m.tensor_parallel = t;
+    for (Layer& l : m.layers) l.parameter_bytes /= t;
+    w.by_tensor_parallel[t] = m;
+  }
+  for (bool aware : {true, false}) {
+    const NestSearch found = nest_search(w, one_server(8, 1e9), {}, aware);
+    EXPECT_NE(found.why_none.find("each of its 8 layers fits a GPU alone"), std::string::npos) << found.why_none;
+    EXPECT_NE(found.why_none.find("the 8 GPUs hold at most 8 stages of 1 GPU at tensor width 1, 4 stages of 2 GPUs at "
+                                  "tensor width 2, 2 stages of 4 GPUs at tensor width 4, 1 stage of 8 GPUs at tensor "
+                                  "width 8, and no split"),
+              std::string::npos)
+        << found.why_none;
+    EXPECT_EQ(found.why_none.find(" 1 stages"), std::string::npos) << found.why_none;
+  }
 }
 
 // Replica 1 of a 3-stage plan on two servers of 4 GPUs holds GPUs 3, 4, 5: its first send
@@ -456,6 +485,96 @@ TEST(Nest, TheEstimateChargesTheExpertsAPlanSpreads) {
   EXPECT_NEAR(e.gradient_reduction, 1 * ms, 1e-12);
   EXPECT_NEAR(e.time_per_batch, 6 * ms, 1e-12);
   EXPECT_NEAR(testutil::run_all_engines(compile_plan(m, plan, cluster).graph, cluster).evaluator, 6 * ms, 1e-12);
+}
+
+}  // namespace
+
+namespace {
+
+// The time limit: a search cut short says which limit passed and returns nothing, never a plan
+// that reads as the optimum. Every limit either stops the search with that error or gives the
+// plan (and case count) of the search with no limit.
+TEST(Nest, TheTimeLimitStopsTheSearchAndNamesTheLimit) {
+  std::mt19937 rng(5);
+  const LayerWorkload w = random_workload(rng, 12);
+  const Cluster cluster = two_servers(1e12);
+  for (const std::string name : {"nest", "nest-unaware"}) {
+    SCOPED_TRACE(name);
+    const PlanResult full = make_planner(name, YAML::Load("{time_limit: inf}"), "t.yaml", "strategies[0]")->plan(w, cluster);
+    const std::string full_plan = plan_to_json(full.plan).dump();
+    int stopped = 0;
+    for (const char* limit : {"1us", "10us", "100us", "1ms", "10ms", "1s"}) {
+      SCOPED_TRACE(limit);
+      auto planner = make_planner(name, YAML::Load(fmt::format("{{time_limit: {}}}", limit)), "t.yaml", "strategies[0]");
+      try {
+        const PlanResult r = planner->plan(w, cluster);
+        EXPECT_EQ(plan_to_json(r.plan).dump(), full_plan);
+        EXPECT_EQ(r.report["cases"], full.report["cases"]);
+        EXPECT_EQ(r.report["estimate"], full.report["estimate"]);
+      } catch (const InfeasibleProblem& e) {
+        ADD_FAILURE() << "a search cut short is not a proof that nothing fits: " << e.what();
+      } catch (const std::runtime_error& e) {
+        ++stopped;
+        const std::string what = e.what();
+        EXPECT_NE(what.find(name + ": the time limit ("), std::string::npos) << what;
+        EXPECT_NE(what.find(fmt::format(" passed before the {} cases were searched", full.report["cases"].get<long>())),
+                  std::string::npos)
+            << what;
+      }
+    }
+    EXPECT_GE(stopped, 1);  // 1 us is past before the first of thousands of cases is done
+    try {
+      make_planner(name, YAML::Load("{time_limit: 1us}"), "t.yaml", "strategies[0]")->plan(w, cluster);
+      ADD_FAILURE() << "1 us is not enough";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("the time limit (1e-06 s) passed"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// A layer-level point whose planner finds no plan that fits is infeasible, with the planner's
+// reason, as an operator-graph point is; one cut short by its time limit failed (it proves
+// nothing). Llama 2 7B's 7e9 parameters need about 112 GB with Adam: 8 GPUs of 1 GiB hold none.
+TEST(Nest, AScenarioWhoseModelFitsNowhereIsInfeasible) {
+  namespace fs = std::filesystem;
+  const fs::path dir = testutil::fresh_temp_dir("nest-infeasible-scenario");
+  std::ofstream(dir / "s.yaml") << "workload: {model: llama2-7b}\n"
+                                   "cluster: {type: full-mesh, gpus: 8, bandwidth: 10GB/s, gpu_memory: 1GiB}\n"
+                                   "strategies:\n"
+                                   "  - nest\n"
+                                   "  - nest-unaware\n"
+                                   "  - {name: nest, label: late, options: {time_limit: 1us}}\n"
+                                   "simulation: {engine: evaluator}\n";
+  SweepOptions options;
+  options.output = (dir / "out").string();
+  options.progress = false;
+  std::ostringstream log;
+  const SweepSummary summary = run_sweep(load_sweep((dir / "s.yaml").string()), options, log);
+  EXPECT_EQ(summary.infeasible, 2u) << log.str();
+  EXPECT_EQ(summary.failed, 1u) << log.str();
+  std::map<std::string, nlohmann::json> by_label;
+  std::ifstream in(dir / "out" / "results.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    by_label[j["label"]] = j;
+  }
+  for (const std::string label : {"nest", "nest-unaware"}) {
+    SCOPED_TRACE(label);
+    ASSERT_TRUE(by_label.contains(label)) << log.str();
+    EXPECT_EQ(by_label[label]["status"], "infeasible") << by_label[label].dump();
+    const std::string why = by_label[label]["error"];
+    EXPECT_NE(why.find(label + ": no plan of llama2-7b fits"), std::string::npos) << why;
+    EXPECT_NE(why.find("1 GiB"), std::string::npos) << why;  // the memory a GPU has
+    EXPECT_NE(why.find("at tensor width 8, ZeRO 3 over 1 replica), but the 8 GPUs hold at most 8 stages of 1 GPU at "
+                       "tensor width 1,"),
+              std::string::npos)
+        << why;
+  }
+  ASSERT_TRUE(by_label.contains("late")) << log.str();
+  EXPECT_EQ(by_label["late"]["status"], "failed") << by_label["late"].dump();
+  EXPECT_NE(by_label["late"]["error"].get<std::string>().find("the time limit (1e-06 s) passed"), std::string::npos)
+      << by_label["late"].dump();
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -175,38 +175,29 @@ struct ReproduceArgs {
   bool list = false, fresh = false, no_plots = false;
 };
 
+// The families of reproductions: a prefix P of names "P-..." shared by two files or more that is
+// not itself a reproduction's name (`nest` for nest-experiment1, nest-experiment1-contention, ...),
+// so that the name a paper's experiments go by runs all of them. Members are in name order.
+std::map<std::string, std::vector<std::string>> reproduction_families(const std::vector<std::string>& names) {
+  const std::set<std::string> exact(names.begin(), names.end());
+  std::map<std::string, std::vector<std::string>> families;
+  for (const auto& n : names)
+    for (std::size_t i = n.find('-'); i != std::string::npos; i = n.find('-', i + 1))
+      if (i > 0 && !exact.contains(n.substr(0, i))) families[n.substr(0, i)].push_back(n);
+  std::erase_if(families, [](const auto& f) { return f.second.size() < 2; });
+  return families;
+}
+
 // Runs one reproduction: its sweep (resuming what a previous run finished unless --fresh), then
-// the comparison table, the scenario's own tables (report/pivot.md) and the plots.
-int cmd_reproduce(const ReproduceArgs& a) {
+// the comparison table, the scenario's own tables (report/pivot.md) and the plots, into `output`
+// (empty: the scenario's own).
+int reproduce_one(const ReproduceArgs& a, const std::filesystem::path& file, const std::string& output) {
   namespace fs = std::filesystem;
-  const fs::path dir = papers_dir();
-  std::vector<fs::path> files;
-  if (fs::is_directory(dir))
-    for (const auto& e : fs::directory_iterator(dir))
-      if (e.path().extension() == ".yaml") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  std::vector<std::string> names;
-  for (const auto& f : files) names.push_back(f.stem().string());
-  if (a.list || a.name.empty()) {
-    std::size_t width = 0;
-    for (const auto& n : names) width = std::max(width, n.size());
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      const std::string description = load_scenario_description(files[i].string());
-      std::cout << fmt::format("{:<{}}  {}\n", names[i], width, description.empty() ? "(no description)" : description);
-    }
-    if (!a.list) throw InputError("command line", "name", "expected a reproduction name (listed above)");
-    return 0;
-  }
-  const fs::path file = dir / (a.name + ".yaml");
-  if (!fs::exists(file)) {
-    std::string all;
-    for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
-    throw InputError("command line", "name", fmt::format("no reproduction '{}' in {} (there are: {})", a.name, dir.string(), all));
-  }
+  const std::string name = file.stem().string();
   const auto started = std::chrono::steady_clock::now();
   SweepPlan plan = load_scenario_sweep(file.string(), plan_options(a.max_points));
   SweepOptions options;
-  options.output = a.output.empty() ? plan.output : a.output;
+  options.output = output.empty() ? plan.output : output;
   options.jobs = a.jobs;
   options.resume = !a.fresh;
   if (a.fresh) fs::remove(fs::path(options.output) / "results.jsonl");
@@ -220,10 +211,81 @@ int cmd_reproduce(const ReproduceArgs& a) {
   const int rc = report_exit_code(run_report(report, std::cout, std::cerr));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   // A status line, so on stderr with the others (stdout holds the tables only).
-  std::cerr << fmt::format("reproduce {}: {} {} ({} run now, {} kept from before, {} failed) in {}\n", a.name,
+  std::cerr << fmt::format("reproduce {}: {} {} ({} run now, {} kept from before, {} failed) in {}, results in {}\n", name,
                            summary.points, summary.points == 1 ? "point" : "points", summary.points - summary.skipped,
-                           summary.skipped, summary.failed, format_duration(seconds));
+                           summary.skipped, summary.failed, format_duration(seconds), options.output);
   return summary.failed > 0 ? kExitFailed : rc;
+}
+
+// `reproduce NAME`: scenarios/papers/NAME.yaml, or, when there is no such file, every file of the
+// family NAME-*.yaml in turn (reproduction_families).
+int cmd_reproduce(const ReproduceArgs& a) {
+  namespace fs = std::filesystem;
+  const fs::path dir = papers_dir();
+  std::vector<fs::path> files;
+  if (fs::is_directory(dir))
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".yaml") files.push_back(e.path());
+  // By name, not path: "nest-experiment1.yaml" sorts after "nest-experiment1-scale.yaml" ('.' > '-'),
+  // and a family runs its main experiment first.
+  std::sort(files.begin(), files.end(),
+            [](const fs::path& x, const fs::path& y) { return x.stem().string() < y.stem().string(); });
+  std::vector<std::string> names;
+  for (const auto& f : files) names.push_back(f.stem().string());
+  const auto families = reproduction_families(names);
+  if (a.list || a.name.empty()) {
+    std::size_t width = 0;
+    for (const auto& n : names) width = std::max(width, n.size());
+    for (const auto& [family, members] : families) width = std::max(width, family.size());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const std::string description = load_scenario_description(files[i].string());
+      std::cout << fmt::format("{:<{}}  {}\n", names[i], width, description.empty() ? "(no description)" : description);
+    }
+    if (!families.empty()) std::cout << "\nfamilies (`placesim reproduce FAMILY` runs each of them in turn):\n";
+    for (const auto& [family, members] : families)
+      std::cout << fmt::format("{:<{}}  {}\n", family, width, fmt::join(members, ", "));
+    if (!a.list) throw InputError("command line", "name", "expected a reproduction name (listed above)");
+    return 0;
+  }
+  if (const fs::path file = dir / (a.name + ".yaml"); fs::exists(file)) return reproduce_one(a, file, a.output);
+  const auto family = families.find(a.name);
+  if (family == families.end()) {
+    std::string all, groups;
+    for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+    for (const auto& [f, members] : families) groups += (groups.empty() ? "" : ", ") + f;
+    throw InputError("command line", "name",
+                     fmt::format("no reproduction '{}' in {} (there are: {}{}{})", a.name, dir.string(), all,
+                                 groups.empty() ? "" : "; families, each run whole: ", groups));
+  }
+  const std::vector<std::string>& members = family->second;
+  std::cerr << fmt::format("reproduce {}: {} reproductions in turn: {}\n", a.name, members.size(), fmt::join(members, ", "));
+  const auto started = std::chrono::steady_clock::now();
+  int rc = kExitOk;
+  std::vector<std::string> failed;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const std::string& m = members[i];
+    std::cerr << fmt::format("reproduce {}: [{}/{}] {}\n", a.name, i + 1, members.size(), m) << std::flush;
+    // stdout holds the tables: a heading says whose they are.
+    std::cout << fmt::format("{}# {} ({} of {} in {})\n\n", i == 0 ? "" : "\n", m, i + 1, members.size(), a.name) << std::flush;
+    // One --output is one folder per member, as each writes its results.jsonl and report/.
+    const std::string output = a.output.empty() ? "" : (fs::path(a.output) / m).string();
+    int member_rc = kExitOk;
+    try {
+      member_rc = reproduce_one(a, dir / (m + ".yaml"), output);
+    } catch (const std::exception&) {
+      // Bad input stops the family (the rest would likely fail alike); say how far it got.
+      const std::string done = i == 0 ? "none" : fmt::format("{}", fmt::join(members.begin(), members.begin() + i, ", "));
+      std::cerr << fmt::format("reproduce {}: stopped at {} ({} of {}); finished before it: {}\n", a.name, m, i + 1,
+                               members.size(), done);
+      throw;
+    }
+    if (member_rc != kExitOk) failed.push_back(m);
+    rc = std::max(rc, member_rc);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::cerr << fmt::format("reproduce {}: {} reproductions in {}{}\n", a.name, members.size(), format_duration(seconds),
+                           failed.empty() ? "" : fmt::format(" ({} with failures: {})", failed.size(), fmt::join(failed, ", ")));
+  return rc;
 }
 
 struct SimulateArgs {
@@ -246,6 +308,7 @@ int cmd_simulate(const SimulateArgs& a) {
     if (a.graph_path.empty() || a.placement_path.empty())
       throw InputError("command line", a.graph_path.empty() ? "--graph" : "--placement",
                        "expected --graph and --placement (or --replay with a directory of Chakra traces)");
+    if (a.format == "onnx") refuse_onnx_model(a.graph_path, "--format");
     LoadResult loaded = load_graph(a.graph_path, parse_graph_format(a.format, "command line", "--format"));
     for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
     graph = std::move(loaded.graph);
@@ -587,11 +650,15 @@ int main(int argc, char** argv) {
   add_placeto_commands(app);
 
   ReproduceArgs repro;
-  auto* reproduce = app.add_subcommand("reproduce", "run one paper reproduction of scenarios/papers/ end to end: its sweep, tables and plots");
-  reproduce->add_option("name", repro.name, "reproduction name (see --list)");
-  reproduce->add_flag("--list", repro.list, "list the reproductions");
+  auto* reproduce = app.add_subcommand(
+      "reproduce", "run a paper reproduction of scenarios/papers/ (or a family of them) end to end: its sweep, tables and plots");
+  reproduce->add_option("name", repro.name,
+                        "reproduction name (see --list), or a family: a name with no file of its own that prefixes "
+                        "several (nest: nest-experiment1, nest-experiment1-contention, ...) runs each of them in turn");
+  reproduce->add_flag("--list", repro.list, "list the reproductions and their families");
   reproduce->add_option("-j,--jobs", repro.jobs, "points run at a time (default 2)")->check(whole_number(1, 1024));
-  reproduce->add_option("-o,--output", repro.output, "output folder (default: the scenario's `output`)");
+  reproduce->add_option("-o,--output", repro.output,
+                        "output folder (default: the scenario's `output`); for a family, one subfolder per reproduction");
   reproduce->add_option("--max-points", repro.max_points,
                         fmt::format("refuse a reproduction of more points than this (default {})", kDefaultMaxPoints))
       ->check(whole_number(1));
@@ -635,6 +702,7 @@ int main(int argc, char** argv) {
     }
     if (*sim) return cmd_simulate(sim_args);
     if (*info) {
+      if (info_format == "onnx") refuse_onnx_model(info_path, "--format");
       LoadResult loaded = load_graph(info_path, parse_graph_format(info_format, "command line", "--format"));
       for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
       std::cout << "graph: " << info_path << " (" << graph_format_name(loaded.format) << " format)\n"
@@ -644,6 +712,7 @@ int main(int argc, char** argv) {
     if (*generate) return cmd_generate(gen);
     if (*import) return cmd_import(imp);
     if (*convert) {
+      if (conv_format == "onnx") refuse_onnx_model(conv_in, "--format");
       LoadResult loaded = load_graph(conv_in, parse_graph_format(conv_format, "command line", "--format"));
       for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
       const Graph g = conv_wcc ? largest_weakly_connected_component(loaded.graph) : std::move(loaded.graph);

@@ -61,7 +61,6 @@ AffineTime affine_from(const TimeOf& time_of) {
   return {one - slope * kProbe, slope};
 }
 
-
 }  // namespace
 
 NestNetwork NestNetwork::aware(const Cluster& c) { return {&c, false, 0, 0}; }
@@ -549,21 +548,31 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
         layer = model.layers[l].name;
       }
     }
-    const std::string how = fmt::format("at tensor width {}{} over {} replicas{}", model.tensor_parallel,
-                                        config.zero ? ", ZeRO 3" : "", widest.dp,
+    const std::string how = fmt::format("at tensor width {}{} over {} replica{}{}", model.tensor_parallel,
+                                        config.zero ? ", ZeRO 3" : "", widest.dp, widest.dp == 1 ? "" : "s",
                                         plan_spreads_experts(model, widest) ? fmt::format(", experts over {}", widest.ep) : "");
     if (need > memory_per_gpu) {
       out.why_none = fmt::format("no plan of {} fits: its largest layer ({}) alone needs {} per GPU even {}, and a GPU has {}",
                                  workload.name, layer, format_bytes(need), how, format_bytes(memory_per_gpu));
     } else {
       // Every layer fits alone: the stages a pipeline would need are more than the GPUs hold.
+      // How many they hold depends on the width (a stage takes t x ep GPUs), so each width
+      // searched is said: the widest alone would hide the narrow widths' longer pipelines.
       const int L = static_cast<int>(model.layers.size());
-      const long most_stages = std::min<long>(L, n / (model.tensor_parallel * model.expert_parallel));
+      std::string stages;
+      const LayerModel* said = nullptr;
+      for (const Case& k : cases) {
+        if (k.model == said) continue;  // cases come width by width
+        said = k.model;
+        const int per_stage = k.model->tensor_parallel * k.model->expert_parallel;
+        const long most = std::min<long>(static_cast<long>(k.model->layers.size()), n / per_stage);
+        stages += fmt::format("{}{} stage{} of {} GPU{} at tensor width {}", stages.empty() ? "" : ", ", most,
+                              most == 1 ? "" : "s", per_stage, per_stage == 1 ? "" : "s", k.model->tensor_parallel);
+      }
       out.why_none = fmt::format(
-          "no plan of {} fits: each of its {} layers fits a GPU alone ({} at most, {}), but the {} GPUs hold at most {} "
-          "stages of {} GPUs and no split of the layers into so few stages fits {} per GPU",
-          workload.name, L, format_bytes(need), how, n, most_stages, model.tensor_parallel * model.expert_parallel,
-          format_bytes(memory_per_gpu));
+          "no plan of {} fits: each of its {} layers fits a GPU alone ({} at most, {}), but the {} GPUs hold at most {}, "
+          "and no split of the layers into so few stages fits {} per GPU",
+          workload.name, L, format_bytes(need), how, n, stages, format_bytes(memory_per_gpu));
     }
     return out;
   }
