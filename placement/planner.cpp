@@ -13,11 +13,7 @@ PlanResult Planner::plan(const LayerWorkload& workload, const Cluster& cluster) 
   const auto t0 = std::chrono::steady_clock::now();
   PlanResult result = plan_impl(workload, cluster, deadline);
   result.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const auto model = workload.by_tensor_parallel.find(result.plan.tp);
-  if (model == workload.by_tensor_parallel.end())
-    throw std::runtime_error(fmt::format("planner '{}' returned tp {}, for which {} has no layers", name_, result.plan.tp,
-                                         workload.name));
-  if (const std::string why = plan_problem(model->second, result.plan, cluster); !why.empty())
+  if (const std::string why = plan_problem(workload, result.plan, cluster); !why.empty())
     throw std::runtime_error(fmt::format("planner '{}' returned a plan that cannot run: {}", name_, why));
   return result;
 }
@@ -56,6 +52,7 @@ std::unique_ptr<Planner> make_planner(const std::string& name, const YAML::Node&
 nlohmann::ordered_json plan_to_json(const ParallelPlan& plan) {
   nlohmann::ordered_json j;
   j["tp"] = plan.tp;
+  if (!plan.stage_tp.empty()) j["stage_tp"] = plan.stage_tp;
   j["pp"] = plan.pp;
   j["dp"] = plan.dp;
   j["ep"] = plan.ep;

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <limits>
 
 #include "placement/nest/nest.h"
 #include "placement/planner.h"
@@ -68,12 +70,19 @@ Measurement measure_placement(const Graph& graph, const Cluster& cluster, const 
 }
 
 void write_trace(const std::string& path, const Graph& graph, const Cluster& cluster,
-                 const std::vector<DeviceId>& placement, const Measurement& m) {
+                 const std::vector<DeviceId>& placement, const Measurement& m, const CompiledPlan* plan) {
+  const std::vector<double>& start = m.simulation ? m.simulation->start : m.schedule.start;
+  const std::vector<double>& finish = m.simulation ? m.simulation->finish : m.schedule.finish;
+  // A plan's GPUs' memory over the iteration as this engine ran it.
+  std::vector<GpuMemoryTrack> memory;
+  if (plan) {
+    const std::vector<MemoryCurve> curves = memory_over_time(*plan, start, finish);
+    for (std::size_t i = 0; i < curves.size(); ++i) memory.push_back({plan->gpus[i], curves[i]});
+  }
   if (m.simulation)
-    write_chrome_trace(path, graph, cluster, placement, m.simulation->start, m.simulation->finish, m.simulation->flows,
-                       m.simulation->subflows);
+    write_chrome_trace(path, graph, cluster, placement, start, finish, m.simulation->flows, m.simulation->subflows, memory);
   else
-    write_chrome_trace(path, graph, cluster, placement, m.schedule.start, m.schedule.finish, {});
+    write_chrome_trace(path, graph, cluster, placement, start, finish, {}, {}, memory);
 }
 
 ChakraRun chakra_run_of(const Measurement& m, const std::string& source) {
@@ -264,9 +273,12 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
     const ParallelPlan& plan = planned.plan;
     // engine estimate: the layout and memory alone, no execution graph.
     const bool estimate_only = scenario.simulation.engine == Engine::Estimate;
-    const CompiledPlan compiled = estimate_only ? plan_layout(workload.by_tensor_parallel.at(plan.tp), plan, cluster)
-                                                : compile_plan(workload.by_tensor_parallel.at(plan.tp), plan, cluster,
-                                                               scenario.simulation.collectives);
+    if (estimate_only && !plan.stage_tp.empty())
+      throw std::invalid_argument(fmt::format(
+          "engine estimate: NEST's estimate prices one tensor-parallel width, this plan's stages have {}; run it on an engine",
+          fmt::join(plan.stage_tp, ", ")));
+    const CompiledPlan compiled = estimate_only ? plan_layout(workload, plan, cluster)
+                                                : compile_plan(workload, plan, cluster, scenario.simulation.collectives);
     out.search_seconds = planned.search_seconds;
     out.strategy_report = planned.report;
     nlohmann::ordered_json as_json = plan_to_json(plan);
@@ -278,9 +290,14 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
     ParallelPlan as_used = plan;
     as_used.stage_starts = compiled.stage_starts;
     as_used.gpus = compiled.gpus;
-    // JSON has no infinity: a plan whose GPUs cannot reach each other has no estimate, said so.
-    const double estimate = nest_estimate(workload.by_tensor_parallel.at(plan.tp), as_used, NestNetwork::aware(cluster)).time_per_batch;
-    if (std::isfinite(estimate))
+    // JSON has no infinity: a plan whose GPUs cannot reach each other has no estimate, said so;
+    // nor has a plan whose stages differ in width (NEST prices one).
+    const double estimate = plan.stage_tp.empty()
+                                ? nest_estimate(workload.by_tensor_parallel.at(plan.tp), as_used, NestNetwork::aware(cluster)).time_per_batch
+                                : std::numeric_limits<double>::quiet_NaN();
+    if (!plan.stage_tp.empty())
+      out.strategy_report["nest_estimate_note"] = "no estimate: NEST's estimate prices one tensor-parallel width";
+    else if (std::isfinite(estimate))
       out.strategy_report["nest_estimate_s"] = estimate;
     else
       out.strategy_report["nest_estimate_note"] = "no estimate: some of the plan's GPUs cannot reach each other";
@@ -289,7 +306,7 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
     file["workload"] = workload.source;
     nlohmann::ordered_json memory = nlohmann::ordered_json::array();
     for (int p = 0; p < plan.pp; ++p) {
-      const GpuMemory& m = compiled.memory[static_cast<std::size_t>(p) * plan.tp];
+      const GpuMemory& m = compiled.memory[plan_gpu_index(plan, 0, p, 0)];
       // Interleaved, entry p is pipeline rank p (stages p, p + pp, ...), its in-flight count in
       // (stage, micro-batch) units.
       memory.push_back({{plan.virtual_stages > 1 ? "pipeline_rank" : "stage", p},
@@ -337,7 +354,7 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
     }
     if (scenario.simulation.trace) {
       out.trace_file = "trace-" + file_safe(file_stem) + ".json";
-      write_trace((folder / out.trace_file).string(), graph, cluster, compiled.graph.placement, m);
+      write_trace((folder / out.trace_file).string(), graph, cluster, compiled.graph.placement, m, &compiled);
     }
     if (scenario.chakra)
       if (const auto warnings = write_point_chakra(folder, file_stem, graph, cluster, compiled.graph.placement, m, scenario, spec,

@@ -12,6 +12,7 @@
 #include "scenarios/scenario.h"
 #include "sim/chakra/chakra_trace.h"
 #include "sim/layer_model.h"
+#include "sim/parallel_plan.h"
 #include "sim/evaluator.h"
 #include "sim/simgrid_engine.h"
 
@@ -39,8 +40,9 @@ struct Measurement {
 Measurement measure_placement(const Graph& graph, const Cluster& cluster, const std::vector<DeviceId>& placement,
                               Engine engine, OpOrder order = OpOrder::Scheduler);
 
+// The Chrome trace of a measured point; for a compiled plan also each GPU's memory over time.
 void write_trace(const std::string& path, const Graph& graph, const Cluster& cluster,
-                 const std::vector<DeviceId>& placement, const Measurement& m);
+                 const std::vector<DeviceId>& placement, const Measurement& m, const CompiledPlan* plan = nullptr);
 
 // The timeline Chakra traces (sim/chakra/chakra_trace.h) hold: SimGrid's when it ran, else the
 // evaluator's; `source` names what was simulated.

@@ -13,14 +13,37 @@
 
 namespace placesim {
 
+long ParallelPlan::gpus_per_replica() const {
+  if (stage_tp.empty()) return static_cast<long>(tp) * pp;
+  long sum = 0;
+  for (int w : stage_tp) sum += w;
+  return sum;
+}
+
 std::vector<DeviceId> gpus_in_order(int tp, int pp, int dp, GpuOrder order) {
+  return gpus_in_order(std::vector<int>(static_cast<std::size_t>(std::max(pp, 0)), tp), dp, order);
+}
+
+std::vector<DeviceId> gpus_in_order(std::span<const int> widths, int dp, GpuOrder order) {
   std::vector<DeviceId> gpus;
   if (order == GpuOrder::TpPpDp) return gpus;
-  gpus.resize(static_cast<std::size_t>(tp) * pp * dp);
-  for (int d = 0; d < dp; ++d)
-    for (int p = 0; p < pp; ++p)
-      for (int t = 0; t < tp; ++t) gpus[(static_cast<std::size_t>(d) * pp + p) * tp + t] = (p * dp + d) * tp + t;
+  long per_replica = 0;
+  for (int w : widths) per_replica += w;
+  gpus.resize(static_cast<std::size_t>(per_replica) * dp);
+  long offset = 0;  // of rank p in a replica's block
+  for (std::size_t p = 0; p < widths.size(); ++p) {
+    for (int d = 0; d < dp; ++d)
+      for (int t = 0; t < widths[p]; ++t)
+        gpus[static_cast<std::size_t>(d * per_replica + offset + t)] = static_cast<DeviceId>(offset * dp + d * widths[p] + t);
+    offset += widths[p];
+  }
   return gpus;
+}
+
+std::size_t plan_gpu_index(const ParallelPlan& plan, int d, int p, int t) {
+  long offset = 0;
+  for (int r = 0; r < p; ++r) offset += plan.width(r);
+  return static_cast<std::size_t>(d * plan.gpus_per_replica() + offset + t);
 }
 
 std::vector<int> balanced_stages(const LayerModel& model, int pp) {
@@ -72,7 +95,14 @@ CollectiveAlgorithm zero_collective_algorithm(CollectiveAlgorithm gradient_algor
   return CollectiveAlgorithm::Ring;
 }
 
-std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
+namespace {
+
+// The model each pipeline rank runs: the workload at its stage's width.
+using RankModels = std::vector<const LayerModel*>;
+
+// plan_problem for a plan's rank models (one per pipeline rank, at its width).
+std::string rank_plan_problem(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster) {
+  const LayerModel& model = *models.front();
   const int L = static_cast<int>(model.layers.size());
   if (plan.tp < 1 || plan.pp < 1 || plan.dp < 1 || plan.micro_batches < 1)
     return fmt::format("tp, pp, dp and micro_batches must be >= 1, got {}, {}, {}, {}", plan.tp, plan.pp, plan.dp,
@@ -105,15 +135,31 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
     for (const Layer& l : model.layers)
       if (l.expert_parameter_bytes > 0 && l.experts % plan.ep != 0)
         return fmt::format("ep {} does not divide the {} experts of {} ({})", plan.ep, l.experts, model.name, l.name);
-  if (model.tensor_parallel != plan.tp)
-    return fmt::format("the model's layers are for tensor-parallel width {}, the plan has tp {}", model.tensor_parallel,
-                       plan.tp);
+  for (int p = 0; p < plan.pp; ++p) {
+    const LayerModel& mine = *models[static_cast<std::size_t>(p)];
+    if (mine.tensor_parallel != plan.width(p))
+      return plan.stage_tp.empty()
+                 ? fmt::format("the model's layers are for tensor-parallel width {}, the plan has tp {}", mine.tensor_parallel,
+                               plan.tp)
+                 : fmt::format("stage {}'s layers are for tensor-parallel width {}, the plan gives it {}", p,
+                               mine.tensor_parallel, plan.width(p));
+    if (mine.layers.size() != model.layers.size() || mine.expert_parallel != model.expert_parallel)
+      return fmt::format("{} has {} layers at tensor-parallel width {} and {} at {}: stages of different widths need the "
+                         "same layers",
+                         model.name, model.layers.size(), model.tensor_parallel, mine.layers.size(), mine.tensor_parallel);
+  }
   if (plan.sequence_parallel) {
-    if (plan.tp < 2) return "sequence parallelism splits the tensor-parallel group's work: it needs tp >= 2";
-    if (model.sequence > 0 && model.sequence % plan.tp != 0)
-      return fmt::format("sequence parallelism splits each sequence over the tensor-parallel group: tp {} does not divide "
-                         "the {} tokens of {}'s sequences",
-                         plan.tp, model.sequence, model.name);
+    if (std::any_of(plan.stage_tp.begin(), plan.stage_tp.end(), [&](int w) { return w != plan.tp; }))
+      return "sequence parallelism hands a stage's sequence shards to the next stage's ranks one to one: the stages' widths "
+             "(stage_tp) must be equal";
+    for (int p = 0; p < plan.pp; ++p) {
+      const int w = plan.width(p);
+      if (w < 2) return "sequence parallelism splits the tensor-parallel group's work: it needs tp >= 2";
+      if (model.sequence > 0 && model.sequence % w != 0)
+        return fmt::format("sequence parallelism splits each sequence over the tensor-parallel group: tp {} does not divide "
+                           "the {} tokens of {}'s sequences",
+                           w, model.sequence, model.name);
+    }
     for (const Layer& l : model.layers)
       if (l.stashed_bytes > 0 && l.sequence_parallel_stashed_bytes <= 0)
         return fmt::format("sequence parallelism: {} gives no activations with it ({}), as NEST's measured workloads, "
@@ -129,14 +175,14 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
         return fmt::format("stage starts must increase from 0 and stay below {} (the layers), got {}", L,
                            fmt::join(plan.stage_starts, ", "));
   }
-  const long n = static_cast<long>(plan.tp) * plan.pp * plan.dp;
+  const long n = plan.gpus_per_replica() * plan.dp;
+  const std::string product = plan.stage_tp.empty()
+                                  ? fmt::format("tp x pp x dp = {} x {} x {}", plan.tp, plan.pp, plan.dp)
+                                  : fmt::format("(stage widths {}) x dp {}", fmt::join(plan.stage_tp, " + "), plan.dp);
   if (plan.gpus.empty()) {
-    if (n > cluster.num_devices())
-      return fmt::format("tp x pp x dp = {} x {} x {} = {} GPUs, the cluster has {}", plan.tp, plan.pp, plan.dp, n,
-                         cluster.num_devices());
+    if (n > cluster.num_devices()) return fmt::format("{} = {} GPUs, the cluster has {}", product, n, cluster.num_devices());
   } else {
-    if (static_cast<long>(plan.gpus.size()) != n)
-      return fmt::format("{} GPUs listed for tp x pp x dp = {}", plan.gpus.size(), n);
+    if (static_cast<long>(plan.gpus.size()) != n) return fmt::format("{} GPUs listed for {} = {}", plan.gpus.size(), product, n);
     std::set<DeviceId> seen;
     for (DeviceId d : plan.gpus) {
       if (d < 0 || d >= cluster.num_devices()) return fmt::format("GPU {} is not in the cluster", d);
@@ -146,23 +192,29 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
   // Every transfer of the plan between GPUs that can reach each other: tensor-parallel groups and
   // pipeline neighbours (the replicas' groups are checked below).
   auto gpu_of = [&](int d, int p, int t) {
-    const int index = (d * plan.pp + p) * plan.tp + t;
-    return plan.gpus.empty() ? index : plan.gpus[index];
+    const auto index = plan_gpu_index(plan, d, p, t);
+    return plan.gpus.empty() ? static_cast<DeviceId>(index) : plan.gpus[index];
   };
   for (int d = 0; d < plan.dp; ++d)
     for (int p = 0; p < plan.pp; ++p)
-      for (int t = 0; t < plan.tp; ++t) {
+      for (int t = 0; t < plan.width(p); ++t) {
         const DeviceId a = gpu_of(d, p, t);
-        for (int u = 0; u < plan.tp; ++u)
+        for (int u = 0; u < plan.width(p); ++u)
           if (!cluster.reachable(a, gpu_of(d, p, u)))
             return fmt::format("{} cannot reach {} of its tensor-parallel group (replica {}, stage {})",
                                cluster.device(a).name, cluster.device(gpu_of(d, p, u)).name, d, p);
-        // The next rank; interleaved, the last rank hands its stages on to the first.
+        // The next rank; interleaved, the last rank hands its stages on to the first. Ranks of
+        // equal width pair up by tensor rank; of different widths every pair exchanges.
         const int next = p + 1 < plan.pp ? p + 1 : plan.virtual_stages > 1 ? 0 : -1;
-        if (next >= 0 && next != p && (!cluster.reachable(a, gpu_of(d, next, t)) || !cluster.reachable(gpu_of(d, next, t), a)))
-          return fmt::format("{} (pipeline rank {}) and {} (pipeline rank {}) cannot reach each other: pipeline neighbours "
-                             "exchange activations and gradients",
-                             cluster.device(a).name, p, cluster.device(gpu_of(d, next, t)).name, next);
+        if (next < 0 || next == p) continue;
+        for (int u = 0; u < plan.width(next); ++u) {
+          if (plan.width(next) == plan.width(p) && u != t) continue;
+          const DeviceId b = gpu_of(d, next, u);
+          if (!cluster.reachable(a, b) || !cluster.reachable(b, a))
+            return fmt::format("{} (pipeline rank {}) and {} (pipeline rank {}) cannot reach each other: pipeline "
+                               "neighbours exchange activations and gradients",
+                               cluster.device(a).name, p, cluster.device(b).name, next);
+        }
       }
   if (plan.dp > 1) {
     // Every replica group's gradient reduction must be one the cluster can run (halving-doubling
@@ -173,7 +225,7 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
     s.bytes = 1;
     const int expert_replicas = plan.dp / plan.ep;
     for (int p = 0; p < plan.pp; ++p)
-      for (int t = 0; t < plan.tp; ++t) {
+      for (int t = 0; t < plan.width(p); ++t) {
         s.group.clear();
         for (int d = 0; d < plan.dp; ++d) s.group.push_back(gpu_of(d, p, t));
         if (const std::string why = collective_problem(s, cluster); !why.empty())
@@ -195,7 +247,7 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
     s.bytes = 1;
     for (int j = 0; j < plan.dp / plan.ep; ++j)
       for (int p = 0; p < plan.pp; ++p)
-        for (int t = 0; t < plan.tp; ++t) {
+        for (int t = 0; t < plan.width(p); ++t) {
           s.group.clear();
           for (int e = 0; e < plan.ep; ++e) s.group.push_back(gpu_of(j * plan.ep + e, p, t));
           if (const std::string why = collective_problem(s, cluster); !why.empty())
@@ -203,6 +255,57 @@ std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, cons
         }
   }
   return "";
+}
+
+// Why stage_tp itself is malformed ("" when it is fine or empty).
+std::string stage_tp_problem(const ParallelPlan& plan) {
+  if (plan.stage_tp.empty()) return "";
+  if (plan.pp < 1) return "";  // said by the degrees' check
+  if (static_cast<long>(plan.stage_tp.size()) != plan.pp)
+    return fmt::format("stage_tp gives {} widths for {} stages", plan.stage_tp.size(), plan.pp);
+  for (int w : plan.stage_tp)
+    if (w < 1) return fmt::format("stage_tp widths must be >= 1, got {}", fmt::join(plan.stage_tp, ", "));
+  if (plan.stage_tp.front() != plan.tp)
+    return fmt::format("tp ({}) must be the first stage's width in stage_tp ({})", plan.tp, plan.stage_tp.front());
+  if (plan.virtual_stages > 1) return "stage_tp gives each stage its own width; interleaved stages share their rank's: not both";
+  return "";
+}
+
+}  // namespace
+
+std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
+  if (std::string why = stage_tp_problem(plan); !why.empty()) return why;
+  for (int w : plan.stage_tp)
+    if (w != model.tensor_parallel)
+      return fmt::format("stage_tp gives stages widths {}: compile with the workload's models of every width, this is {}'s at "
+                         "width {} only",
+                         fmt::join(plan.stage_tp, ", "), model.name, model.tensor_parallel);
+  return rank_plan_problem(RankModels(static_cast<std::size_t>(std::max(plan.pp, 1)), &model), plan, cluster);
+}
+
+namespace {
+// The workload's model of each stage's width, or why there is none.
+std::string rank_models(const LayerWorkload& workload, const ParallelPlan& plan, RankModels& models) {
+  models.clear();
+  for (int p = 0; p < std::max(plan.pp, 1); ++p) {
+    const auto found = workload.by_tensor_parallel.find(plan.width(p));
+    if (found == workload.by_tensor_parallel.end()) {
+      std::vector<int> widths;
+      for (const auto& [w, m] : workload.by_tensor_parallel) widths.push_back(w);
+      return fmt::format("{} has no tensor-parallel width {}{}; it has: {}", workload.name, plan.width(p),
+                         plan.stage_tp.empty() ? "" : fmt::format(" (stage {})", p), fmt::join(widths, ", "));
+    }
+    models.push_back(&found->second);
+  }
+  return "";
+}
+}  // namespace
+
+std::string plan_problem(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster) {
+  if (std::string why = stage_tp_problem(plan); !why.empty()) return why;
+  RankModels models;
+  if (std::string why = rank_models(workload, plan, models); !why.empty()) return why;
+  return rank_plan_problem(models, plan, cluster);
 }
 
 namespace {
@@ -290,27 +393,38 @@ GpuMemory stage_memory(const LayerModel& model, int first, int end, const Parall
 namespace {
 
 // Where a compiled plan's pieces are: the index in CompiledPlan::gpus of replica d, stage s (on
-// pipeline rank s % pp) and tensor rank t, and the end of stage s.
+// pipeline rank s % pp) and tensor rank t, the stage's width, and the end of stage s.
 struct PlanIndex {
-  int tp, pp, stages, layers;
+  PlanIndex(const ParallelPlan& plan, int stages, int layers, const std::vector<int>& starts)
+      : plan(plan), pp(plan.pp), stages(stages), layers(layers), starts(starts), per_replica(plan.gpus_per_replica()) {
+    for (int p = 0, sum = 0; p < pp; sum += plan.width(p), ++p) offset.push_back(sum);
+  }
+  const ParallelPlan& plan;
+  int pp, stages, layers;
   const std::vector<int>& starts;
-  int gpu_index(int d, int s, int t) const { return (d * pp + s % pp) * tp + t; }
+  long per_replica;
+  std::vector<int> offset;  // of each pipeline rank in a replica's block of GPUs
+  int width(int s) const { return plan.width(s); }
+  int gpu_index(int d, int s, int t) const { return static_cast<int>(d * per_replica + offset[s % pp] + t); }
   int stage_end(int s) const { return s + 1 < stages ? starts[s + 1] : layers; }
 };
 
 }  // namespace
 
-CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
-  if (const std::string why = plan_problem(model, plan, cluster); !why.empty()) throw std::invalid_argument(why);
-  const int tp = plan.tp, pp = plan.pp, dp = plan.dp, m = plan.micro_batches, v = plan.virtual_stages;
+namespace {
+
+// plan_layout of a checked plan, each pipeline rank at its model.
+CompiledPlan rank_plan_layout(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster) {
+  const int pp = plan.pp, dp = plan.dp, m = plan.micro_batches, v = plan.virtual_stages;
   const int S = pp * v;
+  const LayerModel& model = *models.front();  // the first stage's (all have the same layers)
   const int L = static_cast<int>(model.layers.size());
   CompiledPlan out;
   out.stage_starts = plan.stage_starts.empty() ? balanced_stages(model, S) : plan.stage_starts;
   out.gpus = plan.gpus;
   if (out.gpus.empty())
-    for (int g = 0; g < tp * pp * dp; ++g) out.gpus.push_back(g);
-  const PlanIndex at{tp, pp, S, L, out.stage_starts};
+    for (long g = 0; g < plan.gpus_per_replica() * dp; ++g) out.gpus.push_back(static_cast<DeviceId>(g));
+  const PlanIndex at(plan, S, L, out.stage_starts);
   // Memory at the peak, and whether every GPU holds it.
   out.in_flight.resize(pp);
   out.memory.resize(out.gpus.size());
@@ -318,7 +432,7 @@ CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, cons
     GpuMemory mem;
     if (v == 1) {
       out.in_flight[p] = plan.schedule == PipelineSchedule::GPipe ? m : std::min(m, pp - p);
-      mem = stage_memory(model, out.stage_starts[p], at.stage_end(p), plan, out.in_flight[p]);
+      mem = stage_memory(*models[p], out.stage_starts[p], at.stage_end(p), plan, out.in_flight[p]);
     } else {
       // The rank's v stages: their parameters (one ZeRO 3 gather buffer, the largest), and at
       // the peak of its schedule the stashes of the (stage, micro-batch) units whose backward has
@@ -326,7 +440,7 @@ CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, cons
       StageSums rank;
       std::vector<double> stash(v, 0.0);
       for (int c = 0; c < v; ++c) {
-        const StageSums one = stage_sums(model, out.stage_starts[c * pp + p], at.stage_end(c * pp + p), plan);
+        const StageSums one = stage_sums(*models[p], out.stage_starts[c * pp + p], at.stage_end(c * pp + p), plan);
         rank.dense += one.dense;
         rank.experts += one.experts;
         rank.buffer = std::max(rank.buffer, one.buffer);
@@ -343,7 +457,7 @@ CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, cons
       }
     }
     for (int d = 0; d < dp; ++d)
-      for (int t = 0; t < tp; ++t) {
+      for (int t = 0; t < at.width(p); ++t) {
         const int index = at.gpu_index(d, p, t);
         out.memory[index] = mem;
         const Device& device = cluster.device(out.gpus[index]);
@@ -361,14 +475,50 @@ CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, cons
   return out;
 }
 
+// The checked plan's rank models, or std::invalid_argument with plan_problem's reason.
+RankModels checked_models(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
+  if (const std::string why = plan_problem(model, plan, cluster); !why.empty()) throw std::invalid_argument(why);
+  return RankModels(static_cast<std::size_t>(plan.pp), &model);
+}
+RankModels checked_models(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster) {
+  if (const std::string why = plan_problem(workload, plan, cluster); !why.empty()) throw std::invalid_argument(why);
+  RankModels models;
+  rank_models(workload, plan, models);
+  return models;
+}
+
+CompiledPlan rank_compile_plan(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster,
+                               CollectiveDetail detail);
+
+}  // namespace
+
+CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
+  return rank_plan_layout(checked_models(model, plan, cluster), plan, cluster);
+}
+CompiledPlan plan_layout(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster) {
+  return rank_plan_layout(checked_models(workload, plan, cluster), plan, cluster);
+}
 CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster,
                           CollectiveDetail detail) {
-  CompiledPlan out = plan_layout(model, plan, cluster);
-  const int tp = plan.tp, pp = plan.pp, dp = plan.dp, m = plan.micro_batches, v = plan.virtual_stages;
+  return rank_compile_plan(checked_models(model, plan, cluster), plan, cluster, detail);
+}
+CompiledPlan compile_plan(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster,
+                          CollectiveDetail detail) {
+  return rank_compile_plan(checked_models(workload, plan, cluster), plan, cluster, detail);
+}
+
+namespace {
+
+CompiledPlan rank_compile_plan(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster,
+                               CollectiveDetail detail) {
+  CompiledPlan out = rank_plan_layout(models, plan, cluster);
+  const int pp = plan.pp, dp = plan.dp, m = plan.micro_batches, v = plan.virtual_stages;
+  const LayerModel& model = *models.front();  // for what every stage's model shares: the layers' count, names, experts
+  auto model_of = [&](int s) -> const LayerModel& { return *models[static_cast<std::size_t>(s % pp)]; };
   // Stages: pp x v (interleaved 1F1B: pipeline rank p holds stages p, p + pp, ...).
   const int S = pp * v;
   const int L = static_cast<int>(model.layers.size());
-  const PlanIndex at{tp, pp, S, L, out.stage_starts};
+  const PlanIndex at(plan, S, L, out.stage_starts);
   ExecutionGraph& g = out.graph;
   std::vector<std::vector<Unit>> rank_orders(pp);  // per pipeline rank, its schedule
   for (int p = 0; p < pp; ++p) rank_orders[p] = schedule_of(plan.schedule, p, pp, m, v);
@@ -383,7 +533,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
     Grid x(dp, std::vector<std::vector<std::vector<std::vector<OpId>>>>(S));
     for (int d = 0; d < dp; ++d)
       for (int s = 0; s < S; ++s)
-        x[d][s].assign(tp, std::vector<std::vector<OpId>>(m, std::vector<OpId>(at.stage_end(s) - out.stage_starts[s], -1)));
+        x[d][s].assign(at.width(s), std::vector<std::vector<OpId>>(m, std::vector<OpId>(at.stage_end(s) - out.stage_starts[s], -1)));
     return x;
   };
   Grid fwd = grid(), bwd = grid(), fwd_done = grid(), bwd_done = grid();
@@ -394,6 +544,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   // it kept split (Korthikanti et al. 4.2.2): one more all-gather of the bytes, 1.5x the traffic
   // (Megatron overlaps it with the weight gradients' compute; here it runs after, a bound).
   auto tp_allreduce = [&](int d, int p, const std::vector<OpId>& ops, double bytes, bool backward) {
+    const int tp = at.width(p);
     if (tp == 1 || bytes <= 0) return ops;
     CollectiveSpec s;
     s.detail = detail;
@@ -412,7 +563,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   // Compute operators, GPU by GPU, in schedule order, chained on their GPU.
   for (int d = 0; d < dp; ++d)
     for (int r = 0; r < pp; ++r) {
-      for (int t = 0; t < tp; ++t) {
+      for (int t = 0; t < at.width(r); ++t) {
         const DeviceId gpu = out.gpus[at.gpu_index(d, r, t)];
         OpId previous = -1;
         for (const Unit& u : rank_orders[r]) {
@@ -420,7 +571,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
           const int first = out.stage_starts[p], count = at.stage_end(p) - first;
           for (int k = 0; k < count; ++k) {
             const int kk = u.forward ? k : count - 1 - k;  // backward runs the layers in reverse
-            const Layer& layer = model.layers[first + kk];
+            const Layer& layer = model_of(r).layers[first + kk];
             const OpId op = g.add({fmt::format("d{}.p{}.t{}.{}{}.{}", d, p, t, u.forward ? 'F' : 'B', u.micro_batch, first + kk),
                                    u.forward ? "forward" : "backward", u.forward ? layer.forward_s : layer.backward_s, 0.0},
                                   gpu);
@@ -435,10 +586,10 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   for (int d = 0; d < dp; ++d)
     for (int p = 0; p < S; ++p) {
       const int first = out.stage_starts[p], count = at.stage_end(p) - first;
-      for (int t = 0; t < tp; ++t)
+      for (int t = 0; t < at.width(p); ++t)
         for (int i = 0; i < m; ++i)
           for (int k = 0; k < count; ++k) {
-            const Layer& layer = model.layers[first + k];
+            const Layer& layer = model_of(p).layers[first + k];
             const double bytes = plan.sequence_parallel ? layer.sequence_parallel_stashed_bytes : layer.stashed_bytes;
             if (bytes > 0) out.activations.push_back({fwd[d][p][t][i][k], bwd[d][p][t][i][k], at.gpu_index(d, p, t), bytes});
           }
@@ -446,10 +597,10 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   // Each layer's tensor-parallel all-reduces, then the dependencies along the layers.
   for (int d = 0; d < dp; ++d)
     for (int p = 0; p < S; ++p) {
-      const int first = out.stage_starts[p], count = at.stage_end(p) - first;
+      const int first = out.stage_starts[p], count = at.stage_end(p) - first, tp = at.width(p);
       for (int i = 0; i < m; ++i)
         for (int k = 0; k < count; ++k) {
-          const Layer& layer = model.layers[first + k];
+          const Layer& layer = model_of(p).layers[first + k];
           std::vector<OpId> f(tp), b(tp);
           for (int t = 0; t < tp; ++t) {
             f[t] = fwd[d][p][t][i][k];
@@ -469,10 +620,10 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
     for (int j = 0; j < dp / plan.ep; ++j)
       for (int p = 0; p < S; ++p) {
         const int first = out.stage_starts[p], count = at.stage_end(p) - first;
-        for (int t = 0; t < tp; ++t)
+        for (int t = 0; t < at.width(p); ++t)
           for (int i = 0; i < m; ++i)
             for (int k = 0; k < count; ++k) {
-              const double bytes = model.layers[first + k].expert_alltoall_bytes;
+              const double bytes = model_of(p).layers[first + k].expert_alltoall_bytes;
               if (bytes <= 0) continue;
               CollectiveSpec s;
               s.detail = detail;
@@ -493,8 +644,8 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   for (int d = 0; d < dp; ++d)
     for (int p = 0; p < S; ++p) {
       const int count = at.stage_end(p) - out.stage_starts[p];
-      const double activation_bytes = p + 1 < S ? model.bytes_into(at.stage_end(p)) : 0.0;
-      for (int t = 0; t < tp; ++t)
+      const double activation_bytes = p + 1 < S ? model_of(p).bytes_into(at.stage_end(p)) : 0.0;
+      for (int t = 0; t < at.width(p); ++t)
         for (int i = 0; i < m; ++i) {
           for (int k = 0; k + 1 < count; ++k) {
             g.depend(fwd_done[d][p][t][i][k], fwd[d][p][t][i][k + 1]);
@@ -505,10 +656,17 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
         }
       // Activations to the next stage, gradients back: rank t to rank t, whole, or (scatter-gather)
       // 1/tp each and all-gathered by the receiving stage's tensor-parallel group, or (sequence
-      // parallelism) 1/tp each, which is what the receiving rank works on.
+      // parallelism) 1/tp each, which is what the receiving rank works on. Between stages of
+      // different widths (stage_tp), each receiving rank gets 1/a from each of the a senders.
       if (p + 1 == S) continue;
       auto hand_over = [&](int to_stage, const std::vector<OpId>& from, const std::vector<OpId>& to,
                            const std::string& name) {
+        const int tp = static_cast<int>(from.size());
+        if (to.size() != from.size()) {
+          for (OpId receiver : to)
+            for (OpId sender : from) g.graph.add_tensor(sender, receiver, activation_bytes / tp);
+          return;
+        }
         if (tp > 1 && plan.sequence_parallel) {  // each rank holds its part of the sequence: nothing to gather
           for (int t = 0; t < tp; ++t) g.graph.add_tensor(from[t], to[t], activation_bytes / tp);
           return;
@@ -533,12 +691,15 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
         for (int t = 0; t < tp; ++t) g.depend(gathered[t], to[t]);
       };
       for (int i = 0; i < m; ++i) {
-        std::vector<OpId> sent(tp), first(tp), gradient(tp), last(tp);
-        for (int t = 0; t < tp; ++t) {
+        const int mine = at.width(p), next = at.width(p + 1);
+        std::vector<OpId> sent(mine), first(next), gradient(next), last(mine);
+        for (int t = 0; t < mine; ++t) {
           sent[t] = fwd_done[d][p][t][i][count - 1];
+          last[t] = bwd[d][p][t][i][count - 1];
+        }
+        for (int t = 0; t < next; ++t) {
           first[t] = fwd[d][p + 1][t][i][0];
           gradient[t] = bwd_done[d][p + 1][t][i][0];
-          last[t] = bwd[d][p][t][i][count - 1];
         }
         hand_over(p + 1, sent, first, fmt::format("act.d{}.p{}.m{}", d, p, i));
         hand_over(p, gradient, last, fmt::format("actgrad.d{}.p{}.m{}", d, p + 1, i));
@@ -550,10 +711,14 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
   // replica. With expert parallelism also one per expert shard e: the replicas d with d mod ep = e,
   // for the experts' part.
   const bool spreads_experts = plan_spreads_experts(model, plan);
-  auto dense_bytes = [&](int l) {
-    return model.layers[l].parameter_bytes - (spreads_experts ? model.layers[l].expert_parameter_bytes : 0.0);
+  // Of stage `s`'s layer l, at its width.
+  auto dense_bytes = [&](int s, int l) {
+    const Layer& layer = model_of(s).layers[l];
+    return layer.parameter_bytes - (spreads_experts ? layer.expert_parameter_bytes : 0.0);
   };
-  auto expert_bytes = [&](int l) { return spreads_experts ? model.layers[l].expert_parameter_bytes / plan.ep : 0.0; };
+  auto expert_bytes = [&](int s, int l) {
+    return spreads_experts ? model_of(s).layers[l].expert_parameter_bytes / plan.ep : 0.0;
+  };
   // One queue per data-parallel group (pipeline rank, tensor rank, tag): interleaved, a rank's
   // stages share their GPUs' communicator. `scattered`: (stage, layer) reduce-scattered (ZeRO 1,
   // 2), whose all-gathers follow the group's last reduce-scatter.
@@ -580,7 +745,7 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
         last_bwd = u.micro_batch;
       }
     }
-    for (int t = 0; t < tp; ++t) {
+    for (int t = 0; t < at.width(p); ++t) {
       // The buckets of one group of replicas, `bytes(l)` per layer l.
       auto reduce_group = [&](const std::vector<int>& replicas, const auto& bytes, const std::string& tag) {
         const int n = static_cast<int>(replicas.size());
@@ -662,21 +827,24 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
       };
       std::vector<int> all(dp);
       for (int d = 0; d < dp; ++d) all[d] = d;
-      reduce_group(all, dense_bytes, "grad");
+      reduce_group(all, [&](int l) { return dense_bytes(p, l); }, "grad");
       if (spreads_experts)
         for (int e = 0; e < plan.ep; ++e) {
           std::vector<int> shard;
           for (int d = e; d < dp; d += plan.ep) shard.push_back(d);
-          reduce_group(shard, expert_bytes, fmt::format("grad.e{}", e));
+          reduce_group(shard, [&](int l) { return expert_bytes(p, l); }, fmt::format("grad.e{}", e));
         }
     }
   }
-  g.graph.finalize(fmt::format("{} with tp {}, pp {}{}, dp {}{}, {} micro-batches", model.name, tp, pp,
+  g.graph.finalize(fmt::format("{} with tp {}, pp {}{}, dp {}{}, {} micro-batches", model.name,
+                               plan.stage_tp.empty() ? fmt::format("{}", plan.tp) : fmt::format("{}", fmt::join(plan.stage_tp, "/")), pp,
                                v > 1 ? fmt::format(" x {} interleaved", v) : "", dp,
                                plan.ep > 1 ? fmt::format(", ep {}", plan.ep) : "", m));
 
   return out;
 }
+
+}  // namespace
 
 std::vector<MemoryCurve> memory_over_time(const CompiledPlan& compiled, std::span<const double> start,
                                           std::span<const double> finish) {

@@ -99,6 +99,17 @@ struct ParallelPlan {
   // Layer::sequence_parallel_stashed_bytes, and stages hand over 1/tp of the activation per rank
   // with no all-gather (the next layer's own all-gather does it).
   bool sequence_parallel = false;
+  // Per stage, its own tensor-parallel width (pp entries; not interleaved); empty: tp for every
+  // stage. Stage p runs the workload's layers as measured or built at its width, on a group of
+  // that many GPUs; where neighbouring stages differ, each rank of the receiving stage gets 1/a
+  // of the activation (its gradient, on the way back) from each of the a ranks of the sending
+  // stage. tp must be the first stage's.
+  std::vector<int> stage_tp;
+
+  // Stage s's tensor-parallel width (interleaved: its pipeline rank's).
+  int width(int s) const { return stage_tp.empty() ? tp : stage_tp[static_cast<std::size_t>(s % pp)]; }
+  // GPUs per replica: the sum of the pipeline ranks' widths.
+  long gpus_per_replica() const;
 };
 
 // Whether the plan spreads the model's experts over its ep replicas: a model built for ep 1 (the
@@ -131,7 +142,7 @@ struct CompiledPlan {
   ExecutionGraph graph;             // finalized
   std::vector<int> stage_starts;    // as used
   std::vector<DeviceId> gpus;       // as used
-  std::vector<GpuMemory> memory;    // per plan GPU (index (d*pp + p)*tp + t), at the peak
+  std::vector<GpuMemory> memory;    // per plan GPU (plan_gpu_index), at the peak
   // Per pipeline rank: micro-batches whose activations are held at the peak (interleaved: units
   // of one stage and one micro-batch).
   std::vector<int> in_flight;
@@ -153,10 +164,21 @@ std::vector<MemoryCurve> memory_over_time(const CompiledPlan& compiled, std::spa
 // and memory at the peak, what compile_plan reports besides the graph. For pricing plans without
 // running them (NEST's estimate at thousands of GPUs). Throws as compile_plan does.
 CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster);
+// The same for a plan whose stages may differ in width (ParallelPlan::stage_tp): each stage at
+// the workload's model of its width.
+CompiledPlan plan_layout(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster);
+
+// Where replica d, pipeline rank p, tensor rank t is in ParallelPlan::gpus and CompiledPlan's
+// per-GPU vectors: (d*pp + p)*tp + t when every stage has width tp.
+std::size_t plan_gpu_index(const ParallelPlan& plan, int d, int p, int t);
 
 // The GPUs of a plan (ParallelPlan::gpus) with its GPUs 0 .. tp*pp*dp - 1 in `order`: empty for
 // TpPpDp (the default), else GPU (p*dp + d)*tp + t at replica d, stage p, rank t.
 std::vector<DeviceId> gpus_in_order(int tp, int pp, int dp, GpuOrder order);
+// The same with each pipeline rank's own width (ParallelPlan::stage_tp): rank p's tensor ranks
+// inside each replica's block of sum(widths) GPUs (TpPpDp), or ranks' blocks of dp x width with
+// the replicas inside (TpDpPp).
+std::vector<DeviceId> gpus_in_order(std::span<const int> widths, int dp, GpuOrder order);
 
 // Contiguous stages of at least one layer each, minimising the largest stage's forward plus
 // backward time (exact, by dynamic programming). Throws std::invalid_argument if pp exceeds
@@ -167,6 +189,9 @@ std::vector<int> balanced_stages(const LayerModel& model, int pp);
 // stage starts that are not increasing from 0, a GPU list of the wrong size or with repeats or
 // GPUs the cluster lacks, ZeRO outside 0-3.
 std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster);
+// The same for a plan whose stages may differ in width: the workload must have each width, with
+// the same layers.
+std::string plan_problem(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster);
 
 // The memory of each GPU of a stage holding layers [first, end) with `in_flight` micro-batches'
 // activations held at the peak, under the plan's dp, ep and ZeRO stage (the model above).
@@ -193,6 +218,10 @@ inline GpuMemory gpu_memory(double dense, double experts, double stash, double g
 // std::invalid_argument with plan_problem's reason. An infeasible plan is compiled all the same:
 // the caller decides (CompiledPlan::infeasible says why, naming the GPU and the bytes).
 CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster,
+                          CollectiveDetail detail = CollectiveDetail::Messages);
+// The same for a plan whose stages may differ in width (ParallelPlan::stage_tp): each stage at the
+// workload's model of its width.
+CompiledPlan compile_plan(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster,
                           CollectiveDetail detail = CollectiveDetail::Messages);
 
 }  // namespace placesim

@@ -472,6 +472,11 @@ TEST(Cli, PlanBuildsAModelOfTheZoo) {
   ASSERT_EQ(run_cli("plan --model gpt2 --pp 2 --dp 2 --micro-batches 4 --engine evaluator --trace " + trace + cluster, out), 0)
       << out;
   EXPECT_TRUE(contains(out, "memory peaks    stage 0 at ")) << out;
+  // --stage-tp: each stage at its own width, the zoo's model built at every width asked for.
+  ASSERT_EQ(run_cli("plan --model gpt2 --pp 2 --stage-tp 1,2 --micro-batches 4 --engine evaluator" + cluster, out), 0) << out;
+  EXPECT_TRUE(contains(out, "plan            stage widths 1 + 2 (pp 2) x dp 1 = 3 GPUs")) << out;
+  EXPECT_EQ(run_cli("plan --model gpt2 --pp 2 --stage-tp 2,2" + cluster, out), 2) << out;
+  EXPECT_TRUE(contains(out, "--tp/--stage-tp/--pp/--dp/--ep: tp (1) must be the first stage's width in stage_tp (2)")) << out;
   std::ifstream in(trace);
   const auto j = nlohmann::json::parse(in);
   std::map<std::string, std::vector<double>> counters;

@@ -9,6 +9,8 @@
 #include "placement/megatron/megatron.h"
 #include "scenarios/sweep_runner.h"
 #include "sim/errors.h"
+#include "sim/evaluator.h"
+#include "sim/parallel_plan.h"
 #include "sim/models/layer_zoo.h"
 #include "tests/test_util.h"
 
@@ -345,4 +347,49 @@ TEST(Megatron, EveryOptionTakesEffect) {
     EXPECT_NE(parsed, base) << doc.key << ": " << doc.example;
   }
   EXPECT_NE(planner_named("megatron"), nullptr);
+}
+
+TEST(Megatron, StagesOfTheirOwnTensorParallelWidths) {
+  // GPT-2 in 2 stages, the first at width 1 and the second at width 2: 3 GPUs a replica, so 2
+  // replicas on 8 GPUs (2 idle). Stage 1 runs the zoo's width-2 layers: half the parameters per
+  // GPU of its width-1 layers.
+  const LayerWorkload gpt2 = models::build_layer_model("gpt2", {}, {1, 2});
+  const Cluster cluster = testutil::dedicated_mesh(8, 100e9, 0.0, 80e9);
+  MegatronConfig c;
+  c.tp = 1;
+  c.pp = 2;
+  c.stage_tp = {1, 2};
+  c.micro_batches = 4;
+  const PlanResult r = Megatron(c).plan(gpt2, cluster);
+  EXPECT_EQ(r.plan.stage_tp, (std::vector<int>{1, 2}));
+  EXPECT_EQ(r.plan.dp, 2);
+  EXPECT_EQ(r.report["gpus_used"], 6);
+  EXPECT_EQ(r.report["gpus_idle"], 2);
+  const CompiledPlan compiled = compile_plan(gpt2, r.plan, cluster);
+  const int L = static_cast<int>(gpt2.by_tensor_parallel.at(1).layers.size()), second = compiled.stage_starts[1];
+  double at_one = 0, at_two = 0;
+  for (int l = second; l < L; ++l) {
+    at_one += gpt2.by_tensor_parallel.at(1).layers[l].parameter_bytes;
+    at_two += gpt2.by_tensor_parallel.at(2).layers[l].parameter_bytes;
+  }
+  EXPECT_LT(at_two, 0.6 * at_one);  // the blocks' matrices split in two, the norms not
+  EXPECT_DOUBLE_EQ(compiled.memory[plan_gpu_index(r.plan, 1, 1, 1)].parameters, at_two);
+  const Schedule run = Evaluator(compiled.graph.graph, cluster).schedule(compiled.graph.placement);
+  EXPECT_GT(run.latency, 0);
+  // Megatron-LM's order keeps each stage's replicas together: stage 0 on GPUs 0-1, stage 1 on 2-5.
+  c.order = GpuOrder::TpDpPp;
+  EXPECT_EQ(Megatron(c).plan(gpt2, cluster).plan.gpus, (std::vector<DeviceId>{0, 2, 3, 1, 4, 5}));
+  // What cannot run is the options' problem, said as such.
+  c.stage_tp = {1, 2, 2};
+  EXPECT_EQ(Megatron(c).options_problem(gpt2, cluster), "megatron: stage_tp gives 3 widths for 2 stages");
+  c.stage_tp = {1, 4};
+  EXPECT_NE(Megatron(c).options_problem(gpt2, cluster).find("no tensor-parallel width 4 (stage 1)"), std::string::npos);
+  // In a scenario: a list of widths, each a whole number.
+  const std::string base = "workload: {model: gpt2}\ncluster: {type: full-mesh, gpus: 8, bandwidth: 100GB/s}\n";
+  EXPECT_NE(parse_error(base + "strategies: [{name: megatron, options: {pp: 2, stage_tp: 2}}]\n")
+                .find("strategies[0].options.stage_tp (line 3): expected a list of tensor-parallel widths"),
+            std::string::npos);
+  EXPECT_NE(parse_error(base + "strategies: [{name: megatron, options: {pp: 2, stage_tp: [1, 0]}}]\n")
+                .find("expected whole widths from 1 to 65536, got '0'"),
+            std::string::npos);
 }

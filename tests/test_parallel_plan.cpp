@@ -95,6 +95,86 @@ TEST(ParallelPlan, GPipeAndOneFOneBOnThreeAndFourStagesByHand) {
   }
 }
 
+TEST(ParallelPlan, StagesOfDifferentTensorParallelWidthsByHand) {
+  // 2 layers measured at widths 1 (f = 2 ms, b = 4 ms each) and 2 (f = 1, b = 2 ms); stage 0 runs
+  // layer 0 at width 1 on gpu0, stage 1 layer 1 at width 2 on gpu1 and gpu2; 10 MB between the
+  // layers over 10 GB/s pair links. gpu0 sends each rank of stage 1 the whole activation (1 ms);
+  // each of them sends back half the gradient (0.5 ms). GPipe, 2 micro-batches: stage 0 F0 0-2,
+  // F1 2-4; stage 1 F0 3-4, F1 5-6, B0 6-8, B1 8-10; stage 0 B0 8.5-12.5, B1 12.5-16.5. 1F1B:
+  // stage 1 F0 3-4, B0 4-6, F1 6-7, B1 7-9; stage 0 B0 6.5-10.5, B1 10.5-14.5.
+  LayerWorkload w;
+  w.name = "two";
+  LayerModel narrow = uniform_model(2, 2 * ms, 4 * ms, 10e6, 1e6), wide = uniform_model(2, 1 * ms, 2 * ms, 10e6, 0.5e6);
+  narrow.tensor_parallel = 1;
+  wide.tensor_parallel = 2;
+  w.by_tensor_parallel = {{1, narrow}, {2, wide}};
+  const Cluster cluster = testutil::dedicated_mesh(3, kBw);
+  ParallelPlan plan;
+  plan.tp = 1;
+  plan.pp = 2;
+  plan.stage_tp = {1, 2};
+  plan.micro_batches = 2;
+  for (auto [schedule, expected] : {std::pair{PipelineSchedule::GPipe, 16.5 * ms}, std::pair{PipelineSchedule::OneFOneB, 14.5 * ms}}) {
+    plan.schedule = schedule;
+    ASSERT_EQ(plan_problem(w, plan, cluster), "");
+    const CompiledPlan c = compile_plan(w, plan, cluster);
+    EXPECT_EQ(c.gpus, (std::vector<DeviceId>{0, 1, 2}));
+    EXPECT_EQ(c.stage_starts, (std::vector<int>{0, 1}));
+    int compute = 0;
+    for (std::size_t i = 0; i < c.graph.graph.num_operators(); ++i)
+      if (c.graph.graph.op(static_cast<OpId>(i)).compute_s > 0) ++compute;
+    EXPECT_EQ(compute, 4 + 8);  // F and B of 2 micro-batches: 1 GPU at stage 0, 2 at stage 1
+    EXPECT_ALL_ENGINES(run(c, cluster), expected);
+    // Each stage holds its own width's parameters: 1 MB at width 1, 0.5 MB per GPU at width 2.
+    EXPECT_DOUBLE_EQ(c.memory[0].parameters, 1e6);
+    EXPECT_DOUBLE_EQ(c.memory[1].parameters, 0.5e6);
+    EXPECT_DOUBLE_EQ(c.memory[2].parameters, 0.5e6);
+  }
+  // Replicated twice (6 GPUs), stage 0's gradients are reduced by one group of 2, stage 1's by two.
+  plan.dp = 2;
+  const Cluster six = testutil::dedicated_mesh(6, kBw);
+  const CompiledPlan c = compile_plan(w, plan, six);
+  EXPECT_EQ(c.graph.collectives.size(), 3u);  // (1 + 2) groups, one layer's bucket each
+  EXPECT_EQ(plan_gpu_index(plan, 1, 1, 1), 5u);
+  // Megatron-LM's order keeps each rank's tensor groups together, the replicas inside.
+  EXPECT_EQ(gpus_in_order(std::vector<int>{1, 2}, 2, GpuOrder::TpDpPp), (std::vector<DeviceId>{0, 2, 3, 1, 4, 5}));
+}
+
+TEST(ParallelPlan, StageWidthsThatCannotRunSayWhy) {
+  LayerWorkload w;
+  w.name = "two";
+  LayerModel narrow = uniform_model(2, 2 * ms, 4 * ms), wide = uniform_model(2, 1 * ms, 2 * ms), short_one = uniform_model(1, 1 * ms, 1 * ms);
+  wide.tensor_parallel = 2;
+  short_one.tensor_parallel = 4;
+  w.by_tensor_parallel = {{1, narrow}, {2, wide}, {4, short_one}};
+  const Cluster cluster = testutil::dedicated_mesh(8, kBw);
+  ParallelPlan plan;
+  plan.pp = 2;
+  plan.stage_tp = {1, 2};
+  EXPECT_EQ(plan_problem(w, plan, cluster), "");
+  plan.stage_tp = {1, 2, 2};
+  EXPECT_EQ(plan_problem(w, plan, cluster), "stage_tp gives 3 widths for 2 stages");
+  plan.stage_tp = {2, 1};
+  EXPECT_EQ(plan_problem(w, plan, cluster), "tp (1) must be the first stage's width in stage_tp (2)");
+  plan.stage_tp = {1, 3};
+  EXPECT_EQ(plan_problem(w, plan, cluster), "two has no tensor-parallel width 3 (stage 1); it has: 1, 2, 4");
+  plan.stage_tp = {1, 4};
+  EXPECT_NE(plan_problem(w, plan, cluster).find("stages of different widths need the same layers"), std::string::npos);
+  plan.stage_tp = {1, 2};
+  plan.dp = 3;  // 9 GPUs
+  EXPECT_EQ(plan_problem(w, plan, cluster), "(stage widths 1 + 2) x dp 3 = 9 GPUs, the cluster has 8");
+  plan.dp = 1;
+  // One model cannot run two widths.
+  EXPECT_NE(plan_problem(narrow, plan, cluster).find("compile with the workload's models of every width"), std::string::npos);
+  EXPECT_THROW(compile_plan(narrow, plan, cluster), std::invalid_argument);
+  plan.sequence_parallel = true;
+  EXPECT_NE(plan_problem(w, plan, cluster).find("must be equal"), std::string::npos);
+  plan.sequence_parallel = false;
+  plan.virtual_stages = 2;
+  plan.micro_batches = 2;
+  EXPECT_NE(plan_problem(w, plan, cluster).find("not both"), std::string::npos);
+}
+
 // Interleaved 1F1B (Megatron's virtual pipeline): 4 layers of f = 1 ms and b = 2 ms as 4 stages of
 // one layer, rank 0 holding stages 0 and 2, rank 1 stages 1 and 3; 4 micro-batches, nothing to
 // transfer. Megatron's order, rank 0: warm-up of (2 - 0 - 1) x 2 + (2 - 1) x 2 = 4 forwards

@@ -53,6 +53,11 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       ->needs(model);
   c->add_option("--cluster", a.cluster, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
   c->add_option("--tp", a.tp, "tensor-parallel width (the workload must have it)")->check(whole_number(1, 1 << 16))->capture_default_str();
+  c->add_option("--stage-tp", a.stage_tp,
+                "per stage, its own tensor-parallel width, comma-separated, pp of them, the first --tp (e.g. 8,4): each stage "
+                "runs the layers at its width")
+      ->delimiter(',')
+      ->check(whole_number(1, 1 << 16));
   c->add_option("--pp", a.pp, "pipeline stages (balanced by compute)")->check(whole_number(1, 1 << 16))->capture_default_str();
   c->add_option("--dp", a.dp, "data-parallel replicas")->check(whole_number(1, 1 << 20))->capture_default_str();
   c->add_option("--micro-batches", a.micro_batches, "micro-batches per iteration")->check(whole_number(1, 1 << 16))->capture_default_str();
@@ -97,7 +102,10 @@ int cmd_plan(const PlanArgs& a) {
   // The zoo names its fields as a scenario would; here they are the flags.
   auto build_zoo_model = [&] {
     try {
-      return models::build_layer_model(a.model, zoo, {a.tp}, "command line");
+      std::vector<int> widths{a.tp};
+      for (int w : a.stage_tp)
+        if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
+      return models::build_layer_model(a.model, zoo, widths, "command line");
     } catch (const InputError& e) {
       const std::map<std::string, std::string> flags = {{"tp", "--tp"},   {"mfu", "--mfu"}, {"sequence", "--sequence"},
                                                         {"gpu", "--gpu"}, {"model", "--model"},
@@ -111,6 +119,7 @@ int cmd_plan(const PlanArgs& a) {
   const LayerModel& model = workload.at(a.tp, "command line", "--tp");
   ParallelPlan plan;
   plan.tp = a.tp;
+  plan.stage_tp = a.stage_tp;
   plan.pp = a.pp;
   plan.dp = a.dp;
   plan.micro_batches = a.micro_batches;
@@ -122,20 +131,24 @@ int cmd_plan(const PlanArgs& a) {
   plan.schedule = enum_parse<PipelineSchedule>(kPipelineScheduleNames, a.schedule, "command line", "--schedule");
   plan.gradient_algorithm =
       enum_parse<CollectiveAlgorithm>(kCollectiveAlgorithmNames, a.gradient_algorithm, "command line", "--gradient-algorithm");
-  if (const std::string why = plan_problem(model, plan, cluster); !why.empty())
+  if (const std::string why = plan_problem(workload, plan, cluster); !why.empty())
     throw InputError("command line",
-                     a.virtual_stages > 1  ? "--tp/--pp/--dp/--ep/--micro-batches/--virtual-stages/--schedule"
+                     !a.stage_tp.empty()   ? "--tp/--stage-tp/--pp/--dp/--ep"
+                     : a.virtual_stages > 1  ? "--tp/--pp/--dp/--ep/--micro-batches/--virtual-stages/--schedule"
                      : a.sequence_parallel ? "--tp/--pp/--dp/--ep/--sequence-parallel"
                                            : "--tp/--pp/--dp/--ep",
                      why);
   const auto t0 = std::chrono::steady_clock::now();
-  CompiledPlan c = compile_plan(model, plan, cluster,
+  CompiledPlan c = compile_plan(workload, plan, cluster,
                                 enum_parse<CollectiveDetail>(kCollectiveDetailNames, a.collectives, "command line", "--collectives"));
   const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << fmt::format("workload        {} ({} layers at tp {})\n", workload.source, model.layers.size(), a.tp);
+  std::cout << fmt::format("workload        {} ({} layers at tp {})\n", workload.source, model.layers.size(),
+                           a.stage_tp.empty() ? fmt::format("{}", a.tp) : fmt::format("{}", fmt::join(a.stage_tp, ", ")));
   std::cout << fmt::format("cluster         {}\n", cluster.description);
-  std::cout << fmt::format("plan            tp {} x pp {} x dp {} = {} GPUs{}{}, {} micro-batches, {}{}, ZeRO {}\n", a.tp,
-                           a.pp, a.dp, c.gpus.size(), a.ep > 1 ? fmt::format(" (ep {})", a.ep) : "",
+  const std::string widths = a.stage_tp.empty() ? fmt::format("tp {} x pp {}", a.tp, a.pp)
+                                                : fmt::format("stage widths {} (pp {})", fmt::join(a.stage_tp, " + "), a.pp);
+  std::cout << fmt::format("plan            {} x dp {} = {} GPUs{}{}, {} micro-batches, {}{}, ZeRO {}\n", widths,
+                           a.dp, c.gpus.size(), a.ep > 1 ? fmt::format(" (ep {})", a.ep) : "",
                            a.sequence_parallel ? ", sequence-parallel" : "", a.micro_batches,
                            a.virtual_stages > 1 ? "interleaved " : "", a.schedule, a.zero);
   std::cout << fmt::format("stages          first layers {}\n", fmt::join(c.stage_starts, ", "));
@@ -143,7 +156,7 @@ int cmd_plan(const PlanArgs& a) {
                            c.graph.graph.num_tensors(), format_duration(compile_s),
                            a.collectives == "condensed" ? ", ring phases condensed" : "");
   for (int p = 0; p < a.pp; ++p) {
-    const GpuMemory& m = c.memory[static_cast<std::size_t>(p) * a.tp];
+    const GpuMemory& m = c.memory[plan_gpu_index(plan, 0, p, 0)];
     std::cout << fmt::format("memory {} {:<3}{} per GPU: parameters {}, gradients {}, optimizer states {}, "
                              "activations {} ({} in flight)\n",
                              a.virtual_stages > 1 ? "rank" : "stage", p, format_bytes(m.total()), format_bytes(m.parameters), format_bytes(m.gradients),
@@ -169,7 +182,7 @@ int cmd_plan(const PlanArgs& a) {
     for (std::size_t i = 0; i < curves.size(); ++i) tracks.push_back({c.gpus[i], curves[i]});
     std::vector<std::string> peaks;
     for (int p = 0; p < a.pp; ++p) {
-      const MemoryCurve& curve = curves[static_cast<std::size_t>(p) * a.tp];
+      const MemoryCurve& curve = curves[plan_gpu_index(plan, 0, p, 0)];
       auto peak = curve.begin();
       for (auto it = curve.begin(); it != curve.end(); ++it)
         if (it->second > peak->second) peak = it;

@@ -1,6 +1,7 @@
 #include "placement/megatron/megatron.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <stdexcept>
 
 #include "sim/errors.h"
@@ -37,16 +38,22 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   }
   const LayerModel& model = *found;
   const int n = cluster.num_devices();
+  // GPUs per replica: tp x pp, or the stages' own widths summed.
+  long per_replica = static_cast<long>(c.tp) * c.pp;
+  std::string replica = fmt::format("tp {} x pp {}", c.tp, c.pp);
+  if (!c.stage_tp.empty()) {
+    per_replica = 0;
+    for (int w : c.stage_tp) per_replica += w;
+    replica = fmt::format("stage widths {}", fmt::join(c.stage_tp, " + "));
+  }
   // By default as many replicas as fit, in whole expert-parallel groups.
-  const int dp = c.dp > 0 ? c.dp : n / (c.tp * c.pp) / c.ep * c.ep;
+  const int dp = c.dp > 0 ? c.dp : static_cast<int>(n / per_replica / c.ep * c.ep);
   if (c.dp == 0 && dp == 0)
-    throw std::invalid_argument(fmt::format(
-        "megatron: one replica group of tp {} x pp {} x ep {} needs {} GPUs, the cluster has {}", c.tp, c.pp, c.ep,
-        static_cast<long>(c.tp) * c.pp * c.ep, n));
-  if (dp < 1 || static_cast<long>(c.tp) * c.pp * dp > n)
-    throw std::invalid_argument(fmt::format("megatron: tp {} x pp {} x dp {} needs {} GPUs, the cluster has {}", c.tp,
-                                            c.pp, c.dp > 0 ? std::to_string(c.dp) : "(at least 1)",
-                                            static_cast<long>(c.tp) * c.pp * std::max(dp, 1), n));
+    throw std::invalid_argument(fmt::format("megatron: one replica group of {} x ep {} needs {} GPUs, the cluster has {}",
+                                            replica, c.ep, per_replica * c.ep, n));
+  if (dp < 1 || per_replica * dp > n)
+    throw std::invalid_argument(fmt::format("megatron: {} x dp {} needs {} GPUs, the cluster has {}", replica,
+                                            c.dp > 0 ? std::to_string(c.dp) : "(at least 1)", per_replica * std::max(dp, 1), n));
   PlanResult r;
   ParallelPlan& plan = r.plan;
   plan.tp = c.tp;
@@ -67,19 +74,22 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   } else {
     plan.micro_batches = c.micro_batches;
   }
+  plan.stage_tp = c.stage_tp;
   plan.stage_starts = megatron_stages(model, c.pp * c.virtual_stages);
-  plan.gpus = gpus_in_order(c.tp, c.pp, dp, c.order);
+  plan.gpus = plan.stage_tp.empty() || static_cast<int>(plan.stage_tp.size()) != c.pp
+                  ? gpus_in_order(c.tp, c.pp, dp, c.order)
+                  : gpus_in_order(plan.stage_tp, dp, c.order);
   std::vector<int> layers;
   const int stages = c.pp * c.virtual_stages;
   for (int p = 0; p < stages; ++p)
     layers.push_back((p + 1 < stages ? plan.stage_starts[p + 1] : static_cast<int>(model.layers.size())) -
                      plan.stage_starts[p]);
   r.report["stage_layers"] = layers;
-  r.report["gpus_used"] = c.tp * c.pp * dp;
-  r.report["gpus_idle"] = n - c.tp * c.pp * dp;
   // The degrees are the user's: a plan that cannot run is their options' problem, said as such.
-  if (const std::string why = plan_problem(model, plan, cluster); !why.empty())
+  if (const std::string why = plan_problem(workload, plan, cluster); !why.empty())
     throw std::invalid_argument("megatron: " + why);
+  r.report["gpus_used"] = plan.gpus_per_replica() * dp;
+  r.report["gpus_idle"] = n - plan.gpus_per_replica() * dp;
   return r;
 }
 
@@ -123,6 +133,28 @@ OptionSchema<MegatronConfig> megatron_schema() {
          "along the sequence");
   s.choice("order", &MegatronConfig::order, std::span<const EnumName<GpuOrder>>(kGpuOrderNames),
            "GPU order, innermost first: tp-pp-dp (replicas outermost) or tp-dp-pp (Megatron-LM's default)");
+  s.add({"stage_tp", "list",
+         "per stage, its own tensor-parallel width, pp entries, the first tp's (beyond Megatron-LM, whose stages share "
+         "one): each stage runs the workload's layers at its width",
+         "unset", {}, "[1, 2]"},
+        [](const YamlFields& f, std::string_view key, MegatronConfig& c) {
+          const YAML::Node list = f.node(key);
+          if (!list.IsSequence() || list.size() == 0)
+            throw InputError(f.file(), f.field(key), "expected a list of tensor-parallel widths, one per stage, e.g. [8, 4]");
+          c.stage_tp.clear();
+          for (const YAML::Node& w : list) {
+            long width = 0;
+            try {
+              width = w.as<long>();
+            } catch (const YAML::Exception&) {
+              width = 0;
+            }
+            if (width < 1 || width > (1 << 16))
+              throw InputError(f.file(), f.field(key),
+                               fmt::format("expected whole widths from 1 to 65536, got '{}'", w.IsScalar() ? w.Scalar() : "a list"));
+            c.stage_tp.push_back(static_cast<int>(width));
+          }
+        });
   s.check([](const YamlFields& f, MegatronConfig& c) {
     if (f.has("global_micro_batches") && f.has("micro_batches"))
       throw InputError(f.file(), f.field("global_micro_batches"),

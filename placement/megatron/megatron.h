@@ -28,6 +28,9 @@ struct MegatronConfig {
   bool scatter_gather = true;  // ParallelPlan::scatter_gather
   bool sequence_parallel = false;  // ParallelPlan::sequence_parallel
   GpuOrder order = GpuOrder::TpPpDp;  // GPU order, innermost first
+  // Per stage, its own tensor-parallel width (ParallelPlan::stage_tp; pp entries, the first tp);
+  // empty: tp for every stage, as Megatron-LM has it.
+  std::vector<int> stage_tp;
   bool operator==(const MegatronConfig&) const = default;
 };
 
