@@ -124,6 +124,18 @@ class TinyViT(nn.Module):
         x = torch.cat([self.class_token.expand(n, -1, -1), x], dim=1) + self.pos
         return self.head(self.encoder(x)[:, 0])
 
+class BakedBatch(nn.Module):
+    """A reshape by the batch the export saw, which torch.onnx writes as a constant: at another
+    batch the reshape's -1 takes the difference, and the rest of the graph runs at the old batch
+    without any shape error (torchvision's ViT does this)."""
+    def __init__(self):
+        super().__init__()
+        self.patch = nn.Conv2d(3, 32, 4, stride=4)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.patch(x).reshape(x.shape[0], 32, -1).mean(2))
+
 class HalfInTheMiddle(nn.Module):
     """fp32 linear layers around a square taken in fp16 (CPU PyTorch has no fp16 ReLU): the
     activations between the casts, and their gradients, are 2 bytes an element."""
@@ -392,6 +404,22 @@ TEST(OnnxImport, AClassTokenExpandedOverTheBatch) {
         scores = scores || m.recorded.tensor(t).shape == models::Shape{batch * 4, 17, 17};
     EXPECT_TRUE(scores) << "batch " << batch;
   }
+  // At another batch the constant 4 stays in the reshape, and shape inference fails.
+  EXPECT_NE(testutil::input_error_message([&] { import_file(file, 8); }).find("export at this batch"), std::string::npos);
+}
+
+TEST(OnnxImport, ABatchFixedIntoTheGraphIsRefusedAtAnotherBatch) {
+  SKIP_WITHOUT_TORCH();
+  const std::string file = exported("baked", small_module_file() + ":BakedBatch --input-shape 3,16,16 --batch 4");
+  EXPECT_EQ(import_file(file).batch, 4);
+  // At batch 8 the reshape to (4, 32, -1) takes [8, 32, 4, 4] to [4, 32, 32]: inference succeeds,
+  // and the head would run 4 rows, half the work. Refused, with the export to run.
+  const std::string why = testutil::input_error_message([&] { import_file(file, 8); });
+  EXPECT_NE(why.find("output 'output': exported at batch 4, its first dimension stays 4 at batch 8: the export fixed its "
+                     "batch into the graph"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("tools/export_onnx.py --batch 8"), std::string::npos) << why;
 }
 
 TEST(OnnxImport, ResNet18FromTorchvision) {

@@ -210,10 +210,12 @@ class Importer {
   void infer_shapes() {
     auto* graph = model_.mutable_graph();
     bool any_input = false;
+    long exported_batch = 0;  // the first input's first dimension as exported
     for (auto& input : *graph->mutable_input()) {
       if (initializer_names_.contains(input.name())) continue;
       if (!input.type().has_tensor_type()) throw InputError(file_, fmt::format("input '{}'", input.name()), "expected a tensor input");
       auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
+      if (!any_input && shape->dim_size() > 0 && shape->dim(0).has_dim_value()) exported_batch = shape->dim(0).dim_value();
       if (o_.batch > 0 && shape->dim_size() > 0) shape->mutable_dim(0)->set_dim_value(o_.batch);
       for (int k = 0; k < shape->dim_size(); ++k) {
         if (shape->dim(k).has_dim_value() && shape->dim(k).dim_value() <= 0)
@@ -229,11 +231,19 @@ class Importer {
       any_input = true;
     }
     if (!any_input) throw InputError(file_, "graph.input", "the model has no input besides its weights");
+    // Outputs whose first dimension was the exported batch: at another batch they must follow it.
+    std::vector<std::string> batched_outputs;
     if (o_.batch > 0) {
       // The exporter's shapes are of its own batch: infer them afresh.
       graph->clear_value_info();
       for (auto& output : *graph->mutable_output())
-        if (output.type().has_tensor_type()) output.mutable_type()->mutable_tensor_type()->clear_shape();
+        if (output.type().has_tensor_type()) {
+          const auto& shape = output.type().tensor_type().shape();
+          if (exported_batch > 0 && exported_batch != o_.batch && shape.dim_size() > 0 && shape.dim(0).has_dim_value() &&
+              shape.dim(0).dim_value() == exported_batch)
+            batched_outputs.push_back(output.name());
+          output.mutable_type()->mutable_tensor_type()->clear_shape();
+        }
     }
     try {
       shapes_ = infer_shapes_with_folding(model_);
@@ -245,6 +255,21 @@ class Importer {
                                                                          "into a reshape; export at this batch)", o_.batch)
                                                            : "",
                                               what));
+    }
+    // An exporter that fixed its batch into a constant (ViT's reshapes from torch.onnx) leaves
+    // part of the graph at that batch, which shape inference cannot see: the outputs tell.
+    for (const auto& output : shapes_.graph().output()) {
+      if (std::find(batched_outputs.begin(), batched_outputs.end(), output.name()) == batched_outputs.end()) continue;
+      const auto& shape = output.type().tensor_type().shape();
+      if (shape.dim_size() > 0 && shape.dim(0).has_dim_value() && shape.dim(0).dim_value() == o_.batch) continue;
+      throw InputError(file_, fmt::format("output '{}'", output.name()),
+                       fmt::format("exported at batch {}, its first dimension stays {} at batch {}: the export fixed its "
+                                   "batch into the graph (a Reshape's or Expand's constant shape); export at batch {} "
+                                   "(tools/export_onnx.py --batch {})",
+                                   exported_batch,
+                                   shape.dim_size() > 0 && shape.dim(0).has_dim_value() ? std::to_string(shape.dim(0).dim_value())
+                                                                                        : std::string("unknown"),
+                                   o_.batch, o_.batch, o_.batch));
     }
   }
 
