@@ -140,6 +140,33 @@ TEST(ParallelPlan, StagesOfDifferentTensorParallelWidthsByHand) {
   EXPECT_EQ(gpus_in_order(std::vector<int>{1, 2}, 2, GpuOrder::TpDpPp), (std::vector<DeviceId>{0, 2, 3, 1, 4, 5}));
 }
 
+TEST(ParallelPlan, EqualStageWidthsAreTheUniformPlan) {
+  // stage_tp {2, 2, 2} compiles to the plan of tp 2: the same GPUs, memory and time.
+  LayerWorkload w;
+  w.name = "four";
+  LayerModel wide = uniform_model(6, 1 * ms, 2 * ms, 10e6, 1e6, 2e6);
+  wide.tensor_parallel = 2;
+  for (Layer& l : wide.layers) l.tp_allreduce_forward_bytes = l.tp_allreduce_backward_bytes = 4e6;
+  w.by_tensor_parallel = {{2, wide}};
+  const Cluster cluster = testutil::dedicated_mesh(12, kBw);
+  ParallelPlan plan;
+  plan.tp = 2;
+  plan.pp = 3;
+  plan.dp = 2;
+  plan.micro_batches = 4;
+  const CompiledPlan uniform = compile_plan(wide, plan, cluster);
+  plan.stage_tp = {2, 2, 2};
+  const CompiledPlan widths = compile_plan(w, plan, cluster);
+  EXPECT_EQ(widths.gpus, uniform.gpus);
+  EXPECT_EQ(widths.graph.graph.num_operators(), uniform.graph.graph.num_operators());
+  EXPECT_EQ(widths.graph.graph.num_tensors(), uniform.graph.graph.num_tensors());
+  for (std::size_t i = 0; i < uniform.memory.size(); ++i) EXPECT_DOUBLE_EQ(widths.memory[i].total(), uniform.memory[i].total());
+  const Times a = run(uniform, cluster), b = run(widths, cluster);
+  EXPECT_DOUBLE_EQ(a.evaluator, b.evaluator);
+  EXPECT_DOUBLE_EQ(a.flow, b.flow);
+  EXPECT_DOUBLE_EQ(a.simgrid, b.simgrid);
+}
+
 TEST(ParallelPlan, StageWidthsThatCannotRunSayWhy) {
   LayerWorkload w;
   w.name = "two";
