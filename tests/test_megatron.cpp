@@ -13,6 +13,7 @@
 #include "sim/parallel_plan.h"
 #include "sim/models/layer_zoo.h"
 #include "tests/test_util.h"
+#include "topologies/fabrics.h"
 
 using namespace placesim;
 namespace fs = std::filesystem;
@@ -392,4 +393,26 @@ TEST(Megatron, StagesOfTheirOwnTensorParallelWidths) {
   EXPECT_NE(parse_error(base + "strategies: [{name: megatron, options: {pp: 2, stage_tp: [1, 0]}}]\n")
                 .find("expected whole widths from 1 to 65536, got '0'"),
             std::string::npos);
+}
+
+TEST(Megatron, SaysWhenATensorParallelGroupSpansServers) {
+  // 2 servers of 4 GPUs: tp 4 fits a server; tp 8 spans both, and so does tp 4 after a 2-wide stage.
+  const LayerWorkload gpt2 = models::build_layer_model("gpt2", {}, {1, 2, 4});
+  NonBlockingConfig f;
+  f.servers = 2;
+  f.gpus_per_server = 4;
+  f.gpu_memory = 80e9;
+  const Cluster cluster = make_non_blocking(f);
+  MegatronConfig c;
+  c.tp = 4;
+  c.pp = 2;
+  c.dp = 1;
+  EXPECT_FALSE(Megatron(c).plan(gpt2, cluster).report.contains("tensor_groups_across_servers"));
+  c.tp = 2;
+  c.stage_tp = {2, 4};
+  const PlanResult r = Megatron(c).plan(gpt2, cluster);
+  ASSERT_TRUE(r.report.contains("tensor_groups_across_servers"));
+  EXPECT_EQ(r.report["tensor_groups_across_servers"],
+            "1 tensor-parallel group spans servers (first: replica 0, stage 1 on servers 0, 1): their all-reduces cross the "
+            "NICs");
 }

@@ -1,5 +1,6 @@
 #include "placement/megatron/megatron.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <stdexcept>
@@ -90,6 +91,26 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
     throw std::invalid_argument("megatron: " + why);
   r.report["gpus_used"] = plan.gpus_per_replica() * dp;
   r.report["gpus_idle"] = n - plan.gpus_per_replica() * dp;
+  // Megatron-LM keeps each tensor-parallel group inside a server, on NVLink; say when a group
+  // spans servers (a width above the server's GPUs, or an order that splits it): its per-layer
+  // all-reduces then cross the NICs.
+  long across = 0;
+  std::string first;
+  for (int d = 0; d < dp; ++d)
+    for (int p = 0; p < c.pp; ++p) {
+      std::vector<int> servers;
+      for (int t = 0; t < plan.width(p); ++t) {
+        const std::size_t i = plan_gpu_index(plan, d, p, t);
+        const int server = cluster.device(plan.gpus.empty() ? static_cast<DeviceId>(i) : plan.gpus[i]).server;
+        if (std::find(servers.begin(), servers.end(), server) == servers.end()) servers.push_back(server);
+      }
+      if (servers.size() > 1 && across++ == 0)
+        first = fmt::format("replica {}, stage {} on servers {}", d, p, fmt::join(servers, ", "));
+    }
+  if (across > 0)
+    r.report["tensor_groups_across_servers"] =
+        fmt::format("{} tensor-parallel group{} span{} servers (first: {}): their all-reduces cross the NICs", across,
+                    across == 1 ? "" : "s", across == 1 ? "s" : "", first);
   return r;
 }
 
