@@ -108,11 +108,16 @@ TEST(Nest, DpEqualsBruteForceOverEveryPlan) {
     NestConfig config;
     config.micro_batches = 8 + trial;
     config.zero = trial % 3 != 0;
+    // Ring, NCCL's tree and halving-doubling (powers of two only) price the reductions apart.
+    constexpr CollectiveAlgorithm kAlgorithms[] = {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree,
+                                                   CollectiveAlgorithm::HalvingDoubling};
+    config.gradient_algorithm = kAlgorithms[(trial / 2) % 3];
     for (bool aware : {true, false})
     for (NestReduction reduction : {NestReduction::Stage, NestReduction::PerLayer}) {
       config.reduction = reduction;
       SCOPED_TRACE(testing::Message() << "trial " << trial << (aware ? " nest" : " nest-unaware") << " reduction "
-                                      << enum_name<NestReduction>(kNestReductionNames, reduction));
+                                      << enum_name<NestReduction>(kNestReductionNames, reduction) << " by "
+                                      << enum_name<CollectiveAlgorithm>(kCollectiveAlgorithmNames, config.gradient_algorithm));
       const std::optional<NestSearch> found = search_equal_to_brute_force(w, cluster, config, aware);
       if (!found) continue;
       // Memory binds: the optimum is slower than with ample memory.
