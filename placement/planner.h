@@ -47,6 +47,8 @@ class Planner {
   // scenario is read (a bad input, exit 2) rather than when its point runs; "" when nothing does,
   // or when only planning would tell (a search chooses its own degrees).
   virtual std::string options_problem(const LayerWorkload& /*workload*/, const Cluster& /*cluster*/) const { return ""; }
+  // Why its plans cannot be priced by NEST's estimate alone (simulation.engine: estimate), or "".
+  virtual std::string estimate_problem() const { return ""; }
 
   const std::string& name() const { return name_; }
   void set_common_options(const PlannerCommonOptions& common) { common_ = common; }

@@ -273,7 +273,7 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
     const ParallelPlan& plan = planned.plan;
     // engine estimate: the layout and memory alone, no execution graph.
     const bool estimate_only = scenario.simulation.engine == Engine::Estimate;
-    if (estimate_only && !plan.stage_tp.empty())
+    if (estimate_only && plan.mixed_widths())
       throw std::invalid_argument(fmt::format(
           "engine estimate: NEST's estimate prices one tensor-parallel width, this plan's stages have {}; run it on an engine",
           fmt::join(plan.stage_tp, ", ")));
@@ -292,10 +292,10 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
     as_used.gpus = compiled.gpus;
     // JSON has no infinity: a plan whose GPUs cannot reach each other has no estimate, said so;
     // nor has a plan whose stages differ in width (NEST prices one).
-    const double estimate = plan.stage_tp.empty()
+    const double estimate = !plan.mixed_widths()
                                 ? nest_estimate(workload.by_tensor_parallel.at(plan.tp), as_used, NestNetwork::aware(cluster)).time_per_batch
                                 : std::numeric_limits<double>::quiet_NaN();
-    if (!plan.stage_tp.empty())
+    if (plan.mixed_widths())
       out.strategy_report["nest_estimate_note"] = "no estimate: NEST's estimate prices one tensor-parallel width";
     else if (std::isfinite(estimate))
       out.strategy_report["nest_estimate_s"] = estimate;

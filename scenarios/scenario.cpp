@@ -399,6 +399,9 @@ void check_planner_options(const Scenario& scenario, std::span<const std::size_t
     const auto planner = make_planner(spec.name, spec.options, scenario.file, spec.field);
     if (const std::string why = planner->options_problem(workload, scenario.cluster); !why.empty())
       throw InputError(scenario.file, spec.field + ".options", why);
+    if (scenario.simulation.engine == Engine::Estimate)
+      if (const std::string why = planner->estimate_problem(); !why.empty())
+        throw InputError(scenario.file, spec.field + ".options", "simulation.engine estimate: " + why);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
 #include <map>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -906,9 +907,11 @@ LoadResult parse_graph(std::string_view text, const std::string& source, GraphFo
 }
 
 void refuse_onnx_model(const std::string& path, const std::string& field) {
+  // Asked for by --format onnx, the file itself may be anything: say what the flag cannot do.
   throw InputError(path, field,
-                   fmt::format("an ONNX model, not a graph file: ONNX models are read with `placesim graph import {0} -o "
-                               "model.json` (then give model.json), or with a scenario's `graph: {{onnx: {0}}}`",
+                   fmt::format("{0}: ONNX models are read with `placesim graph import {1} -o model.json` (then give "
+                               "model.json), or with a scenario's `graph: {{onnx: {1}}}`",
+                               field == "--format" ? "onnx is not a graph file format" : "an ONNX model, not a graph file",
                                path));
 }
 
@@ -916,11 +919,10 @@ LoadResult load_graph(const std::string& path, GraphFormat format) {
   std::string extension = std::filesystem::path(path).extension().string();
   std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return std::tolower(c); });
   if (extension == ".onnx") refuse_onnx_model(path);
-  const std::string text = read_file(path);
   // ONNX's ModelProto begins with ir_version (field 1, a varint: byte 0x08), which no JSON text
-  // can begin with.
-  if (!text.empty() && text[0] == '\x08') refuse_onnx_model(path);
-  return parse_graph(text, path, format);
+  // can begin with; looked at before reading a model of hundreds of MB whole.
+  if (std::ifstream head(path, std::ios::binary); head && head.peek() == '\x08') refuse_onnx_model(path);
+  return parse_graph(read_file(path), path, format);
 }
 
 LoadResult load_graph(const std::string& path, std::string_view format_name) {

@@ -46,12 +46,24 @@ std::size_t plan_gpu_index(const ParallelPlan& plan, int d, int p, int t) {
   return static_cast<std::size_t>(d * plan.gpus_per_replica() + offset + t);
 }
 
-std::vector<int> balanced_stages(const LayerModel& model, int pp) {
-  const int L = static_cast<int>(model.layers.size());
+namespace {
+
+// balanced_stages with stage s's layers priced by `models[s]` (its width's times): stages of
+// their own widths (ParallelPlan::stage_tp) take the layers their widths can carry.
+std::vector<int> balanced_stages_of(std::span<const LayerModel* const> models) {
+  const int pp = static_cast<int>(models.size());
+  const int L = pp > 0 ? static_cast<int>(models.front()->layers.size()) : 0;
   if (pp < 1 || pp > L)
     throw std::invalid_argument(fmt::format("{} pipeline stages for {} layers", pp, L));
-  std::vector<double> prefix(L + 1, 0.0);
-  for (int l = 0; l < L; ++l) prefix[l + 1] = prefix[l] + model.layers[l].forward_s + model.layers[l].backward_s;
+  // prefix[s][l]: layers [0, l)'s forward plus backward time at stage s's width.
+  std::vector<std::vector<double>> prefix(pp, std::vector<double>(L + 1, 0.0));
+  for (int s = 0; s < pp; ++s) {
+    if (s > 0 && models[s] == models[s - 1]) {
+      prefix[s] = prefix[s - 1];
+      continue;
+    }
+    for (int l = 0; l < L; ++l) prefix[s][l + 1] = prefix[s][l] + models[s]->layers[l].forward_s + models[s]->layers[l].backward_s;
+  }
   constexpr double inf = std::numeric_limits<double>::infinity();
   // best[s][l]: the least largest stage time splitting layers [0, l) into s stages; cut[s][l] the
   // start of the last of them.
@@ -61,7 +73,7 @@ std::vector<int> balanced_stages(const LayerModel& model, int pp) {
   for (int s = 1; s <= pp; ++s)
     for (int l = s; l <= L; ++l)
       for (int k = s - 1; k < l; ++k) {
-        const double v = std::max(best[s - 1][k], prefix[l] - prefix[k]);
+        const double v = std::max(best[s - 1][k], prefix[s - 1][l] - prefix[s - 1][k]);
         if (v < best[s][l]) {
           best[s][l] = v;
           cut[s][l] = k;
@@ -79,6 +91,12 @@ std::vector<int> balanced_stages(const LayerModel& model, int pp) {
       break;
     }
   return starts;
+}
+
+}  // namespace
+
+std::vector<int> balanced_stages(const LayerModel& model, int pp) {
+  return balanced_stages_of(std::vector<const LayerModel*>(static_cast<std::size_t>(std::max(pp, 0)), &model));
 }
 
 CollectiveAlgorithm zero_collective_algorithm(CollectiveAlgorithm gradient_algorithm) {
@@ -260,7 +278,7 @@ std::string rank_plan_problem(const RankModels& models, const ParallelPlan& plan
 // Why stage_tp itself is malformed ("" when it is fine or empty).
 std::string stage_tp_problem(const ParallelPlan& plan) {
   if (plan.stage_tp.empty()) return "";
-  if (plan.pp < 1) return "";  // said by the degrees' check
+  if (plan.pp < 1) return fmt::format("pp must be >= 1, got {}", plan.pp);
   if (static_cast<long>(plan.stage_tp.size()) != plan.pp)
     return fmt::format("stage_tp gives {} widths for {} stages", plan.stage_tp.size(), plan.pp);
   for (int w : plan.stage_tp)
@@ -420,7 +438,14 @@ CompiledPlan rank_plan_layout(const RankModels& models, const ParallelPlan& plan
   const LayerModel& model = *models.front();  // the first stage's (all have the same layers)
   const int L = static_cast<int>(model.layers.size());
   CompiledPlan out;
-  out.stage_starts = plan.stage_starts.empty() ? balanced_stages(model, S) : plan.stage_starts;
+  // Balanced by each stage's own width's times (interleaved: one width, the rank's model repeated).
+  if (plan.stage_starts.empty()) {
+    std::vector<const LayerModel*> by_stage;
+    for (int s = 0; s < S; ++s) by_stage.push_back(models[static_cast<std::size_t>(s % pp)]);
+    out.stage_starts = balanced_stages_of(by_stage);
+  } else {
+    out.stage_starts = plan.stage_starts;
+  }
   out.gpus = plan.gpus;
   if (out.gpus.empty())
     for (long g = 0; g < plan.gpus_per_replica() * dp; ++g) out.gpus.push_back(static_cast<DeviceId>(g));

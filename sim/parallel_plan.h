@@ -110,6 +110,12 @@ struct ParallelPlan {
   int width(int s) const { return stage_tp.empty() ? tp : stage_tp[static_cast<std::size_t>(s % pp)]; }
   // GPUs per replica: the sum of the pipeline ranks' widths.
   long gpus_per_replica() const;
+  // Whether stage_tp gives some stage another width than tp (equal widths are the uniform plan).
+  bool mixed_widths() const {
+    for (int w : stage_tp)
+      if (w != tp) return true;
+    return false;
+  }
 };
 
 // Whether the plan spreads the model's experts over its ep replicas: a model built for ep 1 (the

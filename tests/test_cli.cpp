@@ -319,8 +319,10 @@ TEST(Cli, AnOnnxModelGivenAsAGraphSaysHowToImportIt) {
   std::ofstream(dir / "model.bin", std::ios::binary) << onnx_start;
   write(dir / "g.json", kTwoOperatorGraph);
   const std::string onnx = (dir / "model.onnx").string(), bin = (dir / "model.bin").string(), json = (dir / "g.json").string();
-  auto how = [](const std::string& path) {
-    return "an ONNX model, not a graph file: ONNX models are read with `placesim graph import " + path +
+  // By the file: "an ONNX model"; by --format onnx, whatever the file holds: the flag's mistake.
+  auto how = [](const std::string& path, const std::string& field) {
+    return std::string(field.empty() ? "an ONNX model, not a graph file" : "onnx is not a graph file format") +
+           ": ONNX models are read with `placesim graph import " + path +
            " -o model.json` (then give model.json), or with a scenario's `graph: {onnx: " + path + "}`";
   };
   const std::string out_json = (dir / "out.json").string();
@@ -333,7 +335,7 @@ TEST(Cli, AnOnnxModelGivenAsAGraphSaysHowToImportIt) {
         {"graph convert --format msr " + bin + " " + out_json, bin, ""}}) {
     std::string out;
     EXPECT_EQ(run_cli(args, out), 2) << args << "\n" << out;
-    EXPECT_TRUE(contains(out, "error: " + file + ": " + field + how(file))) << args << "\n" << out;
+    EXPECT_TRUE(contains(out, "error: " + file + ": " + field + how(file, field))) << args << "\n" << out;
     EXPECT_FALSE(contains(out, "malformed JSON")) << out;
     EXPECT_FALSE(contains(out, "unknown graph format")) << out;
   }
@@ -344,7 +346,7 @@ TEST(Cli, AnOnnxModelGivenAsAGraphSaysHowToImportIt) {
                         "strategies: [round-robin]\noutput: " + (dir / "out").string() + "\n");
   std::string out;
   EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string(), out), 1) << out;
-  EXPECT_TRUE(contains(out, "failed: graph: " + onnx + ": " + how(onnx))) << out;
+  EXPECT_TRUE(contains(out, "failed: graph: " + onnx + ": " + how(onnx, ""))) << out;
   fs::remove_all(dir);
 }
 

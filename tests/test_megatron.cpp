@@ -416,3 +416,21 @@ TEST(Megatron, SaysWhenATensorParallelGroupSpansServers) {
             "1 tensor-parallel group spans servers (first: replica 0, stage 1 on servers 0, 1): their all-reduces cross the "
             "NICs");
 }
+
+TEST(Megatron, StagesOfDifferentWidthsNeedAnEngine) {
+  // NEST's estimate prices one width: engine estimate refuses such a plan when the scenario is
+  // checked; equal widths are the uniform plan and are priced.
+  auto check = [](const std::string& widths) {
+    const Scenario s = parse_scenario(
+        YAML::Load("workload: {model: gpt2}\ncluster: {type: full-mesh, gpus: 8, bandwidth: 100GB/s}\n"
+                   "strategies: [{name: megatron, options: {pp: 2, stage_tp: " + widths + "}}]\nsimulation: {engine: estimate}\n"),
+        "w.yaml");
+    const std::vector<std::size_t> all{0};
+    return testutil::input_error_message([&] { check_planner_options(s, all); });
+  };
+  EXPECT_NE(check("[1, 2]").find("w.yaml: strategies[0].options: simulation.engine estimate: NEST's estimate prices one "
+                                 "tensor-parallel width, and stage_tp gives the stages 1, 2: run the plan on an engine"),
+            std::string::npos)
+      << check("[1, 2]");
+  EXPECT_EQ(check("[1, 1]"), "");
+}

@@ -167,6 +167,25 @@ TEST(ParallelPlan, EqualStageWidthsAreTheUniformPlan) {
   EXPECT_DOUBLE_EQ(a.simgrid, b.simgrid);
 }
 
+TEST(ParallelPlan, StagesOfTheirOwnWidthsAreBalancedByTheirOwnTimes) {
+  // 4 layers of 3 ms at width 1 and 1.5 ms at width 2. Stage 0 at width 1, stage 1 at width 2:
+  // one layer on stage 0 (3 ms) and three on stage 1 (4.5 ms) beat two and two (6 ms and 3 ms);
+  // priced at width 1 throughout, two and two would look best.
+  LayerWorkload w;
+  w.name = "four";
+  LayerModel narrow = uniform_model(4, 1 * ms, 2 * ms), wide = uniform_model(4, 0.5 * ms, 1 * ms);
+  wide.tensor_parallel = 2;
+  w.by_tensor_parallel = {{1, narrow}, {2, wide}};
+  const Cluster cluster = testutil::dedicated_mesh(3, kBw);
+  ParallelPlan plan;
+  plan.pp = 2;
+  plan.stage_tp = {1, 2};
+  EXPECT_EQ(compile_plan(w, plan, cluster).stage_starts, (std::vector<int>{0, 1}));
+  EXPECT_EQ(balanced_stages(narrow, 2), (std::vector<int>{0, 2}));
+  plan.pp = 0;
+  EXPECT_EQ(plan_problem(w, plan, cluster), "pp must be >= 1, got 0");
+}
+
 TEST(ParallelPlan, StageWidthsThatCannotRunSayWhy) {
   LayerWorkload w;
   w.name = "two";

@@ -280,7 +280,9 @@ int cmd_reproduce(const ReproduceArgs& a) {
       throw;
     }
     if (member_rc != kExitOk) failed.push_back(m);
-    rc = std::max(rc, member_rc);
+    // As for one reproduction: failed points (1) say more than a report that could not be made.
+    if (member_rc == kExitFailed || rc == kExitFailed) rc = kExitFailed;
+    else rc = std::max(rc, member_rc);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::cerr << fmt::format("reproduce {}: {} reproductions in {}{}\n", a.name, members.size(), format_duration(seconds),

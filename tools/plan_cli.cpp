@@ -107,7 +107,8 @@ int cmd_plan(const PlanArgs& a) {
         if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
       return models::build_layer_model(a.model, zoo, widths, "command line");
     } catch (const InputError& e) {
-      const std::map<std::string, std::string> flags = {{"tp", "--tp"},   {"mfu", "--mfu"}, {"sequence", "--sequence"},
+      const std::map<std::string, std::string> flags = {{"tp", a.stage_tp.empty() ? "--tp" : "--tp/--stage-tp"},
+                                                        {"mfu", "--mfu"}, {"sequence", "--sequence"},
                                                         {"gpu", "--gpu"}, {"model", "--model"},
                                                         {"micro_batch_size", "--micro-batch-size"}};
       const auto flag = flags.find(e.field());

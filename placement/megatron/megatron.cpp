@@ -120,6 +120,15 @@ PlanResult Megatron::plan_impl(const LayerWorkload& workload, const Cluster& clu
   return megatron_plan(config_, workload, cluster);
 }
 
+std::string Megatron::estimate_problem() const {
+  for (int w : config_.stage_tp)
+    if (w != config_.tp)
+      return fmt::format("NEST's estimate prices one tensor-parallel width, and stage_tp gives the stages {}: run the plan on "
+                         "an engine (evaluator, flow, simgrid or all)",
+                         fmt::join(config_.stage_tp, ", "));
+  return "";
+}
+
 std::string Megatron::options_problem(const LayerWorkload& workload, const Cluster& cluster) const {
   try {
     megatron_plan(config_, workload, cluster);

@@ -44,6 +44,7 @@ class Megatron : public Planner {
  public:
   explicit Megatron(MegatronConfig config = {}) : Planner("megatron"), config_(config) {}
   const MegatronConfig& config() const { return config_; }
+  std::string estimate_problem() const override;
   // The plan is the options' own, so its every problem shows without planning.
   std::string options_problem(const LayerWorkload& workload, const Cluster& cluster) const override;
 

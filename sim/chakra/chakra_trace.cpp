@@ -323,7 +323,7 @@ ChakraWritten write_chakra_traces(const std::string& dir, const std::string& pre
         if (op.flops > 0) add_attr(attrs, "num_ops").set_int64_val(std::llround(std::min(op.flops, 9e18)));  // int64's range
         double reads = 0;
         for (EdgeId e : graph.in_edges(first)) reads += graph.tensor(e).bytes;
-        add_attr(attrs, "tensor_size").set_uint64_val(static_cast<std::uint64_t>(std::llround(reads)));
+        add_attr(attrs, "tensor_size").set_uint64_val(static_cast<std::uint64_t>(std::llround(std::min(reads, 9e18))));
         add_attr(attrs, "placesim.op").set_int64_val(first);
         add_attr(attrs, "placesim.type").set_string_val(op.type);
         add_attr(attrs, "placesim.compute_s").set_double_val(op.compute_s);
