@@ -87,8 +87,10 @@ double parse_quantity(std::string_view text, const std::vector<Unit>& units, con
     factor = unit->factor;
   }
   double result = value * factor;
+  // A bandwidth must also be above 0 (parse_bandwidth): say so here too, one message for both.
   if (!std::isfinite(result) || result < 0)
-    throw InputError(file, field, fmt::format("expected a finite non-negative {}, got '{}'", kind, text));
+    throw InputError(file, field, fmt::format("expected a finite {} {}, got '{}'", kind == "bandwidth" ? "positive" : "non-negative",
+                                              kind, text));
   return result;
 }
 

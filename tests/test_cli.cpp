@@ -260,7 +260,7 @@ TEST(Cli, ReproduceAFamilyRunsEachOfItsReproductions) {
   // Neither a file nor a family: the error lists both.
   EXPECT_EQ(run_cli("reproduce fa", out, env), 2) << out;
   EXPECT_TRUE(contains(out, "error: command line: name: no reproduction 'fa' in " + papers.string() +
-                                " (there are: fam-a, fam-b, solo, solo-x; families, each run whole: fam)"))
+                                "; did you mean 'fam'? (there are: fam-a, fam-b, solo, solo-x; families, each run whole: fam)"))
       << out;
 
   // Bad input in a member stops the family, saying which finished; the error names the file.
@@ -420,6 +420,11 @@ TEST(Cli, CollectivePrintsEachEngineBesideTheClosedForm) {
   // What the cluster cannot run is refused with the reason.
   EXPECT_EQ(run_cli("collective --algorithm halving-doubling --gpus 3" + cluster, out), 2) << out;
   EXPECT_TRUE(contains(out, "halving-doubling needs a power-of-two group")) << out;
+  // A mistyped value gets the nearest valid one.
+  EXPECT_EQ(run_cli("collective --op allreduce" + cluster, out), 2) << out;
+  EXPECT_TRUE(contains(out, "--op: expected one of all-reduce, reduce-scatter, all-gather, all-to-all, broadcast, reduce, got "
+                            "'allreduce'; did you mean 'all-reduce'?"))
+      << out;
   EXPECT_EQ(run_cli("collective --op all-to-all" + cluster, out), 2) << out;
   EXPECT_TRUE(contains(out, "all-to-all has no algorithm `ring`; it has: direct")) << out;
   EXPECT_EQ(run_cli("collective --gpus 8" + cluster, out), 2) << out;

@@ -113,7 +113,7 @@ TEST(Nest, DpEqualsBruteForceOverEveryPlan) {
                                                    CollectiveAlgorithm::HalvingDoubling};
     config.gradient_algorithm = kAlgorithms[(trial / 2) % 3];
     for (bool aware : {true, false})
-    for (NestReduction reduction : {NestReduction::Stage, NestReduction::PerLayer}) {
+    for (NestReduction reduction : {NestReduction::Stage, NestReduction::PerLayer, NestReduction::Overlapped}) {
       config.reduction = reduction;
       SCOPED_TRACE(testing::Message() << "trial " << trial << (aware ? " nest" : " nest-unaware") << " reduction "
                                       << enum_name<NestReduction>(kNestReductionNames, reduction) << " by "
@@ -150,7 +150,7 @@ TEST(Nest, DpOverExpertWidthsEqualsBruteForce) {
     NestConfig config;
     config.micro_batches = 8;
     config.max_ep = trial % 4 == 3 ? 2 : 4;
-    config.reduction = trial % 4 < 2 ? NestReduction::Stage : NestReduction::PerLayer;
+    config.reduction = trial % 4 < 2 ? NestReduction::Stage : trial % 4 == 2 ? NestReduction::PerLayer : NestReduction::Overlapped;
     for (bool aware : {true, false}) {
       SCOPED_TRACE(testing::Message() << "trial " << trial << (aware ? " nest" : " nest-unaware"));
       const std::optional<NestSearch> found = search_equal_to_brute_force(w, cluster, config, aware);
@@ -277,6 +277,14 @@ TEST(Nest, PerLayerReductionsPayTheLatencyOfEachBucket) {
   auto planner = make_planner("nest", YAML::Load("{micro_batches: 8, zero: false, reduction: per-layer}"), "t.yaml",
                               "strategies[0]");
   EXPECT_EQ(planner->plan(w, cluster).plan.pp, 2);
+  // Overlapped, each layer's all-reduce (2.01 ms) starts when its last backward is done (the
+  // last micro-batch's backward runs layer 3 at 0-2 ms, 2 at 2-4, 1 at 4-6, 0 at 6-8): they end
+  // at 4.01, 6.02, 8.03 and 10.04 ms, 2.04 ms after the backward: the replicas' 48 + 2.04 ms.
+  config.reduction = NestReduction::Overlapped;
+  const NestSearch overlapped = nest_search(w, cluster, config, true);
+  EXPECT_EQ(overlapped.plan.dp, 2);
+  EXPECT_NEAR(overlapped.estimate.time_per_batch, 50.04 * ms, 1e-12);
+  EXPECT_NEAR(overlapped.estimate.gradient_reduction, 2.04 * ms, 1e-12);
 }
 
 TEST(Nest, AModelThatFitsNowhereSaysWhy) {

@@ -26,6 +26,18 @@ CLI::Validator number_in(const Range& range) {
   return CLI::Validator([range](std::string& text) { return number_problem(text, range); }, range.describe());
 }
 
+CLI::Validator one_of(std::vector<std::string> names) {
+  const std::string description = fmt::format("{{{}}}", fmt::join(names, ","));
+  return CLI::Validator(
+      [names](std::string& text) -> std::string {
+        if (std::find(names.begin(), names.end(), text) != names.end()) return "";
+        const std::string hint = nearest_word(text, names);
+        return fmt::format("expected one of {}, got '{}'{}", fmt::join(names, ", "), text,
+                           hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint));
+      },
+      description);
+}
+
 std::string command_path(const CLI::App& command) {
   std::string path = command.get_name();
   for (const CLI::App* parent = command.get_parent(); parent; parent = parent->get_parent())

@@ -20,6 +20,9 @@ extern const char* const kExitCodesHelp;
 // "expected a whole number from 1 to 1024, got 'two'" (CLI11's own say "Value two not in range").
 CLI::Validator whole_number(long long min, long long max = std::numeric_limits<long long>::max());
 CLI::Validator number_in(const Range& range);
+// One of `names`, or "expected one of a, b, c, got 'x'; did you mean 'y'?" (CLI11's IsMember
+// suggests nothing).
+CLI::Validator one_of(std::vector<std::string> names);
 
 // Walks the command words and option names of argv through `app`'s commands, as CLI11 will, before
 // CLI11 parses them: CLI11 reports an unknown option only after checking the other arguments (a

@@ -87,9 +87,9 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& a) {
       "collective",
       "time one collective on a cluster for a range of sizes, per engine and closed form (nccl-tests' table)");
   c->add_option("--cluster", a.cluster, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
-  c->add_option("--op", a.op, "the collective")->check(CLI::IsMember(op_names()))->capture_default_str();
+  c->add_option("--op", a.op, "the collective")->check(one_of(op_names()))->capture_default_str();
   c->add_option("--algorithm", a.algorithm, "how it is decomposed into transfers (docs/parallelism.md)")
-      ->check(CLI::IsMember(algorithm_names()))
+      ->check(one_of(algorithm_names()))
       ->capture_default_str();
   c->add_option("--bytes", a.bytes, "one size, or FROM:TO (each size --factor times the last), per rank as in nccl-tests")
       ->capture_default_str();
@@ -101,7 +101,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& a) {
       ->capture_default_str();
   c->add_option("--root", a.root, "broadcast and reduce: the root's rank")->check(whole_number(0))->capture_default_str();
   c->add_option("--engine", a.engine, "evaluator, flow, simgrid or all")
-      ->check(CLI::IsMember({"evaluator", "flow", "simgrid", "all"}))
+      ->check(one_of({"evaluator", "flow", "simgrid", "all"}))
       ->capture_default_str();
   c->add_option("--model", a.model,
                  "steps: each distinct step once, its messages sharing the links, ranks in lockstep (fast at thousands "
@@ -109,7 +109,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& a) {
                  "ahead (n^2 operators); condensed: messages, but each ring phase one flow per ring neighbour that pays every "
                  "step's latency (ring all-reduce, reduce-scatter, all-gather; hierarchical; multi-level: about 4n operators, as "
                  "`simulation.collectives: condensed`); auto: steps where the algorithm has them")
-      ->check(CLI::IsMember({"auto", "steps", "messages", "condensed"}))
+      ->check(one_of({"auto", "steps", "messages", "condensed"}))
       ->capture_default_str();
   c->add_flag("--json", a.json, "one JSON object per size and engine instead of the table");
   return c;

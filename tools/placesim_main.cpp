@@ -252,9 +252,15 @@ int cmd_reproduce(const ReproduceArgs& a) {
   if (family == families.end()) {
     std::string all, groups;
     for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
-    for (const auto& [f, members] : families) groups += (groups.empty() ? "" : ", ") + f;
+    std::vector<std::string> candidates(names.begin(), names.end());
+    for (const auto& [f, members] : families) {
+      groups += (groups.empty() ? "" : ", ") + f;
+      candidates.push_back(f);
+    }
+    const std::string hint = nearest_word(a.name, candidates);
     throw InputError("command line", "name",
-                     fmt::format("no reproduction '{}' in {} (there are: {}{}{})", a.name, dir.string(), all,
+                     fmt::format("no reproduction '{}' in {}{} (there are: {}{}{})", a.name, dir.string(),
+                                 hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint), all,
                                  groups.empty() ? "" : "; families, each run whole: ", groups));
   }
   const std::vector<std::string>& members = family->second;
@@ -539,7 +545,7 @@ int main(int argc, char** argv) {
   run->add_option("scenario", run_args.scenario, "scenario YAML file")->required()->check(CLI::ExistingFile);
   run->add_option("-o,--output", run_args.output, "output folder (default: the scenario's `output`)");
   run->add_option("--engine", run_args.engine, engine_choices(true) + " (default: the scenario's)")
-      ->check(CLI::IsMember(engine_names(true)));
+      ->check(one_of(engine_names(true)));
   run->add_option("-j,--jobs", run_args.jobs, "points run at a time, each in a worker process of its own")->check(whole_number(1, 1024));
   run->add_option("--max-points", run_args.max_points,
                   fmt::format("refuse a scenario of more points than this (they are all planned in memory; default {})",
@@ -565,7 +571,7 @@ int main(int argc, char** argv) {
   sim->add_option("--placement", sim_args.placement_path, "placement JSON file")->check(CLI::ExistingFile);
   sim->add_option("--cluster", sim_args.cluster_path, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
   sim->add_option("--format", sim_args.format, "graph format: auto, quickp, msr, placesim");
-  sim->add_option("--engine", sim_args.engine, engine_choices(false))->check(CLI::IsMember(engine_names(false)));
+  sim->add_option("--engine", sim_args.engine, engine_choices(false))->check(one_of(engine_names(false)));
   sim->add_option("--trace", sim_args.trace, "write a Chrome trace (open in Perfetto)");
   sim->add_option("--chakra", sim_args.chakra, "write Chakra execution traces of the iteration, one per GPU (<graph>.<rank>.et), into this directory");
   auto* replay = sim->add_option("--replay", sim_args.replay,

@@ -1,6 +1,7 @@
 #include "plan_cli.h"
 
 #include <chrono>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <iostream>
@@ -25,7 +26,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   auto* workload = c->add_option("--workload", a.workload, "per-layer workload (NEST's JSON, ../shared/workloads/nest)")
                        ->check(CLI::ExistingFile);
   auto* model = c->add_option("--model", a.model, "a layer-level model of the zoo instead: " + models::layer_zoo_names())
-                    ->check(CLI::IsMember([] {
+                    ->check(one_of([] {
                       std::vector<std::string> names;
                       for (const auto& shape : models::layer_zoo()) names.push_back(shape.name);
                       return names;
@@ -40,7 +41,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       ->check(whole_number(1, 1 << 24))
       ->needs(model);
   c->add_option("--gpu", a.gpu, "--model: v100, a100 or h100, for its fp16 tensor-core peak")
-      ->check(CLI::IsMember([] {
+      ->check(one_of([] {
         std::vector<std::string> names;  // the presets with a tensor-core peak
         for (const auto& gpu : models::gpu_presets())
           if (gpu.tensor_flops > 0) names.push_back(gpu.name);
@@ -61,7 +62,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--pp", a.pp, "pipeline stages (balanced by compute)")->check(whole_number(1, 1 << 16))->capture_default_str();
   c->add_option("--dp", a.dp, "data-parallel replicas")->check(whole_number(1, 1 << 20))->capture_default_str();
   c->add_option("--micro-batches", a.micro_batches, "micro-batches per iteration")->check(whole_number(1, 1 << 16))->capture_default_str();
-  c->add_option("--schedule", a.schedule, "gpipe or 1f1b")->check(CLI::IsMember({"gpipe", "1f1b"}))->capture_default_str();
+  c->add_option("--schedule", a.schedule, "gpipe or 1f1b")->check(one_of({"gpipe", "1f1b"}))->capture_default_str();
   c->add_option("--virtual-stages", a.virtual_stages,
                 "interleaved 1F1B: stages per pipeline rank (Megatron-LM's virtual pipeline; micro-batches a multiple of pp)")
       ->check(whole_number(1, 1024))
@@ -75,14 +76,14 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_flag("--sequence-parallel", a.sequence_parallel,
               "Megatron's sequence parallelism (--tp >= 2): reduce-scatters and all-gathers, activations split along the sequence");
   c->add_option("--gradient-algorithm", a.gradient_algorithm, "collective algorithm of the gradient reduction")
-      ->check(CLI::IsMember({"ring", "tree", "halving-doubling", "direct", "hierarchical", "multi-level"}))
+      ->check(one_of({"ring", "tree", "halving-doubling", "direct", "hierarchical", "multi-level"}))
       ->capture_default_str();
   c->add_option("--collectives", a.collectives,
                 "ring phases message by message, or condensed to a flow per ring neighbour (plans of hundreds of replicas)")
-      ->check(CLI::IsMember({"messages", "condensed"}))
+      ->check(one_of({"messages", "condensed"}))
       ->capture_default_str();
   c->add_option("--engine", a.engine, "evaluator, flow, simgrid or all")
-      ->check(CLI::IsMember({"evaluator", "flow", "simgrid", "all"}))
+      ->check(one_of({"evaluator", "flow", "simgrid", "all"}))
       ->capture_default_str();
   c->add_option("--trace", a.trace,
                 "write the evaluator's timeline of the iteration to FILE (Chrome trace JSON, for Perfetto), with each GPU's "
@@ -115,6 +116,12 @@ int cmd_plan(const PlanArgs& a) {
       throw InputError(e.file(), flag == flags.end() ? e.field() : flag->second, e.reason());
     }
   };
+  // The trace's folder is checked before anything runs: a plan of a thousand GPUs takes minutes.
+  if (!a.trace.empty()) {
+    const std::filesystem::path folder = std::filesystem::path(a.trace).parent_path();
+    if (!folder.empty() && !std::filesystem::is_directory(folder))
+      throw InputError("command line", "--trace", fmt::format("the folder '{}' does not exist", folder.string()));
+  }
   const LayerWorkload workload = a.model.empty() ? load_nest_workload(a.workload) : build_zoo_model();
   const Cluster cluster = load_cluster_file(a.cluster);
   const LayerModel& model = workload.at(a.tp, "command line", "--tp");

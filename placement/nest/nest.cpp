@@ -99,6 +99,8 @@ double NestNetwork::reduction(std::span<const DeviceId> group, double bytes, Col
   if (zero > 0) algorithm = zero_collective_algorithm(algorithm);  // what the plan compiles into
   double all_reduce = 0;
   if (flat) {
+    // One bandwidth for every pair, but the same groups: halving-doubling needs a power of two.
+    if (algorithm == CollectiveAlgorithm::HalvingDoubling && !power_of_two(static_cast<int>(group.size()))) return kInf;
     all_reduce = uniform_collective_time(CollectiveOp::AllReduce, algorithm, static_cast<int>(group.size()), bytes,
                                          flat_latency, flat_bandwidth);
   } else {
@@ -120,6 +122,7 @@ AffineTime NestNetwork::reduction_affine(std::span<const DeviceId> group, Collec
   if (zero > 0) algorithm = zero_collective_algorithm(algorithm);
   AffineTime all_reduce;
   if (flat) {
+    if (algorithm == CollectiveAlgorithm::HalvingDoubling && !power_of_two(static_cast<int>(group.size()))) return {kInf, 0};
     all_reduce = affine_from([&](double bytes) {
       return uniform_collective_time(CollectiveOp::AllReduce, algorithm, static_cast<int>(group.size()), bytes,
                                      flat_latency, flat_bandwidth);
@@ -254,9 +257,32 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
     }
   for (int r = 0; r < plan.tp; ++r) {
     double rank = 0;
-    for (const auto& [dense, experts] : buckets)
-      rank += network.reduction(replica_group(plan, 0, r, 1), dense, plan.gradient_algorithm, plan.zero) +
-              network.reduction(replica_group(plan, 0, r, plan.ep), experts / plan.ep, plan.gradient_algorithm, plan.zero);
+    if (reduction == NestReduction::Overlapped) {
+      // The last micro-batch's backward runs the rank's layers from the top down; each layer's
+      // collective starts once its backward is done and the one before it has ended. ZeRO:
+      // the reduce-scatter (half an all-reduce's time) overlaps so, the all-gathers follow.
+      const double zero3 = plan.zero >= 3 ? 1.5 : 1.0, overlapped = plan.zero > 0 ? 0.5 : 1.0;
+      double backward = 0, done = 0, after = 0;
+      std::vector<int> layers;
+      for (int p = 0; p < S; p += plan.pp)
+        for (int l = starts[p]; l < end_of(p); ++l) layers.push_back(l);
+      for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+        const Layer& layer = model.layers[*it];
+        const double experts = spread ? layer.expert_parameter_bytes : 0.0;
+        const double all_reduce =
+            (network.reduction(replica_group(plan, 0, r, 1), layer.parameter_bytes - experts, plan.gradient_algorithm, plan.zero) +
+             network.reduction(replica_group(plan, 0, r, plan.ep), experts / plan.ep, plan.gradient_algorithm, plan.zero)) /
+            zero3;
+        backward += layer.backward_s;
+        done = std::max(done, backward) + overlapped * all_reduce;
+        if (plan.zero > 0) after += (1 - overlapped) * all_reduce;  // (0 x an impossible group's infinity: none)
+      }
+      rank = done - backward + after;
+    } else {
+      for (const auto& [dense, experts] : buckets)
+        rank += network.reduction(replica_group(plan, 0, r, 1), dense, plan.gradient_algorithm, plan.zero) +
+                network.reduction(replica_group(plan, 0, r, plan.ep), experts / plan.ep, plan.gradient_algorithm, plan.zero);
+    }
     e.gradient_reduction = std::max(e.gradient_reduction, rank);
   }
   // A rank's v stages each take 1/v of its load: interleaving shrinks the bubble v times.
@@ -397,13 +423,38 @@ CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorith
   // `count` collectives of `bytes` in all: per layer, `count` intercepts; as one (stage), one.
   auto part = [&](const std::pair<double, double>& f, double count, double bytes) {
     if (!(bytes > 0)) return 0.0;
-    return f.first * (per == NestReduction::PerLayer ? count : 1.0) + f.second * bytes;
+    return f.first * (per != NestReduction::Stage ? count : 1.0) + f.second * bytes;
   };
+  // Overlapped: per rank and first stage [0, j), what outlasts the backward, max over l < j of
+  // (the collectives of layers 0..l) - (the backward of layers below l), plus ZeRO's all-gathers
+  // (NestReduction::Overlapped; nest_estimate folds the same queue layer by layer).
+  std::vector<std::vector<double>> exposed;
+  if (per == NestReduction::Overlapped) {
+    const double zero3 = c.zero >= 3 ? 1.5 : 1.0, overlapped = c.zero > 0 ? 0.5 : 1.0;
+    for (const Reduction& r : reductions) {
+      std::vector<double> mine(L + 1, 0.0);
+      double collectives = 0, below = 0, after = 0, worst = -kInf;
+      for (int l = 0; l < L; ++l) {
+        const double all_reduce = (part(r.dense, 1, parameters[l + 1] - parameters[l]) +
+                                   part(r.experts, 1, experts[l + 1] - experts[l])) / zero3;
+        collectives += overlapped * all_reduce;
+        if (c.zero > 0) after += (1 - overlapped) * all_reduce;
+        worst = std::max(worst, collectives - below);
+        below += model.layers[l].backward_s;
+        mine[l + 1] = worst + after;
+      }
+      exposed.push_back(std::move(mine));
+    }
+  }
   // The first stage [0, j)'s reduction.
   auto reduction = [&](int j) {
     double worst = 0;
-    for (const Reduction& r : reductions)
-      worst = std::max(worst, part(r.dense, dense_layers[j], parameters[j]) + part(r.experts, expert_layers[j], experts[j]));
+    for (std::size_t k = 0; k < reductions.size(); ++k) {
+      const Reduction& r = reductions[k];
+      worst = std::max(worst, per == NestReduction::Overlapped
+                                  ? exposed[k][j]
+                                  : part(r.dense, dense_layers[j], parameters[j]) + part(r.experts, expert_layers[j], experts[j]));
+    }
     return worst;
   };
 

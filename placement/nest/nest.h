@@ -62,9 +62,14 @@ inline constexpr EnumName<NestOrders> kNestOrdersNames[] = {
 // them (sim/parallel_plan.h), so that each pays the collective's latency: on hundreds of replicas
 // a ring's 2(n - 1) steps of path latency per layer, which `stage` counts once
 // (docs/reproduction.md, nest-experiment1-contention).
-enum class NestReduction { Stage, PerLayer };
-inline constexpr EnumName<NestReduction> kNestReductionNames[] = {{NestReduction::Stage, "stage"},
-                                                                  {NestReduction::PerLayer, "per-layer"}};
+// overlapped: per layer as the engines queue them, each starting when the last micro-batch's
+// backward of its layer is done (the backward runs from the stage's last layer down), so only
+// what outlasts the stage's backward counts: max over layers l of (the collectives of layers l,
+// l + 1, ... its last) less (the backward of layers below l); ZeRO 1 and 2 then all-gather every
+// layer (their all-gathers follow the last reduce-scatter), ZeRO 3 gathers once more likewise.
+enum class NestReduction { Stage, PerLayer, Overlapped };
+inline constexpr EnumName<NestReduction> kNestReductionNames[] = {
+    {NestReduction::Stage, "stage"}, {NestReduction::PerLayer, "per-layer"}, {NestReduction::Overlapped, "overlapped"}};
 
 // NEST's space of plans, searched by nest and nest-unaware exactly and by mcmc-plan by sampling.
 struct NestSpace {
@@ -102,8 +107,9 @@ void add_nest_space_options(OptionSchema<Config>& s) {
           "4");
   s.choice("reduction", static_cast<NestReduction Config::*>(&NestSpace::reduction),
            std::span<const EnumName<NestReduction>>(kNestReductionNames),
-           "how the objective prices the gradient reduction: stage (NEST's: one collective of the first stage's gradients) "
-           "or per-layer (one per layer, as the engines run them, each paying the collective's latency)",
+           "how the objective prices the gradient reduction: stage (NEST's: one collective of the first stage's gradients), "
+           "per-layer (one per layer, as the engines run them, each paying the collective's latency) or overlapped (per "
+           "layer, each from the end of its layer's last backward: only what outlasts the backward counts)",
            "per-layer");
 }
 
