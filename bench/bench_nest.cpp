@@ -42,12 +42,10 @@ Cluster fat_tree_1024() {
   return make_fat_tree(f);
 }
 
-void run_nest(benchmark::State& state, bool aware) {
-  const LayerWorkload* w = gpt3_or_skip(state);
+// nest's search of `w` on the 1,024 GPUs with `config`, and what it found as counters.
+void run_search(benchmark::State& state, const LayerWorkload* w, const NestConfig& config, bool aware) {
   if (!w) return;
   const Cluster cluster = fat_tree_1024();
-  NestConfig config;
-  config.threads = static_cast<int>(state.range(0));
   NestSearch found;
   for (auto _ : state) {
     found = nest_search(*w, cluster, config, aware);
@@ -61,26 +59,23 @@ void run_nest(benchmark::State& state, bool aware) {
   state.counters["time_per_batch_s"] = found.estimate.time_per_batch;
 }
 
+void run_nest(benchmark::State& state, bool aware) {
+  NestConfig config;
+  config.threads = static_cast<int>(state.range(0));
+  run_search(state, gpt3_or_skip(state), config, aware);
+}
+
 void BM_NestGpt3On1024Gpus(benchmark::State& state) { run_nest(state, true); }
 // As nest-experiment1-contention searches at 1,024 devices: tree reductions (every replica count,
 // not only powers of two) and 512 micro-batches, BERT-large and Llama 2 7B, on 1 thread. On 2
 // threads, side by side in the CLI, they took 7.4 s and 5.5 s before the closed forms priced only
 // the pairs an algorithm uses and each group was checked once (2026-11-26), 0.26 s and 0.23 s after.
 void BM_NestTreeOn1024Gpus(benchmark::State& state, const std::string& name) {
-  const LayerWorkload* w = workload_or_skip(state, name);
-  if (!w) return;
-  const Cluster cluster = fat_tree_1024();
   NestConfig config;
   config.threads = 1;
   config.micro_batches = 512;
   config.gradient_algorithm = CollectiveAlgorithm::Tree;
-  NestSearch found;
-  for (auto _ : state) {
-    found = nest_search(*w, cluster, config, true);
-    benchmark::ClobberMemory();
-  }
-  state.counters["cases"] = static_cast<double>(found.cases);
-  state.counters["time_per_batch_s"] = found.estimate.time_per_batch;
+  run_search(state, workload_or_skip(state, name), config, true);
 }
 void BM_NestUnawareGpt3On1024Gpus(benchmark::State& state) { run_nest(state, false); }
 void BM_McmcPlanGpt3On1024Gpus(benchmark::State& state) {
