@@ -53,7 +53,8 @@ namespace {
 std::vector<int> balanced_stages_of(std::span<const LayerModel* const> models) {
   const int pp = static_cast<int>(models.size());
   const int L = pp > 0 ? static_cast<int>(models.front()->layers.size()) : 0;
-  if (pp < 1 || pp > L)
+  if (pp < 1) throw std::invalid_argument(fmt::format("{} pipeline stages: expected at least 1", pp));
+  if (pp > L)
     throw std::invalid_argument(fmt::format("{} pipeline stages for {} layers", pp, L));
   // prefix[s][l]: layers [0, l)'s forward plus backward time at stage s's width.
   std::vector<std::vector<double>> prefix(pp, std::vector<double>(L + 1, 0.0));

@@ -89,7 +89,8 @@ double parse_quantity(std::string_view text, const std::vector<Unit>& units, con
   double result = value * factor;
   // A bandwidth must also be above 0 (parse_bandwidth): say so here too, one message for both.
   if (!std::isfinite(result) || result < 0)
-    throw InputError(file, field, fmt::format("expected a finite {} {}, got '{}'", kind == "bandwidth" ? "positive" : "non-negative",
+    throw InputError(file, field, fmt::format("expected a finite {} {}, got '{}'",
+                                              std::string_view(kind) == "bandwidth" ? "positive" : "non-negative",
                                               kind, text));
   return result;
 }

@@ -483,7 +483,9 @@ TEST(Cli, PlanBuildsAModelOfTheZoo) {
   ASSERT_EQ(run_cli("plan --model gpt2 --pp 2 --stage-tp 1,2 --micro-batches 4 --engine evaluator" + cluster, out), 0) << out;
   EXPECT_TRUE(contains(out, "plan            stage widths 1 + 2 (pp 2) x dp 1 = 3 GPUs")) << out;
   EXPECT_EQ(run_cli("plan --model gpt2 --pp 2 --stage-tp 2,2" + cluster, out), 2) << out;
-  EXPECT_TRUE(contains(out, "--tp/--stage-tp/--pp/--dp/--ep: tp (1) must be the first stage's width in stage_tp (2)")) << out;
+  EXPECT_TRUE(contains(out, "--tp/--stage-tp/--pp/--dp/--ep/--virtual-stages/--sequence-parallel: tp (1) must be the first "
+                            "stage's width in stage_tp (2)"))
+      << out;
   std::ifstream in(trace);
   const auto j = nlohmann::json::parse(in);
   std::map<std::string, std::vector<double>> counters;
@@ -494,6 +496,26 @@ TEST(Cli, PlanBuildsAModelOfTheZoo) {
     EXPECT_GT(*std::max_element(values.begin(), values.end()), values.back()) << name;
     EXPECT_DOUBLE_EQ(values.back(), *std::min_element(values.begin(), values.end())) << name;
   }
+  fs::remove_all(dir);
+}
+
+// An infeasible point (no plan fits) is a result: placesim run exits 0. Mixed stage widths cannot
+// be priced by NEST's estimate: --engine estimate refuses them before anything runs.
+TEST(Cli, RunExitCodesForInfeasiblePointsAndEstimatesOfStageWidths) {
+  const fs::path dir = testutil::fresh_temp_dir("cli-run-codes");
+  write(dir / "tiny.yaml", "workload: {model: llama2-7b}\ncluster: {type: nvlink-servers, gpus: 8, gpu_memory: 1GiB}\n"
+                           "strategies: [{name: nest, options: {micro_batches: 8}}]\nsimulation: {engine: evaluator}\n"
+                           "output: " + (dir / "out1").string() + "\n");
+  std::string out;
+  EXPECT_EQ(run_cli("run " + (dir / "tiny.yaml").string(), out), 0) << out;
+  EXPECT_TRUE(contains(out, "infeasible")) << out;
+  write(dir / "widths.yaml", "workload: {model: gpt2}\ncluster: {type: nvlink-servers, gpus: 8, gpu_memory: 80GiB}\n"
+                             "strategies: [{name: megatron, label: w, options: {pp: 2, stage_tp: [1, 2]}}]\n"
+                             "simulation: {engine: evaluator}\noutput: " + (dir / "out2").string() + "\n");
+  EXPECT_EQ(run_cli("run " + (dir / "widths.yaml").string() + " --engine estimate", out), 2) << out;
+  EXPECT_TRUE(contains(out, "error: command line: --engine: estimate: w (strategies[0]): NEST's estimate prices one "
+                            "tensor-parallel width"))
+      << out;
   fs::remove_all(dir);
 }
 

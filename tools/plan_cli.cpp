@@ -119,7 +119,10 @@ int cmd_plan(const PlanArgs& a) {
   // The trace's folder is checked before anything runs: a plan of a thousand GPUs takes minutes.
   if (!a.trace.empty()) {
     const std::filesystem::path folder = std::filesystem::path(a.trace).parent_path();
-    if (!folder.empty() && !std::filesystem::is_directory(folder))
+    std::error_code error;
+    if (std::filesystem::is_directory(a.trace, error))
+      throw InputError("command line", "--trace", fmt::format("'{}' is a folder; expected a file to write", a.trace));
+    if (!folder.empty() && !std::filesystem::is_directory(folder, error))
       throw InputError("command line", "--trace", fmt::format("the folder '{}' does not exist", folder.string()));
   }
   const LayerWorkload workload = a.model.empty() ? load_nest_workload(a.workload) : build_zoo_model();
@@ -141,7 +144,7 @@ int cmd_plan(const PlanArgs& a) {
       enum_parse<CollectiveAlgorithm>(kCollectiveAlgorithmNames, a.gradient_algorithm, "command line", "--gradient-algorithm");
   if (const std::string why = plan_problem(workload, plan, cluster); !why.empty())
     throw InputError("command line",
-                     !a.stage_tp.empty()   ? "--tp/--stage-tp/--pp/--dp/--ep"
+                     !a.stage_tp.empty()   ? "--tp/--stage-tp/--pp/--dp/--ep/--virtual-stages/--sequence-parallel"
                      : a.virtual_stages > 1  ? "--tp/--pp/--dp/--ep/--micro-batches/--virtual-stages/--schedule"
                      : a.sequence_parallel ? "--tp/--pp/--dp/--ep/--sequence-parallel"
                                            : "--tp/--pp/--dp/--ep",

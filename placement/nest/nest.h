@@ -63,10 +63,13 @@ inline constexpr EnumName<NestOrders> kNestOrdersNames[] = {
 // a ring's 2(n - 1) steps of path latency per layer, which `stage` counts once
 // (docs/reproduction.md, nest-experiment1-contention).
 // overlapped: per layer as the engines queue them, each starting when the last micro-batch's
-// backward of its layer is done (the backward runs from the stage's last layer down), so only
-// what outlasts the stage's backward counts: max over layers l of (the collectives of layers l,
-// l + 1, ... its last) less (the backward of layers below l); ZeRO 1 and 2 then all-gather every
-// layer (their all-gathers follow the last reduce-scatter), ZeRO 3 gathers once more likewise.
+// backward of its layer is done (the backward runs from the stage's last layer down, so the
+// layers' collectives run top layer first), so only what outlasts the stage's backward counts:
+// max over layers l of (the collectives of layers 0 .. l, which run from l's readiness on) less
+// (the backward of the layers below l). With ZeRO the reduce-scatters (half an all-reduce) queue
+// so and one all-gather per layer follows (ZeRO 1 and 2's, after the last reduce-scatter); ZeRO
+// 3's gathers before the next forward and the backward, which the engines prefetch, are not
+// charged (an approximation: NEST's stage pricing charges them as half again).
 enum class NestReduction { Stage, PerLayer, Overlapped };
 inline constexpr EnumName<NestReduction> kNestReductionNames[] = {
     {NestReduction::Stage, "stage"}, {NestReduction::PerLayer, "per-layer"}, {NestReduction::Overlapped, "overlapped"}};
