@@ -79,8 +79,8 @@ Cluster make_spine_leaf(const SpineLeafConfig& cfg, const ConfigSource& src) {
       use_server_route(c, s, a, b, route);
     }
 
-  c.description = fmt::format("spine-leaf: {} on {} leaves of {}, {} spines, NIC {}, uplinks {} ({} oversubscribed), {}",
-                              servers_phrase(cfg, servers), leaves, cfg.servers_per_leaf, cfg.spines,
+  c.description = fmt::format("spine-leaf: {} on {} leaves of {}, {} spine{}, NIC {}, uplinks {} ({} oversubscribed), {}",
+                              servers_phrase(cfg, servers), leaves, cfg.servers_per_leaf, cfg.spines, cfg.spines == 1 ? "" : "s",
                               format_bandwidth(cfg.nic_bandwidth), format_bandwidth(uplink), ratio(oversubscription),
                               cfg.ecmp ? "ECMP" : "static routing");
   c.fabric.type = "spine-leaf";
