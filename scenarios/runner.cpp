@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <limits>
 
 #include "placement/nest/nest.h"
 #include "placement/planner.h"
@@ -292,15 +291,15 @@ StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spe
     as_used.gpus = compiled.gpus;
     // JSON has no infinity: a plan whose GPUs cannot reach each other has no estimate, said so;
     // nor has a plan whose stages differ in width (NEST prices one).
-    const double estimate = !plan.mixed_widths()
-                                ? nest_estimate(workload.by_tensor_parallel.at(plan.tp), as_used, NestNetwork::aware(cluster)).time_per_batch
-                                : std::numeric_limits<double>::quiet_NaN();
-    if (plan.mixed_widths())
+    if (plan.mixed_widths()) {
       out.strategy_report["nest_estimate_note"] = "no estimate: NEST's estimate prices one tensor-parallel width";
-    else if (std::isfinite(estimate))
+    } else if (const double estimate =
+                   nest_estimate(workload.by_tensor_parallel.at(plan.tp), as_used, NestNetwork::aware(cluster)).time_per_batch;
+               std::isfinite(estimate)) {
       out.strategy_report["nest_estimate_s"] = estimate;
-    else
+    } else {
       out.strategy_report["nest_estimate_note"] = "no estimate: some of the plan's GPUs cannot reach each other";
+    }
     // The plan file: the plan as used and its memory per stage (tensor rank 0 of replica 0).
     nlohmann::ordered_json file = as_json;
     file["workload"] = workload.source;

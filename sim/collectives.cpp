@@ -566,81 +566,96 @@ double uniform_collective_time(CollectiveOp op, CollectiveAlgorithm algorithm, i
 
 namespace {
 
-// The closed form of a checked spec at `bytes`: each algorithm's steps at the slowest of the pairs
-// it sends between (halving-doubling and the levels of hierarchical and multi-level: each step's
-// or level's own), not the slowest pair of the group, which a ring over a multi-NIC server's
-// per-destination allocation, say, never uses.
-double closed_form_at(const CollectiveSpec& spec, const Cluster& cluster, double bytes) {
-  using A = CollectiveAlgorithm;
-  using Op = CollectiveOp;
-  const int n = static_cast<int>(spec.group.size());
-  const double c = spec.chunks, S = bytes;
-  if (S == 0) return 0;  // zero-byte pieces are free in every engine
-  SlowestPair slowest;
-  switch (spec.algorithm) {
-    case A::Ring:
-      if (spec.op == Op::AllReduce || spec.op == Op::ReduceScatter || spec.op == Op::AllGather) {
-        for (int r = 0; r < n; ++r) slowest.add(spec, cluster, r, (r + 1) % n);  // each rank to its successor
-        break;
-      }
-      [[fallthrough]];  // broadcast and reduce: a chain from the root
-    case A::Tree:
-      for (const Tree& tree : collective_trees(spec))
-        for (int i = 1; i < n; ++i) {
-          const int child = tree.order[static_cast<std::size_t>(i)];
-          const int parent = tree.order[static_cast<std::size_t>(tree_parent(spec.algorithm, i))];
-          if (spec.op != Op::Broadcast) slowest.add(spec, cluster, child, parent);  // up
-          if (spec.op != Op::Reduce) slowest.add(spec, cluster, parent, child);     // down
+// The closed form of a checked spec, its pairs priced once: each algorithm's steps at the slowest
+// of the pairs it sends between (halving-doubling and the levels of hierarchical and multi-level:
+// each step's or level's own), not the slowest pair of the group, which a ring over a multi-NIC
+// server's per-destination allocation, say, never uses. at(bytes) is the time at any size.
+class PricedCollective {
+ public:
+  PricedCollective(const CollectiveSpec& spec, const Cluster& cluster) : spec_(spec) {
+    using A = CollectiveAlgorithm;
+    using Op = CollectiveOp;
+    const int n = static_cast<int>(spec.group.size());
+    switch (spec.algorithm) {
+      case A::Ring:
+        if (spec.op == Op::AllReduce || spec.op == Op::ReduceScatter || spec.op == Op::AllGather) {
+          for (int r = 0; r < n; ++r) slowest_.add(spec, cluster, r, (r + 1) % n);  // each rank to its successor
+          break;
         }
-      break;
-    case A::HalvingDoubling: {
-      // Step i exchanges S / 2^i between ranks n / 2^i apart, in the reduce-scatter's halving and
-      // again in the all-gather's doubling.
-      double t = 0;
-      for (int i = 1; (n >> i) >= 1; ++i) {
-        SlowestPair step;
-        for (int r = 0; r < n; ++r) step.add(spec, cluster, r, r ^ (n >> i));
-        t += c * step.alpha + S / std::ldexp(1.0, i) * step.inv_b;
-      }
-      return (spec.op == Op::AllReduce ? 2 : 1) * t;
-    }
-    case A::Direct:
-      for (int a = 0; a < n; ++a)
-        for (int b = 0; b < n; ++b)
-          if (a != b) slowest.add(spec, cluster, a, b);
-      break;
-    case A::Hierarchical:
-    case A::MultiLevel: {
-      // Each phase's ring steps at the slowest successor pair of its level's rings.
-      const auto levels = collective_levels(spec, cluster);
-      std::vector<SlowestPair> level(levels.size());
-      for (std::size_t i = 0; i < levels.size(); ++i)
-        for (const auto& ring : levels[i])
-          if (ring.size() > 1)
-            for (std::size_t j = 0; j < ring.size(); ++j) level[i].add(spec, cluster, ring[j], ring[(j + 1) % ring.size()]);
-      double t = 0;
-      for (const LevelPhase& p : level_phases(levels, S))
-        t += p.steps * (c * level[p.level].alpha + p.piece * level[p.level].inv_b);
-      return t;
+        [[fallthrough]];  // broadcast and reduce: a chain from the root
+      case A::Tree:
+        for (const Tree& tree : collective_trees(spec))
+          for (int i = 1; i < n; ++i) {
+            const int child = tree.order[static_cast<std::size_t>(i)];
+            const int parent = tree.order[static_cast<std::size_t>(tree_parent(spec.algorithm, i))];
+            if (spec.op != Op::Broadcast) slowest_.add(spec, cluster, child, parent);  // up
+            if (spec.op != Op::Reduce) slowest_.add(spec, cluster, parent, child);     // down
+          }
+        break;
+      case A::HalvingDoubling:
+        // Step i exchanges S / 2^i between ranks n / 2^i apart, in the reduce-scatter's halving
+        // and again in the all-gather's doubling.
+        for (int i = 1; (n >> i) >= 1; ++i) {
+          SlowestPair& step = steps_.emplace_back();
+          for (int r = 0; r < n; ++r) step.add(spec, cluster, r, r ^ (n >> i));
+        }
+        break;
+      case A::Direct:
+        for (int a = 0; a < n; ++a)
+          for (int b = 0; b < n; ++b)
+            if (a != b) slowest_.add(spec, cluster, a, b);
+        break;
+      case A::Hierarchical:
+      case A::MultiLevel:
+        // Each phase's ring steps at the slowest successor pair of its level's rings.
+        levels_ = collective_levels(spec, cluster);
+        steps_.resize(levels_.size());
+        for (std::size_t i = 0; i < levels_.size(); ++i)
+          for (const auto& ring : levels_[i])
+            if (ring.size() > 1)
+              for (std::size_t j = 0; j < ring.size(); ++j) steps_[i].add(spec, cluster, ring[j], ring[(j + 1) % ring.size()]);
+        break;
     }
   }
-  return collective_time(spec.op, spec.algorithm, n, S, slowest.alpha, slowest.inv_b, spec.chunks);
-}
+
+  double at(double bytes) const {
+    const double c = spec_.chunks, S = bytes;
+    if (S == 0) return 0;  // zero-byte pieces are free in every engine
+    double t = 0;
+    switch (spec_.algorithm) {
+      case CollectiveAlgorithm::HalvingDoubling:
+        for (std::size_t i = 0; i < steps_.size(); ++i)
+          t += c * steps_[i].alpha + S / std::ldexp(1.0, static_cast<int>(i) + 1) * steps_[i].inv_b;
+        return (spec_.op == CollectiveOp::AllReduce ? 2 : 1) * t;
+      case CollectiveAlgorithm::Hierarchical:
+      case CollectiveAlgorithm::MultiLevel:
+        for (const LevelPhase& p : level_phases(levels_, S))
+          t += p.steps * (c * steps_[p.level].alpha + p.piece * steps_[p.level].inv_b);
+        return t;
+      default:
+        return collective_time(spec_.op, spec_.algorithm, static_cast<int>(spec_.group.size()), S, slowest_.alpha,
+                               slowest_.inv_b, spec_.chunks);
+    }
+  }
+
+ private:
+  const CollectiveSpec& spec_;
+  SlowestPair slowest_;             // ring, tree, direct
+  std::vector<SlowestPair> steps_;  // halving-doubling: per step; hierarchical, multi-level: per level
+  std::vector<std::vector<std::vector<int>>> levels_;
+};
 
 }  // namespace
 
 double collective_closed_form(const CollectiveSpec& spec, const Cluster& cluster) {
   if (const std::string why = collective_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
-  return closed_form_at(spec, cluster, spec.bytes);
+  return PricedCollective(spec, cluster).at(spec.bytes);
 }
 
 AffineTime collective_affine_form(const CollectiveSpec& spec, const Cluster& cluster) {
   if (const std::string why = collective_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
-  constexpr double kProbe = 1e9;  // bytes; any size > 0 gives the same line
-  const double one = closed_form_at(spec, cluster, kProbe);
-  if (!std::isfinite(one)) return {one, 0.0};
-  const double slope = (closed_form_at(spec, cluster, 2 * kProbe) - one) / kProbe;
-  return {one - slope * kProbe, slope};
+  const PricedCollective priced(spec, cluster);
+  return affine_in_bytes([&](double bytes) { return priced.at(bytes); });
 }
 
 double bus_bandwidth_factor(CollectiveOp op, int ranks) {

@@ -34,6 +34,7 @@
 // every rank sends and receives at most one message at a time (ring, halving-doubling,
 // broadcast and reduce by ring) and nothing else shares links, the flow engine and SimGrid
 // agree with them; otherwise they show the sharing the closed form leaves out.
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -159,6 +160,16 @@ struct AffineTime {
   double intercept = 0, slope = 0;
   double at(double bytes) const { return bytes > 0 ? intercept + slope * bytes : 0.0; }
 };
+// A time that is affine in its bytes (> 0), as a line, from two probes: `time_of(bytes)` seconds.
+// An infinite time (no such collective) gives an infinite intercept.
+template <class TimeOf>
+AffineTime affine_in_bytes(const TimeOf& time_of) {
+  constexpr double kProbe = 1e9;  // bytes; any size > 0 gives the same line
+  const double one = time_of(kProbe);
+  if (!std::isfinite(one)) return {one, 0.0};
+  const double slope = (time_of(2 * kProbe) - one) / kProbe;
+  return {one - slope * kProbe, slope};
+}
 // collective_closed_form as a function of the bytes (spec.bytes is ignored): every algorithm's
 // time is affine in them. For planners pricing many sizes on one group, the group checked once.
 // Throws std::invalid_argument with collective_problem's reason.

@@ -40,11 +40,22 @@ std::vector<DeviceId> gpus_in_order(std::span<const int> widths, int dp, GpuOrde
   return gpus;
 }
 
-std::size_t plan_gpu_index(const ParallelPlan& plan, int d, int p, int t) {
-  long offset = 0;
-  for (int r = 0; r < p; ++r) offset += plan.width(r);
-  return static_cast<std::size_t>(d * plan.gpus_per_replica() + offset + t);
-}
+namespace {
+
+// Where each pipeline rank's tensor ranks start in a replica's block of the plan's GPUs (replica
+// d's block starting at d x gpus_per_replica): plan_gpu_index, computed once per plan.
+struct RankOffsets {
+  explicit RankOffsets(const ParallelPlan& plan) : per_replica(plan.gpus_per_replica()) {
+    for (int p = 0, sum = 0; p < plan.pp; sum += plan.width(p), ++p) offset.push_back(sum);
+  }
+  std::size_t index(int d, int p, int t) const { return static_cast<std::size_t>(d * per_replica + offset[p] + t); }
+  long per_replica;
+  std::vector<int> offset;
+};
+
+}  // namespace
+
+std::size_t plan_gpu_index(const ParallelPlan& plan, int d, int p, int t) { return RankOffsets(plan).index(d, p, t); }
 
 namespace {
 
@@ -168,7 +179,7 @@ std::string rank_plan_problem(const RankModels& models, const ParallelPlan& plan
                          model.name, model.layers.size(), model.tensor_parallel, mine.layers.size(), mine.tensor_parallel);
   }
   if (plan.sequence_parallel) {
-    if (std::any_of(plan.stage_tp.begin(), plan.stage_tp.end(), [&](int w) { return w != plan.tp; }))
+    if (plan.mixed_widths())
       return "sequence parallelism hands a stage's sequence shards to the next stage's ranks one to one: the stages' widths "
              "(stage_tp) must be equal";
     for (int p = 0; p < plan.pp; ++p) {
@@ -210,8 +221,9 @@ std::string rank_plan_problem(const RankModels& models, const ParallelPlan& plan
   }
   // Every transfer of the plan between GPUs that can reach each other: tensor-parallel groups and
   // pipeline neighbours (the replicas' groups are checked below).
+  const RankOffsets offsets(plan);
   auto gpu_of = [&](int d, int p, int t) {
-    const auto index = plan_gpu_index(plan, d, p, t);
+    const std::size_t index = offsets.index(d, p, t);
     return plan.gpus.empty() ? static_cast<DeviceId>(index) : plan.gpus[index];
   };
   for (int d = 0; d < plan.dp; ++d)
@@ -318,13 +330,19 @@ std::string rank_models(const LayerWorkload& workload, const ParallelPlan& plan,
   }
   return "";
 }
+
+// plan_problem of a workload's plan; `models` gets the model each rank runs.
+std::string workload_plan_problem(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster,
+                                  RankModels& models) {
+  if (std::string why = stage_tp_problem(plan); !why.empty()) return why;
+  if (std::string why = rank_models(workload, plan, models); !why.empty()) return why;
+  return rank_plan_problem(models, plan, cluster);
+}
 }  // namespace
 
 std::string plan_problem(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster) {
-  if (std::string why = stage_tp_problem(plan); !why.empty()) return why;
   RankModels models;
-  if (std::string why = rank_models(workload, plan, models); !why.empty()) return why;
-  return rank_plan_problem(models, plan, cluster);
+  return workload_plan_problem(workload, plan, cluster, models);
 }
 
 namespace {
@@ -415,16 +433,13 @@ namespace {
 // pipeline rank s % pp) and tensor rank t, the stage's width, and the end of stage s.
 struct PlanIndex {
   PlanIndex(const ParallelPlan& plan, int stages, int layers, const std::vector<int>& starts)
-      : plan(plan), pp(plan.pp), stages(stages), layers(layers), starts(starts), per_replica(plan.gpus_per_replica()) {
-    for (int p = 0, sum = 0; p < pp; sum += plan.width(p), ++p) offset.push_back(sum);
-  }
+      : plan(plan), pp(plan.pp), stages(stages), layers(layers), starts(starts), offsets(plan) {}
   const ParallelPlan& plan;
   int pp, stages, layers;
   const std::vector<int>& starts;
-  long per_replica;
-  std::vector<int> offset;  // of each pipeline rank in a replica's block of GPUs
+  RankOffsets offsets;
   int width(int s) const { return plan.width(s); }
-  int gpu_index(int d, int s, int t) const { return static_cast<int>(d * per_replica + offset[s % pp] + t); }
+  int gpu_index(int d, int s, int t) const { return static_cast<int>(offsets.index(d, s % pp, t)); }
   int stage_end(int s) const { return s + 1 < stages ? starts[s + 1] : layers; }
 };
 
@@ -507,33 +522,12 @@ RankModels checked_models(const LayerModel& model, const ParallelPlan& plan, con
   return RankModels(static_cast<std::size_t>(plan.pp), &model);
 }
 RankModels checked_models(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster) {
-  if (const std::string why = plan_problem(workload, plan, cluster); !why.empty()) throw std::invalid_argument(why);
   RankModels models;
-  rank_models(workload, plan, models);
+  if (const std::string why = workload_plan_problem(workload, plan, cluster, models); !why.empty())
+    throw std::invalid_argument(why);
   return models;
 }
 
-CompiledPlan rank_compile_plan(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster,
-                               CollectiveDetail detail);
-
-}  // namespace
-
-CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
-  return rank_plan_layout(checked_models(model, plan, cluster), plan, cluster);
-}
-CompiledPlan plan_layout(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster) {
-  return rank_plan_layout(checked_models(workload, plan, cluster), plan, cluster);
-}
-CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster,
-                          CollectiveDetail detail) {
-  return rank_compile_plan(checked_models(model, plan, cluster), plan, cluster, detail);
-}
-CompiledPlan compile_plan(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster,
-                          CollectiveDetail detail) {
-  return rank_compile_plan(checked_models(workload, plan, cluster), plan, cluster, detail);
-}
-
-namespace {
 
 CompiledPlan rank_compile_plan(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster,
                                CollectiveDetail detail) {
@@ -871,6 +865,21 @@ CompiledPlan rank_compile_plan(const RankModels& models, const ParallelPlan& pla
 }
 
 }  // namespace
+
+CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
+  return rank_plan_layout(checked_models(model, plan, cluster), plan, cluster);
+}
+CompiledPlan plan_layout(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster) {
+  return rank_plan_layout(checked_models(workload, plan, cluster), plan, cluster);
+}
+CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster,
+                          CollectiveDetail detail) {
+  return rank_compile_plan(checked_models(model, plan, cluster), plan, cluster, detail);
+}
+CompiledPlan compile_plan(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster,
+                          CollectiveDetail detail) {
+  return rank_compile_plan(checked_models(workload, plan, cluster), plan, cluster, detail);
+}
 
 std::vector<MemoryCurve> memory_over_time(const CompiledPlan& compiled, std::span<const double> start,
                                           std::span<const double> finish) {

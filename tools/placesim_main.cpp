@@ -46,6 +46,15 @@ using namespace placesim;
 
 namespace {
 
+// The graph file of a command (simulate, graph info, graph convert) in the format its --format
+// names, its loader's warnings on stderr; --format onnx is refused with how ONNX models are read.
+LoadResult load_command_graph(const std::string& path, const std::string& format) {
+  if (format == "onnx") refuse_onnx_model(path, "--format");
+  LoadResult loaded = load_graph(path, parse_graph_format(format, "command line", "--format"));
+  for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
+  return loaded;
+}
+
 struct RunArgs {
   std::string scenario, output, engine;
   int jobs = 1;
@@ -330,9 +339,7 @@ int cmd_simulate(const SimulateArgs& a) {
     if (a.graph_path.empty() || a.placement_path.empty())
       throw InputError("command line", a.graph_path.empty() ? "--graph" : "--placement",
                        "expected --graph and --placement (or --replay with a directory of Chakra traces)");
-    if (a.format == "onnx") refuse_onnx_model(a.graph_path, "--format");
-    LoadResult loaded = load_graph(a.graph_path, parse_graph_format(a.format, "command line", "--format"));
-    for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
+    LoadResult loaded = load_command_graph(a.graph_path, a.format);
     graph = std::move(loaded.graph);
     placement = load_placement(graph, a.placement_path);
   }
@@ -724,9 +731,7 @@ int main(int argc, char** argv) {
     }
     if (*sim) return cmd_simulate(sim_args);
     if (*info) {
-      if (info_format == "onnx") refuse_onnx_model(info_path, "--format");
-      LoadResult loaded = load_graph(info_path, parse_graph_format(info_format, "command line", "--format"));
-      for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
+      const LoadResult loaded = load_command_graph(info_path, info_format);
       std::cout << "graph: " << info_path << " (" << graph_format_name(loaded.format) << " format)\n"
                 << format_stats(compute_stats(loaded.graph));
       return 0;
@@ -734,9 +739,7 @@ int main(int argc, char** argv) {
     if (*generate) return cmd_generate(gen);
     if (*import) return cmd_import(imp);
     if (*convert) {
-      if (conv_format == "onnx") refuse_onnx_model(conv_in, "--format");
-      LoadResult loaded = load_graph(conv_in, parse_graph_format(conv_format, "command line", "--format"));
-      for (const auto& w : loaded.warnings) std::cerr << "warning: " << w << "\n";
+      LoadResult loaded = load_command_graph(conv_in, conv_format);
       const Graph g = conv_wcc ? largest_weakly_connected_component(loaded.graph) : std::move(loaded.graph);
       save_placesim_json(g, conv_out);
       std::cout << fmt::format("wrote {} ({} operator{}, {} tensor{})\n", conv_out, g.num_operators(),

@@ -39,14 +39,14 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   }
   const LayerModel& model = *found;
   const int n = cluster.num_devices();
-  // GPUs per replica: tp x pp, or the stages' own widths summed.
-  long per_replica = static_cast<long>(c.tp) * c.pp;
-  std::string replica = fmt::format("tp {} x pp {}", c.tp, c.pp);
-  if (!c.stage_tp.empty()) {
-    per_replica = 0;
-    for (int w : c.stage_tp) per_replica += w;
-    replica = fmt::format("stage widths {}", fmt::join(c.stage_tp, " + "));
-  }
+  PlanResult r;
+  ParallelPlan& plan = r.plan;
+  plan.tp = c.tp;
+  plan.pp = c.pp;
+  plan.stage_tp = c.stage_tp;
+  const long per_replica = plan.gpus_per_replica();
+  const std::string replica = c.stage_tp.empty() ? fmt::format("tp {} x pp {}", c.tp, c.pp)
+                                                 : fmt::format("stage widths {}", fmt::join(c.stage_tp, " + "));
   // By default as many replicas as fit, in whole expert-parallel groups.
   const int dp = c.dp > 0 ? c.dp : static_cast<int>(n / per_replica / c.ep * c.ep);
   if (c.dp == 0 && dp == 0)
@@ -55,10 +55,6 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   if (dp < 1 || per_replica * dp > n)
     throw std::invalid_argument(fmt::format("megatron: {} x dp {} needs {} GPUs, the cluster has {}", replica,
                                             c.dp > 0 ? std::to_string(c.dp) : "(at least 1)", per_replica * std::max(dp, 1), n));
-  PlanResult r;
-  ParallelPlan& plan = r.plan;
-  plan.tp = c.tp;
-  plan.pp = c.pp;
   plan.dp = dp;
   plan.ep = c.ep;
   plan.zero = c.zero;
@@ -75,7 +71,6 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   } else {
     plan.micro_batches = c.micro_batches;
   }
-  plan.stage_tp = c.stage_tp;
   plan.stage_starts = megatron_stages(model, c.pp * c.virtual_stages);
   plan.gpus = plan.stage_tp.empty() || static_cast<int>(plan.stage_tp.size()) != c.pp
                   ? gpus_in_order(c.tp, c.pp, dp, c.order)
@@ -89,8 +84,8 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   // The degrees are the user's: a plan that cannot run is their options' problem, said as such.
   if (const std::string why = plan_problem(workload, plan, cluster); !why.empty())
     throw std::invalid_argument("megatron: " + why);
-  r.report["gpus_used"] = plan.gpus_per_replica() * dp;
-  r.report["gpus_idle"] = n - plan.gpus_per_replica() * dp;
+  r.report["gpus_used"] = per_replica * dp;
+  r.report["gpus_idle"] = n - per_replica * dp;
   // Megatron-LM keeps each tensor-parallel group inside a server, on NVLink; say when a group
   // spans servers (a width above the server's GPUs, or an order that splits it): its per-layer
   // all-reduces then cross the NICs.
@@ -121,9 +116,11 @@ PlanResult Megatron::plan_impl(const LayerWorkload& workload, const Cluster& clu
 }
 
 std::string Megatron::estimate_problem() const {
-  for (int w : config_.stage_tp)
-    if (w != config_.tp)
-      return fmt::format("NEST's estimate prices one tensor-parallel width, and stage_tp gives the stages {}: run the plan on "
+  ParallelPlan widths;
+  widths.tp = config_.tp;
+  widths.stage_tp = config_.stage_tp;
+  if (widths.mixed_widths())
+    return fmt::format("NEST's estimate prices one tensor-parallel width, and stage_tp gives the stages {}: run the plan on "
                          "an engine (evaluator, flow, simgrid or all)",
                          fmt::join(config_.stage_tp, ", "));
   return "";

@@ -51,16 +51,6 @@ double per_rank(const ParallelPlan& plan, double bytes) {
 
 bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
-// A time affine in its bytes, from two probes (as collective_affine_form).
-template <class TimeOf>
-AffineTime affine_from(const TimeOf& time_of) {
-  constexpr double kProbe = 1e9;
-  const double one = time_of(kProbe);
-  if (!std::isfinite(one)) return {one, 0.0};
-  const double slope = (time_of(2 * kProbe) - one) / kProbe;
-  return {one - slope * kProbe, slope};
-}
-
 }  // namespace
 
 NestNetwork NestNetwork::aware(const Cluster& c) { return {&c, false, 0, 0}; }
@@ -123,7 +113,7 @@ AffineTime NestNetwork::reduction_affine(std::span<const DeviceId> group, Collec
   AffineTime all_reduce;
   if (flat) {
     if (algorithm == CollectiveAlgorithm::HalvingDoubling && !power_of_two(static_cast<int>(group.size()))) return {kInf, 0};
-    all_reduce = affine_from([&](double bytes) {
+    all_reduce = affine_in_bytes([&](double bytes) {
       return uniform_collective_time(CollectiveOp::AllReduce, algorithm, static_cast<int>(group.size()), bytes,
                                      flat_latency, flat_bandwidth);
     });
@@ -140,7 +130,7 @@ AffineTime NestNetwork::reduction_affine(std::span<const DeviceId> group, Collec
 
 AffineTime NestNetwork::all_to_all_affine(std::span<const DeviceId> group) const {
   if (group.size() < 2) return {};
-  if (flat) return affine_from([&](double bytes) { return all_to_all(group, bytes); });
+  if (flat) return affine_in_bytes([&](double bytes) { return all_to_all(group, bytes); });
   try {
     return collective_affine_form({CollectiveOp::AllToAll, CollectiveAlgorithm::Direct, {group.begin(), group.end()}, 0},
                                   *cluster);
@@ -247,14 +237,16 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
   // Per layer (NestReduction::PerLayer), a collective for each layer's dense and spread expert
   // gradients that has any.
   const bool spread = plan_spreads_experts(model, plan);
+  std::vector<int> first_rank_layers;  // the first rank's stages' layers, bottom up
+  for (int p = 0; p < S; p += plan.pp)
+    for (int l = starts[p]; l < end_of(p); ++l) first_rank_layers.push_back(l);
   std::vector<std::pair<double, double>> buckets;  // (dense, experts) bytes
-  for (int p = 0; p < S; p += plan.pp)  // the first rank's stages
-    for (int l = starts[p]; l < end_of(p); ++l) {
-      const double experts = spread ? model.layers[l].expert_parameter_bytes : 0.0;
-      if (reduction == NestReduction::PerLayer || buckets.empty()) buckets.emplace_back(0.0, 0.0);
-      buckets.back().first += model.layers[l].parameter_bytes - experts;  // summed per layer, as the DP's prefix sums
-      buckets.back().second += experts;
-    }
+  for (int l : first_rank_layers) {
+    const double experts = spread ? model.layers[l].expert_parameter_bytes : 0.0;
+    if (reduction == NestReduction::PerLayer || buckets.empty()) buckets.emplace_back(0.0, 0.0);
+    buckets.back().first += model.layers[l].parameter_bytes - experts;  // summed per layer, as the DP's prefix sums
+    buckets.back().second += experts;
+  }
   for (int r = 0; r < plan.tp; ++r) {
     double rank = 0;
     if (reduction == NestReduction::Overlapped) {
@@ -263,10 +255,7 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
       // the reduce-scatter (half an all-reduce's time) overlaps so, the all-gathers follow.
       const double zero3 = plan.zero >= 3 ? 1.5 : 1.0, overlapped = plan.zero > 0 ? 0.5 : 1.0;
       double backward = 0, done = 0, after = 0;
-      std::vector<int> layers;
-      for (int p = 0; p < S; p += plan.pp)
-        for (int l = starts[p]; l < end_of(p); ++l) layers.push_back(l);
-      for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+      for (auto it = first_rank_layers.rbegin(); it != first_rank_layers.rend(); ++it) {
         const Layer& layer = model.layers[*it];
         const double experts = spread ? layer.expert_parameter_bytes : 0.0;
         const double all_reduce =
