@@ -6,8 +6,8 @@
 
 #include <filesystem>
 
-#include "placement/baechi/baechi.h"
-#include "sim/graph_io.h"
+#include "placement/strategies/baechi/baechi.h"
+#include "sim/io/graph_io.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;

@@ -4,7 +4,7 @@
 // servers. The paper took 95 s on its 36,352-node Transformer (Table 4); target here: under 2 s.
 #include <benchmark/benchmark.h>
 
-#include "placement/celeritas/celeritas.h"
+#include "placement/strategies/celeritas/celeritas.h"
 #include "sim/models/zoo.h"
 #include "topologies/fabrics.h"
 

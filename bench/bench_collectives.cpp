@@ -2,7 +2,7 @@
 // wall time to simulate it, message by message (building the collective's execution graph, n^2
 // operators), condensed (CollectiveDetail::Condensed: a flow per ring neighbour, about 4n
 // operators, what plans of hundreds of replicas compile into) or step by step
-// (sim/collective_steps.h: the ring's one step, its n flows sharing the fabric, run once), and the process's peak resident memory (issue #15; for scale, ASTRA-sim's analytical backend takes 4.2 s and 0.35 GiB
+// (sim/collectives/collective_steps.h: the ring's one step, its n flows sharing the fabric, run once), and the process's peak resident memory (issue #15; for scale, ASTRA-sim's analytical backend takes 4.2 s and 0.35 GiB
 // at 1,024 GPUs, without contention). Arguments: GPUs, engine (0 evaluator, 1 flow, 2 SimGrid)
 // and, message-level graphs, 1 for condensed.
 // Counters: the simulated time, operators and transfers of the graph, peak RSS in GiB.
@@ -13,9 +13,9 @@
 #include <string>
 
 #include "bench/bench_util.h"
-#include "sim/collective_steps.h"
-#include "sim/collectives.h"
-#include "sim/execution_graph.h"
+#include "sim/collectives/collective_steps.h"
+#include "sim/collectives/collectives.h"
+#include "sim/core/execution_graph.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;

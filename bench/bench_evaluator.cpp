@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <random>
 
-#include "sim/builtin_graphs.h"
-#include "sim/evaluator.h"
-#include "sim/graph_io.h"
+#include "sim/models/builtin_graphs.h"
+#include "sim/engines/evaluator.h"
+#include "sim/io/graph_io.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;

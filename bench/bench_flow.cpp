@@ -1,4 +1,4 @@
-// The flow engine (sim/flow_engine.h) against the SimGrid engine, wall time for one training
+// The flow engine (sim/engines/flow_engine.h) against the SimGrid engine, wall time for one training
 // iteration in the same per-GPU order (the evaluator's, `simulation.order: scheduler`), side by
 // side in one run (issue #14, target: the flow engine at least 20x faster):
 //   - VGG-16 (../shared/graphs/quickp/vgg.json, else the model zoo's vgg16) on 8 GPUs of a k=4
@@ -17,10 +17,10 @@
 #include <random>
 #include <yaml-cpp/yaml.h>
 
-#include "sim/evaluator.h"
-#include "sim/flow_engine.h"
+#include "sim/engines/evaluator.h"
+#include "sim/engines/flow_engine.h"
 #include "sim/models/zoo.h"
-#include "sim/simgrid_engine.h"
+#include "sim/engines/simgrid_engine.h"
 #include "topologies/registry.h"
 
 using namespace placesim;

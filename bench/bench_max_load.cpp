@@ -3,7 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include "bench/bench_util.h"
-#include "placement/max_load/max_load.h"
+#include "placement/strategies/max_load/max_load.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;

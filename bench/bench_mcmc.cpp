@@ -16,10 +16,10 @@
 #include <filesystem>
 #include <yaml-cpp/yaml.h>
 
-#include "placement/mcmc/mcmc.h"
-#include "sim/evaluator.h"
-#include "sim/cost_model.h"
-#include "sim/graph_io.h"
+#include "placement/strategies/mcmc/mcmc.h"
+#include "sim/engines/evaluator.h"
+#include "sim/engines/cost_model.h"
+#include "sim/io/graph_io.h"
 #include "sim/models/zoo.h"
 #include "topologies/fabrics.h"
 #include "topologies/registry.h"

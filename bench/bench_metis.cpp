@@ -10,8 +10,8 @@
 #include <map>
 #include <numeric>
 
-#include "placement/metis/metis_strategy.h"
-#include "sim/graph_io.h"
+#include "placement/strategies/metis/metis_strategy.h"
+#include "sim/io/graph_io.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;

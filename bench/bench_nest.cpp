@@ -9,8 +9,8 @@
 #include <string>
 
 #include "bench/bench_util.h"
-#include "placement/mcmc_plan/mcmc_plan.h"
-#include "placement/nest/nest.h"
+#include "placement/planners/mcmc_plan/mcmc_plan.h"
+#include "placement/planners/nest/nest.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;

@@ -22,9 +22,9 @@
 #include <memory>
 #include <random>
 
-#include "placement/placeto/placeto_env.h"
-#include "placement/placeto/placeto_policy.h"
-#include "sim/evaluator.h"
+#include "placement/strategies/placeto/placeto_env.h"
+#include "placement/strategies/placeto/placeto_policy.h"
+#include "sim/engines/evaluator.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;

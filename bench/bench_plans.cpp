@@ -13,9 +13,9 @@
 #include <string>
 
 #include "bench/bench_util.h"
-#include "sim/execution_graph.h"
-#include "sim/layer_model.h"
-#include "sim/parallel_plan.h"
+#include "sim/core/execution_graph.h"
+#include "sim/plans/layer_model.h"
+#include "sim/plans/parallel_plan.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;

@@ -17,10 +17,10 @@
 
 #include <string>
 
-#include "placement/quickp/bandwidth.h"
-#include "placement/quickp/quickp.h"
-#include "sim/builtin_graphs.h"
-#include "sim/evaluator.h"
+#include "placement/strategies/quickp/bandwidth.h"
+#include "placement/strategies/quickp/quickp.h"
+#include "sim/models/builtin_graphs.h"
+#include "sim/engines/evaluator.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;

@@ -32,14 +32,14 @@
 #include <string>
 #include <unistd.h>
 
-#include "placement/strategy.h"
-#include "scenarios/record.h"
-#include "scenarios/results_store.h"
-#include "scenarios/runner.h"
-#include "sim/graph_io.h"
-#include "sim/evaluator.h"
-#include "sim/graph_stats.h"
-#include "sim/placement_io.h"
+#include "placement/framework/strategy.h"
+#include "scenarios/runner/record.h"
+#include "scenarios/runner/results_store.h"
+#include "scenarios/runner/runner.h"
+#include "sim/io/graph_io.h"
+#include "sim/engines/evaluator.h"
+#include "sim/core/graph_stats.h"
+#include "sim/io/placement_io.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;

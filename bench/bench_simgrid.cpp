@@ -9,10 +9,10 @@
 #include <random>
 #include <sys/resource.h>
 
-#include "sim/builtin_graphs.h"
-#include "sim/evaluator.h"
-#include "sim/graph_io.h"
-#include "sim/simgrid_engine.h"
+#include "sim/models/builtin_graphs.h"
+#include "sim/engines/evaluator.h"
+#include "sim/io/graph_io.h"
+#include "sim/engines/simgrid_engine.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;

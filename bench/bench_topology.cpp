@@ -28,10 +28,10 @@
 #include <malloc.h>
 #include <sys/resource.h>
 
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/graph_io.h"
-#include "sim/simgrid_engine.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/io/graph_io.h"
+#include "sim/engines/simgrid_engine.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;

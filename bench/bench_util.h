@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "sim/graph_io.h"
+#include "sim/io/graph_io.h"
 
 namespace placesim::benchutil {
 

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "sim/cluster.h"
-#include "sim/graph.h"
+#include "sim/core/cluster.h"
+#include "sim/core/graph.h"
 #include "topologies/registry.h"
 
 namespace placesim::testutil {

@@ -3,7 +3,7 @@
 #include <random>
 #include <string>
 
-#include "sim/layer_model.h"
+#include "sim/plans/layer_model.h"
 #include "topologies/fabrics.h"
 
 namespace placesim::testutil {

@@ -4,10 +4,10 @@
 #include <string>
 #include <yaml-cpp/yaml.h>
 
-#include "placement/baechi/baechi.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/graph_io.h"
+#include "placement/strategies/baechi/baechi.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/io/graph_io.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <yaml-cpp/yaml.h>
 
-#include "placement/celeritas/celeritas.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/graph_io.h"
+#include "placement/strategies/celeritas/celeritas.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/io/graph_io.h"
 #include "sim/models/zoo.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"

@@ -1,4 +1,4 @@
-// Chakra execution traces (sim/chakra/chakra_trace.h): the nodes of a hand-made placement, the
+// Chakra execution traces (sim/io/chakra/chakra_trace.h): the nodes of a hand-made placement, the
 // round trips (graph -> traces -> graph; traces -> simulate --replay), traces of other tools, a
 // reading with Python's protobuf against the .proto, and bad directories.
 #include <algorithm>
@@ -13,19 +13,19 @@
 #include <set>
 #include <unistd.h>
 
-#include "scenarios/runner.h"
-#include "scenarios/scenario.h"
-#include "sim/builtin_graphs.h"
-#include "sim/collectives.h"
-#include "sim/layer_model.h"
-#include "sim/parallel_plan.h"
-#include "sim/chakra/chakra_et.pb.h"
-#include "sim/chakra/chakra_trace.h"
-#include "sim/evaluator.h"
-#include "sim/execution_graph.h"
-#include "sim/graph_io.h"
+#include "scenarios/runner/runner.h"
+#include "scenarios/runner/scenario.h"
+#include "sim/models/builtin_graphs.h"
+#include "sim/collectives/collectives.h"
+#include "sim/plans/layer_model.h"
+#include "sim/plans/parallel_plan.h"
+#include "sim/io/chakra/chakra_et.pb.h"
+#include "sim/io/chakra/chakra_trace.h"
+#include "sim/engines/evaluator.h"
+#include "sim/core/execution_graph.h"
+#include "sim/io/graph_io.h"
 #include "sim/models/zoo.h"
-#include "sim/placement_io.h"
+#include "sim/io/placement_io.h"
 #include "tests/test_util.h"
 
 namespace placesim {
@@ -667,7 +667,7 @@ TEST(Chakra, PythonProtobufReadsTheTraces) {
   const fs::path dir = scratch("python");
   write_four_ops(dir / "et", 2, Engine::Evaluator);
   write_allreduce_between_compute(dir / "et");
-  ASSERT_TRUE(have(fmt::format("protoc -I {0}/sim/chakra --python_out={1} {0}/sim/chakra/chakra_et.proto", PLACESIM_TEST_SOURCE_DIR,
+  ASSERT_TRUE(have(fmt::format("protoc -I {0}/sim/io/chakra --python_out={1} {0}/sim/io/chakra/chakra_et.proto", PLACESIM_TEST_SOURCE_DIR,
                                dir.string())));
   std::ofstream(dir / "read.py") << R"(import sys
 sys.path.insert(0, sys.argv[1])
@@ -704,7 +704,7 @@ for name, rank in (("four", 0), ("four", 1), ("ar", 2)):
   EXPECT_NE(out.find("0 0.0.4 comp:a:10:2000000/0 send:1:1001 comp:b:3 send:1:64 send:1:0"), std::string::npos) << out;
   EXPECT_NE(out.find("1 0.0.4 recv:0:1001 recv:0:0 comp:c:7:700000/1001 recv:0:64 comp:d:1"), std::string::npos) << out;
   // Rank 2 of the ring holds 13 steps: start, 6 steps, done, and a sender for each of its 5 later
-  // messages to rank 3 (sim/collectives.cpp: the first leaves from start).
+  // messages to rank 3 (sim/collectives/collectives.cpp: the first leaves from start).
   EXPECT_NE(out.find("2 0.0.4 comp:grad2:1000 coll:grads.allreduce:ALL_REDUCE:4000000:pg1:6000:13 comp:update2:500"), std::string::npos)
       << out;
   fs::remove_all(dir);

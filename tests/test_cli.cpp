@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scenarios/scenario.h"
+#include "scenarios/runner/scenario.h"
 #include "tests/test_util.h"
 
 namespace placesim {

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "sim/errors.h"
+#include "sim/core/errors.h"
 #include "tests/test_util.h"
-#include "sim/units.h"
+#include "sim/core/units.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;

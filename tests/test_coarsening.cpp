@@ -10,15 +10,15 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "placement/coarsening/coarsening.h"
-#include "scenarios/record.h"
-#include "scenarios/scenario.h"
-#include "scenarios/sweep.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/graph_io.h"
-#include "sim/graph_stats.h"
-#include "sim/placement_io.h"
+#include "placement/stages/coarsening/coarsening.h"
+#include "scenarios/runner/record.h"
+#include "scenarios/runner/scenario.h"
+#include "scenarios/runner/sweep.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/io/graph_io.h"
+#include "sim/core/graph_stats.h"
+#include "sim/io/placement_io.h"
 #include "tests/test_util.h"
 
 using namespace placesim;

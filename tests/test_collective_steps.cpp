@@ -1,12 +1,12 @@
-// The step view of collectives (sim/collective_steps.h) against the message-level graphs of
-// sim/collectives.h on every engine, against closed forms at 1,024 GPUs, and its refusals.
+// The step view of collectives (sim/collectives/collective_steps.h) against the message-level graphs of
+// sim/collectives/collectives.h on every engine, against closed forms at 1,024 GPUs, and its refusals.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "sim/collective_steps.h"
-#include "sim/collectives.h"
-#include "sim/execution_graph.h"
+#include "sim/collectives/collective_steps.h"
+#include "sim/collectives/collectives.h"
+#include "sim/core/execution_graph.h"
 #include "topologies/fabrics.h"
 
 using namespace placesim;

@@ -1,12 +1,12 @@
-// Collectives (sim/collectives.h) against closed forms derived by hand, on every engine: the
+// Collectives (sim/collectives/collectives.h) against closed forms derived by hand, on every engine: the
 // evaluator (contention-free), the flow engine and SimGrid (flows sharing links).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 
-#include "sim/collectives.h"
-#include "sim/execution_graph.h"
+#include "sim/collectives/collectives.h"
+#include "sim/core/execution_graph.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
 

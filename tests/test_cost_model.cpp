@@ -1,4 +1,4 @@
-// The search cost model (sim/cost_model.h): `list` is the evaluator; `flow` is the flow engine
+// The search cost model (sim/engines/cost_model.h): `list` is the evaluator; `flow` is the flow engine
 // replaying the evaluator's order, never below the list latency, and its cutoff gives the same
 // answers as a full run. And the `cost_model` option: declared once, taken by search strategies only.
 #include <gtest/gtest.h>
@@ -8,10 +8,10 @@
 #include <limits>
 #include <random>
 
-#include "placement/strategy.h"
-#include "sim/cost_model.h"
-#include "sim/evaluator.h"
-#include "sim/flow_engine.h"
+#include "placement/framework/strategy.h"
+#include "sim/engines/cost_model.h"
+#include "sim/engines/evaluator.h"
+#include "sim/engines/flow_engine.h"
 #include "tests/contention_cases.h"
 #include "tests/test_util.h"
 #include "topologies/registry.h"

@@ -7,11 +7,11 @@
 #include <limits>
 #include <random>
 
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/flow_engine.h"
-#include "sim/graph_io.h"
-#include "sim/simgrid_engine.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/engines/flow_engine.h"
+#include "sim/io/graph_io.h"
+#include "sim/engines/simgrid_engine.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
 

@@ -1,10 +1,10 @@
-// The run-time data and plugin lookup (sim/data_dir.h), from this test binary in the build tree.
+// The run-time data and plugin lookup (sim/config/data_dir.h), from this test binary in the build tree.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 
-#include "sim/data_dir.h"
+#include "sim/config/data_dir.h"
 
 namespace fs = std::filesystem;
 using namespace placesim;

@@ -1,18 +1,18 @@
-// Data parallelism over operator placements (sim/data_parallel.h): iterations derived by hand on
+// Data parallelism over operator placements (sim/plans/data_parallel.h): iterations derived by hand on
 // every engine, the buckets, the groups, and what is refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
-#include "scenarios/runner.h"
-#include "scenarios/sweep.h"
-#include "sim/data_parallel.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/graph_io.h"
+#include "scenarios/runner/runner.h"
+#include "scenarios/runner/sweep.h"
+#include "sim/plans/data_parallel.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/io/graph_io.h"
 #include "sim/models/zoo.h"
-#include "sim/placement_io.h"
+#include "sim/io/placement_io.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
 

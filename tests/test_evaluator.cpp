@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/builtin_graphs.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
+#include "sim/models/builtin_graphs.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
 #include "tests/test_util.h"
 
 using namespace placesim;

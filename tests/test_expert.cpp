@@ -5,10 +5,10 @@
 #include <set>
 #include <string>
 
-#include "placement/expert/expert.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/graph_io.h"
+#include "placement/strategies/expert/expert.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/io/graph_io.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
 

@@ -1,4 +1,4 @@
-// The flow engine (sim/flow_engine.h) against the SimGrid engine: with the same per-GPU order
+// The flow engine (sim/engines/flow_engine.h) against the SimGrid engine: with the same per-GPU order
 // (`simulation.order: scheduler`, the evaluator's) every operator must finish at the same time to
 // 1e-6 relative, on every registered fabric and on the real graphs; without contention it is the
 // evaluator.
@@ -15,13 +15,13 @@
 #include <map>
 #include <random>
 
-#include "scenarios/record.h"
-#include "scenarios/runner.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/flow_engine.h"
-#include "sim/graph_io.h"
-#include "sim/simgrid_engine.h"
+#include "scenarios/runner/record.h"
+#include "scenarios/runner/runner.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/engines/flow_engine.h"
+#include "sim/io/graph_io.h"
+#include "sim/engines/simgrid_engine.h"
 #include "tests/contention_cases.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
@@ -297,7 +297,7 @@ TEST(FlowEngineCrossCheck, FcfsAgreesWithSimgrid) {
   std::cout << fmt::format("[ flow vs SimGrid ] fcfs: max relative difference {:.3g}\n", worst);
 }
 
-// `simulation.engine: flow | all` (scenarios/scenario.h): the runner measures with the flow engine
+// `simulation.engine: flow | all` (scenarios/runner/scenario.h): the runner measures with the flow engine
 // in SimGrid's order, and records and tables carry flow_latency.
 TEST(FlowEngine, EngineOptionRecordsAndTable) {
   EXPECT_EQ(engine_parse("all", "s.yaml", "simulation.engine"), Engine::All);

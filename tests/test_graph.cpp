@@ -1,8 +1,8 @@
 #include <cmath>
 #include <gtest/gtest.h>
 
-#include "sim/errors.h"
-#include "sim/graph.h"
+#include "sim/core/errors.h"
+#include "sim/core/graph.h"
 #include "tests/test_util.h"
 
 using namespace placesim;

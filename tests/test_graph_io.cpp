@@ -11,10 +11,10 @@
 #include <unistd.h>
 #include <vector>
 
-#include "sim/errors.h"
-#include "sim/graph.h"
-#include "sim/graph_io.h"
-#include "sim/graph_stats.h"
+#include "sim/core/errors.h"
+#include "sim/core/graph.h"
+#include "sim/io/graph_io.h"
+#include "sim/core/graph_stats.h"
 #include "tests/test_util.h"
 
 using namespace placesim;
@@ -457,7 +457,7 @@ TEST(GraphIo, NonFiniteLiteralsAreExplained) {
 TEST(GraphIo, NativeRoundTripOfAwkwardValues) {
   Graph g;
   g.add_operator({"a \"quoted\" name", "T\\1", 0.1, 1.0 / 3.0, 1});
-  // Values stay within the ranges the loaders accept (sim/units.h): at most 1e9 s and 1e14 bytes.
+  // Values stay within the ranges the loaders accept (sim/core/units.h): at most 1e9 s and 1e14 bytes.
   g.add_operator({"b", "", 5e-324, 70368744177664.5, 0});  // a denormal; 2^46 + 0.5 is not integral
   g.add_operator({"c", "ünïcode", 1.0 / 7.0, 1e14, 1});     // the largest size, written as an integer
   g.add_operator({"d", "x", 1e9, 0.0});                     // the longest duration

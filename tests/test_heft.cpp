@@ -2,11 +2,11 @@
 
 #include <string>
 
-#include "placement/heft/heft.h"
-#include "placement/single_device/single_device.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/graph_io.h"
+#include "placement/strategies/heft/heft.h"
+#include "placement/strategies/single_device/single_device.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/io/graph_io.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
 

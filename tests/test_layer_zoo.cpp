@@ -3,10 +3,10 @@
 // of one on every engine.
 #include <gtest/gtest.h>
 
-#include "sim/errors.h"
-#include "sim/execution_graph.h"
+#include "sim/core/errors.h"
+#include "sim/core/execution_graph.h"
 #include "sim/models/layer_zoo.h"
-#include "sim/parallel_plan.h"
+#include "sim/plans/parallel_plan.h"
 #include "tests/test_util.h"
 
 using namespace placesim;

@@ -6,8 +6,8 @@
 #include <functional>
 #include <random>
 
-#include "placement/max_load/max_load.h"
-#include "sim/graph_io.h"
+#include "placement/strategies/max_load/max_load.h"
+#include "sim/io/graph_io.h"
 #include "tests/test_util.h"
 
 using namespace placesim;

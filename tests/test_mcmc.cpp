@@ -4,12 +4,12 @@
 #include <limits>
 #include <random>
 
-#include "placement/mcmc/mcmc.h"
-#include "placement/round_robin/round_robin.h"
-#include "sim/builtin_graphs.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/graph_io.h"
+#include "placement/strategies/mcmc/mcmc.h"
+#include "placement/strategies/round_robin/round_robin.h"
+#include "sim/models/builtin_graphs.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/io/graph_io.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
 

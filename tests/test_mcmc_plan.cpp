@@ -7,8 +7,8 @@
 #include <random>
 #include <string>
 
-#include "placement/mcmc_plan/mcmc_plan.h"
-#include "placement/nest/nest.h"
+#include "placement/planners/mcmc_plan/mcmc_plan.h"
+#include "placement/planners/nest/nest.h"
 #include "tests/layer_test_models.h"
 #include "tests/test_util.h"
 

@@ -6,11 +6,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "placement/megatron/megatron.h"
-#include "scenarios/sweep_runner.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/parallel_plan.h"
+#include "placement/planners/megatron/megatron.h"
+#include "scenarios/runner/sweep_runner.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/plans/parallel_plan.h"
 #include "sim/models/layer_zoo.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <string>
 
-#include "placement/metis/metis_strategy.h"
-#include "sim/builtin_graphs.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/graph_io.h"
+#include "placement/strategies/metis/metis_strategy.h"
+#include "sim/models/builtin_graphs.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/io/graph_io.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
 

@@ -12,12 +12,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "scenarios/scenario.h"
-#include "sim/errors.h"
-#include "sim/graph_io.h"
+#include "scenarios/runner/scenario.h"
+#include "sim/core/errors.h"
+#include "sim/io/graph_io.h"
 #include "sim/models/layers.h"
 #include "sim/models/zoo.h"
-#include "sim/units.h"
+#include "sim/core/units.h"
 #include "tests/test_util.h"
 
 using namespace placesim;

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "placement/nest/nest.h"
-#include "scenarios/sweep_runner.h"
+#include "placement/planners/nest/nest.h"
+#include "scenarios/runner/sweep_runner.h"
 #include "tests/layer_test_models.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"

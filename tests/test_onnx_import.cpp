@@ -9,7 +9,7 @@
 #include <set>
 #include <unistd.h>
 
-#include "scenarios/scenario.h"
+#include "scenarios/runner/scenario.h"
 #include "sim/models/onnx_import.h"
 #include "sim/models/zoo.h"
 #include "tests/test_util.h"

@@ -1,4 +1,4 @@
-// Options declared once (sim/options.h): the schema mechanism itself, and, for every option of every
+// Options declared once (sim/config/options.h): the schema mechanism itself, and, for every option of every
 // registered strategy and fabric, that its documented example parses and takes effect.
 //
 // "Takes effect" is judged on what a user sees: for a strategy, the placement or the report (minus
@@ -13,13 +13,13 @@
 #include <map>
 #include <set>
 
-#include "placement/mcmc/mcmc.h"
-#include "placement/quickp/quickp.h"
-#include "placement/strategy.h"
-#include "sim/builtin_graphs.h"
-#include "sim/errors.h"
+#include "placement/strategies/mcmc/mcmc.h"
+#include "placement/strategies/quickp/quickp.h"
+#include "placement/framework/strategy.h"
+#include "sim/models/builtin_graphs.h"
+#include "sim/core/errors.h"
 #include "sim/models/zoo.h"
-#include "sim/options.h"
+#include "sim/config/options.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
 

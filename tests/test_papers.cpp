@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "scenarios/sweep.h"
+#include "scenarios/runner/sweep.h"
 #include "tests/test_util.h"
 
 namespace placesim {

@@ -1,4 +1,4 @@
-// Parallel plans (sim/parallel_plan.h) against timelines and memory derived by hand, and the
+// Parallel plans (sim/plans/parallel_plan.h) against timelines and memory derived by hand, and the
 // NEST workloads loaded from ../shared/workloads/nest when present.
 #include <gtest/gtest.h>
 
@@ -7,13 +7,13 @@
 #include <fstream>
 #include <iostream>
 
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/layer_model.h"
-#include "sim/parallel_plan.h"
-#include "sim/execution_graph.h"
-#include "sim/flow_engine.h"
-#include "placement/nest/nest.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/plans/layer_model.h"
+#include "sim/plans/parallel_plan.h"
+#include "sim/core/execution_graph.h"
+#include "sim/engines/flow_engine.h"
+#include "placement/planners/nest/nest.h"
 #include "sim/models/layer_zoo.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"

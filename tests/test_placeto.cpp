@@ -9,14 +9,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "placement/placeto/placeto.h"
-#include "placement/placeto/placeto_cli.h"
-#include "placement/placeto/placeto_env.h"
-#include "placement/placeto/placeto_policy.h"
-#include "placement/strategy.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/graph_io.h"
+#include "placement/strategies/placeto/placeto.h"
+#include "tools/placeto_cli.h"
+#include "placement/strategies/placeto/placeto_env.h"
+#include "placement/strategies/placeto/placeto_policy.h"
+#include "placement/framework/strategy.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/io/graph_io.h"
 #include "tests/test_util.h"
 
 using namespace placesim;

@@ -1,11 +1,11 @@
-// The warm-start portfolio (placement/portfolio.h): the fast strategies, and HEFT and METIS again
+// The warm-start portfolio (placement/framework/portfolio.h): the fast strategies, and HEFT and METIS again
 // on the fastest server's GPUs.
 #include <gtest/gtest.h>
 
 #include <yaml-cpp/yaml.h>
 
-#include "placement/portfolio.h"
-#include "sim/evaluator.h"
+#include "placement/framework/portfolio.h"
+#include "sim/engines/evaluator.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
 #include "topologies/registry.h"

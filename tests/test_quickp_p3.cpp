@@ -3,11 +3,11 @@
 
 #include <cmath>
 
-#include "placement/quickp/bandwidth.h"
-#include "placement/quickp/quickp.h"
-#include "sim/builtin_graphs.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
+#include "placement/strategies/quickp/bandwidth.h"
+#include "placement/strategies/quickp/quickp.h"
+#include "sim/models/builtin_graphs.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
 

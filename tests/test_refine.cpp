@@ -1,4 +1,4 @@
-// `refine:` (placement/refine/refine.h): the local search that follows a strategy. Answers by
+// `refine:` (placement/stages/refine/refine.h): the local search that follows a strategy. Answers by
 // hand on two independent chains; on random graphs and every fabric it never ends worse than it
 // started; its result does not depend on the thread count; memory that fit keeps fitting. And the
 // scenario key: its parse errors, and a run that reports it.
@@ -7,12 +7,12 @@
 #include <random>
 #include <set>
 
-#include "placement/refine/refine.h"
-#include "scenarios/scenario.h"
-#include "sim/cost_model.h"
-#include "sim/evaluator.h"
-#include "sim/graph_io.h"
-#include "sim/placement_io.h"
+#include "placement/stages/refine/refine.h"
+#include "scenarios/runner/scenario.h"
+#include "sim/engines/cost_model.h"
+#include "sim/engines/evaluator.h"
+#include "sim/io/graph_io.h"
+#include "sim/io/placement_io.h"
 #include "tests/contention_cases.h"
 #include "tests/test_util.h"
 #include "topologies/registry.h"

@@ -8,11 +8,11 @@
 #include <optional>
 #include <sstream>
 
-#include "scenarios/record.h"
-#include "scenarios/report.h"
-#include "scenarios/results_store.h"
-#include "sim/data_dir.h"
-#include "sim/errors.h"
+#include "scenarios/runner/record.h"
+#include "scenarios/runner/report.h"
+#include "scenarios/runner/results_store.h"
+#include "sim/config/data_dir.h"
+#include "sim/core/errors.h"
 #include "tests/test_util.h"
 
 namespace placesim {

@@ -10,18 +10,18 @@
 #include <sstream>
 #include <string>
 
-#include "placement/heft/heft.h"
-#include "scenarios/record.h"
-#include "scenarios/results_store.h"
-#include "scenarios/runner.h"
-#include "scenarios/sweep.h"
-#include "scenarios/sweep_runner.h"
-#include "sim/errors.h"
-#include "sim/graph_io.h"
+#include "placement/strategies/heft/heft.h"
+#include "scenarios/runner/record.h"
+#include "scenarios/runner/results_store.h"
+#include "scenarios/runner/runner.h"
+#include "scenarios/runner/sweep.h"
+#include "scenarios/runner/sweep_runner.h"
+#include "sim/core/errors.h"
+#include "sim/io/graph_io.h"
 #include "sim/models/zoo.h"
-#include "sim/placement_io.h"
-#include "sim/units.h"
-#include "sim/yaml_fields.h"
+#include "sim/io/placement_io.h"
+#include "sim/core/units.h"
+#include "sim/config/yaml_fields.h"
 #include "tests/test_util.h"
 #include "topologies/registry.h"
 
@@ -289,7 +289,7 @@ TEST(Robustness, Item6PlacementGpuIndexBeyondAnIntIsRefused) {
 
 // ---------------------------------------------------------------------------------------------
 // Item 7: finite values that overflow on the way (1e308 s, 1e-320 B/s) are refused at load,
-// naming the field; the ranges are sim/units.h's, the same for every loader.
+// naming the field; the ranges are sim/core/units.h's, the same for every loader.
 
 TEST(Robustness, Item7GraphFilesAreBoundedPerField) {
   EXPECT_INPUT_ERROR(parse_graph(kHugeComputeGraph, "big.json"), "operators[0].compute_s",

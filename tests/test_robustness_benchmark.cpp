@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "placement/strategy.h"
-#include "scenarios/record.h"
-#include "scenarios/report.h"
-#include "scenarios/sweep.h"
-#include "scenarios/sweep_runner.h"
+#include "placement/framework/strategy.h"
+#include "scenarios/runner/record.h"
+#include "scenarios/runner/report.h"
+#include "scenarios/runner/sweep.h"
+#include "scenarios/runner/sweep_runner.h"
 #include "tests/test_util.h"
 
 namespace placesim {

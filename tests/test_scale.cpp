@@ -9,7 +9,7 @@
 #include <random>
 #include <sstream>
 
-#include "sim/placement_io.h"
+#include "sim/io/placement_io.h"
 #include "tests/test_util.h"
 
 using namespace placesim;

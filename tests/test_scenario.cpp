@@ -5,9 +5,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "scenarios/scenario.h"
-#include "scenarios/sweep.h"
-#include "sim/errors.h"
+#include "scenarios/runner/scenario.h"
+#include "scenarios/runner/sweep.h"
+#include "sim/core/errors.h"
 #include "tests/test_util.h"
 
 using namespace placesim;

@@ -14,11 +14,11 @@
 #include <set>
 #include <unistd.h>
 
-#include "sim/builtin_graphs.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/simgrid_engine.h"
-#include "sim/trace.h"
+#include "sim/models/builtin_graphs.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/engines/simgrid_engine.h"
+#include "sim/io/trace.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
 

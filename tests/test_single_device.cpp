@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "placement/mcmc/mcmc.h"
-#include "placement/single_device/single_device.h"
-#include "sim/evaluator.h"
+#include "placement/strategies/mcmc/mcmc.h"
+#include "placement/strategies/single_device/single_device.h"
+#include "sim/engines/evaluator.h"
 #include "tests/test_util.h"
 
 using namespace placesim;

@@ -23,11 +23,11 @@
 #include <string>
 #include <vector>
 
-#include "placement/strategy.h"
-#include "scenarios/runner.h"
-#include "sim/builtin_graphs.h"
-#include "sim/evaluator.h"
-#include "sim/graph_io.h"
+#include "placement/framework/strategy.h"
+#include "scenarios/runner/runner.h"
+#include "sim/models/builtin_graphs.h"
+#include "sim/engines/evaluator.h"
+#include "sim/io/graph_io.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
 

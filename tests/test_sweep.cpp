@@ -12,15 +12,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "scenarios/record.h"
-#include "scenarios/results_store.h"
-#include "scenarios/runner.h"
-#include "scenarios/sweep.h"
-#include "scenarios/sweep_runner.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/graph_io.h"
-#include "sim/simgrid_engine.h"
+#include "scenarios/runner/record.h"
+#include "scenarios/runner/results_store.h"
+#include "scenarios/runner/runner.h"
+#include "scenarios/runner/sweep.h"
+#include "scenarios/runner/sweep_runner.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/io/graph_io.h"
+#include "sim/engines/simgrid_engine.h"
 #include "tests/test_util.h"
 
 using namespace placesim;

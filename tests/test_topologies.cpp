@@ -16,13 +16,13 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "scenarios/record.h"
-#include "scenarios/scenario.h"
-#include "scenarios/sweep.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/simgrid_engine.h"
-#include "sim/trace.h"
+#include "scenarios/runner/record.h"
+#include "scenarios/runner/scenario.h"
+#include "scenarios/runner/sweep.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/engines/simgrid_engine.h"
+#include "sim/io/trace.h"
 #include "tests/contention_cases.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"

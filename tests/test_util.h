@@ -15,13 +15,13 @@
 #include <string>
 #include <string_view>
 
-#include "placement/strategy.h"
-#include "scenarios/results_store.h"
-#include "scenarios/sweep_runner.h"
-#include "sim/cluster.h"
-#include "sim/errors.h"
-#include "sim/execution_graph.h"
-#include "sim/graph.h"
+#include "placement/framework/strategy.h"
+#include "scenarios/runner/results_store.h"
+#include "scenarios/runner/sweep_runner.h"
+#include "sim/core/cluster.h"
+#include "sim/core/errors.h"
+#include "sim/core/execution_graph.h"
+#include "sim/core/graph.h"
 #include "topologies/fabrics.h"
 
 namespace placesim::testutil {

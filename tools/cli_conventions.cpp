@@ -5,8 +5,8 @@
 #include <fmt/ranges.h>
 #include <vector>
 
-#include "sim/errors.h"
-#include "sim/yaml_fields.h"
+#include "sim/core/errors.h"
+#include "sim/config/yaml_fields.h"
 
 namespace placesim {
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-#include "sim/options.h"
+#include "sim/config/options.h"
 
 namespace placesim {
 

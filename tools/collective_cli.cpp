@@ -7,11 +7,11 @@
 #include <sstream>
 
 #include "cli_conventions.h"
-#include "sim/collective_steps.h"
-#include "sim/collectives.h"
-#include "sim/errors.h"
-#include "sim/execution_graph.h"
-#include "sim/units.h"
+#include "sim/collectives/collective_steps.h"
+#include "sim/collectives/collectives.h"
+#include "sim/core/errors.h"
+#include "sim/core/execution_graph.h"
+#include "sim/core/units.h"
 #include "topologies/registry.h"
 
 namespace placesim {

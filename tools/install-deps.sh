@@ -17,7 +17,7 @@ packages=(
   python3-matplotlib        # plots of `placesim report` (tools/plot_results.py)
   libtorch-dev              # LibTorch: Placeto's policy network (optional: CMake skips it when absent)
   libonnx-dev               # ONNX models in (sim/models/onnx_import.cpp): parsing and shape inference
-  protobuf-compiler libprotobuf-dev  # Chakra execution traces (sim/chakra): protoc and the runtime
+  protobuf-compiler libprotobuf-dev  # Chakra execution traces (sim/io/chakra): protoc and the runtime
   python3-protobuf          # the tests read the Chakra traces back with Python's protobuf
   python3-torch python3-torchvision  # tools/export_onnx.py: PyTorch and torchvision models to ONNX
 )

@@ -13,25 +13,25 @@
 #include "cli_conventions.h"
 #include "collective_cli.h"
 #include "plan_cli.h"
-#include "placement/placeto/placeto_cli.h"
-#include "placement/planner.h"
-#include "placement/strategy.h"
-#include "scenarios/record.h"
-#include "scenarios/report.h"
-#include "scenarios/results_store.h"
-#include "scenarios/runner.h"
-#include "scenarios/scenario.h"
-#include "scenarios/sweep.h"
-#include "scenarios/sweep_runner.h"
-#include "sim/chakra/chakra_trace.h"
-#include "sim/data_dir.h"
-#include "sim/errors.h"
-#include "sim/graph_io.h"
-#include "sim/graph_stats.h"
+#include "placeto_cli.h"
+#include "placement/framework/planner.h"
+#include "placement/framework/strategy.h"
+#include "scenarios/runner/record.h"
+#include "scenarios/runner/report.h"
+#include "scenarios/runner/results_store.h"
+#include "scenarios/runner/runner.h"
+#include "scenarios/runner/scenario.h"
+#include "scenarios/runner/sweep.h"
+#include "scenarios/runner/sweep_runner.h"
+#include "sim/io/chakra/chakra_trace.h"
+#include "sim/config/data_dir.h"
+#include "sim/core/errors.h"
+#include "sim/io/graph_io.h"
+#include "sim/core/graph_stats.h"
 #include "sim/models/zoo.h"
-#include "sim/placement_io.h"
-#include "sim/units.h"
-#include "sim/yaml_fields.h"
+#include "sim/io/placement_io.h"
+#include "sim/core/units.h"
+#include "sim/config/yaml_fields.h"
 #include "topologies/registry.h"
 #include "topologies/topology_info.h"
 
@@ -542,7 +542,7 @@ int cmd_topology_types(bool json) {
 
 }  // namespace
 
-// The `--engine` values, from the one table (scenarios/scenario.h); `estimate` (no engine, a
+// The `--engine` values, from the one table (scenarios/runner/scenario.h); `estimate` (no engine, a
 // workload's plans priced by NEST's model) only where plans run: `placesim run`.
 std::vector<std::string> engine_names(bool with_estimate) {
   std::vector<std::string> out;

@@ -8,15 +8,15 @@
 #include <map>
 
 #include "cli_conventions.h"
-#include "sim/errors.h"
-#include "sim/evaluator.h"
-#include "sim/execution_graph.h"
-#include "sim/layer_model.h"
+#include "sim/core/errors.h"
+#include "sim/engines/evaluator.h"
+#include "sim/core/execution_graph.h"
+#include "sim/plans/layer_model.h"
 #include "sim/models/gpu.h"
 #include "sim/models/layer_zoo.h"
-#include "sim/parallel_plan.h"
-#include "sim/trace.h"
-#include "sim/units.h"
+#include "sim/plans/parallel_plan.h"
+#include "sim/io/trace.h"
+#include "sim/core/units.h"
 #include "topologies/registry.h"
 
 namespace placesim {

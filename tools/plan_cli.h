@@ -1,5 +1,5 @@
 #pragma once
-// `placesim plan`: one parallel plan (sim/parallel_plan.h) of a layer-level workload on a
+// `placesim plan`: one parallel plan (sim/plans/parallel_plan.h) of a layer-level workload on a
 // cluster: its step time per engine, memory per GPU, or why it does not fit.
 #include <CLI/CLI.hpp>
 #include <string>

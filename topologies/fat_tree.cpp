@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <fmt/format.h>
 
-#include "sim/errors.h"
-#include "sim/units.h"
+#include "sim/core/errors.h"
+#include "sim/core/units.h"
 
 namespace placesim {
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/units.h"
+#include "sim/core/units.h"
 
 namespace placesim {
 

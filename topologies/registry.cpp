@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "sim/errors.h"
-#include "sim/yaml_fields.h"
+#include "sim/core/errors.h"
+#include "sim/config/yaml_fields.h"
 #include "topologies/fat_tree.h"
 #include "topologies/full_mesh.h"
 #include "topologies/multi_nic.h"

@@ -1,6 +1,6 @@
 #pragma once
 // The fabric registry: every cluster type a scenario's `cluster:` block may name, each with its
-// key schema (sim/options.h) and a builder that returns a finalized cluster carrying its recipe.
+// key schema (sim/config/options.h) and a builder that returns a finalized cluster carrying its recipe.
 // One file per fabric under topologies/ defines its config struct, builder and registry entry;
 // topologies/registry.cpp lists the entries, one line each. For example:
 //
@@ -21,9 +21,9 @@
 #include <vector>
 #include <yaml-cpp/yaml.h>
 
-#include "sim/bandwidth_allocation.h"
-#include "sim/cluster.h"
-#include "sim/options.h"
+#include "sim/core/bandwidth_allocation.h"
+#include "sim/core/cluster.h"
+#include "sim/config/options.h"
 #include "topologies/servers.h"
 
 namespace placesim {

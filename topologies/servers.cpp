@@ -5,8 +5,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
-#include "sim/errors.h"
-#include "sim/units.h"
+#include "sim/core/errors.h"
+#include "sim/core/units.h"
 
 namespace placesim {
 

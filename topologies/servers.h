@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/cluster.h"
-#include "sim/options.h"
-#include "sim/units.h"
+#include "sim/core/cluster.h"
+#include "sim/config/options.h"
+#include "sim/core/units.h"
 
 namespace placesim {
 

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "sim/units.h"
+#include "sim/core/units.h"
 
 namespace placesim {
 namespace {

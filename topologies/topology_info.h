@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/cluster.h"
+#include "sim/core/cluster.h"
 
 namespace placesim {
 

@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
-#include "sim/errors.h"
-#include "sim/units.h"
+#include "sim/core/errors.h"
+#include "sim/core/units.h"
 
 namespace placesim::models {
 
@@ -762,7 +762,7 @@ Graph ModelBuilder::to_graph(const GpuSpec& gpu, const std::string& source) cons
     o.memory_bytes = memory;
     o.colocation_class = op.variable >= 0 ? class_of[op.variable] : -1;
     // Sizes up to 1e9 per key and a slow GPU multiply into values no engine can represent: the
-    // same ranges as for graph files (sim/units.h), named after what makes them big.
+    // same ranges as for graph files (sim/core/units.h), named after what makes them big.
     if (!(o.compute_s <= kMaxDuration))
       throw InputError(source, fmt::format("operator '{}'", o.name),
                        fmt::format("would take {:g} s on GPU '{}', more than the {:g} s placesim simulates; give a faster "

@@ -26,7 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sim/graph.h"
+#include "sim/core/graph.h"
 #include "sim/models/gpu.h"
 
 namespace placesim::models {

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <fmt/format.h>
 
-#include "sim/errors.h"
-#include "sim/units.h"
-#include "sim/yaml_fields.h"
+#include "sim/core/errors.h"
+#include "sim/core/units.h"
+#include "sim/config/yaml_fields.h"
 
 namespace placesim::models {
 

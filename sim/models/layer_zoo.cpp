@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <optional>
 
-#include "sim/errors.h"
+#include "sim/core/errors.h"
 #include "sim/models/gpu.h"
 
 namespace placesim::models {

@@ -1,7 +1,7 @@
 #pragma once
 // Layer-level models of the model zoo (issue #15): transformers as a sequence of layers with
 // forward and backward times per micro-batch, per device of a tensor-parallel group, from their
-// architecture -- what parallel plans (sim/parallel_plan.h) split into stages, tensor-parallel
+// architecture -- what parallel plans (sim/plans/parallel_plan.h) split into stages, tensor-parallel
 // groups and replicas when no measured per-layer workload exists.
 //
 // Per transformer layer of hidden size h, a heads (g of them for keys and values: grouped-query
@@ -42,8 +42,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/layer_model.h"
-#include "sim/options.h"
+#include "sim/plans/layer_model.h"
+#include "sim/config/options.h"
 
 namespace placesim::models {
 

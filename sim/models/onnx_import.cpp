@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "sim/errors.h"
+#include "sim/core/errors.h"
 #include "sim/models/layers.h"
 #include "sim/models/onnx_shape_folding.h"
 

@@ -15,11 +15,11 @@
 #include <vector>
 #include <yaml-cpp/yaml.h>
 
-#include "sim/graph.h"
+#include "sim/core/graph.h"
 #include "sim/models/builder.h"
 #include "sim/models/gpu.h"
 #include "sim/models/zoo.h"
-#include "sim/options.h"
+#include "sim/config/options.h"
 
 namespace placesim::models {
 

@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "sim/errors.h"
+#include "sim/core/errors.h"
 #include "sim/models/architectures.h"
 #include "sim/models/layers.h"
-#include "sim/yaml_fields.h"
+#include "sim/config/yaml_fields.h"
 
 namespace placesim::models {
 

@@ -19,10 +19,10 @@
 #include <vector>
 #include <yaml-cpp/yaml.h>
 
-#include "sim/graph.h"
+#include "sim/core/graph.h"
 #include "sim/models/builder.h"
 #include "sim/models/gpu.h"
-#include "sim/options.h"
+#include "sim/config/options.h"
 
 namespace placesim::models {
 

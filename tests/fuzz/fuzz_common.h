@@ -1,6 +1,6 @@
 #pragma once
 // Shared by the libFuzzer targets of tests/fuzz (built with -DPLACESIM_FUZZ=ON, run with
-// tools/fuzz.sh). For bad input placesim's contract is one InputError (sim/errors.h) that names the
+// tools/fuzz.sh). For bad input placesim's contract is one InputError (sim/core/errors.h) that names the
 // file and the field; a crash, a sanitizer report or any other exception that escapes is a finding.
 // finding() prints what broke the contract and aborts, which libFuzzer records as a crash and
 // saves the input that caused it.
@@ -13,7 +13,7 @@
 #include <string_view>
 #include <unistd.h>
 
-#include "sim/errors.h"
+#include "sim/core/errors.h"
 
 namespace placesim::fuzz {
 

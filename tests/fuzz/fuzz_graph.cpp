@@ -1,4 +1,4 @@
-// Fuzz target: the graph loaders (sim/graph_io.h) on JSON text, with the format detected from the
+// Fuzz target: the graph loaders (sim/io/graph_io.h) on JSON text, with the format detected from the
 // content as `placesim graph info` and scenarios do, so seeds of each format (native, QuickP's
 // node-link JSON, msr-fiddle) keep the mutations inside their loader. A graph that loads must
 // also survive the native writer and load back with the same operators and tensors, bit for bit
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "sim/graph_io.h"
+#include "sim/io/graph_io.h"
 #include "tests/fuzz/fuzz_common.h"
 
 using namespace placesim;

@@ -1,11 +1,11 @@
-// Fuzz target: placement files (sim/placement_io.h) for a fixed graph of three operators, read
+// Fuzz target: placement files (sim/io/placement_io.h) for a fixed graph of three operators, read
 // through a scratch file as `placesim evaluate --placement` reads them. A placement that loads
 // names a GPU for every operator, and writes and loads back the same.
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "sim/placement_io.h"
+#include "sim/io/placement_io.h"
 #include "tests/fuzz/fuzz_common.h"
 
 using namespace placesim;

@@ -1,4 +1,4 @@
-// Fuzz target: results.jsonl as `placesim run --resume` reads it (scenarios/results_store.h):
+// Fuzz target: results.jsonl as `placesim run --resume` reads it (scenarios/runner/results_store.h):
 // read as the merged file of an MPI run is (a partial last line skipped with a warning), then
 // repaired and read again as a rank's own file is, and the records aggregated into results.json
 // and results.csv as the end of the run does. Every record read must write back as a line that
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/record.h"
-#include "scenarios/results_store.h"
+#include "scenarios/runner/record.h"
+#include "scenarios/runner/results_store.h"
 #include "tests/fuzz/fuzz_common.h"
 
 using namespace placesim;

@@ -1,13 +1,13 @@
-// Fuzz target: scenario files as `placesim run` reads them: the YAML text (sim/yaml_fields.h
-// parse_yaml_text, the same path as load_yaml_file), the scenario parser (scenarios/scenario.h)
-// and the sweep planner (scenarios/sweep.h), which parses the base scenario and every variant.
+// Fuzz target: scenario files as `placesim run` reads them: the YAML text (sim/config/yaml_fields.h
+// parse_yaml_text, the same path as load_yaml_file), the scenario parser (scenarios/runner/scenario.h)
+// and the sweep planner (scenarios/runner/sweep.h), which parses the base scenario and every variant.
 // The point limit is kept small so that a mutated axis cannot make one input take seconds; a
 // larger count must still be refused with an InputError, before anything is allocated.
 #include <cstdint>
 #include <string>
 
-#include "scenarios/sweep.h"
-#include "sim/yaml_fields.h"
+#include "scenarios/runner/sweep.h"
+#include "sim/config/yaml_fields.h"
 #include "tests/fuzz/fuzz_common.h"
 
 using namespace placesim;

@@ -1,4 +1,4 @@
-// Fuzz target: the unit parsers (sim/units.h). The first byte picks the parser, the rest is the
+// Fuzz target: the unit parsers (sim/core/units.h). The first byte picks the parser, the rest is the
 // text. A value a parser accepts must be finite and inside its documented range, and its
 // human-readable form must not throw; parse_any_quantity must never throw at all, and gives a
 // finite value, negative only for a bare number.
@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "sim/units.h"
+#include "sim/core/units.h"
 #include "tests/fuzz/fuzz_common.h"
 
 using namespace placesim;

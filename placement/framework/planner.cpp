@@ -1,0 +1,71 @@
+#include "placement/framework/planner.h"
+
+#include <chrono>
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "sim/core/errors.h"
+
+namespace placesim {
+
+PlanResult Planner::plan(const LayerWorkload& workload, const Cluster& cluster) {
+  const Deadline deadline(common_.time_limit_s);
+  const auto t0 = std::chrono::steady_clock::now();
+  PlanResult result = plan_impl(workload, cluster, deadline);
+  result.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (const std::string why = plan_problem(workload, result.plan, cluster); !why.empty())
+    throw std::runtime_error(fmt::format("planner '{}' returned a plan that cannot run: {}", name_, why));
+  return result;
+}
+
+OptionSchema<PlannerCommonOptions> planner_common_schema() {
+  OptionSchema<PlannerCommonOptions> s;
+  s.duration("time_limit", &PlannerCommonOptions::time_limit_s, "wall time of the planning (inf: none)",
+             Range{0, std::numeric_limits<double>::infinity(), true, false, true}, "30s");
+  return s;
+}
+
+const PlannerInfo* planner_named(const std::string& name) {
+  for (const auto& info : planner_registry())
+    if (info.name == name) return &info;
+  return nullptr;
+}
+
+std::unique_ptr<Planner> make_planner(const std::string& name, const YAML::Node& options, const std::string& file,
+                                      const std::string& field) {
+  const PlannerInfo* info = planner_named(name);
+  if (!info) {
+    std::vector<std::string_view> valid;
+    for (const auto& p : planner_registry()) valid.push_back(p.name);
+    for (const auto& s : strategy_registry())
+      if (s.name == name)
+        throw InputError(file, field + ".name",
+                         fmt::format("'{}' places the operators of a graph (`graph:`); a `workload:` takes planners: {}",
+                                     name, join_choices(valid)));
+    throw_unknown_choice(name, valid, file, field + ".name");
+  }
+  YAML::Node opts = options ? options : YAML::Node(YAML::NodeType::Map);
+  if (opts.IsNull()) opts = YAML::Node(YAML::NodeType::Map);
+  return info->make(YamlFields(opts, file, field + ".options"));
+}
+
+nlohmann::ordered_json plan_to_json(const ParallelPlan& plan) {
+  nlohmann::ordered_json j;
+  j["tp"] = plan.tp;
+  if (!plan.stage_tp.empty()) j["stage_tp"] = plan.stage_tp;
+  j["pp"] = plan.pp;
+  j["dp"] = plan.dp;
+  j["ep"] = plan.ep;
+  j["zero"] = plan.zero;
+  j["micro_batches"] = plan.micro_batches;
+  j["schedule"] = std::string(enum_name<PipelineSchedule>(kPipelineScheduleNames, plan.schedule));
+  if (plan.virtual_stages > 1) j["virtual_stages"] = plan.virtual_stages;
+  j["gradient_algorithm"] = std::string(enum_name<CollectiveAlgorithm>(kCollectiveAlgorithmNames, plan.gradient_algorithm));
+  j["scatter_gather"] = plan.scatter_gather;
+  if (plan.sequence_parallel) j["sequence_parallel"] = true;
+  j["stage_starts"] = plan.stage_starts;
+  j["gpus"] = plan.gpus;
+  return j;
+}
+
+}  // namespace placesim

@@ -1,0 +1,101 @@
+#pragma once
+// Planners: the strategies of layer-level workloads (issue #15). Where a placement strategy
+// (placement/framework/strategy.h) maps each operator of one graph to a GPU, a planner chooses a parallel
+// plan (sim/plans/parallel_plan.h): tensor, pipeline, data and expert parallelism, ZeRO, micro-batches
+// and a schedule, pinned to GPUs. A scenario with `workload:` instead of `graph:` names planners
+// in `strategies:`; the runner compiles each plan into the execution graph and measures it on
+// every engine (scenarios/runner/runner.h).
+//
+// Planner::plan is the one entry point (non-virtual): it times the call and checks the plan it
+// returns (plan_problem) against the model at the plan's tensor-parallel width. A new planner is
+// one folder under placement/ and one line in placement/framework/registry.cpp, as a strategy is.
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "placement/framework/strategy.h"
+#include "sim/plans/layer_model.h"
+#include "sim/plans/parallel_plan.h"
+
+namespace placesim {
+
+struct PlanResult {
+  ParallelPlan plan;
+  double search_seconds = 0;                         // wall time of Planner::plan
+  nlohmann::json report = nlohmann::json::object();  // what the planner wants to tell
+};
+
+// The options every planner takes.
+struct PlannerCommonOptions {
+  double time_limit_s = std::numeric_limits<double>::infinity();
+};
+
+class Planner {
+ public:
+  explicit Planner(std::string name) : name_(std::move(name)) {}
+  virtual ~Planner() = default;
+
+  // Plans the workload on the cluster within the time limit. Throws std::runtime_error when the
+  // planner returns a plan that cannot be compiled (a defect of the planner, named as such), and
+  // whatever the planner throws when the workload or its options cannot be planned.
+  PlanResult plan(const LayerWorkload& workload, const Cluster& cluster);
+
+  // What makes the planner's options impossible on this workload and cluster, said when the
+  // scenario is read (a bad input, exit 2) rather than when its point runs; "" when nothing does,
+  // or when only planning would tell (a search chooses its own degrees).
+  virtual std::string options_problem(const LayerWorkload& /*workload*/, const Cluster& /*cluster*/) const { return ""; }
+  // Why its plans cannot be priced by NEST's estimate alone (simulation.engine: estimate), or "".
+  virtual std::string estimate_problem() const { return ""; }
+
+  const std::string& name() const { return name_; }
+  void set_common_options(const PlannerCommonOptions& common) { common_ = common; }
+  const PlannerCommonOptions& common_options() const { return common_; }
+
+ private:
+  virtual PlanResult plan_impl(const LayerWorkload& workload, const Cluster& cluster, const Deadline& deadline) = 0;
+  std::string name_;
+  PlannerCommonOptions common_;
+};
+
+struct PlannerInfo {
+  std::string name;
+  std::string description;         // one line
+  std::vector<OptionDoc> options;  // the planner's own keys, then the common ones
+  std::function<std::unique_ptr<Planner>(const YamlFields& options)> make;
+};
+
+OptionSchema<PlannerCommonOptions> planner_common_schema();
+
+// The PlannerInfo of planner class P built from a Config by `schema`.
+template <class P, class Config>
+PlannerInfo planner_info(std::string name, std::string description, OptionSchema<Config> schema) {
+  const OptionSchema<PlannerCommonOptions> common = planner_common_schema();
+  std::vector<OptionDoc> docs = schema.docs();
+  for (auto& d : common.docs()) docs.push_back(d);
+  std::vector<std::string> keys = schema.keys();
+  for (auto& k : common.keys()) keys.push_back(k);
+  return {std::move(name), std::move(description), std::move(docs),
+          [schema = std::move(schema), common, keys](const YamlFields& f) -> std::unique_ptr<Planner> {
+            check_known_keys(f, keys);
+            auto p = std::make_unique<P>(schema.parse_known(f));
+            p->set_common_options(common.parse_known(f));
+            return p;
+          }};
+}
+
+// Every registered planner, in registration order (placement/framework/registry.cpp).
+std::span<const PlannerInfo> planner_registry();
+// The planner of that name, or nullptr.
+const PlannerInfo* planner_named(const std::string& name);
+// Looks a planner up and builds it from its `options:` mapping; an unknown name is an InputError
+// listing the planners (and saying so when the name is a placement strategy).
+std::unique_ptr<Planner> make_planner(const std::string& name, const YAML::Node& options, const std::string& file,
+                                      const std::string& field);
+
+// The plan as JSON (degrees, schedule, stage starts, GPUs), for reports and plan files.
+nlohmann::ordered_json plan_to_json(const ParallelPlan& plan);
+
+}  // namespace placesim

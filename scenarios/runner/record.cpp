@@ -1,0 +1,441 @@
+#include "scenarios/runner/record.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+#include "sim/core/errors.h"
+
+namespace placesim {
+
+using ojson = nlohmann::ordered_json;
+
+SweepValue::SweepValue(std::string path_, std::string text_)
+    : path(std::move(path_)), text(std::move(text_)), quantity(parse_any_quantity(text)) {}
+
+std::string SweepValue::printed() const { return quantity ? format_quantity(*quantity) : text; }
+
+std::string_view point_status_name(PointStatus status) {
+  switch (status) {
+    case PointStatus::Ok: return "ok";
+    case PointStatus::Oom: return "oom";
+    case PointStatus::Infeasible: return "infeasible";
+    case PointStatus::Failed: break;
+  }
+  return "failed";
+}
+
+PointStatus PointRecord::status() const {
+  if (!measurement) return infeasible ? PointStatus::Infeasible : PointStatus::Failed;
+  return measurement->oom ? PointStatus::Oom : PointStatus::Ok;
+}
+
+std::optional<double> nest_estimate_of(const PointMeasurement& m) {
+  auto it = m.strategy_report.find("nest_estimate_s");
+  if (it == m.strategy_report.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::optional<double> PointRecord::latency() const {
+  if (!measurement) return std::nullopt;
+  if (measurement->simgrid_latency) return measurement->simgrid_latency;
+  return measurement->flow_latency ? measurement->flow_latency : measurement->evaluator_latency;
+}
+
+const SweepValue* PointRecord::sweep_value(std::string_view path) const {
+  auto it = std::find_if(sweep.begin(), sweep.end(), [&](const SweepValue& v) { return v.path == path; });
+  return it != sweep.end() ? &*it : nullptr;
+}
+
+namespace {
+
+ojson optional_number(const std::optional<double>& v) { return v ? ojson(*v) : ojson(nullptr); }
+
+// The fields of one JSON object, read with errors that name the file, the line and the field.
+class FieldReader {
+ public:
+  FieldReader(const ojson& j, std::string file, std::string where)
+      : j_(j), file_(std::move(file)), where_(std::move(where)) {
+    if (!j.is_object()) fail("", "expected a JSON object (a record that `placesim run` writes)");
+  }
+
+  bool has(const char* key) const { return j_.contains(key); }
+  const ojson& at(const char* key) const {
+    auto it = j_.find(key);
+    if (it == j_.end()) fail(key, "missing");
+    return *it;
+  }
+  // One of `names`, by name.
+  template <class E>
+  E choice(const char* key, std::span<const EnumName<E>> names) const {
+    const std::string text = string(key);
+    for (const auto& n : names)
+      if (n.name == text) return n.value;
+    std::vector<std::string_view> choices;
+    for (const auto& n : names) choices.push_back(n.name);
+    fail(key, "expected " + join_choices(choices));
+  }
+  std::string string(const char* key) const {
+    const ojson& v = at(key);
+    if (!v.is_string()) fail(key, "expected a string");
+    return v.get<std::string>();
+  }
+  template <class Int>
+  Int integer(const char* key) const {
+    const ojson& v = at(key);
+    if (!v.is_number_integer()) fail(key, "expected a whole number");
+    return v.get<Int>();
+  }
+  // A number; null stands for a value JSON cannot hold (NaN or infinity are written as null).
+  double number(const char* key) const { return number_of(at(key), key); }
+  std::optional<double> optional_number(const char* key) const {
+    const ojson& v = at(key);
+    if (v.is_null()) return std::nullopt;
+    return number_of(v, key);
+  }
+  bool boolean(const char* key) const {
+    const ojson& v = at(key);
+    if (!v.is_boolean()) fail(key, "expected true or false");
+    return v.get<bool>();
+  }
+  std::vector<double> numbers(const char* key) const {
+    std::vector<double> out;
+    for (const ojson& v : array(key)) out.push_back(number_of(v, key));
+    return out;
+  }
+  std::vector<std::string> strings(const char* key) const {
+    std::vector<std::string> out;
+    for (const ojson& v : array(key)) {
+      if (!v.is_string()) fail(key, "expected a list of strings");
+      out.push_back(v.get<std::string>());
+    }
+    return out;
+  }
+  const ojson& array(const char* key) const {
+    const ojson& v = at(key);
+    if (!v.is_array()) fail(key, "expected a list");
+    return v;
+  }
+  const ojson& object(const char* key) const {
+    const ojson& v = at(key);
+    if (!v.is_object()) fail(key, "expected an object");
+    return v;
+  }
+  // A reader of an object inside this one, whose errors name it (`links[2]`).
+  FieldReader inner(const ojson& j, const std::string& name) const { return FieldReader(j, file_, where_ + ": " + name); }
+  [[noreturn]] void fail(std::string_view key, const std::string& what) const {
+    throw InputError(file_, where_, key.empty() ? what : fmt::format("\"{}\": {}", key, what));
+  }
+
+ private:
+  double number_of(const ojson& v, const char* key) const {
+    if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();
+    if (!v.is_number()) fail(key, "expected a number");
+    return v.get<double>();
+  }
+
+  const ojson& j_;
+  std::string file_, where_;
+};
+
+PointMeasurement measurement_from_json(const FieldReader& f) {
+  PointMeasurement m;
+  m.search_time = f.number("search_time");
+  if (f.has("evaluator_latency")) m.evaluator_latency = f.optional_number("evaluator_latency");
+  m.simgrid_latency = f.optional_number("simgrid_latency");
+  m.simgrid_wall_time = f.optional_number("simgrid_wall_time");
+  if (f.has("flow_latency")) m.flow_latency = f.optional_number("flow_latency");
+  m.bounds.critical_path = f.number("lower_bound_critical_path");
+  m.bounds.work_per_device = f.number("lower_bound_work_per_gpu");
+  // Older runners did not write these (lower_bound is max of the two above).
+  if (f.has("lower_bound_memory_per_gpu")) m.bounds.memory_per_device = f.number("lower_bound_memory_per_gpu");
+  m.memory_per_gpu = f.numbers("memory_per_gpu");
+  m.peak_memory = f.number("peak_memory");
+  m.oom = f.boolean("oom");
+  m.busy_per_gpu = f.numbers("busy_per_gpu");
+  const ojson& links = f.array("links");
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const FieldReader link = f.inner(links[i], fmt::format("links[{}]", i));
+    m.links.push_back({link.string("link"), link.number("bytes"), link.number("busy_time"), link.number("busy_fraction"),
+                       link.number("mean_utilisation")});
+  }
+  m.strategy_report = f.object("strategy_report");
+  m.placement_file = f.string("placement_file");
+  m.trace_file = f.string("trace_file");
+  return m;
+}
+
+}  // namespace
+
+ojson to_json(const PointRecord& r) {
+  ojson j;
+  j["key"] = r.key;
+  j["index"] = r.index;
+  j["scenario"] = r.scenario;
+  j["graph"] = r.graph;
+  j["gpus"] = r.gpus;
+  j["cluster"] = r.cluster;
+  ojson sweep = ojson::object();
+  for (const SweepValue& v : r.sweep) sweep[v.path] = v.text;
+  j["sweep"] = std::move(sweep);
+  j["label"] = r.label;
+  j["strategy"] = r.strategy;
+  j["seed"] = r.seed ? ojson(*r.seed) : ojson(nullptr);
+  j["repetition"] = r.repetition;
+  j["engine"] = std::string(engine_name(r.engine));
+  j["order"] = std::string(op_order_name(r.order));
+  j["collectives"] = std::string(enum_name<CollectiveDetail>(kCollectiveDetailNames, r.collectives));
+  if (r.graph_size) {
+    j["operators"] = r.graph_size->operators;
+    j["tensors"] = r.graph_size->tensors;
+  }
+  j["status"] = std::string(point_status_name(r.status()));
+  if (!r.measurement) {
+    j["error"] = r.error;
+  } else {
+    const PointMeasurement& m = *r.measurement;
+    j["search_time"] = m.search_time;
+    if (m.evaluator_latency) j["evaluator_latency"] = *m.evaluator_latency;
+    j["simgrid_latency"] = optional_number(m.simgrid_latency);
+    j["simgrid_wall_time"] = optional_number(m.simgrid_wall_time);
+    if (m.flow_latency) j["flow_latency"] = *m.flow_latency;  // only where the flow engine ran
+    j["lower_bound_critical_path"] = m.bounds.critical_path;
+    j["lower_bound_work_per_gpu"] = m.bounds.work_per_device;
+    j["lower_bound"] = m.bounds.best();
+    j["lower_bound_memory_per_gpu"] = m.bounds.memory_per_device;
+    j["memory_per_gpu"] = m.memory_per_gpu;
+    j["peak_memory"] = m.peak_memory;
+    j["oom"] = m.oom;
+    j["busy_per_gpu"] = m.busy_per_gpu;
+    ojson links = ojson::array();
+    for (const auto& l : m.links)
+      links.push_back({{"link", l.name}, {"bytes", l.bytes}, {"busy_time", l.busy_s},
+                       {"busy_fraction", l.busy_fraction}, {"mean_utilisation", l.mean_utilisation}});
+    j["links"] = std::move(links);
+    j["strategy_report"] = m.strategy_report;
+    j["placement_file"] = m.placement_file;
+    j["trace_file"] = m.trace_file;
+  }
+  if (r.graph_size) j["warnings"] = r.graph_size->warnings;
+  return j;
+}
+
+std::string dump_json(const ojson& j, int indent) { return j.dump(indent, ' ', false, ojson::error_handler_t::replace); }
+
+PointRecord record_from_json(const ojson& j, const std::string& file, const std::string& where) {
+  const FieldReader f(j, file, where);
+  PointRecord r;
+  r.key = f.string("key");
+  r.index = f.integer<std::size_t>("index");
+  r.scenario = f.string("scenario");
+  r.graph = f.string("graph");
+  r.gpus = f.integer<int>("gpus");
+  r.cluster = f.string("cluster");
+  for (const auto& [path, value] : f.object("sweep").items()) {
+    if (!value.is_string()) f.fail("sweep", fmt::format("\"{}\": expected the value as written (a string)", path));
+    r.sweep.emplace_back(path, value.get<std::string>());
+  }
+  r.label = f.string("label");
+  r.strategy = f.string("strategy");
+  if (!f.at("seed").is_null()) r.seed = f.integer<long>("seed");
+  r.repetition = f.integer<int>("repetition");
+  r.engine = f.choice<Engine>("engine", kEngineNames);
+  const std::string order = f.string("order");
+  if (order == op_order_name(OpOrder::Fcfs)) r.order = OpOrder::Fcfs;
+  else if (order == op_order_name(OpOrder::Scheduler)) r.order = OpOrder::Scheduler;
+  else f.fail("order", "expected scheduler or fcfs");
+  // Absent from records written before simulation.collectives.
+  if (f.has("collectives")) r.collectives = f.choice<CollectiveDetail>("collectives", kCollectiveDetailNames);
+  if (f.has("operators")) {
+    // Braced, not emplace(): clang decides whether the nested GraphSize is default-constructible
+    // while PointRecord is still incomplete, and says it is not.
+    r.graph_size = PointRecord::GraphSize{f.integer<std::size_t>("operators"), f.integer<std::size_t>("tensors"),
+                                          f.strings("warnings")};
+  }
+  const std::string status = f.string("status");
+  if (status == point_status_name(PointStatus::Failed) || status == point_status_name(PointStatus::Infeasible)) {
+    r.error = f.string("error");
+    r.infeasible = status == point_status_name(PointStatus::Infeasible);
+  } else if (status == point_status_name(PointStatus::Ok) || status == point_status_name(PointStatus::Oom)) {
+    r.measurement = measurement_from_json(f);
+    if (r.status() != (status == "oom" ? PointStatus::Oom : PointStatus::Ok))
+      f.fail("status", fmt::format("'{}' disagrees with \"oom\"", status));
+    // Older runners wrote an infinite or NaN latency as null with status ok: such a point did not
+    // measure anything comparable, so it reads as the failed point it is (and --resume goes on).
+    if (f.has("evaluator_latency") && !(r.measurement->evaluator_latency && std::isfinite(*r.measurement->evaluator_latency))) {
+      r.measurement.reset();
+      r.error = fmt::format("recorded as {} with \"evaluator_latency\": null: the latency was not a finite number", status);
+    }
+    // Only a point that ran no engine has no evaluator latency.
+    if (!f.has("evaluator_latency") && r.engine != Engine::Estimate)
+      f.fail("evaluator_latency", fmt::format("missing, but the point ran on engine {}", engine_name(r.engine)));
+  } else {
+    f.fail("status", "expected ok, oom, infeasible or failed");
+  }
+  return r;
+}
+
+std::vector<std::string> sweep_paths(std::span<const PointRecord> records) {
+  std::vector<std::string> paths;
+  for (const PointRecord& r : records)
+    for (const SweepValue& v : r.sweep)
+      if (std::find(paths.begin(), paths.end(), v.path) == paths.end()) paths.push_back(v.path);
+  return paths;
+}
+
+ojson results_document(std::span<const PointRecord> records) {
+  ojson j;
+  const PointRecord* first = records.empty() ? nullptr : &records.front();
+  j["scenario"] = first ? first->scenario : std::string();
+  j["cluster"] = first ? first->cluster : std::string();
+  j["operators"] = first && first->graph_size ? first->graph_size->operators : std::size_t{0};
+  j["tensors"] = first && first->graph_size ? first->graph_size->tensors : std::size_t{0};
+  j["units"] = {{"time", "s"}, {"memory", "B"}, {"bandwidth", "B/s"}};
+  std::vector<std::string> warnings;
+  for (const PointRecord& r : records)
+    if (r.graph_size)
+      for (const auto& w : r.graph_size->warnings)
+        if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+  j["warnings"] = warnings;
+  j["sweep"] = sweep_paths(records);
+  ojson all = ojson::array();
+  for (const PointRecord& r : records) all.push_back(to_json(r));
+  j["strategies"] = std::move(all);
+  return j;
+}
+
+namespace {
+
+std::string csv_quote(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) q += (c == '"') ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+std::string records_to_csv(std::span<const PointRecord> records) {
+  const std::vector<std::string> paths = sweep_paths(records);
+  std::string csv = "key,scenario,strategy,label";
+  for (const auto& p : paths) csv += "," + csv_quote(p);
+  csv += ",seed,repetition,status,evaluator_latency_s,simgrid_latency_s,flow_latency_s,nest_estimate_s,search_time_s,peak_memory_"
+         "bytes,oom,error\n";
+  for (const PointRecord& r : records) {
+    csv += fmt::format("{},{},{},{}", csv_quote(r.key), csv_quote(r.scenario), csv_quote(r.strategy), csv_quote(r.label));
+    for (const auto& p : paths) {
+      const SweepValue* v = r.sweep_value(p);
+      csv += "," + (v ? csv_quote(v->text) : std::string());
+    }
+    csv += fmt::format(",{},{},{}", r.seed ? std::to_string(*r.seed) : std::string(), r.repetition,
+                       point_status_name(r.status()));
+    if (const auto& m = r.measurement) {
+      const auto estimate = nest_estimate_of(*m);
+      csv += fmt::format(",{},{},{},{},{:.6g},{:.0f},{},", m->evaluator_latency ? fmt::format("{:.9g}", *m->evaluator_latency) : std::string(),
+                         m->simgrid_latency ? fmt::format("{:.9g}", *m->simgrid_latency) : std::string(),
+                         m->flow_latency ? fmt::format("{:.9g}", *m->flow_latency) : std::string(),
+                         estimate ? fmt::format("{:.9g}", *estimate) : std::string(), m->search_time,
+                         m->peak_memory, m->oom ? "true" : "false");
+    } else {
+      csv += ",,,,,,,," + csv_quote(r.error);
+    }
+    csv += "\n";
+  }
+  return csv;
+}
+
+namespace {
+
+// For one group of points (no sweep): which placement that fits is fastest under contention
+// (SimGrid's latency, else the flow engine's), and, when the contention-free evaluator ranks
+// another first, that one with its latency under contention: the gap the search cost model makes.
+std::string fastest_lines(std::span<const PointRecord> records, const ColumnUnit& unit) {
+  const PointRecord *contended_best = nullptr, *free_best = nullptr;
+  const char* whose = nullptr;
+  auto contended = [](const PointMeasurement& m) { return m.simgrid_latency ? m.simgrid_latency : m.flow_latency; };
+  for (const PointRecord& r : records) {
+    if (!r.measurement || r.measurement->oom || !r.measurement->evaluator_latency) continue;
+    const PointMeasurement& m = *r.measurement;
+    if (!free_best || *m.evaluator_latency < *free_best->measurement->evaluator_latency) free_best = &r;
+    if (const auto c = contended(m); c && (!contended_best || *c < *contended(*contended_best->measurement))) {
+      contended_best = &r;
+      whose = m.simgrid_latency ? "SimGrid" : "flow engine";
+    }
+  }
+  if (!contended_best) return "";
+  std::string out = fmt::format("fastest under contention ({}): {}, {} {}\n", whose, contended_best->label,
+                                format_number_in(*contended(*contended_best->measurement), unit), unit.name);
+  if (free_best != contended_best)
+    out += fmt::format("fastest without contention (evaluator): {}, {} {}, but {} {} under contention\n",
+                       free_best->label, format_number_in(*free_best->measurement->evaluator_latency, unit), unit.name,
+                       format_number_in(*contended(*free_best->measurement), unit), unit.name);
+  return out;
+}
+
+}  // namespace
+
+std::string format_point_table(std::span<const PointRecord> records) {
+  // The point column: sweep values, seed and repetition (the strategy has a column of its own).
+  const bool repeated = std::any_of(records.begin(), records.end(), [](const PointRecord& r) { return r.repetition > 0; });
+  auto point_of = [&](const PointRecord& r) {
+    std::string point;
+    for (const SweepValue& v : r.sweep)
+      if (v.path != "strategy") point += (point.empty() ? "" : " ") + v.path + "=" + v.text;
+    if (r.seed) point += fmt::format("{}seed={}", point.empty() ? "" : " ", *r.seed);
+    if (repeated) point += fmt::format("{}rep={}", point.empty() ? "" : " ", r.repetition);
+    return point;
+  };
+  std::size_t width = 0;
+  for (const PointRecord& r : records) width = std::max(width, point_of(r).size());
+  // One unit per column, named in the header (both latencies in one, to be compared).
+  std::vector<double> latencies, searches, memories;
+  for (const PointRecord& r : records)
+    if (r.measurement) {
+      if (r.measurement->evaluator_latency) latencies.push_back(*r.measurement->evaluator_latency);
+      if (const auto e = nest_estimate_of(*r.measurement)) latencies.push_back(*e);
+      if (r.measurement->simgrid_latency) latencies.push_back(*r.measurement->simgrid_latency);
+      if (r.measurement->flow_latency) latencies.push_back(*r.measurement->flow_latency);
+      searches.push_back(r.measurement->search_time);
+      memories.push_back(r.measurement->peak_memory);
+    }
+  const ColumnUnit latency = duration_unit(latencies), search = duration_unit(searches), memory = bytes_unit(memories);
+  const std::string point_head = width ? fmt::format("{:<{}} ", "point", width) : std::string();
+  // The flow engine's column only when it ran for some point.
+  const bool flow = std::any_of(records.begin(), records.end(),
+                                [](const PointRecord& r) { return r.measurement && r.measurement->flow_latency; });
+  // NEST's estimate's column where some point ran no engine (simulation.engine estimate).
+  const bool estimated = std::any_of(records.begin(), records.end(),
+                                     [](const PointRecord& r) { return r.measurement && !r.measurement->evaluator_latency; });
+  std::string out = point_head + fmt::format("{:<20} {:>14} {:>14}{} {:>12} {:>18} {:>5}\n", "strategy",
+                                             fmt::format("evaluator ({})", latency.name),
+                                             fmt::format("simgrid ({})", latency.name),
+                                             (flow ? fmt::format(" {:>14}", fmt::format("flow ({})", latency.name))
+                                                   : std::string()) +
+                                                 (estimated ? fmt::format(" {:>16}", fmt::format("estimate ({})", latency.name))
+                                                            : std::string()),
+                                             fmt::format("search ({})", search.name),
+                                             fmt::format("peak mem/GPU ({})", memory.name), "OOM");
+  for (const PointRecord& r : records) {
+    const std::string point = width ? fmt::format("{:<{}} ", point_of(r), width) : std::string();
+    if (!r.measurement) {
+      out += point + fmt::format("{:<20} {}: {}\n", r.label, r.infeasible ? "infeasible" : "failed", r.error);
+      continue;
+    }
+    const PointMeasurement& m = *r.measurement;
+    out += point + fmt::format("{:<20} {:>14} {:>14}{} {:>12} {:>18} {:>5}\n", r.label,
+                               m.evaluator_latency ? format_number_in(*m.evaluator_latency, latency) : std::string("-"),
+                               m.simgrid_latency ? format_number_in(*m.simgrid_latency, latency) : std::string("-"),
+                               (!flow ? std::string()
+                                      : fmt::format(" {:>14}", m.flow_latency ? format_number_in(*m.flow_latency, latency)
+                                                                             : std::string("-"))) +
+                                   (!estimated ? std::string()
+                                               : fmt::format(" {:>16}", nest_estimate_of(m) ? format_number_in(*nest_estimate_of(m), latency)
+                                                                                           : std::string("-"))),
+                               format_number_in(m.search_time, search), format_number_in(m.peak_memory, memory),
+                               m.oom ? "yes" : "no");
+  }
+  if (!width) out += fastest_lines(records, latency);
+  return out;
+}
+
+}  // namespace placesim

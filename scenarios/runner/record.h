@@ -1,0 +1,136 @@
+#pragma once
+// The results of one point of a run (scenarios/runner/sweep.h): who ran it (identity), whether it ran
+// (status, error) and what it measured. Values are SI inside (seconds, bytes, bytes per second);
+// units appear only when a record is printed. This one type is what the runner produces, what
+// results.jsonl, results.json and results.csv hold (scenarios/runner/results_store.h) and what
+// `placesim report` reads (scenarios/runner/report.h).
+//
+// The JSON form (one line of results.jsonl) is, in this order: key, index, scenario, graph, gpus,
+// cluster, sweep (path -> value as written), label, strategy, seed, repetition, engine, order,
+// operators and tensors (when the worker loaded the graph), status (ok, oom, infeasible or failed),
+// then either error (infeasible, failed) or the measurement (search_time, evaluator_latency,
+// simgrid_latency, simgrid_wall_time, flow_latency (only when the flow engine ran),
+// lower_bound_critical_path, lower_bound_work_per_gpu, lower_bound (the larger of the two),
+// lower_bound_memory_per_gpu, memory_per_gpu,
+// peak_memory, oom, busy_per_gpu, links, strategy_report, placement_file, trace_file), and last
+// warnings (with operators and tensors).
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "scenarios/runner/scenario.h"
+#include "sim/engines/evaluator.h"
+#include "sim/core/units.h"
+
+namespace placesim {
+
+// One swept value of a point.
+struct SweepValue {
+  std::string path;  // "cluster.ethernet_bandwidth", "graph", or "strategy"
+  std::string text;  // as written in the scenario: "16GiB", "4", "{model: bert-base}"
+  // The text's value in SI units where it is a number or a quantity with a unit ("16GiB": bytes);
+  // its unit says what it is (sim/core/units.h), never the path's name.
+  std::optional<Quantity> quantity;
+
+  SweepValue() = default;
+  SweepValue(std::string path, std::string text);
+  // For tables: the quantity in its unit ("16 GiB", "20 GB/s", "4"), else the text.
+  std::string printed() const;
+  bool operator==(const SweepValue&) const = default;
+};
+
+struct LinkUse {
+  std::string name;
+  double bytes = 0;
+  double busy_s = 0;
+  double busy_fraction = 0;    // busy_s / iteration latency
+  double mean_utilisation = 0; // bytes / (bandwidth * iteration latency)
+  bool operator==(const LinkUse&) const = default;
+};
+
+// What a placement measured, as recorded.
+struct PointMeasurement {
+  double search_time = 0;  // the strategy's, including coarsening and `refine:`
+  // Unset when no engine ran (simulation.engine estimate: a plan priced by NEST's estimate, in
+  // strategy_report.nest_estimate_s); written as no "evaluator_latency" key at all.
+  std::optional<double> evaluator_latency;
+  std::optional<double> simgrid_latency, simgrid_wall_time;  // when SimGrid ran
+  std::optional<double> flow_latency;                        // when the flow engine ran
+  LowerBounds bounds;
+  std::vector<double> memory_per_gpu;  // bytes
+  double peak_memory = 0;              // the largest of memory_per_gpu
+  bool oom = false;                    // some GPU holds more than its capacity
+  std::vector<double> busy_per_gpu;    // seconds of compute per GPU
+  std::vector<LinkUse> links;          // links that carried traffic (SimGrid only), most bytes first
+  nlohmann::ordered_json strategy_report = nlohmann::ordered_json::object();
+  std::string placement_file, trace_file;  // relative to the results folder; trace_file may be empty
+};
+
+// A plan's NEST estimate (strategy_report.nest_estimate_s), when its report has one.
+std::optional<double> nest_estimate_of(const PointMeasurement& m);
+
+// Infeasible: no placement fits in the GPUs' memory (InfeasibleProblem), with the reason in error.
+enum class PointStatus { Ok, Oom, Infeasible, Failed };
+std::string_view point_status_name(PointStatus status);
+
+struct PointRecord {
+  // Identity.
+  std::string key;  // stable across runs: sweep values, strategy label, seed, repetition
+  std::size_t index = 0;
+  std::string scenario, graph;  // the scenario's name; the graph's model, builtin or file stem
+  int gpus = 0;
+  std::string cluster;  // the cluster's description
+  std::vector<SweepValue> sweep;
+  std::string label, strategy;  // the strategy's label and registered name
+  std::optional<long> seed;
+  int repetition = 0;
+  Engine engine = Engine::Both;
+  OpOrder order = OpOrder::Scheduler;
+  CollectiveDetail collectives = CollectiveDetail::Messages;  // simulation.collectives
+  // The graph as the worker loaded it; absent when the point failed before (its graph did not
+  // load, or its worker died).
+  struct GraphSize {
+    std::size_t operators = 0, tensors = 0;
+    std::vector<std::string> warnings;  // the graph loader's
+  };
+  std::optional<GraphSize> graph_size;
+  // Status: infeasible or failed when there is no measurement, with the reason in `error`.
+  std::string error;
+  bool infeasible = false;  // no measurement because no placement fits (status infeasible)
+  std::optional<PointMeasurement> measurement;
+
+  PointStatus status() const;
+  bool failed() const { return !measurement; }
+  // SimGrid's latency where it ran, else the flow engine's, else the evaluator's; nullopt for a
+  // failed point.
+  std::optional<double> latency() const;
+  const SweepValue* sweep_value(std::string_view path) const;
+};
+
+// The JSON form described at the top; to_json of from_json gives back the same text (except for a
+// line an older runner wrote with status ok and a null latency, which reads as failed).
+nlohmann::ordered_json to_json(const PointRecord& record);
+// JSON text of `j` (indented by `indent`, -1: one line) that never throws: a string that is not
+// UTF-8 is written with U+FFFD in place of its bad bytes. The loaders refuse such text, but a
+// finished run must not be lost at the last step to a stray byte.
+std::string dump_json(const nlohmann::ordered_json& j, int indent = -1);
+// Throws InputError naming `file` and `where` (such as "line 3") and the field when `j` is not a
+// record of that form.
+PointRecord record_from_json(const nlohmann::ordered_json& j, const std::string& file, const std::string& where);
+
+// The swept paths of the records, in first-seen order.
+std::vector<std::string> sweep_paths(std::span<const PointRecord> records);
+
+// results.json: {scenario, cluster, operators, tensors (of the first record), units, warnings and
+// swept paths (of all), strategies: the records}, records in the order given.
+nlohmann::ordered_json results_document(std::span<const PointRecord> records);
+// results.csv: one row per record, a column per swept path.
+std::string records_to_csv(std::span<const PointRecord> records);
+// The table `placesim run` prints: one row per record, its sweep values, seed and repetition first;
+// each column in one unit, named in its header.
+std::string format_point_table(std::span<const PointRecord> records);
+
+}  // namespace placesim

@@ -1,0 +1,354 @@
+#include "scenarios/runner/sweep_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <unistd.h>
+
+#include "scenarios/runner/pool.h"
+#include "scenarios/runner/results_store.h"
+#include "scenarios/runner/runner.h"
+#include "sim/core/errors.h"
+#include "sim/core/units.h"
+
+namespace placesim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// What every record of a point starts with, whether it ran or not.
+PointRecord point_header(const SweepPlan& plan, const SweepPoint& point) {
+  const Scenario& scenario = plan.variants[point.variant];
+  const StrategySpec& spec = scenario.strategies[point.strategy];
+  PointRecord r;
+  r.key = point.key;
+  r.index = point.index;
+  r.scenario = plan.name;
+  r.graph = source_name(scenario);
+  r.gpus = scenario.cluster.num_devices();
+  r.cluster = scenario.cluster.description;
+  for (const auto& [path, value] : plan.variant_values[point.variant]) r.sweep.emplace_back(path, value);
+  if (std::any_of(plan.axes.begin(), plan.axes.end(), [](const SweepAxis& a) { return a.path == "strategy"; }))
+    r.sweep.emplace_back("strategy", spec.label);
+  r.label = spec.label;
+  r.strategy = spec.name;
+  r.seed = point.seed;
+  r.repetition = point.repetition;
+  r.engine = scenario.simulation.engine;
+  r.order = scenario.simulation.order;
+  r.collectives = scenario.simulation.collectives;
+  return r;
+}
+
+PointRecord failed_record(const SweepPlan& plan, const SweepPoint& point, const std::string& error) {
+  PointRecord r = point_header(plan, point);
+  r.error = error;
+  return r;
+}
+
+PointMeasurement recorded(const StrategyOutcome& out) {
+  const Measurement& m = out.measurement;
+  PointMeasurement p;
+  p.search_time = out.search_seconds;
+  if (!out.estimate_only) p.evaluator_latency = m.evaluator_latency;
+  p.simgrid_latency = m.simgrid_latency;
+  if (m.simgrid_latency) p.simgrid_wall_time = m.simgrid_wall_s;
+  p.flow_latency = m.flow_latency;
+  p.bounds = m.bounds;
+  p.memory_per_gpu = m.memory;
+  p.peak_memory = m.peak_memory;
+  p.oom = m.oom;
+  p.busy_per_gpu = m.schedule.busy;
+  p.links = m.links;
+  p.strategy_report = out.strategy_report;
+  p.placement_file = out.placement_file;
+  p.trace_file = out.trace_file;
+  return p;
+}
+
+// What a worker sends instead of a record when it cannot write into the results folder.
+constexpr const char* kOutputErrorKey = "output_error";
+
+// Runs in the worker process; the record travels to the runner as its JSON line, or an output
+// error as {"output_error": {"file", "reason"}}, which stops the run.
+// A point runs on a graph (placement strategies) or on a layer-level workload (planners).
+struct PointInput {
+  const Graph* graph = nullptr;
+  const LayerWorkload* workload = nullptr;
+  const std::vector<std::string>* warnings = nullptr;
+};
+
+std::string run_point(const SweepPlan& plan, const SweepPoint& point, const PointInput& input, const std::string& dir) {
+  const Scenario& scenario = plan.variants[point.variant];
+  StrategyOutcome out;
+  try {
+    out = input.workload ? run_plan_point(scenario, point_strategy(plan, point), *input.workload, dir, point.file_stem)
+                         : run_strategy_point(scenario, point_strategy(plan, point), *input.graph, dir, point.file_stem);
+  } catch (const OutputError& e) {
+    nlohmann::ordered_json j;
+    j[kOutputErrorKey] = {{"file", e.file()}, {"reason", e.reason()}};
+    return dump_json(j);
+  }
+  PointRecord r = point_header(plan, point);
+  if (input.graph)
+    r.graph_size = PointRecord::GraphSize{input.graph->num_operators(), input.graph->num_tensors(), *input.warnings};
+  else if (out.compiled_operators > 0)  // the execution graph the plan compiled into
+    r.graph_size = PointRecord::GraphSize{out.compiled_operators, out.compiled_tensors, *input.warnings};
+  if (out.error.empty()) r.measurement = recorded(out);
+  else r.error = out.error;
+  r.infeasible = out.infeasible;
+  return dump_json(to_json(r));
+}
+
+std::string format_eta(double seconds) {
+  if (!(seconds >= 0) || seconds > 1e7) return "?";
+  const long s = std::lround(seconds);
+  if (s >= 3600) return fmt::format("{}h{:02}m", s / 3600, (s / 60) % 60);
+  if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}s", s);
+}
+
+// Points done, running and failed, with an ETA: a redrawn bar on a terminal, else plain lines.
+class Progress {
+ public:
+  Progress(std::ostream& out, std::size_t total, bool enabled, std::string prefix)
+      : out_(out), total_(total), enabled_(enabled), prefix_(std::move(prefix)),
+        tty_(enabled && ::isatty(STDERR_FILENO) && &out == &std::cerr),
+        start_(std::chrono::steady_clock::now()) {}
+
+  void started() { ++running_; draw(); }
+  // `ran`: the point had a worker (started() counted it as running).
+  void finished(const PointRecord& record, bool ran) {
+    if (ran) --running_;
+    ++done_;
+    if (record.status() == PointStatus::Failed) ++failed_;
+    if (!enabled_) return;
+    std::string what;
+    if (record.status() == PointStatus::Infeasible) {
+      what = "infeasible: " + record.error;
+    } else if (record.failed()) {
+      what = "failed: " + record.error;
+    } else if (const auto latency = record.latency()) {
+      what = format_duration(*latency);
+      if (record.status() == PointStatus::Oom) what += " (OOM)";
+    } else {
+      // No engine ran (simulation.engine estimate): NEST's estimate of the plan.
+      const auto estimate = nest_estimate_of(*record.measurement);
+      what = estimate ? "estimate " + format_duration(*estimate) : std::string("no engine ran");
+    }
+    const std::string line = fmt::format("{}[{}/{}] {}: {}", prefix_, done_, total_, record.key, what);
+    if (tty_) {
+      out_ << "\r\x1b[K" << line << "\n";
+      draw();
+    } else {
+      out_ << line << fmt::format("  ({} running, {} failed, ETA {})", running_, failed_, eta()) << "\n" << std::flush;
+    }
+  }
+  // A worker ended without a record (the run is stopping): it no longer runs.
+  void stopped() {
+    --running_;
+    draw();
+  }
+  void tick() { draw(); }
+  void close() {
+    if (tty_) out_ << "\r\x1b[K" << std::flush;
+  }
+
+ private:
+  std::string eta() const {
+    if (done_ == 0) return "?";
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    return format_eta(elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_));
+  }
+  void draw() {
+    if (!tty_) return;
+    constexpr int kWidth = 30;
+    const int filled = total_ ? static_cast<int>(kWidth * done_ / total_) : kWidth;
+    out_ << "\r\x1b[K" << prefix_ << "[" << std::string(filled, '#') << std::string(kWidth - filled, '.') << "] "
+         << fmt::format("{}/{} done, {} running, {} failed, ETA {}", done_, total_, running_, failed_, eta()) << std::flush;
+  }
+
+  std::ostream& out_;
+  std::size_t total_, done_ = 0, running_ = 0, failed_ = 0;
+  bool enabled_;
+  std::string prefix_;
+  bool tty_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// What the log lines of this process start with.
+std::string prefix_of(const SweepOptions& options) {
+  return options.ranks > 1 ? fmt::format("rank {}: ", options.rank) : std::string();
+}
+
+}  // namespace
+
+SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::ostream& log) {
+  const fs::path dir = options.output;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw OutputError(options.output, "cannot create the output folder: " + ec.message());
+  const int ranks = std::max(1, options.ranks);
+  SweepSummary summary;
+  summary.results_file = (dir / results_file_name(options.rank, ranks)).string();
+  const std::string merged = (dir / "results.jsonl").string();
+
+  // What is already done: this process's file, and with MPI also the merged file of earlier runs.
+  std::set<std::string> done;
+  std::vector<PointRecord> records;
+  if (options.resume) {
+    if (const auto warning = repair_last_line(summary.results_file))
+      log << prefix_of(options) << "warning: " << *warning << "\n";
+    records = read_result_lines(summary.results_file);
+    if (ranks > 1) {
+      std::vector<std::string> warnings;
+      for (PointRecord& r : read_result_lines(merged, &warnings)) records.push_back(std::move(r));
+      for (const auto& w : warnings) log << prefix_of(options) << "warning: " << w << "\n";
+    }
+    for (const PointRecord& r : records) done.insert(r.key);
+  } else {
+    fs::remove(summary.results_file, ec);
+    if (ranks > 1 && options.rank == 0) fs::remove(merged, ec);
+  }
+
+  std::vector<std::size_t> todo;
+  for (const SweepPoint& p : plan.points) {
+    if (static_cast<int>(p.index % static_cast<std::size_t>(ranks)) != options.rank) continue;
+    ++summary.points;
+    if (done.count(p.key)) ++summary.skipped;
+    else todo.push_back(p.index);
+  }
+  const std::string prefix = prefix_of(options);
+  if (options.progress)
+    log << fmt::format("{}scenario {}: {} point{}{}, {} to run with {} job{}\n", prefix, plan.name, summary.points,
+                       summary.points == 1 ? "" : "s",
+                       summary.skipped ? fmt::format(" ({} already done)", summary.skipped) : std::string(), todo.size(),
+                       options.jobs, options.jobs == 1 ? "" : "s")
+        << std::flush;
+
+  // Graphs are loaded (or built) in this process, once per distinct `graph:`, before the workers
+  // that need them fork: the workers share them copy-on-write.
+  // Workloads likewise.
+  struct LoadedGraph {
+    std::unique_ptr<Graph> graph;
+    std::unique_ptr<LayerWorkload> workload;
+    std::vector<std::string> warnings;
+    std::string error;
+  };
+  std::map<std::string, LoadedGraph> graphs;
+  auto graph_of = [&](const SweepPoint& p) -> LoadedGraph& {
+    auto [it, fresh] = graphs.try_emplace(plan.variant_graph[p.variant]);
+    if (fresh) {
+      try {
+        const Scenario& variant = plan.variants[p.variant];
+        if (variant.workload)
+          it->second.workload = std::make_unique<LayerWorkload>(load_workload_source(*variant.workload, plan.file));
+        else
+          it->second.graph = std::make_unique<Graph>(load_graph_source(variant.graph, plan.file, it->second.warnings));
+        for (const auto& w : it->second.warnings) log << prefix << "warning: " << w << "\n";
+      } catch (const std::exception& e) {
+        it->second.error = e.what();
+      }
+    }
+    return it->second;
+  };
+
+  Progress progress(log, todo.size(), options.progress, prefix);
+  std::size_t appended = 0;
+  auto last_aggregate = std::chrono::steady_clock::now();
+  // The first file that could not be written: no point starts after it, and the run ends with it
+  // once the running points are in (their records may still fit).
+  std::optional<OutputError> output_error;
+  auto record_point = [&](PointRecord record, bool ran) {
+    try {
+      if (!output_error) append_record(summary.results_file, record);
+    } catch (const OutputError& e) {
+      output_error = e;
+    }
+    if (output_error) {
+      if (ran) progress.stopped();
+      return;
+    }
+    switch (record.status()) {
+      case PointStatus::Ok: ++summary.ok; break;
+      case PointStatus::Oom: ++summary.oom; break;
+      case PointStatus::Infeasible: ++summary.infeasible; break;
+      case PointStatus::Failed: ++summary.failed; break;
+    }
+    progress.finished(record, ran);
+    records.push_back(std::move(record));
+    ++appended;
+    if (options.debug_stop_after >= 0 && static_cast<long>(appended) >= options.debug_stop_after) ::raise(SIGKILL);
+    // The aggregates are for reading along; results.jsonl is the record. Rewriting them after every
+    // point would be quadratic in a long sweep.
+    if (ranks == 1 && std::chrono::steady_clock::now() - last_aggregate > std::chrono::seconds(2)) {
+      try {
+        write_aggregates(dir.string(), records);
+      } catch (const OutputError& e) {
+        output_error = e;
+      }
+      last_aggregate = std::chrono::steady_clock::now();
+    }
+  };
+
+  const std::string out_dir = dir.string();
+  // A point whose graph cannot be loaded fails without a worker.
+  std::vector<std::size_t> runnable;
+  for (std::size_t index : todo) {
+    LoadedGraph& g = graph_of(plan.points[index]);
+    if (!g.error.empty())
+      record_point(failed_record(plan, plan.points[index],
+                                 (plan.variants[plan.points[index].variant].workload ? "workload: " : "graph: ") + g.error),
+                   false);
+    else runnable.push_back(index);
+  }
+
+  ProcessPoolHooks hooks;
+  hooks.stop = [&] { return output_error.has_value(); };
+  hooks.started = [&](std::size_t) { progress.started(); };
+  hooks.tick = [&] { progress.tick(); };
+  hooks.finished = [&](const WorkerExit& exit) {
+    const SweepPoint& point = plan.points[exit.task];
+    if (!exit.completed) {
+      record_point(failed_record(plan, point, "worker crashed: " + exit.failure), true);
+      return;
+    }
+    PointRecord record;
+    try {
+      const auto j = nlohmann::ordered_json::parse(exit.output);
+      if (j.is_object() && j.contains(kOutputErrorKey)) {
+        progress.stopped();
+        if (!output_error)
+          output_error = OutputError(j[kOutputErrorKey].value("file", out_dir), j[kOutputErrorKey].value("reason", ""));
+        return;
+      }
+      record = record_from_json(j, "worker", point.key);
+    } catch (const std::exception& e) {
+      record = failed_record(plan, point, fmt::format("worker sent an unreadable result: {}", e.what()));
+    }
+    record_point(std::move(record), true);
+  };
+  const long abort_point = options.debug_abort_point;
+  run_process_pool(runnable, options.jobs, [&](std::size_t index) {
+    const SweepPoint& point = plan.points[index];
+    if (static_cast<long>(index) == abort_point) std::abort();
+    const LoadedGraph& g = graphs.at(plan.variant_graph[point.variant]);
+    return run_point(plan, point, {g.graph.get(), g.workload.get(), &g.warnings}, out_dir);
+  }, hooks);
+  progress.close();
+  if (output_error) throw *output_error;
+  if (ranks == 1) write_aggregates(dir.string(), std::move(records));
+  return summary;
+}
+
+}  // namespace placesim

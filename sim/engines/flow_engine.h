@@ -1,0 +1,157 @@
+#pragma once
+// The flow engine: the evaluator's event-driven list schedule (sim/engines/evaluator.h), but every
+// cross-GPU transfer is a flow that shares the links it crosses with the flows active at the same
+// time -- SimGrid's network model as the SimGrid engine configures it (sim/engines/simgrid_engine.h),
+// rebuilt for speed: no fork, no SimGrid, no global state, no allocation per evaluation once its
+// buffers have grown (a second call with the same placement allocates nothing).
+//
+// The model, detail for detail as the SimGrid engine runs it:
+//  - A tensor with bytes > 0 between two GPUs is a flow. It starts when its producer finishes,
+//    waits its route's latency (Cluster::latency, the alpha the engine sleeps), then sends one
+//    sub-flow per path of the route (Cluster::route_paths: ECMP, NIC striping), each carrying its
+//    path's share of the bytes, rounded as SimGrid's payloads are (1/65536 byte, at least one
+//    unit). The tensor has arrived when its last sub-flow has.
+//  - Rates are max-min fair over the links (progressive filling). Every sub-flow has the same
+//    weight: CM02 gives a variable the sharing penalty 1 when its route has no latency (the engine
+//    puts no latency on links), weight-S is 0, so no penalty is added, and TCP-gamma 1e30 bounds
+//    nothing; each link counts each sub-flow crossing it once (consumption weight 1). Several
+//    sub-flows of one flow that share a link (ECMP paths leaving one NIC) are several variables
+//    there, as in SimGrid.
+//  - An event due less than 1e-12 s after the current time happens at the current time: SimGrid
+//    (surf/precision 1e-12) finishes every action whose date is within that of its clock.
+// Rates are recomputed only for the connected component (in the link--path graph) of the links a
+// change touched: a sub-flow started or finished. Sub-flows on one path always share one rate, so
+// the solve has one variable per active path (with its number of sub-flows), not per sub-flow.
+//
+// GPUs pick their next operator as the evaluator's do (Priority::Rank, Priority::Fcfs, same
+// priorities and tie-breaks) but with arrivals under contention, or follow a fixed per-GPU order
+// (replay). SimGrid is run in the evaluator's order (`simulation.order: scheduler`), so replay
+// with that order is what agrees with it; with GpuQueue::Fcfs SimGrid applies FCFS to its own
+// arrivals, which schedule(placement, Priority::Fcfs) does too.
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "sim/core/cluster.h"
+#include "sim/engines/evaluator.h"
+#include "sim/core/graph.h"
+
+namespace placesim {
+
+class FlowEngine {
+ public:
+  FlowEngine(const Graph& graph, const Cluster& cluster);
+
+  // Iteration latency with rank priority under contention (the search's cost model). +infinity
+  // when a tensor crosses between GPUs the cluster cannot reach.
+  double latency(std::span<const DeviceId> placement);
+  // The full schedule, GPUs picking by `priority` (allocates its result).
+  Schedule schedule(std::span<const DeviceId> placement, Priority priority = Priority::Rank);
+  // Runs a fixed per-GPU order, as the SimGrid engine's GpuQueue::Fixed does. Throws
+  // std::invalid_argument if the order is invalid (check_device_order).
+  Schedule replay(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>& device_order);
+  // The same without checking the order or building a result: allocates nothing after warm-up.
+  double replay_latency(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>& device_order);
+  // replay_latency if it is <= cutoff, else +infinity, found early: the run stops at the first
+  // event (an operator or a transfer finishing) later than `cutoff`, which proves the makespan is.
+  double replay_latency_with_cutoff(std::span<const DeviceId> placement,
+                                    const std::vector<std::vector<OpId>>& device_order, double cutoff);
+
+  // How many max-min solves the last run did, and how many path classes (the active sub-flows of
+  // one path, one variable of the solve) they covered in total.
+  std::int64_t solves() const { return solves_; }
+  std::int64_t solved_classes() const { return solved_classes_; }
+
+ private:
+  enum class Mode { Rank, Fcfs, Fixed };
+  template <Mode M>
+  double run(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>* order, Schedule* out,
+             double cutoff = kNoCutoff);
+  static constexpr double kNoCutoff = std::numeric_limits<double>::infinity();
+  void prepare_flows(std::span<const DeviceId> placement);
+  void ensure_route(int route);
+  void start_flow(std::int32_t flow, double now);
+  // Finishes the class's first sub-flow; returns it.
+  std::int32_t finish_subflow(std::int32_t cls, double now);
+  void advance(std::int32_t cls, double now);
+  void set_finish(std::int32_t cls);
+  void solve(double now);
+  // Indexed min-heap of class finish times.
+  void heap_update(std::int32_t cls);
+  void heap_remove(std::int32_t cls);
+  void heap_up(std::int32_t pos);
+  void heap_down(std::int32_t pos);
+
+  const Graph& graph_;
+  const Cluster& cluster_;
+  std::vector<double> rank_;
+  std::vector<std::int32_t> priority_;  // as the evaluator: position in decreasing-rank order
+  std::vector<OpId> by_priority_;
+  std::vector<double> link_bandwidth_;
+
+  // Paths of the routes used so far (kept across calls): per route its first path, or -1.
+  struct PathRec {
+    std::int32_t first_link, num_links;
+    double share;
+  };
+  std::vector<std::int32_t> route_first_path_, route_num_paths_;
+  std::vector<PathRec> paths_;
+  std::vector<std::int32_t> path_links_;
+
+  // Per evaluation (buffers reused).
+  // communication_steps(graph); empty when there is none.
+  std::vector<std::uint8_t> communication_;
+  struct Event {
+    double time;
+    std::int32_t kind;  // 0: an operator finishes; 1: a flow's latency has passed, it sends
+    std::int32_t id;
+  };
+  std::vector<Event> events_;
+  std::vector<std::int32_t> flow_of_edge_;  // per tensor: its flow, -1 (free) or -2 (unreachable)
+  struct Flow {
+    EdgeId edge;
+    std::int32_t first_sub, num_subs, subs_left;
+    double alpha;
+  };
+  std::vector<Flow> flows_;
+  struct Sub {
+    double bytes;  // payload, rounded as SimGrid rounds it
+    std::int32_t path, flow;
+  };
+  std::vector<Sub> subs_;
+  // Sub-flows on the same path cross the same links, so max-min gives them the same rate at all
+  // times: a path's active sub-flows form one class, solved as one variable of multiplicity
+  // `count`. Its `sent` is what each of them has sent since the class began (bytes, at `rate`
+  // since `last`); a sub-flow that joins at sent = s with b bytes is done at sent = s + b, so each
+  // class keeps a min-heap of those targets and the engine an indexed heap of class finish times.
+  struct PathClass {
+    double sent, rate, last, finish;
+    std::int64_t mark;  // epoch of the last solve that reached it
+    std::int32_t count, heap_pos;
+  };
+  std::vector<PathClass> classes_;                                    // per cached path
+  std::vector<std::vector<std::pair<double, std::int32_t>>> targets_;  // per cached path: (target, sub)
+  std::vector<std::int32_t> used_classes_;                            // paths used by this evaluation
+  std::vector<std::uint8_t> class_used_;                              // per cached path: listed there
+  std::vector<std::int32_t> heap_;  // classes with active sub-flows, by finish time
+  std::vector<std::vector<std::int32_t>> active_;  // per link: classes with active sub-flows crossing it
+  std::vector<std::int32_t> dirty_links_;
+  std::vector<std::int64_t> link_mark_;  // per link: epoch of the last solve that visited it
+  std::int64_t epoch_ = 0;                // never wraps: one per solve
+  std::vector<double> link_cap_;
+  std::vector<std::int32_t> link_count_;
+  std::vector<std::int32_t> comp_links_, comp_classes_, saturated_;
+  bool unreachable_ = false;
+
+  std::vector<std::int32_t> pending_inputs_;
+  std::vector<double> start_, finish_, ready_time_;
+  std::vector<std::uint8_t> device_busy_, device_touched_;
+  std::vector<std::int32_t> touched_;
+  std::vector<std::size_t> cursor_;  // Fixed: per GPU, next position in its order
+  std::vector<std::vector<std::int32_t>> ready_;                   // Rank: per GPU, heap of priorities
+  std::vector<std::vector<std::pair<double, OpId>>> fcfs_ready_;  // Fcfs: per GPU, heap of (ready, op)
+  std::int64_t solves_ = 0, solved_classes_ = 0;
+};
+
+}  // namespace placesim

@@ -1,0 +1,82 @@
+#pragma once
+// Layer-level models (issue #15): a network as a sequence of layers with forward and backward
+// compute per micro-batch, parameters and activations, per tensor-parallel width -- what parallel
+// plans (sim/plans/parallel_plan.h) split into pipeline stages, tensor-parallel groups and replicas.
+// Units: seconds and bytes, per device of a tensor-parallel group of the model's width.
+#include <map>
+#include <string>
+#include <vector>
+
+namespace placesim {
+
+struct Layer {
+  std::string name;
+  double forward_s = 0, backward_s = 0;  // per micro-batch, on one GPU of the tensor-parallel group
+  double parameter_bytes = 0;            // the layer's weights on that GPU, 2 bytes per parameter (fp16)
+  double stashed_bytes = 0;              // what a micro-batch in flight keeps until its backward pass
+  double output_bytes = 0;               // activation sent to the next layer, per micro-batch
+  // Tensor-parallel all-reduces of the layer, per micro-batch, not included in forward_s and
+  // backward_s (0: none, or already included, as in NEST's workloads).
+  double tp_allreduce_forward_bytes = 0, tp_allreduce_backward_bytes = 0;
+  // Mixture of experts: the part of parameter_bytes that is the experts' (all of them, on one
+  // GPU), which expert parallelism spreads over its ep GPUs; and what each GPU sends in all in
+  // one all-to-all (the tokens' copies for their top-k experts), two in the forward (dispatch,
+  // combine) and two in the backward when ep > 1 (0: no experts, or the all-to-alls are in the
+  // times already, as in NEST's workloads).
+  double expert_parameter_bytes = 0;
+  double expert_alltoall_bytes = 0;
+  int experts = 1;  // the experts the layer's expert_parameter_bytes hold (ep must divide them)
+  // One of the model's repeated blocks (a transformer layer), which Megatron's plans split evenly
+  // over the stages; false for what comes before or after them (embedding, output head).
+  bool block = true;
+  // stashed_bytes with Megatron's sequence parallelism (ParallelPlan::sequence_parallel: the
+  // layer's norms and dropouts split over the tensor-parallel group along the sequence); 0 when
+  // the model has no such figure (NEST's workloads).
+  double sequence_parallel_stashed_bytes = 0;
+};
+
+// An activation from one layer to a later one (indices into LayerModel::layers), per micro-batch.
+struct LayerEdge {
+  int src = 0, dst = 0;
+  double bytes = 0;
+};
+
+struct LayerModel {
+  std::string name;
+  int tensor_parallel = 1;  // the width the layers' values are for
+  // The expert-parallel width the values are for: 1 when every GPU holds all experts (the plan
+  // spreads them, ParallelPlan::ep); more when the workload was built for that width (NEST's
+  // Mixtral, EP 4: its parameters and times are per GPU of that width already).
+  int expert_parallel = 1;
+  // Tokens per sequence, which sequence parallelism splits over the tensor-parallel group (0:
+  // not known, as in NEST's workloads).
+  int sequence = 0;
+  std::vector<Layer> layers;
+  // Empty: a chain, layer i sending output_bytes to layer i + 1.
+  std::vector<LayerEdge> edges;
+  // Bytes per micro-batch that cross from layers [0, first) to layers [first, ...): what a
+  // pipeline stage starting at `first` receives from the stages before it.
+  double bytes_into(int first) const;
+};
+
+// A model at every tensor-parallel width it was measured or built for.
+struct LayerWorkload {
+  std::string name;
+  std::string source;  // file, or what built it
+  std::map<int, LayerModel> by_tensor_parallel;
+  // The model at width `tp`; throws InputError naming `field` when there is none.
+  const LayerModel& at(int tp, const std::string& file, const std::string& field) const;
+};
+
+// A per-layer workload of NEST's first experiment (../shared/workloads/nest/<model>.<cluster>.mbs1.json,
+// schema "nest-workload/1"; its README). Its times are seconds (`time_unit: s`) and its sizes
+// bytes, per device of the variant's tensor-parallel width. A layer's stash is
+// stashed_bytes_with_recompute when the file says activation_recomputation, else
+// stashed_bytes_without_recompute; its output the bytes of its edges to later layers. The
+// tensor-parallel collectives are inside fwd_s and bwd_s already, and so are the all-to-alls of
+// expert_parallel_degree (LayerModel::expert_parallel). A layer is a block when its kind is
+// transformer_block (NEST's layer -1, the embedding, is not). Throws InputError naming the
+// file and the field on anything malformed.
+LayerWorkload load_nest_workload(const std::string& path);
+
+}  // namespace placesim

@@ -1,0 +1,915 @@
+#include "sim/plans/parallel_plan.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+#include <stdexcept>
+
+#include "sim/core/units.h"
+
+namespace placesim {
+
+long ParallelPlan::gpus_per_replica() const {
+  if (stage_tp.empty()) return static_cast<long>(tp) * pp;
+  long sum = 0;
+  for (int w : stage_tp) sum += w;
+  return sum;
+}
+
+std::vector<DeviceId> gpus_in_order(int tp, int pp, int dp, GpuOrder order) {
+  return gpus_in_order(std::vector<int>(static_cast<std::size_t>(std::max(pp, 0)), tp), dp, order);
+}
+
+std::vector<DeviceId> gpus_in_order(std::span<const int> widths, int dp, GpuOrder order) {
+  std::vector<DeviceId> gpus;
+  if (order == GpuOrder::TpPpDp) return gpus;
+  long per_replica = 0;
+  for (int w : widths) per_replica += w;
+  gpus.resize(static_cast<std::size_t>(per_replica) * dp);
+  long offset = 0;  // of rank p in a replica's block
+  for (std::size_t p = 0; p < widths.size(); ++p) {
+    for (int d = 0; d < dp; ++d)
+      for (int t = 0; t < widths[p]; ++t)
+        gpus[static_cast<std::size_t>(d * per_replica + offset + t)] = static_cast<DeviceId>(offset * dp + d * widths[p] + t);
+    offset += widths[p];
+  }
+  return gpus;
+}
+
+namespace {
+
+// Where each pipeline rank's tensor ranks start in a replica's block of the plan's GPUs (replica
+// d's block starting at d x gpus_per_replica): plan_gpu_index, computed once per plan.
+struct RankOffsets {
+  explicit RankOffsets(const ParallelPlan& plan) : per_replica(plan.gpus_per_replica()) {
+    for (int p = 0, sum = 0; p < plan.pp; sum += plan.width(p), ++p) offset.push_back(sum);
+  }
+  std::size_t index(int d, int p, int t) const { return static_cast<std::size_t>(d * per_replica + offset[p] + t); }
+  long per_replica;
+  std::vector<int> offset;
+};
+
+}  // namespace
+
+std::size_t plan_gpu_index(const ParallelPlan& plan, int d, int p, int t) { return RankOffsets(plan).index(d, p, t); }
+
+namespace {
+
+// balanced_stages with stage s's layers priced by `models[s]` (its width's times): stages of
+// their own widths (ParallelPlan::stage_tp) take the layers their widths can carry.
+std::vector<int> balanced_stages_of(std::span<const LayerModel* const> models) {
+  const int pp = static_cast<int>(models.size());
+  const int L = pp > 0 ? static_cast<int>(models.front()->layers.size()) : 0;
+  if (pp < 1) throw std::invalid_argument(fmt::format("{} pipeline stages: expected at least 1", pp));
+  if (pp > L)
+    throw std::invalid_argument(fmt::format("{} pipeline stages for {} layers", pp, L));
+  // prefix[s][l]: layers [0, l)'s forward plus backward time at stage s's width.
+  std::vector<std::vector<double>> prefix(pp, std::vector<double>(L + 1, 0.0));
+  for (int s = 0; s < pp; ++s) {
+    if (s > 0 && models[s] == models[s - 1]) {
+      prefix[s] = prefix[s - 1];
+      continue;
+    }
+    for (int l = 0; l < L; ++l) prefix[s][l + 1] = prefix[s][l] + models[s]->layers[l].forward_s + models[s]->layers[l].backward_s;
+  }
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  // best[s][l]: the least largest stage time splitting layers [0, l) into s stages; cut[s][l] the
+  // start of the last of them.
+  std::vector<std::vector<double>> best(pp + 1, std::vector<double>(L + 1, inf));
+  std::vector<std::vector<int>> cut(pp + 1, std::vector<int>(L + 1, 0));
+  best[0][0] = 0;
+  for (int s = 1; s <= pp; ++s)
+    for (int l = s; l <= L; ++l)
+      for (int k = s - 1; k < l; ++k) {
+        const double v = std::max(best[s - 1][k], prefix[s - 1][l] - prefix[s - 1][k]);
+        if (v < best[s][l]) {
+          best[s][l] = v;
+          cut[s][l] = k;
+        }
+      }
+  std::vector<int> starts(pp);
+  for (int s = pp, l = L; s >= 1; --s) {
+    starts[s - 1] = cut[s][l];
+    l = cut[s][l];
+  }
+  // Times whose sum is not finite leave the table without a split: an even one instead.
+  for (int s = 1; s < pp; ++s)
+    if (starts[s] <= starts[s - 1]) {
+      for (int k = 0; k < pp; ++k) starts[k] = static_cast<int>(static_cast<long>(k) * L / pp);
+      break;
+    }
+  return starts;
+}
+
+}  // namespace
+
+std::vector<int> balanced_stages(const LayerModel& model, int pp) {
+  return balanced_stages_of(std::vector<const LayerModel*>(static_cast<std::size_t>(std::max(pp, 0)), &model));
+}
+
+CollectiveAlgorithm zero_collective_algorithm(CollectiveAlgorithm gradient_algorithm) {
+  switch (gradient_algorithm) {
+    case CollectiveAlgorithm::Ring:
+    case CollectiveAlgorithm::HalvingDoubling:
+    case CollectiveAlgorithm::Direct:
+      return gradient_algorithm;
+    case CollectiveAlgorithm::Tree:
+    case CollectiveAlgorithm::Hierarchical:
+    case CollectiveAlgorithm::MultiLevel:
+      break;
+  }
+  return CollectiveAlgorithm::Ring;
+}
+
+namespace {
+
+// The model each pipeline rank runs: the workload at its stage's width.
+using RankModels = std::vector<const LayerModel*>;
+
+// plan_problem for a plan's rank models (one per pipeline rank, at its width).
+std::string rank_plan_problem(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster) {
+  const LayerModel& model = *models.front();
+  const int L = static_cast<int>(model.layers.size());
+  if (plan.tp < 1 || plan.pp < 1 || plan.dp < 1 || plan.micro_batches < 1)
+    return fmt::format("tp, pp, dp and micro_batches must be >= 1, got {}, {}, {}, {}", plan.tp, plan.pp, plan.dp,
+                       plan.micro_batches);
+  if (plan.zero < 0 || plan.zero > 3) return fmt::format("zero must be a ZeRO stage from 0 to 3, got {}", plan.zero);
+  if (plan.virtual_stages < 1) return fmt::format("virtual_stages must be >= 1, got {}", plan.virtual_stages);
+  const long stages = static_cast<long>(plan.pp) * plan.virtual_stages;
+  if (stages > L)
+    return plan.virtual_stages == 1
+               ? fmt::format("{} pipeline stages but {} has {} layers", plan.pp, model.name, L)
+               : fmt::format("pp x virtual_stages = {} stages but {} has {} layers", stages, model.name, L);
+  if (plan.virtual_stages > 1) {
+    if (plan.schedule != PipelineSchedule::OneFOneB)
+      return "virtual_stages > 1 is interleaved 1F1B: the schedule must be 1f1b";
+    if (plan.pp < 2) return "virtual_stages > 1 needs a pipeline (pp >= 2)";
+    if (plan.micro_batches % plan.pp != 0)
+      return fmt::format("interleaved 1F1B runs micro-batches in groups of pp: {} micro-batches is not a multiple of pp {}",
+                         plan.micro_batches, plan.pp);
+  }
+  if (plan.ep < 1 || plan.dp % plan.ep != 0)
+    return fmt::format("ep must divide dp (expert parallelism is carved out of the replicas), got ep {} and dp {}", plan.ep,
+                       plan.dp);
+  if (model.expert_parallel > 1 && plan.ep != model.expert_parallel)
+    return fmt::format("the workload of {} was built for expert-parallel width {}, the plan has ep {}", model.name,
+                       model.expert_parallel, plan.ep);
+  if (plan_spreads_experts(model, plan) &&
+      std::none_of(model.layers.begin(), model.layers.end(), [](const Layer& l) { return l.expert_parameter_bytes > 0; }))
+    return fmt::format("ep {} but {} has no experts", plan.ep, model.name);
+  if (model.expert_parallel == 1)
+    for (const Layer& l : model.layers)
+      if (l.expert_parameter_bytes > 0 && l.experts % plan.ep != 0)
+        return fmt::format("ep {} does not divide the {} experts of {} ({})", plan.ep, l.experts, model.name, l.name);
+  for (int p = 0; p < plan.pp; ++p) {
+    const LayerModel& mine = *models[static_cast<std::size_t>(p)];
+    if (mine.tensor_parallel != plan.width(p))
+      return plan.stage_tp.empty()
+                 ? fmt::format("the model's layers are for tensor-parallel width {}, the plan has tp {}", mine.tensor_parallel,
+                               plan.tp)
+                 : fmt::format("stage {}'s layers are for tensor-parallel width {}, the plan gives it {}", p,
+                               mine.tensor_parallel, plan.width(p));
+    if (mine.layers.size() != model.layers.size() || mine.expert_parallel != model.expert_parallel)
+      return fmt::format("{} has {} layers at tensor-parallel width {} and {} at {}: stages of different widths need the "
+                         "same layers",
+                         model.name, model.layers.size(), model.tensor_parallel, mine.layers.size(), mine.tensor_parallel);
+  }
+  if (plan.sequence_parallel) {
+    if (plan.mixed_widths())
+      return "sequence parallelism hands a stage's sequence shards to the next stage's ranks one to one: the stages' widths "
+             "(stage_tp) must be equal";
+    for (int p = 0; p < plan.pp; ++p) {
+      const int w = plan.width(p);
+      if (w < 2) return "sequence parallelism splits the tensor-parallel group's work: it needs tp >= 2";
+      if (model.sequence > 0 && model.sequence % w != 0)
+        return fmt::format("sequence parallelism splits each sequence over the tensor-parallel group: tp {} does not divide "
+                           "the {} tokens of {}'s sequences",
+                           w, model.sequence, model.name);
+    }
+    for (const Layer& l : model.layers)
+      if (l.stashed_bytes > 0 && l.sequence_parallel_stashed_bytes <= 0)
+        return fmt::format("sequence parallelism: {} gives no activations with it ({}), as NEST's measured workloads, "
+                           "whose tensor-parallel communication is inside their times",
+                           model.name, l.name);
+  }
+  if (!plan.stage_starts.empty()) {
+    if (static_cast<long>(plan.stage_starts.size()) != stages)
+      return fmt::format("{} stage starts for {} stages", plan.stage_starts.size(), stages);
+    if (plan.stage_starts[0] != 0) return "the first stage must start at layer 0";
+    for (long p = 1; p < stages; ++p)
+      if (plan.stage_starts[p] <= plan.stage_starts[p - 1] || plan.stage_starts[p] >= L)
+        return fmt::format("stage starts must increase from 0 and stay below {} (the layers), got {}", L,
+                           fmt::join(plan.stage_starts, ", "));
+  }
+  const long n = plan.gpus_per_replica() * plan.dp;
+  const std::string product = plan.stage_tp.empty()
+                                  ? fmt::format("tp x pp x dp = {} x {} x {}", plan.tp, plan.pp, plan.dp)
+                                  : fmt::format("(stage widths {}) x dp {}", fmt::join(plan.stage_tp, " + "), plan.dp);
+  if (plan.gpus.empty()) {
+    if (n > cluster.num_devices()) return fmt::format("{} = {} GPUs, the cluster has {}", product, n, cluster.num_devices());
+  } else {
+    if (static_cast<long>(plan.gpus.size()) != n) return fmt::format("{} GPUs listed for {} = {}", plan.gpus.size(), product, n);
+    std::set<DeviceId> seen;
+    for (DeviceId d : plan.gpus) {
+      if (d < 0 || d >= cluster.num_devices()) return fmt::format("GPU {} is not in the cluster", d);
+      if (!seen.insert(d).second) return fmt::format("GPU {} is listed twice", cluster.device(d).name);
+    }
+  }
+  // Every transfer of the plan between GPUs that can reach each other: tensor-parallel groups and
+  // pipeline neighbours (the replicas' groups are checked below).
+  const RankOffsets offsets(plan);
+  auto gpu_of = [&](int d, int p, int t) {
+    const std::size_t index = offsets.index(d, p, t);
+    return plan.gpus.empty() ? static_cast<DeviceId>(index) : plan.gpus[index];
+  };
+  for (int d = 0; d < plan.dp; ++d)
+    for (int p = 0; p < plan.pp; ++p)
+      for (int t = 0; t < plan.width(p); ++t) {
+        const DeviceId a = gpu_of(d, p, t);
+        for (int u = 0; u < plan.width(p); ++u)
+          if (!cluster.reachable(a, gpu_of(d, p, u)))
+            return fmt::format("{} cannot reach {} of its tensor-parallel group (replica {}, stage {})",
+                               cluster.device(a).name, cluster.device(gpu_of(d, p, u)).name, d, p);
+        // The next rank; interleaved, the last rank hands its stages on to the first. Ranks of
+        // equal width pair up by tensor rank; of different widths every pair exchanges.
+        const int next = p + 1 < plan.pp ? p + 1 : plan.virtual_stages > 1 ? 0 : -1;
+        if (next < 0 || next == p) continue;
+        for (int u = 0; u < plan.width(next); ++u) {
+          if (plan.width(next) == plan.width(p) && u != t) continue;
+          const DeviceId b = gpu_of(d, next, u);
+          if (!cluster.reachable(a, b) || !cluster.reachable(b, a))
+            return fmt::format("{} (pipeline rank {}) and {} (pipeline rank {}) cannot reach each other: pipeline "
+                               "neighbours exchange activations and gradients",
+                               cluster.device(a).name, p, cluster.device(b).name, next);
+        }
+      }
+  if (plan.dp > 1) {
+    // Every replica group's gradient reduction must be one the cluster can run (halving-doubling
+    // on a power of two, hierarchical on equal shares of servers).
+    CollectiveSpec s;
+    s.op = plan.zero == 0 ? CollectiveOp::AllReduce : CollectiveOp::ReduceScatter;
+    s.algorithm = plan.zero == 0 ? plan.gradient_algorithm : zero_collective_algorithm(plan.gradient_algorithm);
+    s.bytes = 1;
+    const int expert_replicas = plan.dp / plan.ep;
+    for (int p = 0; p < plan.pp; ++p)
+      for (int t = 0; t < plan.width(p); ++t) {
+        s.group.clear();
+        for (int d = 0; d < plan.dp; ++d) s.group.push_back(gpu_of(d, p, t));
+        if (const std::string why = collective_problem(s, cluster); !why.empty())
+          return fmt::format("the gradient reduction of stage {}, tensor rank {}: {}", p, t, why);
+        if (plan.ep > 1 && expert_replicas > 1)
+          for (int e = 0; e < plan.ep; ++e) {
+            s.group.clear();
+            for (int j = 0; j < expert_replicas; ++j) s.group.push_back(gpu_of(j * plan.ep + e, p, t));
+            if (const std::string why = collective_problem(s, cluster); !why.empty())
+              return fmt::format("the experts' gradient reduction of stage {}, tensor rank {}, expert shard {}: {}", p, t,
+                                 e, why);
+          }
+      }
+  }
+  if (plan.ep > 1) {  // the all-to-alls of each expert-parallel group
+    CollectiveSpec s;
+    s.op = CollectiveOp::AllToAll;
+    s.algorithm = CollectiveAlgorithm::Direct;
+    s.bytes = 1;
+    for (int j = 0; j < plan.dp / plan.ep; ++j)
+      for (int p = 0; p < plan.pp; ++p)
+        for (int t = 0; t < plan.width(p); ++t) {
+          s.group.clear();
+          for (int e = 0; e < plan.ep; ++e) s.group.push_back(gpu_of(j * plan.ep + e, p, t));
+          if (const std::string why = collective_problem(s, cluster); !why.empty())
+            return fmt::format("the all-to-alls of expert-parallel group {} (stage {}, tensor rank {}): {}", j, p, t, why);
+        }
+  }
+  return "";
+}
+
+// Why stage_tp itself is malformed ("" when it is fine or empty).
+std::string stage_tp_problem(const ParallelPlan& plan) {
+  if (plan.stage_tp.empty()) return "";
+  if (plan.pp < 1) return fmt::format("pp must be >= 1, got {}", plan.pp);
+  if (static_cast<long>(plan.stage_tp.size()) != plan.pp)
+    return fmt::format("stage_tp gives {} widths for {} stages", plan.stage_tp.size(), plan.pp);
+  for (int w : plan.stage_tp)
+    if (w < 1) return fmt::format("stage_tp widths must be >= 1, got {}", fmt::join(plan.stage_tp, ", "));
+  if (plan.stage_tp.front() != plan.tp)
+    return fmt::format("tp ({}) must be the first stage's width in stage_tp ({})", plan.tp, plan.stage_tp.front());
+  if (plan.virtual_stages > 1) return "stage_tp gives each stage its own width; interleaved stages share their rank's: not both";
+  return "";
+}
+
+}  // namespace
+
+std::string plan_problem(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
+  if (std::string why = stage_tp_problem(plan); !why.empty()) return why;
+  for (int w : plan.stage_tp)
+    if (w != model.tensor_parallel)
+      return fmt::format("stage_tp gives stages widths {}: compile with the workload's models of every width, this is {}'s at "
+                         "width {} only",
+                         fmt::join(plan.stage_tp, ", "), model.name, model.tensor_parallel);
+  return rank_plan_problem(RankModels(static_cast<std::size_t>(std::max(plan.pp, 1)), &model), plan, cluster);
+}
+
+namespace {
+// The workload's model of each stage's width, or why there is none.
+std::string rank_models(const LayerWorkload& workload, const ParallelPlan& plan, RankModels& models) {
+  models.clear();
+  for (int p = 0; p < std::max(plan.pp, 1); ++p) {
+    const auto found = workload.by_tensor_parallel.find(plan.width(p));
+    if (found == workload.by_tensor_parallel.end()) {
+      std::vector<int> widths;
+      for (const auto& [w, m] : workload.by_tensor_parallel) widths.push_back(w);
+      return fmt::format("{} has no tensor-parallel width {}{}; it has: {}", workload.name, plan.width(p),
+                         plan.stage_tp.empty() ? "" : fmt::format(" (stage {})", p), fmt::join(widths, ", "));
+    }
+    models.push_back(&found->second);
+  }
+  return "";
+}
+
+// plan_problem of a workload's plan; `models` gets the model each rank runs.
+std::string workload_plan_problem(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster,
+                                  RankModels& models) {
+  if (std::string why = stage_tp_problem(plan); !why.empty()) return why;
+  if (std::string why = rank_models(workload, plan, models); !why.empty()) return why;
+  return rank_plan_problem(models, plan, cluster);
+}
+}  // namespace
+
+std::string plan_problem(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster) {
+  RankModels models;
+  return workload_plan_problem(workload, plan, cluster, models);
+}
+
+namespace {
+
+struct Unit {
+  bool forward;
+  int micro_batch;
+  int chunk = 0;  // interleaved 1F1B: which of the rank's stages (stage chunk * pp + p)
+};
+
+// Interleaved 1F1B on pipeline rank p of pp, m micro-batches (a multiple of pp), v stages per
+// rank, as Megatron-LM's forward_backward_pipelining_with_interleaving orders them: the k-th
+// forward is micro-batch (k / (pp v)) pp + k mod pp of chunk (k mod pp v) / pp; backwards run
+// the chunks in reverse. Warm-up: (pp - p - 1) x 2 + (v - 1) x pp forwards (all of them when
+// m = pp), then one forward and one backward in turn, then the remaining backwards.
+std::vector<Unit> interleaved_schedule(int p, int pp, int m, int v) {
+  const int total = m * v;
+  auto unit = [&](int k, bool forward) {
+    const int in_group = k % (pp * v);
+    const int chunk = in_group / pp;
+    return Unit{forward, (k / (pp * v)) * pp + k % pp, forward ? chunk : v - 1 - chunk};
+  };
+  const int warmup = m == pp ? total : std::min((pp - p - 1) * 2 + (v - 1) * pp, total);
+  std::vector<Unit> order;
+  for (int k = 0; k < warmup; ++k) order.push_back(unit(k, true));
+  for (int j = 0; j < total - warmup; ++j) {
+    order.push_back(unit(warmup + j, true));
+    order.push_back(unit(j, false));
+  }
+  for (int k = total - warmup; k < total; ++k) order.push_back(unit(k, false));
+  return order;
+}
+
+// The order of forward and backward units on pipeline rank p (v stages per rank).
+std::vector<Unit> schedule_of(PipelineSchedule schedule, int p, int pp, int m, int v) {
+  if (v > 1) return interleaved_schedule(p, pp, m, v);
+  std::vector<Unit> order;
+  if (schedule == PipelineSchedule::GPipe) {
+    for (int i = 0; i < m; ++i) order.push_back({true, i});
+    for (int i = 0; i < m; ++i) order.push_back({false, i});
+    return order;
+  }
+  const int warmup = std::min(pp - p - 1, m);
+  for (int i = 0; i < warmup; ++i) order.push_back({true, i});
+  for (int j = 0; j < m - warmup; ++j) {
+    order.push_back({true, warmup + j});
+    order.push_back({false, j});
+  }
+  for (int i = m - warmup; i < m; ++i) order.push_back({false, i});
+  return order;
+}
+
+}  // namespace
+
+namespace {
+
+// What one GPU of a stage holding layers [first, end) keeps, per GPU: the dense part and its share
+// of the experts (before ZeRO), the stash per micro-batch, ZeRO 3's gather buffer (its largest
+// layer's parameters less its own shard).
+struct StageSums {
+  double dense = 0, experts = 0, stash = 0, buffer = 0;
+};
+StageSums stage_sums(const LayerModel& model, int first, int end, const ParallelPlan& plan) {
+  const bool spread = plan_spreads_experts(model, plan);
+  StageSums sums;
+  for (int l = first; l < end; ++l) {
+    const double expert = spread ? model.layers[l].expert_parameter_bytes : 0.0;
+    const double dense_l = model.layers[l].parameter_bytes - expert, experts_l = expert / plan.ep;
+    sums.dense += dense_l;
+    sums.experts += experts_l;
+    sums.stash += plan.sequence_parallel ? model.layers[l].sequence_parallel_stashed_bytes : model.layers[l].stashed_bytes;
+    // ZeRO 3 gathers a layer's dense part from dp shards, its experts from dp / ep.
+    sums.buffer = std::max(sums.buffer, dense_l * (1 - 1.0 / plan.dp) + experts_l * (1 - static_cast<double>(plan.ep) / plan.dp));
+  }
+  return sums;
+}
+
+}  // namespace
+
+GpuMemory stage_memory(const LayerModel& model, int first, int end, const ParallelPlan& plan, int in_flight) {
+  const StageSums sums = stage_sums(model, first, end, plan);
+  return gpu_memory(sums.dense, sums.experts, sums.stash, sums.buffer, plan, in_flight);
+}
+
+namespace {
+
+// Where a compiled plan's pieces are: the index in CompiledPlan::gpus of replica d, stage s (on
+// pipeline rank s % pp) and tensor rank t, the stage's width, and the end of stage s.
+struct PlanIndex {
+  PlanIndex(const ParallelPlan& plan, int stages, int layers, const std::vector<int>& starts)
+      : plan(plan), pp(plan.pp), stages(stages), layers(layers), starts(starts), offsets(plan) {}
+  const ParallelPlan& plan;
+  int pp, stages, layers;
+  const std::vector<int>& starts;
+  RankOffsets offsets;
+  int width(int s) const { return plan.width(s); }
+  int gpu_index(int d, int s, int t) const { return static_cast<int>(offsets.index(d, s % pp, t)); }
+  int stage_end(int s) const { return s + 1 < stages ? starts[s + 1] : layers; }
+};
+
+}  // namespace
+
+namespace {
+
+// plan_layout of a checked plan, each pipeline rank at its model.
+CompiledPlan rank_plan_layout(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster) {
+  const int pp = plan.pp, dp = plan.dp, m = plan.micro_batches, v = plan.virtual_stages;
+  const int S = pp * v;
+  const LayerModel& model = *models.front();  // the first stage's (all have the same layers)
+  const int L = static_cast<int>(model.layers.size());
+  CompiledPlan out;
+  // Balanced by each stage's own width's times (interleaved: one width, the rank's model repeated).
+  if (plan.stage_starts.empty()) {
+    std::vector<const LayerModel*> by_stage;
+    for (int s = 0; s < S; ++s) by_stage.push_back(models[static_cast<std::size_t>(s % pp)]);
+    out.stage_starts = balanced_stages_of(by_stage);
+  } else {
+    out.stage_starts = plan.stage_starts;
+  }
+  out.gpus = plan.gpus;
+  if (out.gpus.empty())
+    for (long g = 0; g < plan.gpus_per_replica() * dp; ++g) out.gpus.push_back(static_cast<DeviceId>(g));
+  const PlanIndex at(plan, S, L, out.stage_starts);
+  // Memory at the peak, and whether every GPU holds it.
+  out.in_flight.resize(pp);
+  out.memory.resize(out.gpus.size());
+  for (int p = 0; p < pp; ++p) {
+    GpuMemory mem;
+    if (v == 1) {
+      out.in_flight[p] = plan.schedule == PipelineSchedule::GPipe ? m : std::min(m, pp - p);
+      mem = stage_memory(*models[p], out.stage_starts[p], at.stage_end(p), plan, out.in_flight[p]);
+    } else {
+      // The rank's v stages: their parameters (one ZeRO 3 gather buffer, the largest), and at
+      // the peak of its schedule the stashes of the (stage, micro-batch) units whose backward has
+      // not run yet; in_flight: the most such units at once.
+      StageSums rank;
+      std::vector<double> stash(v, 0.0);
+      for (int c = 0; c < v; ++c) {
+        const StageSums one = stage_sums(*models[p], out.stage_starts[c * pp + p], at.stage_end(c * pp + p), plan);
+        rank.dense += one.dense;
+        rank.experts += one.experts;
+        rank.buffer = std::max(rank.buffer, one.buffer);
+        stash[c] = one.stash;
+      }
+      mem = gpu_memory(rank.dense, rank.experts, 0.0, rank.buffer, plan, 0);
+      double held = 0;
+      int units = 0;
+      for (const Unit& u : schedule_of(plan.schedule, p, pp, m, v)) {
+        held += u.forward ? stash[u.chunk] : -stash[u.chunk];
+        units += u.forward ? 1 : -1;
+        mem.activations = std::max(mem.activations, held);
+        out.in_flight[p] = std::max(out.in_flight[p], units);
+      }
+    }
+    for (int d = 0; d < dp; ++d)
+      for (int t = 0; t < at.width(p); ++t) {
+        const int index = at.gpu_index(d, p, t);
+        out.memory[index] = mem;
+        const Device& device = cluster.device(out.gpus[index]);
+        if (out.infeasible.empty() && mem.total() > device.memory_bytes)
+          out.infeasible = fmt::format(
+              "{} (replica {}, {} {}, tensor rank {}) needs {} and has {}: parameters {}, gradients {}, optimizer "
+              "states {}, activations of {} {} in flight {}",
+              device.name, d, v == 1 ? "stage" : "pipeline rank", p, t, format_bytes(mem.total()),
+              format_bytes(device.memory_bytes), format_bytes(mem.parameters), format_bytes(mem.gradients),
+              format_bytes(mem.optimizer_states), out.in_flight[p],
+              v > 1 ? "(stage, micro-batch) units at most" : out.in_flight[p] == 1 ? "micro-batch" : "micro-batches",
+              format_bytes(mem.activations));
+      }
+  }
+  return out;
+}
+
+// The checked plan's rank models, or std::invalid_argument with plan_problem's reason.
+RankModels checked_models(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
+  if (const std::string why = plan_problem(model, plan, cluster); !why.empty()) throw std::invalid_argument(why);
+  return RankModels(static_cast<std::size_t>(plan.pp), &model);
+}
+RankModels checked_models(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster) {
+  RankModels models;
+  if (const std::string why = workload_plan_problem(workload, plan, cluster, models); !why.empty())
+    throw std::invalid_argument(why);
+  return models;
+}
+
+
+CompiledPlan rank_compile_plan(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster,
+                               CollectiveDetail detail) {
+  CompiledPlan out = rank_plan_layout(models, plan, cluster);
+  const int pp = plan.pp, dp = plan.dp, m = plan.micro_batches, v = plan.virtual_stages;
+  const LayerModel& model = *models.front();  // for what every stage's model shares: the layers' count, names, experts
+  auto model_of = [&](int s) -> const LayerModel& { return *models[static_cast<std::size_t>(s % pp)]; };
+  // Stages: pp x v (interleaved 1F1B: pipeline rank p holds stages p, p + pp, ...).
+  const int S = pp * v;
+  const int L = static_cast<int>(model.layers.size());
+  const PlanIndex at(plan, S, L, out.stage_starts);
+  ExecutionGraph& g = out.graph;
+  std::vector<std::vector<Unit>> rank_orders(pp);  // per pipeline rank, its schedule
+  for (int p = 0; p < pp; ++p) rank_orders[p] = schedule_of(plan.schedule, p, pp, m, v);
+  std::vector<std::vector<Unit>> orders(S);  // per stage, its units in the rank's order
+  for (int p = 0; p < pp; ++p)
+    for (const Unit& u : rank_orders[p]) orders[u.chunk * pp + p].push_back(u);
+
+  // fwd[d][p][t][i][k], bwd likewise: the operator of the stage's k-th layer; *_done: where the
+  // layer's result stands after its tensor-parallel all-reduce (the operator itself without one).
+  using Grid = std::vector<std::vector<std::vector<std::vector<std::vector<OpId>>>>>;
+  auto grid = [&] {
+    Grid x(dp, std::vector<std::vector<std::vector<std::vector<OpId>>>>(S));
+    for (int d = 0; d < dp; ++d)
+      for (int s = 0; s < S; ++s)
+        x[d][s].assign(at.width(s), std::vector<std::vector<OpId>>(m, std::vector<OpId>(at.stage_end(s) - out.stage_starts[s], -1)));
+    return x;
+  };
+  Grid fwd = grid(), bwd = grid(), fwd_done = grid(), bwd_done = grid();
+  long collectives = 0;
+  // The tensor-parallel all-reduce after `ops` (one per tensor rank), or the ops themselves; with
+  // sequence parallelism a reduce-scatter, then an all-gather.
+  // In the backward, sequence parallelism also gathers again the column-parallel linears' inputs
+  // it kept split (Korthikanti et al. 4.2.2): one more all-gather of the bytes, 1.5x the traffic
+  // (Megatron overlaps it with the weight gradients' compute; here it runs after, a bound).
+  auto tp_allreduce = [&](int d, int p, const std::vector<OpId>& ops, double bytes, bool backward) {
+    const int tp = at.width(p);
+    if (tp == 1 || bytes <= 0) return ops;
+    CollectiveSpec s;
+    s.detail = detail;
+    s.op = plan.sequence_parallel ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
+    s.algorithm = CollectiveAlgorithm::Ring;
+    for (int t = 0; t < tp; ++t) s.group.push_back(out.gpus[at.gpu_index(d, p, t)]);
+    s.bytes = bytes;
+    const std::string name = fmt::format("tp{}", collectives++);
+    if (!plan.sequence_parallel) return append_collective(g, s, cluster, name, ops);
+    const std::vector<OpId> scattered = append_collective(g, s, cluster, name + ".rs", ops);
+    s.op = CollectiveOp::AllGather;
+    const std::vector<OpId> gathered = append_collective(g, s, cluster, name + ".ag", scattered);
+    return backward ? append_collective(g, s, cluster, name + ".ag-inputs", gathered) : gathered;
+  };
+
+  // Compute operators, GPU by GPU, in schedule order, chained on their GPU.
+  for (int d = 0; d < dp; ++d)
+    for (int r = 0; r < pp; ++r) {
+      for (int t = 0; t < at.width(r); ++t) {
+        const DeviceId gpu = out.gpus[at.gpu_index(d, r, t)];
+        OpId previous = -1;
+        for (const Unit& u : rank_orders[r]) {
+          const int p = u.chunk * pp + r;  // the unit's stage
+          const int first = out.stage_starts[p], count = at.stage_end(p) - first;
+          for (int k = 0; k < count; ++k) {
+            const int kk = u.forward ? k : count - 1 - k;  // backward runs the layers in reverse
+            const Layer& layer = model_of(r).layers[first + kk];
+            const OpId op = g.add({fmt::format("d{}.p{}.t{}.{}{}.{}", d, p, t, u.forward ? 'F' : 'B', u.micro_batch, first + kk),
+                                   u.forward ? "forward" : "backward", u.forward ? layer.forward_s : layer.backward_s, 0.0},
+                                  gpu);
+            (u.forward ? fwd : bwd)[d][p][t][u.micro_batch][kk] = op;
+            if (previous >= 0) g.depend(previous, op);  // the schedule's order on this GPU
+            previous = op;
+          }
+        }
+      }
+    }
+  // The activations each forward stashes until its backward.
+  for (int d = 0; d < dp; ++d)
+    for (int p = 0; p < S; ++p) {
+      const int first = out.stage_starts[p], count = at.stage_end(p) - first;
+      for (int t = 0; t < at.width(p); ++t)
+        for (int i = 0; i < m; ++i)
+          for (int k = 0; k < count; ++k) {
+            const Layer& layer = model_of(p).layers[first + k];
+            const double bytes = plan.sequence_parallel ? layer.sequence_parallel_stashed_bytes : layer.stashed_bytes;
+            if (bytes > 0) out.activations.push_back({fwd[d][p][t][i][k], bwd[d][p][t][i][k], at.gpu_index(d, p, t), bytes});
+          }
+    }
+  // Each layer's tensor-parallel all-reduces, then the dependencies along the layers.
+  for (int d = 0; d < dp; ++d)
+    for (int p = 0; p < S; ++p) {
+      const int first = out.stage_starts[p], count = at.stage_end(p) - first, tp = at.width(p);
+      for (int i = 0; i < m; ++i)
+        for (int k = 0; k < count; ++k) {
+          const Layer& layer = model_of(p).layers[first + k];
+          std::vector<OpId> f(tp), b(tp);
+          for (int t = 0; t < tp; ++t) {
+            f[t] = fwd[d][p][t][i][k];
+            b[t] = bwd[d][p][t][i][k];
+          }
+          const std::vector<OpId> fd = tp_allreduce(d, p, f, layer.tp_allreduce_forward_bytes, false);
+          const std::vector<OpId> bd = tp_allreduce(d, p, b, layer.tp_allreduce_backward_bytes, true);
+          for (int t = 0; t < tp; ++t) {
+            fwd_done[d][p][t][i][k] = fd[t];
+            bwd_done[d][p][t][i][k] = bd[t];
+          }
+        }
+    }
+  // Expert parallelism: each expert layer's all-to-alls (dispatch, combine) in both passes, among
+  // the replicas of each expert-parallel group.
+  if (plan_spreads_experts(model, plan))
+    for (int j = 0; j < dp / plan.ep; ++j)
+      for (int p = 0; p < S; ++p) {
+        const int first = out.stage_starts[p], count = at.stage_end(p) - first;
+        for (int t = 0; t < at.width(p); ++t)
+          for (int i = 0; i < m; ++i)
+            for (int k = 0; k < count; ++k) {
+              const double bytes = model_of(p).layers[first + k].expert_alltoall_bytes;
+              if (bytes <= 0) continue;
+              CollectiveSpec s;
+              s.detail = detail;
+              s.op = CollectiveOp::AllToAll;
+              s.algorithm = CollectiveAlgorithm::Direct;
+              s.bytes = bytes;
+              for (int e = 0; e < plan.ep; ++e) s.group.push_back(out.gpus[at.gpu_index(j * plan.ep + e, p, t)]);
+              for (Grid* done : {&fwd_done, &bwd_done}) {
+                std::vector<OpId> ops(plan.ep);
+                for (int e = 0; e < plan.ep; ++e) ops[e] = (*done)[j * plan.ep + e][p][t][i][k];
+                for (const char* what : {"dispatch", "combine"})
+                  ops = append_collective(g, s, cluster, fmt::format("ep{}.{}", collectives++, what), ops);
+                for (int e = 0; e < plan.ep; ++e) (*done)[j * plan.ep + e][p][t][i][k] = ops[e];
+              }
+            }
+      }
+  // (A stage's gradients come from the next stage's done operators: every stage's first.)
+  for (int d = 0; d < dp; ++d)
+    for (int p = 0; p < S; ++p) {
+      const int count = at.stage_end(p) - out.stage_starts[p];
+      const double activation_bytes = p + 1 < S ? model_of(p).bytes_into(at.stage_end(p)) : 0.0;
+      for (int t = 0; t < at.width(p); ++t)
+        for (int i = 0; i < m; ++i) {
+          for (int k = 0; k + 1 < count; ++k) {
+            g.depend(fwd_done[d][p][t][i][k], fwd[d][p][t][i][k + 1]);
+            g.depend(bwd_done[d][p][t][i][k + 1], bwd[d][p][t][i][k]);
+          }
+          // The loss: the last stage's backward follows its forward.
+          if (p + 1 == S) g.depend(fwd_done[d][p][t][i][count - 1], bwd[d][p][t][i][count - 1]);
+        }
+      // Activations to the next stage, gradients back: rank t to rank t, whole, or (scatter-gather)
+      // 1/tp each and all-gathered by the receiving stage's tensor-parallel group, or (sequence
+      // parallelism) 1/tp each, which is what the receiving rank works on. Between stages of
+      // different widths (stage_tp), each receiving rank gets 1/a from each of the a senders.
+      if (p + 1 == S) continue;
+      auto hand_over = [&](int to_stage, const std::vector<OpId>& from, const std::vector<OpId>& to,
+                           const std::string& name) {
+        const int tp = static_cast<int>(from.size());
+        if (to.size() != from.size()) {
+          for (OpId receiver : to)
+            for (OpId sender : from) g.graph.add_tensor(sender, receiver, activation_bytes / tp);
+          return;
+        }
+        if (tp > 1 && plan.sequence_parallel) {  // each rank holds its part of the sequence: nothing to gather
+          for (int t = 0; t < tp; ++t) g.graph.add_tensor(from[t], to[t], activation_bytes / tp);
+          return;
+        }
+        if (tp == 1 || !plan.scatter_gather) {
+          for (int t = 0; t < tp; ++t) g.graph.add_tensor(from[t], to[t], activation_bytes);
+          return;
+        }
+        std::vector<OpId> received(tp);
+        CollectiveSpec s;
+        s.detail = detail;
+        s.op = CollectiveOp::AllGather;
+        s.algorithm = CollectiveAlgorithm::Ring;
+        s.bytes = activation_bytes;
+        for (int t = 0; t < tp; ++t) {
+          const DeviceId gpu = out.gpus[at.gpu_index(d, to_stage, t)];
+          s.group.push_back(gpu);
+          received[t] = g.add_communication_step(fmt::format("{}.t{}.received", name, t), gpu);
+          g.graph.add_tensor(from[t], received[t], activation_bytes / tp);
+        }
+        const std::vector<OpId> gathered = append_collective(g, s, cluster, name, received);
+        for (int t = 0; t < tp; ++t) g.depend(gathered[t], to[t]);
+      };
+      for (int i = 0; i < m; ++i) {
+        const int mine = at.width(p), next = at.width(p + 1);
+        std::vector<OpId> sent(mine), first(next), gradient(next), last(mine);
+        for (int t = 0; t < mine; ++t) {
+          sent[t] = fwd_done[d][p][t][i][count - 1];
+          last[t] = bwd[d][p][t][i][count - 1];
+        }
+        for (int t = 0; t < next; ++t) {
+          first[t] = fwd[d][p + 1][t][i][0];
+          gradient[t] = bwd_done[d][p + 1][t][i][0];
+        }
+        hand_over(p + 1, sent, first, fmt::format("act.d{}.p{}.m{}", d, p, i));
+        hand_over(p, gradient, last, fmt::format("actgrad.d{}.p{}.m{}", d, p + 1, i));
+      }
+    }
+
+  // Gradient reduction across replicas, a bucket per layer, after its last backward; ZeRO's
+  // all-gathers of parameters. Without experts, one group per stage and tensor rank: every
+  // replica. With expert parallelism also one per expert shard e: the replicas d with d mod ep = e,
+  // for the experts' part.
+  const bool spreads_experts = plan_spreads_experts(model, plan);
+  // Of stage `s`'s layer l, at its width.
+  auto dense_bytes = [&](int s, int l) {
+    const Layer& layer = model_of(s).layers[l];
+    return layer.parameter_bytes - (spreads_experts ? layer.expert_parameter_bytes : 0.0);
+  };
+  auto expert_bytes = [&](int s, int l) {
+    return spreads_experts ? model_of(s).layers[l].expert_parameter_bytes / plan.ep : 0.0;
+  };
+  // One queue per data-parallel group (pipeline rank, tensor rank, tag): interleaved, a rank's
+  // stages share their GPUs' communicator. `scattered`: (stage, layer) reduce-scattered (ZeRO 1,
+  // 2), whose all-gathers follow the group's last reduce-scatter.
+  struct Queue {
+    std::vector<OpId> tail;
+    std::vector<std::pair<int, int>> scattered;
+  };
+  std::map<std::tuple<int, int, std::string>, Queue> queues;
+  // A rank's stages in the order their gradients are ready: the last chunk's backwards run first.
+  std::vector<int> stage_order;
+  for (int r = 0; r < pp; ++r)
+    for (int c = v - 1; c >= 0; --c) stage_order.push_back(c * pp + r);
+  for (int p : stage_order) {
+    const int first = out.stage_starts[p], count = at.stage_end(p) - first;
+    // fwd_before_bwd: the last forward before the first backward in the stage's order (1F1B
+    // interleaves them: the stage's last forward comes after its first backward).
+    int first_fwd = -1, fwd_before_bwd = -1, first_bwd = -1, last_bwd = -1;
+    for (const Unit& u : orders[p]) {
+      if (u.forward) {
+        if (first_fwd < 0) first_fwd = u.micro_batch;
+        if (first_bwd < 0) fwd_before_bwd = u.micro_batch;
+      } else {
+        if (first_bwd < 0) first_bwd = u.micro_batch;
+        last_bwd = u.micro_batch;
+      }
+    }
+    for (int t = 0; t < at.width(p); ++t) {
+      // The buckets of one group of replicas, `bytes(l)` per layer l.
+      auto reduce_group = [&](const std::vector<int>& replicas, const auto& bytes, const std::string& tag) {
+        const int n = static_cast<int>(replicas.size());
+        if (n < 2) return;
+        auto per_replica = [&](const Grid& x, int i, int k) {
+          std::vector<OpId> ops(n);
+          for (int r = 0; r < n; ++r) ops[r] = x[replicas[r]][p][t][i][k];
+          return ops;
+        };
+        // The collective of layer `first + k` (the rank's GPUs are the same for all its stages).
+        auto spec_of = [&](int k, CollectiveOp op) {
+          CollectiveSpec s;
+          s.detail = detail;
+          s.op = op;
+          s.algorithm = op == CollectiveOp::AllReduce ? plan.gradient_algorithm : zero_collective_algorithm(plan.gradient_algorithm);
+          for (int d : replicas) s.group.push_back(out.gpus[at.gpu_index(d, p, t)]);
+          s.bytes = bytes(first + k);
+          return s;
+        };
+        // The group's collectives run one after another, as NCCL runs a communicator's on its
+        // stream: each waits for `tail`, the previous one's end per replica (empty: none yet).
+        Queue& queue = queues[{p % pp, t, tag}];
+        std::vector<OpId>& tail = queue.tail;
+        // Per replica, a communication step after both `ready` and `queue` (empty: `ready` itself).
+        auto after_both = [&](std::vector<OpId> ready, const std::vector<OpId>& queue, const std::string& name) {
+          if (queue.empty()) return ready;
+          std::vector<OpId> both(n);
+          for (int r = 0; r < n; ++r) {
+            both[r] = g.add_communication_step(fmt::format("{}.r{}.queued", name, replicas[r]),
+                                               out.gpus[at.gpu_index(replicas[r], p, t)]);
+            g.depend(ready[r], both[r]);
+            g.depend(queue[r], both[r]);
+          }
+          return both;
+        };
+        std::vector<OpId> backward_gathers;  // ZeRO 3: the last gather for the backward, per replica
+        // Buckets in the order they become ready: the backward runs from the last layer down.
+        for (int k = count - 1; k >= 0; --k) {
+          if (bytes(first + k) <= 0) continue;
+          const std::string name = fmt::format("{}.p{}.t{}.l{}", tag, p, t, first + k);
+          const std::vector<OpId> ready = after_both(per_replica(bwd_done, last_bwd, k), tail, name);
+          if (plan.zero == 0) {
+            tail = append_collective(g, spec_of(k, CollectiveOp::AllReduce), cluster, name, ready);
+            continue;
+          }
+          tail = append_collective(g, spec_of(k, CollectiveOp::ReduceScatter), cluster, name + ".rs", ready);
+          if (plan.zero < 3) {
+            queue.scattered.emplace_back(p, first + k);
+            continue;
+          }
+          // ZeRO 3: the parameters are gathered again (they were freed) after the forward that
+          // precedes the first backward, for the backward: prefetches in backward order, each
+          // after the previous one (not queued behind the reductions).
+          const std::vector<OpId> ready_for_backward =
+              after_both(per_replica(fwd_done, fwd_before_bwd, k), backward_gathers, name + ".agb");
+          backward_gathers = append_collective(g, spec_of(k, CollectiveOp::AllGather), cluster, name + ".agb",
+                                               ready_for_backward);
+          const std::vector<OpId> backward_first = per_replica(bwd, first_bwd, k);
+          for (int r = 0; r < n; ++r) g.depend(backward_gathers[r], backward_first[r]);
+        }
+        // ZeRO 3: and before each layer's first forward, in forward order, one after another
+        // (all at once, the first layer's gather would share the links with every other's).
+        if (plan.zero == 3) {
+          std::vector<OpId> previous;
+          for (int k = 0; k < count; ++k) {
+            if (bytes(first + k) <= 0) continue;
+            previous = append_collective(g, spec_of(k, CollectiveOp::AllGather), cluster,
+                                         fmt::format("{}.p{}.t{}.l{}.agf", tag, p, t, first + k), previous);
+            const std::vector<OpId> forward_first = per_replica(fwd, first_fwd, k);
+            for (int r = 0; r < n; ++r) g.depend(previous[r], forward_first[r]);
+          }
+        }
+        // ZeRO 1 and 2: the updated parameters are all-gathered after the optimizer step, which
+        // follows the group's last reduce-scatter (after the rank's last stage, chunk 0).
+        if (p < pp)
+          for (const auto& [stage, layer] : queue.scattered)
+            tail = append_collective(g, spec_of(layer - first, CollectiveOp::AllGather), cluster,
+                                     fmt::format("{}.p{}.t{}.l{}.ag", tag, stage, t, layer), tail);
+      };
+      std::vector<int> all(dp);
+      for (int d = 0; d < dp; ++d) all[d] = d;
+      reduce_group(all, [&](int l) { return dense_bytes(p, l); }, "grad");
+      if (spreads_experts)
+        for (int e = 0; e < plan.ep; ++e) {
+          std::vector<int> shard;
+          for (int d = e; d < dp; d += plan.ep) shard.push_back(d);
+          reduce_group(shard, [&](int l) { return expert_bytes(p, l); }, fmt::format("grad.e{}", e));
+        }
+    }
+  }
+  g.graph.finalize(fmt::format("{} with tp {}, pp {}{}, dp {}{}, {} micro-batches", model.name,
+                               plan.stage_tp.empty() ? fmt::format("{}", plan.tp) : fmt::format("{}", fmt::join(plan.stage_tp, "/")), pp,
+                               v > 1 ? fmt::format(" x {} interleaved", v) : "", dp,
+                               plan.ep > 1 ? fmt::format(", ep {}", plan.ep) : "", m));
+
+  return out;
+}
+
+}  // namespace
+
+CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
+  return rank_plan_layout(checked_models(model, plan, cluster), plan, cluster);
+}
+CompiledPlan plan_layout(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster) {
+  return rank_plan_layout(checked_models(workload, plan, cluster), plan, cluster);
+}
+CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster,
+                          CollectiveDetail detail) {
+  return rank_compile_plan(checked_models(model, plan, cluster), plan, cluster, detail);
+}
+CompiledPlan compile_plan(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster,
+                          CollectiveDetail detail) {
+  return rank_compile_plan(checked_models(workload, plan, cluster), plan, cluster, detail);
+}
+
+std::vector<MemoryCurve> memory_over_time(const CompiledPlan& compiled, std::span<const double> start,
+                                          std::span<const double> finish) {
+  const std::size_t n = compiled.graph.graph.num_operators();
+  if (start.size() != n || finish.size() != n)
+    throw std::invalid_argument(fmt::format("memory_over_time: {} operators but {} starts and {} finishes", n, start.size(),
+                                            finish.size()));
+  struct Change {
+    double time, bytes;
+  };
+  std::vector<std::vector<Change>> changes(compiled.gpus.size());
+  for (const HeldActivation& a : compiled.activations) {
+    changes[a.gpu_index].push_back({start[a.forward], a.bytes});
+    changes[a.gpu_index].push_back({finish[a.backward], -a.bytes});
+  }
+  std::vector<MemoryCurve> curves(compiled.gpus.size());
+  for (std::size_t i = 0; i < curves.size(); ++i) {
+    std::vector<Change>& c = changes[i];
+    // By time, frees first at a tie.
+    std::sort(c.begin(), c.end(), [](const Change& a, const Change& b) { return a.time < b.time || (a.time == b.time && a.bytes < b.bytes); });
+    double held = compiled.memory[i].total() - compiled.memory[i].activations;
+    MemoryCurve& curve = curves[i];
+    curve.emplace_back(0.0, held);
+    for (const Change& x : c) {
+      held += x.bytes;
+      if (curve.back().first == x.time) curve.back().second = held;  // one point per instant
+      else curve.emplace_back(x.time, held);
+    }
+  }
+  return curves;
+}
+
+}  // namespace placesim
