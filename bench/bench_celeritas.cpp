@@ -38,7 +38,7 @@ void run(benchmark::State& state, bool adjust) {
   for (auto _ : state) {
     PlacementResult r = strategy.place(g, c);
     benchmark::DoNotOptimize(r.placement.data());
-    clusters = r.report["clusters"].get<int>();
+    clusters = r.details["clusters"].get<int>();
   }
   state.counters["operators"] = static_cast<double>(g.num_operators());
   state.counters["clusters"] = clusters;

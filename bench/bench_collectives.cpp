@@ -13,6 +13,7 @@
 #include <string>
 
 #include "bench/bench_util.h"
+#include "sim/engines/engine.h"
 #include "sim/collectives/collective_steps.h"
 #include "sim/collectives/collectives.h"
 #include "sim/core/execution_graph.h"
@@ -55,8 +56,8 @@ void BM_RingAllReduce1GiB(benchmark::State& state) {
     const ExecutionGraph g = collective_graph(spec, cluster);
     ops = g.graph.num_operators();
     transfers = g.graph.num_tensors();
-    const EngineRuns ran = run_engines(g, cluster, {engine == 0, engine == 1, engine == 2});
-    latency = *(engine == 0 ? ran.evaluator : engine == 1 ? ran.flow : ran.simgrid);
+    const std::string_view name = engine == 0 ? kEvaluator : engine == 1 ? kFlow : kSimGrid;
+    latency = *run_engines(g, cluster, EngineSet::of({name}), RunOrder::Fcfs).latency(name);
     benchmark::ClobberMemory();
   }
   state.counters["simulated_s"] = latency;
@@ -74,8 +75,8 @@ void BM_RingAllReduce1GiBSteps(benchmark::State& state) {
   const CollectiveSpec spec = ring_all_reduce_1gib(gpus);
   double latency = 0;
   for (auto _ : state) {
-    const EngineRuns ran = run_collective_steps(spec, cluster, {engine == 0, engine == 1, engine == 2});
-    latency = *(engine == 0 ? ran.evaluator : engine == 1 ? ran.flow : ran.simgrid);
+    const std::string_view name = engine == 0 ? kEvaluator : engine == 1 ? kFlow : kSimGrid;
+    latency = *run_collective_steps(spec, cluster, EngineSet::of({name})).latency(name);
     benchmark::ClobberMemory();
   }
   state.counters["simulated_s"] = latency;

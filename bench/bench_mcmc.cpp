@@ -48,11 +48,11 @@ void run_mcmc(benchmark::State& state, const char* rel) {
   auto strategy = mcmc_strategy_info().make(YamlFields(options, "bench", "mcmc"));
   PlacementResult r;
   for (auto _ : state) r = strategy->place(g, c);
-  const double single = r.report["initial_latency_s"].get<double>();
-  const double best = r.report["best_latency_s"].get<double>();
-  state.counters["steps_per_s"] = r.report["steps_per_second"].get<double>();
-  state.counters["cut_off_share"] = r.report["evaluations_cut_off"].get<double>() / r.report["steps"].get<double>();
-  state.counters["accepted"] = r.report["accepted"].get<double>();
+  const double single = r.details["initial_latency_s"].get<double>();
+  const double best = r.details["best_latency_s"].get<double>();
+  state.counters["steps_per_s"] = r.details["steps_per_second"].get<double>();
+  state.counters["cut_off_share"] = r.details["evaluations_cut_off"].get<double>() / r.details["steps"].get<double>();
+  state.counters["accepted"] = r.details["accepted"].get<double>();
   state.counters["single_ms"] = single * 1e3;
   state.counters["best_ms"] = best * 1e3;
   state.counters["best_vs_single"] = best / single;
@@ -91,8 +91,8 @@ void BM_McmcCostModelBertBaseFatTree16(benchmark::State& state) {
   auto strategy = mcmc_strategy_info().make(YamlFields(options, "bench", "mcmc"));
   PlacementResult r;
   for (auto _ : state) r = strategy->place(g, c);
-  state.counters["steps_per_s"] = r.report["steps_per_second"].get<double>();
-  state.counters["best_ms"] = r.report["best_latency_s"].get<double>() * 1e3;
+  state.counters["steps_per_s"] = r.details["steps_per_second"].get<double>();
+  state.counters["best_ms"] = r.details["best_latency_s"].get<double>() * 1e3;
   state.counters["contended_ms"] = CostModel(g, c, CostModelKind::Flow).latency(r.placement) * 1e3;
   state.SetLabel(flow ? "cost_model: flow" : "cost_model: list");
 }

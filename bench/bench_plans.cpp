@@ -13,6 +13,7 @@
 #include <string>
 
 #include "bench/bench_util.h"
+#include "sim/engines/engine.h"
 #include "sim/core/execution_graph.h"
 #include "sim/plans/layer_model.h"
 #include "sim/plans/parallel_plan.h"
@@ -55,8 +56,8 @@ void BM_Gpt3Tp8Pp16Dp8(benchmark::State& state) {
     if (what == 0) {
       compiled = compile_plan(model, plan, cluster, detail);
     } else {
-      const EngineRuns ran = run_engines(compiled->graph, cluster, {what == 1, what == 2, what == 3});
-      latency = *(what == 1 ? ran.evaluator : what == 2 ? ran.flow : ran.simgrid);
+      const std::string_view name = what == 1 ? kEvaluator : what == 2 ? kFlow : kSimGrid;
+      latency = *run_engines(compiled->graph, cluster, EngineSet::of({name}), RunOrder::Fcfs).latency(name);
     }
     benchmark::ClobberMemory();
   }

@@ -51,17 +51,17 @@ void run_quickp(benchmark::State& state, const std::string& model, QuickPCoarsen
   Evaluator ev(*g, c);
   const std::vector<DeviceId> one(g->num_operators(), 0);
   state.counters["ops"] = static_cast<double>(g->num_operators());
-  state.counters["fused_ops"] = r.report["fused_operators"].get<double>();
-  state.counters["groups"] = r.report["groups"].get<double>();
-  state.counters["rows"] = r.report["rows"].get<double>();
-  state.counters["cols"] = r.report["columns"].get<double>();
-  state.counters["order_pairs"] = r.report["ordering_pairs"].get<double>();
-  state.counters["solver_s"] = r.report["solver_seconds"].get<double>();
-  state.counters["gap"] = r.report["gap"].get<double>();
+  state.counters["fused_ops"] = r.details["fused_operators"].get<double>();
+  state.counters["groups"] = r.details["groups"].get<double>();
+  state.counters["rows"] = r.details["rows"].get<double>();
+  state.counters["cols"] = r.details["columns"].get<double>();
+  state.counters["order_pairs"] = r.details["ordering_pairs"].get<double>();
+  state.counters["solver_s"] = r.details["solver_seconds"].get<double>();
+  state.counters["gap"] = r.details["gap"].get<double>();
   state.counters["latency_s"] = ev.latency(r.placement);
   state.counters["single_s"] = ev.latency(one);
   state.counters["paper_s"] = paper_seconds(model, gpus);
-  state.SetLabel(model + " " + std::to_string(gpus) + " GPUs, " + r.report["status"].get<std::string>() +
+  state.SetLabel(model + " " + std::to_string(gpus) + " GPUs, " + r.details["status"].get<std::string>() +
                  "; paper (Gurobi) " + std::to_string(paper_seconds(model, gpus)).substr(0, 4) + " s");
 }
 
@@ -93,14 +93,14 @@ void run_p3(benchmark::State& state, const Graph& g, double link_bandwidth) {
   }
   Cluster allocated = make_multi_nic(cfg, *r.bandwidth_allocation);
   allocated.finalize("bench multi-NIC, allocated");
-  const double before = r.report["latency_uniform_s"].get<double>();
+  const double before = r.details["latency_uniform_s"].get<double>();
   const double after = Evaluator(g, allocated).latency(r.placement);
   state.counters["ops"] = static_cast<double>(g.num_operators());
   state.counters["uniform_s"] = before;
   state.counters["allocated_s"] = after;
   state.counters["improvement"] = 1 - after / before;
-  state.counters["rounds"] = r.report["allocation_rounds"].get<double>();
-  state.counters["accepted"] = r.report["allocation_accepted"].get<double>();
+  state.counters["rounds"] = r.details["allocation_rounds"].get<double>();
+  state.counters["accepted"] = r.details["allocation_accepted"].get<double>();
   state.SetLabel("thesis: up to 11% better than uniform");
 }
 

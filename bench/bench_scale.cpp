@@ -132,7 +132,7 @@ void BM_ScalePipeline(benchmark::State& state) {
     place += seconds_since(t0);
 
     t0 = std::chrono::steady_clock::now();
-    Measurement m = measure_placement(loaded.graph, cluster, placed.placement, Engine::Evaluator);
+    Measurement m = measure_placement(loaded.graph, cluster, placed.placement, EngineSet::of({kEvaluator}));
     evaluate += seconds_since(t0);
 
     t0 = std::chrono::steady_clock::now();
@@ -144,22 +144,22 @@ void BM_ScalePipeline(benchmark::State& state) {
     r.gpus = cluster.num_devices();
     r.cluster = cluster.description;
     r.label = r.strategy = "round-robin";
-    r.engine = Engine::Evaluator;
+    r.engines = EngineSet::of({kEvaluator});
     r.graph_size = PointRecord::GraphSize{loaded.graph.num_operators(), loaded.graph.num_tensors(), loaded.warnings};
     PointMeasurement pm;
     pm.search_time = placed.search_seconds;
-    pm.evaluator_latency = m.evaluator_latency;
+    pm.set_latency(kEvaluator, *m.latency(kEvaluator));
     pm.bounds = m.bounds;
     pm.memory_per_gpu = m.memory;
     pm.peak_memory = m.peak_memory;
-    pm.busy_per_gpu = m.schedule.busy;
+    pm.busy_per_gpu = m.evaluator_schedule()->busy;
     pm.placement_file = "placement-round-robin.json";
     r.measurement = pm;
     append_record((out / "results.jsonl").string(), r);
     write_aggregates(out.string(), {r});
     write += seconds_since(t0);
     peak = std::max(peak, peak_rss_mib());
-    benchmark::DoNotOptimize(m.evaluator_latency);
+    benchmark::DoNotOptimize(m.latency(kEvaluator));
   }
   const auto avg = benchmark::Counter::kAvgIterations;
   state.counters["load_s"] = benchmark::Counter(load, avg);

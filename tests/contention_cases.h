@@ -51,14 +51,14 @@ inline std::vector<std::pair<std::string, std::string>> registry_variants() {
   std::vector<std::pair<std::string, std::string>> out;
   for (const TopologyType& t : topology_registry()) {
     auto base = [&](const std::string& key) -> std::string {
-      if (t.type == "spine-leaf" && key != "servers" && key != "leaves") return "servers: 4, ";
-      if (t.type == "fat-tree" && key != "servers") return "servers: 6, gpus_per_server: 1, ";
-      if (t.type == "multi-nic" && key.rfind("core_", 0) == 0) return "servers_per_pod: 2, ";
+      if (t.name == "spine-leaf" && key != "servers" && key != "leaves") return "servers: 4, ";
+      if (t.name == "fat-tree" && key != "servers") return "servers: 6, gpus_per_server: 1, ";
+      if (t.name == "multi-nic" && key.rfind("core_", 0) == 0) return "servers_per_pod: 2, ";
       return "";
     };
-    out.emplace_back(t.type, fmt::format("{{type: {}, {}}}", t.type, base("")));
+    out.emplace_back(t.name, fmt::format("{{type: {}, {}}}", t.name, base("")));
     for (const OptionDoc& o : t.options)
-      out.emplace_back(t.type, fmt::format("{{type: {}, {}{}: {}}}", t.type, base(o.key), o.key, o.example));
+      out.emplace_back(t.name, fmt::format("{{type: {}, {}{}: {}}}", t.name, base(o.key), o.key, o.example));
   }
   return out;
 }

@@ -103,8 +103,8 @@ TEST(Baechi, EtfFig31ForkGives15us) {
   const PlacementResult r = etf->place(g, c);
   Evaluator ev(g, c);
   EXPECT_NEAR(ev.latency(r.placement), 15e-6, 1e-15);
-  EXPECT_EQ(r.report["memory_fallbacks"].get<int>(), 0);
-  EXPECT_EQ(r.report["groups"].get<int>(), 3);
+  EXPECT_EQ(r.details["memory_fallbacks"].get<int>(), 0);
+  EXPECT_EQ(r.details["groups"].get<int>(), 3);
 }
 
 TEST(Baechi, TopoFillsGpusInOrderUnderTheMemoryLimit) {
@@ -131,7 +131,7 @@ TEST(Baechi, TopoFillsGpusInOrderUnderTheMemoryLimit) {
   auto topo = make_strategy_from_yaml("m-topo", "{}");
   const PlacementResult r = topo->place(g, c);
   EXPECT_EQ(r.placement, std::vector<DeviceId>(6, 0));
-  EXPECT_EQ(r.report["groups"].get<int>(), 1);
+  EXPECT_EQ(r.details["groups"].get<int>(), 1);
 }
 
 TEST(Baechi, TopoBestEffortWhenNothingFits) {
@@ -156,22 +156,22 @@ TEST(Baechi, EtfRespectsMemoryWhenItFitsAndFlagsBestEffort) {
     const Cluster c = testutil::dedicated_mesh(2, 1.0, 0.0, 12.0);
     const PlacementResult r = etf.place(g, c);
     EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 0, 1}));
-    EXPECT_EQ(r.report["memory_fallbacks"].get<int>(), 0);
+    EXPECT_EQ(r.details["memory_fallbacks"].get<int>(), 0);
     for (double used : device_memory(g, r.placement, 2)) EXPECT_LE(used, 12.0);
-    EXPECT_DOUBLE_EQ(r.report["schedule_makespan_s"].get<double>(), 4.0);
+    EXPECT_DOUBLE_EQ(r.details["schedule_makespan_s"].get<double>(), 4.0);
   }
   {
     const Cluster c = testutil::dedicated_mesh(2, 1.0, 0.0, 10.0);
     const PlacementResult r = etf.place(g, c);
     EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 1, 0}));
-    EXPECT_EQ(r.report["memory_fallbacks"].get<int>(), 1);
+    EXPECT_EQ(r.details["memory_fallbacks"].get<int>(), 1);
   }
   {
     // m-SCT shares the memory rules.
     const Cluster c = testutil::dedicated_mesh(2, 1.0, 0.0, 10.0);
     Baechi sct(BaechiMethod::Sct, no_coplace());
     const PlacementResult r = sct.place(g, c);
-    EXPECT_EQ(r.report["memory_fallbacks"].get<int>(), 1);
+    EXPECT_EQ(r.details["memory_fallbacks"].get<int>(), 1);
   }
 }
 
@@ -189,7 +189,7 @@ TEST(Baechi, GroupsArePlacedWithTheirTotalMemory) {
   Baechi etf(BaechiMethod::Etf, {});
   const PlacementResult r = etf.place(g, c);
   EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 0, 1}));
-  EXPECT_EQ(r.report["memory_fallbacks"].get<int>(), 0);
+  EXPECT_EQ(r.details["memory_fallbacks"].get<int>(), 0);
 }
 
 TEST(Baechi, SctLpPicksTheExpensiveEdgeAsFavourite) {
@@ -274,10 +274,10 @@ TEST(Baechi, SctKeepsTheFavouriteChildOnItsParentsGpu) {
   const PlacementResult r = strategy.place(g, c);
   const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(r.placement, sct.placement);
-  EXPECT_EQ(r.report["lp"]["favourite_children"].get<int>(), 2);
-  EXPECT_TRUE(r.report["lp"]["optimal"].get<bool>());
+  EXPECT_EQ(r.details["lp"]["favourite_children"].get<int>(), 2);
+  EXPECT_TRUE(r.details["lp"]["optimal"].get<bool>());
   // The LP solve is part of the call: it took some time, and no more than the whole call.
-  const double solve_seconds = r.report["lp"]["solve_seconds"].get<double>();
+  const double solve_seconds = r.details["lp"]["solve_seconds"].get<double>();
   EXPECT_GT(solve_seconds, 0.0);
   EXPECT_LE(solve_seconds, wall.count());
 }
@@ -323,13 +323,13 @@ TEST(Baechi, RealGraphsGiveValidPlacementsOnFourGpus) {
       SCOPED_TRACE(std::string(file) + " " + name);
       auto strategy = make_strategy_from_yaml(name, "{}");
       const PlacementResult r = strategy->place(g, c);  // validates colocation too
-      EXPECT_EQ(r.report["memory_fallbacks"].get<int>(), 0);
+      EXPECT_EQ(r.details["memory_fallbacks"].get<int>(), 0);
       for (double used : device_memory(g, r.placement, 4)) EXPECT_LE(used, c.device(0).memory_bytes);
       // Deterministic: a fresh strategy gives the same placement.
       auto again = make_strategy_from_yaml(name, "{}");
       EXPECT_EQ(again->place(g, c).placement, r.placement);
       if (std::string(name) == "m-sct") {
-        EXPECT_TRUE(r.report["lp"]["optimal"].get<bool>());
+        EXPECT_TRUE(r.details["lp"]["optimal"].get<bool>());
       }
       // The list schedulers use the parallelism: better than one GPU (139 us, 520.5 ms).
       if (std::string(name) != "m-topo") {
@@ -388,7 +388,7 @@ TEST(Baechi, GnmtColocationClassesAndMemoryPressure) {
       }
       const PlacementResult r = strategy->place(g, c);
       const auto used = device_memory(g, r.placement, 4);
-      const int fallbacks = r.report["memory_fallbacks"].get<int>();
+      const int fallbacks = r.details["memory_fallbacks"].get<int>();
       int over = 0, gpus_used = 0;
       for (double u : used) {
         over += u > cfg.gpu_memory;
@@ -422,9 +422,9 @@ TEST(Baechi, EtfUsesEachGpusSpeed) {
   auto etf = make_strategy_from_yaml("m-etf", "{coplace: false}");
   const PlacementResult r = etf->place(g, c);
   EXPECT_EQ(r.placement, (std::vector<DeviceId>{1, 1}));
-  EXPECT_EQ(r.report["kept"].get<std::string>(), "one-gpu");
-  EXPECT_NEAR(r.report["schedule_makespan_s"].get<double>(), 2e-3, 1e-15);
-  EXPECT_NEAR(r.report["etf_makespan_s"].get<double>(), 3e-3, 1e-15);
+  EXPECT_EQ(r.details["kept"].get<std::string>(), "one-gpu");
+  EXPECT_NEAR(r.details["schedule_makespan_s"].get<double>(), 2e-3, 1e-15);
+  EXPECT_NEAR(r.details["etf_makespan_s"].get<double>(), 3e-3, 1e-15);
 }
 
 // Issue #13: m-ETF follows the bandwidth. Sources s1, s2 (1 ms each) feed j (1 ms) with 1 MB each,
@@ -451,9 +451,9 @@ TEST(Baechi, EtfKeepsOneGpuAtLowBandwidthAndSplitsAtHigh) {
     {
       auto etf = make_strategy_from_yaml("m-etf", "{coplace: false}");
       const PlacementResult r = etf->place(g, c);
-      EXPECT_EQ(r.report["kept"].get<std::string>(), kept);
-      EXPECT_NEAR(r.report["schedule_makespan_s"].get<double>(), makespan, 1e-12);
-      EXPECT_NEAR(r.report["etf_makespan_s"].get<double>(), 2e-3 + 1e6 / bandwidth, 1e-12);
+      EXPECT_EQ(r.details["kept"].get<std::string>(), kept);
+      EXPECT_NEAR(r.details["schedule_makespan_s"].get<double>(), makespan, 1e-12);
+      EXPECT_NEAR(r.details["etf_makespan_s"].get<double>(), 2e-3 + 1e6 / bandwidth, 1e-12);
       if (std::string(kept) == "one-gpu") {
         EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 0, 0}));
       } else {

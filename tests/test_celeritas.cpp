@@ -385,13 +385,13 @@ TEST(Celeritas, StrategiesOnTheForkGraph) {
   const PlacementResult r = celeritas->place(g, c);
   EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 0, 1}));
   EXPECT_NEAR(ev.latency(r.placement), 15e-6, 1e-15);
-  EXPECT_EQ(r.report["chosen"].get<std::string>(), "adjusting");
-  EXPECT_EQ(r.report["clusters"].get<int>(), 3);
+  EXPECT_EQ(r.details["chosen"].get<std::string>(), "adjusting");
+  EXPECT_EQ(r.details["clusters"].get<int>(), 3);
   auto order = make_strategy_from_yaml("order-place", "{exploration_range: 1}");
   EXPECT_EQ(order->place(g, c).placement, (std::vector<DeviceId>{0, 0, 0}));
   auto fused = make_strategy_from_yaml("celeritas", "{portfolio: false}");
   const PlacementResult one = fused->place(g, c);
-  EXPECT_EQ(one.report["clusters"].get<int>(), 1);
+  EXPECT_EQ(one.details["clusters"].get<int>(), 1);
   EXPECT_EQ(one.placement, (std::vector<DeviceId>{0, 0, 0}));
 }
 
@@ -403,10 +403,10 @@ TEST(Celeritas, PortfolioKeepsTheBetterAnswer) {
   const Cluster c = testutil::dedicated_mesh(2, 20e9);
   const PlacementResult r = make_strategy_from_yaml("celeritas", "{}")->place(g, c);
   EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 15e-6, 1e-15);
-  EXPECT_NE(r.report["portfolio_winner"].get<std::string>(), "celeritas");
-  EXPECT_NEAR(r.report["portfolio"]["celeritas"].get<double>(), 20e-6, 1e-15);
-  EXPECT_EQ(r.report["own_answer"]["clusters"].get<int>(), 1);
-  EXPECT_FALSE(r.report.contains("clusters"));
+  EXPECT_NE(r.facts.portfolio_winner, "celeritas");
+  EXPECT_NEAR(r.details["portfolio"]["celeritas"].get<double>(), 20e-6, 1e-15);
+  EXPECT_EQ(r.details["own_answer"]["clusters"].get<int>(), 1);
+  EXPECT_FALSE(r.details.contains("clusters"));
 }
 
 TEST(Celeritas, AdjustingVersusOrderPlaceOnRealGraphsWithBindingMemory) {
@@ -440,14 +440,14 @@ TEST(Celeritas, AdjustingVersusOrderPlaceOnRealGraphsWithBindingMemory) {
                    raw_s = ev.latency(rr.placement);
       EXPECT_LE(guarded_s, order_s);
       EXPECT_EQ(guarded_s, std::min(raw_s, order_s));
-      EXPECT_EQ(rg.report["chosen"].get<std::string>(), raw_s <= order_s ? "adjusting" : "order-place");
-      EXPECT_DOUBLE_EQ(rg.report["cost_model_latency_s"]["adjusting"].get<double>(), raw_s);
+      EXPECT_EQ(rg.details["chosen"].get<std::string>(), raw_s <= order_s ? "adjusting" : "order-place");
+      EXPECT_DOUBLE_EQ(rg.details["cost_model_latency_s"]["adjusting"].get<double>(), raw_s);
       EXPECT_LT(raw_s, 1.01 * order_s);
       raw_wins += raw_s < order_s;
       ++cases;
       // Both respect the memory that binds, and both use more than one GPU.
       for (const PlacementResult* r : {&ro, &rg, &rr}) {
-        EXPECT_EQ(r->report["memory_fallbacks"].get<int>(), 0);
+        EXPECT_EQ(r->details["memory_fallbacks"].get<int>(), 0);
         const std::vector<double> used = device_memory(g, r->placement, n);
         for (double u : used) EXPECT_LE(u, c.device(0).memory_bytes);
         EXPECT_GT(std::count_if(used.begin(), used.end(), [](double u) { return u > 0; }), 1);
@@ -465,7 +465,7 @@ TEST(Celeritas, PlacesVggQuickly) {
   auto s = make_strategy_from_yaml("celeritas", "{portfolio: false}");
   const PlacementResult r = s->place(g, c);
   EXPECT_LT(r.search_seconds, 0.5);
-  EXPECT_LT(r.report["clusters"].get<int>(), static_cast<int>(g.num_operators()) / 20);
+  EXPECT_LT(r.details["clusters"].get<int>(), static_cast<int>(g.num_operators()) / 20);
 }
 
 TEST(Celeritas, MemoryRegressionPredictsTheLargeBatch) {

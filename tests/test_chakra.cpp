@@ -93,7 +93,7 @@ struct FourOpsRun {
   Measurement measurement;
   std::vector<std::string> files;
 };
-FourOpsRun write_four_ops(const fs::path& dir, int gpus, Engine engine) {
+FourOpsRun write_four_ops(const fs::path& dir, int gpus, EngineSet engine) {
   FourOpsRun run;
   run.measurement = measure_placement(run.graph, testutil::dedicated_mesh(gpus, 1e9), run.placement, engine);
   run.files = write_chakra_traces(dir.string(), "four", run.graph, run.placement, gpus, chakra_start_of(run.measurement),
@@ -103,7 +103,7 @@ FourOpsRun write_four_ops(const fs::path& dir, int gpus, Engine engine) {
 
 TEST(Chakra, NodesOfAHandMadePlacement) {
   const fs::path dir = scratch("nodes");
-  const auto files = write_four_ops(dir, 2, Engine::Evaluator).files;
+  const auto files = write_four_ops(dir, 2, EngineSet::of({kEvaluator})).files;
   ASSERT_EQ(files.size(), 2u);
   EXPECT_EQ(fs::path(files[1]).filename(), "four.1.et");
   const RankNodes r0 = parse(files[0]), r1 = parse(files[1]);
@@ -160,7 +160,7 @@ void expect_same_graph(const Graph& a, const Graph& b) {
 
 TEST(Chakra, RoundTripGivesTheSameGraphAndPlacement) {
   const fs::path dir = scratch("roundtrip");
-  const FourOpsRun run = write_four_ops(dir, 3, Engine::Both);
+  const FourOpsRun run = write_four_ops(dir, 3, EngineSet::of({kEvaluator, kSimGrid}));
   const ChakraTraces back = read_chakra_traces(dir.string());
   EXPECT_TRUE(back.exact);
   EXPECT_EQ(back.ranks, 3);  // rank 2 ran nothing and still has its file
@@ -168,7 +168,7 @@ TEST(Chakra, RoundTripGivesTheSameGraphAndPlacement) {
   expect_same_graph(run.graph, back.graph);
   ASSERT_TRUE(back.run);
   EXPECT_EQ(back.run->engine, "simgrid");
-  EXPECT_EQ(back.run->latency_s, *run.measurement.simgrid_latency);
+  EXPECT_EQ(back.run->latency_s, *run.measurement.latency(kSimGrid));
   fs::remove_all(dir);
 }
 
@@ -186,14 +186,14 @@ TEST(Chakra, RoundTripOfAZooModel) {
   for (std::size_t i = 0; i < placement.size(); ++i)
     if (g.op(i).colocation_class >= 0) placement[i] = class_gpu.try_emplace(g.op(i).colocation_class, placement[i]).first->second;
   const Cluster cluster = testutil::dedicated_mesh(4, 10e9);
-  const Measurement m = measure_placement(g, cluster, placement, Engine::Evaluator);
+  const Measurement m = measure_placement(g, cluster, placement, EngineSet::of({kEvaluator}));
   const fs::path dir = scratch("zoo");
   write_chakra_traces(dir.string(), "bert", g, placement, 4, chakra_start_of(m), chakra_run_of(m, "bert"));
   const ChakraTraces back = read_chakra_traces(dir.string());
   EXPECT_EQ(back.placement, placement);
   expect_same_graph(g, back.graph);
-  const Measurement again = measure_placement(back.graph, cluster, back.placement, Engine::Evaluator);
-  EXPECT_EQ(again.evaluator_latency, m.evaluator_latency);
+  const Measurement again = measure_placement(back.graph, cluster, back.placement, EngineSet::of({kEvaluator}));
+  EXPECT_EQ(again.latency(kEvaluator), m.latency(kEvaluator));
   fs::remove_all(dir);
 }
 
@@ -227,7 +227,7 @@ AllReduceRun write_allreduce_between_compute(const fs::path& dir) {
   const std::vector<OpId> reduced = append_collective(g, spec, run.cluster, "grads.allreduce", grads);
   for (int r = 0; r < 4; ++r) g.depend(reduced[r], g.add({fmt::format("update{}", r), "Add", 0.5e-3}, r));
   g.graph.finalize("all-reduce between compute");
-  run.measurement = measure_placement(g.graph, run.cluster, g.placement, Engine::Evaluator);
+  run.measurement = measure_placement(g.graph, run.cluster, g.placement, EngineSet::of({kEvaluator}));
   run.files = write_chakra_traces(dir.string(), "ar", g.graph, g.placement, 4, chakra_start_of(run.measurement),
                                   chakra_run_of(run.measurement, "all-reduce"), g.collectives).files;
   return run;
@@ -240,7 +240,7 @@ TEST(Chakra, CollectivesAreCollectiveNodes) {
   const ExecutionGraph& g = run.g;
   const Measurement& m = run.measurement;
   const std::vector<std::string>& files = run.files;
-  EXPECT_DOUBLE_EQ(m.evaluator_latency, 1e-3 + 6e-3 + 0.5e-3);
+  EXPECT_DOUBLE_EQ(*m.latency(kEvaluator), 1e-3 + 6e-3 + 0.5e-3);
   ASSERT_EQ(files.size(), 5u);  // four ranks and the process groups
   for (int r = 0; r < 4; ++r) {
     const RankNodes t = parse(files[r]);
@@ -273,7 +273,7 @@ TEST(Chakra, CollectivesAreCollectiveNodes) {
   EXPECT_EQ(back.placement, g.placement);
   expect_same_graph(g.graph, back.graph);
   expect_same_collectives(g.collectives, back.collectives);
-  EXPECT_EQ(measure_placement(back.graph, run.cluster, back.placement, Engine::Evaluator).evaluator_latency, m.evaluator_latency);
+  EXPECT_EQ(measure_placement(back.graph, run.cluster, back.placement, EngineSet::of({kEvaluator})).latency(kEvaluator), m.latency(kEvaluator));
   fs::remove_all(dir);
 }
 
@@ -316,7 +316,7 @@ TEST(Chakra, APlanRoundTripsWithItsCollectives) {
     for (const auto& coll : c.graph.collectives) kinds.insert(coll.op);
     EXPECT_EQ(kinds, (std::set<CollectiveOp>{CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllGather,
                                              CollectiveOp::AllToAll}));
-    const Measurement m = measure_placement(c.graph.graph, cluster, c.graph.placement, Engine::Both);
+    const Measurement m = measure_placement(c.graph.graph, cluster, c.graph.placement, EngineSet::of({kEvaluator, kSimGrid}));
     const auto files = write_chakra_traces(dir.string(), "plan", c.graph.graph, c.graph.placement, 8, chakra_start_of(m),
                                            chakra_run_of(m, "plan"), c.graph.collectives).files;
     ASSERT_EQ(files.size(), 9u);
@@ -340,9 +340,9 @@ TEST(Chakra, APlanRoundTripsWithItsCollectives) {
     EXPECT_EQ(back.placement, c.graph.placement);
     expect_same_graph(c.graph.graph, back.graph);
     expect_same_collectives(c.graph.collectives, back.collectives);
-    const Measurement again = measure_placement(back.graph, cluster, back.placement, Engine::Both);
-    EXPECT_EQ(again.evaluator_latency, m.evaluator_latency);
-    EXPECT_EQ(*again.simgrid_latency, *m.simgrid_latency);
+    const Measurement again = measure_placement(back.graph, cluster, back.placement, EngineSet::of({kEvaluator, kSimGrid}));
+    EXPECT_EQ(again.latency(kEvaluator), m.latency(kEvaluator));
+    EXPECT_EQ(*again.latency(kSimGrid), *m.latency(kSimGrid));
     fs::remove_all(dir);
   }
 }
@@ -475,7 +475,7 @@ TEST(Chakra, ReadsOtherToolsTraces) {
 // c 1,000.5 + 0 (a whole 1,001), d 64 + 32.
 TEST(Chakra, ComputeNodesCarryNumOpsAndTensorSize) {
   const fs::path dir = scratch("num-ops");
-  const auto files = write_four_ops(dir, 2, Engine::Evaluator).files;
+  const auto files = write_four_ops(dir, 2, EngineSet::of({kEvaluator})).files;
   std::map<std::string, const pb::Node*> comp;
   const RankNodes r0 = parse(files[0]), r1 = parse(files[1]);
   for (const auto* r : {&r0, &r1})
@@ -550,13 +550,13 @@ TEST(Chakra, ReplaysOtherToolsCollectives) {
   EXPECT_EQ(kept.trace_collectives[0].bytes, 1e6);
   const ExecutionGraph replay = replay_graph(kept, cluster);
   EXPECT_EQ(replay.collectives.size(), 1u);
-  const EngineRuns runs = run_engines(replay, cluster);
-  EXPECT_NEAR(*runs.evaluator, 10e-6 + 1e-3 + 5e-6, 1e-12);
-  EXPECT_NEAR(*runs.flow, 10e-6 + 1e-3 + 5e-6, 1e-12);
-  EXPECT_NEAR(*runs.simgrid, 10e-6 + 1e-3 + 5e-6, 1e-9);
+  const EngineRuns runs = run_engines(replay, cluster, EngineSet::of({kEvaluator, kFlow, kSimGrid}), RunOrder::Fcfs);
+  EXPECT_NEAR(*runs.latency(kEvaluator), 10e-6 + 1e-3 + 5e-6, 1e-12);
+  EXPECT_NEAR(*runs.latency(kFlow), 10e-6 + 1e-3 + 5e-6, 1e-12);
+  EXPECT_NEAR(*runs.latency(kSimGrid), 10e-6 + 1e-3 + 5e-6, 1e-9);
   const ChakraTraces followed = read_chakra_traces(dir.string());
   EXPECT_TRUE(followed.trace_collectives.empty());
-  EXPECT_NEAR(measure_placement(followed.graph, cluster, followed.placement, Engine::Evaluator).evaluator_latency, 15e-6, 1e-12);
+  EXPECT_NEAR(*measure_placement(followed.graph, cluster, followed.placement, EngineSet::of({kEvaluator})).latency(kEvaluator), 15e-6, 1e-12);
 
   // The group from comm_groups.json, and ranks that disagree.
   std::ofstream(dir / "w.comm_groups.json") << R"({"0": [1, 0]})";
@@ -624,7 +624,7 @@ TEST(Chakra, BadDirectoriesAreInputErrors) {
 // anything is allocated; a colocation class out of range is named.
 TEST(Chakra, TamperedPlacesimTracesAreInputErrors) {
   const fs::path dir = scratch("tampered");
-  write_four_ops(dir, 2, Engine::Evaluator);
+  write_four_ops(dir, 2, EngineSet::of({kEvaluator}));
   const RankNodes r0 = parse(dir / "four.0.et");
   auto rewrite = [&](pb::GlobalMetadata meta, const std::vector<pb::Node>& nodes) {
     std::ofstream out(dir / "four.0.et", std::ios::binary | std::ios::trunc);
@@ -665,7 +665,7 @@ TEST(Chakra, PythonProtobufReadsTheTraces) {
   ASSERT_TRUE(have("protoc --version")) << "protoc is missing (Debian: apt-get install protobuf-compiler; tools/install-deps.sh "
                                            "installs it)";
   const fs::path dir = scratch("python");
-  write_four_ops(dir / "et", 2, Engine::Evaluator);
+  write_four_ops(dir / "et", 2, EngineSet::of({kEvaluator}));
   write_allreduce_between_compute(dir / "et");
   ASSERT_TRUE(have(fmt::format("protoc -I {0}/sim/io/chakra --python_out={1} {0}/sim/io/chakra/chakra_et.proto", PLACESIM_TEST_SOURCE_DIR,
                                dir.string())));

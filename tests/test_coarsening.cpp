@@ -427,7 +427,7 @@ simulation: {engine: evaluator, trace: false}
   const fs::path dir = testutil::fresh_temp_dir("coarsen");
   const std::vector<PointRecord> r = testutil::run_plan(plan, dir);
   ASSERT_EQ(r.size(), 4u);
-  for (const auto& o : r) ASSERT_TRUE(o.measurement) << o.label << ": " << o.error;
+  for (const auto& o : r) ASSERT_TRUE(o.measurement) << o.label << ": " << o.reason;
   std::vector<std::string> warnings;
   const Graph g = load_graph_source(s.graph, s.file, warnings);
 

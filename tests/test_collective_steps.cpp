@@ -59,11 +59,11 @@ Cluster two_servers_of_four() {
 
 // The step view and the message-level graph give the same times on every engine.
 void expect_same_as_messages(const CollectiveSpec& sp, const Cluster& c, const std::string& what) {
-  const EngineRuns steps = run_collective_steps(sp, c);
-  const EngineRuns messages = run_engines(collective_graph(sp, c), c);
-  EXPECT_NEAR(*steps.evaluator, *messages.evaluator, 1e-9 * *messages.evaluator) << what;
-  EXPECT_NEAR(*steps.flow, *messages.flow, 1e-9 * *messages.flow) << what;
-  EXPECT_NEAR(*steps.simgrid, *messages.simgrid, 1e-6 * *messages.simgrid) << what;
+  const EngineRuns steps = run_collective_steps(sp, c, EngineSet::of({kEvaluator, kFlow, kSimGrid}));
+  const EngineRuns messages = run_engines(collective_graph(sp, c), c, EngineSet::of({kEvaluator, kFlow, kSimGrid}), RunOrder::Fcfs);
+  EXPECT_NEAR(*steps.latency(kEvaluator), *messages.latency(kEvaluator), 1e-9 * *messages.latency(kEvaluator)) << what;
+  EXPECT_NEAR(*steps.latency(kFlow), *messages.latency(kFlow), 1e-9 * *messages.latency(kFlow)) << what;
+  EXPECT_NEAR(*steps.latency(kSimGrid), *messages.latency(kSimGrid), 1e-6 * *messages.latency(kSimGrid)) << what;
 }
 
 }  // namespace
@@ -96,14 +96,14 @@ TEST(CollectiveSteps, ARingThatCrossesSlowerLinksIsBoundedAbove) {
   // here within 5% of the message-level time.
   const Cluster c = two_servers_of_four();
   const CollectiveSpec sp = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 8);
-  const EngineRuns steps = run_collective_steps(sp, c, {true, true, false});
-  const EngineRuns messages = run_engines(collective_graph(sp, c), c, {true, true, false});
-  for (auto [lockstep, free] : {std::pair{*steps.evaluator, *messages.evaluator}, {*steps.flow, *messages.flow}}) {
+  const EngineRuns steps = run_collective_steps(sp, c, EngineSet::of({kEvaluator, kFlow}));
+  const EngineRuns messages = run_engines(collective_graph(sp, c), c, EngineSet::of({kEvaluator, kFlow}), RunOrder::Fcfs);
+  for (auto [lockstep, free] : {std::pair{*steps.latency(kEvaluator), *messages.latency(kEvaluator)}, {*steps.latency(kFlow), *messages.latency(kFlow)}}) {
     EXPECT_GE(lockstep, free * (1 - 1e-12));
     EXPECT_LE(lockstep, free * 1.05);
   }
   // By hand: 14 steps of alpha (2 NIC links) + S/8 / B.
-  EXPECT_NEAR(*steps.flow, 14 * (2e-6 + kS / 8 / kB), 1e-12);
+  EXPECT_NEAR(*steps.latency(kFlow), 14 * (2e-6 + kS / 8 / kB), 1e-12);
 }
 
 TEST(CollectiveSteps, RingAllReduceOnAThousandGpusMatchesItsClosedForm) {
@@ -118,10 +118,10 @@ TEST(CollectiveSteps, RingAllReduceOnAThousandGpusMatchesItsClosedForm) {
   CollectiveSpec sp = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 1024);
   sp.bytes = 1024.0 * 1024 * 1024;
   const double closed = collective_closed_form(sp, c);
-  const EngineRuns steps = run_collective_steps(sp, c);
-  EXPECT_NEAR(*steps.evaluator, closed, 1e-9 * closed);
-  EXPECT_NEAR(*steps.flow, closed, 1e-9 * closed);
-  EXPECT_NEAR(*steps.simgrid, closed, 1e-6 * closed);
+  const EngineRuns steps = run_collective_steps(sp, c, EngineSet::of({kEvaluator, kFlow, kSimGrid}));
+  EXPECT_NEAR(*steps.latency(kEvaluator), closed, 1e-9 * closed);
+  EXPECT_NEAR(*steps.latency(kFlow), closed, 1e-9 * closed);
+  EXPECT_NEAR(*steps.latency(kSimGrid), closed, 1e-6 * closed);
   const std::vector<CollectiveStep> list = collective_steps(sp, c);
   ASSERT_EQ(list.size(), 1u);
   EXPECT_EQ(list[0].repeats, 2 * 1023);

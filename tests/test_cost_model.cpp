@@ -111,8 +111,8 @@ TEST(CostModel, McmcWithFlowAvoidsTheSharedLink) {
   const Cluster c = dedicated_mesh(2, 1e9);
   auto list = make_strategy_from_yaml("mcmc", "{steps: 200, seed: 3}")->place(g, c);
   auto flow = make_strategy_from_yaml("mcmc", "{steps: 200, seed: 3, cost_model: flow}")->place(g, c);
-  EXPECT_EQ(flow.report["cost_model"], "flow");
-  EXPECT_EQ(list.report["cost_model"], "list");
+  EXPECT_EQ(flow.facts.cost_model, CostModelKind::Flow);
+  EXPECT_EQ(list.facts.cost_model, CostModelKind::List);
   CostModel measured(g, c, CostModelKind::Flow);
   EXPECT_LE(measured.latency(flow.placement), measured.latency(list.placement));
   EXPECT_DOUBLE_EQ(measured.latency(flow.placement), 3.0);  // one GPU: 3 s, no transfer
@@ -132,14 +132,14 @@ TEST(MemoryFallback, SearchStrategiesNeverReturnAnOverflowWhenAFillFits) {
     const std::vector<double> memory = device_memory(g, r.placement, 2);
     EXPECT_LE(memory[0], 12.0) << "seed " << seed;
     EXPECT_LE(memory[1], 12.0) << "seed " << seed;
-    if (r.report.contains("memory_fallback")) {
+    if (r.details.contains("memory_fallback")) {
       ++fallbacks;
-      EXPECT_EQ(r.report["memory_fallback"]["chosen"], "m-topo") << r.report.dump();
+      EXPECT_EQ(r.details["memory_fallback"]["chosen"], "m-topo") << r.details.dump();
     }
   }
   EXPECT_GT(fallbacks, 0) << "no seed drew an overflowing placement: the test checks nothing";
   // A baseline returns what it is: one GPU cannot hold the graph (24 B).
   auto single = make_strategy_from_yaml("single-device", "{}")->place(g, c);
-  EXPECT_FALSE(single.report.contains("memory_fallback"));
+  EXPECT_FALSE(single.details.contains("memory_fallback"));
   EXPECT_GT(device_memory(g, single.placement, 2)[single.placement[0]], 12.0);
 }

@@ -193,7 +193,7 @@ TEST(CrossCheck, CommunicationStepsDoNotWaitForTheirGpu) {
   g.finalize("test");
   const Cluster cluster = testutil::dedicated_mesh(2, 10e9);
   const std::vector<DeviceId> placement = {0, 0, 1};
-  for (Priority priority : {Priority::Rank, Priority::Fcfs}) {
+  for (GpuQueue priority : {GpuQueue::Rank, GpuQueue::Fcfs}) {
     const Schedule s = Evaluator(g, cluster).schedule(placement, priority);
     EXPECT_NEAR(s.start[d], 1e-3, 1e-12);
     EXPECT_NEAR(s.latency, 10e-3, 1e-12);

@@ -236,7 +236,7 @@ simulation: {engine: all, trace: false}
   const auto dir = testutil::fresh_temp_dir("data-parallel");
   const std::vector<PointRecord> r = testutil::run_plan(plan, dir);
   ASSERT_EQ(r.size(), 3u);
-  for (const auto& o : r) ASSERT_TRUE(o.measurement) << o.label << ": " << o.error;
+  for (const auto& o : r) ASSERT_TRUE(o.measurement) << o.label << ": " << o.reason;
   std::vector<std::string> warnings;
   const Graph g = load_graph_source(s.graph, s.file, warnings);
   const std::vector<DeviceId> placed = load_placement(g, (dir / r[0].measurement->placement_file).string());
@@ -255,7 +255,7 @@ simulation: {engine: all, trace: false}
   EXPECT_DOUBLE_EQ(one_replica, Evaluator(g, s.cluster.restricted_to(first_replica_gpus(s.cluster, 2)))
                                     .schedule(placed)
                                     .latency);
-  EXPECT_GT(r[0].measurement->evaluator_latency, one_replica);
+  EXPECT_GT(*r[0].measurement->latency(kEvaluator), one_replica);
   std::filesystem::remove_all(dir);
 }
 

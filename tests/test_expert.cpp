@@ -49,10 +49,10 @@ TEST(Expert, FourEqualLayersOnTwoGpusSplitIntoContiguousHalves) {
   const Graph g = four_layer_chain({1, 1, 1, 1});
   const PlacementResult r = run_expert(g, testutil::dedicated_mesh(2, 20e9));
   EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 0, 0, 0, 0, 1, 1, 1, 1, 1}));
-  EXPECT_EQ(r.report["layers"].get<int>(), 4);
-  EXPECT_EQ(r.report["unscoped_operators"].get<int>(), 2);
-  EXPECT_EQ(r.report["own_layer_operators"].get<int>(), 0);
-  EXPECT_EQ(r.report["first_layer_per_gpu"], nlohmann::json({"l0/w", "l2/w"}));
+  EXPECT_EQ(r.details["layers"].get<int>(), 4);
+  EXPECT_EQ(r.details["unscoped_operators"].get<int>(), 2);
+  EXPECT_EQ(r.details["own_layer_operators"].get<int>(), 0);
+  EXPECT_EQ(r.details["first_layer_per_gpu"], nlohmann::json({"l0/w", "l2/w"}));
 }
 
 TEST(Expert, ChunksBalanceComputeNotLayerCount) {
@@ -61,7 +61,7 @@ TEST(Expert, ChunksBalanceComputeNotLayerCount) {
   const Graph g = four_layer_chain({3, 1, 1, 1});
   const PlacementResult r = run_expert(g, testutil::dedicated_mesh(2, 20e9));
   EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 0, 0, 1, 1, 1, 1, 1, 1, 1}));
-  EXPECT_EQ(r.report["gpu_compute_s"], nlohmann::json({3.0, 3.0}));
+  EXPECT_EQ(r.details["gpu_compute_s"], nlohmann::json({3.0, 3.0}));
 }
 
 TEST(Expert, OneLayerPerGpuWhenCountsMatch) {
@@ -104,7 +104,7 @@ TEST(Expert, BranchesGoToTheirOwnGpus) {
   cfg.mode = ExpertConfig::Mode::Branches;
   const PlacementResult r = run_expert(g, nvlink_servers(4), cfg);
   EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 1, 1, 2, 3, 2}));
-  EXPECT_EQ(r.report["mode"], "branches");
+  EXPECT_EQ(r.details["mode"], "branches");
 }
 
 TEST(Expert, ColocationClassesFollowTheirFirstMember) {
@@ -129,7 +129,7 @@ TEST(Expert, UnnamedGraphFallsBackToOneLayerPerOperator) {
   // search finds the bound 15 and greedy packing fills the first chunk: A, B | C.
   const Graph g = testutil::fig31_graph();
   const PlacementResult r = run_expert(g, testutil::dedicated_mesh(2, 20e9));
-  EXPECT_EQ(r.report["own_layer_operators"].get<int>(), 3);
+  EXPECT_EQ(r.details["own_layer_operators"].get<int>(), 3);
   EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 0, 1}));
 }
 
@@ -149,9 +149,9 @@ TEST(Expert, VggPlacementIsValid) {
     ExpertConfig cfg;
     cfg.mode = mode;
     const PlacementResult r = run_expert(g, c, cfg);  // Strategy::place validates it
-    EXPECT_GT(r.report["layers"].get<int>(), 4);
+    EXPECT_GT(r.details["layers"].get<int>(), 4);
     // Almost every operator has a scope or a scoped neighbour (VGG has one isolated one).
-    EXPECT_LE(r.report["own_layer_operators"].get<int>(), 2);
+    EXPECT_LE(r.details["own_layer_operators"].get<int>(), 2);
     std::set<DeviceId> used(r.placement.begin(), r.placement.end());
     EXPECT_EQ(used.size(), 4u);
   }
@@ -161,7 +161,7 @@ TEST(Expert, MsrGraphWithoutScopesIsValid) {
   PLACESIM_REQUIRE_SHARED_GRAPHS();
   const Graph g = load_graph(testutil::shared_graphs() + "/msr-fiddle/inceptionv3_training.json").graph;
   const PlacementResult r = run_expert(g, nvlink_servers(4));  // colocation classes validated
-  EXPECT_EQ(r.report["own_layer_operators"].get<std::size_t>(), g.num_operators());
+  EXPECT_EQ(r.details["own_layer_operators"].get<std::size_t>(), g.num_operators());
 }
 
 TEST(Expert, GradientOperatorsJoinTheLayerTheyDifferentiate) {

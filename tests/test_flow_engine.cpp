@@ -284,10 +284,10 @@ TEST(FlowEngineCrossCheck, FcfsAgreesWithSimgrid) {
       const Graph g = random_dag(rng, 80);
       const auto p = random_placement(rng, g, c);
       Evaluator ev(g, c);
-      const Schedule s = ev.schedule(p, Priority::Fcfs);
+      const Schedule s = ev.schedule(p, GpuQueue::Fcfs);
       const SimulationResult r = simulate(g, c, p, s.device_order, GpuQueue::Fcfs);
       FlowEngine flow(g, c);
-      const Schedule f = flow.schedule(p, Priority::Fcfs);
+      const Schedule f = flow.schedule(p, GpuQueue::Fcfs);
       for (std::size_t i = 0; i < p.size(); ++i) {
         worst = std::max(worst, relative(f.finish[i], r.finish[i]));
         EXPECT_LE(relative(f.finish[i], r.finish[i]), kRelative) << "operator " << i;
@@ -300,23 +300,23 @@ TEST(FlowEngineCrossCheck, FcfsAgreesWithSimgrid) {
 // `simulation.engine: flow | all` (scenarios/runner/scenario.h): the runner measures with the flow engine
 // in SimGrid's order, and records and tables carry flow_latency.
 TEST(FlowEngine, EngineOptionRecordsAndTable) {
-  EXPECT_EQ(engine_parse("all", "s.yaml", "simulation.engine"), Engine::All);
-  EXPECT_EQ(engine_parse("flow", "s.yaml", "simulation.engine"), Engine::Flow);
-  EXPECT_THROW(engine_parse("ns3", "s.yaml", "simulation.engine"), InputError);
-  for (const auto& n : kEngineNames) EXPECT_EQ(engine_parse(n.name, "", ""), n.value);
+  EXPECT_EQ(EngineSet::parse("all", "s.yaml", "simulation.engine"), EngineSet::of({kEvaluator, kFlow, kSimGrid}));
+  EXPECT_EQ(EngineSet::parse("flow", "s.yaml", "simulation.engine"), EngineSet::of({kFlow}));
+  EXPECT_THROW(EngineSet::parse("ns3", "s.yaml", "simulation.engine"), InputError);
+  for (const std::string& n : EngineSet::names()) EXPECT_EQ(EngineSet::parse(n, "", "").name(), n);
 
   std::mt19937 rng(3);
   const Graph g = random_dag(rng, 40);
   const Cluster c = cluster_from_yaml(YAML::Load("{type: fat-tree, k: 4, servers: 4, gpus_per_server: 2}"), "t");
   const auto p = random_placement(rng, g, c);
-  const Measurement all = measure_placement(g, c, p, Engine::All);
-  ASSERT_TRUE(all.flow_latency && all.simgrid_latency);
-  EXPECT_LE(relative(*all.flow_latency, *all.simgrid_latency), kRelative);
-  const Measurement flow = measure_placement(g, c, p, Engine::Flow);
-  EXPECT_FALSE(flow.simgrid_latency);
-  ASSERT_TRUE(flow.flow_latency);
-  EXPECT_EQ(*flow.flow_latency, *all.flow_latency);
-  EXPECT_FALSE(measure_placement(g, c, p, Engine::Both).flow_latency);
+  const Measurement all = measure_placement(g, c, p, EngineSet::of({kEvaluator, kFlow, kSimGrid}));
+  ASSERT_TRUE(all.latency(kFlow) && all.latency(kSimGrid));
+  EXPECT_LE(relative(*all.latency(kFlow), *all.latency(kSimGrid)), kRelative);
+  const Measurement flow = measure_placement(g, c, p, EngineSet::of({kFlow}));
+  EXPECT_FALSE(flow.latency(kSimGrid));
+  ASSERT_TRUE(flow.latency(kFlow));
+  EXPECT_EQ(*flow.latency(kFlow), *all.latency(kFlow));
+  EXPECT_FALSE(measure_placement(g, c, p, EngineSet::of({kEvaluator, kSimGrid})).latency(kFlow));
 
   PointRecord r;
   r.key = "k";
@@ -325,20 +325,20 @@ TEST(FlowEngine, EngineOptionRecordsAndTable) {
   r.gpus = 8;
   r.cluster = "c";
   r.label = r.strategy = "round-robin";
-  r.engine = Engine::Flow;
+  r.engines = EngineSet::of({kFlow});
   r.measurement.emplace();
-  r.measurement->evaluator_latency = 1e-3;
-  r.measurement->flow_latency = 1.5e-3;
+  r.measurement->set_latency(kEvaluator, 1e-3);
+  r.measurement->set_latency(kFlow, 1.5e-3);
   const PointRecord back = record_from_json(to_json(r), "results.jsonl", "line 1");
-  EXPECT_EQ(back.engine, Engine::Flow);
-  ASSERT_TRUE(back.measurement && back.measurement->flow_latency);
-  EXPECT_EQ(*back.measurement->flow_latency, 1.5e-3);
+  EXPECT_EQ(back.engines, EngineSet::of({kFlow}));
+  ASSERT_TRUE(back.measurement && back.measurement->latency(kFlow));
+  EXPECT_EQ(*back.measurement->latency(kFlow), 1.5e-3);
   EXPECT_EQ(back.latency(), 1.5e-3);
   EXPECT_EQ(dump_json(to_json(back)), dump_json(to_json(r)));
   const std::string table = format_point_table(std::span<const PointRecord>(&r, 1));
   EXPECT_NE(table.find("flow"), std::string::npos) << table;
   EXPECT_NE(records_to_csv(std::span<const PointRecord>(&r, 1)).find("flow_latency_s"), std::string::npos);
-  r.measurement->flow_latency.reset();
+  std::erase_if(r.measurement->engines, [](const EngineLatency& e) { return e.engine == kFlow; });
   EXPECT_FALSE(to_json(r).contains("flow_latency"));
   EXPECT_EQ(format_point_table(std::span<const PointRecord>(&r, 1)).find(" flow"), std::string::npos);
 }

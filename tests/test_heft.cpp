@@ -36,7 +36,7 @@ TEST(Heft, Fig31ForkGives15us) {
   const PlacementResult r = heft.place(g, c);
   Evaluator ev(g, c);
   EXPECT_NEAR(ev.latency(r.placement), 15e-6, 1e-15);
-  EXPECT_NEAR(r.report["heft_makespan_s"].get<double>(), 15e-6, 1e-15);
+  EXPECT_NEAR(r.details["heft_makespan_s"].get<double>(), 15e-6, 1e-15);
 }
 
 namespace {
@@ -125,7 +125,7 @@ TEST(Heft, ColocationClassFollowsItsFirstMember) {
   Heft heft(HeftConfig{});
   const PlacementResult r = heft.place(g, c);
   EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 0, 0}));
-  EXPECT_NEAR(r.report["heft_makespan_s"].get<double>(), 20e-6, 1e-15);
+  EXPECT_NEAR(r.details["heft_makespan_s"].get<double>(), 20e-6, 1e-15);
 }
 
 TEST(Heft, OptionsAreValidated) {
@@ -143,11 +143,11 @@ TEST(Heft, VggOnFourGpus) {
   const PlacementResult r = heft.place(g, c);
   Evaluator ev(g, c);
   // HEFT's schedule respects every dependency and transfer, so it is no shorter than the lower bound.
-  EXPECT_GE(r.report["heft_makespan_s"].get<double>(), ev.lower_bounds().best() * (1 - 1e-12));
+  EXPECT_GE(r.details["heft_makespan_s"].get<double>(), ev.lower_bounds().best() * (1 - 1e-12));
   // VGG has enough parallel work for HEFT to beat one GPU (about 99 ms against 122 ms).
   const double single = ev.latency(std::vector<DeviceId>(g.num_operators(), 0));
   EXPECT_LT(ev.latency(r.placement), 0.9 * single);
-  EXPECT_FALSE(r.report["memory_overflow"].get<bool>());
+  EXPECT_FALSE(r.details["memory_overflow"].get<bool>());
 }
 
 TEST(Heft, MsrGraphWithColocationClassesIsValid) {
@@ -156,7 +156,7 @@ TEST(Heft, MsrGraphWithColocationClassesIsValid) {
   ASSERT_GT(g.num_colocation_classes(), 0);
   Heft heft(HeftConfig{});
   const PlacementResult r = heft.place(g, nvlink_servers(4));  // validates the classes
-  EXPECT_GT(r.report["heft_makespan_s"].get<double>(), 0);
+  EXPECT_GT(r.details["heft_makespan_s"].get<double>(), 0);
 }
 
 // Issue #13: HEFT must use Cluster::compute_time. GPU 1 is 3x faster than GPU 0.
@@ -191,7 +191,7 @@ TEST(Heft, ChainGoesToTheFastServer) {
   Heft heft(HeftConfig{});
   const PlacementResult r = heft.place(g, c);
   EXPECT_EQ(r.placement, (std::vector<DeviceId>{1, 1, 1}));
-  EXPECT_NEAR(r.report["heft_makespan_s"].get<double>(), 3e-3, 1e-15);
+  EXPECT_NEAR(r.details["heft_makespan_s"].get<double>(), 3e-3, 1e-15);
   Evaluator ev(g, c);
   EXPECT_NEAR(ev.latency(r.placement), 3e-3, 1e-15);
 }

@@ -256,9 +256,9 @@ TEST(MaxLoad, EqualsExhaustiveSearchOnRandomTrainingGraphs) {
 TEST(MaxLoad, StrategyReportsTheOptimum) {
   auto s = testutil::make_strategy_from_yaml("max-load", "max_downsets: 100");
   const PlacementResult r = s->place(chain({1, 2, 3, 4}), testutil::dedicated_mesh(2, 1e9));
-  EXPECT_NEAR(r.report["max_stage_load"].get<double>(), 6e-3, 1e-12);
-  EXPECT_EQ(r.report["downsets"].get<long>(), 5);
-  EXPECT_TRUE(r.report["exact"].get<bool>());
+  EXPECT_NEAR(r.details["max_stage_load"].get<double>(), 6e-3, 1e-12);
+  EXPECT_EQ(r.details["downsets"].get<long>(), 5);
+  EXPECT_TRUE(r.details["exact"].get<bool>());
 }
 
 // The time limit: a search cut short says which limit passed and returns nothing, never a split
@@ -270,15 +270,15 @@ TEST(MaxLoad, TheTimeLimitStopsTheSearchAndNamesTheLimit) {
   const Graph g = chain(ms);
   const Cluster c = testutil::dedicated_mesh(4, 1e9);
   const PlacementResult full = testutil::make_strategy_from_yaml("max-load", "time_limit: inf")->place(g, c);
-  ASSERT_TRUE(full.report["exact"].get<bool>());
+  ASSERT_TRUE(full.details["exact"].get<bool>());
   int stopped = 0;
   for (const char* limit : {"1us", "100us", "1ms", "10ms", "100ms", "10s"}) {
     SCOPED_TRACE(limit);
     auto s = testutil::make_strategy_from_yaml("max-load", std::string("time_limit: ") + limit);
     try {
       const PlacementResult r = s->place(g, c);
-      EXPECT_TRUE(r.report["exact"].get<bool>());
-      EXPECT_EQ(r.report["max_stage_load"], full.report["max_stage_load"]);
+      EXPECT_TRUE(r.details["exact"].get<bool>());
+      EXPECT_EQ(r.details["max_stage_load"], full.details["max_stage_load"]);
       EXPECT_EQ(r.placement, full.placement);
     } catch (const std::runtime_error& e) {
       ++stopped;

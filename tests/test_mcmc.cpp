@@ -101,17 +101,17 @@ TEST(Mcmc, Fig31FindsThe15usSplit) {
                               "{steps: 300, init: random, seed: 4}"}) {
     PlacementResult r = run_mcmc(g, c, options);
     EXPECT_NEAR(ev.latency(r.placement), 15e-6, 1e-15) << options;
-    EXPECT_NEAR(r.report["best_latency_s"].get<double>(), 15e-6, 1e-15) << options;
-    EXPECT_EQ(r.report["steps"].get<long>(), 300) << options;
-    EXPECT_GT(r.report["steps_per_second"].get<double>(), 0) << options;
+    EXPECT_NEAR(r.details["best_latency_s"].get<double>(), 15e-6, 1e-15) << options;
+    EXPECT_EQ(r.details["steps"].get<long>(), 300) << options;
+    EXPECT_GT(r.details["steps_per_second"].get<double>(), 0) << options;
   }
   PlacementResult r = run_mcmc(g, c, "{steps: 300, init: single-device}");
-  EXPECT_NEAR(r.report["initial_latency_s"].get<double>(), 20e-6, 1e-15);
+  EXPECT_NEAR(r.details["initial_latency_s"].get<double>(), 20e-6, 1e-15);
   // The default start is the portfolio's best: HEFT already finds the split (C on gpu1 at 10 us).
   PlacementResult p = run_mcmc(g, c, "{steps: 0}");
-  EXPECT_NEAR(p.report["initial_latency_s"].get<double>(), 15e-6, 1e-15);
-  EXPECT_NE(p.report["start"].get<std::string>(), "single-device");
-  EXPECT_NEAR(p.report["portfolio"]["single-device"].get<double>(), 20e-6, 1e-15);
+  EXPECT_NEAR(p.details["initial_latency_s"].get<double>(), 15e-6, 1e-15);
+  EXPECT_NE(p.details["start"].get<std::string>(), "single-device");
+  EXPECT_NEAR(p.details["portfolio"]["single-device"].get<double>(), 20e-6, 1e-15);
 }
 
 TEST(Mcmc, ChainKeepsSingleDeviceLatency) {
@@ -123,8 +123,8 @@ TEST(Mcmc, ChainKeepsSingleDeviceLatency) {
   Evaluator ev(g, c);
   PlacementResult r = run_mcmc(g, c, "{steps: 500, beta: 5}");
   EXPECT_DOUBLE_EQ(ev.latency(r.placement), 15.0);
-  EXPECT_GT(r.report["accepted"].get<long>(), 0);
-  EXPECT_GT(r.report["final_latency_s"].get<double>(), 15.0);  // it did leave, and came back with the best
+  EXPECT_GT(r.details["accepted"].get<long>(), 0);
+  EXPECT_GT(r.details["final_latency_s"].get<double>(), 15.0);  // it did leave, and came back with the best
 }
 
 TEST(Mcmc, SameSeedSamePlacementAndCutoffChangesNothing) {
@@ -133,14 +133,14 @@ TEST(Mcmc, SameSeedSamePlacementAndCutoffChangesNothing) {
   PlacementResult a = run_mcmc(g, c, "{steps: 1500, seed: 7}");
   PlacementResult b = run_mcmc(g, c, "{steps: 1500, seed: 7}");
   EXPECT_EQ(a.placement, b.placement);
-  EXPECT_EQ(a.report["accepted"], b.report["accepted"]);
+  EXPECT_EQ(a.details["accepted"], b.details["accepted"]);
   // The cutoff only skips work: the chain and its answer are identical without it.
   PlacementResult full = run_mcmc(g, c, "{steps: 1500, seed: 7, cutoff: false}");
   EXPECT_EQ(a.placement, full.placement);
-  EXPECT_EQ(a.report["accepted"], full.report["accepted"]);
-  EXPECT_EQ(a.report["final_cost_s"], full.report["final_cost_s"]);
-  EXPECT_GT(a.report["evaluations_cut_off"].get<long>(), 0);
-  EXPECT_EQ(full.report["evaluations_cut_off"].get<long>(), 0);
+  EXPECT_EQ(a.details["accepted"], full.details["accepted"]);
+  EXPECT_EQ(a.details["final_cost_s"], full.details["final_cost_s"]);
+  EXPECT_GT(a.details["evaluations_cut_off"].get<long>(), 0);
+  EXPECT_EQ(full.details["evaluations_cut_off"].get<long>(), 0);
   PlacementResult other = run_mcmc(g, c, "{steps: 1500, seed: 8}");
   EXPECT_NE(a.placement, other.placement);
 }
@@ -150,13 +150,13 @@ TEST(Mcmc, GreedyNeverAcceptsAWorseMove) {
   const Graph g = small_synthetic();
   Cluster c = testutil::dedicated_mesh(4, 10e9, 2e-6);
   PlacementResult greedy = run_mcmc(g, c, "{steps: 1500, greedy: true, init: random}");
-  EXPECT_EQ(greedy.report["final_cost_s"].get<double>(), greedy.report["best_cost_s"].get<double>());
-  EXPECT_LT(greedy.report["best_cost_s"].get<double>(), greedy.report["initial_latency_s"].get<double>());
-  EXPECT_EQ(greedy.report["beta"], "inf");
+  EXPECT_EQ(greedy.details["final_cost_s"].get<double>(), greedy.details["best_cost_s"].get<double>());
+  EXPECT_LT(greedy.details["best_cost_s"].get<double>(), greedy.details["initial_latency_s"].get<double>());
+  EXPECT_EQ(greedy.details["beta"], "inf");
   PlacementResult inf_beta = run_mcmc(g, c, "{steps: 1500, beta: inf, init: random}");
   EXPECT_EQ(inf_beta.placement, greedy.placement);
   PlacementResult hot = run_mcmc(g, c, "{steps: 1500, beta: 5, init: random}");
-  EXPECT_GT(hot.report["final_cost_s"].get<double>(), hot.report["best_cost_s"].get<double>());
+  EXPECT_GT(hot.details["final_cost_s"].get<double>(), hot.details["best_cost_s"].get<double>());
 }
 
 TEST(Mcmc, ColocationClassesMoveAsAUnit) {
@@ -179,7 +179,7 @@ TEST(Mcmc, ColocationClassesMoveAsAUnit) {
     EXPECT_EQ(r.placement[1], r.placement[3]) << options;
     EXPECT_NE(r.placement[0], r.placement[1]) << options;
     EXPECT_DOUBLE_EQ(ev.latency(r.placement), 20.0) << options;
-    EXPECT_EQ(r.report["proposable_units"].get<long>(), 2) << options;
+    EXPECT_EQ(r.details["proposable_units"].get<long>(), 2) << options;
   }
 }
 
@@ -196,14 +196,14 @@ TEST(Mcmc, MemoryPenaltySteersAwayFromOverflow) {
   Cluster c = testutil::dedicated_mesh(2, 1.0, 0.0, 10.0);
   PlacementResult fits = run_mcmc(g, c, "{steps: 100}");
   EXPECT_NE(fits.placement[0], fits.placement[1]);
-  EXPECT_DOUBLE_EQ(fits.report["best_latency_s"].get<double>(), 3.0);
-  EXPECT_DOUBLE_EQ(fits.report["best_memory_overflow_bytes"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(fits.details["best_latency_s"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(fits.details["best_memory_overflow_bytes"].get<double>(), 0.0);
   // Blind to memory the chain ends on one GPU (2 s, 2 B over); Strategy::place then returns the
   // portfolio's best placement that fits (the split, 3 s) and says so.
   PlacementResult blind = run_mcmc(g, c, "{steps: 100, memory_penalty: 0}");
-  ASSERT_TRUE(blind.report.contains("memory_fallback")) << blind.report.dump();
-  EXPECT_DOUBLE_EQ(blind.report["own_answer"]["best_latency_s"].get<double>(), 2.0);
-  EXPECT_DOUBLE_EQ(blind.report["own_answer"]["best_memory_overflow_bytes"].get<double>(), 2.0);
+  ASSERT_TRUE(blind.details.contains("memory_fallback")) << blind.details.dump();
+  EXPECT_DOUBLE_EQ(blind.details["own_answer"]["best_latency_s"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(blind.details["own_answer"]["best_memory_overflow_bytes"].get<double>(), 2.0);
   EXPECT_NE(blind.placement[0], blind.placement[1]);
   EXPECT_DOUBLE_EQ(Evaluator(g, c).latency(blind.placement), 3.0);
 }
@@ -216,15 +216,15 @@ TEST(Mcmc, NeverWorseThanItsStart) {
   const double rr = ev.latency(RoundRobin(RoundRobinConfig{}).place(g, c).placement);
   for (const char* options : {"{steps: 800, beta: 2, init: single-device}", "{steps: 800, beta: 2, seed: 5, init: single-device}"}) {
     PlacementResult r = run_mcmc(g, c, options);
-    EXPECT_EQ(r.report["initial_latency_s"].get<double>(), single);
+    EXPECT_EQ(r.details["initial_latency_s"].get<double>(), single);
     EXPECT_LE(ev.latency(r.placement), single) << options;
   }
   // From the portfolio: never worse than any of its strategies.
   PlacementResult from_portfolio = run_mcmc(g, c, "{steps: 800, beta: 2}");
-  for (const auto& [name, latency] : from_portfolio.report["portfolio"].items())
+  for (const auto& [name, latency] : from_portfolio.details["portfolio"].items())
     EXPECT_LE(ev.latency(from_portfolio.placement), latency.get<double>()) << name;
   PlacementResult r = run_mcmc(g, c, "{steps: 800, beta: 2, init: round-robin}");
-  EXPECT_EQ(r.report["initial_latency_s"].get<double>(), rr);
+  EXPECT_EQ(r.details["initial_latency_s"].get<double>(), rr);
   EXPECT_LT(ev.latency(r.placement), rr);
 }
 
@@ -232,10 +232,10 @@ TEST(Mcmc, TimeLimitStopsTheSearch) {
   const Graph g = small_synthetic();
   Cluster c = testutil::dedicated_mesh(4, 10e9, 2e-6);
   PlacementResult r = run_mcmc(g, c, "{steps: 100000000, time_limit: 200ms}");
-  EXPECT_EQ(r.report["stopped_by"], "time_limit");
-  EXPECT_LT(r.report["steps"].get<long>(), 100000000);
+  EXPECT_EQ(r.details["stopped_by"], "time_limit");
+  EXPECT_LT(r.details["steps"].get<long>(), 100000000);
   PlacementResult s = run_mcmc(g, c, "{steps: 10, time_limit: 10s}");
-  EXPECT_EQ(s.report["stopped_by"], "steps");
+  EXPECT_EQ(s.details["stopped_by"], "steps");
 }
 
 TEST(Mcmc, OneGpuOrNothingToMoveReturnsTheStart) {
@@ -243,7 +243,7 @@ TEST(Mcmc, OneGpuOrNothingToMoveReturnsTheStart) {
   Cluster one = testutil::dedicated_mesh(1, kBw);
   PlacementResult r = run_mcmc(g, one, "{steps: 100}");
   EXPECT_EQ(r.placement, (std::vector<DeviceId>{0, 0, 0}));
-  EXPECT_EQ(r.report["steps"].get<long>(), 0);
+  EXPECT_EQ(r.details["steps"].get<long>(), 0);
   // Zero-compute operators without tensors cannot change the latency: nothing is proposed.
   Graph idle;
   idle.add_operator({"p", "op", 0, 0});
@@ -251,8 +251,8 @@ TEST(Mcmc, OneGpuOrNothingToMoveReturnsTheStart) {
   idle.finalize("idle");
   Cluster two = testutil::dedicated_mesh(2, kBw);
   PlacementResult s = run_mcmc(idle, two, "{steps: 100}");
-  EXPECT_EQ(s.report["proposable_units"].get<long>(), 0);
-  EXPECT_EQ(s.report["steps"].get<long>(), 0);
+  EXPECT_EQ(s.details["proposable_units"].get<long>(), 0);
+  EXPECT_EQ(s.details["steps"].get<long>(), 0);
 }
 
 TEST(Mcmc, BadOptionsNameTheField) {
@@ -289,7 +289,7 @@ TEST(Mcmc, AlexNetOnFourGpusBeatsOneGpuAndCutoffIsExact) {
   PlacementResult full = run_mcmc(g, c, "{steps: 400, cutoff: false, init: single-device}");
   EXPECT_EQ(r.placement, full.placement);
   EXPECT_LT(ev.latency(r.placement), single);
-  EXPECT_EQ(r.report["initial_latency_s"].get<double>(), single);
+  EXPECT_EQ(r.details["initial_latency_s"].get<double>(), single);
 }
 
 TEST(Mcmc, PolishTakesTheMovesDownTheChainLeftUntaken) {
@@ -300,10 +300,10 @@ TEST(Mcmc, PolishTakesTheMovesDownTheChainLeftUntaken) {
   Cluster c = testutil::dedicated_mesh(2, kBw);
   const PlacementResult polished = run_mcmc(g, c, "{steps: 0, init: single-device}");
   EXPECT_NEAR(Evaluator(g, c).latency(polished.placement), 15e-6, 1e-12);
-  EXPECT_NEAR(polished.report["polish"]["start_latency_s"].get<double>(), 20e-6, 1e-12);
+  EXPECT_NEAR(polished.details["polish"]["start_latency_s"].get<double>(), 20e-6, 1e-12);
   // With no chain its budget is the floor, 320 candidates (20 rounds of 16).
-  EXPECT_LE(polished.report["polish"]["evaluations"].get<long>(), 320);
+  EXPECT_LE(polished.details["polish"]["evaluations"].get<long>(), 320);
   const PlacementResult chain_only = run_mcmc(g, c, "{steps: 0, init: single-device, polish: 0}");
   EXPECT_NEAR(Evaluator(g, c).latency(chain_only.placement), 20e-6, 1e-12);
-  EXPECT_FALSE(chain_only.report.contains("polish"));
+  EXPECT_FALSE(chain_only.details.contains("polish"));
 }

@@ -55,8 +55,8 @@ TEST(McmcPlan, PlansCompileAndTheSeedDecidesTheChain) {
   const PlanResult a = planner->plan(w, cluster);  // Planner::plan checks the plan compiles
   const PlanResult b = planner->plan(w, cluster);
   EXPECT_EQ(plan_to_json(a.plan), plan_to_json(b.plan));
-  EXPECT_EQ(a.report["exact"], false);
-  EXPECT_EQ(a.report["steps"], 3000);
+  EXPECT_EQ(a.details["exact"], false);
+  EXPECT_EQ(a.details["steps"], 3000);
   EXPECT_EQ(a.plan.gpus.size(), static_cast<std::size_t>(a.plan.tp * a.plan.pp * a.plan.dp));
 }
 

@@ -74,8 +74,8 @@ TEST(Megatron, FillsTheClusterWithReplicasAndSplitsTheGlobalBatch) {
   EXPECT_EQ(r.plan.dp, 4);
   EXPECT_EQ(r.plan.micro_batches, 2);
   EXPECT_TRUE(r.plan.gpus.empty());  // tp-pp-dp: ParallelPlan's default
-  EXPECT_EQ(r.report["gpus_idle"], 2);
-  EXPECT_EQ(r.report["stage_layers"], (std::vector<int>{3, 3}));
+  EXPECT_EQ(r.details["gpus_idle"], 2);
+  EXPECT_EQ(r.details["stage_layers"], (std::vector<int>{3, 3}));
   // Megatron-LM's order: replicas next to each other, stages outermost. Replica 1's stage 0 is
   // GPU 1, its stage 1 GPU 5.
   c.order = GpuOrder::TpDpPp;
@@ -313,7 +313,7 @@ TEST(Megatron, EngineEstimatePricesPlansWithoutRunningThem) {
   EXPECT_EQ(ok["status"], "ok");
   EXPECT_FALSE(ok.contains("evaluator_latency")) << ok.dump();
   EXPECT_TRUE(ok["simgrid_latency"].is_null()) << ok.dump();
-  EXPECT_NEAR(ok["strategy_report"]["nest_estimate_s"].get<double>(), 13e-3, 1e-12);
+  EXPECT_NEAR(ok["estimate_latency"].get<double>(), 13e-3, 1e-12);
   EXPECT_NEAR(ok["memory_per_gpu"][0].get<double>(), 120e6, 1);
   EXPECT_NEAR(ok["memory_per_gpu"][1].get<double>(), 100e6, 1);
   EXPECT_EQ(by_label.at("gpipe")["status"], "infeasible");
@@ -347,7 +347,7 @@ TEST(Megatron, EveryOptionTakesEffect) {
     const MegatronConfig parsed = schema.parse(YamlFields(node, "test", "options"));
     EXPECT_NE(parsed, base) << doc.key << ": " << doc.example;
   }
-  EXPECT_NE(planner_named("megatron"), nullptr);
+  EXPECT_NE(planner_registry().find("megatron"), nullptr);
 }
 
 TEST(Megatron, StagesOfTheirOwnTensorParallelWidths) {
@@ -364,8 +364,8 @@ TEST(Megatron, StagesOfTheirOwnTensorParallelWidths) {
   const PlanResult r = Megatron(c).plan(gpt2, cluster);
   EXPECT_EQ(r.plan.stage_tp, (std::vector<int>{1, 2}));
   EXPECT_EQ(r.plan.dp, 2);
-  EXPECT_EQ(r.report["gpus_used"], 6);
-  EXPECT_EQ(r.report["gpus_idle"], 2);
+  EXPECT_EQ(r.details["gpus_used"], 6);
+  EXPECT_EQ(r.details["gpus_idle"], 2);
   const CompiledPlan compiled = compile_plan(gpt2, r.plan, cluster);
   const int L = static_cast<int>(gpt2.by_tensor_parallel.at(1).layers.size()), second = compiled.stage_starts[1];
   double at_one = 0, at_two = 0;
@@ -407,12 +407,12 @@ TEST(Megatron, SaysWhenATensorParallelGroupSpansServers) {
   c.tp = 4;
   c.pp = 2;
   c.dp = 1;
-  EXPECT_FALSE(Megatron(c).plan(gpt2, cluster).report.contains("tensor_groups_across_servers"));
+  EXPECT_FALSE(Megatron(c).plan(gpt2, cluster).details.contains("tensor_groups_across_servers"));
   c.tp = 2;
   c.stage_tp = {2, 4};
   const PlanResult r = Megatron(c).plan(gpt2, cluster);
-  ASSERT_TRUE(r.report.contains("tensor_groups_across_servers"));
-  EXPECT_EQ(r.report["tensor_groups_across_servers"],
+  ASSERT_TRUE(r.details.contains("tensor_groups_across_servers"));
+  EXPECT_EQ(r.details["tensor_groups_across_servers"],
             "1 tensor-parallel group spans servers (first: replica 0, stage 1 on servers 0, 1): their all-reduces cross the "
             "NICs");
 }

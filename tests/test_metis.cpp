@@ -62,9 +62,9 @@ TEST(Metis, TwoDisconnectedEqualChainsGetOneGpuEachWithZeroCut) {
     EXPECT_TRUE(all_on(r.placement, 0, 3, r.placement[0]));
     EXPECT_TRUE(all_on(r.placement, 4, 7, r.placement[4]));
     EXPECT_NE(r.placement[0], r.placement[4]);
-    EXPECT_EQ(r.report["edge_cut_bytes"].get<double>(), 0.0);
-    EXPECT_EQ(r.report["metis_edge_cut"].get<long>(), 0);
-    EXPECT_EQ(r.report["gpu_compute_s"], nlohmann::json({4e-3, 4e-3}));
+    EXPECT_EQ(r.details["edge_cut_bytes"].get<double>(), 0.0);
+    EXPECT_EQ(r.details["metis_edge_cut"].get<long>(), 0);
+    EXPECT_EQ(r.details["gpu_compute_s"], nlohmann::json({4e-3, 4e-3}));
   }
 }
 
@@ -77,7 +77,7 @@ TEST(Metis, ColocationClassesAreContractedAndKept) {
   const Cluster c = testutil::dedicated_mesh(2, 20e9);
   const PlacementResult r = run_metis(g, c);  // Strategy::place validates the classes too
   EXPECT_EQ(r.placement[3], r.placement[4]);
-  EXPECT_EQ(r.report["metis_vertices"].get<int>(), 7);
+  EXPECT_EQ(r.details["metis_vertices"].get<int>(), 7);
   // Both GPUs are used: the balance constraint still holds.
   EXPECT_NE(std::count(r.placement.begin(), r.placement.end(), 0), 0);
   EXPECT_NE(std::count(r.placement.begin(), r.placement.end(), 1), 0);
@@ -103,9 +103,9 @@ TEST(Metis, ParallelAndOppositeTensorsMergeIntoOneEdge) {
   g.add_tensor(3, 5, 10e6);
   g.finalize("merge");
   const PlacementResult r = run_metis(g, testutil::dedicated_mesh(2, 20e9));
-  EXPECT_EQ(r.report["metis_vertices"].get<int>(), 4);
-  EXPECT_EQ(r.report["metis_edge_cut"].get<long>(), 600000);
-  EXPECT_DOUBLE_EQ(r.report["edge_cut_bytes"].get<double>(), 6e6);
+  EXPECT_EQ(r.details["metis_vertices"].get<int>(), 4);
+  EXPECT_EQ(r.details["metis_edge_cut"].get<long>(), 600000);
+  EXPECT_DOUBLE_EQ(r.details["edge_cut_bytes"].get<double>(), 6e6);
   EXPECT_EQ(r.placement[4], r.placement[0]);
   EXPECT_EQ(r.placement[5], r.placement[2]);
   EXPECT_NE(r.placement[0], r.placement[2]);
@@ -154,8 +154,8 @@ TEST(Metis, FullStrategyMapsHeaviestTalkingChainsOntoNvlinkPairs) {
   EXPECT_EQ(c0 / 2, c2 / 2);  // same server: NVLink
   EXPECT_NE(c1, c3);
   EXPECT_EQ(c1 / 2, c3 / 2);
-  EXPECT_DOUBLE_EQ(r.report["edge_cut_bytes"].get<double>(), 1.6e6);
-  EXPECT_NEAR(r.report["mapping_transfer_s"].get<double>(), 1e6 / 50e9 + 5e5 / 50e9 + 1e5 / 20e9, 1e-15);
+  EXPECT_DOUBLE_EQ(r.details["edge_cut_bytes"].get<double>(), 1.6e6);
+  EXPECT_NEAR(r.details["mapping_transfer_s"].get<double>(), 1e6 / 50e9 + 5e5 / 50e9 + 1e5 / 20e9, 1e-15);
 }
 
 TEST(Metis, MemoryAsSecondConstraintSplitsTheMemoryHeavyChain) {
@@ -169,11 +169,11 @@ TEST(Metis, MemoryAsSecondConstraintSplitsTheMemoryHeavyChain) {
   const Cluster c = testutil::dedicated_mesh(2, 20e9);
   MetisConfig cfg;
   const auto plain = run_metis(g, c, cfg);
-  EXPECT_EQ(plain.report["gpu_memory_bytes"][plain.placement[0]].get<double>(), 4e9);
+  EXPECT_EQ(plain.details["gpu_memory_bytes"][plain.placement[0]].get<double>(), 4e9);
   cfg.balance_memory = true;
   const auto balanced = run_metis(g, c, cfg);
-  EXPECT_EQ(balanced.report["gpu_memory_bytes"], nlohmann::json({2e9, 2e9}));
-  EXPECT_EQ(balanced.report["gpu_compute_s"], nlohmann::json({4e-3, 4e-3}));
+  EXPECT_EQ(balanced.details["gpu_memory_bytes"], nlohmann::json({2e9, 2e9}));
+  EXPECT_EQ(balanced.details["gpu_compute_s"], nlohmann::json({4e-3, 4e-3}));
 }
 
 TEST(Metis, OneGpuAndFewerVerticesThanGpus) {
@@ -218,7 +218,7 @@ TEST(Metis, VggOnFourGpusIsValidAndBalanced) {
   const Graph g = load_graph(testutil::shared_graphs() + "/quickp/vgg.json").graph;
   const Cluster c = nvlink_servers(4);
   const PlacementResult r = run_metis(g, c);  // Strategy::place checks: every operator on an existing GPU
-  const auto loads = r.report["gpu_compute_s"].get<std::vector<double>>();
+  const auto loads = r.details["gpu_compute_s"].get<std::vector<double>>();
   ASSERT_EQ(loads.size(), 4u);
   const double mean = g.total_compute() / 4;
   for (double l : loads) {
@@ -232,7 +232,7 @@ TEST(Metis, VggOnFourGpusIsValidAndBalanced) {
   for (std::size_t i = 0; i < topo.size(); ++i) rr[topo[i]] = static_cast<DeviceId>(i % 4);
   for (const Tensor& t : g.tensors())
     if (rr[t.src] != rr[t.dst]) round_robin_cut += t.bytes;
-  EXPECT_LT(r.report["edge_cut_bytes"].get<double>(), 0.2 * round_robin_cut);
+  EXPECT_LT(r.details["edge_cut_bytes"].get<double>(), 0.2 * round_robin_cut);
 }
 
 TEST(Metis, MsrGraphWithColocationClassesIsValid) {
@@ -241,7 +241,7 @@ TEST(Metis, MsrGraphWithColocationClassesIsValid) {
   ASSERT_GT(g.num_colocation_classes(), 0);
   const Cluster c = nvlink_servers(4);
   const PlacementResult r = run_metis(g, c);  // validate_placement checks every class
-  EXPECT_LT(r.report["metis_vertices"].get<std::size_t>(), g.num_operators());
+  EXPECT_LT(r.details["metis_vertices"].get<std::size_t>(), g.num_operators());
 }
 
 // Issue #13: above 8 GPUs parts are mapped down the topology's bandwidth levels.
@@ -289,7 +289,7 @@ TEST(Metis, DiamondOnThousandGpusStaysInOneServer) {
   const Cluster c = make_nvlink_servers(cfg);
   const PlacementResult r = run_metis(g, c);
   for (int i = 1; i < 4; ++i) EXPECT_EQ(r.placement[i] / 8, r.placement[0] / 8);
-  EXPECT_NEAR(r.report["mapping_transfer_s"].get<double>(), 4 * 1e9 / 50e9, 1e-12);
+  EXPECT_NEAR(r.details["mapping_transfer_s"].get<double>(), 4 * 1e9 / 50e9, 1e-12);
 }
 
 TEST(Metis, AVertexHeavierThanItsShareGetsAGpuOfItsOwn) {
@@ -309,8 +309,8 @@ TEST(Metis, AVertexHeavierThanItsShareGetsAGpuOfItsOwn) {
     const PlacementResult r = run_metis(g, testutil::dedicated_mesh(4, 20e9), cfg);
     EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
     for (int i = 1; i <= 8; ++i) EXPECT_NE(r.placement[i], r.placement[0]) << i;
-    EXPECT_NE(r.report["method"].get<std::string>().find("1 vertex heavier than its share"), std::string::npos);
-    const std::vector<double> compute = r.report["gpu_compute_s"].get<std::vector<double>>();
+    EXPECT_NE(r.details["method"].get<std::string>().find("1 vertex heavier than its share"), std::string::npos);
+    const std::vector<double> compute = r.details["gpu_compute_s"].get<std::vector<double>>();
     EXPECT_NEAR(compute[r.placement[0]], 10e-3, 1e-12);
     for (int d = 0; d < 4; ++d)
       EXPECT_LE(compute[d], d == r.placement[0] ? 10e-3 + 1e-12 : 3e-3 + 1e-12) << d;

@@ -406,7 +406,7 @@ TEST(Nest, EveryOptionTakesEffect) {
   auto plan_with = [&](const std::string& yaml) {
     auto planner = make_planner("nest", YAML::Load(yaml), "t.yaml", "strategies[0]");
     const PlanResult r = planner->plan(w, cluster);
-    return plan_to_json(r.plan).dump() + r.report.dump();
+    return plan_to_json(r.plan).dump() + r.details.dump();
   };
   const std::string base = plan_with("{micro_batches: 16}");
   EXPECT_NE(plan_with("{micro_batches: 64}"), base);
@@ -522,15 +522,15 @@ TEST(Nest, TheTimeLimitStopsTheSearchAndNamesTheLimit) {
       try {
         const PlanResult r = planner->plan(w, cluster);
         EXPECT_EQ(plan_to_json(r.plan).dump(), full_plan);
-        EXPECT_EQ(r.report["cases"], full.report["cases"]);
-        EXPECT_EQ(r.report["estimate"], full.report["estimate"]);
+        EXPECT_EQ(r.details["cases"], full.details["cases"]);
+        EXPECT_EQ(r.details["estimate"], full.details["estimate"]);
       } catch (const InfeasibleProblem& e) {
         ADD_FAILURE() << "a search cut short is not a proof that nothing fits: " << e.what();
       } catch (const std::runtime_error& e) {
         ++stopped;
         const std::string what = e.what();
         EXPECT_NE(what.find(name + ": the time limit ("), std::string::npos) << what;
-        EXPECT_NE(what.find(fmt::format(" passed before the {} cases were searched", full.report["cases"].get<long>())),
+        EXPECT_NE(what.find(fmt::format(" passed before the {} cases were searched", full.details["cases"].get<long>())),
                   std::string::npos)
             << what;
       }

@@ -15,6 +15,7 @@
 
 #include "placement/strategies/mcmc/mcmc.h"
 #include "placement/strategies/quickp/quickp.h"
+#include "placement/framework/portfolio.h"
 #include "placement/framework/strategy.h"
 #include "sim/models/builtin_graphs.h"
 #include "sim/core/errors.h"
@@ -259,7 +260,12 @@ struct Outcome {
 Outcome run(const std::string& strategy, const std::string& options, const Setting& s) {
   auto st = testutil::make_strategy_from_yaml(strategy, options);
   PlacementResult r = st->place(s.graph, s.cluster);
-  return {r.placement, stable_report(r.report)};
+  // What the strategy's own report and the typed facts say (the time limit aside: it is timing).
+  nlohmann::json report = stable_report(r.details);
+  if (r.facts.cost_model) report["facts.cost_model"] = std::string(cost_model_name(*r.facts.cost_model));
+  if (r.facts.portfolio_winner) report["facts.portfolio_winner"] = *r.facts.portfolio_winner;
+  if (r.facts.memory_fallback) report["facts.memory_fallback"] = *r.facts.memory_fallback;
+  return {r.placement, report};
 }
 
 class EveryStrategyOption : public ::testing::TestWithParam<std::string> {};
@@ -290,8 +296,8 @@ TEST_P(EveryStrategyOption, ExampleParsesAndTakesEffect) {
     if (o.key == "time_limit") {  // the budget is recorded in the report
       auto st = testutil::make_strategy_from_yaml(info.name, with);
       const PlacementResult r = st->place(s.graph, s.cluster);
-      EXPECT_EQ(r.report.value("time_limit_s", 0.0), 2.0);
-      EXPECT_TRUE(r.report.contains("over_time_limit"));
+      EXPECT_EQ(r.facts.time_limit_s, 2.0);
+      EXPECT_TRUE(r.facts.time_limit_s.has_value());
       continue;
     }
     const Outcome a = run(info.name, base, s), again = run(info.name, base, s), b = run(info.name, with, s);
@@ -324,21 +330,21 @@ TEST(StrategyOptions, SeedIsKnownFromTheSchema) {
 
 TEST(StrategyOptions, ParsedConfigsReadBack) {
   auto m = testutil::make_strategy_from_yaml("mcmc", "{beta: 50, steps: 10, init: random, seed: 3}");
-  const McmcConfig& mc = dynamic_cast<const Mcmc&>(*m).config();
+  const McmcConfig& mc = dynamic_cast<const Mcmc&>(own_strategy(*m)).config();
   EXPECT_EQ(mc.beta, 50);
   EXPECT_EQ(mc.steps, 10);
   EXPECT_EQ(mc.init, McmcConfig::Init::Random);
   EXPECT_EQ(mc.seed, 3u);
   EXPECT_TRUE(std::isinf(m->common_options().time_limit_s));
-  EXPECT_TRUE(std::isinf(dynamic_cast<const Mcmc&>(*testutil::make_strategy_from_yaml("mcmc", "{greedy: true}")).config().beta));
+  EXPECT_TRUE(std::isinf(dynamic_cast<const Mcmc&>(own_strategy(*testutil::make_strategy_from_yaml("mcmc", "{greedy: true}"))).config().beta));
   auto q = testutil::make_strategy_from_yaml("quickp", "{coarsening: algorithm2, max_nodes: 3, alpha: 2ms}");
-  const QuickPConfig& qc = dynamic_cast<const QuickP&>(*q).config();
+  const QuickPConfig& qc = dynamic_cast<const QuickP&>(own_strategy(*q)).config();
   EXPECT_EQ(qc.coarsening, QuickPCoarsening::Algorithm2);
   EXPECT_EQ(qc.p2.max_nodes, 3);
   EXPECT_EQ(qc.alpha_s, 2e-3);
   EXPECT_EQ(q->common_options().time_limit_s, 60);  // QuickP's own default
   EXPECT_EQ(testutil::make_strategy_from_yaml("quickp", "{time_limit: 5s}")->common_options().time_limit_s, 5);
-  EXPECT_EQ(dynamic_cast<const QuickP&>(*testutil::make_strategy_from_yaml("quickp", "{}")).config(), QuickPConfig{});
+  EXPECT_EQ(dynamic_cast<const QuickP&>(own_strategy(*testutil::make_strategy_from_yaml("quickp", "{}"))).config(), QuickPConfig{});
 }
 
 TEST(StrategyOptions, TimeLimitIsWallTimeOfTheWholeCall) {
@@ -347,10 +353,10 @@ TEST(StrategyOptions, TimeLimitIsWallTimeOfTheWholeCall) {
   const Setting s = roomy_setting();
   auto st = testutil::make_strategy_from_yaml("mcmc", "{steps: 100000000, time_limit: 300ms, polish: 0}");
   const PlacementResult r = st->place(s.graph, s.cluster);
-  EXPECT_EQ(r.report["stopped_by"], "time_limit");
+  EXPECT_EQ(r.details["stopped_by"], "time_limit");
   EXPECT_LT(r.search_seconds, 0.3 + 0.5);
   EXPECT_GE(r.search_seconds, 0.3);
-  EXPECT_EQ(r.report["time_limit_s"], 0.3);
+  EXPECT_EQ(r.facts.time_limit_s, 0.3);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -381,31 +387,31 @@ std::string base_keys(const std::string& type, const std::string& key) {
 TEST(FabricOptions, EveryKeysExampleParsesAndChangesTheCluster) {
   for (const TopologyType& t : topology_registry()) {
     for (const OptionDoc& o : t.options) {
-      SCOPED_TRACE(t.type + "." + o.key + " = " + o.example);
+      SCOPED_TRACE(t.name + "." + o.key + " = " + o.example);
       ASSERT_FALSE(o.example.empty());
-      const std::string base = base_keys(t.type, o.key);
-      std::string plain = fmt::format("{{type: {}, {}}}", t.type, base.empty() ? "" : base.substr(0, base.size() - 2));
-      if (t.type == "spine-leaf" && (o.key == "leaves" || o.key == "servers")) plain = "{type: spine-leaf, servers: 4}";
-      const std::string with = fmt::format("{{type: {}, {}{}: {}}}", t.type, base, o.key, o.example);
+      const std::string base = base_keys(t.name, o.key);
+      std::string plain = fmt::format("{{type: {}, {}}}", t.name, base.empty() ? "" : base.substr(0, base.size() - 2));
+      if (t.name == "spine-leaf" && (o.key == "leaves" || o.key == "servers")) plain = "{type: spine-leaf, servers: 4}";
+      const std::string with = fmt::format("{{type: {}, {}{}: {}}}", t.name, base, o.key, o.example);
       const Cluster a = cluster_from_yaml(YAML::Load(plain), "c.yaml");
       Cluster b;
       ASSERT_NO_THROW(b = cluster_from_yaml(YAML::Load(with), "c.yaml")) << with;
       EXPECT_NE(fingerprint(a), fingerprint(b)) << with;
       ASSERT_NE(b.recipe, nullptr);
-      EXPECT_EQ(b.recipe->type, t.type);
+      EXPECT_EQ(b.recipe->type, t.name);
     }
   }
 }
 
 TEST(FabricOptions, EveryFabricNamesAnUnknownKeyAndItsType) {
   for (const TopologyType& t : topology_registry()) {
-    SCOPED_TRACE(t.type);
-    const std::string servers = t.type == "spine-leaf" ? "servers: 4, " : "";
-    EXPECT_INPUT_ERROR(cluster_from_yaml(YAML::Load(fmt::format("{{type: {}, {}bogus_key: 1}}", t.type, servers)), "c.yaml"),
+    SCOPED_TRACE(t.name);
+    const std::string servers = t.name == "spine-leaf" ? "servers: 4, " : "";
+    EXPECT_INPUT_ERROR(cluster_from_yaml(YAML::Load(fmt::format("{{type: {}, {}bogus_key: 1}}", t.name, servers)), "c.yaml"),
                        "cluster.bogus_key", "unknown key");
     for (const OptionDoc& o : t.options)  // every key rejects a value of the wrong kind, naming itself
       if (o.kind != "text" && !(o.key == "servers" && !servers.empty())) {
-        EXPECT_INPUT_ERROR(cluster_from_yaml(YAML::Load(fmt::format("{{type: {}, {}{}: [not, a, value]}}", t.type, servers, o.key)),
+        EXPECT_INPUT_ERROR(cluster_from_yaml(YAML::Load(fmt::format("{{type: {}, {}{}: [not, a, value]}}", t.name, servers, o.key)),
                                              "c.yaml"),
                            "cluster." + o.key, "");
       }

@@ -275,7 +275,7 @@ TEST(ParallelPlan, InterleavedOneFOneBOnMoreRanksAndStages) {
   plan.pp = 2;
   plan.virtual_stages = 2;
   plan.micro_batches = 2;
-  EXPECT_GE(*run_engines(compile_plan(model, plan, cluster).graph, cluster).evaluator, 15 * ms * (1 - 1e-9));
+  EXPECT_GE(testutil::run_all_engines(compile_plan(model, plan, cluster).graph, cluster).evaluator, 15 * ms * (1 - 1e-9));
 }
 
 // Interleaved with everything around it: 2 replicas, ZeRO 3, activations between stages (the last
@@ -296,12 +296,12 @@ TEST(ParallelPlan, InterleavedWithReplicasZeroAndTensorParallelism) {
   plan.zero = 3;
   const CompiledPlan c = compile_plan(model, plan, cluster);
   EXPECT_DOUBLE_EQ(c.memory[0].parameters, 6e6);
-  const EngineRuns r = run_engines(c.graph, cluster);
-  EXPECT_GT(*r.evaluator, 27 * ms);
-  EXPECT_GE(*r.simgrid, *r.evaluator * (1 - 1e-9));
+  const testutil::EngineTimes r = testutil::run_all_engines(c.graph, cluster);
+  EXPECT_GT(r.evaluator, 27 * ms);
+  EXPECT_GE(r.simgrid, r.evaluator * (1 - 1e-9));
   plan.zero = 1;
-  const EngineRuns one = run_engines(compile_plan(model, plan, cluster).graph, cluster);
-  EXPECT_GE(*one.simgrid, *one.evaluator * (1 - 1e-9));
+  const testutil::EngineTimes one = testutil::run_all_engines(compile_plan(model, plan, cluster).graph, cluster);
+  EXPECT_GE(one.simgrid, one.evaluator * (1 - 1e-9));
 }
 
 TEST(ParallelPlan, InterleavingNeedsOneFOneBAndWholeGroupsOfMicroBatches) {
@@ -397,7 +397,7 @@ TEST(ParallelPlan, GradientReductionOverlapsTheBackwardPass) {
   // Layer 2's reduction on replica 0 starts at 4 ms, while B(l1) computes, in the flow engine too.
   const OpId first_step = *c.graph.graph.find("grad.p0.t0.l2.r0.start");
   for (const Schedule& s : {Evaluator(c.graph.graph, cluster).schedule(c.graph.placement),
-                            FlowEngine(c.graph.graph, cluster).schedule(c.graph.placement, Priority::Fcfs)}) {
+                            FlowEngine(c.graph.graph, cluster).schedule(c.graph.placement, GpuQueue::Fcfs)}) {
     EXPECT_NEAR(s.start[first_step], 4 * ms, 1e-12);
     // The GPU's order holds its compute only.
     for (OpId op : s.device_order[0]) EXPECT_FALSE(c.graph.graph.op(op).communication) << c.graph.graph.op(op).name;
@@ -439,7 +439,7 @@ TEST(ParallelPlan, ZeroThreeGathersTheLayersForTheForwardOneAfterAnother) {
   const CompiledPlan c = compile_plan(model, plan, cluster);
   const Graph& g = c.graph.graph;
   for (const Schedule& s : {Evaluator(g, cluster).schedule(c.graph.placement),
-                            FlowEngine(g, cluster).schedule(c.graph.placement, Priority::Fcfs)}) {
+                            FlowEngine(g, cluster).schedule(c.graph.placement, GpuQueue::Fcfs)}) {
     EXPECT_NEAR(s.finish[*g.find("grad.p0.t0.l0.agf.r0.done")], 0.5 * ms, 1e-12);
     EXPECT_NEAR(s.start[*g.find("grad.p0.t0.l1.agf.r0.start")], 0.5 * ms, 1e-12);
     EXPECT_NEAR(s.finish[*g.find("grad.p0.t0.l1.agf.r0.done")], 1 * ms, 1e-12);

@@ -150,8 +150,8 @@ TEST(PlacetoGreedy, MemoryPenaltySplitsWhatDoesNotFit) {
   // Strategy::place then returns the portfolio's best placement that fits instead, and says so.
   auto ignores = make("placeto-greedy", "{memory_penalty: 0, portfolio: false}");
   const PlacementResult blind = ignores->place(g, c);
-  ASSERT_TRUE(blind.report.contains("memory_fallback")) << blind.report.dump();
-  EXPECT_DOUBLE_EQ(blind.report["memory_fallback"]["own_latency_s"].get<double>(), 2.0);
+  ASSERT_TRUE(blind.details.contains("memory_fallback")) << blind.details.dump();
+  EXPECT_DOUBLE_EQ(blind.details["memory_fallback"]["own_latency_s"].get<double>(), 2.0);
   EXPECT_NE(blind.placement[0], blind.placement[1]);
 }
 
@@ -333,11 +333,11 @@ TEST(PlacetoStrategy, PolicyFileZeroShotAndOptions) {
   const auto r = s->place(g, c2);
   PlacetoEnv env(g, c2, {});
   EXPECT_EQ(r.placement, env.expand(policy.place(env)));
-  EXPECT_EQ(r.report["policy_episodes"], 0);
+  EXPECT_EQ(r.details["policy_episodes"], 0);
 
   // Fine-tuning continues the policy's episode count.
   auto tuned = make("placeto", "{policy: " + path + ", fine_tune_episodes: 3, portfolio: false}");
-  EXPECT_EQ(tuned->place(g, c2).report["policy_episodes"], 3);
+  EXPECT_EQ(tuned->place(g, c2).details["policy_episodes"], 3);
 
   // A 2-GPU policy on a 4-GPU cluster is an input error naming the option.
   EXPECT_INPUT_ERROR(s->place(g, testutil::dedicated_mesh(4, kBw)), "", "options.policy")

@@ -364,22 +364,22 @@ TEST(QuickPStrategy, Fig31Is15us) {
   auto quickp = make_quickp("{alpha: 0, mip_gap: 0, unit_limits: false}");
   PlacementResult r = quickp->place(g, c);
   EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 15e-6, 1e-12);
-  EXPECT_EQ(r.report["fused_operators"], 3);
-  EXPECT_EQ(r.report["groups"], 1);
-  EXPECT_EQ(r.report["status"], "optimal");
+  EXPECT_EQ(r.details["fused_operators"], 3);
+  EXPECT_EQ(r.details["groups"], 1);
+  EXPECT_EQ(r.details["status"], "optimal");
   // With the default 90th percentile (10 us here) and the papers' fusion, B fuses into A and then
   // C: one GPU, 20 us.
   PlacementResult all = (make_quickp("{unit_limits: false, portfolio: false, polish: 0}"))->place(g, c);
-  EXPECT_EQ(all.report["fused_operators"], 1);
+  EXPECT_EQ(all.details["fused_operators"], 1);
   EXPECT_NEAR(Evaluator(g, c).latency(all.placement), 20e-6, 1e-12);
   // Optimal for the one-operator problem P2 was posed, 33% above the whole problem's 15 us bound.
-  EXPECT_EQ(all.report["p2_status"], "optimal");
-  EXPECT_EQ(all.report["status"], "reduced_optimal");
-  EXPECT_EQ(all.report["reduced"]["fused_operators"], 1);
+  EXPECT_EQ(all.details["p2_status"], "optimal");
+  EXPECT_EQ(all.details["status"], "reduced_optimal");
+  EXPECT_EQ(all.details["reduced"]["fused_operators"], 1);
   // With the unit limits (2 units, at most 10 us of work each) A + B (15 us) may not fuse; C
   // fuses into A (10 us), and AC -> B stops there: two operators.
   PlacementResult limited = (make_quickp("{}"))->place(g, c);
-  EXPECT_EQ(limited.report["fused_operators"], 2);
+  EXPECT_EQ(limited.details["fused_operators"], 2);
 }
 
 TEST(QuickPStatus, OptimalOnlyAgainstTheWholeProblem) {
@@ -398,12 +398,12 @@ TEST(QuickPStrategy, ReportsTheWholeProblemsLowerBound) {
   Graph g = testutil::fig31_graph(kBytes);
   Cluster c = testutil::dedicated_mesh(2, kBw);
   PlacementResult r = make_quickp("{alpha: 0, mip_gap: 0, unit_limits: false}")->place(g, c);
-  EXPECT_NEAR(r.report["lower_bound_s"].get<double>(), 15e-6, 1e-12);
-  EXPECT_NEAR(r.report["lower_bound_critical_path_s"].get<double>(), 15e-6, 1e-12);
-  EXPECT_NEAR(r.report["lower_bound_work_s"].get<double>(), 10e-6, 1e-12);
-  EXPECT_NEAR(r.report["evaluator_latency_s"].get<double>(), 15e-6, 1e-12);
-  EXPECT_EQ(r.report["status"], "optimal");  // 15 us meets the bound
-  EXPECT_EQ(r.report["reduced"]["groups"], 1);  // A with B: a reduced problem, optimal all the same
+  EXPECT_NEAR(r.details["lower_bound_s"].get<double>(), 15e-6, 1e-12);
+  EXPECT_NEAR(r.details["lower_bound_critical_path_s"].get<double>(), 15e-6, 1e-12);
+  EXPECT_NEAR(r.details["lower_bound_work_s"].get<double>(), 10e-6, 1e-12);
+  EXPECT_NEAR(r.details["evaluator_latency_s"].get<double>(), 15e-6, 1e-12);
+  EXPECT_EQ(r.details["status"], "optimal");  // 15 us meets the bound
+  EXPECT_EQ(r.details["reduced"]["groups"], 1);  // A with B: a reduced problem, optimal all the same
 }
 
 TEST(QuickPStrategy, DiamondIsNotFusedBelowTheGpus) {
@@ -419,17 +419,17 @@ TEST(QuickPStrategy, DiamondIsNotFusedBelowTheGpus) {
                                                            {2, 3, 1e-4 * kBw}});
   Cluster c = testutil::dedicated_mesh(4, kBw);
   PlacementResult papers = make_quickp("{unit_limits: false, portfolio: false, polish: 0}")->place(g, c);
-  EXPECT_EQ(papers.report["fused_operators"], 1);
+  EXPECT_EQ(papers.details["fused_operators"], 1);
   EXPECT_NEAR(Evaluator(g, c).latency(papers.placement), 12e-3, 1e-12);
   // With the limits: 4 units for 4 GPUs (nothing fuses); the group {A, B} holds 6 ms > 3 ms (its
   // share of the work) and is split again: P2 is posed the whole problem.
   PlacementResult r = make_quickp("{mip_gap: 0}")->place(g, c);
-  EXPECT_EQ(r.report["fused_operators"], 4);
-  EXPECT_EQ(r.report["groups"], 0);
-  EXPECT_FALSE(r.report.contains("reduced"));
+  EXPECT_EQ(r.details["fused_operators"], 4);
+  EXPECT_EQ(r.details["groups"], 0);
+  EXPECT_FALSE(r.details.contains("reduced"));
   EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 7.1e-3, 1e-9);
-  EXPECT_EQ(r.report["status"], "optimal");
-  EXPECT_NEAR(r.report["lower_bound_s"].get<double>(), 7e-3, 1e-12);
+  EXPECT_EQ(r.details["status"], "optimal");
+  EXPECT_NEAR(r.details["lower_bound_s"].get<double>(), 7e-3, 1e-12);
 }
 
 TEST(QuickPStrategy, PolishMovesWhatTheReductionFused) {
@@ -441,14 +441,14 @@ TEST(QuickPStrategy, PolishMovesWhatTheReductionFused) {
                                                            {2, 3, 1e-4 * kBw}});
   Cluster c = testutil::dedicated_mesh(4, kBw);
   PlacementResult r = make_quickp("{unit_limits: false, portfolio: false}")->place(g, c);
-  EXPECT_EQ(r.report["fused_operators"], 1);
-  EXPECT_NEAR(r.report["polish"]["start_latency_s"].get<double>(), 12e-3, 1e-12);
-  EXPECT_GE(r.report["polish"]["improvements"].get<int>(), 2);
-  EXPECT_EQ(r.report["polish"]["stopped_by"], "converged");
+  EXPECT_EQ(r.details["fused_operators"], 1);
+  EXPECT_NEAR(r.details["polish"]["start_latency_s"].get<double>(), 12e-3, 1e-12);
+  EXPECT_GE(r.details["polish"]["improvements"].get<int>(), 2);
+  EXPECT_EQ(r.details["polish"]["stopped_by"], "converged");
   EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 7.1e-3, 1e-9);
   // Within mip_gap (5%) of the whole problem's bound, the 7 ms critical path: optimal, whatever
   // P2 was posed.
-  EXPECT_EQ(r.report["status"], "optimal");
+  EXPECT_EQ(r.details["status"], "optimal");
   // Under a time limit the polish gets its share, and the call stays within it.
   PlacementResult timed = make_quickp("{unit_limits: false, portfolio: false, time_limit: 2s}")->place(g, c);
   EXPECT_NEAR(Evaluator(g, c).latency(timed.placement), 7.1e-3, 1e-9);
@@ -482,8 +482,8 @@ TEST(QuickPStrategy, SplitsAColocationGroupLargerThanAGpu) {
   Graph g = make_graph({5, 10, 5}, {{0, 1, kBytes}, {0, 2, kBytes}}, {6e9, 6e9, 1e9});
   Cluster c = testutil::dedicated_mesh(2, kBw, 0.0, 10e9);
   PlacementResult r = make_quickp("{alpha: 0, mip_gap: 0, unit_limits: false}")->place(g, c);
-  EXPECT_EQ(r.report["group_splits"], 1);
-  EXPECT_EQ(r.report["groups"], 0);
+  EXPECT_EQ(r.details["group_splits"], 1);
+  EXPECT_EQ(r.details["groups"], 0);
   for (double m : device_memory(g, r.placement, 2)) EXPECT_LE(m, 10e9);
   EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 20e-6, 1e-12);
 }
@@ -516,15 +516,15 @@ TEST(QuickPStrategy, NeverWorseThanThePortfolio) {
   Cluster c = testutil::dedicated_mesh(2, kBw);
   PlacementResult r = make_quickp("{}")->place(g, c);
   const double latency = Evaluator(g, c).latency(r.placement);
-  for (const auto& [name, v] : r.report["portfolio"].items())
+  for (const auto& [name, v] : r.details["portfolio"].items())
     if (v.is_number()) {
       EXPECT_LE(latency, v.get<double>() * (1 + 1e-12)) << name;
     }
-  EXPECT_TRUE(r.report["portfolio"].contains("single-device"));
-  EXPECT_TRUE(r.report["portfolio"].contains("heft"));
+  EXPECT_TRUE(r.details["portfolio"].contains("single-device"));
+  EXPECT_TRUE(r.details["portfolio"].contains("heft"));
   EXPECT_NEAR(latency, 15e-6, 1e-12);
-  EXPECT_NE(r.report["portfolio_winner"], "quickp");
-  EXPECT_EQ(r.report["status"], "optimal");  // 15 us is the critical path
+  EXPECT_NE(r.facts.portfolio_winner, "quickp");
+  EXPECT_EQ(r.details["status"], "optimal");  // 15 us is the critical path
 }
 
 TEST(QuickPStrategy, OptionsAreValidated) {

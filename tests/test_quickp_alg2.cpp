@@ -151,11 +151,11 @@ TEST(QuickPAlg2, StrategyOption) {
   const Cluster c = testutil::dedicated_mesh(2, 20e9);
   auto q = make_quickp("{coarsening: algorithm2, alpha: 0.5us, beta: 2us, unit_limits: false, portfolio: false, polish: 0}");
   PlacementResult r = q->place(g, c);
-  EXPECT_EQ(r.report["coarsening"], "algorithm2");
-  EXPECT_EQ(r.report["fused_operators"], 4);
-  EXPECT_EQ(r.report["groups"], 1);
-  EXPECT_EQ(r.report["rounds"], 2);
-  EXPECT_EQ(r.report["expanded"], 2);
+  EXPECT_EQ(r.details["coarsening"], "algorithm2");
+  EXPECT_EQ(r.details["fused_operators"], 4);
+  EXPECT_EQ(r.details["groups"], 1);
+  EXPECT_EQ(r.details["rounds"], 2);
+  EXPECT_EQ(r.details["expanded"], 2);
   EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 13e-6, 1e-12);
   // With the unit limits (2 units of at most half the work) the group is cut and P2 does better.
   PlacementResult limited = make_quickp("{coarsening: algorithm2, alpha: 0.5us, beta: 2us}")->place(g, c);
@@ -201,7 +201,7 @@ void expect_never_worse_than_single_device(const char* name, std::initializer_li
     EXPECT_LE(latency, single) << name << " " << gpus;
     // And it does better than one GPU: these graphs have parallel branches worth splitting.
     EXPECT_LT(latency, 0.9 * single) << name << " " << gpus;
-    EXPECT_LE(r.report["objective_s"].get<double>(), single * (1 + 1e-9)) << name << " " << gpus;
+    EXPECT_LE(r.details["objective_s"].get<double>(), single * (1 + 1e-9)) << name << " " << gpus;
   }
 }
 

@@ -114,11 +114,11 @@ TEST(QuickPP3, StrategyReturnsPlacementAndAllocation) {
   auto q = make_quickp("{alpha: 0, colocation: false, mip_gap: 0, bandwidth_allocation: true}");
   PlacementResult r = q->place(g, uniform);
   ASSERT_TRUE(r.bandwidth_allocation.has_value());
-  EXPECT_NEAR(r.report["latency_uniform_s"].get<double>(), 320e-6, 1e-12);
+  EXPECT_NEAR(r.details["latency_uniform_s"].get<double>(), 320e-6, 1e-12);
   const Cluster allocated = multi_nic(cfg, &*r.bandwidth_allocation);
   EXPECT_NEAR(Evaluator(g, allocated).latency(r.placement), 220e-6, 220e-6 * 1e-5);
-  EXPECT_NEAR(r.report["latency_s"].get<double>(), 220e-6, 220e-6 * 1e-5);
-  EXPECT_GE(r.report["allocation_accepted"].get<int>(), 1);
+  EXPECT_NEAR(r.details["latency_s"].get<double>(), 220e-6, 220e-6 * 1e-5);
+  EXPECT_GE(r.details["allocation_accepted"].get<int>(), 1);
   // The cluster a run would use: the allocation applied to the cluster's recipe gives 220 us too.
   const Cluster rebuilt = with_bandwidth_allocation(uniform, *r.bandwidth_allocation, "test");
   EXPECT_NEAR(Evaluator(g, rebuilt).latency(r.placement), 220e-6, 220e-6 * 1e-5);
@@ -127,7 +127,7 @@ TEST(QuickPP3, StrategyReturnsPlacementAndAllocation) {
   // Not a multi-NIC cluster: no allocation, and the report says why.
   PlacementResult plain = q->place(g, [] { Cluster c = make_non_blocking(NonBlockingConfig{}); c.finalize("t"); return c; }());
   EXPECT_FALSE(plain.bandwidth_allocation.has_value());
-  EXPECT_TRUE(plain.report["allocation"].is_string());
+  EXPECT_TRUE(plain.details["allocation"].is_string());
   // Options are validated.
   EXPECT_INPUT_ERROR(make_quickp("{allocation_rounds: 0}"), "options.allocation_rounds");
 }
@@ -186,7 +186,7 @@ TEST(QuickPP3, FourServersFanOut) {
   auto q = make_quickp("{alpha: 0, colocation: false, mip_gap: 0, bandwidth_allocation: true}");
   PlacementResult r = q->place(g, multi_nic(cfg));
   ASSERT_TRUE(r.bandwidth_allocation.has_value());
-  EXPECT_NEAR(r.report["latency_uniform_s"].get<double>(), 470e-6, 1e-12);
+  EXPECT_NEAR(r.details["latency_uniform_s"].get<double>(), 470e-6, 1e-12);
   EXPECT_NEAR(Evaluator(g, multi_nic(cfg, &*r.bandwidth_allocation)).latency(r.placement), 320e-6, 320e-6 * 1e-5);
   const int a = r.placement[0];
   const int b = r.placement[1], c = r.placement[2], d = r.placement[3];  // one GPU per server
@@ -219,9 +219,9 @@ TEST(QuickPP3, FourServersNeverWorseThanUniform) {
     PlacementResult r = q->place(g, uniform);
     ASSERT_TRUE(r.bandwidth_allocation.has_value());
     const double with = Evaluator(g, multi_nic(cfg, &*r.bandwidth_allocation)).latency(r.placement);
-    const double without = r.report["latency_uniform_s"].get<double>();
+    const double without = r.details["latency_uniform_s"].get<double>();
     EXPECT_LE(with, without * (1 + 1e-12)) << seed;
-    EXPECT_NEAR(with, r.report["latency_s"].get<double>(), 1e-12) << seed;
+    EXPECT_NEAR(with, r.details["latency_s"].get<double>(), 1e-12) << seed;
     for (int s = 0; s < 4; ++s) EXPECT_LE(r.bandwidth_allocation->row_sum(s), 2 * 5e9 * (1 + 1e-9));
   }
 }

@@ -304,7 +304,7 @@ simulation: {engine: evaluator, trace: false}
   const SweepPlan plan = plan_sweep(YAML::Load(yaml), (dir / "refined.yaml").string());
   const std::vector<PointRecord> r = run_plan(plan, dir);
   ASSERT_EQ(r.size(), 4u);
-  for (const auto& o : r) ASSERT_TRUE(o.measurement) << o.label << ": " << o.error;
+  for (const auto& o : r) ASSERT_TRUE(o.measurement) << o.label << ": " << o.reason;
 
   const auto& refined = r[0].measurement->strategy_report.at("refine");
   EXPECT_EQ(refined.at("cost_model"), "list");
@@ -316,7 +316,7 @@ simulation: {engine: evaluator, trace: false}
   EXPECT_GE(refined.at("threads").get<int>(), 1);
   EXPECT_LE(refined.at("threads").get<int>(), 2);
   EXPECT_GE(r[0].measurement->search_time, refined.at("seconds").get<double>()) << "refine counts as search time";
-  EXPECT_NEAR(r[0].measurement->evaluator_latency.value(), 20e-6, 1e-15);
+  EXPECT_NEAR(r[0].measurement->latency(kEvaluator).value(), 20e-6, 1e-15);
   std::vector<std::string> warnings;
   const Graph g = load_graph_source(plan.variants.at(0).graph, plan.variants.at(0).file, warnings);
   const std::vector<DeviceId> saved = load_placement(g, (dir / r[0].measurement->placement_file).string());
@@ -324,7 +324,7 @@ simulation: {engine: evaluator, trace: false}
   EXPECT_EQ(saved[B0], saved[B1]);
 
   EXPECT_FALSE(r[1].measurement->strategy_report.contains("refine"));
-  EXPECT_NEAR(r[1].measurement->evaluator_latency.value(), 40e-6, 1e-15);
+  EXPECT_NEAR(r[1].measurement->latency(kEvaluator).value(), 40e-6, 1e-15);
 
   EXPECT_EQ(r[2].measurement->strategy_report.at("refine").at("cost_model"), "flow");
   EXPECT_EQ(r[3].measurement->strategy_report.at("refine").at("cost_model"), "list");

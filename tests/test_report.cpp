@@ -40,15 +40,16 @@ PointRecord measured(const std::string& label, const Sweep& sweep, double evalua
   r.label = r.strategy = label;
   for (const auto& [path, text] : sweep) r.sweep.emplace_back(path, text);
   r.measurement.emplace();
-  r.measurement->evaluator_latency = evaluator;
-  r.measurement->simgrid_latency = simgrid;
+  r.measurement->set_latency(kEvaluator, evaluator);
+  if (simgrid) r.measurement->set_latency(kSimGrid, *simgrid);
   return r;
 }
 
 PointRecord failed(const std::string& label, const Sweep& sweep, const std::string& error) {
   PointRecord r = measured(label, sweep, 0);
   r.measurement.reset();
-  r.error = error;
+  r.status = PointStatus::Failed;
+  r.reason = error;
   return r;
 }
 
@@ -69,6 +70,7 @@ std::string sample_lines() {
   a.measurement->peak_memory = 1024;
   b.measurement->search_time = b20.measurement->search_time = 1.5;
   c.measurement->oom = true;
+  c.status = PointStatus::Oom;
   return lines({a, b, c}) + "\n" + lines({failed("a", bw20, "worker killed by SIGSEGV"), b20});
 }
 
@@ -77,11 +79,11 @@ std::string sample_lines() {
 TEST(Report, EstimateOnlyRecordsShowTheEstimate) {
   PointRecord manual = measured("manual", {}, 0), nest = measured("nest", {}, 0), none = measured("none", {}, 0);
   for (PointRecord* r : {&manual, &nest, &none}) {
-    r->engine = Engine::Estimate;
-    r->measurement->evaluator_latency.reset();
+    r->engines = EngineSet::of({kEstimate});
+    r->measurement->engines.clear();
   }
-  manual.measurement->strategy_report["nest_estimate_s"] = 2.0;
-  nest.measurement->strategy_report["nest_estimate_s"] = 1.6;
+  manual.measurement->set_latency(kEstimate, 2.0);
+  nest.measurement->set_latency(kEstimate, 1.6);
   const std::vector<PointRecord> records{manual, nest, none};
   const std::string points = format_point_table(records);
   EXPECT_NE(points.find("estimate (s)"), std::string::npos) << points;
@@ -94,8 +96,8 @@ TEST(Report, EstimateOnlyRecordsShowTheEstimate) {
   const nlohmann::ordered_json written = to_json(nest);
   EXPECT_FALSE(written.contains("evaluator_latency"));
   const PointRecord back = record_from_json(written, "results.jsonl", "line 1");
-  EXPECT_EQ(back.status(), PointStatus::Ok);
-  EXPECT_FALSE(back.measurement->evaluator_latency);
+  EXPECT_EQ(back.status, PointStatus::Ok);
+  EXPECT_FALSE(back.measurement->latency(kEvaluator));
   nlohmann::ordered_json engine_run = written;
   engine_run["engine"] = "evaluator";
   EXPECT_INPUT_ERROR(record_from_json(engine_run, "results.jsonl", "line 2"), "line 2", "\"evaluator_latency\": missing");
@@ -113,9 +115,9 @@ TEST(Report, ReadsJsonLinesOfTypedRecords) {
   ASSERT_TRUE(bandwidth && bandwidth->quantity);
   EXPECT_DOUBLE_EQ(bandwidth->quantity->value, 10e9);  // "10GB/s" -> bytes/s
   EXPECT_EQ(bandwidth->text, "10GB/s");
-  EXPECT_EQ(records[2].status(), PointStatus::Oom);
+  EXPECT_EQ(records[2].status, PointStatus::Oom);
   EXPECT_TRUE(records[3].failed());
-  EXPECT_EQ(records[3].error, "worker killed by SIGSEGV");
+  EXPECT_EQ(records[3].reason, "worker killed by SIGSEGV");
 }
 
 // A swept value's unit says what it is, whatever the path is called: "16GiB" is bytes, "5us" a
@@ -160,6 +162,7 @@ TEST(Report, PivotTakesTheMedianOverRepetitions) {
   PointRecord on4 = measured("a", {}, 0.005);
   on4.gpus = 4;
   on4.measurement->oom = true;
+  on4.status = PointStatus::Oom;
   write(dir / "results.jsonl", lines({measured("a", {}, 0.001), measured("a", {}, 0.003), on4}));
   const auto records = load_report_records(dir.string());
   PivotSpec spec;
@@ -195,7 +198,7 @@ TEST(Report, PivotRelativeToAStrategyGivesSpeedUps) {
 TEST(Report, PivotCellsSayFailedOrInfeasible) {
   PointRecord ran = measured("a", {}, 0.002), crashed = failed("b", {}, "worker killed"),
               too_big = failed("c", {}, "no placement fits in GPU memory: ...");
-  too_big.infeasible = true;
+  too_big.status = PointStatus::Infeasible;
   PivotSpec spec;
   spec.rows = {"graph"};
   spec.columns = {"strategy"};
@@ -228,11 +231,12 @@ TEST(Report, ReadsResultsJsonOfARun) {
   metf.label = "m-etf";
   single.measurement.emplace();
   single.measurement->search_time = 0.0001;
-  single.measurement->evaluator_latency = single.measurement->simgrid_latency.emplace(0.02);
+  single.measurement->set_latency(kEvaluator, 0.02);
+  single.measurement->set_latency(kSimGrid, 0.02);
   single.measurement->trace_file = "trace-single-device.json";
   metf.measurement.emplace();
-  metf.measurement->evaluator_latency = 0.015;
-  metf.measurement->simgrid_latency = 0.016;
+  metf.measurement->set_latency(kEvaluator, 0.015);
+  metf.measurement->set_latency(kSimGrid, 0.016);
   const std::vector<PointRecord> written = {single, metf};
   write(dir / "results.json", results_document(written).dump(2));
   const auto records = load_report_records(dir.string());
@@ -249,7 +253,7 @@ TEST(Report, RecordsCarryTheWholeProblemsLowerBound) {
   r.key = "k";
   r.label = r.strategy = "quickp";
   r.measurement.emplace();
-  r.measurement->evaluator_latency = 0.02;
+  r.measurement->set_latency(kEvaluator, 0.02);
   r.measurement->bounds = {0.012, 0.015, 3e9};
   const nlohmann::ordered_json j = to_json(r);
   EXPECT_EQ(j["lower_bound"], 0.015);  // max(critical path, work per GPU)
@@ -263,14 +267,14 @@ TEST(Report, AnInfeasiblePointIsNoFailure) {
   PointRecord r;
   r.key = "k";
   r.label = r.strategy = "quickp";
-  r.infeasible = true;
-  r.error = "no placement fits in GPU memory: the graph needs 18 GB of memory, the 2 GPUs hold 16 GB in all";
-  EXPECT_EQ(r.status(), PointStatus::Infeasible);
+  r.status = PointStatus::Infeasible;
+  r.reason = "no placement fits in GPU memory: the graph needs 18 GB of memory, the 2 GPUs hold 16 GB in all";
+  EXPECT_EQ(r.status, PointStatus::Infeasible);
   const nlohmann::ordered_json j = to_json(r);
   EXPECT_EQ(j["status"], "infeasible");
   const PointRecord back = record_from_json(j, "results.jsonl", "line 1");
-  EXPECT_EQ(back.status(), PointStatus::Infeasible);
-  EXPECT_EQ(back.error, r.error);
+  EXPECT_EQ(back.status, PointStatus::Infeasible);
+  EXPECT_EQ(back.reason, r.reason);
 }
 
 bool matplotlib_available() {
@@ -479,6 +483,7 @@ TEST(Report, PointTableNamesTheFastestUnderContention) {
   PointRecord list = measured("mcmc", {}, 0.040, 0.200), flow = measured("mcmc-flow", {}, 0.046, 0.049),
               oom = measured("tiny", {}, 0.010, 0.030);
   oom.measurement->oom = true;
+  oom.status = PointStatus::Oom;
   std::string table = format_point_table(std::vector<PointRecord>{list, flow, oom});
   EXPECT_NE(table.find("fastest under contention (SimGrid): mcmc-flow, 49 ms\n"), std::string::npos) << table;
   EXPECT_NE(table.find("fastest without contention (evaluator): mcmc, 40 ms, but 200 ms under contention"),
@@ -522,7 +527,7 @@ TEST(Report, UnknownPivotFieldsAreErrorsNamingTheValidOnes) {
   spec.columns = {"cluster.bandwidth"};
   spec.value = "latncy";
   EXPECT_INPUT_ERROR(check_pivot_fields(records, spec), "--value", "did you mean 'latency'",
-                     "latency, search_time, evaluator_latency, simgrid_latency, flow_latency, peak_memory, lower_bound, fused_operators");
+                     "latency, search_time, evaluator_latency, simgrid_latency, flow_latency, estimate_latency, peak_memory, lower_bound, fused_operators");
   spec.value = "fused_operators";
   EXPECT_NO_THROW(check_pivot_fields(records, spec));
   // From a scenario's report block the error names its file and field.
@@ -772,20 +777,21 @@ PointRecord fits(const std::string& strategy, const std::string& graph, double e
 PointRecord oom(const std::string& strategy, const std::string& graph, double evaluator) {
   PointRecord r = fits(strategy, graph, evaluator);
   r.measurement->oom = true;
+  r.status = PointStatus::Oom;
   return r;
 }
 
 PointRecord infeasible(const std::string& strategy, const std::string& graph) {
   PointRecord r = fits(strategy, graph, 0);
   r.measurement.reset();
-  r.infeasible = true;
-  r.error = "no placement fits";
+  r.status = PointStatus::Infeasible;
+  r.reason = "no placement fits";
   return r;
 }
 
 PointRecord searched(PointRecord r, double seconds, double time_limit) {
   r.measurement->search_time = seconds;
-  r.measurement->strategy_report["time_limit_s"] = time_limit;
+  r.measurement->facts.time_limit_s = time_limit;
   return r;
 }
 
@@ -807,6 +813,9 @@ std::vector<PointRecord> robustness_records() {
   for (std::size_t i = 0; i < records.size(); ++i) {
     records[i].index = i;
     if (records[i].measurement && records[i].sweep[0].text == "a") records[i].measurement->bounds = {0.004, 0.005, 0};
+    // Single-device fits in a and d (10 ms each): what the runner records on every point of those cases.
+    const std::string& graph = records[i].sweep[0].text;
+    if (records[i].measurement && (graph == "a" || graph == "d")) records[i].measurement->single_device_latency = 0.010;
   }
   return records;
 }

@@ -33,7 +33,7 @@ TEST(Scenario, ParsesTheQuickstart) {
   EXPECT_EQ(s.cluster.num_devices(), 8);
   ASSERT_EQ(s.strategies.size(), 11u);
   EXPECT_EQ(s.strategies[10].label, "quickp-flow");
-  EXPECT_EQ(s.simulation.engine, Engine::All);
+  EXPECT_EQ(s.simulation.engines, EngineSet::of({kEvaluator, kFlow, kSimGrid}));
   ASSERT_TRUE(s.graph.model.has_value());
   EXPECT_EQ(s.graph.model->model, "bert-base");
   EXPECT_EQ(s.graph.model->layers, 4);

@@ -51,7 +51,7 @@ TEST(SingleDevice, UsesTheFastestGpuThatHoldsTheGraph) {
   const Cluster c = gpus({1, 3, 2, 3}, {16e9, 16e9, 16e9, 16e9});
   const PlacementResult r = SingleDevice().place(g, c);
   EXPECT_EQ(placed_on(r), 1);
-  EXPECT_EQ(r.report["device"], 1);
+  EXPECT_EQ(r.details["device"], 1);
   EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 20e-6, 1e-15);
 }
 

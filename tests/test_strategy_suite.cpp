@@ -91,10 +91,10 @@ void check_strategy(const StrategyFactory& make, const std::string& strategy, co
   // The search time is the wall time of place() alone: positive, and inside the whole call's.
   EXPECT_GT(first.search_seconds, 0.0);
   EXPECT_LE(first.search_seconds, first_wall.count());
-  ASSERT_TRUE(first.report.is_object()) << first.report.dump();
+  ASSERT_TRUE(first.details.is_object()) << first.details.dump();
 
   // Memory: what the runner reports, what device_memory says, and what the strategy says.
-  const Measurement m = measure_placement(graph, cluster, p, Engine::Evaluator);
+  const Measurement m = measure_placement(graph, cluster, p, EngineSet::of({kEvaluator}));
   const std::vector<double> memory = device_memory(graph, p, cluster.num_devices());
   bool oom = false;
   for (int d = 0; d < cluster.num_devices(); ++d) {
@@ -103,17 +103,17 @@ void check_strategy(const StrategyFactory& make, const std::string& strategy, co
   }
   EXPECT_EQ(m.oom, oom);
   for (const char* key : {"oom", "memory_overflow"})
-    if (first.report.contains(key) && first.report[key].is_boolean()) {
-      EXPECT_EQ(first.report[key].get<bool>(), oom) << "report." << key;
+    if (first.details.contains(key) && first.details[key].is_boolean()) {
+      EXPECT_EQ(first.details[key].get<bool>(), oom) << "report." << key;
     }
-  for (const auto& [key, value] : first.report.items()) {
+  for (const auto& [key, value] : first.details.items()) {
     if (!key.ends_with("memory_bytes") || !value.is_array() || value.size() != memory.size()) continue;
     for (int d = 0; d < cluster.num_devices(); ++d)
       EXPECT_NEAR(value[d].get<double>(), memory[d], 1e-9 * memory[d] + 1e-6) << "report." << key << "[" << d << "]";
   }
 
-  EXPECT_TRUE(std::isfinite(m.evaluator_latency));
-  EXPECT_GE(m.evaluator_latency, m.bounds.best() * (1 - 1e-9)) << "no placement beats the lower bounds";
+  EXPECT_TRUE(std::isfinite(*m.latency(kEvaluator)));
+  EXPECT_GE(*m.latency(kEvaluator), m.bounds.best() * (1 - 1e-9)) << "no placement beats the lower bounds";
 }
 
 // Forward f1 -> f2 -> f3 -> loss, backward loss -> b3 -> b2 -> b1, each gradient also reading its
@@ -180,7 +180,7 @@ class ClaimsToFit : public Strategy {  // everything on GPU 0, reporting that me
   PlacementResult place_impl(const Graph& graph, const Cluster&, const Deadline&) override {
     PlacementResult r;
     r.placement.assign(graph.num_operators(), 0);
-    r.report["oom"] = false;
+    r.details["oom"] = false;
     return r;
   }
 };

@@ -487,7 +487,7 @@ TEST(FcfsOrder, RunsOperatorsInTheOrderTheyBecameReady) {
   const std::vector<DeviceId> placement{0, 0, 1, 1, 1, 0};
 
   Evaluator evaluator(g, c);
-  const Schedule fcfs = evaluator.schedule(placement, Priority::Fcfs);
+  const Schedule fcfs = evaluator.schedule(placement, GpuQueue::Fcfs);
   EXPECT_EQ(fcfs.device_order[0], (std::vector<OpId>{0, 1, 5}));
   EXPECT_EQ(fcfs.device_order[1], (std::vector<OpId>{2, 3, 4}));
   EXPECT_NEAR(fcfs.latency, 18e-6, 1e-12);
@@ -497,10 +497,10 @@ TEST(FcfsOrder, RunsOperatorsInTheOrderTheyBecameReady) {
   EXPECT_EQ(scheduler.device_order[1], (std::vector<OpId>{2, 4, 3}));
 
   // SimGrid runs the FCFS order: no link is shared, so it matches the evaluator exactly.
-  const Measurement m = measure_placement(g, c, placement, Engine::Both, OpOrder::Fcfs);
-  EXPECT_NEAR(m.evaluator_latency, 18e-6, 1e-12);
-  ASSERT_TRUE(m.simgrid_latency.has_value());
-  EXPECT_NEAR(*m.simgrid_latency, 18e-6, 1e-12);
+  const Measurement m = measure_placement(g, c, placement, EngineSet::of({kEvaluator, kSimGrid}), RunOrder::Fcfs);
+  EXPECT_NEAR(*m.latency(kEvaluator), 18e-6, 1e-12);
+  ASSERT_TRUE(m.latency(kSimGrid).has_value());
+  EXPECT_NEAR(*m.latency(kSimGrid), 18e-6, 1e-12);
 }
 
 TEST(SweepResults, AppendReadAndMergeShards) {
@@ -509,8 +509,12 @@ TEST(SweepResults, AppendReadAndMergeShards) {
     PointRecord r;
     r.key = key;
     r.index = index;
-    if (error.empty()) r.measurement.emplace().evaluator_latency = 1e-3;
-    else r.error = error;
+    if (error.empty()) {
+      r.measurement.emplace().set_latency(kEvaluator, 1e-3);
+    } else {
+      r.status = PointStatus::Failed;
+      r.reason = error;
+    }
     return r;
   };
   append_record((dir / "results.rank1.jsonl").string(), record("b", 1, ""));
@@ -521,7 +525,7 @@ TEST(SweepResults, AppendReadAndMergeShards) {
   const auto merged = read_result_lines((dir / "results.jsonl").string());
   ASSERT_EQ(merged.size(), 3u);
   EXPECT_EQ(merged[0].key, "a");
-  EXPECT_EQ(merged[0].status(), PointStatus::Failed);  // the shard's line replaced the older one
+  EXPECT_EQ(merged[0].status, PointStatus::Failed);  // the shard's line replaced the older one
   EXPECT_EQ(merged[2].key, "c");
   EXPECT_FALSE(fs::exists(dir / "results.rank0.jsonl"));
   EXPECT_TRUE(fs::exists(dir / "results.json"));
@@ -661,7 +665,7 @@ TEST(FcfsOrder, SimGridPicksByTheArrivalsItSimulates) {
   const Cluster c = testutil::dedicated_mesh(3, 1e9);
   const std::vector<DeviceId> placement{0, 2, 1, 1, 1, 1, 2};
 
-  const Schedule fcfs = Evaluator(g, c).schedule(placement, Priority::Fcfs);
+  const Schedule fcfs = Evaluator(g, c).schedule(placement, GpuQueue::Fcfs);
   EXPECT_EQ(fcfs.device_order[1], (std::vector<OpId>{2, 3, 4, 5}));
   EXPECT_NEAR(fcfs.latency, 18e-6, 1e-12);
   EXPECT_NEAR(simulate(g, c, placement, fcfs.device_order, GpuQueue::Fixed).latency, 18e-6, 1e-12);
@@ -672,9 +676,9 @@ TEST(FcfsOrder, SimGridPicksByTheArrivalsItSimulates) {
   EXPECT_NEAR(dynamic.start[5], 7e-6, 1e-12);  // then V
   EXPECT_NEAR(dynamic.start[6], 7e-6, 1e-12);
 
-  const Measurement m = measure_placement(g, c, placement, Engine::Both, OpOrder::Fcfs);
-  EXPECT_NEAR(m.evaluator_latency, 18e-6, 1e-12);
-  EXPECT_NEAR(m.simgrid_latency.value_or(0), 17e-6, 1e-12);
+  const Measurement m = measure_placement(g, c, placement, EngineSet::of({kEvaluator, kSimGrid}), RunOrder::Fcfs);
+  EXPECT_NEAR(*m.latency(kEvaluator), 18e-6, 1e-12);
+  EXPECT_NEAR(m.latency(kSimGrid).value_or(0), 17e-6, 1e-12);
 }
 
 // On a profiled graph dealt round-robin over 4 GPUs: the FCFS order is a valid order (replay_order
@@ -689,7 +693,7 @@ TEST(FcfsOrder, OnARealGraphIsAValidOrderOtherThanTheSchedulers) {
   std::vector<DeviceId> placement(g.num_operators());
   for (std::size_t i = 0; i < placement.size(); ++i) placement[i] = static_cast<DeviceId>(i % 4);
   Evaluator evaluator(g, c);
-  const Schedule fcfs = evaluator.schedule(placement, Priority::Fcfs);
+  const Schedule fcfs = evaluator.schedule(placement, GpuQueue::Fcfs);
   const Schedule replay = replay_order(g, c, placement, fcfs.device_order);
   EXPECT_EQ(fcfs.start, replay.start);
   EXPECT_EQ(fcfs.finish, replay.finish);
@@ -698,11 +702,11 @@ TEST(FcfsOrder, OnARealGraphIsAValidOrderOtherThanTheSchedulers) {
   const Schedule scheduler = evaluator.schedule(placement);
   EXPECT_NE(fcfs.device_order, scheduler.device_order);
   EXPECT_GE(fcfs.latency, evaluator.lower_bounds().best() * (1 - 1e-12));
-  const Measurement m = measure_placement(g, c, placement, Engine::Both, OpOrder::Fcfs);
-  EXPECT_DOUBLE_EQ(m.evaluator_latency, fcfs.latency);
-  ASSERT_TRUE(m.simgrid_latency.has_value());
-  EXPECT_EQ(m.simulation->start.size(), g.num_operators());
-  EXPECT_GE(*m.simgrid_latency, evaluator.lower_bounds().best() * (1 - 1e-12));
+  const Measurement m = measure_placement(g, c, placement, EngineSet::of({kEvaluator, kSimGrid}), RunOrder::Fcfs);
+  EXPECT_DOUBLE_EQ(*m.latency(kEvaluator), fcfs.latency);
+  ASSERT_TRUE(m.latency(kSimGrid).has_value());
+  EXPECT_EQ(m.runs.find(kSimGrid)->network->start.size(), g.num_operators());
+  EXPECT_GE(*m.latency(kSimGrid), evaluator.lower_bounds().best() * (1 - 1e-12));
 }
 
 // A sweep over GPU counts and per-GPU order on a profiled graph: every point runs, nothing beats
@@ -724,17 +728,17 @@ TEST(SweepRunner, SweepsAProfiledGraphOverGpusAndOrder) {
   const auto records = read_result_lines((dir / "results.jsonl").string());
   ASSERT_EQ(records.size(), 8u);
   for (const auto& r : records) {
-    ASSERT_EQ(r.status(), PointStatus::Ok) << to_json(r).dump();
+    ASSERT_EQ(r.status, PointStatus::Ok) << to_json(r).dump();
     const PointMeasurement& m = *r.measurement;
-    const double evaluator = m.evaluator_latency.value(), simgrid = m.simgrid_latency.value();
+    const double evaluator = m.latency(kEvaluator).value(), simgrid = m.latency(kSimGrid).value();
     // With the scheduler's order SimGrid runs the evaluator's order under contention: never faster.
     // With FCFS each picks by its own arrival times, so either may be ahead.
-    if (r.order == OpOrder::Scheduler) {
+    if (r.order == RunOrder::Scheduler) {
       EXPECT_GE(simgrid, evaluator * (1 - 1e-9)) << r.key;
     }
     EXPECT_GE(simgrid, m.bounds.critical_path * (1 - 1e-12)) << r.key;
     EXPECT_GE(evaluator, m.bounds.critical_path * (1 - 1e-12)) << r.key;
-    EXPECT_EQ(op_order_name(r.order), r.sweep_value("simulation.order")->text) << r.key;
+    EXPECT_EQ(enum_name<RunOrder>(kRunOrderNames, r.order), r.sweep_value("simulation.order")->text) << r.key;
     EXPECT_EQ(r.gpus, r.sweep_value("cluster.gpus")->quantity->value) << r.key;
   }
   fs::remove_all(dir);

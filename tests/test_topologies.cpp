@@ -617,13 +617,13 @@ TEST(Topologies, ScenarioFilesRun) {
     const std::vector<PointRecord> r = testutil::run_plan(plan, dir);
     ASSERT_EQ(r.size(), 2u);
     for (const PointRecord& o : r) {
-      ASSERT_TRUE(o.measurement) << o.error;
-      ASSERT_TRUE(o.measurement->simgrid_latency.has_value());
-      EXPECT_GE(*o.measurement->simgrid_latency, o.measurement->evaluator_latency.value() * (1 - 1e-9));
+      ASSERT_TRUE(o.measurement) << o.reason;
+      ASSERT_TRUE(o.measurement->latency(kSimGrid).has_value());
+      EXPECT_GE(*o.measurement->latency(kSimGrid), o.measurement->latency(kEvaluator).value() * (1 - 1e-9));
     }
     // One GPU: no transfer, both engines give the total compute.
-    EXPECT_NEAR(*r[0].measurement->simgrid_latency, r[0].measurement->evaluator_latency.value(),
-                1e-9 * r[0].measurement->evaluator_latency.value());
+    EXPECT_NEAR(*r[0].measurement->latency(kSimGrid), r[0].measurement->latency(kEvaluator).value(),
+                1e-9 * r[0].measurement->latency(kEvaluator).value());
     fs::remove_all(dir);
   }
   Scenario mn = load_scenario(fmt::format("{}/scenarios/multi-nic.yaml", PLACESIM_TEST_SOURCE_DIR));

@@ -207,8 +207,8 @@ struct EngineTimes {
   double evaluator, flow, simgrid;
 };
 inline EngineTimes run_all_engines(const ExecutionGraph& g, const Cluster& c) {
-  const EngineRuns ran = run_engines(g, c);
-  return {*ran.evaluator, *ran.flow, *ran.simgrid};
+  const EngineRuns ran = run_engines(g, c, EngineSet::of({kEvaluator, kFlow, kSimGrid}), RunOrder::Fcfs);
+  return {*ran.latency(kEvaluator), *ran.latency(kFlow), *ran.latency(kSimGrid)};
 }
 
 }  // namespace placesim::testutil

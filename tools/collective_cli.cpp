@@ -18,7 +18,6 @@ namespace placesim {
 
 namespace {
 
-constexpr const char* kEngines[] = {"evaluator", "flow", "simgrid"};
 
 std::vector<std::string> op_names() {
   std::vector<std::string> out;
@@ -74,12 +73,6 @@ std::vector<DeviceId> parse_group(const CollectiveArgs& a, const Cluster& cluste
   return group;
 }
 
-struct EngineRun {
-  std::string engine;
-  double seconds = 0;  // the collective's time
-  double wall = 0;     // host time to simulate it
-};
-
 }  // namespace
 
 CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& a) {
@@ -101,7 +94,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& a) {
       ->capture_default_str();
   c->add_option("--root", a.root, "broadcast and reduce: the root's rank")->check(whole_number(0))->capture_default_str();
   c->add_option("--engine", a.engine, "evaluator, flow, simgrid or all")
-      ->check(one_of({"evaluator", "flow", "simgrid", "all"}))
+      ->check(one_of({std::string(kEvaluator), std::string(kFlow), std::string(kSimGrid), "all"}))
       ->capture_default_str();
   c->add_option("--model", a.model,
                  "steps: each distinct step once, its messages sharing the links, ranks in lockstep (fast at thousands "
@@ -147,10 +140,9 @@ int cmd_collective(const CollectiveArgs& a) {
   }
   const char* model = by_steps ? "steps" : a.model == "condensed" ? "condensed" : "messages";
   const std::vector<double> sizes = parse_sizes(a.bytes, a.factor);
-  std::vector<std::string> engines;
-  for (const char* e : kEngines)
-    if (a.engine == "all" || a.engine == e) engines.emplace_back(e);
-  const EngineChoice which = EngineChoice::named(a.engine);
+  const EngineSet which = EngineSet::parse(a.engine, "command line", "--engine");
+  if (which.has(kEstimate)) throw InputError("command line", "--engine", "the estimate prices plans, not a collective alone");
+  const std::vector<std::string_view> engines = which.engines();
 
   const int n = static_cast<int>(spec.group.size());
   const double bus_factor = bus_bandwidth_factor(spec.op, n);
@@ -178,27 +170,25 @@ int cmd_collective(const CollectiveArgs& a) {
       const ExecutionGraph g = collective_graph(spec, cluster);
       operators = g.graph.num_operators();
       transfers = g.graph.num_tensors();
-      ran = run_engines(g, cluster, which);
+      // A collective's operators are communication steps, in no GPU's queue: the order does not matter.
+      ran = run_engines(g, cluster, which, RunOrder::Fcfs);
     }
     const double closed = collective_closed_form(spec, cluster);
-    std::vector<EngineRun> runs;
-    if (ran.evaluator) runs.push_back({"evaluator", *ran.evaluator, ran.evaluator_wall_s});
-    if (ran.flow) runs.push_back({"flow", *ran.flow, ran.flow_wall_s});
-    if (ran.simgrid) runs.push_back({"simgrid", *ran.simgrid, ran.simgrid_wall_s});
+    const std::vector<EngineRun>& runs = ran.runs;
     if (a.json) {
       for (const auto& r : runs) {
-        const double algbw = r.seconds > 0 ? size / r.seconds : 0;
+        const double algbw = r.latency > 0 ? size / r.latency : 0;
         nlohmann::json line{{"op", a.op},
                                     {"algorithm", a.algorithm},
                                     {"gpus", n},
                                     {"chunks", a.chunks},
                                     {"bytes", size},
                                     {"engine", r.engine},
-                                    {"time_s", r.seconds},
+                                    {"time_s", r.latency},
                                     {"closed_form_s", closed},
                                     {"algbw_bytes_per_s", algbw},
                                     {"busbw_bytes_per_s", algbw * bus_factor},
-                                    {"wall_s", r.wall},
+                                    {"wall_s", r.wall_s},
                                     {"model", model}};
         if (!by_steps) {
           line["operators"] = operators;
@@ -209,12 +199,12 @@ int cmd_collective(const CollectiveArgs& a) {
     } else {
       std::string line = fmt::format("{:>12.0f} {:>12.2f}", size, closed * 1e6);
       for (const auto& r : runs) {
-        const double algbw = r.seconds > 0 ? size / r.seconds / 1e9 : 0;
-        line += fmt::format(" | {:>12.2f} {:>8.2f} {:>8.2f}", r.seconds * 1e6, algbw, algbw * bus_factor);
+        const double algbw = r.latency > 0 ? size / r.latency / 1e9 : 0;
+        line += fmt::format(" | {:>12.2f} {:>8.2f} {:>8.2f}", r.latency * 1e6, algbw, algbw * bus_factor);
       }
       std::cout << line << "\n" << std::flush;
     }
-    for (std::size_t k = 0; k < runs.size(); ++k) walls[k] += runs[k].wall;
+    for (std::size_t k = 0; k < runs.size(); ++k) walls[k] += runs[k].wall_s;
   }
   if (!a.json) {
     std::string line = "# simulated in:";

@@ -70,7 +70,7 @@ int report_points(const std::string& output) {
   std::cout << format_point_table(records);
   std::cout << fmt::format("results: {0}/results.jsonl, {0}/results.json, {0}/results.csv\n", output);
   // oom and infeasible points are results (README "Exit codes"); failed ones are not.
-  return std::any_of(records.begin(), records.end(), [](const PointRecord& r) { return r.status() == PointStatus::Failed; })
+  return std::any_of(records.begin(), records.end(), [](const PointRecord& r) { return r.status == PointStatus::Failed; })
              ? kExitFailed
              : kExitOk;
 }
@@ -134,13 +134,13 @@ int cmd_run(const RunArgs& a) {
   if (!a.engine.empty())
     planning.read = [&](const Scenario& base) {
       Scenario v = base;
-      v.simulation.engine = engine_parse(a.engine, "command line", "--engine");
+      v.simulation.engines = EngineSet::parse(a.engine, "command line", "--engine");
       if (const std::string why = estimate_problem(v); !why.empty()) throw InputError("command line", "--engine", why);
     };
   SweepPlan plan = load_scenario_sweep(a.scenario, planning);
   if (!a.engine.empty()) {
     for (Scenario& v : plan.variants) {
-      v.simulation.engine = engine_parse(a.engine, "command line", "--engine");
+      v.simulation.engines = EngineSet::parse(a.engine, "command line", "--engine");
       if (const std::string why = estimate_problem(v); !why.empty()) throw InputError("command line", "--engine", why);
     }
     // What a planner's plans need beyond the estimate (megatron's mixed stage widths), per
@@ -148,7 +148,7 @@ int cmd_run(const RunArgs& a) {
     std::set<std::pair<std::size_t, std::size_t>> checked;
     for (const SweepPoint& p : plan.points) {
       const Scenario& v = plan.variants[p.variant];
-      if (v.simulation.engine != Engine::Estimate || !v.workload || !checked.insert({p.variant, p.strategy}).second) continue;
+      if (!v.simulation.engines.estimate_only() || !v.workload || !checked.insert({p.variant, p.strategy}).second) continue;
       const StrategySpec& spec = v.strategies[p.strategy];
       if (const std::string why = make_planner(spec.name, spec.options, v.file, spec.field)->estimate_problem(); !why.empty())
         throw InputError("command line", "--engine", fmt::format("estimate: {} ({}): {}", spec.label, spec.field, why));
@@ -367,26 +367,23 @@ int cmd_simulate(const SimulateArgs& a) {
                                    graph.op(t.src).name, graph.op(t.dst).name, format_bytes(t.bytes),
                                    cluster.device(placement[t.src]).name, cluster.device(placement[t.dst]).name,
                                    a.cluster_path, a.cluster_path));
-  const std::string& engine_name = a.engine;
-  const Engine engine = engine_parse(engine_name, "", "--engine");
-  Measurement m = measure_placement(graph, cluster, placement, engine);
+  const EngineSet engines = EngineSet::parse(a.engine, "command line", "--engine");
+  if (engines.has(kEstimate))
+    throw InputError("command line", "--engine", "the estimate prices plans (`placesim plan`, a scenario's workload), not placements");
+  const Measurement m = measure_placement(graph, cluster, placement, engines);
   std::cout << fmt::format("graph           {} ({} operator{}, {} tensor{})\n", graph_label, graph.num_operators(),
                            graph.num_operators() == 1 ? "" : "s", graph.num_tensors(),
                            graph.num_tensors() == 1 ? "" : "s");
   std::cout << fmt::format("cluster         {}\n", cluster.description);
-  std::cout << fmt::format("evaluator       {}\n", format_duration(m.evaluator_latency));
-  if (m.simgrid_latency)
-    std::cout << fmt::format("simgrid         {} (simulated in {})\n", format_duration(*m.simgrid_latency),
-                             format_duration(m.simgrid_wall_s));
-  if (m.flow_latency)
-    std::cout << fmt::format("flow            {} (simulated in {})\n", format_duration(*m.flow_latency),
-                             format_duration(m.flow_wall_s));
+  for (const EngineRun& run : m.runs.runs)
+    std::cout << fmt::format("{:<16}{}{}\n", run.engine, format_duration(run.latency),
+                             run.engine == kEvaluator ? std::string() : fmt::format(" (simulated in {})", format_duration(run.wall_s)));
   std::cout << fmt::format("lower bounds    critical path {}, work/GPU {}\n", format_duration(m.bounds.critical_path),
                            format_duration(m.bounds.work_per_device));
   for (int d = 0; d < cluster.num_devices(); ++d)
     std::cout << fmt::format("{:<15} memory {} of {}{}, busy {}\n", cluster.device(d).name, format_bytes(m.memory[d]),
                              format_bytes(cluster.device(d).memory_bytes),
-                             m.memory[d] > cluster.device(d).memory_bytes ? " (OOM)" : "", format_duration(m.schedule.busy[d]));
+                             m.memory[d] > cluster.device(d).memory_bytes ? " (OOM)" : "", format_duration(m.evaluator_schedule()->busy[d]));
   for (std::size_t k = 0; k < m.links.size() && k < 10; ++k)
     std::cout << fmt::format("link {:<24} {} busy {:.1f}% utilisation {:.1f}%\n", m.links[k].name, format_bytes(m.links[k].bytes),
                              100 * m.links[k].busy_fraction, 100 * m.links[k].mean_utilisation);
@@ -542,12 +539,12 @@ int cmd_topology_types(bool json) {
 
 }  // namespace
 
-// The `--engine` values, from the one table (scenarios/runner/scenario.h); `estimate` (no engine, a
-// workload's plans priced by NEST's model) only where plans run: `placesim run`.
+// The `--engine` values, from the engine registry (sim/engines/engine.h); `estimate` (a workload's
+// plans priced by NEST's model) only where plans run: `placesim run`.
 std::vector<std::string> engine_names(bool with_estimate) {
   std::vector<std::string> out;
-  for (const auto& n : kEngineNames)
-    if (with_estimate || n.value != Engine::Estimate) out.emplace_back(n.name);
+  for (const std::string& n : EngineSet::names())
+    if (with_estimate || n != kEstimate) out.push_back(n);
   return out;
 }
 std::string engine_choices(bool with_estimate) {

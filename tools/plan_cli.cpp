@@ -8,6 +8,7 @@
 #include <map>
 
 #include "cli_conventions.h"
+#include "sim/engines/engine.h"
 #include "sim/core/errors.h"
 #include "sim/engines/evaluator.h"
 #include "sim/core/execution_graph.h"
@@ -82,8 +83,13 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
                 "ring phases message by message, or condensed to a flow per ring neighbour (plans of hundreds of replicas)")
       ->check(one_of({"messages", "condensed"}))
       ->capture_default_str();
-  c->add_option("--engine", a.engine, "evaluator, flow, simgrid or all")
-      ->check(one_of({"evaluator", "flow", "simgrid", "all"}))
+  c->add_option("--engine", a.engine, "evaluator, flow, simgrid, estimate (NEST's analytical estimate) or all")
+      ->check(one_of({std::string(kEvaluator), std::string(kFlow), std::string(kSimGrid), std::string(kEstimate), "all"}))
+      ->capture_default_str();
+  c->add_option("--order", a.order,
+                "fcfs: every engine runs each GPU's operators first come, first served on its own arrival times; scheduler: "
+                "the evaluator's list schedule, which the flow engine and SimGrid replay under contention")
+      ->check(one_of({"fcfs", "scheduler"}))
       ->capture_default_str();
   c->add_option("--trace", a.trace,
                 "write the evaluator's timeline of the iteration to FILE (Chrome trace JSON, for Perfetto), with each GPU's "
@@ -177,14 +183,11 @@ int cmd_plan(const PlanArgs& a) {
     std::cerr << "plan: infeasible: " << c.infeasible << "\n";
     return kExitFailed;
   }
-  const EngineRuns ran = run_engines(c.graph, cluster, EngineChoice::named(a.engine));
-  auto say = [](const char* engine, double seconds, double wall) {
-    std::cout << fmt::format("{:<16}{} per iteration (simulated in {})\n", engine, format_duration(seconds),
-                             format_duration(wall));
-  };
-  if (ran.evaluator) say("evaluator", *ran.evaluator, ran.evaluator_wall_s);
-  if (ran.flow) say("flow", *ran.flow, ran.flow_wall_s);
-  if (ran.simgrid) say("simgrid", *ran.simgrid, ran.simgrid_wall_s);
+  const EngineSet which = EngineSet::parse(a.engine, "command line", "--engine");
+  const EngineRuns ran = run_engines(c.graph, cluster, which, enum_parse<RunOrder>(kRunOrderNames, a.order, "command line", "--order"));
+  for (const EngineRun& run : ran.runs)
+    std::cout << fmt::format("{:<16}{} per iteration ({} in {})\n", run.engine, format_duration(run.latency),
+                             run.schedule ? "simulated" : "priced", format_duration(run.wall_s));
   if (!a.trace.empty()) {
     // The evaluator's run: when each stage reaches its memory peak, and the whole timeline.
     const Schedule run = Evaluator(c.graph.graph, cluster).schedule(c.graph.placement);

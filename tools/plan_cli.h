@@ -8,7 +8,8 @@
 namespace placesim {
 
 struct PlanArgs {
-  std::string workload, model, cluster, schedule = "1f1b", engine = "all", gradient_algorithm = "ring", collectives = "messages";
+  std::string workload, model, cluster, schedule = "1f1b", engine = "all", order = "fcfs", gradient_algorithm = "ring",
+      collectives = "messages";
   int tp = 1, pp = 1, dp = 1, micro_batches = 1, zero = 0, ep = 1;
   std::vector<int> stage_tp;  // per stage, its own tensor-parallel width (ParallelPlan::stage_tp)
   int virtual_stages = 1;  // interleaved 1F1B

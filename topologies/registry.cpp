@@ -17,8 +17,8 @@
 
 namespace placesim {
 
-std::span<const TopologyType> topology_registry() {
-  static const std::vector<TopologyType> registry = {
+const Registry<TopologyType>& topology_registry() {
+  static const Registry<TopologyType> registry("cluster type", {
       nvlink_servers_topology(),
       full_mesh_topology(),
       non_blocking_topology(),
@@ -26,7 +26,7 @@ std::span<const TopologyType> topology_registry() {
       spine_leaf_topology(),
       multi_nic_topology(),
       rail_only_topology(),
-  };
+  });
   return registry;
 }
 
@@ -36,26 +36,9 @@ ConfigSource yaml_config_source(const YamlFields& f) {
           }};
 }
 
-const TopologyType& find_topology(const std::string& type, const std::string& file, const std::string& field) {
-  std::vector<std::string> names;
-  for (const auto& t : topology_registry()) {
-    if (t.type == type) return t;
-    for (const auto& a : t.aliases)
-      if (a == type) return t;
-    names.push_back(t.type);
-    for (const auto& a : t.aliases) names.push_back(a);
-  }
-  std::string valid;
-  for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
-  const std::string hint = nearest_word(type, names);
-  throw InputError(file, field,
-                   fmt::format("unknown cluster type '{}'{} (valid: {})", type,
-                               hint.empty() ? "" : "; did you mean '" + hint + "'?", valid));
-}
-
 Cluster cluster_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
   const YamlFields f(node, file, path);
-  return find_topology(f.string("type"), file, f.field("type")).from_yaml(f);
+  return topology_registry().get(f.string("type"), file, f.field("type")).from_yaml(f);
 }
 
 Cluster load_cluster_file(const std::string& path) {
@@ -73,29 +56,8 @@ Cluster with_bandwidth_allocation(const Cluster& cluster, const BandwidthAllocat
   return make_multi_nic(*config, allocation, ConfigSource{what, {}});
 }
 
-nlohmann::ordered_json topologies_to_json() {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const auto& t : topology_registry()) {
-    nlohmann::ordered_json options = nlohmann::ordered_json::array();
-    for (const auto& o : t.options) {
-      nlohmann::ordered_json j = {{"key", o.key}, {"kind", o.kind}, {"default", o.default_text}, {"help", o.help}};
-      if (!o.choices.empty()) j["choices"] = o.choices;
-      j["example"] = o.example;
-      options.push_back(std::move(j));
-    }
-    out.push_back({{"type", t.type}, {"aliases", t.aliases}, {"description", t.description}, {"options", std::move(options)}});
-  }
-  return out;
-}
+nlohmann::ordered_json topologies_to_json() { return topology_registry().to_json(); }
 
-std::string format_topology_types() {
-  std::string out;
-  for (const auto& t : topology_registry()) {
-    out += fmt::format("{}{}\n  {}\n", t.type, t.aliases.empty() ? "" : fmt::format(" (alias: {})", fmt::join(t.aliases, ", ")),
-                       t.description);
-    for (const auto& o : t.options) out += fmt::format("    {} ({}): {}\n", o.key, o.default_text, o.help);
-  }
-  return out;
-}
+std::string format_topology_types() { return topology_registry().to_text(); }
 
 }  // namespace placesim

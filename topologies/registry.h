@@ -28,11 +28,8 @@
 
 namespace placesim {
 
-struct TopologyType {
-  std::string type;
-  std::vector<std::string> aliases;  // other accepted names ("quickp" for nvlink-servers)
-  std::string description;           // one line
-  std::vector<OptionDoc> options;    // every key but `type`
+// A fabric: its name is the `type:` a cluster file gives, its options every key but `type`.
+struct TopologyType : RegistryEntry {
   // A finalized cluster (with its recipe) from a `cluster:` mapping; errors name the file and key.
   std::function<Cluster(const YamlFields& f)> from_yaml;
 };
@@ -47,11 +44,16 @@ TopologyType topology_type(std::string type, std::vector<std::string> aliases, s
                            OptionSchema<Config> schema, Cluster (*build)(const Config&, const ConfigSource&)) {
   std::vector<std::string> keys = schema.keys();
   keys.insert(keys.begin(), "type");
-  return {std::move(type), std::move(aliases), std::move(description), schema.docs(),
-          [schema = std::move(schema), keys, build](const YamlFields& f) {
-            check_known_keys(f, keys);
-            return build(schema.parse_known(f), yaml_config_source(f));
-          }};
+  TopologyType t;
+  t.name = std::move(type);
+  t.aliases = std::move(aliases);
+  t.description = std::move(description);
+  t.options = schema.docs();
+  t.from_yaml = [schema = std::move(schema), keys, build](const YamlFields& f) {
+    check_known_keys(f, keys);
+    return build(schema.parse_known(f), yaml_config_source(f));
+  };
+  return t;
 }
 
 // Stores `config` as the cluster's recipe and finalizes it: the last step of every builder.
@@ -62,9 +64,7 @@ void finish_cluster(Cluster& c, std::string type, const Config& config, const st
 }
 
 // Every registered fabric, in registration order (topologies/registry.cpp).
-std::span<const TopologyType> topology_registry();
-// Looks a type (or alias) up; an unknown name is an InputError listing the valid ones.
-const TopologyType& find_topology(const std::string& type, const std::string& file, const std::string& field);
+const Registry<TopologyType>& topology_registry();
 
 // Builds a cluster from a `cluster:` mapping; errors name `file` and the field.
 Cluster cluster_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path = "cluster");

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <stdexcept>
 
 #include "sim/core/errors.h"
@@ -13,6 +14,10 @@ PlanResult Planner::plan(const LayerWorkload& workload, const Cluster& cluster) 
   const auto t0 = std::chrono::steady_clock::now();
   PlanResult result = plan_impl(workload, cluster, deadline);
   result.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (deadline.bounded()) {
+    result.facts.time_limit_s = deadline.limit();
+    result.facts.over_time_limit = result.search_seconds > deadline.limit();
+  }
   if (const std::string why = plan_problem(workload, result.plan, cluster); !why.empty())
     throw std::runtime_error(fmt::format("planner '{}' returned a plan that cannot run: {}", name_, why));
   return result;
@@ -25,24 +30,15 @@ OptionSchema<PlannerCommonOptions> planner_common_schema() {
   return s;
 }
 
-const PlannerInfo* planner_named(const std::string& name) {
-  for (const auto& info : planner_registry())
-    if (info.name == name) return &info;
-  return nullptr;
-}
-
 std::unique_ptr<Planner> make_planner(const std::string& name, const YAML::Node& options, const std::string& file,
                                       const std::string& field) {
-  const PlannerInfo* info = planner_named(name);
+  const PlannerInfo* info = planner_registry().find(name);
   if (!info) {
-    std::vector<std::string_view> valid;
-    for (const auto& p : planner_registry()) valid.push_back(p.name);
-    for (const auto& s : strategy_registry())
-      if (s.name == name)
-        throw InputError(file, field + ".name",
-                         fmt::format("'{}' places the operators of a graph (`graph:`); a `workload:` takes planners: {}",
-                                     name, join_choices(valid)));
-    throw_unknown_choice(name, valid, file, field + ".name");
+    if (strategy_registry().find(name))
+      throw InputError(file, field + ".name",
+                       fmt::format("'{}' places the operators of a graph (`graph:`); a `workload:` takes planners: {}",
+                                   name, fmt::join(planner_registry().names(), ", ")));
+    info = &planner_registry().get(name, file, field + ".name");
   }
   YAML::Node opts = options ? options : YAML::Node(YAML::NodeType::Map);
   if (opts.IsNull()) opts = YAML::Node(YAML::NodeType::Map);

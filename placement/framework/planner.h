@@ -24,8 +24,10 @@ namespace placesim {
 
 struct PlanResult {
   ParallelPlan plan;
-  double search_seconds = 0;                         // wall time of Planner::plan
-  nlohmann::json report = nlohmann::json::object();  // what the planner wants to tell
+  double search_seconds = 0;  // wall time of Planner::plan
+  SearchFacts facts;          // what other layers read (the time limit)
+  // The planner's own figures and notes, free-form: reported as they are, read by no other layer.
+  nlohmann::json details = nlohmann::json::object();
 };
 
 // The options every planner takes.
@@ -60,10 +62,7 @@ class Planner {
   PlannerCommonOptions common_;
 };
 
-struct PlannerInfo {
-  std::string name;
-  std::string description;         // one line
-  std::vector<OptionDoc> options;  // the planner's own keys, then the common ones
+struct PlannerInfo : RegistryEntry {
   std::function<std::unique_ptr<Planner>(const YamlFields& options)> make;
 };
 
@@ -73,23 +72,24 @@ OptionSchema<PlannerCommonOptions> planner_common_schema();
 template <class P, class Config>
 PlannerInfo planner_info(std::string name, std::string description, OptionSchema<Config> schema) {
   const OptionSchema<PlannerCommonOptions> common = planner_common_schema();
-  std::vector<OptionDoc> docs = schema.docs();
-  for (auto& d : common.docs()) docs.push_back(d);
+  PlannerInfo info;
+  info.name = std::move(name);
+  info.description = std::move(description);
+  info.options = schema.docs();
+  for (auto& d : common.docs()) info.options.push_back(d);
   std::vector<std::string> keys = schema.keys();
   for (auto& k : common.keys()) keys.push_back(k);
-  return {std::move(name), std::move(description), std::move(docs),
-          [schema = std::move(schema), common, keys](const YamlFields& f) -> std::unique_ptr<Planner> {
-            check_known_keys(f, keys);
-            auto p = std::make_unique<P>(schema.parse_known(f));
-            p->set_common_options(common.parse_known(f));
-            return p;
-          }};
+  info.make = [schema = std::move(schema), common, keys](const YamlFields& f) -> std::unique_ptr<Planner> {
+    check_known_keys(f, keys);
+    auto p = std::make_unique<P>(schema.parse_known(f));
+    p->set_common_options(common.parse_known(f));
+    return p;
+  };
+  return info;
 }
 
 // Every registered planner, in registration order (placement/framework/registry.cpp).
-std::span<const PlannerInfo> planner_registry();
-// The planner of that name, or nullptr.
-const PlannerInfo* planner_named(const std::string& name);
+const Registry<PlannerInfo>& planner_registry();
 // Looks a planner up and builds it from its `options:` mapping; an unknown name is an InputError
 // listing the planners (and saying so when the name is a placement strategy).
 std::unique_ptr<Planner> make_planner(const std::string& name, const YAML::Node& options, const std::string& file,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <memory>
+#include <optional>
 #include <yaml-cpp/yaml.h>
 
 #include "sim/engines/evaluator.h"
@@ -35,11 +36,7 @@ std::vector<DeviceId> fastest_server(const Cluster& cluster) {
   return gpus;
 }
 
-const StrategyInfo* registered(std::string_view name) {
-  for (const StrategyInfo& i : strategy_registry())
-    if (i.name == name) return &i;
-  return nullptr;
-}
+const StrategyInfo* registered(std::string_view name) { return strategy_registry().find(name); }
 }  // namespace
 
 bool fits_memory(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement) {
@@ -86,6 +83,91 @@ std::vector<PortfolioCandidate> run_portfolio(const Graph& graph, const Cluster&
     for (const char* name : kOneServer) run(name + where, name, server, gpus, false);
   }
   return out;
+}
+
+std::unique_ptr<Strategy> with_warm_start(std::unique_ptr<Strategy> s, const StrategyTraits& traits) {
+  const bool compare = traits.portfolio == PortfolioUse::AfterIt && s->common_options().portfolio;
+  if (!compare && !traits.searches) return s;
+  return std::make_unique<WarmStartPortfolio>(std::move(s), compare, traits.searches);
+}
+
+const Strategy& own_strategy(const Strategy& s) {
+  const auto* wrapped = dynamic_cast<const WarmStartPortfolio*>(&s);
+  return wrapped ? wrapped->inner() : s;
+}
+
+WarmStartPortfolio::WarmStartPortfolio(std::unique_ptr<Strategy> inner, bool compare, bool memory_fallback)
+    : Strategy(inner->name()), inner_(std::move(inner)), compare_(compare), memory_fallback_(memory_fallback) {
+  set_common_options(inner_->common_options());
+  set_searches(inner_->searches());
+}
+
+namespace {
+
+// Returns `placement` instead of the strategy's answer. What the strategy reported describes its
+// own answer (its memory per GPU, its schedule), so it moves under `own_answer`.
+void replace_answer(PlacementResult& result, std::vector<DeviceId> placement) {
+  if (!result.details.contains("own_answer")) {
+    nlohmann::json own = std::move(result.details);
+    result.details = nlohmann::json::object();
+    if (own.contains("portfolio")) {
+      result.details["portfolio"] = std::move(own["portfolio"]);
+      own.erase("portfolio");
+    }
+    result.details["own_answer"] = std::move(own);
+  }
+  result.placement = std::move(placement);
+  result.bandwidth_allocation.reset();
+}
+
+}  // namespace
+
+PlacementResult WarmStartPortfolio::place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) {
+  PlacementResult result = inner_->place_impl(graph, cluster, deadline);
+  validate_placement(graph, cluster, result.placement, "strategy '" + name() + "'");
+  std::optional<CostModel> cost;
+  std::vector<PortfolioCandidate> candidates;
+  nlohmann::json tried = nlohmann::json::object();
+  bool fill_ran = false;  // m-TOPO's fill is among the candidates (run or failed, not skipped)
+  auto portfolio = [&](bool first_even_out_of_time) {
+    if (!cost) cost.emplace(make_cost_model(graph, cluster));
+    if (fill_ran) return;
+    tried = nlohmann::json::object();
+    candidates = run_portfolio(graph, cluster, deadline, *cost, name(), tried, first_even_out_of_time);
+    fill_ran = !(tried.contains("m-topo") && tried["m-topo"].is_string() &&
+                 tried["m-topo"].get<std::string>().rfind("skipped", 0) == 0);
+  };
+  // Never worse than the cheap answers: the better, by the cost model, of the answer (when it
+  // fits) and the portfolio's best that fits.
+  if (compare_) {
+    portfolio(false);
+    nlohmann::json compared = tried;
+    const bool own_fits = fits_memory(graph, cluster, result.placement);
+    compared[name()] = own_fits ? nlohmann::json(cost->latency(result.placement)) : nlohmann::json("out of memory");
+    const PortfolioCandidate* best = best_fitting(candidates);
+    const bool take = best && (!own_fits || best->latency < compared[name()].get<double>() * (1 - 1e-12));
+    if (take) replace_answer(result, best->placement);
+    result.details["portfolio"] = std::move(compared);
+    result.facts.portfolio_winner = take ? best->name : name();
+  }
+  // Feasibility first: a search that ends over some GPU's memory returns the best placement of
+  // the portfolio that fits, and says so. The portfolio of the step above is reused when its fill ran.
+  if (memory_fallback_ && !fits_memory(graph, cluster, result.placement)) {
+    portfolio(/*first_even_out_of_time=*/true);
+    nlohmann::json fallback = {{"reason", "the strategy's placement exceeds GPU memory"},
+                               {"own_latency_s", cost->latency(result.placement)},
+                               {"candidates", tried}};
+    if (const PortfolioCandidate* best = best_fitting(candidates)) {
+      fallback["chosen"] = best->name;
+      result.facts.memory_fallback = best->name;
+      replace_answer(result, best->placement);
+    } else {
+      fallback["chosen"] = "none fits: the strategy's own placement";
+      result.facts.memory_fallback = "none fits";
+    }
+    result.details["memory_fallback"] = std::move(fallback);
+  }
+  return result;
 }
 
 const PortfolioCandidate* best_fitting(std::span<const PortfolioCandidate> candidates) {

@@ -32,6 +32,28 @@ std::vector<PortfolioCandidate> run_portfolio(const Graph& graph, const Cluster&
 // The fastest candidate that fits, or nullptr.
 const PortfolioCandidate* best_fitting(std::span<const PortfolioCandidate> candidates);
 
+// The strategy itself, the warm-start portfolio around it taken off (for reading its config).
+const Strategy& own_strategy(const Strategy& s);
+
 bool fits_memory(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement);
+
+// A strategy with the warm-start portfolio around it, made by the registry (with_warm_start):
+//  - compare (PortfolioUse::AfterIt with `portfolio: true`): the better, by the strategy's cost
+//    model, of its answer (when it fits) and the portfolio's best that fits; SearchFacts names the
+//    winner, and the candidates' latencies are in the details under `portfolio`;
+//  - memory fallback (search strategies): an answer over some GPU's memory is replaced by the
+//    portfolio's best that fits (m-TOPO's fill first: one exists whenever a simple fill does), said
+//    in SearchFacts::memory_fallback and under `memory_fallback` in the details.
+// A replaced answer's details move under `own_answer`. The portfolio runs at most once per call.
+class WarmStartPortfolio final : public Strategy {
+ public:
+  WarmStartPortfolio(std::unique_ptr<Strategy> inner, bool compare, bool memory_fallback);
+  const Strategy& inner() const { return *inner_; }
+
+ private:
+  PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) override;
+  std::unique_ptr<Strategy> inner_;
+  bool compare_, memory_fallback_;
+};
 
 }  // namespace placesim

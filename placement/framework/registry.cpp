@@ -20,8 +20,8 @@
 
 namespace placesim {
 
-std::span<const StrategyInfo> strategy_registry() {
-  static const std::vector<StrategyInfo> registry = {
+const Registry<StrategyInfo>& strategy_registry() {
+  static const Registry<StrategyInfo> registry("strategy", {
       single_device_strategy_info(),
       round_robin_strategy_info(),
       random_strategy_info(),
@@ -40,17 +40,17 @@ std::span<const StrategyInfo> strategy_registry() {
 #ifdef PLACESIM_HAVE_TORCH
       placeto_strategy_info(),  // needs LibTorch
 #endif
-  };
+  });
   return registry;
 }
 
-std::span<const PlannerInfo> planner_registry() {
-  static const std::vector<PlannerInfo> registry = {
+const Registry<PlannerInfo>& planner_registry() {
+  static const Registry<PlannerInfo> registry("planner", {
       megatron_planner_info(),
       nest_planner_info(),
       nest_unaware_planner_info(),
       mcmc_plan_planner_info(),
-  };
+  });
   return registry;
 }
 

@@ -27,13 +27,30 @@
 #include "sim/core/graph.h"
 #include "sim/config/options.h"
 #include "sim/config/yaml_fields.h"
+#include "sim/core/registry.h"
 
 namespace placesim {
+
+// What the placement layer says about a search that other layers read (tables, reports, plots):
+// typed, so that nothing above reads a strategy's report by key.
+struct SearchFacts {
+  std::optional<double> time_limit_s;  // the call's budget, when bounded
+  bool over_time_limit = false;        // the call took longer than its budget
+  std::optional<CostModelKind> cost_model;  // the latency a search strategy minimised
+  // The warm-start portfolio ran around the strategy (WarmStartPortfolio): the candidate whose
+  // placement this is, the strategy's own name when its own answer won.
+  std::optional<std::string> portfolio_winner;
+  // The strategy's answer exceeded some GPU's memory and this candidate of the portfolio replaced it
+  // ("none fits" when none did and the answer stayed).
+  std::optional<std::string> memory_fallback;
+};
 
 struct PlacementResult {
   std::vector<DeviceId> placement;  // GPU of each operator
   double search_seconds = 0;        // wall time of Strategy::place
-  nlohmann::json report = nlohmann::json::object();  // what the strategy wants to tell (figures, notes)
+  SearchFacts facts;
+  // The strategy's own figures and notes, free-form: reported as they are, read by no other layer.
+  nlohmann::json details = nlohmann::json::object();
   // A strategy that also chooses the multi-NIC bandwidth allocation (QuickP P3) says so here; the
   // runner measures on the cluster rebuilt with it (topologies/registry.h: with_bandwidth_allocation).
   std::optional<BandwidthAllocation> bandwidth_allocation;
@@ -80,14 +97,15 @@ struct StrategyCommonOptions {
 enum class PortfolioUse {
   None,     // no `portfolio` key
   Own,      // the strategy runs it itself (QuickP: beside P2's answer, before P3)
-  AfterIt,  // Strategy::place keeps the better of the answer and the portfolio's best
+  AfterIt,  // the registry wraps it in WarmStartPortfolio, which keeps the better of the answer and the portfolio's best
 };
 
 // What a strategy's registration says about the shared options.
 struct StrategyTraits {
   double time_limit_default = std::numeric_limits<double>::infinity();  // QuickP's is 60 s
-  // A search strategy: it compares placements by latency, so it takes `cost_model: list | flow`
-  // and reports which one it used.
+  // A search strategy: it compares placements by latency, so it takes `cost_model: list | flow`,
+  // reports which one it used, and falls back to the portfolio's best that fits when its answer
+  // exceeds GPU memory (WarmStartPortfolio).
   bool searches = false;
   PortfolioUse portfolio = PortfolioUse::None;
 };
@@ -99,7 +117,8 @@ class Strategy {
   Strategy(const Strategy&) = default;
   Strategy& operator=(const Strategy&) = default;
 
-  // Places the graph within the time budget, times the call and validates the placement.
+  // Places the graph within the time budget, times the call and validates the placement. Throws
+  // InfeasibleProblem when no placement can fit in GPU memory.
   PlacementResult place(const Graph& graph, const Cluster& cluster);
 
   const std::string& name() const { return name_; }
@@ -108,21 +127,22 @@ class Strategy {
   void set_cost_model(CostModelKind kind) { common_.cost_model = kind; }
   // Marks a search strategy (StrategyTraits::searches): place() reports its cost model.
   void set_searches(bool searches) { searches_ = searches; }
-  void set_portfolio_use(PortfolioUse use) { portfolio_use_ = use; }
+  bool searches() const { return searches_; }
   void set_time_limit(double seconds) { common_.time_limit_s = seconds; }
-
- private:
-  virtual PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) = 0;
-  std::string name_;
-  StrategyCommonOptions common_;
-  bool searches_ = false;
-  PortfolioUse portfolio_use_ = PortfolioUse::None;
 
  protected:
   // The strategy's cost model on this graph and cluster (`cost_model`, list unless it searches).
   CostModel make_cost_model(const Graph& graph, const Cluster& cluster) const {
     return CostModel(graph, cluster, common_.cost_model);
   }
+
+ private:
+  // The wrapper runs the strategy it wraps within its own call's deadline.
+  friend class WarmStartPortfolio;
+  virtual PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) = 0;
+  std::string name_;
+  StrategyCommonOptions common_;
+  bool searches_ = false;
 };
 
 // No placement of the graph fits the cluster's memory (infeasibility_reason): Strategy::place
@@ -137,50 +157,51 @@ class InfeasibleProblem : public std::runtime_error {
 // memory against the GPUs' total, or a colocation class (or an operator) against the largest GPU.
 std::string infeasibility_reason(const Graph& graph, const Cluster& cluster);
 
-struct StrategyInfo {
-  std::string name;
-  std::string description;  // one line
-  std::vector<OptionDoc> options;  // the strategy's own keys, then the common ones
+struct StrategyInfo : RegistryEntry {
   // Builds the strategy from its options mapping (an empty mapping when none were given).
   std::function<std::unique_ptr<Strategy>(const YamlFields& options)> make;
-  bool takes(std::string_view key) const {
-    for (const auto& o : options)
-      if (o.key == key) return true;
-    return false;
-  }
 };
 
 // The shared keys a strategy with these traits takes.
 OptionSchema<StrategyCommonOptions> strategy_common_schema(const StrategyTraits& traits);
 
+// The strategy `s` with the warm-start portfolio around it when its traits and options ask
+// (placement/framework/portfolio.h): AfterIt with `portfolio: true` compares, a search falls back
+// on memory. Else `s` itself.
+std::unique_ptr<Strategy> with_warm_start(std::unique_ptr<Strategy> s, const StrategyTraits& traits);
+
 // The StrategyInfo of strategy class S built from a Config by `schema`:
 //   return strategy_info<Mcmc>("mcmc", "one line", mcmc_schema(), {.searches = true});
-// S must be constructible from Config. The common keys are parsed beside the schema's.
+// S must be constructible from Config. The common keys are parsed beside the schema's; the
+// portfolio is applied here, where the strategy is made (with_warm_start).
 template <class S, class Config>
 StrategyInfo strategy_info(std::string name, std::string description, OptionSchema<Config> schema,
                            StrategyTraits traits = {}) {
   const OptionSchema<StrategyCommonOptions> common = strategy_common_schema(traits);
-  std::vector<OptionDoc> docs = schema.docs();
-  for (auto& d : common.docs()) docs.push_back(d);
+  StrategyInfo info;
+  info.name = std::move(name);
+  info.description = std::move(description);
+  info.options = schema.docs();
+  for (auto& d : common.docs()) info.options.push_back(d);
   std::vector<std::string> keys = schema.keys();
   for (auto& k : common.keys()) keys.push_back(k);
-  return {std::move(name), std::move(description), std::move(docs),
-          [schema = std::move(schema), common, keys, traits](const YamlFields& f) -> std::unique_ptr<Strategy> {
-            check_known_keys(f, keys);
-            StrategyCommonOptions base;
-            base.time_limit_s = traits.time_limit_default;
-            auto s = std::make_unique<S>(schema.parse_known(f));
-            s->set_common_options(common.parse_known(f, base));
-            s->set_searches(traits.searches);
-            s->set_portfolio_use(traits.portfolio);
-            return s;
-          }};
+  info.make = [schema = std::move(schema), common, keys, traits](const YamlFields& f) -> std::unique_ptr<Strategy> {
+    check_known_keys(f, keys);
+    StrategyCommonOptions base;
+    base.time_limit_s = traits.time_limit_default;
+    auto s = std::make_unique<S>(schema.parse_known(f));
+    s->set_common_options(common.parse_known(f, base));
+    s->set_searches(traits.searches);
+    return with_warm_start(std::move(s), traits);
+  };
+  return info;
 }
 
 // Every registered strategy, in registration order (placement/framework/registry.cpp).
-std::span<const StrategyInfo> strategy_registry();
+const Registry<StrategyInfo>& strategy_registry();
 
-// Looks a strategy up by name; an unknown name is an InputError listing the valid ones.
+// Looks a strategy up by name; an unknown name is an InputError listing the valid ones (and saying
+// so when the name is a planner's).
 const StrategyInfo& find_strategy(const std::string& name, const std::string& file, const std::string& field);
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const YAML::Node& options, const std::string& file,
                                         const std::string& field);

@@ -16,31 +16,32 @@ SweepValue::SweepValue(std::string path_, std::string text_)
 
 std::string SweepValue::printed() const { return quantity ? format_quantity(*quantity) : text; }
 
-std::string_view point_status_name(PointStatus status) {
-  switch (status) {
-    case PointStatus::Ok: return "ok";
-    case PointStatus::Oom: return "oom";
-    case PointStatus::Infeasible: return "infeasible";
-    case PointStatus::Failed: break;
-  }
-  return "failed";
+std::string_view point_status_name(PointStatus status) { return enum_name<PointStatus>(kPointStatusNames, status); }
+
+const EngineLatency* PointMeasurement::engine(std::string_view name) const {
+  for (const EngineLatency& e : engines)
+    if (e.engine == name) return &e;
+  return nullptr;
 }
 
-PointStatus PointRecord::status() const {
-  if (!measurement) return infeasible ? PointStatus::Infeasible : PointStatus::Failed;
-  return measurement->oom ? PointStatus::Oom : PointStatus::Ok;
+const std::optional<double> PointMeasurement::latency(std::string_view name) const {
+  const EngineLatency* e = engine(name);
+  return e ? std::optional<double>(e->latency) : std::nullopt;
 }
 
-std::optional<double> nest_estimate_of(const PointMeasurement& m) {
-  auto it = m.strategy_report.find("nest_estimate_s");
-  if (it == m.strategy_report.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
+void PointMeasurement::set_latency(std::string_view name, double latency, double wall_s) {
+  std::erase_if(engines, [&](const EngineLatency& e) { return e.engine == name; });
+  engines.push_back({std::string(name), latency, wall_s});
+  std::vector<std::string> order = engine_registry().names();
+  auto rank = [&](const EngineLatency& e) { return std::find(order.begin(), order.end(), e.engine) - order.begin(); };
+  std::stable_sort(engines.begin(), engines.end(), [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
 }
 
 std::optional<double> PointRecord::latency() const {
   if (!measurement) return std::nullopt;
-  if (measurement->simgrid_latency) return measurement->simgrid_latency;
-  return measurement->flow_latency ? measurement->flow_latency : measurement->evaluator_latency;
+  for (std::string_view engine : {kSimGrid, kFlow, kEvaluator, kEstimate})
+    if (const auto l = measurement->latency(engine)) return l;
+  return std::nullopt;
 }
 
 const SweepValue* PointRecord::sweep_value(std::string_view path) const {
@@ -49,8 +50,6 @@ const SweepValue* PointRecord::sweep_value(std::string_view path) const {
 }
 
 namespace {
-
-ojson optional_number(const std::optional<double>& v) { return v ? ojson(*v) : ojson(nullptr); }
 
 // The fields of one JSON object, read with errors that name the file, the line and the field.
 class FieldReader {
@@ -61,6 +60,8 @@ class FieldReader {
   }
 
   bool has(const char* key) const { return j_.contains(key); }
+  const std::string& file() const { return file_; }
+  const std::string& where() const { return where_; }
   const ojson& at(const char* key) const {
     auto it = j_.find(key);
     if (it == j_.end()) fail(key, "missing");
@@ -142,14 +143,21 @@ class FieldReader {
 PointMeasurement measurement_from_json(const FieldReader& f) {
   PointMeasurement m;
   m.search_time = f.number("search_time");
-  if (f.has("evaluator_latency")) m.evaluator_latency = f.optional_number("evaluator_latency");
-  m.simgrid_latency = f.optional_number("simgrid_latency");
-  m.simgrid_wall_time = f.optional_number("simgrid_wall_time");
-  if (f.has("flow_latency")) m.flow_latency = f.optional_number("flow_latency");
+  // Every registered engine's latency where it ran (older runners wrote simgrid_latency: null
+  // where SimGrid did not).
+  for (const EngineInfo& engine : engine_registry()) {
+    const std::string key = engine.name + "_latency", wall = engine.name + "_wall_time";
+    if (!f.has(key.c_str())) continue;
+    const std::optional<double> latency = f.optional_number(key.c_str());
+    if (!latency) continue;
+    m.engines.push_back({engine.name, *latency, f.has(wall.c_str()) ? f.optional_number(wall.c_str()).value_or(0.0) : 0.0});
+  }
+  if (f.has("estimate_note")) m.estimate_note = f.string("estimate_note");
   m.bounds.critical_path = f.number("lower_bound_critical_path");
   m.bounds.work_per_device = f.number("lower_bound_work_per_gpu");
   // Older runners did not write these (lower_bound is max of the two above).
   if (f.has("lower_bound_memory_per_gpu")) m.bounds.memory_per_device = f.number("lower_bound_memory_per_gpu");
+  if (f.has("single_device_latency")) m.single_device_latency = f.number("single_device_latency");
   m.memory_per_gpu = f.numbers("memory_per_gpu");
   m.peak_memory = f.number("peak_memory");
   m.oom = f.boolean("oom");
@@ -160,6 +168,11 @@ PointMeasurement measurement_from_json(const FieldReader& f) {
     m.links.push_back({link.string("link"), link.number("bytes"), link.number("busy_time"), link.number("busy_fraction"),
                        link.number("mean_utilisation")});
   }
+  if (f.has("time_limit")) m.facts.time_limit_s = f.number("time_limit");
+  if (f.has("over_time_limit")) m.facts.over_time_limit = f.boolean("over_time_limit");
+  if (f.has("cost_model")) m.facts.cost_model = f.choice<CostModelKind>("cost_model", kCostModelNames);
+  if (f.has("portfolio_winner")) m.facts.portfolio_winner = f.string("portfolio_winner");
+  if (f.has("memory_fallback")) m.facts.memory_fallback = f.string("memory_fallback");
   m.strategy_report = f.object("strategy_report");
   m.placement_file = f.string("placement_file");
   m.trace_file = f.string("trace_file");
@@ -183,27 +196,29 @@ ojson to_json(const PointRecord& r) {
   j["strategy"] = r.strategy;
   j["seed"] = r.seed ? ojson(*r.seed) : ojson(nullptr);
   j["repetition"] = r.repetition;
-  j["engine"] = std::string(engine_name(r.engine));
-  j["order"] = std::string(op_order_name(r.order));
+  j["engine"] = r.engines.name();
+  j["order"] = std::string(enum_name<RunOrder>(kRunOrderNames, r.order));
   j["collectives"] = std::string(enum_name<CollectiveDetail>(kCollectiveDetailNames, r.collectives));
   if (r.graph_size) {
     j["operators"] = r.graph_size->operators;
     j["tensors"] = r.graph_size->tensors;
   }
-  j["status"] = std::string(point_status_name(r.status()));
+  j["status"] = std::string(point_status_name(r.status));
   if (!r.measurement) {
-    j["error"] = r.error;
+    j["error"] = r.reason;
   } else {
     const PointMeasurement& m = *r.measurement;
     j["search_time"] = m.search_time;
-    if (m.evaluator_latency) j["evaluator_latency"] = *m.evaluator_latency;
-    j["simgrid_latency"] = optional_number(m.simgrid_latency);
-    j["simgrid_wall_time"] = optional_number(m.simgrid_wall_time);
-    if (m.flow_latency) j["flow_latency"] = *m.flow_latency;  // only where the flow engine ran
+    for (const EngineLatency& e : m.engines) {
+      j[e.engine + "_latency"] = e.latency;
+      j[e.engine + "_wall_time"] = e.wall_s;
+    }
+    if (!m.estimate_note.empty()) j["estimate_note"] = m.estimate_note;
     j["lower_bound_critical_path"] = m.bounds.critical_path;
     j["lower_bound_work_per_gpu"] = m.bounds.work_per_device;
     j["lower_bound"] = m.bounds.best();
     j["lower_bound_memory_per_gpu"] = m.bounds.memory_per_device;
+    if (m.single_device_latency) j["single_device_latency"] = *m.single_device_latency;
     j["memory_per_gpu"] = m.memory_per_gpu;
     j["peak_memory"] = m.peak_memory;
     j["oom"] = m.oom;
@@ -213,6 +228,11 @@ ojson to_json(const PointRecord& r) {
       links.push_back({{"link", l.name}, {"bytes", l.bytes}, {"busy_time", l.busy_s},
                        {"busy_fraction", l.busy_fraction}, {"mean_utilisation", l.mean_utilisation}});
     j["links"] = std::move(links);
+    if (m.facts.time_limit_s) j["time_limit"] = *m.facts.time_limit_s;
+    if (m.facts.time_limit_s) j["over_time_limit"] = m.facts.over_time_limit;
+    if (m.facts.cost_model) j["cost_model"] = std::string(cost_model_name(*m.facts.cost_model));
+    if (m.facts.portfolio_winner) j["portfolio_winner"] = *m.facts.portfolio_winner;
+    if (m.facts.memory_fallback) j["memory_fallback"] = *m.facts.memory_fallback;
     j["strategy_report"] = m.strategy_report;
     j["placement_file"] = m.placement_file;
     j["trace_file"] = m.trace_file;
@@ -240,11 +260,8 @@ PointRecord record_from_json(const ojson& j, const std::string& file, const std:
   r.strategy = f.string("strategy");
   if (!f.at("seed").is_null()) r.seed = f.integer<long>("seed");
   r.repetition = f.integer<int>("repetition");
-  r.engine = f.choice<Engine>("engine", kEngineNames);
-  const std::string order = f.string("order");
-  if (order == op_order_name(OpOrder::Fcfs)) r.order = OpOrder::Fcfs;
-  else if (order == op_order_name(OpOrder::Scheduler)) r.order = OpOrder::Scheduler;
-  else f.fail("order", "expected scheduler or fcfs");
+  r.engines = EngineSet::parse(f.string("engine"), f.file(), f.where() + ": \"engine\"");
+  r.order = f.choice<RunOrder>("order", kRunOrderNames);
   // Absent from records written before simulation.collectives.
   if (f.has("collectives")) r.collectives = f.choice<CollectiveDetail>("collectives", kCollectiveDetailNames);
   if (f.has("operators")) {
@@ -253,25 +270,24 @@ PointRecord record_from_json(const ojson& j, const std::string& file, const std:
     r.graph_size = PointRecord::GraphSize{f.integer<std::size_t>("operators"), f.integer<std::size_t>("tensors"),
                                           f.strings("warnings")};
   }
-  const std::string status = f.string("status");
-  if (status == point_status_name(PointStatus::Failed) || status == point_status_name(PointStatus::Infeasible)) {
-    r.error = f.string("error");
-    r.infeasible = status == point_status_name(PointStatus::Infeasible);
-  } else if (status == point_status_name(PointStatus::Ok) || status == point_status_name(PointStatus::Oom)) {
+  r.status = f.choice<PointStatus>("status", kPointStatusNames);
+  if (r.status == PointStatus::Failed || r.status == PointStatus::Infeasible) {
+    r.reason = f.string("error");
+  } else {
     r.measurement = measurement_from_json(f);
-    if (r.status() != (status == "oom" ? PointStatus::Oom : PointStatus::Ok))
-      f.fail("status", fmt::format("'{}' disagrees with \"oom\"", status));
+    if (r.measurement->oom != (r.status == PointStatus::Oom))
+      f.fail("status", fmt::format("'{}' disagrees with \"oom\"", point_status_name(r.status)));
     // Older runners wrote an infinite or NaN latency as null with status ok: such a point did not
     // measure anything comparable, so it reads as the failed point it is (and --resume goes on).
-    if (f.has("evaluator_latency") && !(r.measurement->evaluator_latency && std::isfinite(*r.measurement->evaluator_latency))) {
+    if (f.has("evaluator_latency") && !r.measurement->latency(kEvaluator)) {
       r.measurement.reset();
-      r.error = fmt::format("recorded as {} with \"evaluator_latency\": null: the latency was not a finite number", status);
+      r.reason = fmt::format("recorded as {} with \"evaluator_latency\": null: the latency was not a finite number",
+                             point_status_name(r.status));
+      r.status = PointStatus::Failed;
     }
-    // Only a point that ran no engine has no evaluator latency.
-    if (!f.has("evaluator_latency") && r.engine != Engine::Estimate)
-      f.fail("evaluator_latency", fmt::format("missing, but the point ran on engine {}", engine_name(r.engine)));
-  } else {
-    f.fail("status", "expected ok, oom, infeasible or failed");
+    // Only a point that ran no engine but the estimate has no evaluator latency.
+    if (r.measurement && !r.engines.estimate_only() && !f.has("evaluator_latency"))
+      f.fail("evaluator_latency", fmt::format("missing, but the point ran on engine {}", r.engines.name()));
   }
   return r;
 }
@@ -319,8 +335,9 @@ std::string records_to_csv(std::span<const PointRecord> records) {
   const std::vector<std::string> paths = sweep_paths(records);
   std::string csv = "key,scenario,strategy,label";
   for (const auto& p : paths) csv += "," + csv_quote(p);
-  csv += ",seed,repetition,status,evaluator_latency_s,simgrid_latency_s,flow_latency_s,nest_estimate_s,search_time_s,peak_memory_"
-         "bytes,oom,error\n";
+  csv += ",seed,repetition,status";
+  for (const EngineInfo& e : engine_registry()) csv += fmt::format(",{}_latency_s", e.name);
+  csv += ",search_time_s,peak_memory_bytes,oom,portfolio_winner,error\n";
   for (const PointRecord& r : records) {
     csv += fmt::format("{},{},{},{}", csv_quote(r.key), csv_quote(r.scenario), csv_quote(r.strategy), csv_quote(r.label));
     for (const auto& p : paths) {
@@ -328,16 +345,16 @@ std::string records_to_csv(std::span<const PointRecord> records) {
       csv += "," + (v ? csv_quote(v->text) : std::string());
     }
     csv += fmt::format(",{},{},{}", r.seed ? std::to_string(*r.seed) : std::string(), r.repetition,
-                       point_status_name(r.status()));
+                       point_status_name(r.status));
     if (const auto& m = r.measurement) {
-      const auto estimate = nest_estimate_of(*m);
-      csv += fmt::format(",{},{},{},{},{:.6g},{:.0f},{},", m->evaluator_latency ? fmt::format("{:.9g}", *m->evaluator_latency) : std::string(),
-                         m->simgrid_latency ? fmt::format("{:.9g}", *m->simgrid_latency) : std::string(),
-                         m->flow_latency ? fmt::format("{:.9g}", *m->flow_latency) : std::string(),
-                         estimate ? fmt::format("{:.9g}", *estimate) : std::string(), m->search_time,
-                         m->peak_memory, m->oom ? "true" : "false");
+      for (const EngineInfo& e : engine_registry()) {
+        const auto latency = m->latency(e.name);
+        csv += "," + (latency ? fmt::format("{:.9g}", *latency) : std::string());
+      }
+      csv += fmt::format(",{:.6g},{:.0f},{},{},", m->search_time, m->peak_memory, m->oom ? "true" : "false",
+                         m->facts.portfolio_winner ? csv_quote(*m->facts.portfolio_winner) : std::string());
     } else {
-      csv += ",,,,,,,," + csv_quote(r.error);
+      csv += std::string(engine_registry().size() + 4, ',') + "," + csv_quote(r.reason);
     }
     csv += "\n";
   }
@@ -352,14 +369,14 @@ namespace {
 std::string fastest_lines(std::span<const PointRecord> records, const ColumnUnit& unit) {
   const PointRecord *contended_best = nullptr, *free_best = nullptr;
   const char* whose = nullptr;
-  auto contended = [](const PointMeasurement& m) { return m.simgrid_latency ? m.simgrid_latency : m.flow_latency; };
+  auto contended = [](const PointMeasurement& m) { return m.latency(kSimGrid) ? m.latency(kSimGrid) : m.latency(kFlow); };
   for (const PointRecord& r : records) {
-    if (!r.measurement || r.measurement->oom || !r.measurement->evaluator_latency) continue;
+    if (!r.measurement || r.measurement->oom || !r.measurement->latency(kEvaluator)) continue;
     const PointMeasurement& m = *r.measurement;
-    if (!free_best || *m.evaluator_latency < *free_best->measurement->evaluator_latency) free_best = &r;
+    if (!free_best || *m.latency(kEvaluator) < *free_best->measurement->latency(kEvaluator)) free_best = &r;
     if (const auto c = contended(m); c && (!contended_best || *c < *contended(*contended_best->measurement))) {
       contended_best = &r;
-      whose = m.simgrid_latency ? "SimGrid" : "flow engine";
+      whose = m.latency(kSimGrid) ? "SimGrid" : "flow engine";
     }
   }
   if (!contended_best) return "";
@@ -367,7 +384,7 @@ std::string fastest_lines(std::span<const PointRecord> records, const ColumnUnit
                                 format_number_in(*contended(*contended_best->measurement), unit), unit.name);
   if (free_best != contended_best)
     out += fmt::format("fastest without contention (evaluator): {}, {} {}, but {} {} under contention\n",
-                       free_best->label, format_number_in(*free_best->measurement->evaluator_latency, unit), unit.name,
+                       free_best->label, format_number_in(*free_best->measurement->latency(kEvaluator), unit), unit.name,
                        format_number_in(*contended(*free_best->measurement), unit), unit.name);
   return out;
 }
@@ -391,10 +408,10 @@ std::string format_point_table(std::span<const PointRecord> records) {
   std::vector<double> latencies, searches, memories;
   for (const PointRecord& r : records)
     if (r.measurement) {
-      if (r.measurement->evaluator_latency) latencies.push_back(*r.measurement->evaluator_latency);
-      if (const auto e = nest_estimate_of(*r.measurement)) latencies.push_back(*e);
-      if (r.measurement->simgrid_latency) latencies.push_back(*r.measurement->simgrid_latency);
-      if (r.measurement->flow_latency) latencies.push_back(*r.measurement->flow_latency);
+      if (r.measurement->latency(kEvaluator)) latencies.push_back(*r.measurement->latency(kEvaluator));
+      if (const auto e = r.measurement->latency(kEstimate)) latencies.push_back(*e);
+      if (r.measurement->latency(kSimGrid)) latencies.push_back(*r.measurement->latency(kSimGrid));
+      if (r.measurement->latency(kFlow)) latencies.push_back(*r.measurement->latency(kFlow));
       searches.push_back(r.measurement->search_time);
       memories.push_back(r.measurement->peak_memory);
     }
@@ -402,10 +419,10 @@ std::string format_point_table(std::span<const PointRecord> records) {
   const std::string point_head = width ? fmt::format("{:<{}} ", "point", width) : std::string();
   // The flow engine's column only when it ran for some point.
   const bool flow = std::any_of(records.begin(), records.end(),
-                                [](const PointRecord& r) { return r.measurement && r.measurement->flow_latency; });
+                                [](const PointRecord& r) { return r.measurement && r.measurement->latency(kFlow); });
   // NEST's estimate's column where some point ran no engine (simulation.engine estimate).
   const bool estimated = std::any_of(records.begin(), records.end(),
-                                     [](const PointRecord& r) { return r.measurement && !r.measurement->evaluator_latency; });
+                                     [](const PointRecord& r) { return r.measurement && !r.measurement->latency(kEvaluator); });
   std::string out = point_head + fmt::format("{:<20} {:>14} {:>14}{} {:>12} {:>18} {:>5}\n", "strategy",
                                              fmt::format("evaluator ({})", latency.name),
                                              fmt::format("simgrid ({})", latency.name),
@@ -418,18 +435,18 @@ std::string format_point_table(std::span<const PointRecord> records) {
   for (const PointRecord& r : records) {
     const std::string point = width ? fmt::format("{:<{}} ", point_of(r), width) : std::string();
     if (!r.measurement) {
-      out += point + fmt::format("{:<20} {}: {}\n", r.label, r.infeasible ? "infeasible" : "failed", r.error);
+      out += point + fmt::format("{:<20} {}: {}\n", r.label, point_status_name(r.status), r.reason);
       continue;
     }
     const PointMeasurement& m = *r.measurement;
     out += point + fmt::format("{:<20} {:>14} {:>14}{} {:>12} {:>18} {:>5}\n", r.label,
-                               m.evaluator_latency ? format_number_in(*m.evaluator_latency, latency) : std::string("-"),
-                               m.simgrid_latency ? format_number_in(*m.simgrid_latency, latency) : std::string("-"),
+                               m.latency(kEvaluator) ? format_number_in(*m.latency(kEvaluator), latency) : std::string("-"),
+                               m.latency(kSimGrid) ? format_number_in(*m.latency(kSimGrid), latency) : std::string("-"),
                                (!flow ? std::string()
-                                      : fmt::format(" {:>14}", m.flow_latency ? format_number_in(*m.flow_latency, latency)
+                                      : fmt::format(" {:>14}", m.latency(kFlow) ? format_number_in(*m.latency(kFlow), latency)
                                                                              : std::string("-"))) +
                                    (!estimated ? std::string()
-                                               : fmt::format(" {:>16}", nest_estimate_of(m) ? format_number_in(*nest_estimate_of(m), latency)
+                                               : fmt::format(" {:>16}", m.latency(kEstimate) ? format_number_in(*m.latency(kEstimate), latency)
                                                                                            : std::string("-"))),
                                format_number_in(m.search_time, search), format_number_in(m.peak_memory, memory),
                                m.oom ? "yes" : "no");

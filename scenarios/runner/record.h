@@ -8,12 +8,13 @@
 // The JSON form (one line of results.jsonl) is, in this order: key, index, scenario, graph, gpus,
 // cluster, sweep (path -> value as written), label, strategy, seed, repetition, engine, order,
 // operators and tensors (when the worker loaded the graph), status (ok, oom, infeasible or failed),
-// then either error (infeasible, failed) or the measurement (search_time, evaluator_latency,
-// simgrid_latency, simgrid_wall_time, flow_latency (only when the flow engine ran),
-// lower_bound_critical_path, lower_bound_work_per_gpu, lower_bound (the larger of the two),
-// lower_bound_memory_per_gpu, memory_per_gpu,
-// peak_memory, oom, busy_per_gpu, links, strategy_report, placement_file, trace_file), and last
-// warnings (with operators and tensors).
+// then either error (infeasible, failed) or the measurement (search_time, then per engine that ran
+// <engine>_latency and <engine>_wall_time (evaluator, flow, simgrid, estimate), estimate_note when a
+// plan has no estimate, lower_bound_critical_path, lower_bound_work_per_gpu, lower_bound (the larger
+// of the two), lower_bound_memory_per_gpu, memory_per_gpu, peak_memory, oom, busy_per_gpu, links,
+// the search's facts when set (time_limit, over_time_limit, cost_model, portfolio_winner,
+// memory_fallback), strategy_report, placement_file, trace_file), and last warnings (with
+// operators and tensors).
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -22,6 +23,8 @@
 #include <vector>
 
 #include "scenarios/runner/scenario.h"
+#include "placement/framework/strategy.h"
+#include "sim/engines/engine.h"
 #include "sim/engines/evaluator.h"
 #include "sim/core/units.h"
 
@@ -51,29 +54,50 @@ struct LinkUse {
   bool operator==(const LinkUse&) const = default;
 };
 
-// What a placement measured, as recorded.
+// One engine's latency of a point (sim/engines/engine.h), with the host time the engine took.
+struct EngineLatency {
+  std::string engine;  // registered name: written as "<engine>_latency" and "<engine>_wall_time"
+  double latency = 0;  // seconds
+  double wall_s = 0;
+  bool operator==(const EngineLatency&) const = default;
+};
+
+// What a placement or a plan measured, as recorded.
 struct PointMeasurement {
   double search_time = 0;  // the strategy's, including coarsening and `refine:`
-  // Unset when no engine ran (simulation.engine estimate: a plan priced by NEST's estimate, in
-  // strategy_report.nest_estimate_s); written as no "evaluator_latency" key at all.
-  std::optional<double> evaluator_latency;
-  std::optional<double> simgrid_latency, simgrid_wall_time;  // when SimGrid ran
-  std::optional<double> flow_latency;                        // when the flow engine ran
+  // Per engine that ran, in the engines' registry order. A plan is priced by the estimate too,
+  // beside the engines that ran it (estimate_note says why not when it cannot be); with
+  // `simulation.engine: estimate` the estimate is the only one.
+  std::vector<EngineLatency> engines;
+  std::string estimate_note;
   LowerBounds bounds;
+  // The graph alone on its best single GPU (single-device's placement), contention-free, where it
+  // fits there: what the robustness report compares every strategy with. Unset for plans and
+  // replicated placements.
+  std::optional<double> single_device_latency;
   std::vector<double> memory_per_gpu;  // bytes
   double peak_memory = 0;              // the largest of memory_per_gpu
   bool oom = false;                    // some GPU holds more than its capacity
   std::vector<double> busy_per_gpu;    // seconds of compute per GPU
   std::vector<LinkUse> links;          // links that carried traffic (SimGrid only), most bytes first
+  SearchFacts facts;                   // the time limit, cost model, portfolio winner, memory fallback
+  // The strategy's or planner's own details (placement/framework/strategy.h), free-form.
   nlohmann::ordered_json strategy_report = nlohmann::ordered_json::object();
   std::string placement_file, trace_file;  // relative to the results folder; trace_file may be empty
+
+  // The engine's latency, when it ran.
+  // (A const value: assigning to it would change nothing; set_latency does.)
+  const std::optional<double> latency(std::string_view engine) const;
+  // Records the engine's latency (replacing an earlier one), in the engines' registry order.
+  void set_latency(std::string_view engine, double latency, double wall_s = 0);
+  const EngineLatency* engine(std::string_view name) const;
 };
 
-// A plan's NEST estimate (strategy_report.nest_estimate_s), when its report has one.
-std::optional<double> nest_estimate_of(const PointMeasurement& m);
-
-// Infeasible: no placement fits in the GPUs' memory (InfeasibleProblem), with the reason in error.
+// ok: measured; oom: measured, some GPU over its memory; infeasible: no placement or plan fits (not
+// run); failed: the strategy, an engine or placesim failed. Each but ok and oom has a reason.
 enum class PointStatus { Ok, Oom, Infeasible, Failed };
+inline constexpr EnumName<PointStatus> kPointStatusNames[] = {
+    {PointStatus::Ok, "ok"}, {PointStatus::Oom, "oom"}, {PointStatus::Infeasible, "infeasible"}, {PointStatus::Failed, "failed"}};
 std::string_view point_status_name(PointStatus status);
 
 struct PointRecord {
@@ -87,25 +111,23 @@ struct PointRecord {
   std::string label, strategy;  // the strategy's label and registered name
   std::optional<long> seed;
   int repetition = 0;
-  Engine engine = Engine::Both;
-  OpOrder order = OpOrder::Scheduler;
+  EngineSet engines = EngineSet::of({kEvaluator, kSimGrid});  // simulation.engine
+  RunOrder order = RunOrder::Scheduler;
   CollectiveDetail collectives = CollectiveDetail::Messages;  // simulation.collectives
-  // The graph as the worker loaded it; absent when the point failed before (its graph did not
-  // load, or its worker died).
+  // The graph as the worker loaded it (or the execution graph a plan compiled into); absent when
+  // the point failed before (its graph did not load, or its worker died).
   struct GraphSize {
     std::size_t operators = 0, tensors = 0;
     std::vector<std::string> warnings;  // the graph loader's
   };
   std::optional<GraphSize> graph_size;
-  // Status: infeasible or failed when there is no measurement, with the reason in `error`.
-  std::string error;
-  bool infeasible = false;  // no measurement because no placement fits (status infeasible)
-  std::optional<PointMeasurement> measurement;
+  PointStatus status = PointStatus::Ok;  // ok and oom have a measurement, the others a reason
+  std::string reason;  // infeasible, failed: why
+  std::optional<PointMeasurement> measurement;  // ok, oom
 
-  PointStatus status() const;
   bool failed() const { return !measurement; }
-  // SimGrid's latency where it ran, else the flow engine's, else the evaluator's; nullopt for a
-  // failed point.
+  // SimGrid's latency where it ran, else the flow engine's, else the evaluator's, else the
+  // estimate's; nullopt for a point without a measurement.
   std::optional<double> latency() const;
   const SweepValue* sweep_value(std::string_view path) const;
 };

@@ -114,19 +114,18 @@ std::string field_text(const PointRecord& r, const std::string& field, const Swe
   return "-";
 }
 
-const char* const kValueFields[] = {"latency",     "search_time", "evaluator_latency", "simgrid_latency",
-                                    "flow_latency", "peak_memory", "lower_bound"};
+const char* const kValueFields[] = {"latency",      "search_time",      "evaluator_latency", "simgrid_latency",
+                                    "flow_latency", "estimate_latency", "peak_memory",       "lower_bound"};
 
 std::optional<double> value_of(const PointRecord& r, const std::string& value) {
   if (!r.measurement) return std::nullopt;
   const PointMeasurement& m = *r.measurement;
   if (value == "latency") return r.latency();
-  if (value == "evaluator_latency") return m.evaluator_latency;
-  if (value == "simgrid_latency") return m.simgrid_latency;
-  if (value == "flow_latency") return m.flow_latency;
+  if (value.ends_with("_latency")) return m.latency(value.substr(0, value.size() - std::string_view("_latency").size()));
   if (value == "search_time") return m.search_time;
   if (value == "peak_memory") return m.peak_memory;
   if (value == "lower_bound") return m.bounds.best();
+  // A figure of the strategy's own report, named by the scenario's report spec.
   if (auto it = m.strategy_report.find(value); it != m.strategy_report.end() && it->is_number())
     return it->get<double>();
   return std::nullopt;
@@ -165,7 +164,7 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
   // (simulation.engine estimate).
   auto time_of = [](const PointRecord& r) -> std::optional<double> {
     if (auto latency = r.latency()) return latency;
-    return nest_estimate_of(*r.measurement);
+    return r.measurement->latency(kEstimate);
   };
   for (const PointRecord* r : in_scenario_order(records)) {
     const std::string g = group_name(*r, text);
@@ -174,8 +173,8 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
     if (std::find(so.begin(), so.end(), r->label) == so.end()) so.push_back(r->label);
     cells[{g, r->label}].push_back(r);
     if (r->measurement)
-      (r->measurement->simgrid_latency           ? any_simgrid
-       : r->measurement->evaluator_latency ? any_evaluator_only
+      (r->measurement->latency(kSimGrid)           ? any_simgrid
+       : r->measurement->latency(kEvaluator) ? any_evaluator_only
                                            : any_estimate_only) = true;
   }
   struct Row {
@@ -199,8 +198,8 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
         ++row.runs;
         if (!r->measurement) {
           ++row.failures;
-          row.all_infeasible = row.all_infeasible && r->infeasible;
-          if (row.error.empty()) row.error = r->error;
+          row.all_infeasible = row.all_infeasible && r->status == PointStatus::Infeasible;
+          if (row.error.empty()) row.error = r->reason;
           continue;
         }
         if (const auto t = time_of(*r)) lat.push_back(*t);
@@ -298,15 +297,15 @@ nlohmann::ordered_json records_to_json(std::span<const PointRecord> records, con
                    {"params", params},
                    {"params_text", written},
                    {"latency", opt(r.latency())},
-                   {"latency_source", !m || !r.latency() ? "" : m->simgrid_latency ? "simgrid" : m->flow_latency ? "flow" : "evaluator"},
-                   {"evaluator_latency", opt(m ? m->evaluator_latency : std::nullopt)},
-                   {"simgrid_latency", opt(m ? m->simgrid_latency : std::nullopt)},
-                   {"flow_latency", opt(m ? m->flow_latency : std::nullopt)},
+                   {"latency_source", !m || !r.latency() ? "" : m->latency(kSimGrid) ? "simgrid" : m->latency(kFlow) ? "flow" : "evaluator"},
+                   {"evaluator_latency", opt(m ? m->latency(kEvaluator) : std::nullopt)},
+                   {"simgrid_latency", opt(m ? m->latency(kSimGrid) : std::nullopt)},
+                   {"flow_latency", opt(m ? m->latency(kFlow) : std::nullopt)},
                    {"search_time", opt(m ? std::optional(m->search_time) : std::nullopt)},
                    {"peak_memory", m ? m->peak_memory : 0.0},
                    {"oom", m && m->oom},
                    {"failed", r.failed()},
-                   {"error", r.error},
+                   {"error", r.reason},
                    {"trace_file", trace},
                    {"strategy_report", m ? json(m->strategy_report) : json::object()}});
   }
@@ -416,7 +415,7 @@ std::string format_pivot_table(std::span<const PointRecord> records, const Pivot
     if (std::find(row_keys.begin(), row_keys.end(), row) == row_keys.end()) row_keys.push_back(row);
     if (std::find(column_keys.begin(), column_keys.end(), column) == column_keys.end()) column_keys.push_back(column);
     if (r.failed()) {
-      (r.infeasible ? infeasible : failed).insert({row, column});
+      (r.status == PointStatus::Infeasible ? infeasible : failed).insert({row, column});
       continue;
     }
     if (r.measurement->oom) oom.insert({row, column});
@@ -490,22 +489,21 @@ std::map<std::string, CaseBest> case_bests(std::span<const PointRecord> records)
   auto lower = [](std::optional<double>& best, double v) { best = std::min(best.value_or(v), v); };
   for (const PointRecord& r : records) {
     CaseBest& best = bests[case_key(r)];
-    if (r.status() != PointStatus::Ok) continue;
+    if (r.status != PointStatus::Ok) continue;
     const PointMeasurement& m = *r.measurement;
-    if (!m.evaluator_latency) continue;  // no engine ran
-    lower(best.evaluator, *m.evaluator_latency);
-    if (m.simgrid_latency) lower(best.simgrid, *m.simgrid_latency);
-    if (r.strategy == "single-device") lower(best.single_device, *m.evaluator_latency);
+    if (!m.latency(kEvaluator)) continue;  // no engine ran
+    lower(best.evaluator, *m.latency(kEvaluator));
+    if (m.latency(kSimGrid)) lower(best.simgrid, *m.latency(kSimGrid));
+    if (m.single_device_latency) lower(best.single_device, *m.single_device_latency);
   }
   return bests;
 }
 
 // Issue #13: a time limit is honoured within 10% or 0.5 s, whichever is more.
 bool overran_time_limit(const PointRecord& r) {
-  const auto& report = r.measurement->strategy_report;
-  const auto limit = report.find("time_limit_s");
-  if (limit == report.end() || !limit->is_number()) return false;
-  const double seconds = r.measurement->search_time, allowed = limit->get<double>();
+  const SearchFacts& facts = r.measurement->facts;
+  if (!facts.time_limit_s) return false;
+  const double seconds = r.measurement->search_time, allowed = *facts.time_limit_s;
   return seconds > allowed * 1.1 && seconds > allowed + 0.5;
 }
 
@@ -546,13 +544,13 @@ std::vector<RobustnessRow> robustness_summary(std::span<const PointRecord> recor
     Ratios& of_row = ratios[static_cast<std::size_t>(it - rows.begin())];
     const CaseBest& best = bests.at(case_key(r));
     ++row.points;
-    const PointStatus status = r.status();
+    const PointStatus status = r.status;
     if (status == PointStatus::Failed) ++row.failed;
     if (status == PointStatus::Infeasible) ++row.infeasible;
     if (!r.measurement) continue;
     const PointMeasurement& m = *r.measurement;
-    if (!m.evaluator_latency) continue;  // no engine ran
-    const double evaluator = *m.evaluator_latency;
+    if (!m.latency(kEvaluator)) continue;  // no engine ran
+    const double evaluator = *m.latency(kEvaluator);
     if (status == PointStatus::Oom && best.evaluator) ++row.oom_where_another_fits;
     if (overran_time_limit(r)) ++row.over_time_limit;
     if (best.single_device && evaluator > *best.single_device * (1 + kSameLatency)) ++row.slower_than_single_device;
@@ -561,8 +559,8 @@ std::vector<RobustnessRow> robustness_summary(std::span<const PointRecord> recor
       of_row.evaluator.push_back(*e);
       if (*e <= 1.05 * (1 + kSameLatency)) ++row.within_5_percent;
     }
-    if (m.simgrid_latency)
-      if (const auto g = ratio(*m.simgrid_latency, best.simgrid)) of_row.simgrid.push_back(*g);
+    if (m.latency(kSimGrid))
+      if (const auto g = ratio(*m.latency(kSimGrid), best.simgrid)) of_row.simgrid.push_back(*g);
     if (const auto b = ratio(evaluator, m.bounds.best())) of_row.lower_bound.push_back(*b);
   }
   auto median_of = [](const std::vector<double>& v) { return v.empty() ? std::nullopt : std::optional(median(v)); };

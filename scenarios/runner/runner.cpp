@@ -7,57 +7,50 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <functional>
 
-#include "placement/planners/nest/nest.h"
 #include "placement/framework/planner.h"
 #include "placement/framework/strategy.h"
-#include "sim/plans/data_parallel.h"
-#include "sim/plans/parallel_plan.h"
+#include "placement/strategies/single_device/single_device.h"
 #include "sim/core/errors.h"
-#include "sim/engines/flow_engine.h"
+#include "sim/core/units.h"
 #include "sim/io/placement_io.h"
 #include "sim/io/trace.h"
-#include "sim/core/units.h"
+#include "sim/plans/data_parallel.h"
+#include "sim/plans/parallel_plan.h"
 #include "topologies/registry.h"
 
 namespace placesim {
 
 namespace fs = std::filesystem;
 
-namespace {
-// The evaluator's priority for a scenario's `simulation.order`.
-Priority priority_of(OpOrder order) { return order == OpOrder::Fcfs ? Priority::Fcfs : Priority::Rank; }
-}  // namespace
+const Schedule* Measurement::evaluator_schedule() const {
+  const EngineRun* r = runs.find(kEvaluator);
+  return r && r->schedule ? &*r->schedule : nullptr;
+}
 
-Measurement measure_placement(const Graph& graph, const Cluster& cluster, const std::vector<DeviceId>& placement,
-                              Engine engine, OpOrder order) {
+const EngineRun* Measurement::timeline() const {
+  for (std::string_view engine : {kSimGrid, kEvaluator})
+    if (const EngineRun* r = runs.find(engine); r && r->schedule) return r;
+  return nullptr;
+}
+
+Measurement measure(const PlacedGraph& graph, const Cluster& cluster, EngineSet engines, RunOrder order,
+                    std::optional<std::vector<double>> memory) {
   Measurement m;
-  Evaluator evaluator(graph, cluster);
-  m.schedule = evaluator.schedule(placement, priority_of(order));
-  m.evaluator_latency = m.schedule.latency;
-  m.bounds = evaluator.lower_bounds();
-  m.memory = m.schedule.memory;
+  // Any engine that schedules brings the evaluator: its bounds and busy times are every record's.
+  if (!engines.estimate_only()) engines = engines.with(kEvaluator);
+  m.runs = run_engines(graph, cluster, engines, order);
+  m.bounds = Evaluator(graph.graph, cluster).lower_bounds();
+  m.memory = memory ? std::move(*memory) : device_memory(graph.graph, graph.placement, cluster.num_devices());
   for (int d = 0; d < cluster.num_devices(); ++d) {
     m.peak_memory = std::max(m.peak_memory, m.memory[d]);
     if (m.memory[d] > cluster.device(d).memory_bytes) m.oom = true;
   }
-  if (runs_flow(engine)) {
-    const auto t0 = std::chrono::steady_clock::now();
-    FlowEngine flow(graph, cluster);
-    m.flow_latency = order == OpOrder::Fcfs ? flow.schedule(placement, Priority::Fcfs).latency
-                                            : flow.replay(placement, m.schedule.device_order).latency;
-    m.flow_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-  if (runs_simgrid(engine)) {
-    // FCFS: SimGrid picks by the arrival times it simulates, under contention (the evaluator's
-    // FCFS order is only the starting point it is checked against).
-    m.simulation = simulate(graph, cluster, placement, m.schedule.device_order,
-                            order == OpOrder::Fcfs ? GpuQueue::Fcfs : GpuQueue::Fixed);
-    m.simgrid_latency = m.simulation->latency;
-    m.simgrid_wall_s = m.simulation->wall_seconds;
-    const double span = m.simulation->latency;
-    for (std::size_t l = 0; l < m.simulation->links.size(); ++l) {
-      const LinkStats& s = m.simulation->links[l];
+  if (const EngineRun* simgrid = m.runs.find(kSimGrid); simgrid && simgrid->network) {
+    const double span = simgrid->latency;
+    for (std::size_t l = 0; l < simgrid->network->links.size(); ++l) {
+      const LinkStats& s = simgrid->network->links[l];
       if (s.bytes <= 0) continue;
       const Link& link = cluster.link(static_cast<int>(l));
       m.links.push_back({link.name, s.bytes, s.busy_s, span > 0 ? s.busy_s / span : 0.0,
@@ -68,29 +61,36 @@ Measurement measure_placement(const Graph& graph, const Cluster& cluster, const 
   return m;
 }
 
+Measurement measure_placement(const Graph& graph, const Cluster& cluster, const std::vector<DeviceId>& placement,
+                              EngineSet engines, RunOrder order) {
+  return measure(PlacedGraph(graph, placement), cluster, engines, order);
+}
+
 void write_trace(const std::string& path, const Graph& graph, const Cluster& cluster,
                  const std::vector<DeviceId>& placement, const Measurement& m, const CompiledPlan* plan) {
-  const std::vector<double>& start = m.simulation ? m.simulation->start : m.schedule.start;
-  const std::vector<double>& finish = m.simulation ? m.simulation->finish : m.schedule.finish;
+  const EngineRun* run = m.timeline();
+  if (!run) return;  // nothing was scheduled
+  const Schedule& s = *run->schedule;
   // A plan's GPUs' memory over the iteration as this engine ran it.
   std::vector<GpuMemoryTrack> memory;
   if (plan) {
-    const std::vector<MemoryCurve> curves = memory_over_time(*plan, start, finish);
+    const std::vector<MemoryCurve> curves = memory_over_time(*plan, s.start, s.finish);
     for (std::size_t i = 0; i < curves.size(); ++i) memory.push_back({plan->gpus[i], curves[i]});
   }
-  if (m.simulation)
-    write_chrome_trace(path, graph, cluster, placement, start, finish, m.simulation->flows, m.simulation->subflows, memory);
+  if (run->network)
+    write_chrome_trace(path, graph, cluster, placement, s.start, s.finish, run->network->flows, run->network->subflows, memory);
   else
-    write_chrome_trace(path, graph, cluster, placement, start, finish, {}, {}, memory);
+    write_chrome_trace(path, graph, cluster, placement, s.start, s.finish, {}, {}, memory);
 }
 
 ChakraRun chakra_run_of(const Measurement& m, const std::string& source) {
-  if (m.simulation) return {source, "simgrid", m.simulation->latency};
-  return {source, "evaluator", m.evaluator_latency};
+  const EngineRun* run = m.timeline();
+  return {source, run ? run->engine : std::string(kEstimate), run ? run->latency : 0.0};
 }
 
 std::span<const double> chakra_start_of(const Measurement& m) {
-  return m.simulation ? std::span<const double>(m.simulation->start) : std::span<const double>(m.schedule.start);
+  const EngineRun* run = m.timeline();
+  return run ? std::span<const double>(run->schedule->start) : std::span<const double>();
 }
 
 namespace {
@@ -101,40 +101,94 @@ std::string file_safe(const std::string& label) {
   return out;
 }
 
-// A point's Chakra traces (`output: {chakra: true}`): chakra-<point>/<point>.<rank>.et.
-// A plan's collectives are Chakra's collective nodes. Returns the writer's warnings.
-std::vector<std::string> write_point_chakra(const fs::path& folder, const std::string& file_stem, const Graph& graph, const Cluster& cluster,
-                        const std::vector<DeviceId>& placement, const Measurement& m, const Scenario& scenario,
-                        const StrategySpec& spec, std::span<const AppendedCollective> collectives = {}) {
-  const std::string name = file_safe(file_stem);
-  return write_chakra_traces((folder / ("chakra-" + name)).string(), name, graph, placement, cluster.num_devices(),
-                             chakra_start_of(m), chakra_run_of(m, scenario.name + " / " + spec.label), collectives)
-      .warnings;
-}
-
 // Why a measurement holds a value that is not a finite number, or "" when every value is finite.
 // JSON has no infinity or NaN (they would be written as null, as if absent), and such a point
 // cannot be compared with others, so the runner records it as a failed point with this reason.
-std::string non_finite_reason(const Graph& graph, const Cluster& cluster, const std::vector<DeviceId>& placement,
-                              const Measurement& m) {
+std::string non_finite_reason(const PlacedGraph& g, const Cluster& cluster, const Measurement& m) {
   std::string what;
-  auto check = [&](double v, const char* name) {
+  auto check = [&](double v, const std::string& name) {
     if (what.empty() && !std::isfinite(v)) what = fmt::format("{} is {}", name, v);
   };
-  check(m.evaluator_latency, "the evaluator's latency");
-  if (m.simgrid_latency) check(*m.simgrid_latency, "SimGrid's latency");
-  if (m.flow_latency) check(*m.flow_latency, "the flow engine's latency");
+  for (const EngineRun& r : m.runs.runs)
+    if (r.engine != kEstimate)
+      check(r.latency, r.engine == kEvaluator ? std::string("the evaluator's latency") : fmt::format("the {} engine's latency", r.engine));
   check(m.bounds.critical_path, "the critical-path lower bound");
   check(m.bounds.work_per_device, "the work-per-GPU lower bound");
   check(m.peak_memory, "the peak memory");
-  for (double busy : m.schedule.busy) check(busy, "a GPU's busy time");
+  if (const Schedule* s = m.evaluator_schedule())
+    for (double busy : s->busy) check(busy, "a GPU's busy time");
   if (what.empty()) return "";
-  for (const Tensor& t : graph.tensors())
-    if (t.bytes > 0 && !cluster.reachable(placement[t.src], placement[t.dst]))
+  for (const Tensor& t : g.graph.tensors())
+    if (t.bytes > 0 && !cluster.reachable(g.placement[t.src], g.placement[t.dst]))
       return fmt::format("{}, not a finite number: tensor '{}' -> '{}' goes from GPU {} to GPU {}, which the cluster "
                          "cannot reach (no bandwidth between them)",
-                         what, graph.op(t.src).name, graph.op(t.dst).name, placement[t.src], placement[t.dst]);
+                         what, g.graph.op(t.src).name, g.graph.op(t.dst).name, g.placement[t.src], g.placement[t.dst]);
   return what + ", not a finite number: the graph's times and sizes add up beyond what the engines can represent";
+}
+
+// What every point measures and records, however it was placed or planned: the engines' run, the
+// finiteness check, the trace and the Chakra traces.
+struct Measured {
+  PlacedGraph graph;
+  std::span<const AppendedCollective> collectives;  // named as collectives in the Chakra traces
+  const Cluster& cluster;
+  EngineSet engines;
+  std::optional<std::vector<double>> memory;  // a plan's memory per GPU (else the operators')
+  const CompiledPlan* plan = nullptr;
+};
+
+PointOutcome measure_and_record(const Scenario& scenario, const StrategySpec& spec, const Measured& what,
+                                PointMeasurement recorded, const fs::path& folder, const std::string& file_stem) {
+  PointOutcome out;
+  const PlacedGraph& g = what.graph;
+  Measurement m = measure(g, what.cluster, what.engines, scenario.simulation.order, what.memory);
+  if (what.plan) m.oom = false;  // a plan that does not fit is infeasible and never run
+  if (const std::string reason = non_finite_reason(g, what.cluster, m); !reason.empty()) {
+    out.reason = reason;
+    return out;
+  }
+  for (const EngineRun& r : m.runs.runs)
+    if (r.engine != kEstimate || std::isfinite(r.latency)) recorded.engines.push_back({r.engine, r.latency, r.wall_s});
+  recorded.bounds = m.bounds;
+  recorded.memory_per_gpu = m.memory;
+  recorded.peak_memory = m.peak_memory;
+  recorded.oom = m.oom;
+  if (const Schedule* s = m.evaluator_schedule()) recorded.busy_per_gpu = s->busy;
+  recorded.links = m.links;
+  if (scenario.simulation.trace && m.timeline()) {
+    recorded.trace_file = "trace-" + file_safe(file_stem) + ".json";
+    write_trace((folder / recorded.trace_file).string(), g.graph, what.cluster, {g.placement.begin(), g.placement.end()}, m,
+                what.plan);
+  }
+  if (scenario.chakra) {
+    const std::string name = file_safe(file_stem);
+    const auto warnings = write_chakra_traces((folder / ("chakra-" + name)).string(), name, g.graph, g.placement,
+                                              what.cluster.num_devices(), chakra_start_of(m),
+                                              chakra_run_of(m, scenario.name + " / " + spec.label), what.collectives)
+                              .warnings;
+    if (!warnings.empty()) recorded.strategy_report["chakra_warnings"] = warnings;
+  }
+  out.status = m.oom ? PointStatus::Oom : PointStatus::Ok;
+  out.measurement = std::move(recorded);
+  return out;
+}
+
+// Runs `point` and turns what it throws into the point's status: an infeasible problem, or a
+// failure that is recorded while the other points still run. An OutputError (the results folder,
+// not the strategy) is thrown on: the caller stops the run.
+PointOutcome guarded(const std::function<PointOutcome()>& point) {
+  PointOutcome out;
+  try {
+    return point();
+  } catch (const OutputError&) {
+    throw;
+  } catch (const InfeasibleProblem& e) {
+    out.status = PointStatus::Infeasible;  // nothing to measure, and no strategy could have done better
+    out.reason = e.what();
+  } catch (const std::exception& e) {
+    out.reason = e.what();
+  }
+  return out;
 }
 
 // Places the graph; with `coarsen:`, places the coarse graph and gives every operator its coarse
@@ -154,7 +208,7 @@ PlacementResult place(const StrategySpec& spec, Strategy& strategy, const Graph&
                          {"coarse_tensors", coarse.coarse.num_tensors()},
                          {"coarsening_time", coarsen_s}};
   if (spec.coarsen->scheme == CoarseningScheme::PlaceTo) info["target"] = spec.coarsen->target;
-  placed.report["coarsening"] = std::move(info);
+  placed.details["coarsening"] = std::move(info);
   return placed;
 }
 
@@ -168,18 +222,56 @@ void refine_placed(const StrategySpec& spec, const Strategy& strategy, const Gra
   validate_placement(graph, cluster, refined.placement, "strategy '" + spec.label + "' (refined)");
   placed.placement = std::move(refined.placement);
   placed.search_seconds += refined.seconds;
-  placed.report["refine"] = refine_report(refined);
+  placed.details["refine"] = refine_report(refined);
+}
+
+// The scenario's GPU queue order for the evaluator alone (a replica's placement, say).
+GpuQueue evaluator_queue(RunOrder order) { return order == RunOrder::Fcfs ? GpuQueue::Fcfs : GpuQueue::Rank; }
+
+// With data_parallel, the placement's replicas with the gradients' all-reduces, as the engines run it.
+DataParallelGraph replicated_point(const Scenario& scenario, const StrategySpec& spec, const Graph& graph,
+                                   const Cluster& replica, const Cluster& run_on, const PlacementResult& placed,
+                                   nlohmann::json& details) {
+  DataParallelGraph replicated =
+      replicate_data_parallel(graph, placed.placement, run_on, *spec.data_parallel, scenario.simulation.collectives);
+  details["data_parallel"] = {
+      {"replicas", spec.data_parallel->replicas},
+      {"gpus_per_replica", replicated.gpus_per_replica},
+      {"algorithm", std::string(enum_name<CollectiveAlgorithm>(kCollectiveAlgorithmNames, spec.data_parallel->algorithm))},
+      {"bucket_bytes", spec.data_parallel->bucket_bytes},
+      {"gradients", replicated.gradients},
+      {"gradient_bytes", replicated.gradient_bytes},
+      {"all_reduces", replicated.all_reduces},
+      // The placement alone on its replica, contention-free, in the scenario's order: what
+      // replication adds is the rest.
+      {"one_replica_evaluator_latency",
+       Evaluator(graph, replica).schedule(placed.placement, evaluator_queue(scenario.simulation.order)).latency}};
+  if (const std::string note = data_parallel_layout_note(run_on, spec.data_parallel->replicas); !note.empty())
+    details["data_parallel"]["layout_warning"] = note;
+  return replicated;
+}
+
+// The graph alone on single-device's GPU, contention-free, when it fits there.
+std::optional<double> single_device_latency(const Graph& graph, const Cluster& cluster) {
+  const DeviceId gpu = best_single_device(graph, cluster);
+  if (graph.total_memory() > cluster.device(gpu).memory_bytes) return std::nullopt;
+  return Evaluator(graph, cluster).latency(std::vector<DeviceId>(graph.num_operators(), gpu));
+}
+
+PointMeasurement searched(double search_seconds, const SearchFacts& facts, const nlohmann::json& details) {
+  PointMeasurement p;
+  p.search_time = search_seconds;
+  p.facts = facts;
+  p.strategy_report = details;
+  return p;
 }
 
 }  // namespace
 
-StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec& spec, const Graph& graph,
-                                   const std::string& dir, const std::string& file_stem) {
-  StrategyOutcome out;
-  out.label = spec.label;
-  out.name = spec.name;
-  const fs::path folder = dir;
-  try {
+PointOutcome run_strategy_point(const Scenario& scenario, const StrategySpec& spec, const Graph& graph,
+                                const std::string& dir, const std::string& file_stem) {
+  return guarded([&]() -> PointOutcome {
+    const fs::path folder = dir;
     auto strategy = make_strategy(spec.name, spec.options, scenario.file, spec.field);
     // With data_parallel, the strategy places one replica, on the first GPUs / replicas GPUs.
     if (spec.data_parallel)
@@ -203,174 +295,102 @@ StrategyOutcome run_strategy_point(const Scenario& scenario, const StrategySpec&
             : std::nullopt;
     const Cluster& run_on = allocated ? *allocated : scenario.cluster;
     if (spec.refine) refine_placed(spec, *strategy, graph, replica ? *replica : run_on, placed);
-    out.search_seconds = placed.search_seconds;
-    out.strategy_report = placed.report;
-    out.placement_file = "placement-" + file_safe(file_stem) + ".json";
-    save_placement(graph, placed.placement, (folder / out.placement_file).string());
+    PointMeasurement recorded = searched(placed.search_seconds, placed.facts, placed.details);
+    recorded.placement_file = "placement-" + file_safe(file_stem) + ".json";
+    save_placement(graph, placed.placement, (folder / recorded.placement_file).string());
     // What the engines run: the placed graph, or its replicas with the gradients' all-reduces.
+    nlohmann::json details = recorded.strategy_report;
     std::optional<DataParallelGraph> replicated;
-    if (spec.data_parallel) {
-      replicated = replicate_data_parallel(graph, placed.placement, run_on, *spec.data_parallel, scenario.simulation.collectives);
-      out.compiled_operators = replicated->graph.graph.num_operators();
-      out.compiled_tensors = replicated->graph.graph.num_tensors();
-      out.strategy_report["data_parallel"] = {
-          {"replicas", spec.data_parallel->replicas},
-          {"gpus_per_replica", replicated->gpus_per_replica},
-          {"algorithm", std::string(enum_name<CollectiveAlgorithm>(kCollectiveAlgorithmNames, spec.data_parallel->algorithm))},
-          {"bucket_bytes", spec.data_parallel->bucket_bytes},
-          {"gradients", replicated->gradients},
-          {"gradient_bytes", replicated->gradient_bytes},
-          {"all_reduces", replicated->all_reduces},
-          // The placement alone on its replica, contention-free, in the scenario's order: what
-          // replication adds is the rest.
-          {"one_replica_evaluator_latency",
-           Evaluator(graph, *replica)
-               .schedule(placed.placement, priority_of(scenario.simulation.order))
-               .latency}};
-      if (const std::string note = data_parallel_layout_note(run_on, spec.data_parallel->replicas); !note.empty())
-        out.strategy_report["data_parallel"]["layout_warning"] = note;
-    }
-    const Graph& ran = replicated ? replicated->graph.graph : graph;
-    const std::vector<DeviceId>& ran_on = replicated ? replicated->graph.placement : placed.placement;
-    out.measurement = measure_placement(ran, run_on, ran_on, scenario.simulation.engine, scenario.simulation.order);
-    if (const std::string reason = non_finite_reason(ran, run_on, ran_on, out.measurement); !reason.empty()) {
-      out.error = reason;
-      return out;
-    }
-    if (scenario.simulation.trace) {
-      out.trace_file = "trace-" + file_safe(file_stem) + ".json";
-      write_trace((folder / out.trace_file).string(), ran, run_on, ran_on, out.measurement);
-    }
-    if (scenario.chakra)
-      if (const auto warnings = write_point_chakra(folder, file_stem, ran, run_on, ran_on, out.measurement, scenario, spec,
-                                                   replicated ? std::span<const AppendedCollective>(replicated->graph.collectives)
-                                                              : std::span<const AppendedCollective>());
-          !warnings.empty())
-        out.strategy_report["chakra_warnings"] = warnings;
-  } catch (const OutputError&) {
-    throw;  // the results folder, not the strategy: the caller stops the run
-  } catch (const InfeasibleProblem& e) {
-    out.infeasible = true;  // nothing to measure, and no strategy could have done better
-    out.error = e.what();
-  } catch (const std::exception& e) {
-    // A failing strategy is recorded and the others still run: nothing asked for is dropped.
-    out.error = e.what();
-  }
-  return out;
+    if (spec.data_parallel) replicated = replicated_point(scenario, spec, graph, *replica, run_on, placed, details);
+    recorded.strategy_report = details;
+    const Measured what{replicated ? PlacedGraph(replicated->graph) : PlacedGraph(graph, placed.placement),
+                        replicated ? std::span<const AppendedCollective>(replicated->graph.collectives)
+                                   : std::span<const AppendedCollective>(),
+                        run_on, scenario.simulation.engines, std::nullopt, nullptr};
+    if (!replicated) recorded.single_device_latency = single_device_latency(graph, scenario.cluster);
+    PointOutcome out = measure_and_record(scenario, spec, what, std::move(recorded), folder, file_stem);
+    if (replicated) out.compiled = std::pair{replicated->graph.graph.num_operators(), replicated->graph.graph.num_tensors()};
+    return out;
+  });
 }
 
-StrategyOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spec, const LayerWorkload& workload,
-                               const std::string& dir, const std::string& file_stem) {
-  StrategyOutcome out;
-  out.label = spec.label;
-  out.name = spec.name;
-  const fs::path folder = dir;
-  const Cluster& cluster = scenario.cluster;
-  try {
+namespace {
+
+// The plan file: the plan as used and its memory per stage (tensor rank 0 of replica 0).
+void write_plan_file(const fs::path& file, const LayerWorkload& workload, const ParallelPlan& plan,
+                     const CompiledPlan& compiled, const nlohmann::ordered_json& as_json) {
+  nlohmann::ordered_json out = as_json;
+  out["workload"] = workload.source;
+  nlohmann::ordered_json memory = nlohmann::ordered_json::array();
+  for (int p = 0; p < plan.pp; ++p) {
+    const GpuMemory& m = compiled.memory[plan_gpu_index(plan, 0, p, 0)];
+    // Interleaved, entry p is pipeline rank p (stages p, p + pp, ...), its in-flight count in
+    // (stage, micro-batch) units.
+    memory.push_back({{plan.virtual_stages > 1 ? "pipeline_rank" : "stage", p},
+                      {"parameters", m.parameters},
+                      {"gradients", m.gradients},
+                      {"optimizer_states", m.optimizer_states},
+                      {"activations", m.activations},
+                      {"micro_batches_in_flight", compiled.in_flight[p]},
+                      {"total", m.total()}});
+  }
+  out["memory_per_stage_bytes"] = std::move(memory);
+  write_file_atomically(file.string(), dump_json(out, 2) + "\n");
+}
+
+// Why a plan has no estimate: the estimate engine's problem, or an estimate that is not finite.
+std::string estimate_note(const CompiledPlan& compiled) {
+  const std::string why = engine_registry().get(kEstimate, "", "engine").make()->problem(compiled.graph);
+  return why.empty() ? "" : "no estimate: " + why;
+}
+
+}  // namespace
+
+PointOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spec, const LayerWorkload& workload,
+                            const std::string& dir, const std::string& file_stem) {
+  return guarded([&]() -> PointOutcome {
+    const fs::path folder = dir;
+    const Cluster& cluster = scenario.cluster;
     auto planner = make_planner(spec.name, spec.options, scenario.file, spec.field);
     const PlanResult planned = planner->plan(workload, cluster);
     const ParallelPlan& plan = planned.plan;
     // engine estimate: the layout and memory alone, no execution graph.
-    const bool estimate_only = scenario.simulation.engine == Engine::Estimate;
+    const bool estimate_only = scenario.simulation.engines.estimate_only();
     if (estimate_only && plan.mixed_widths())
       throw std::invalid_argument(fmt::format(
           "engine estimate: NEST's estimate prices one tensor-parallel width, this plan's stages have {}; run it on an engine",
           fmt::join(plan.stage_tp, ", ")));
     const CompiledPlan compiled = estimate_only ? plan_layout(workload, plan, cluster)
                                                 : compile_plan(workload, plan, cluster, scenario.simulation.collectives);
-    out.search_seconds = planned.search_seconds;
-    out.strategy_report = planned.report;
+    PointMeasurement recorded = searched(planned.search_seconds, planned.facts, planned.details);
     nlohmann::ordered_json as_json = plan_to_json(plan);
     as_json["stage_starts"] = compiled.stage_starts;
     as_json["gpus"] = compiled.gpus;
-    out.strategy_report["plan"] = nlohmann::json(as_json);
-    // Every plan priced by NEST's analytical model too, so planners compare on it beside the
-    // engines (the reproduction of NEST's experiment).
-    ParallelPlan as_used = plan;
-    as_used.stage_starts = compiled.stage_starts;
-    as_used.gpus = compiled.gpus;
-    // JSON has no infinity: a plan whose GPUs cannot reach each other has no estimate, said so;
-    // nor has a plan whose stages differ in width (NEST prices one).
-    if (plan.mixed_widths()) {
-      out.strategy_report["nest_estimate_note"] = "no estimate: NEST's estimate prices one tensor-parallel width";
-    } else if (const double estimate =
-                   nest_estimate(workload.by_tensor_parallel.at(plan.tp), as_used, NestNetwork::aware(cluster)).time_per_batch;
-               std::isfinite(estimate)) {
-      out.strategy_report["nest_estimate_s"] = estimate;
-    } else {
-      out.strategy_report["nest_estimate_note"] = "no estimate: some of the plan's GPUs cannot reach each other";
-    }
-    // The plan file: the plan as used and its memory per stage (tensor rank 0 of replica 0).
-    nlohmann::ordered_json file = as_json;
-    file["workload"] = workload.source;
-    nlohmann::ordered_json memory = nlohmann::ordered_json::array();
-    for (int p = 0; p < plan.pp; ++p) {
-      const GpuMemory& m = compiled.memory[plan_gpu_index(plan, 0, p, 0)];
-      // Interleaved, entry p is pipeline rank p (stages p, p + pp, ...), its in-flight count in
-      // (stage, micro-batch) units.
-      memory.push_back({{plan.virtual_stages > 1 ? "pipeline_rank" : "stage", p},
-                        {"parameters", m.parameters},
-                        {"gradients", m.gradients},
-                        {"optimizer_states", m.optimizer_states},
-                        {"activations", m.activations},
-                        {"micro_batches_in_flight", compiled.in_flight[p]},
-                        {"total", m.total()}});
-    }
-    file["memory_per_stage_bytes"] = std::move(memory);
-    out.placement_file = "plan-" + file_safe(file_stem) + ".json";
-    write_file_atomically((folder / out.placement_file).string(), dump_json(file, 2) + "\n");
+    recorded.strategy_report["plan"] = nlohmann::json(as_json);
+    recorded.placement_file = "plan-" + file_safe(file_stem) + ".json";
+    write_plan_file(folder / recorded.placement_file, workload, plan, compiled, as_json);
     if (!compiled.infeasible.empty()) {
-      out.infeasible = true;  // reported, never run
-      out.error = "does not fit: " + compiled.infeasible;
+      PointOutcome out;  // reported, never run
+      out.status = PointStatus::Infeasible;
+      out.reason = "does not fit: " + compiled.infeasible;
       return out;
     }
     // Memory is the plan's: the execution graph's operators hold none.
-    auto hold_plan_memory = [&](Measurement& m) {
-      m.memory.assign(static_cast<std::size_t>(cluster.num_devices()), 0.0);
-      m.peak_memory = 0;
-      for (std::size_t i = 0; i < compiled.gpus.size(); ++i) {
-        m.memory[compiled.gpus[i]] = compiled.memory[i].total();
-        m.peak_memory = std::max(m.peak_memory, compiled.memory[i].total());
-      }
-    };
-    if (estimate_only) {
-      // No engine ran: the record holds the plan's memory and, in its report, NEST's estimate.
-      out.estimate_only = true;
-      hold_plan_memory(out.measurement);
-      return out;
-    }
-    const Graph& graph = compiled.graph.graph;
-    out.compiled_operators = graph.num_operators();
-    out.compiled_tensors = graph.num_tensors();
-    out.measurement = measure_placement(graph, cluster, compiled.graph.placement, scenario.simulation.engine,
-                                        scenario.simulation.order);
-    Measurement& m = out.measurement;
-    hold_plan_memory(m);
-    m.oom = false;  // infeasible plans were not run
-    if (const std::string reason = non_finite_reason(graph, cluster, compiled.graph.placement, m); !reason.empty()) {
-      out.error = reason;
-      return out;
-    }
-    if (scenario.simulation.trace) {
-      out.trace_file = "trace-" + file_safe(file_stem) + ".json";
-      write_trace((folder / out.trace_file).string(), graph, cluster, compiled.graph.placement, m, &compiled);
-    }
-    if (scenario.chakra)
-      if (const auto warnings = write_point_chakra(folder, file_stem, graph, cluster, compiled.graph.placement, m, scenario, spec,
-                                                   compiled.graph.collectives);
-          !warnings.empty())
-        out.strategy_report["chakra_warnings"] = warnings;
-  } catch (const OutputError&) {
-    throw;
-  } catch (const InfeasibleProblem& e) {
-    // No plan fits (nest's why_none): the problem's answer, as on the operator-graph path, not
-    // a planner that broke.
-    out.infeasible = true;
-    out.error = e.what();
-  } catch (const std::exception& e) {
-    out.error = e.what();  // recorded; the other planners still run
-  }
-  return out;
+    std::vector<double> memory(static_cast<std::size_t>(cluster.num_devices()), 0.0);
+    for (std::size_t i = 0; i < compiled.gpus.size(); ++i) memory[compiled.gpus[i]] = compiled.memory[i].total();
+    // Every plan is priced by NEST's analytical estimate too, beside the engines, so planners
+    // compare on it (the reproduction of NEST's experiment); a plan it cannot price says why.
+    recorded.estimate_note = estimate_note(compiled);
+    const EngineSet engines =
+        recorded.estimate_note.empty() ? scenario.simulation.engines.with(kEstimate) : scenario.simulation.engines;
+    PointOutcome out = measure_and_record(scenario, spec, {compiled.graph, compiled.graph.collectives, cluster, engines,
+                                                           std::move(memory), &compiled},
+                                          std::move(recorded), folder, file_stem);
+    if (out.measurement && !out.measurement->latency(kEstimate) && out.measurement->estimate_note.empty())
+      out.measurement->estimate_note = "no estimate: some of the plan's GPUs cannot reach each other";
+    if (!estimate_only) out.compiled = std::pair{compiled.graph.graph.num_operators(), compiled.graph.graph.num_tensors()};
+    return out;
+  });
 }
 
 }  // namespace placesim

@@ -178,7 +178,7 @@ LayerWorkload load_workload_source(const WorkloadSource& source, const std::stri
 }
 
 std::string estimate_problem(const Scenario& scenario) {
-  if (scenario.simulation.engine != Engine::Estimate) return "";
+  if (!scenario.simulation.engines.estimate_only()) return "";
   if (!scenario.workload)
     return "estimate prices a workload's parallel plans by NEST's analytical model; a graph's placements need an "
            "engine: evaluator, flow, simgrid, both or all";
@@ -188,7 +188,7 @@ std::string estimate_problem(const Scenario& scenario) {
 
 std::string collectives_problem(const Scenario& scenario, std::span<const std::size_t> strategies) {
   if (scenario.simulation.collectives != CollectiveDetail::Condensed) return "";
-  if (scenario.simulation.engine == Engine::Estimate)
+  if (scenario.simulation.engines.estimate_only())
     return "engine estimate builds no execution graph, so there are no collectives to condense (remove the setting or "
            "choose an engine)";
   if (scenario.workload) return "";
@@ -345,12 +345,9 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
   if (f.has("simulation")) {
     YamlFields sim(f.node("simulation"), file, "simulation");
     sim.allow_only({"engine", "order", "collectives", "trace", "repetitions", "seeds"});
-    s.simulation.engine = engine_parse(sim.string_or("engine", std::string(engine_name(Engine::Both))), file,
-                                       sim.field("engine"));
-    const std::string order = sim.string_or("order", "scheduler");
-    if (order == "scheduler") s.simulation.order = OpOrder::Scheduler;
-    else if (order == "fcfs") s.simulation.order = OpOrder::Fcfs;
-    else throw InputError(file, sim.field("order"), fmt::format("expected scheduler or fcfs, got '{}'", order));
+    if (sim.has("engine")) s.simulation.engines = EngineSet::parse(sim.string("engine"), file, sim.field("engine"));
+    if (sim.has("order"))
+      s.simulation.order = enum_parse<RunOrder>(kRunOrderNames, sim.string("order"), file, sim.field("order"));
     if (sim.has("collectives"))
       s.simulation.collectives = enum_parse<CollectiveDetail>(kCollectiveDetailNames, sim.string_or("collectives", ""),
                                                               file, sim.field("collectives"));
@@ -390,7 +387,6 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
   return s;
 }
 
-std::string_view op_order_name(OpOrder order) { return order == OpOrder::Fcfs ? "fcfs" : "scheduler"; }
 
 void check_planner_options(const Scenario& scenario, std::span<const std::size_t> strategies) {
   if (!scenario.workload || strategies.empty()) return;
@@ -400,7 +396,7 @@ void check_planner_options(const Scenario& scenario, std::span<const std::size_t
     const auto planner = make_planner(spec.name, spec.options, scenario.file, spec.field);
     if (const std::string why = planner->options_problem(workload, scenario.cluster); !why.empty())
       throw InputError(scenario.file, spec.field + ".options", why);
-    if (scenario.simulation.engine == Engine::Estimate)
+    if (scenario.simulation.engines.estimate_only())
       if (const std::string why = planner->estimate_problem(); !why.empty())
         throw InputError(scenario.file, spec.field + ".options", "simulation.engine estimate: " + why);
   }

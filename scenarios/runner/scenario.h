@@ -15,6 +15,7 @@
 #include "scenarios/runner/report.h"
 #include "sim/models/builtin_graphs.h"
 #include "sim/core/cluster.h"
+#include "sim/engines/engine.h"
 #include "sim/core/graph.h"
 #include "sim/config/options.h"
 #include "sim/plans/layer_model.h"
@@ -60,37 +61,19 @@ struct StrategySpec {
   std::string field;    // "strategies[i]", for error messages
 };
 
-// Which engines measure a placement (`simulation.engine`). The evaluator always runs: its schedule
-// gives the per-GPU order the others follow. `both` is the evaluator and SimGrid (the default, and
-// what `both` meant before the flow engine); `all` adds the flow engine (sim/engines/flow_engine.h).
-// `estimate` runs no engine: a workload's plans are priced by NEST's analytical estimate alone
-// (nest_estimate_s) and their memory, without building their execution graphs -- for plans at
-// the scale of NEST's experiments (1,024 GPUs, 4,096 sequences), which the engines cannot run.
-enum class Engine { Evaluator, Flow, SimGrid, All, Both, Estimate };
-inline constexpr EnumName<Engine> kEngineNames[] = {{Engine::Evaluator, "evaluator"}, {Engine::Flow, "flow"},
-                                                    {Engine::SimGrid, "simgrid"},     {Engine::All, "all"},
-                                                    {Engine::Both, "both"},           {Engine::Estimate, "estimate"}};
-inline std::string_view engine_name(Engine engine) { return enum_name<Engine>(kEngineNames, engine); }
-inline Engine engine_parse(std::string_view text, const std::string& file, const std::string& field) {
-  return enum_parse<Engine>(kEngineNames, text, file, field);
-}
-inline bool runs_simgrid(Engine e) { return e == Engine::SimGrid || e == Engine::All || e == Engine::Both; }
-inline bool runs_flow(Engine e) { return e == Engine::Flow || e == Engine::All; }
-
 // Why the scenario cannot run on engine `estimate` ("" when it can, or runs on another engine):
 // it places a graph, or asks for Chakra traces.
 struct Scenario;
 std::string estimate_problem(const Scenario& scenario);
 
-// The order in which a GPU runs the operators placed on it.
-enum class OpOrder {
-  Scheduler,  // the evaluator's list schedule: the ready operator of highest computation rank
-  Fcfs,       // first come, first served: operators run in the order their inputs arrived
-};
-
 struct SimulationSpec {
-  Engine engine = Engine::Both;
-  OpOrder order = OpOrder::Scheduler;
+  // Which engines measure each point (`simulation.engine`: an engine's name, `all` or `both`; the
+  // evaluator always runs with an event engine, its schedule gives the order the others follow).
+  // `estimate` runs no engine: a workload's plans are priced by NEST's analytical estimate alone
+  // and their memory, without building their execution graphs, for plans at the scale of NEST's
+  // experiments (1,024 GPUs, 4,096 sequences).
+  EngineSet engines = EngineSet::of({kEvaluator, kSimGrid});
+  RunOrder order = RunOrder::Scheduler;
   // How the ring phases of every collective run (plans' and data_parallel's): message by
   // message, or condensed to a flow per ring neighbour for plans of hundreds of replicas.
   CollectiveDetail collectives = CollectiveDetail::Messages;
@@ -124,8 +107,6 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file);
 // (Planner::options_problem: a fixed plan's degrees, say). Not part of parse_scenario: a sweep
 // checks each combination it runs, not each value against the base it replaces.
 void check_planner_options(const Scenario& scenario, std::span<const std::size_t> strategies);
-
-std::string_view op_order_name(OpOrder order);
 
 // Builds or loads the graph a scenario names; loader warnings are appended to `warnings`.
 Graph load_graph_source(const GraphSource& source, const std::string& scenario_file,

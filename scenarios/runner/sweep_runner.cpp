@@ -44,7 +44,7 @@ PointRecord point_header(const SweepPlan& plan, const SweepPoint& point) {
   r.strategy = spec.name;
   r.seed = point.seed;
   r.repetition = point.repetition;
-  r.engine = scenario.simulation.engine;
+  r.engines = scenario.simulation.engines;
   r.order = scenario.simulation.order;
   r.collectives = scenario.simulation.collectives;
   return r;
@@ -52,28 +52,9 @@ PointRecord point_header(const SweepPlan& plan, const SweepPoint& point) {
 
 PointRecord failed_record(const SweepPlan& plan, const SweepPoint& point, const std::string& error) {
   PointRecord r = point_header(plan, point);
-  r.error = error;
+  r.status = PointStatus::Failed;
+  r.reason = error;
   return r;
-}
-
-PointMeasurement recorded(const StrategyOutcome& out) {
-  const Measurement& m = out.measurement;
-  PointMeasurement p;
-  p.search_time = out.search_seconds;
-  if (!out.estimate_only) p.evaluator_latency = m.evaluator_latency;
-  p.simgrid_latency = m.simgrid_latency;
-  if (m.simgrid_latency) p.simgrid_wall_time = m.simgrid_wall_s;
-  p.flow_latency = m.flow_latency;
-  p.bounds = m.bounds;
-  p.memory_per_gpu = m.memory;
-  p.peak_memory = m.peak_memory;
-  p.oom = m.oom;
-  p.busy_per_gpu = m.schedule.busy;
-  p.links = m.links;
-  p.strategy_report = out.strategy_report;
-  p.placement_file = out.placement_file;
-  p.trace_file = out.trace_file;
-  return p;
 }
 
 // What a worker sends instead of a record when it cannot write into the results folder.
@@ -90,7 +71,7 @@ struct PointInput {
 
 std::string run_point(const SweepPlan& plan, const SweepPoint& point, const PointInput& input, const std::string& dir) {
   const Scenario& scenario = plan.variants[point.variant];
-  StrategyOutcome out;
+  PointOutcome out;
   try {
     out = input.workload ? run_plan_point(scenario, point_strategy(plan, point), *input.workload, dir, point.file_stem)
                          : run_strategy_point(scenario, point_strategy(plan, point), *input.graph, dir, point.file_stem);
@@ -102,11 +83,11 @@ std::string run_point(const SweepPlan& plan, const SweepPoint& point, const Poin
   PointRecord r = point_header(plan, point);
   if (input.graph)
     r.graph_size = PointRecord::GraphSize{input.graph->num_operators(), input.graph->num_tensors(), *input.warnings};
-  else if (out.compiled_operators > 0)  // the execution graph the plan compiled into
-    r.graph_size = PointRecord::GraphSize{out.compiled_operators, out.compiled_tensors, *input.warnings};
-  if (out.error.empty()) r.measurement = recorded(out);
-  else r.error = out.error;
-  r.infeasible = out.infeasible;
+  else if (out.compiled)  // the execution graph the plan compiled into
+    r.graph_size = PointRecord::GraphSize{out.compiled->first, out.compiled->second, *input.warnings};
+  r.status = out.status;
+  r.reason = out.reason;
+  r.measurement = std::move(out.measurement);
   return dump_json(to_json(r));
 }
 
@@ -131,19 +112,19 @@ class Progress {
   void finished(const PointRecord& record, bool ran) {
     if (ran) --running_;
     ++done_;
-    if (record.status() == PointStatus::Failed) ++failed_;
+    if (record.status == PointStatus::Failed) ++failed_;
     if (!enabled_) return;
     std::string what;
-    if (record.status() == PointStatus::Infeasible) {
-      what = "infeasible: " + record.error;
+    if (record.status == PointStatus::Infeasible) {
+      what = "infeasible: " + record.reason;
     } else if (record.failed()) {
-      what = "failed: " + record.error;
+      what = "failed: " + record.reason;
     } else if (const auto latency = record.latency()) {
       what = format_duration(*latency);
-      if (record.status() == PointStatus::Oom) what += " (OOM)";
+      if (record.status == PointStatus::Oom) what += " (OOM)";
     } else {
       // No engine ran (simulation.engine estimate): NEST's estimate of the plan.
-      const auto estimate = nest_estimate_of(*record.measurement);
+      const auto estimate = record.measurement->latency(kEstimate);
       what = estimate ? "estimate " + format_duration(*estimate) : std::string("no engine ran");
     }
     const std::string line = fmt::format("{}[{}/{}] {}: {}", prefix_, done_, total_, record.key, what);
@@ -279,7 +260,7 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
       if (ran) progress.stopped();
       return;
     }
-    switch (record.status()) {
+    switch (record.status) {
       case PointStatus::Ok: ++summary.ok; break;
       case PointStatus::Oom: ++summary.oom; break;
       case PointStatus::Infeasible: ++summary.infeasible; break;

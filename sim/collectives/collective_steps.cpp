@@ -99,11 +99,9 @@ ExecutionGraph step_graph(const CollectiveStep& step) {
   return g;
 }
 
-EngineRuns run_collective_steps(const CollectiveSpec& spec, const Cluster& cluster, EngineChoice which) {
+EngineRuns run_collective_steps(const CollectiveSpec& spec, const Cluster& cluster, EngineSet which) {
   EngineRuns total;
-  if (which.evaluator) total.evaluator = 0.0;
-  if (which.flow) total.flow = 0.0;
-  if (which.simgrid) total.simgrid = 0.0;
+  for (std::string_view name : which.engines()) total.runs.push_back({std::string(name), 0.0, 0.0, {}, {}});
   // Steps equal to an earlier one (hierarchical's two intra-server phases) reuse its times.
   std::vector<std::pair<const CollectiveStep*, EngineRuns>> done;
   const std::vector<CollectiveStep> steps = collective_steps(spec, cluster);
@@ -113,18 +111,18 @@ EngineRuns run_collective_steps(const CollectiveSpec& spec, const Cluster& clust
     EngineRuns one;
     if (earlier != done.end()) {
       one = earlier->second;
-      one.evaluator_wall_s = one.flow_wall_s = one.simgrid_wall_s = 0;
+      for (EngineRun& r : one.runs) r.wall_s = 0;
     } else {
-      one = run_engines(step_graph(step), cluster, which);
+      // A step's operators are communication steps, in no GPU's queue: the order does not matter.
+      one = run_engines(step_graph(step), cluster, which, RunOrder::Fcfs);
+      for (EngineRun& r : one.runs) r.schedule.reset(), r.network.reset();
       done.emplace_back(&step, one);
     }
     const auto repeats = static_cast<double>(step.repeats);
-    if (one.evaluator) *total.evaluator += repeats * *one.evaluator;
-    if (one.flow) *total.flow += repeats * *one.flow;
-    if (one.simgrid) *total.simgrid += repeats * *one.simgrid;
-    total.evaluator_wall_s += one.evaluator_wall_s;
-    total.flow_wall_s += one.flow_wall_s;
-    total.simgrid_wall_s += one.simgrid_wall_s;
+    for (std::size_t k = 0; k < one.runs.size(); ++k) {
+      total.runs[k].latency += repeats * one.runs[k].latency;
+      total.runs[k].wall_s += one.runs[k].wall_s;
+    }
   }
   return total;
 }

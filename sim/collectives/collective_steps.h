@@ -30,6 +30,7 @@
 
 #include "sim/collectives/collectives.h"
 #include "sim/core/execution_graph.h"
+#include "sim/engines/engine.h"
 
 namespace placesim {
 
@@ -59,6 +60,6 @@ ExecutionGraph step_graph(const CollectiveStep& step);
 
 // The collective's time on each chosen engine: each step run once, times its repeats. The wall
 // times are the engines' host time. Throws std::invalid_argument as collective_steps does.
-EngineRuns run_collective_steps(const CollectiveSpec& spec, const Cluster& cluster, EngineChoice which = {});
+EngineRuns run_collective_steps(const CollectiveSpec& spec, const Cluster& cluster, EngineSet which);
 
 }  // namespace placesim

@@ -32,19 +32,6 @@ std::string Range::describe() const {
   return out;
 }
 
-std::string describe_options(std::span<const OptionDoc> docs) {
-  std::string out;
-  for (const auto& d : docs) {
-    if (!out.empty()) out += "; ";
-    out += fmt::format("{} ({}): {}", d.key, d.default_text, d.help);
-    if (!d.choices.empty()) {
-      std::vector<std::string_view> c(d.choices.begin(), d.choices.end());
-      out += fmt::format(" [{}]", join_choices(c));
-    }
-  }
-  return out;
-}
-
 std::string default_text_number(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return fmt::format("{:g}", v);

@@ -18,6 +18,7 @@
 
 #include "sim/config/yaml_fields.h"
 #include "sim/core/names.h"
+#include "sim/core/registry.h"
 
 namespace placesim {
 
@@ -34,19 +35,6 @@ struct Range {
   static Range closed(double lo, double hi) { return {lo, hi, false, false}; }
   static Range at_least(double lo) { return {lo, std::numeric_limits<double>::infinity(), false, false}; }
 };
-
-// What a reader (and `--json`) learns about one key.
-struct OptionDoc {
-  std::string key;
-  std::string kind;          // "number", "count", "duration", "bandwidth", "bytes", "flag", "choice", "text", "list", ...
-  std::string help;          // one line
-  std::string default_text;  // as a user would write it; "unset" when absent
-  std::vector<std::string> choices;  // for "choice"
-  std::string example;       // a valid value other than the default, for docs and the takes-effect tests
-};
-
-// One line per option: "key (default): help [choices]".
-std::string describe_options(std::span<const OptionDoc> docs);
 
 // Formats defaults the way a user writes them.
 std::string default_text_number(double v);

@@ -1,8 +1,8 @@
 #pragma once
-// The execution graph every engine runs (issue #15): a Graph with its placement, to which
-// collectives (sim/collectives/collectives.h) and parallel plans (sim/plans/parallel_plan.h) append operators, and
-// the one way they are run on the engines.
-#include <optional>
+// The execution graph every engine runs (sim/engines/engine.h): a Graph with its placement, to
+// which collectives (sim/collectives/collectives.h) and parallel plans (sim/plans/parallel_plan.h)
+// append operators.
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +13,7 @@
 namespace placesim {
 
 enum class CollectiveOp;  // sim/collectives/collectives.h
+struct PlanOrigin;        // sim/plans/parallel_plan.h
 
 // A collective appended to an execution graph (append_collective): what it is, and its steps,
 // the operators [first, end). Kept so that what is written out of the graph (Chakra's collective
@@ -30,6 +31,9 @@ struct ExecutionGraph {
   Graph graph;
   std::vector<DeviceId> placement;  // GPU of each operator
   std::vector<AppendedCollective> collectives;  // in the order they were appended
+  // The parallel plan the graph was compiled from (compile_plan, plan_layout), which the estimate
+  // engine prices; null for a placed graph.
+  std::shared_ptr<const PlanOrigin> plan;
   OpId add(Operator op, DeviceId gpu);
   // A step of a collective on `gpu` (Operator::communication: no GPU time, in no GPU's order).
   OpId add_communication_step(std::string name, DeviceId gpu) {
@@ -38,28 +42,5 @@ struct ExecutionGraph {
   // A zero-byte tensor: `to` starts after `from` finished, at no transfer cost.
   void depend(OpId from, OpId to) { graph.add_tensor(from, to, 0); }
 };
-
-// Which engines run_engines runs.
-struct EngineChoice {
-  bool evaluator = true, flow = true, simgrid = true;
-  // One engine by name ("evaluator", "flow" or "simgrid"), or "all": the commands' --engine.
-  static EngineChoice named(std::string_view engine) {
-    const bool all = engine == "all";
-    return {all || engine == "evaluator", all || engine == "flow", all || engine == "simgrid"};
-  }
-};
-
-// Each engine's makespan of the graph (unset: not run) and the host time it took.
-struct EngineRuns {
-  std::optional<double> evaluator, flow, simgrid;
-  double evaluator_wall_s = 0, flow_wall_s = 0, simgrid_wall_s = 0;
-};
-
-// Runs a finalized execution graph: the evaluator by rank (sim/engines/evaluator.h); the flow engine and
-// SimGrid first come, first served, each on its own arrival times (a collective's operators take
-// no time, so a rank goes on as soon as a piece has arrived). SimGrid is given the evaluator's
-// order, which it only checks; when the evaluator is not asked for, computing that order counts
-// in SimGrid's time.
-EngineRuns run_engines(const ExecutionGraph& g, const Cluster& cluster, EngineChoice which = {});
 
 }  // namespace placesim

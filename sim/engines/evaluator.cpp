@@ -17,8 +17,8 @@ namespace {
 constexpr std::int32_t kFinish = 0;
 constexpr std::int32_t kReady = 1;
 
-// Per-GPU min-heaps of ready operators: Priority::Rank keys them by priority position (0 = highest
-// rank), Priority::Fcfs by (arrival of the last input, operator id).
+// Per-GPU min-heaps of ready operators: GpuQueue::Rank keys them by priority position (0 = highest
+// rank), GpuQueue::Fcfs by (arrival of the last input, operator id).
 struct Lower {
   bool operator()(std::int32_t a, std::int32_t b) const { return a > b; }
 };
@@ -59,32 +59,33 @@ Evaluator::Evaluator(const Graph& graph, const Cluster& cluster)
 }
 
 double Evaluator::latency(std::span<const DeviceId> placement) {
-  return run<Priority::Rank>(placement, nullptr, std::numeric_limits<double>::infinity());
+  return run<GpuQueue::Rank>(placement, nullptr, std::numeric_limits<double>::infinity());
 }
 
 double Evaluator::latency_with_cutoff(std::span<const DeviceId> placement, double cutoff) {
-  return run<Priority::Rank>(placement, nullptr, cutoff);
+  return run<GpuQueue::Rank>(placement, nullptr, cutoff);
 }
 
 double Evaluator::latency_with_order(std::span<const DeviceId> placement, double cutoff,
                                      std::vector<std::vector<OpId>>& order) {
-  return run<Priority::Rank>(placement, nullptr, cutoff, &order);
+  return run<GpuQueue::Rank>(placement, nullptr, cutoff, &order);
 }
 
-Schedule Evaluator::schedule(std::span<const DeviceId> placement, Priority priority) {
+Schedule Evaluator::schedule(std::span<const DeviceId> placement, GpuQueue queue) {
+  if (queue == GpuQueue::Fixed) throw std::invalid_argument("Evaluator::schedule: a fixed order is replay_order's");
   Schedule s;
-  if (priority == Priority::Fcfs) {
+  if (queue == GpuQueue::Fcfs) {
     fcfs_ready_.resize(cluster_.num_devices());
-    run<Priority::Fcfs>(placement, &s, std::numeric_limits<double>::infinity());
+    run<GpuQueue::Fcfs>(placement, &s, std::numeric_limits<double>::infinity());
   } else {
-    run<Priority::Rank>(placement, &s, std::numeric_limits<double>::infinity());
+    run<GpuQueue::Rank>(placement, &s, std::numeric_limits<double>::infinity());
   }
   return s;
 }
 
-template <Priority P>
+template <GpuQueue P>
 void Evaluator::push_ready(int d, OpId op) {
-  if constexpr (P == Priority::Rank) {
+  if constexpr (P == GpuQueue::Rank) {
     auto& heap = ready_[d];
     heap.push_back(priority_[op]);
     std::push_heap(heap.begin(), heap.end(), Lower{});
@@ -95,9 +96,9 @@ void Evaluator::push_ready(int d, OpId op) {
   }
 }
 
-template <Priority P>
+template <GpuQueue P>
 OpId Evaluator::pop_ready(int d) {
-  if constexpr (P == Priority::Rank) {
+  if constexpr (P == GpuQueue::Rank) {
     auto& heap = ready_[d];
     std::pop_heap(heap.begin(), heap.end(), Lower{});
     const OpId op = by_priority_[heap.back()];
@@ -112,7 +113,7 @@ OpId Evaluator::pop_ready(int d) {
   }
 }
 
-template <Priority P>
+template <GpuQueue P>
 double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double cutoff,
                       std::vector<std::vector<OpId>>* order) {
   const auto n = static_cast<std::int32_t>(graph_.num_operators());
@@ -134,7 +135,7 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
 
   events_.clear();
   touched_.clear();
-  if constexpr (P == Priority::Rank)
+  if constexpr (P == GpuQueue::Rank)
     for (auto& heap : ready_) heap.clear();
   else
     for (auto& heap : fcfs_ready_) heap.clear();
@@ -235,7 +236,7 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
     out->finish = finish_;
     // Compute time per GPU: by operator id under rank priority; under FCFS in the order each GPU ran
     // its operators, the sum replay_order makes (the two sums can differ in the last bit).
-    if constexpr (P == Priority::Fcfs) {
+    if constexpr (P == GpuQueue::Fcfs) {
       for (int d = 0; d < num_devices; ++d)
         for (OpId op : out->device_order[d]) out->busy[d] += cluster_.compute_time(d, graph_.op(op).compute_s);
     } else {

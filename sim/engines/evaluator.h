@@ -8,7 +8,7 @@
 // finishes (alpha-beta view of the cluster, no contention) and transfers overlap computation.
 // An operator therefore starts at max(finish of the previous operator on its GPU, arrival of its
 // last input) -- the same rule the SimGrid engine follows, which is what makes the two comparable.
-// schedule() can also pick first come, first served instead of by rank (Priority::Fcfs).
+// schedule() can also pick first come, first served instead of by rank (GpuQueue::Fcfs).
 #include <cstdint>
 #include <span>
 #include <utility>
@@ -16,6 +16,7 @@
 
 #include "sim/core/cluster.h"
 #include "sim/core/graph.h"
+#include "sim/engines/gpu_queue.h"
 
 namespace placesim {
 
@@ -38,15 +39,6 @@ struct LowerBounds {
   double best() const { return critical_path > work_per_device ? critical_path : work_per_device; }
 };
 
-// Which ready operator an idle GPU starts.
-enum class Priority {
-  Rank,  // the highest computation rank (ties: earlier in topological order); what latency() uses
-  // First come, first served: the one whose last input arrived first (ties: the lower operator
-  // id). Arrivals follow the same contention-free model; SimGrid applies the rule to its own,
-  // contended, arrival times (GpuQueue::Fcfs).
-  Fcfs,
-};
-
 class Evaluator {
  public:
   Evaluator(const Graph& graph, const Cluster& cluster);
@@ -64,8 +56,9 @@ class Evaluator {
   // complete only when the result is finite), reusing its capacity: the flow cost model replays
   // this order under contention (sim/engines/cost_model.h).
   double latency_with_order(std::span<const DeviceId> placement, double cutoff, std::vector<std::vector<OpId>>& order);
-  // The full schedule of a placement (allocates its result), with GPUs picking by `priority`.
-  Schedule schedule(std::span<const DeviceId> placement, Priority priority = Priority::Rank);
+  // The full schedule of a placement (allocates its result), with GPUs picking by `queue` (Rank or
+  // Fcfs; a fixed order is replay_order's). Throws std::invalid_argument for GpuQueue::Fixed.
+  Schedule schedule(std::span<const DeviceId> placement, GpuQueue queue = GpuQueue::Rank);
 
   LowerBounds lower_bounds() const { return bounds_; }
   std::span<const double> rank() const { return rank_; }
@@ -74,18 +67,18 @@ class Evaluator {
   // The event loop, one instance per priority policy (so the rank loop pays nothing for FCFS).
   // cutoff = +infinity for a full run; see latency_with_cutoff.
   // `order`, when given, receives the per-GPU order (out->device_order when out is given).
-  template <Priority P>
+  template <GpuQueue P>
   double run(std::span<const DeviceId> placement, Schedule* out, double cutoff,
              std::vector<std::vector<OpId>>* order = nullptr);
   // The per-GPU queues of ready operators under policy P: which one an idle GPU starts. Always
   // inlined: the rank loop is the hot path of every search.
-  template <Priority P>
+  template <GpuQueue P>
   [[gnu::always_inline]] inline void push_ready(int d, OpId op);
-  template <Priority P>
+  template <GpuQueue P>
   [[gnu::always_inline]] inline OpId pop_ready(int d);
-  template <Priority P>
+  template <GpuQueue P>
   bool ready_empty(int d) const {
-    return P == Priority::Rank ? ready_[d].empty() : fcfs_ready_[d].empty();
+    return P == GpuQueue::Rank ? ready_[d].empty() : fcfs_ready_[d].empty();
   }
 
   const Graph& graph_;
@@ -104,8 +97,8 @@ class Evaluator {
     std::int32_t op;
   };
   std::vector<Event> events_;
-  std::vector<std::vector<std::int32_t>> ready_;  // per GPU: heap of priorities (Priority::Rank)
-  std::vector<std::vector<std::pair<double, OpId>>> fcfs_ready_;  // per GPU: heap of (arrival, op) (Fcfs)
+  std::vector<std::vector<std::int32_t>> ready_;  // per GPU: heap of priorities (GpuQueue::Rank)
+  std::vector<std::vector<std::pair<double, OpId>>> fcfs_ready_;  // per GPU: heap of (arrival, op) (GpuQueue::Fcfs)
   std::vector<std::int32_t> pending_inputs_;
   std::vector<double> inputs_arrive_, start_, finish_;
   std::vector<std::uint8_t> device_busy_;

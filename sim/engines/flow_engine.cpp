@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 
 namespace placesim {
 
@@ -57,31 +58,32 @@ FlowEngine::FlowEngine(const Graph& graph, const Cluster& cluster)
 }
 
 double FlowEngine::latency(std::span<const DeviceId> placement) {
-  return run<Mode::Rank>(placement, nullptr, nullptr);
+  return run<GpuQueue::Rank>(placement, nullptr, nullptr);
 }
 
-Schedule FlowEngine::schedule(std::span<const DeviceId> placement, Priority priority) {
+Schedule FlowEngine::schedule(std::span<const DeviceId> placement, GpuQueue queue) {
+  if (queue == GpuQueue::Fixed) throw std::invalid_argument("FlowEngine::schedule: a fixed order is replay's");
   Schedule s;
-  if (priority == Priority::Fcfs) run<Mode::Fcfs>(placement, nullptr, &s);
-  else run<Mode::Rank>(placement, nullptr, &s);
+  if (queue == GpuQueue::Fcfs) run<GpuQueue::Fcfs>(placement, nullptr, &s);
+  else run<GpuQueue::Rank>(placement, nullptr, &s);
   return s;
 }
 
 Schedule FlowEngine::replay(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>& device_order) {
   check_device_order(graph_, cluster_.num_devices(), placement, device_order);
   Schedule s;
-  run<Mode::Fixed>(placement, &device_order, &s);
+  run<GpuQueue::Fixed>(placement, &device_order, &s);
   return s;
 }
 
 double FlowEngine::replay_latency(std::span<const DeviceId> placement,
                                   const std::vector<std::vector<OpId>>& device_order) {
-  return run<Mode::Fixed>(placement, &device_order, nullptr);
+  return run<GpuQueue::Fixed>(placement, &device_order, nullptr);
 }
 
 double FlowEngine::replay_latency_with_cutoff(std::span<const DeviceId> placement,
                                               const std::vector<std::vector<OpId>>& device_order, double cutoff) {
-  return run<Mode::Fixed>(placement, &device_order, nullptr, cutoff);
+  return run<GpuQueue::Fixed>(placement, &device_order, nullptr, cutoff);
 }
 
 void FlowEngine::ensure_route(int route) {
@@ -347,7 +349,7 @@ void FlowEngine::heap_remove(std::int32_t s) {
 
 // --- the event loop ------------------------------------------------------------------------------
 
-template <FlowEngine::Mode M>
+template <GpuQueue M>
 double FlowEngine::run(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>* order,
                        Schedule* out, double cutoff) {
   const auto n = static_cast<std::int32_t>(graph_.num_operators());
@@ -365,10 +367,10 @@ double FlowEngine::run(std::span<const DeviceId> placement, const std::vector<st
   for (auto& list : active_) list.clear();
   std::fill(device_busy_.begin(), device_busy_.end(), 0);
   std::fill(device_touched_.begin(), device_touched_.end(), 0);
-  if constexpr (M == Mode::Rank) {
+  if constexpr (M == GpuQueue::Rank) {
     ready_.resize(num_devices);
     for (auto& heap : ready_) heap.clear();
-  } else if constexpr (M == Mode::Fcfs) {
+  } else if constexpr (M == GpuQueue::Fcfs) {
     fcfs_ready_.resize(num_devices);
     for (auto& heap : fcfs_ready_) heap.clear();
   } else {
@@ -387,10 +389,10 @@ double FlowEngine::run(std::span<const DeviceId> placement, const std::vector<st
       return;
     }
     const DeviceId d = placement[op];
-    if constexpr (M == Mode::Rank) {
+    if constexpr (M == GpuQueue::Rank) {
       ready_[d].push_back(priority_[op]);
       std::push_heap(ready_[d].begin(), ready_[d].end(), Lower{});
-    } else if constexpr (M == Mode::Fcfs) {
+    } else if constexpr (M == GpuQueue::Fcfs) {
       fcfs_ready_[d].emplace_back(now, op);
       std::push_heap(fcfs_ready_[d].begin(), fcfs_ready_[d].end(), std::greater<>{});
     }
@@ -404,14 +406,14 @@ double FlowEngine::run(std::span<const DeviceId> placement, const std::vector<st
   };
   // The operator GPU d starts now, or -1.
   auto next_op = [&](int d) -> OpId {
-    if constexpr (M == Mode::Rank) {
+    if constexpr (M == GpuQueue::Rank) {
       auto& heap = ready_[d];
       if (heap.empty()) return -1;
       std::pop_heap(heap.begin(), heap.end(), Lower{});
       const OpId op = by_priority_[heap.back()];
       heap.pop_back();
       return op;
-    } else if constexpr (M == Mode::Fcfs) {
+    } else if constexpr (M == GpuQueue::Fcfs) {
       auto& heap = fcfs_ready_[d];
       if (heap.empty()) return -1;
       std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
@@ -517,7 +519,7 @@ double FlowEngine::run(std::span<const DeviceId> placement, const std::vector<st
     out->latency = makespan;
     out->start = start_;
     out->finish = finish_;
-    if constexpr (M == Mode::Rank) {
+    if constexpr (M == GpuQueue::Rank) {
       for (OpId i = 0; i < n; ++i)
         out->busy[placement[i]] += cluster_.compute_time(placement[i], graph_.op(i).compute_s);
     } else {

@@ -23,11 +23,11 @@
 // change touched: a sub-flow started or finished. Sub-flows on one path always share one rate, so
 // the solve has one variable per active path (with its number of sub-flows), not per sub-flow.
 //
-// GPUs pick their next operator as the evaluator's do (Priority::Rank, Priority::Fcfs, same
+// GPUs pick their next operator as the evaluator's do (GpuQueue::Rank, GpuQueue::Fcfs, same
 // priorities and tie-breaks) but with arrivals under contention, or follow a fixed per-GPU order
 // (replay). SimGrid is run in the evaluator's order (`simulation.order: scheduler`), so replay
 // with that order is what agrees with it; with GpuQueue::Fcfs SimGrid applies FCFS to its own
-// arrivals, which schedule(placement, Priority::Fcfs) does too.
+// arrivals, which schedule(placement, GpuQueue::Fcfs) does too.
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -46,9 +46,10 @@ class FlowEngine {
   // Iteration latency with rank priority under contention (the search's cost model). +infinity
   // when a tensor crosses between GPUs the cluster cannot reach.
   double latency(std::span<const DeviceId> placement);
-  // The full schedule, GPUs picking by `priority` (allocates its result).
-  Schedule schedule(std::span<const DeviceId> placement, Priority priority = Priority::Rank);
-  // Runs a fixed per-GPU order, as the SimGrid engine's GpuQueue::Fixed does. Throws
+  // The full schedule, GPUs picking by `queue`, Rank or Fcfs (allocates its result); a fixed order
+  // is replay's. Throws std::invalid_argument for GpuQueue::Fixed.
+  Schedule schedule(std::span<const DeviceId> placement, GpuQueue queue = GpuQueue::Rank);
+  // Runs a fixed per-GPU order (GpuQueue::Fixed), as the SimGrid engine does. Throws
   // std::invalid_argument if the order is invalid (check_device_order).
   Schedule replay(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>& device_order);
   // The same without checking the order or building a result: allocates nothing after warm-up.
@@ -64,8 +65,7 @@ class FlowEngine {
   std::int64_t solved_classes() const { return solved_classes_; }
 
  private:
-  enum class Mode { Rank, Fcfs, Fixed };
-  template <Mode M>
+  template <GpuQueue M>
   double run(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>* order, Schedule* out,
              double cutoff = kNoCutoff);
   static constexpr double kNoCutoff = std::numeric_limits<double>::infinity();

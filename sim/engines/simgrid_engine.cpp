@@ -56,7 +56,9 @@ constexpr double kPayloadUnitsPerByte = 65536.0;
 // Input validation (cheap, O(operators + tensors)), run before SimGrid or fork is involved.
 
 void validate_inputs(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
-                     const std::vector<std::vector<OpId>>& device_order) {
+                     const std::vector<std::vector<OpId>>& device_order, GpuQueue queue) {
+  if (queue == GpuQueue::Rank)
+    throw std::invalid_argument("the SimGrid engine runs a fixed per-GPU order or first come, first served, not by rank");
   check_device_order(graph, cluster.num_devices(), placement, device_order);
   for (const Tensor& t : graph.tensors())
     if (t.bytes > 0 && !cluster.reachable(placement[t.src], placement[t.dst]))
@@ -568,7 +570,7 @@ bool write_all(int fd, const std::vector<char>& bytes) {
 
 SimulationResult simulate_in_process(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
                                      const std::vector<std::vector<OpId>>& device_order, GpuQueue queue) {
-  validate_inputs(graph, cluster, placement, device_order);
+  validate_inputs(graph, cluster, placement, device_order, queue);
   const auto t0 = std::chrono::steady_clock::now();
   SimulationResult r = Simulation(graph, cluster, placement, device_order, queue).run();
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -578,7 +580,7 @@ SimulationResult simulate_in_process(const Graph& graph, const Cluster& cluster,
 SimulationResult simulate(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
                           const std::vector<std::vector<OpId>>& device_order, GpuQueue queue) {
   // Bad input is the caller's error: report it here as std::invalid_argument, not from the child.
-  validate_inputs(graph, cluster, placement, device_order);
+  validate_inputs(graph, cluster, placement, device_order, queue);
   const auto t0 = std::chrono::steady_clock::now();
 
   // The child inherits unflushed stdio buffers, and SimGrid flushes them on shutdown: without

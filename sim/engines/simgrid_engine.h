@@ -27,6 +27,7 @@
 
 #include "sim/core/cluster.h"
 #include "sim/core/graph.h"
+#include "sim/engines/gpu_queue.h"
 
 namespace placesim {
 
@@ -65,15 +66,10 @@ struct SimulationResult {
   std::int64_t platform_hosts = 0, platform_links = 0;
 };
 
-// How a GPU actor picks its next operator.
-enum class GpuQueue {
-  Fixed,  // the given device_order
-  Fcfs,   // first come, first served: of the operators whose inputs have all arrived (under
-          // contention), the one that became ready first (ties: the lower id); device_order is
-          // then only checked, and the order that ran can be read from the start times
-};
 
-// Runs the simulation in a forked child process. Throws std::runtime_error if the child fails,
+// Runs the simulation in a forked child process. `queue` is Fixed (device_order) or Fcfs (the
+// operators whose inputs have all arrived under contention, the one ready first; device_order is then
+// only checked, and the order that ran can be read from the start times). Throws std::runtime_error if the child fails,
 // std::invalid_argument on an invalid placement or order, or a tensor between unreachable GPUs.
 SimulationResult simulate(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
                           const std::vector<std::vector<OpId>>& device_order, GpuQueue queue = GpuQueue::Fixed);

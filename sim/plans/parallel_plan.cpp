@@ -866,19 +866,43 @@ CompiledPlan rank_compile_plan(const RankModels& models, const ParallelPlan& pla
 
 }  // namespace
 
+namespace {
+
+// The plan (as used: its stage starts and GPUs) and the model at its width on the compiled graph,
+// for the estimate engine; a plan of several widths keeps no model (NEST's estimate prices one).
+CompiledPlan with_origin(CompiledPlan compiled, const LayerModel* model, const ParallelPlan& plan) {
+  auto origin = std::make_shared<PlanOrigin>();
+  if (model) origin->model = std::make_shared<const LayerModel>(*model);
+  origin->plan = plan;
+  origin->plan.stage_starts = compiled.stage_starts;
+  origin->plan.gpus = compiled.gpus;
+  compiled.graph.plan = std::move(origin);
+  return compiled;
+}
+
+const LayerModel* model_at_width(const LayerWorkload& workload, const ParallelPlan& plan) {
+  if (plan.mixed_widths()) return nullptr;
+  const auto it = workload.by_tensor_parallel.find(plan.tp);
+  return it == workload.by_tensor_parallel.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
 CompiledPlan plan_layout(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster) {
-  return rank_plan_layout(checked_models(model, plan, cluster), plan, cluster);
+  return with_origin(rank_plan_layout(checked_models(model, plan, cluster), plan, cluster), &model, plan);
 }
 CompiledPlan plan_layout(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster) {
-  return rank_plan_layout(checked_models(workload, plan, cluster), plan, cluster);
+  return with_origin(rank_plan_layout(checked_models(workload, plan, cluster), plan, cluster), model_at_width(workload, plan),
+                     plan);
 }
 CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster,
                           CollectiveDetail detail) {
-  return rank_compile_plan(checked_models(model, plan, cluster), plan, cluster, detail);
+  return with_origin(rank_compile_plan(checked_models(model, plan, cluster), plan, cluster, detail), &model, plan);
 }
 CompiledPlan compile_plan(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster,
                           CollectiveDetail detail) {
-  return rank_compile_plan(checked_models(workload, plan, cluster), plan, cluster, detail);
+  return with_origin(rank_compile_plan(checked_models(workload, plan, cluster), plan, cluster, detail),
+                     model_at_width(workload, plan), plan);
 }
 
 std::vector<MemoryCurve> memory_over_time(const CompiledPlan& compiled, std::span<const double> start,

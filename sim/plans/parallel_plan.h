@@ -38,6 +38,7 @@
 // parameters (and adds a buffer of its largest layer's gathered parameters). Activations: the
 // stage's stashed bytes per micro-batch times the micro-batches in flight at the peak -- GPipe
 // all m, 1F1B min(m, pp - p).
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -142,6 +143,14 @@ struct HeldActivation {
   OpId forward = -1, backward = -1;  // in CompiledPlan::graph
   int gpu_index = 0;                 // into CompiledPlan::gpus
   double bytes = 0;
+};
+
+// What a compiled plan's execution graph was compiled from (ExecutionGraph::plan): the plan as
+// used (its stage starts and GPUs filled in) and the model at its tensor-parallel width (null when
+// its stages differ in width), for the estimate engine.
+struct PlanOrigin {
+  std::shared_ptr<const LayerModel> model;
+  ParallelPlan plan;
 };
 
 struct CompiledPlan {

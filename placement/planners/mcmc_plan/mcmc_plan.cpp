@@ -281,17 +281,17 @@ PlanResult McmcPlan::plan_impl(const LayerWorkload& workload, const Cluster& clu
   const McmcPlanSearch found = mcmc_plan_search(workload, cluster, config_, deadline);
   PlanResult r;
   r.plan = found.plan;
-  r.report["estimate"] = estimate_json(found.estimate);
-  r.report["start_estimate"] = estimate_json(found.start_estimate);
-  r.report["steps"] = found.steps;
-  r.report["accepted"] = found.accepted;
-  r.report["improvements"] = found.improvements;
+  r.details["estimate"] = estimate_json(found.estimate);
+  r.details["start_estimate"] = estimate_json(found.start_estimate);
+  r.details["steps"] = found.steps;
+  r.details["accepted"] = found.accepted;
+  r.details["improvements"] = found.improvements;
   nlohmann::json moves = nlohmann::json::object();
   for (int k = 0; k < kMoves; ++k) moves[kMoveNames[k]] = {{"proposed", found.proposed[k]}, {"accepted", found.taken[k]}};
-  r.report["moves"] = moves;
-  r.report["stopped_by_time"] = found.stopped_by_time;
-  r.report["exact"] = false;
-  r.report["objective"] = "NEST's estimate of the time per batch on the real network (the best plan the chain saw)";
+  r.details["moves"] = moves;
+  r.details["stopped_by_time"] = found.stopped_by_time;
+  r.details["exact"] = false;
+  r.details["objective"] = "NEST's estimate of the time per batch on the real network (the best plan the chain saw)";
   return r;
 }
 

@@ -80,12 +80,12 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   for (int p = 0; p < stages; ++p)
     layers.push_back((p + 1 < stages ? plan.stage_starts[p + 1] : static_cast<int>(model.layers.size())) -
                      plan.stage_starts[p]);
-  r.report["stage_layers"] = layers;
+  r.details["stage_layers"] = layers;
   // The degrees are the user's: a plan that cannot run is their options' problem, said as such.
   if (const std::string why = plan_problem(workload, plan, cluster); !why.empty())
     throw std::invalid_argument("megatron: " + why);
-  r.report["gpus_used"] = per_replica * dp;
-  r.report["gpus_idle"] = n - per_replica * dp;
+  r.details["gpus_used"] = per_replica * dp;
+  r.details["gpus_idle"] = n - per_replica * dp;
   // Megatron-LM keeps each tensor-parallel group inside a server, on NVLink; say when a group
   // spans servers (a width above the server's GPUs, or an order that splits it): its per-layer
   // all-reduces then cross the NICs.
@@ -103,7 +103,7 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
         first = fmt::format("replica {}, stage {} on servers {}", d, p, fmt::join(servers, ", "));
     }
   if (across > 0)
-    r.report["tensor_groups_across_servers"] =
+    r.details["tensor_groups_across_servers"] =
         fmt::format("{} tensor-parallel group{} span{} servers (first: {}): their all-reduces cross the NICs", across,
                     across == 1 ? "" : "s", across == 1 ? "s" : "", first);
   return r;

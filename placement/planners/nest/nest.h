@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "placement/framework/planner.h"
+#include "sim/engines/estimate.h"
 
 namespace placesim {
 
@@ -55,24 +56,6 @@ namespace placesim {
 enum class NestOrders { Both, TpDpPp, TpPpDp };
 inline constexpr EnumName<NestOrders> kNestOrdersNames[] = {
     {NestOrders::Both, "both"}, {NestOrders::TpDpPp, "tp-dp-pp"}, {NestOrders::TpPpDp, "tp-pp-dp"}};
-
-// How the estimate prices the data-parallel gradient reduction. stage: NEST's, one collective of
-// the first stage's gradients (it ends its backward last). per-layer: one collective per layer of
-// the first stage (its dense and its spread experts' gradients apart), as the engines compile
-// them (sim/plans/parallel_plan.h), so that each pays the collective's latency: on hundreds of replicas
-// a ring's 2(n - 1) steps of path latency per layer, which `stage` counts once
-// (docs/reproduction.md, nest-experiment1-contention).
-// overlapped: per layer as the engines queue them, each starting when the last micro-batch's
-// backward of its layer is done (the backward runs from the stage's last layer down, so the
-// layers' collectives run top layer first), so only what outlasts the stage's backward counts:
-// max over layers l of (the collectives of layers 0 .. l, which run from l's readiness on) less
-// (the backward of the layers below l). With ZeRO the reduce-scatters (half an all-reduce) queue
-// so and one all-gather per layer follows (ZeRO 1 and 2's, after the last reduce-scatter); ZeRO
-// 3's gathers before the next forward and the backward, which the engines prefetch, are not
-// charged (an approximation: NEST's stage pricing charges them as half again).
-enum class NestReduction { Stage, PerLayer, Overlapped };
-inline constexpr EnumName<NestReduction> kNestReductionNames[] = {
-    {NestReduction::Stage, "stage"}, {NestReduction::PerLayer, "per-layer"}, {NestReduction::Overlapped, "overlapped"}};
 
 // NEST's space of plans, searched by nest and nest-unaware exactly and by mcmc-plan by sampling.
 struct NestSpace {
@@ -126,46 +109,12 @@ struct NestConfig : NestSpace {
   bool operator==(const NestConfig&) const = default;
 };
 
-// NEST's estimate of one plan's time per iteration, with its parts (seconds).
-struct NestEstimate {
-  double time_per_batch = 0;
-  double max_stage_load = 0;
-  double gradient_reduction = 0;
-  int micro_batches_per_replica = 0;
-  bool fits = true;
-  double memory_ratio = 0;  // the largest of the plan's GPUs' memory needed / memory held (fits: <= 1)
-};
-
-// How the planner prices the network.
-struct NestNetwork {
-  const Cluster* cluster = nullptr;
-  bool flat = false;                 // every pair priced as the fastest (nest-unaware)
-  double flat_bandwidth = 0, flat_latency = 0;
-  static NestNetwork aware(const Cluster& c);
-  static NestNetwork unaware(const Cluster& c);
-  // Latency (s) and inverse bandwidth (s per byte) between two GPUs as priced.
-  std::pair<double, double> link(DeviceId a, DeviceId b) const;
-  double send(DeviceId a, DeviceId b, double bytes) const;
-  double reduction(std::span<const DeviceId> group, double bytes, CollectiveAlgorithm algorithm, int zero) const;
-  // reduction() as a function of the bytes, the group checked once (intercept kInf: no such plan).
-  AffineTime reduction_affine(std::span<const DeviceId> group, CollectiveAlgorithm algorithm, int zero) const;
-  // all_to_all() as a function of the bytes.
-  AffineTime all_to_all_affine(std::span<const DeviceId> group) const;
-  // One all-to-all (direct) of `bytes` per GPU among the group: an expert layer's dispatch or combine.
-  double all_to_all(std::span<const DeviceId> group, double bytes) const;
-};
-
 // The plan of one point of NEST's space: tensor width tp, `replicas` pipelines (dp = replicas x
 // the workload's expert width ep) of `stages` stages, ZeRO stage `zero`, ceil(m / replicas)
 // micro-batches each for m = total_micro_batches, 1F1B, GPUs 0, 1, ... in `order`; the stage
 // starts are left to the caller.
 ParallelPlan nest_plan(int tp, int replicas, int stages, int zero, int expert_parallel, int total_micro_batches,
                        CollectiveAlgorithm gradient_algorithm, GpuOrder order);
-
-// NEST's estimate of `plan` (at the model's width) on `network`, its gradient reduction priced as
-// `reduction` says: what the DP minimises.
-NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, const NestNetwork& network,
-                           NestReduction reduction = NestReduction::Stage);
 
 // The estimate for reports: time_per_batch_s, max_stage_load_s, gradient_reduction_s,
 // micro_batches_per_replica.

@@ -217,11 +217,11 @@ void polish_answer(const Graph& graph, const Cluster& cluster, const Deadline& d
   config.time_limit_s = deadline.bounded() ? deadline.remaining() - std::min(0.02, 0.01 * deadline.limit())
                                            : std::numeric_limits<double>::infinity();
   if (config.time_limit_s <= 0) {
-    answer.report["polish"] = "no time left";
+    answer.details["polish"] = "no time left";
     return;
   }
   RefineResult polished = refine_placement(graph, cluster, answer.placement, config, cost_model);
-  answer.report["polish"] = refine_report(polished);
+  answer.details["polish"] = refine_report(polished);
   if (polished.latency < polished.start_latency) answer.placement = std::move(polished.placement);
 }
 

@@ -89,7 +89,7 @@ RefineResult refine_placement(const Graph& graph, const Cluster& cluster, std::v
 // The polish a search strategy ends with (QuickP's and MCMC's `polish`): refine_placement from
 // answer.placement under `cost_model`, until 20 rounds in a row find nothing better, `deadline`
 // is near (a hair is kept for the caller's report) or `max_evaluations` candidates were
-// evaluated. Records answer.report["polish"] (refine_report, or "no time left") and keeps the
+// evaluated. Records answer.details["polish"] (refine_report, or "no time left") and keeps the
 // polished placement when it is better.
 void polish_answer(const Graph& graph, const Cluster& cluster, const Deadline& deadline, CostModelKind cost_model,
                    PlacementResult& answer, long max_evaluations = std::numeric_limits<long>::max());

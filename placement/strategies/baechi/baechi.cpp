@@ -30,14 +30,14 @@ PlacementResult Baechi::place_impl(const Graph& graph, const Cluster& cluster, c
   for (const Device& d : cluster.devices()) smallest_budget = std::min(smallest_budget, d.memory_bytes * config_.memory_fraction);
   const baechi::Groups groups = baechi::make_groups(graph, config_.coplace, smallest_budget);
   PlacementResult r;
-  r.report["groups"] = groups.count();
-  r.report["colocation_classes"] = graph.num_colocation_classes();
-  r.report["coplaced_merges"] = groups.coplaced_merges;
-  r.report["coplace_skipped_for_memory"] = groups.coplace_skipped_for_memory;
+  r.details["groups"] = groups.count();
+  r.details["colocation_classes"] = graph.num_colocation_classes();
+  r.details["coplaced_merges"] = groups.coplaced_merges;
+  r.details["coplace_skipped_for_memory"] = groups.coplace_skipped_for_memory;
   if (groups.count() > 0) {
     const auto largest = std::max_element(groups.memory_bytes.begin(), groups.memory_bytes.end());
-    r.report["largest_group_bytes"] = *largest;
-    r.report["largest_group_ops"] = *std::max_element(groups.size.begin(), groups.size.end());
+    r.details["largest_group_bytes"] = *largest;
+    r.details["largest_group_ops"] = *std::max_element(groups.size.begin(), groups.size.end());
   }
   std::vector<double> budget;
   for (const Device& d : cluster.devices()) budget.push_back(d.memory_bytes * config_.memory_fraction);
@@ -46,9 +46,9 @@ PlacementResult Baechi::place_impl(const Graph& graph, const Cluster& cluster, c
     baechi::TopoPlacement topo =
         baechi::topo_placement(graph, cluster, groups, config_.memory_fraction, config_.uniform);
     r.placement = std::move(topo.placement);
-    r.report["memory_fallbacks"] = topo.memory_fallbacks;
-    r.report["memory_limit_bytes"] = topo.fill_limit;
-    r.report["device_memory_bytes"] = topo.device_memory;
+    r.details["memory_fallbacks"] = topo.memory_fallbacks;
+    r.details["memory_limit_bytes"] = topo.fill_limit;
+    r.details["device_memory_bytes"] = topo.device_memory;
     return r;
   }
 
@@ -61,37 +61,37 @@ PlacementResult Baechi::place_impl(const Graph& graph, const Cluster& cluster, c
       stop -= std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::duration<double>(std::max(0.05, deadline.remaining() / 20)));
     baechi::SctLp lp = baechi::solve_sct_lp(graph, cluster, config_.threshold, stop);
-    r.report["lp"] = {{"solve_seconds", lp.solve_seconds}, {"objective_s", lp.objective_s},
+    r.details["lp"] = {{"solve_seconds", lp.solve_seconds}, {"objective_s", lp.objective_s},
                       {"optimal", lp.optimal},           {"rows", lp.rows},
                       {"columns", lp.columns},           {"favourite_children", lp.favourite_children},
                       {"rounding_conflicts", lp.rounding_conflicts}};
     if (lp.stopped_at_time_limit)
-      r.report["note"] = "the time limit stopped the SCT LP: no favourite children (plain m-ETF)";
+      r.details["note"] = "the time limit stopped the SCT LP: no favourite children (plain m-ETF)";
     else if (!lp.optimal)
-      r.report["note"] = "the SCT LP was not solved to optimality: no favourite children (plain m-ETF)";
+      r.details["note"] = "the SCT LP was not solved to optimality: no favourite children (plain m-ETF)";
     favourite = std::move(lp.favourite);
   }
   baechi::EtfSchedule s = baechi::etf_schedule(graph, cluster, groups, config_.memory_fraction, favourite);
-  r.report["etf_makespan_s"] = s.makespan;
+  r.details["etf_makespan_s"] = s.makespan;
   const baechi::OneGpuSchedule one = baechi::one_gpu_schedule(graph, cluster, config_.memory_fraction);
-  if (one.device >= 0) r.report["one_gpu_makespan_s"] = one.makespan;
+  if (one.device >= 0) r.details["one_gpu_makespan_s"] = one.makespan;
   if (one.device >= 0 && s.memory_fallbacks == 0 && one.makespan <= s.makespan) {
     r.placement.assign(graph.num_operators(), one.device);
-    r.report["kept"] = "one-gpu";
-    r.report["schedule_makespan_s"] = one.makespan;
-    r.report["memory_fallbacks"] = 0;
+    r.details["kept"] = "one-gpu";
+    r.details["schedule_makespan_s"] = one.makespan;
+    r.details["memory_fallbacks"] = 0;
     std::vector<double> memory(cluster.num_devices(), 0.0);
     memory[one.device] = graph.total_memory();
-    r.report["device_memory_bytes"] = memory;
+    r.details["device_memory_bytes"] = memory;
   } else {
     r.placement = std::move(s.placement);
-    r.report["kept"] = "etf";
-    r.report["schedule_makespan_s"] = s.makespan;
-    r.report["memory_fallbacks"] = s.memory_fallbacks;
-    r.report["device_memory_bytes"] = s.device_memory;
+    r.details["kept"] = "etf";
+    r.details["schedule_makespan_s"] = s.makespan;
+    r.details["memory_fallbacks"] = s.memory_fallbacks;
+    r.details["device_memory_bytes"] = s.device_memory;
   }
-  r.report["memory_limit_bytes"] = budget;
-  if (method_ == BaechiMethod::Sct) r.report["favourite_children_on_parent_gpu"] = s.favourite_children_on_parent_gpu;
+  r.details["memory_limit_bytes"] = budget;
+  if (method_ == BaechiMethod::Sct) r.details["favourite_children_on_parent_gpu"] = s.favourite_children_on_parent_gpu;
   return r;
 }
 

@@ -29,8 +29,8 @@ PlacementResult Celeritas::place_impl(const Graph& graph, const Cluster& cluster
   if (config_.adjust) {
     adjusted = adjusting_placement(coarse.coarse, cluster, coarse_order, config_.memory_fraction);
     chosen = &adjusted;
-    r.report["moves"] = adjusted.moves;
-    r.report["schedule_makespan_s"] = adjusted.schedule_makespan_s;
+    r.details["moves"] = adjusted.moves;
+    r.details["schedule_makespan_s"] = adjusted.schedule_makespan_s;
   }
   r.placement = expand_placement(coarse, chosen->placement);
   if (config_.adjust && config_.keep_better) {
@@ -40,21 +40,21 @@ PlacementResult Celeritas::place_impl(const Graph& graph, const Cluster& cluster
     CostModel cost = make_cost_model(graph, cluster);
     const double adjusting_s = cost.latency(r.placement);
     const double order_s = cost.latency(order_fine);
-    r.report["cost_model_latency_s"] = {{"adjusting", adjusting_s}, {"order_place", order_s}};
+    r.details["cost_model_latency_s"] = {{"adjusting", adjusting_s}, {"order_place", order_s}};
     if (order_s < adjusting_s) {
       r.placement = std::move(order_fine);
       chosen = &ordered;
     }
-    r.report["chosen"] = chosen == &ordered ? "order-place" : "adjusting";
+    r.details["chosen"] = chosen == &ordered ? "order-place" : "adjusting";
   }
-  r.report["operators"] = graph.num_operators();
-  r.report["clusters"] = fusion.num_clusters();
-  r.report["coarse_tensors"] = coarse.coarse.num_tensors();
-  r.report["fusion_cut_cost_s"] = fusion.cut_cost;
-  r.report["cluster_memory_limit_bytes"] = fusion_config.cluster_memory_bytes;
-  r.report["memory_fallbacks"] = chosen->memory_fallbacks;
-  r.report["memory_budget_bytes"] = chosen->budget;
-  r.report["device_memory_bytes"] = device_memory(graph, r.placement, cluster.num_devices());
+  r.details["operators"] = graph.num_operators();
+  r.details["clusters"] = fusion.num_clusters();
+  r.details["coarse_tensors"] = coarse.coarse.num_tensors();
+  r.details["fusion_cut_cost_s"] = fusion.cut_cost;
+  r.details["cluster_memory_limit_bytes"] = fusion_config.cluster_memory_bytes;
+  r.details["memory_fallbacks"] = chosen->memory_fallbacks;
+  r.details["memory_budget_bytes"] = chosen->budget;
+  r.details["device_memory_bytes"] = device_memory(graph, r.placement, cluster.num_devices());
   return r;
 }
 

@@ -277,12 +277,12 @@ PlacementResult Expert::place_impl(const Graph& graph, const Cluster& cluster, c
       seen[layer_gpu[l]] = 1;
       first_layer[layer_gpu[l]] = layers.names[l];
     }
-  r.report["mode"] = std::string(enum_name<ExpertConfig::Mode>(kExpertModeNames, config_.mode));
-  r.report["layers"] = layers.names.size();
-  r.report["unscoped_operators"] = layers.unscoped;
-  r.report["own_layer_operators"] = layers.own_layer;
-  r.report["gpu_compute_s"] = gpu_compute;
-  r.report["first_layer_per_gpu"] = first_layer;
+  r.details["mode"] = std::string(enum_name<ExpertConfig::Mode>(kExpertModeNames, config_.mode));
+  r.details["layers"] = layers.names.size();
+  r.details["unscoped_operators"] = layers.unscoped;
+  r.details["own_layer_operators"] = layers.own_layer;
+  r.details["gpu_compute_s"] = gpu_compute;
+  r.details["first_layer_per_gpu"] = first_layer;
   return r;
 }
 

@@ -144,8 +144,8 @@ PlacementResult Heft::place_impl(const Graph& graph, const Cluster& cluster, con
   HeftSchedule s = heft_schedule(graph, cluster, config_);
   PlacementResult r;
   r.placement = std::move(s.placement);
-  r.report["heft_makespan_s"] = s.makespan;
-  r.report["memory_overflow"] = s.memory_overflow;
+  r.details["heft_makespan_s"] = s.makespan;
+  r.details["memory_overflow"] = s.memory_overflow;
   return r;
 }
 

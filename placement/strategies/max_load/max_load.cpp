@@ -352,17 +352,17 @@ PlacementResult MaxLoad::place_impl(const Graph& graph, const Cluster& cluster, 
   MaxLoadSplit split = max_load_split(graph, cluster, config_, deadline);
   PlacementResult r;
   r.placement = std::move(split.placement);
-  r.report["max_stage_load"] = split.max_stage_load;
-  r.report["gpu_load"] = split.gpu_load;
-  r.report["downsets"] = split.downsets;
-  r.report["downset_pairs"] = split.downset_pairs;
-  r.report["units"] = split.units;
-  r.report["removed_zero_time_units"] = split.removed_units;
-  r.report["training_graph"] = split.training;
-  r.report["exact"] = split.exact;
+  r.details["max_stage_load"] = split.max_stage_load;
+  r.details["gpu_load"] = split.gpu_load;
+  r.details["downsets"] = split.downsets;
+  r.details["downset_pairs"] = split.downset_pairs;
+  r.details["units"] = split.units;
+  r.details["removed_zero_time_units"] = split.removed_units;
+  r.details["training_graph"] = split.training;
+  r.details["exact"] = split.exact;
   if (!split.memory_problem.empty())
-    r.report["memory_problem"] = split.memory_problem + "; this split ignores memory";
-  r.report["objective"] =
+    r.details["memory_problem"] = split.memory_problem + "; this split ignores memory";
+  r.details["objective"] =
       std::string(split.exact ? "optimal max-load split over every contiguous split of the forward graph"
                               : "best max-load split of one topological order only (the graph has more than "
                                 "max_downsets downsets)") +

@@ -133,7 +133,7 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
   const std::vector<double> best_memory = device_memory(graph, r.placement, num_devices);
   double best_overflow = 0;
   for (int d = 0; d < num_devices; ++d) best_overflow += std::max(0.0, best_memory[d] - cluster.device(d).memory_bytes);
-  r.report = {
+  r.details = {
       {"init", std::string(enum_name<McmcConfig::Init>(kMcmcInitNames, config_.init))},
       {"start", start},
       {"beta", greedy ? nlohmann::json("inf") : nlohmann::json(config_.beta)},
@@ -151,7 +151,7 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
       {"final_cost_s", current_cost},
       {"proposable_units", units.computing.size() + units.zero_compute.size()},
   };
-  if (config_.init == McmcConfig::Init::Portfolio) r.report["portfolio"] = std::move(portfolio_report);
+  if (config_.init == McmcConfig::Init::Portfolio) r.details["portfolio"] = std::move(portfolio_report);
   if (config_.polish_share > 0 && can_move) {
     // Its share of the search in evaluations too: a chain of `steps` proposals is followed by at
     // most steps * share / (1 - share) candidates (5,000 steps at 0.2: 1,250), and at least 320
@@ -161,8 +161,8 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
     polish_answer(graph, cluster, deadline, cost_model.kind(), r, max_evaluations);
   }
   if (cost_model.kind() == CostModelKind::Flow) {
-    r.report["flow_runs"] = cost_model.flow_runs();
-    r.report["settled_by_list_schedule"] = cost_model.settled_by_list();
+    r.details["flow_runs"] = cost_model.flow_runs();
+    r.details["settled_by_list_schedule"] = cost_model.settled_by_list();
   }
   return r;
 }

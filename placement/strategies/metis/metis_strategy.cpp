@@ -613,14 +613,14 @@ PlacementResult MetisStrategy::place_impl(const Graph& graph, const Cluster& clu
   for (const Tensor& t : graph.tensors())
     if (r.placement[t.src] != r.placement[t.dst]) cut_bytes += t.bytes;
   const double mean = graph.total_compute() / k;
-  r.report["method"] = part.method;
-  r.report["metis_vertices"] = nv;
-  r.report["metis_edge_cut"] = part.edge_cut;
-  r.report["edge_cut_bytes"] = cut_bytes;
-  r.report["gpu_compute_s"] = gpu_compute;
-  r.report["gpu_memory_bytes"] = gpu_memory;
-  r.report["compute_imbalance"] = mean > 0 ? *std::max_element(gpu_compute.begin(), gpu_compute.end()) / mean : 1.0;
-  r.report["mapping_transfer_s"] = mapping_cost(traffic, device_of_part, cluster);
+  r.details["method"] = part.method;
+  r.details["metis_vertices"] = nv;
+  r.details["metis_edge_cut"] = part.edge_cut;
+  r.details["edge_cut_bytes"] = cut_bytes;
+  r.details["gpu_compute_s"] = gpu_compute;
+  r.details["gpu_memory_bytes"] = gpu_memory;
+  r.details["compute_imbalance"] = mean > 0 ? *std::max_element(gpu_compute.begin(), gpu_compute.end()) / mean : 1.0;
+  r.details["mapping_transfer_s"] = mapping_cost(traffic, device_of_part, cluster);
   return r;
 }
 

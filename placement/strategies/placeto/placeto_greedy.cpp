@@ -7,10 +7,10 @@ PlacementResult PlacetoGreedy::place_impl(const Graph& graph, const Cluster& clu
   const std::vector<DeviceId> coarse = placeto_greedy_episode(env, config_.passes);
   PlacementResult r;
   r.placement = env.expand(coarse);
-  r.report["coarse_operators"] = env.num_nodes();
-  r.report["steps"] = env.num_steps();
-  r.report["coarse_latency_s"] = env.latency(coarse);
-  r.report["cost"] = env.cost(coarse);
+  r.details["coarse_operators"] = env.num_nodes();
+  r.details["steps"] = env.num_steps();
+  r.details["coarse_latency_s"] = env.latency(coarse);
+  r.details["cost"] = env.cost(coarse);
   return r;
 }
 

@@ -52,13 +52,13 @@ class Placeto : public Strategy {
     }
     PlacementResult r;
     r.placement = env.expand(coarse);
-    r.report["coarse_operators"] = env.num_nodes();
-    r.report["steps"] = env.num_steps();
-    r.report["episodes_trained_here"] = episodes;
-    r.report["policy_episodes"] = policy.episodes_done();
-    r.report["policy_latency_s"] = policy_latency;
-    r.report["chosen"] = from_training ? "best state seen while training" : "policy episode";
-    r.report["coarse_latency_s"] = env.latency(coarse);
+    r.details["coarse_operators"] = env.num_nodes();
+    r.details["steps"] = env.num_steps();
+    r.details["episodes_trained_here"] = episodes;
+    r.details["policy_episodes"] = policy.episodes_done();
+    r.details["policy_latency_s"] = policy_latency;
+    r.details["chosen"] = from_training ? "best state seen while training" : "policy episode";
+    r.details["coarse_latency_s"] = env.latency(coarse);
     return r;
   }
 

@@ -52,13 +52,13 @@ void report_status(const Graph& graph, const Cluster& cluster, const QuickPPass&
   const double latency = evaluator.latency(r.placement);
   const QuickPStatus status =
       quickp_status(pass.p2_status, latency, bounds.best(), pass.p2_exact, pass.p2_bound, mip_gap);
-  r.report["status"] = std::string(enum_name(std::span<const EnumName<QuickPStatus>>(kQuickPStatusNames), status));
-  r.report["evaluator_latency_s"] = latency;
-  r.report["lower_bound_s"] = bounds.best();
-  r.report["lower_bound_critical_path_s"] = bounds.critical_path;
-  r.report["lower_bound_work_s"] = bounds.work_per_device;
-  r.report["lower_bound_memory_per_gpu_bytes"] = bounds.memory_per_device;
-  r.report["gap_to_lower_bound"] = latency > 0 ? std::max(0.0, (latency - bounds.best()) / latency) : 0.0;
+  r.details["status"] = std::string(enum_name(std::span<const EnumName<QuickPStatus>>(kQuickPStatusNames), status));
+  r.details["evaluator_latency_s"] = latency;
+  r.details["lower_bound_s"] = bounds.best();
+  r.details["lower_bound_critical_path_s"] = bounds.critical_path;
+  r.details["lower_bound_work_s"] = bounds.work_per_device;
+  r.details["lower_bound_memory_per_gpu_bytes"] = bounds.memory_per_device;
+  r.details["gap_to_lower_bound"] = latency > 0 ? std::max(0.0, (latency - bounds.best()) / latency) : 0.0;
 }
 
 }  // namespace
@@ -76,7 +76,7 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
   QuickPPass pass = place_once(graph, cluster, own, multi_nic ? 0.5 : 1.0);
   PlacementResult r = pass.result;
   const bool p2_answer = pass.p2_status != P2Status::Infeasible && fits_memory(graph, cluster, r.placement);
-  if (config_.bandwidth_allocation && !multi_nic) r.report["allocation"] = "not a multi-NIC cluster: nothing to allocate";
+  if (config_.bandwidth_allocation && !multi_nic) r.details["allocation"] = "not a multi-NIC cluster: nothing to allocate";
   double own_latency = p2_answer ? cost.latency(r.placement) : std::numeric_limits<double>::infinity();
   std::optional<Cluster> allocated;
   if (multi_nic && p2_answer) {
@@ -103,11 +103,11 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
       for (int t = 0; t < p3.allocation.servers(); ++t) row.push_back(p3.allocation(s, t));
       rows.push_back(std::move(row));
     }
-    r.report["allocation"] = std::move(rows);
-    r.report["latency_uniform_s"] = p3.initial_latency;
-    r.report["latency_s"] = p3.latency;
-    r.report["allocation_rounds"] = p3.rounds;
-    r.report["allocation_accepted"] = p3.accepted;
+    r.details["allocation"] = std::move(rows);
+    r.details["latency_uniform_s"] = p3.initial_latency;
+    r.details["latency_s"] = p3.latency;
+    r.details["allocation_rounds"] = p3.rounds;
+    r.details["allocation_accepted"] = p3.accepted;
     own_latency = p3.latency;
     allocated = with_bandwidth_allocation(cluster, p3.allocation, "quickp");
     // P2's answers were for one allocation each: what it proved is about the reduced problem at best.
@@ -122,14 +122,16 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
     throw std::runtime_error(fmt::format(
         "quickp: P2 is infeasible (no placement of its {} units fits in GPU memory) and no strategy of its portfolio "
         "found a placement that fits",
-        r.report.value("units", 0)));
+        r.details.value("units", 0)));
   if (best) {
     r.placement = best->placement;
     r.bandwidth_allocation.reset();
     allocated.reset();
   }
-  r.report["portfolio"] = std::move(portfolio_report);
-  r.report["portfolio_winner"] = best ? best->name : std::string("quickp");
+  if (common_options().portfolio) {
+    r.details["portfolio"] = std::move(portfolio_report);
+    r.facts.portfolio_winner = best ? best->name : std::string("quickp");
+  }
   if (config_.polish_share > 0)
     polish_answer(graph, allocated ? *allocated : cluster, deadline, common_options().cost_model, r);
   report_status(graph, allocated ? *allocated : cluster, pass, config_.p2.mip_gap, r);
@@ -180,39 +182,39 @@ QuickPPass QuickP::place_once(const Graph& graph, const Cluster& cluster, const 
   pass.p2_exact = p2_is_exact(graph, cluster, fused, groups);
   PlacementResult& r = pass.result;
   r.placement = expand_placement(fused, s.placement);
-  r.report["operators"] = graph.num_operators();
-  r.report["fused_operators"] = fused.coarse.num_operators();
-  r.report["units"] = s.units;
-  r.report["alpha_s"] = alpha;
-  r.report["groups"] = groups.num_groups;
-  r.report["group_splits"] = splits;
-  r.report["coarsening"] = config_.coarsening == QuickPCoarsening::Algorithm2 ? "algorithm2" : "algorithm1";
+  r.details["operators"] = graph.num_operators();
+  r.details["fused_operators"] = fused.coarse.num_operators();
+  r.details["units"] = s.units;
+  r.details["alpha_s"] = alpha;
+  r.details["groups"] = groups.num_groups;
+  r.details["group_splits"] = splits;
+  r.details["coarsening"] = config_.coarsening == QuickPCoarsening::Algorithm2 ? "algorithm2" : "algorithm1";
   if (config_.coarsening == QuickPCoarsening::Algorithm2) {
-    r.report["beta_s"] = beta;
-    r.report["rounds"] = rounds;
-    r.report["expanded"] = expanded;
+    r.details["beta_s"] = beta;
+    r.details["rounds"] = rounds;
+    r.details["expanded"] = expanded;
   }
   if (fused.coarse.num_operators() != graph.num_operators() || groups.num_groups > 0)
-    r.report["reduced"] = {{"operators", graph.num_operators()},
+    r.details["reduced"] = {{"operators", graph.num_operators()},
                            {"fused_operators", fused.coarse.num_operators()},
                            {"units", s.units},
                            {"groups", groups.num_groups}};
-  r.report["parallelizable_pairs"] = pairs;
-  r.report["ordering_pairs"] = s.ordering_pairs;
-  r.report["columns"] = s.columns;
-  r.report["rows"] = s.rows;
-  if (s.model_incomplete) r.report["model"] = "stopped at the time limit before it was complete: not solved";
-  r.report["fusion_seconds"] = fusion_seconds;
-  r.report["solver_seconds"] = s.seconds;
-  r.report["warm_start_seconds"] = s.warm_start_seconds;
-  r.report["model_seconds"] = s.model_seconds;
-  r.report["gap"] = s.gap;
-  r.report["objective_s"] = s.objective;
-  r.report["best_bound_s"] = s.best_bound;
-  r.report["nodes"] = s.nodes;
-  r.report["warm_started"] = s.warm_started;
-  if (s.warm_started) r.report["warm_start_s"] = s.warm_start_objective;
-  r.report["p2_status"] = std::string(p2_status_name(s.status));
+  r.details["parallelizable_pairs"] = pairs;
+  r.details["ordering_pairs"] = s.ordering_pairs;
+  r.details["columns"] = s.columns;
+  r.details["rows"] = s.rows;
+  if (s.model_incomplete) r.details["model"] = "stopped at the time limit before it was complete: not solved";
+  r.details["fusion_seconds"] = fusion_seconds;
+  r.details["solver_seconds"] = s.seconds;
+  r.details["warm_start_seconds"] = s.warm_start_seconds;
+  r.details["model_seconds"] = s.model_seconds;
+  r.details["gap"] = s.gap;
+  r.details["objective_s"] = s.objective;
+  r.details["best_bound_s"] = s.best_bound;
+  r.details["nodes"] = s.nodes;
+  r.details["warm_started"] = s.warm_started;
+  if (s.warm_started) r.details["warm_start_s"] = s.warm_start_objective;
+  r.details["p2_status"] = std::string(p2_status_name(s.status));
   return pass;
 }
 

@@ -33,9 +33,9 @@ PlacementResult RandomPlacement::place_impl(const Graph& graph, const Cluster& c
         r.placement = std::move(p);
       }
     }
-    r.report["best_latency_s"] = best;
+    r.details["best_latency_s"] = best;
   }
-  r.report["samples"] = drawn;
+  r.details["samples"] = drawn;
   return r;
 }
 

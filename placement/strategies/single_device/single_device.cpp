@@ -27,7 +27,7 @@ PlacementResult SingleDevice::place_impl(const Graph& graph, const Cluster& clus
   const DeviceId device = config_.device ? *config_.device : best_single_device(graph, cluster);
   PlacementResult r;
   r.placement.assign(graph.num_operators(), device);
-  r.report["device"] = device;
+  r.details["device"] = device;
   return r;
 }
 
