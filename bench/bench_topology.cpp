@@ -3,7 +3,7 @@
 // pods) or static d-mod-k routing.
 //
 //   BM_FatTree1024Cluster    make_fat_tree + finalize: time, and heap held by the Cluster
-//                            (`cluster_MiB`, glibc mallinfo2) with its routes and 1M-pair view
+//                            (`cluster_MiB`, glibc mallinfo2) with its path sets and 1M-pair view
 //   BM_FatTree1024Vgg/ecmp   one iteration of VGG-16 (QuickP profile, 3,704 operators) dealt
 //                            round-robin over the 1,024 GPUs, in SimGrid: the forked child's
 //                            platform build time (`platform_s`) and size, flows, sub-flows,
@@ -20,8 +20,9 @@
 //                            1 fat-tree k=32 ECMP, 2 spine-leaf of 16 servers per leaf and 16 spines
 //                            ECMP, 3 rail-only) with 4,096 or 16,384 GPUs: wall time (median of
 //                            the repetitions), the process's peak RSS while building
-//                            (`peak_rss_MiB`: VmHWM, reset before) and the heap the Cluster holds
-//                            (`cluster_MiB`, glibc mallinfo2), then one transfer_time per GPU pair
+//                            (`peak_rss_MiB`: VmHWM, reset before, to `rss_before_MiB`) and the
+//                            heap the Cluster holds (`cluster_MiB`, glibc mallinfo2, mapped blocks
+//                            included), then one transfer_time per GPU pair
 //                            of a sample (`sample_s`: the first GPU to every GPU and back).
 //
 //   ./build/bench_topology --benchmark_filter=BM_FatTree1024Vgg/1
@@ -62,7 +63,11 @@ FatTreeConfig fat_tree_1024(bool ecmp) {
   return cfg;
 }
 
-double heap_mib() { return static_cast<double>(mallinfo2().uordblks) / (1024.0 * 1024.0); }
+// Heap in use: small blocks plus those glibc maps on their own (large vectors, such as per-pair tables).
+double heap_mib() {
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<double>(m.uordblks + m.hblkhd) / (1024.0 * 1024.0);
+}
 
 // Resets the process's peak RSS (VmHWM) to its current RSS, after giving freed memory back.
 void reset_peak_rss() {
@@ -150,9 +155,10 @@ Cluster build_cluster(int fabric, int gpus) {
 
 void BM_BuildCluster(benchmark::State& state) {
   const int fabric = static_cast<int>(state.range(0)), gpus = static_cast<int>(state.range(1));
-  double peak = 0, held = 0, sample_s = 0;
+  double peak = 0, held = 0, sample_s = 0, rss_before = 0;
   for (auto _ : state) {
     reset_peak_rss();
+    rss_before = peak_rss_mib();
     const double before = heap_mib();
     try {
       Cluster c = build_cluster(fabric, gpus);
@@ -172,6 +178,7 @@ void BM_BuildCluster(benchmark::State& state) {
     }
   }
   state.counters["peak_rss_MiB"] = peak;
+  state.counters["rss_before_MiB"] = rss_before;
   state.counters["cluster_MiB"] = held;
   state.counters["sample_s"] = sample_s;
 }
