@@ -3,7 +3,7 @@
 // pods) or static d-mod-k routing.
 //
 //   BM_FatTree1024Cluster    make_fat_tree + finalize: time, and heap held by the Cluster
-//                            (`cluster_MiB`, glibc mallinfo2) with its routes and 1M-pair view
+//                            (`cluster_MiB`, glibc mallinfo2) with its path sets and 1M-pair view
 //   BM_FatTree1024Vgg/ecmp   one iteration of VGG-16 (QuickP profile, 3,704 operators) dealt
 //                            round-robin over the 1,024 GPUs, in SimGrid: the forked child's
 //                            platform build time (`platform_s`) and size, flows, sub-flows,
@@ -16,7 +16,17 @@
 //                            6.9 GB in `placesim run`; full-mesh now takes at most 1,024 GPUs
 //                            (kMaxFullMeshGpus) and the 4,096 case reports the refusal.
 //
+//   BM_BuildCluster/fabric/gpus  building a cluster of servers of 8 GPUs (0 non-blocking switch,
+//                            1 fat-tree k=32 ECMP, 2 spine-leaf of 16 servers per leaf and 16 spines
+//                            ECMP, 3 rail-only) with 4,096 or 16,384 GPUs: wall time (median of
+//                            the repetitions), the process's peak RSS while building
+//                            (`peak_rss_MiB`: VmHWM, reset before, to `rss_before_MiB`) and the
+//                            heap the Cluster holds (`cluster_MiB`, glibc mallinfo2, mapped blocks
+//                            included), then one transfer_time per GPU pair
+//                            of a sample (`sample_s`: the first GPU to every GPU and back).
+//
 //   ./build/bench_topology --benchmark_filter=BM_FatTree1024Vgg/1
+//   ./build/bench_topology --benchmark_filter=BM_BuildCluster
 #include <benchmark/benchmark.h>
 
 #include "bench/bench_util.h"
@@ -53,7 +63,24 @@ FatTreeConfig fat_tree_1024(bool ecmp) {
   return cfg;
 }
 
-double heap_mib() { return static_cast<double>(mallinfo2().uordblks) / (1024.0 * 1024.0); }
+// Heap in use: small blocks plus those glibc maps on their own (large vectors, such as per-pair tables).
+double heap_mib() {
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<double>(m.uordblks + m.hblkhd) / (1024.0 * 1024.0);
+}
+
+// Resets the process's peak RSS (VmHWM) to its current RSS, after giving freed memory back.
+void reset_peak_rss() {
+  malloc_trim(0);
+  std::ofstream("/proc/self/clear_refs") << "5";
+}
+
+double peak_rss_mib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
 
 void BM_FatTree1024Cluster(benchmark::State& state) {
   double mib = 0;
@@ -73,8 +100,7 @@ BENCHMARK(BM_FatTree1024Cluster)->Arg(1)->Arg(0)->ArgName("ecmp")->Unit(benchmar
 void BM_FullMeshCluster(benchmark::State& state) {
   double peak = 0;
   for (auto _ : state) {
-    malloc_trim(0);
-    std::ofstream("/proc/self/clear_refs") << "5";  // resets VmHWM
+    reset_peak_rss();
     FullMeshConfig cfg;
     cfg.gpus = static_cast<int>(state.range(0));
     try {
@@ -86,13 +112,82 @@ void BM_FullMeshCluster(benchmark::State& state) {
       state.SkipWithError(e.what());
       break;
     }
-    std::ifstream status("/proc/self/status");
-    for (std::string line; std::getline(status, line);)
-      if (line.rfind("VmHWM:", 0) == 0) peak = std::max(peak, std::stod(line.substr(6)) / 1024.0);
+    peak = std::max(peak, peak_rss_mib());
   }
   state.counters["peak_rss_MiB"] = peak;
 }
 BENCHMARK(BM_FullMeshCluster)->ArgName("gpus")->Arg(256)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+
+// A cluster of `gpus` GPUs in servers of 8 on the given fabric (see the header).
+Cluster build_cluster(int fabric, int gpus) {
+  constexpr int kGpusPerServer = 8;
+  const int servers = gpus / kGpusPerServer;
+  switch (fabric) {
+    case 0: {
+      NonBlockingConfig cfg;
+      cfg.servers = servers;
+      cfg.gpus_per_server = kGpusPerServer;
+      return make_non_blocking(cfg);
+    }
+    case 1: {
+      FatTreeConfig cfg;
+      cfg.k = 32;
+      cfg.servers = servers;
+      cfg.gpus_per_server = kGpusPerServer;
+      return make_fat_tree(cfg);
+    }
+    case 2: {
+      SpineLeafConfig cfg;
+      cfg.servers = servers;
+      cfg.gpus_per_server = kGpusPerServer;
+      cfg.servers_per_leaf = 16;
+      cfg.spines = 16;
+      return make_spine_leaf(cfg);
+    }
+    default: {
+      RailOnlyConfig cfg;
+      cfg.servers = servers;
+      cfg.gpus_per_server = kGpusPerServer;
+      return make_rail_only(cfg);
+    }
+  }
+}
+
+void BM_BuildCluster(benchmark::State& state) {
+  const int fabric = static_cast<int>(state.range(0)), gpus = static_cast<int>(state.range(1));
+  double peak = 0, held = 0, sample_s = 0, rss_before = 0;
+  for (auto _ : state) {
+    reset_peak_rss();
+    rss_before = peak_rss_mib();
+    const double before = heap_mib();
+    try {
+      Cluster c = build_cluster(fabric, gpus);
+      held = heap_mib() - before;
+      peak = peak_rss_mib();
+      state.PauseTiming();
+      const auto start = std::chrono::steady_clock::now();
+      double sum = 0;
+      for (DeviceId d = 1; d < c.num_devices(); ++d) sum += c.transfer_time(0, d, 1e6) + c.transfer_time(d, 0, 1e6);
+      benchmark::DoNotOptimize(sum);
+      sample_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      state.counters["links"] = static_cast<double>(c.links().size());
+      state.ResumeTiming();
+    } catch (const InputError& e) {
+      state.SkipWithError(e.what());
+      break;
+    }
+  }
+  state.counters["peak_rss_MiB"] = peak;
+  state.counters["rss_before_MiB"] = rss_before;
+  state.counters["cluster_MiB"] = held;
+  state.counters["sample_s"] = sample_s;
+}
+BENCHMARK(BM_BuildCluster)
+    ->ArgNames({"fabric", "gpus"})
+    ->ArgsProduct({{0, 1, 2, 3}, {4096, 16384}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(5);
 
 // Operators dealt out to the GPUs in turn, in topological order, colocation classes kept together
 // (what the round-robin strategy does): nearly every tensor crosses GPUs, most cross servers.

@@ -10,6 +10,112 @@ namespace placesim {
 
 using namespace fabric;
 
+namespace {
+
+// Fat-tree routes: servers under one edge switch go NIC to NIC; the others cross a middle stage
+// between their edge switches, a generated path set: all shortest paths with ECMP (k/2 within a
+// pod, (k/2)^2 between pods, each through aggregation i and core column j), or the one that
+// d-mod-k picks for the destination server (i = dst mod k/2, j = (dst / (k/2)) mod k/2).
+class FatTreeRouting final : public ServerRouting {
+ public:
+  struct Tiers {
+    int half = 0, edges = 0;
+    bool ecmp = true;
+    // edge_up[e][i]: edge e -> aggregation i of its pod; agg_up[p][i*half+j]: aggregation i of
+    // pod p -> core (i, j); the down links back.
+    std::vector<std::vector<int>> edge_up, edge_down, agg_up, agg_down;
+  };
+
+  FatTreeRouting(Servers layout, const Nics& nics, Tiers tiers)
+      : ServerRouting(std::move(layout)), nics_(nics), t_(std::move(tiers)) {
+    if (t_.half >= 2 && t_.edges >= 2) one_pod_class_ = classes_++;
+    if (t_.edges > t_.half) two_pod_class_ = classes_++;
+  }
+
+  std::int32_t generated_num_paths(std::int64_t set) const override {
+    const Middle m = middle_of(set);
+    if (!t_.ecmp) return 1;
+    return same_pod(m) ? t_.half : t_.half * t_.half;
+  }
+
+  double append_generated_path(std::int64_t set, std::int32_t k, std::vector<int>& links) const override {
+    const Middle m = middle_of(set);
+    if (!t_.ecmp) {
+      append_path(m, m.pick % t_.half, m.pick / t_.half, links);
+      return 1.0;
+    }
+    const int columns = same_pod(m) ? 1 : t_.half;
+    append_path(m, k / columns, k % columns, links);
+    return 1.0 / (t_.half * columns);
+  }
+
+  // Every link of a tier has the tier's bandwidth and latency, so middles within a pod are alike,
+  // and so are middles between pods.
+  std::int32_t generated_class(std::int64_t set) const override {
+    return same_pod(middle_of(set)) ? one_pod_class_ : two_pod_class_;
+  }
+  std::vector<std::int64_t> generated_class_representatives() const override {
+    std::vector<std::int64_t> sets;
+    if (one_pod_class_ >= 0) sets.push_back(middle_set(0, 1, 0));
+    if (two_pod_class_ >= 0) sets.push_back(middle_set(0, t_.half, 0));
+    return sets;
+  }
+
+ protected:
+  Route between(int sa, int sb, DeviceId) const override {
+    Route r;
+    r.id = static_cast<std::int64_t>(sa) * servers().count + sb;
+    const int ea = sa / t_.half, eb = sb / t_.half;
+    r.stages[0] = nics_.up_stage[sa];
+    if (ea == eb) {
+      r.num_stages = 2;
+      r.stages[1] = nics_.down_stage[sb];
+    } else {
+      r.num_stages = 3;
+      r.stages[1] = middle_set(ea, eb, sb);
+      r.stages[2] = nics_.down_stage[sb];
+    }
+    return r;
+  }
+  std::int64_t num_routes_between() const override { return static_cast<std::int64_t>(servers().count) * servers().count; }
+
+ private:
+  struct Middle {
+    int ea, eb, pick;  // pick: static routing's choice, dst mod (k/2)^2
+  };
+  // Middles per edge pair (ECMP), or per edge pair and pick (static).
+  std::int64_t middle_set(int ea, int eb, int dst) const {
+    const std::int64_t pair = static_cast<std::int64_t>(ea) * t_.edges + eb;
+    return generated_set(t_.ecmp ? pair : pair * t_.half * t_.half + dst % (t_.half * t_.half));
+  }
+  Middle middle_of(std::int64_t set) const {
+    std::int64_t k = generated_index(set);
+    int pick = 0;
+    if (!t_.ecmp) {
+      pick = static_cast<int>(k % (t_.half * t_.half));
+      k /= t_.half * t_.half;
+    }
+    return {static_cast<int>(k / t_.edges), static_cast<int>(k % t_.edges), pick};
+  }
+  bool same_pod(const Middle& m) const { return m.ea / t_.half == m.eb / t_.half; }
+  // The path between edge switches ea != eb through aggregation i (and core column j).
+  void append_path(const Middle& m, int i, int j, std::vector<int>& links) const {
+    const int pa = m.ea / t_.half, pb = m.eb / t_.half;
+    links.push_back(t_.edge_up[m.ea][i]);
+    if (pa != pb) {
+      links.push_back(t_.agg_up[pa][i * t_.half + j]);
+      links.push_back(t_.agg_down[pb][i * t_.half + j]);
+    }
+    links.push_back(t_.edge_down[m.eb][i]);
+  }
+
+  Nics nics_;
+  Tiers t_;
+  std::int32_t classes_ = 0, one_pod_class_ = -1, two_pod_class_ = -1;
+};
+
+}  // namespace
+
 Cluster make_fat_tree(const FatTreeConfig& cfg, const ConfigSource& src) {
   require_count(src, "k", cfg.k, 2, 64);
   if (cfg.k % 2 != 0)
@@ -68,35 +174,7 @@ Cluster make_fat_tree(const FatTreeConfig& cfg, const ConfigSource& src) {
           agg_down[p][i * half + j] = add_cable_link(c, core_node[i * half + j], agg_node[p * half + i], core_bw, cfg.core_latency);
         }
 
-  // The paths between edge switches ea != eb through aggregation i (and core column j).
-  auto path_between = [&](int ea, int eb, int i, int j) {
-    const int pa = pod_of_edge(ea), pb = pod_of_edge(eb);
-    if (pa == pb) return std::vector<int>{edge_up[ea][i], edge_down[eb][i]};
-    return std::vector<int>{edge_up[ea][i], agg_up[pa][i * half + j], agg_down[pb][i * half + j], edge_down[eb][i]};
-  };
-  // Middle stages, built once per edge pair (ECMP) or per source edge and destination (static).
-  std::vector<int> middle(static_cast<std::size_t>(edges) * (cfg.ecmp ? edges : servers), -1);
-  auto middle_stage = [&](int ea, int eb, int dst) {
-    int& id = middle[static_cast<std::size_t>(ea) * (cfg.ecmp ? edges : servers) + (cfg.ecmp ? eb : dst)];
-    if (id >= 0) return id;
-    std::vector<RoutePath> paths;
-    if (cfg.ecmp) {
-      const int columns = pod_of_edge(ea) == pod_of_edge(eb) ? 1 : half;
-      for (int i = 0; i < half; ++i)
-        for (int j = 0; j < columns; ++j) paths.push_back({path_between(ea, eb, i, j), 1.0 / (half * columns)});
-    } else {
-      paths.push_back({path_between(ea, eb, dst % half, (dst / half) % half), 1.0});  // d-mod-k
-    }
-    return id = c.add_path_set(std::move(paths));
-  };
-  for (int a = 0; a < servers; ++a)
-    for (int b = 0; b < servers; ++b) {
-      if (a == b) continue;
-      const int ea = a / half, eb = b / half;
-      const int route = ea == eb ? c.add_route({nics.up_stage[a], nics.down_stage[b]})
-                                 : c.add_route({nics.up_stage[a], middle_stage(ea, eb, b), nics.down_stage[b]});
-      use_server_route(c, s, a, b, route);
-    }
+  c.set_routing(std::make_shared<FatTreeRouting>(s, nics, FatTreeRouting::Tiers{half, edges, cfg.ecmp, edge_up, edge_down, agg_up, agg_down}));
 
   c.description = fmt::format("fat-tree k={}: {} in {} of {} pods, NIC {}, aggregation {}, core {}, {}", cfg.k,
                               servers_phrase(cfg, servers), pods, cfg.k, format_bandwidth(cfg.nic_bandwidth),
@@ -126,9 +204,10 @@ TopologyType fat_tree_topology() {
       throw_field_error(f, "k", fmt::format("k must be even (each switch has k ports, half down and half up), got {}", c.k));
     if (f.has("servers")) return;
     const long slots = static_cast<long>(c.k) * c.k * c.k / 4;
-    if (slots > kMaxClusterGpus)
-      throw_field_error(f, "k", fmt::format("a full k={} fat-tree has {} servers, more than placesim handles ({}): give `servers:`",
-                                            c.k, slots, kMaxClusterGpus));
+    if (slots * c.gpus_per_server > kMaxClusterGpus)
+      throw_field_error(f, "k", fmt::format("a full k={} fat-tree has {} servers of {} GPUs, more than placesim handles ({} GPUs): "
+                                            "give `servers:`",
+                                            c.k, slots, c.gpus_per_server, kMaxClusterGpus));
     c.servers = static_cast<int>(slots);
   });
   s.include(gpu_servers_schema<GpuServersConfig>("a full tree, k^3/4"));

@@ -11,6 +11,41 @@ namespace placesim {
 
 using namespace fabric;
 
+namespace {
+
+// Multi-NIC routes between servers: one stage, the stripes of the source's queue for the
+// destination (each server pair has queue links of its own, so a table of server pairs).
+class MultiNicRouting final : public ServerRouting {
+ public:
+  // pair_stage[a * servers + b]: the path set from server a to server b, -1 without bandwidth.
+  MultiNicRouting(Servers layout, std::vector<std::int32_t> pair_stage)
+      : ServerRouting(std::move(layout)), pair_stage_(std::move(pair_stage)) {
+    const int n = servers().count;
+    for (int a = 0; a < n; ++a)
+      for (int b = 0; b < n; ++b)
+        if (a != b && pair_stage_[static_cast<std::size_t>(a) * n + b] < 0) all_pairs_reachable_ = false;
+  }
+  bool all_pairs_reachable() const override { return all_pairs_reachable_; }
+
+ protected:
+  Route between(int sa, int sb, DeviceId) const override {
+    Route r;
+    const std::int64_t pair = static_cast<std::int64_t>(sa) * servers().count + sb;
+    if (pair_stage_[pair] < 0) return r;
+    r.id = pair;
+    r.num_stages = 1;
+    r.stages[0] = pair_stage_[pair];
+    return r;
+  }
+  std::int64_t num_routes_between() const override { return static_cast<std::int64_t>(pair_stage_.size()); }
+
+ private:
+  std::vector<std::int32_t> pair_stage_;
+  bool all_pairs_reachable_ = true;
+};
+
+}  // namespace
+
 std::vector<std::vector<NicQueue>> pack_nic_queues(const BandwidthAllocation& allocation, int s, int nics,
                                                    double link_bandwidth) {
   const int servers = allocation.servers();
@@ -48,13 +83,17 @@ Cluster make_multi_nic(const MultiNicConfig& config, const BandwidthAllocation& 
 }
 
 Cluster make_multi_nic(const MultiNicConfig& cfg, const ConfigSource& src) {
-  require_count(src, "servers", cfg.servers, 1, kMaxClusterGpus);
+  require_count(src, "servers", cfg.servers, 1, kMaxMultiNicGpus);
   require_count(src, "nics_per_server", cfg.nics_per_server, 1, 64);
   require_positive(src, "link_bandwidth", cfg.link_bandwidth);
   const BandwidthAllocation allocation =
       cfg.allocation ? *cfg.allocation : BandwidthAllocation::uniform(cfg.servers, cfg.nics_per_server * cfg.link_bandwidth);
-  require_count(src, "servers", cfg.servers, 1, kMaxClusterGpus);
+  require_count(src, "servers", cfg.servers, 1, kMaxMultiNicGpus);
   validate_servers(cfg, src, static_cast<long>(cfg.servers) * cfg.gpus_per_server);
+  if (static_cast<long>(cfg.servers) * cfg.gpus_per_server > kMaxMultiNicGpus)
+    src.fail("servers", fmt::format("{} GPUs is more than a multi-nic cluster takes ({}: every server pair has queues of its own, "
+                                    "links in proportion to the square of the servers)",
+                                    static_cast<long>(cfg.servers) * cfg.gpus_per_server, kMaxMultiNicGpus));
   require_count(src, "nics_per_server", cfg.nics_per_server, 1, 64);
   require_positive(src, "link_bandwidth", cfg.link_bandwidth);
   require_latency(src, "link_latency", cfg.link_latency);
@@ -62,7 +101,7 @@ Cluster make_multi_nic(const MultiNicConfig& cfg, const ConfigSource& src) {
   const int servers = cfg.servers;
   const double egress = d * cfg.link_bandwidth;
   allocation.validate(servers, egress, src.file, src.name("allocation"));
-  if (cfg.servers_per_pod != 0) require_count(src, "servers_per_pod", cfg.servers_per_pod, 1, kMaxClusterGpus);
+  if (cfg.servers_per_pod != 0) require_count(src, "servers_per_pod", cfg.servers_per_pod, 1, kMaxMultiNicGpus);
   const int per_pod = cfg.servers_per_pod > 0 ? cfg.servers_per_pod : servers;
   const int pods = (servers + per_pod - 1) / per_pod;
   require_count(src, "core_switches", cfg.core_switches, 1, 1024);
@@ -97,15 +136,11 @@ Cluster make_multi_nic(const MultiNicConfig& cfg, const ConfigSource& src) {
       }
 
   int stripes = 0, striped_pairs = 0;
+  std::vector<std::int32_t> pair_stage(static_cast<std::size_t>(servers) * servers, -1);
   for (int a = 0; a < servers; ++a) {
     const auto queues = pack_nic_queues(allocation, a, d, cfg.link_bandwidth);
     for (int b = 0; b < servers; ++b) {
-      if (a == b) continue;
-      if (queues[b].empty()) {
-        for (int x = s.first_gpu[a]; x < s.first_gpu[a + 1]; ++x)
-          for (int y = s.first_gpu[b]; y < s.first_gpu[b + 1]; ++y) c.set_unreachable(x, y);
-        continue;
-      }
+      if (a == b || queues[b].empty()) continue;  // no queue: unreachable
       double total = 0;
       for (const NicQueue& q : queues[b]) total += q.rate;
       const int pa = a / per_pod, pb = b / per_pod;
@@ -123,9 +158,10 @@ Cluster make_multi_nic(const MultiNicConfig& cfg, const ConfigSource& src) {
       }
       stripes += static_cast<int>(queues[b].size());
       striped_pairs += queues[b].size() > 1;
-      use_server_route(c, s, a, b, c.add_route({c.add_path_set(std::move(paths))}));
+      pair_stage[static_cast<std::size_t>(a) * servers + b] = c.add_path_set(std::move(paths));
     }
   }
+  c.set_routing(std::make_shared<MultiNicRouting>(s, std::move(pair_stage)));
 
   // Is it the uniform allocation?
   bool uniform = true;

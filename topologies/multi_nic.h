@@ -23,6 +23,10 @@
 
 namespace placesim {
 
+// Each server pair has per-destination queues (logical links) of its own, so links grow with the
+// square of the servers: multi-nic keeps the 4,096-GPU limit the other server fabrics had.
+constexpr int kMaxMultiNicGpus = 4096;
+
 struct MultiNicConfig : GpuServersConfig {
   int nics_per_server = 2;        // d
   double link_bandwidth = 20e9;   // b, per NIC, each direction

@@ -17,9 +17,7 @@ Cluster make_non_blocking(const NonBlockingConfig& cfg, const ConfigSource& src)
   const Servers s = add_servers(c, cfg, uniform_servers(cfg));
   const int sw = c.add_node({"switch", NodeKind::Switch, -1});
   const Nics nics = add_single_nics(c, s, std::vector<int>(s.count, sw), cfg.nic_bandwidth, cfg.nic_latency);
-  for (int a = 0; a < s.count; ++a)
-    for (int b = 0; b < s.count; ++b)
-      if (a != b) use_server_route(c, s, a, b, c.add_route({nics.up_stage[a], nics.down_stage[b]}));
+  c.set_routing(std::make_shared<SwitchRouting>(s, nics.up_stage, nics.down_stage));
   c.description = fmt::format("non-blocking switch: {}, one {} NIC each", servers_phrase(cfg, s.count),
                               format_bandwidth(cfg.nic_bandwidth));
   c.fabric.type = "non-blocking";

@@ -31,9 +31,7 @@ Cluster make_nvlink_servers(const NvlinkServersConfig& config, const ConfigSourc
   const Servers s = add_servers(c, cfg, per_server);
   const int sw = c.add_node({"switch", NodeKind::Switch, -1});
   const Nics nics = add_single_nics(c, s, std::vector<int>(s.count, sw), config.ethernet_bandwidth, config.ethernet_latency);
-  for (int a = 0; a < s.count; ++a)
-    for (int b = 0; b < s.count; ++b)
-      if (a != b) use_server_route(c, s, a, b, c.add_route({nics.up_stage[a], nics.down_stage[b]}));
+  c.set_routing(std::make_shared<SwitchRouting>(s, nics.up_stage, nics.down_stage));
   c.fabric.type = "nvlink-servers";
   c.fabric.oversubscription = 1;
   c.fabric.notes.push_back("routing: one path per pair (NIC up, switch, NIC down)");

@@ -8,6 +8,37 @@ namespace placesim {
 
 using namespace fabric;
 
+namespace {
+
+// Rail-only routes: to the GPU of rank j on another server over rail j, whichever GPU sends (one
+// route per server pair and rail).
+class RailRouting final : public ServerRouting {
+ public:
+  // up[srv][j], down[srv][j]: one-link path sets of server srv's NIC on rail j.
+  RailRouting(Servers layout, std::vector<std::vector<int>> up, std::vector<std::vector<int>> down)
+      : ServerRouting(std::move(layout)), up_(std::move(up)), down_(std::move(down)) {}
+
+ protected:
+  Route between(int sa, int sb, DeviceId dst) const override {
+    const int rail = dst - servers().first_gpu[sb];
+    Route r;
+    r.id = (static_cast<std::int64_t>(sa) * servers().count + sb) * rails() + rail;
+    r.num_stages = 2;
+    r.stages[0] = up_[sa][rail];
+    r.stages[1] = down_[sb][rail];
+    return r;
+  }
+  std::int64_t num_routes_between() const override {
+    return static_cast<std::int64_t>(servers().count) * servers().count * rails();
+  }
+
+ private:
+  std::int64_t rails() const { return static_cast<std::int64_t>(up_.front().size()); }
+  std::vector<std::vector<int>> up_, down_;
+};
+
+}  // namespace
+
 Cluster make_rail_only(const RailOnlyConfig& cfg, const ConfigSource& src) {
   require_count(src, "servers", cfg.servers, 1, kMaxClusterGpus);
   validate_servers(cfg, src, static_cast<long>(cfg.servers) * cfg.gpus_per_server);
@@ -27,14 +58,7 @@ Cluster make_rail_only(const RailOnlyConfig& cfg, const ConfigSource& src) {
       up[srv][j] = c.add_path_set({RoutePath{{u}, 1.0}});
       down[srv][j] = c.add_path_set({RoutePath{{d}, 1.0}});
     }
-  for (int a = 0; a < s.count; ++a)
-    for (int b = 0; b < s.count; ++b) {
-      if (a == b) continue;
-      for (int j = 0; j < rails; ++j) {  // to the rank-j GPU of server b: rail j
-        const int route = c.add_route({up[a][j], down[b][j]});
-        for (int g = s.first_gpu[a]; g < s.first_gpu[a + 1]; ++g) c.use_route(g, s.first_gpu[b] + j, route);
-      }
-    }
+  c.set_routing(std::make_shared<RailRouting>(s, std::move(up), std::move(down)));
   c.description = fmt::format("rail-only: {}, {} rails of {} NICs ({} each)", servers_phrase(cfg, s.count), rails, s.count,
                               format_bandwidth(cfg.nic_bandwidth));
   c.fabric.type = "rail-only";

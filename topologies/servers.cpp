@@ -110,8 +110,7 @@ void validate_servers(const GpuServersConfig& cfg, const ConfigSource& src, long
   require_positive(src, "gpu_memory", cfg.gpu_memory, "a memory size");
   require_positive(src, "gpu_speed", cfg.gpu_speed, "a relative compute speed");
   if (total_gpus > kMaxClusterGpus)
-    src.fail("servers", fmt::format("{} GPUs is more than placesim handles ({}: the pairwise view is quadratic)", total_gpus,
-                                    kMaxClusterGpus));
+    src.fail("servers", fmt::format("{} GPUs is more than placesim handles ({})", total_gpus, kMaxClusterGpus));
   for (std::size_t i = 0; i < cfg.overrides.size(); ++i) {
     const ServerOverride& o = cfg.overrides[i];
     const std::string key = fmt::format("server_overrides[{}]", i);
@@ -123,7 +122,7 @@ void validate_servers(const GpuServersConfig& cfg, const ConfigSource& src, long
 }
 
 // Adds GPUs (gpu<g>, numbered across servers), their NVLink up and down links in that order,
-// server nodes and the intra-server routes: GPU a's up link, then GPU b's down link.
+// server nodes, and the GPUs' up and down stages.
 Servers add_servers(Cluster& c, const GpuServersConfig& cfg, const std::vector<int>& gpus_per_server) {
   Servers s;
   s.count = static_cast<int>(gpus_per_server.size());
@@ -135,27 +134,57 @@ Servers add_servers(Cluster& c, const GpuServersConfig& cfg, const std::vector<i
     if (o.gpu_speed > 0) speed[o.server] = o.gpu_speed;
   }
   for (int srv = 0; srv < s.count; ++srv) s.node.push_back(c.add_node({fmt::format("server{}", srv), NodeKind::Server, srv}));
-  std::vector<int> up_stage, down_stage;
   for (int srv = 0; srv < s.count; ++srv)
     for (int g = s.first_gpu[srv]; g < s.first_gpu[srv + 1]; ++g) {
       c.add_device({fmt::format("gpu{}", g), srv, memory[srv], speed[srv]});
       const int node = c.add_node({fmt::format("gpu{}", g), NodeKind::Gpu, srv});
       const int up = c.add_link({fmt::format("gpu{}-nvlink-up", g), cfg.nvlink_bandwidth, cfg.nvlink_latency, node, s.node[srv]});
       const int down = c.add_link({fmt::format("gpu{}-nvlink-down", g), cfg.nvlink_bandwidth, cfg.nvlink_latency, s.node[srv], node});
-      up_stage.push_back(c.add_path_set({RoutePath{{up}, 1.0}}));
-      down_stage.push_back(c.add_path_set({RoutePath{{down}, 1.0}}));
+      s.server_of.push_back(srv);
+      s.gpu_up_stage.push_back(c.add_path_set({RoutePath{{up}, 1.0}}));
+      s.gpu_down_stage.push_back(c.add_path_set({RoutePath{{down}, 1.0}}));
     }
-  for (int srv = 0; srv < s.count; ++srv)
-    for (int a = s.first_gpu[srv]; a < s.first_gpu[srv + 1]; ++a)
-      for (int b = s.first_gpu[srv]; b < s.first_gpu[srv + 1]; ++b)
-        if (a != b) c.use_route(a, b, c.add_route({up_stage[a], down_stage[b]}));
   return s;
 }
 
-// Every GPU pair of servers sa -> sb follows `route`.
-void use_server_route(Cluster& c, const Servers& s, int sa, int sb, int route) {
-  for (int a = s.first_gpu[sa]; a < s.first_gpu[sa + 1]; ++a)
-    for (int b = s.first_gpu[sb]; b < s.first_gpu[sb + 1]; ++b) c.use_route(a, b, route);
+ServerRouting::ServerRouting(Servers layout) : servers_(std::move(layout)) {
+  for (int srv = 0; srv < servers_.count; ++srv) max_gpus_ = std::max(max_gpus_, servers_.gpus(srv));
+}
+
+Route ServerRouting::route(DeviceId src, DeviceId dst) const {
+  const int sa = servers_.server_of[src], sb = servers_.server_of[dst];
+  if (sa != sb) {
+    Route r = between(sa, sb, dst);
+    if (r.reachable()) r.id += static_cast<std::int64_t>(servers_.count) * max_gpus_ * max_gpus_;
+    return r;
+  }
+  Route r;
+  const std::int64_t a = src - servers_.first_gpu[sa], b = dst - servers_.first_gpu[sa];
+  r.id = (static_cast<std::int64_t>(sa) * max_gpus_ + a) * max_gpus_ + b;
+  r.num_stages = 2;
+  r.stages[0] = servers_.gpu_up_stage[src];
+  r.stages[1] = servers_.gpu_down_stage[dst];
+  return r;
+}
+
+std::int64_t ServerRouting::num_routes() const {
+  return static_cast<std::int64_t>(servers_.count) * max_gpus_ * max_gpus_ + num_routes_between();
+}
+
+SwitchRouting::SwitchRouting(Servers layout, std::vector<int> nic_up_stage, std::vector<int> nic_down_stage)
+    : ServerRouting(std::move(layout)), nic_up_stage_(std::move(nic_up_stage)), nic_down_stage_(std::move(nic_down_stage)) {}
+
+Route SwitchRouting::between(int sa, int sb, DeviceId) const {
+  Route r;
+  r.id = static_cast<std::int64_t>(sa) * servers().count + sb;
+  r.num_stages = 2;
+  r.stages[0] = nic_up_stage_[sa];
+  r.stages[1] = nic_down_stage_[sb];
+  return r;
+}
+
+std::int64_t SwitchRouting::num_routes_between() const {
+  return static_cast<std::int64_t>(servers().count) * servers().count;
 }
 
 std::vector<int> uniform_servers(const GpuServersConfig& cfg) { return std::vector<int>(cfg.servers, cfg.gpus_per_server); }

@@ -19,8 +19,10 @@
 namespace placesim {
 
 constexpr double kDefaultGpuMemory = 16.0 * 1024 * 1024 * 1024;
-// The pairwise view is quadratic in GPUs (28 bytes per ordered pair).
-constexpr int kMaxClusterGpus = 4096;
+// The most GPUs a server fabric takes. Routes are computed when asked, so a cluster costs time and
+// memory in proportion to its links, not to its GPU pairs (bench_topology's BM_BuildCluster); the
+// limit is the largest size the tests build (tests/test_routes.cpp).
+constexpr int kMaxClusterGpus = 16384;
 
 // A per-server change, so heterogeneous clusters can be described; 0 keeps the cluster's value.
 struct ServerOverride {
@@ -94,20 +96,55 @@ void require_latency(const ConfigSource& src, const std::string& key, double val
 void require_count(const ConfigSource& src, const std::string& key, long value, long min, long max);
 
 // The servers of a fabric: GPUs joined by NVLink, one Server node per server (its NVSwitch and
-// NICs), and the routes between GPUs of one server.
+// NICs), and each GPU's NVLink up and down links as one-link path sets.
 struct Servers {
   int count = 0;
   std::vector<int> first_gpu;  // per server, plus one past the end
   std::vector<int> node;       // per server: its Server node
+  std::vector<int> server_of;  // per GPU
+  std::vector<int> gpu_up_stage, gpu_down_stage;  // per GPU: a one-link path set
   int gpus(int s) const { return first_gpu[s + 1] - first_gpu[s]; }
 };
 
 void validate_servers(const GpuServersConfig& cfg, const ConfigSource& src, long total_gpus);
 // Adds GPUs (gpu<g>, numbered across servers), their NVLink up and down links in that order,
-// server nodes and the intra-server routes: GPU a's up link, then GPU b's down link.
+// server nodes, and the GPUs' up and down stages.
 Servers add_servers(Cluster& c, const GpuServersConfig& cfg, const std::vector<int>& gpus_per_server);
-// Every GPU pair of servers sa -> sb follows `route`.
-void use_server_route(Cluster& c, const Servers& s, int sa, int sb, int route);
+
+// The routing of a server fabric: within a server, GPU a's NVLink up link then GPU b's down link
+// (one route per GPU pair); between servers, what the fabric says (between()). Both are computed
+// from the servers' layout when asked.
+class ServerRouting : public Routing {
+ public:
+  explicit ServerRouting(Servers layout);
+  Route route(DeviceId src, DeviceId dst) const final;
+  std::int64_t num_routes() const final;
+  bool all_pairs_reachable() const override { return true; }
+
+ protected:
+  // The route from server sa to GPU dst of server sb (sa != sb), its id in [0, num_routes_between()).
+  virtual Route between(int sa, int sb, DeviceId dst) const = 0;
+  virtual std::int64_t num_routes_between() const = 0;
+  const Servers& servers() const { return servers_; }
+
+ private:
+  Servers servers_;
+  int max_gpus_ = 0;  // in one server: route ids within servers are (server, a, b) in these strides
+};
+
+// The routing of servers on one switch: a's NIC up, then b's NIC down (one route per server pair).
+class SwitchRouting final : public ServerRouting {
+ public:
+  SwitchRouting(Servers layout, std::vector<int> nic_up_stage, std::vector<int> nic_down_stage);
+
+ protected:
+  Route between(int sa, int sb, DeviceId dst) const override;
+  std::int64_t num_routes_between() const override;
+
+ private:
+  std::vector<int> nic_up_stage_, nic_down_stage_;
+};
+
 std::vector<int> uniform_servers(const GpuServersConfig& cfg);
 std::string servers_phrase(const GpuServersConfig& cfg, int servers);
 void note_overrides(Cluster& c, const GpuServersConfig& cfg);

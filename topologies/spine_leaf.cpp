@@ -11,6 +11,79 @@ namespace placesim {
 
 using namespace fabric;
 
+namespace {
+
+// Spine-leaf routes: servers under one leaf go NIC to NIC; the others cross a middle stage
+// between their leaves, a generated path set: through every spine with ECMP, or through the one
+// the destination server picks (dst mod spines).
+class SpineLeafRouting final : public ServerRouting {
+ public:
+  // up[l][j]: leaf l -> spine j; down[l][j]: spine j -> leaf l.
+  SpineLeafRouting(Servers layout, const Nics& nics, int servers_per_leaf, int leaves, bool ecmp,
+                   std::vector<std::vector<int>> up, std::vector<std::vector<int>> down)
+      : ServerRouting(std::move(layout)),
+        nics_(nics),
+        servers_per_leaf_(servers_per_leaf),
+        leaves_(leaves),
+        spines_(static_cast<int>(up.front().size())),
+        ecmp_(ecmp),
+        up_(std::move(up)),
+        down_(std::move(down)) {}
+
+  std::int32_t generated_num_paths(std::int64_t) const override { return ecmp_ ? spines_ : 1; }
+
+  double append_generated_path(std::int64_t set, std::int32_t k, std::vector<int>& links) const override {
+    std::int64_t m = generated_index(set);
+    int spine = k;
+    if (!ecmp_) {
+      spine = static_cast<int>(m % spines_);
+      m /= spines_;
+    }
+    links.push_back(up_[m / leaves_][spine]);
+    links.push_back(down_[m % leaves_][spine]);
+    return ecmp_ ? 1.0 / spines_ : 1.0;
+  }
+
+  // Every uplink has the same bandwidth and latency: all middles are alike.
+  std::int32_t generated_class(std::int64_t) const override { return 0; }
+  std::vector<std::int64_t> generated_class_representatives() const override {
+    if (leaves_ < 2) return {};
+    return {middle_set(0, 1, 0)};
+  }
+
+ protected:
+  Route between(int sa, int sb, DeviceId) const override {
+    Route r;
+    r.id = static_cast<std::int64_t>(sa) * servers().count + sb;
+    const int la = sa / servers_per_leaf_, lb = sb / servers_per_leaf_;
+    r.stages[0] = nics_.up_stage[sa];
+    if (la == lb) {
+      r.num_stages = 2;
+      r.stages[1] = nics_.down_stage[sb];
+    } else {
+      r.num_stages = 3;
+      r.stages[1] = middle_set(la, lb, sb);
+      r.stages[2] = nics_.down_stage[sb];
+    }
+    return r;
+  }
+  std::int64_t num_routes_between() const override { return static_cast<std::int64_t>(servers().count) * servers().count; }
+
+ private:
+  // Middles per leaf pair (ECMP), or per leaf pair and the destination's spine (static).
+  std::int64_t middle_set(int la, int lb, int dst) const {
+    const std::int64_t pair = static_cast<std::int64_t>(la) * leaves_ + lb;
+    return generated_set(ecmp_ ? pair : pair * spines_ + dst % spines_);
+  }
+
+  Nics nics_;
+  int servers_per_leaf_, leaves_, spines_;
+  bool ecmp_;
+  std::vector<std::vector<int>> up_, down_;
+};
+
+}  // namespace
+
 Cluster make_spine_leaf(const SpineLeafConfig& cfg, const ConfigSource& src) {
   require_count(src, "servers_per_leaf", cfg.servers_per_leaf, 1, kMaxClusterGpus);
   require_count(src, "spines", cfg.spines, 1, 1024);
@@ -56,28 +129,7 @@ Cluster make_spine_leaf(const SpineLeafConfig& cfg, const ConfigSource& src) {
       up[l][j] = add_cable_link(c, leaf_node[l], spine_node[j], uplink, cfg.uplink_latency);
       down[l][j] = add_cable_link(c, spine_node[j], leaf_node[l], uplink, cfg.uplink_latency);
     }
-  // Middle stages per leaf pair: all spines (ECMP) or the one the destination picks (static).
-  const int choices = cfg.ecmp ? 1 : cfg.spines;
-  std::vector<int> middle(static_cast<std::size_t>(leaves) * leaves * choices, -1);
-  auto middle_stage = [&](int la, int lb, int dst) {
-    const int pick = cfg.ecmp ? 0 : dst % cfg.spines;
-    int& id = middle[(static_cast<std::size_t>(la) * leaves + lb) * choices + pick];
-    if (id >= 0) return id;
-    std::vector<RoutePath> paths;
-    if (cfg.ecmp)
-      for (int j = 0; j < cfg.spines; ++j) paths.push_back({{up[la][j], down[lb][j]}, 1.0 / cfg.spines});
-    else
-      paths.push_back({{up[la][pick], down[lb][pick]}, 1.0});
-    return id = c.add_path_set(std::move(paths));
-  };
-  for (int a = 0; a < servers; ++a)
-    for (int b = 0; b < servers; ++b) {
-      if (a == b) continue;
-      const int la = a / cfg.servers_per_leaf, lb = b / cfg.servers_per_leaf;
-      const int route = la == lb ? c.add_route({nics.up_stage[a], nics.down_stage[b]})
-                                 : c.add_route({nics.up_stage[a], middle_stage(la, lb, b), nics.down_stage[b]});
-      use_server_route(c, s, a, b, route);
-    }
+  c.set_routing(std::make_shared<SpineLeafRouting>(s, nics, cfg.servers_per_leaf, leaves, cfg.ecmp, up, down));
 
   c.description = fmt::format("spine-leaf: {} on {} leaves of {}, {} spine{}, NIC {}, uplinks {} ({} oversubscribed), {}",
                               servers_phrase(cfg, servers), leaves, cfg.servers_per_leaf, cfg.spines, cfg.spines == 1 ? "" : "s",

@@ -75,14 +75,23 @@ TopologyInfo describe_topology(const Cluster& c) {
   for (const Link& l : c.links()) (l.logical ? info.logical_links : info.physical_links)++;
 
   // Group the ordered pairs by their view, exactly first, then merging values within 1e-9.
+  // Pairs with one route id have one view, and neighbours often share it (the GPUs of a server):
+  // a pair is looked up only when its route differs from the last pair's.
   std::map<std::pair<double, double>, BandwidthLevel> exact;
+  BandwidthLevel* level = nullptr;
+  std::int64_t level_route = 0;
   for (DeviceId a = 0; a < info.gpus; ++a)
     for (DeviceId b = 0; b < info.gpus; ++b) {
       if (a == b) continue;
-      info.max_paths = std::max(info.max_paths, c.num_paths(a, b));
-      auto [it, fresh] = exact.try_emplace({-c.bandwidth(a, b), c.latency(a, b)});
-      if (fresh) it->second = {c.bandwidth(a, b), c.latency(a, b), 0, a, b};
-      ++it->second.pairs;
+      const std::int64_t route = c.route_id(a, b);
+      if (level == nullptr || route != level_route) {
+        info.max_paths = std::max(info.max_paths, c.num_paths(a, b));
+        auto [it, fresh] = exact.try_emplace({-c.bandwidth(a, b), c.latency(a, b)});
+        if (fresh) it->second = {c.bandwidth(a, b), c.latency(a, b), 0, a, b};
+        level = &it->second;
+        level_route = route;
+      }
+      ++level->pairs;
     }
   for (const auto& [key, level] : exact) {
     if (!info.levels.empty() && close(info.levels.back().bandwidth, level.bandwidth) &&

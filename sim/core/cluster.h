@@ -1,5 +1,5 @@
 #pragma once
-// The cluster: GPUs, the one-way links between them, and a route for every ordered GPU pair.
+// The cluster: GPUs, the one-way links between them, and the route of every ordered GPU pair.
 //
 // A route is one path (a list of links) or several paths, each carrying a fixed share of the
 // bytes: ECMP splits a transfer equally over the equal-cost paths, multi-NIC striping splits it
@@ -8,11 +8,13 @@
 // Strategies see the alpha-beta view (latency + bytes / bandwidth per pair, no contention), which
 // is exactly the time of a lone transfer in SimGrid.
 //
-// Storage is shared, so a 1,024-GPU fat-tree with 64 equal-cost paths per pair takes megabytes:
-// a route is stored once and used by every GPU pair that routes the same way (all GPU pairs of
-// two servers), and a route is a product of stages, each a set of alternative paths (path set):
-// [server A's NIC up] x [the 64 paths between two edge switches] x [server B's NIC down] gives 64
-// paths of 6 links whose shares are the products of the stages' shares.
+// Routes are not stored per pair: the cluster's Routing (sim/core/routing.h) answers "the route
+// of a -> b" from the fabric's structure (server, rail, leaf, pod) when asked, as a product of
+// stages, each a set of alternative paths (path set): [server A's NIC up] x [the 64 paths between
+// two edge switches] x [server B's NIC down] gives 64 paths of 6 links whose shares are the
+// products of the stages' shares. So a 16,384-GPU fabric is built in well under a second. The
+// view of a pair is computed from its stages' views; clusters of up to kDenseViewMaxGpus GPUs
+// also keep it per pair, for the evaluator's hot loop (the same doubles either way).
 //
 // Units: seconds, bytes, bytes per second.
 #include <any>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "sim/core/graph.h"
+#include "sim/core/routing.h"
 
 namespace placesim {
 
@@ -79,10 +82,19 @@ struct ClusterRecipe {
   std::any config;
 };
 
+// What a lone transfer sees of a GPU pair: latency + bytes * inv_bandwidth.
+struct PairView {
+  double latency = 0;        // seconds: the largest path latency, summed over the stages
+  double inv_bandwidth = 0;  // seconds per byte: the largest link load / bandwidth; inf if unreachable
+};
+
 class Cluster {
  public:
   // Route id of a pair that has no bandwidth at all (a multi-NIC allocation of zero).
-  static constexpr int kUnreachable = -2;
+  static constexpr std::int64_t kUnreachable = kUnreachableRoute;
+  // Up to this many GPUs the view is also kept per ordered pair (16 bytes a pair: 64 MiB at
+  // 2,048 GPUs); above, each call computes it from the route (a few stage look-ups).
+  static constexpr int kDenseViewMaxGpus = 2048;
 
   std::string description;  // one line, for reports
   FabricInfo fabric;
@@ -93,6 +105,11 @@ class Cluster {
   int add_node(TopologyNode n);
   // A set of alternative paths (a stage of a route). Shares must be positive and sum to 1.
   int add_path_set(std::vector<RoutePath> paths);
+  int num_path_sets() const { return static_cast<int>(path_sets_.size()); }
+
+  // The fabric's routing, which answers every pair (fabric builders; see sim/core/routing.h).
+  void set_routing(std::shared_ptr<const Routing> routing);
+  // Or a table, for clusters built by hand (a cluster has one or the other):
   // A route whose paths are the product of the given path sets (a path takes one path of each
   // stage, in order; its share is the product of theirs). Stages must not share links.
   int add_route(std::vector<int> stages);
@@ -102,8 +119,9 @@ class Cluster {
   void set_route(DeviceId src, DeviceId dst, std::vector<int> links);
   // src -> dst has no bandwidth: a transfer takes forever (the view says so; SimGrid refuses it).
   void set_unreachable(DeviceId src, DeviceId dst);
-  // Checks devices, links, path sets, routes and that every pair has a route or is unreachable,
-  // then computes the pairwise view. Throws InputError naming `source`.
+  // Checks devices, links, path sets and routes (a table: that every pair has a route or is
+  // unreachable; a routing: one generated set of each class), then computes the views of the path
+  // sets and, up to kDenseViewMaxGpus GPUs, of every pair. Throws InputError naming `source`.
   void finalize(const std::string& source = "");
 
   // The cluster of the given GPUs only (distinct, in that order; GPU k of the result is
@@ -120,32 +138,38 @@ class Cluster {
   std::span<const TopologyNode> nodes() const { return nodes_; }
 
   // The route's id (shared by the pairs that route alike), or kUnreachable.
-  int route_id(DeviceId src, DeviceId dst) const { return pair_route_[index(src, dst)]; }
+  std::int64_t route_id(DeviceId src, DeviceId dst) const { return routing_->route(src, dst).id; }
   bool reachable(DeviceId src, DeviceId dst) const { return src == dst || route_id(src, dst) >= 0; }
   // Every GPU reaches every other (as of finalize): groups need no pairwise check.
   bool all_pairs_reachable() const { return all_pairs_reachable_; }
-  int num_routes() const { return static_cast<int>(routes_.size()); }
+  // Route ids are below this.
+  std::int64_t num_routes() const { return routing_->num_routes(); }
   // Number of paths of the pair's route (0 if unreachable).
   int num_paths(DeviceId src, DeviceId dst) const;
   // Every path of the pair's route with its share (shares sum to 1); empty if unreachable.
   std::vector<RoutePath> paths(DeviceId src, DeviceId dst) const;
-  std::vector<RoutePath> route_paths(int route) const;
   // The first path of the pair's route: for one-path routes, the route itself. Empty if unreachable.
-  std::span<const int> route(DeviceId src, DeviceId dst) const;
+  std::vector<int> route(DeviceId src, DeviceId dst) const;
 
   // The pairwise view: a lone transfer of `bytes` takes latency + bytes / bandwidth, where
   // latency is the largest path latency (the engine waits it once, then sends every sub-flow) and
   // bandwidth = 1 / max over links of (share of the bytes crossing the link / link bandwidth).
   // For disjoint paths that is min over paths of bottleneck / share. Unreachable: bandwidth 0.
-  double bandwidth(DeviceId src, DeviceId dst) const { return 1.0 / inv_bandwidth_[index(src, dst)]; }
-  double latency(DeviceId src, DeviceId dst) const { return latency_[index(src, dst)]; }
+  double bandwidth(DeviceId src, DeviceId dst) const { return 1.0 / view(src, dst).inv_bandwidth; }
+  double latency(DeviceId src, DeviceId dst) const { return view(src, dst).latency; }
   // Time for a lone transfer: zero on the same device or for a zero-byte (control) tensor. It
   // pays the path's latency `latencies` times (Tensor::latencies).
   double transfer_time(DeviceId src, DeviceId dst, double bytes, std::int32_t latencies = 1) const {
     if (src == dst || bytes <= 0) return 0.0;
-    const std::size_t k = index(src, dst);
-    return latency_[k] * latencies + bytes * inv_bandwidth_[k];
+    const PairView v = view(src, dst);
+    return v.latency * latencies + bytes * v.inv_bandwidth;
   }
+  // The pair's view as kept per pair (small clusters) or computed from its route.
+  PairView view(DeviceId src, DeviceId dst) const {
+    return dense_view_.empty() ? route_view(src, dst) : dense_view_[index(src, dst)];
+  }
+  // The pair's view computed from its route's stages, never from the per-pair copy.
+  PairView route_view(DeviceId src, DeviceId dst) const;
   // Time an operator measured at `compute_s` takes on GPU d.
   double compute_time(DeviceId d, double compute_s) const { return compute_s / devices_[d].compute_speed; }
 
@@ -159,17 +183,34 @@ class Cluster {
     double latency = 0;       // largest path latency
     double inv_bandwidth = 0; // max over links of load / bandwidth
   };
-  struct RouteRec {
-    std::int32_t first_stage, num_stages;
-    std::int32_t first_path_begin = 0, first_path_size = 0;  // into first_path_links_
-    double latency = 0, inv_bandwidth = 0;
+  // The table of a hand-built cluster, until finalize turns it into its routing.
+  struct RouteTable {
+    std::vector<std::int32_t> route_first_stage, route_num_stages;
+    std::vector<std::int64_t> stages;
+    // Per ordered pair, its route (-1 unset, kUnreachable); laid out for `stride` devices.
+    std::vector<std::int32_t> pair_route;
+    std::size_t stride = 0;
   };
 
   std::size_t index(DeviceId a, DeviceId b) const {
     return static_cast<std::size_t>(a) * devices_.size() + static_cast<std::size_t>(b);
   }
+  // Per link, the load of the path set being checked (zero between sets), and the links loaded.
+  struct PathSetScratch {
+    std::vector<double> load;
+    std::vector<std::int32_t> touched;
+  };
   void ensure_pair_table();
-  void append_product_paths(const RouteRec& r, std::vector<RoutePath>& out) const;
+  PairView path_set_view(std::span<const PathRec> paths, std::span<const std::int32_t> path_links, PathSetScratch& scratch,
+                         const std::string& source, const char* kind, std::int64_t number) const;
+  void finalize_path_sets(const std::string& source, PathSetScratch& scratch);
+  void finalize_table(const std::string& source);
+  void finalize_generated_views(const std::string& source, PathSetScratch& scratch);
+  PairView stages_view(const Route& r) const;
+  std::int32_t stage_num_paths(std::int64_t set) const;
+  // Appends path k of the stage to `links`; returns its share.
+  double append_stage_path(std::int64_t set, std::int32_t k, std::vector<int>& links) const;
+  void append_product_paths(const Route& r, std::vector<RoutePath>& out) const;
 
   std::vector<Device> devices_;
   std::vector<Link> links_;
@@ -177,15 +218,13 @@ class Cluster {
   std::vector<PathRec> paths_;
   std::vector<std::int32_t> path_links_;
   std::vector<PathSetRec> path_sets_;
-  std::vector<RouteRec> routes_;
-  std::vector<std::int32_t> route_stages_;
-  std::vector<std::int32_t> first_path_links_;
-  // Per ordered pair, its route id (-1 unset, kUnreachable); laid out for pair_stride_ devices.
-  std::vector<std::int32_t> pair_route_;
-  std::size_t pair_stride_ = 0;
-  // The view, per ordered pair (bandwidth is 1 / inv_bandwidth: infinite on the diagonal, 0 when
-  // unreachable).
-  std::vector<double> inv_bandwidth_, latency_;
+  RouteTable table_;
+  std::shared_ptr<const Routing> routing_;
+  // The view of each class of generated path sets (Routing::generated_class).
+  std::vector<PairView> generated_views_;
+  // Per ordered pair, up to kDenseViewMaxGpus GPUs (bandwidth is 1 / inv_bandwidth: infinite on
+  // the diagonal, 0 when unreachable); empty above.
+  std::vector<PairView> dense_view_;
   bool all_pairs_reachable_ = false;
 };
 

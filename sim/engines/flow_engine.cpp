@@ -41,8 +41,6 @@ FlowEngine::FlowEngine(const Graph& graph, const Cluster& cluster)
   link_mark_.assign(num_links, 0);
   link_cap_.resize(num_links);
   link_count_.resize(num_links);
-  route_first_path_.assign(cluster.num_routes(), -1);
-  route_num_paths_.assign(cluster.num_routes(), 0);
 
   const int d = cluster.num_devices();
   pending_inputs_.resize(n);
@@ -86,11 +84,11 @@ double FlowEngine::replay_latency_with_cutoff(std::span<const DeviceId> placemen
   return run<GpuQueue::Fixed>(placement, &device_order, nullptr, cutoff);
 }
 
-void FlowEngine::ensure_route(int route) {
-  if (route_first_path_[route] >= 0) return;
-  route_first_path_[route] = static_cast<std::int32_t>(paths_.size());
-  const std::vector<RoutePath> paths = cluster_.route_paths(route);  // once per route, ever
-  route_num_paths_[route] = static_cast<std::int32_t>(paths.size());
+FlowEngine::RoutePaths FlowEngine::ensure_route(std::int64_t route, DeviceId src, DeviceId dst) {
+  const auto [it, fresh] = route_paths_.try_emplace(route, RoutePaths{static_cast<std::int32_t>(paths_.size()), 0});
+  if (!fresh) return it->second;
+  const std::vector<RoutePath> paths = cluster_.paths(src, dst);  // once per route, ever
+  it->second.num_paths = static_cast<std::int32_t>(paths.size());
   for (const RoutePath& p : paths) {
     paths_.push_back({static_cast<std::int32_t>(path_links_.size()), static_cast<std::int32_t>(p.links.size()), p.share});
     path_links_.insert(path_links_.end(), p.links.begin(), p.links.end());
@@ -98,6 +96,7 @@ void FlowEngine::ensure_route(int route) {
   classes_.resize(paths_.size(), PathClass{0, 0, 0, kInf, 0, 0, -1});
   targets_.resize(paths_.size());
   class_used_.resize(paths_.size(), 0);
+  return it->second;
 }
 
 // One flow per cross-GPU tensor with bytes, its sub-flows laid out flow by flow.
@@ -117,24 +116,23 @@ void FlowEngine::prepare_flows(std::span<const DeviceId> placement) {
     const DeviceId a = placement[t.src], b = placement[t.dst];
     flow_of_edge_[e] = -1;
     if (a == b || !(t.bytes > 0)) continue;
-    const int route = cluster_.route_id(a, b);
+    const std::int64_t route = cluster_.route_id(a, b);
     if (route < 0) {  // never arrives
       unreachable_ = true;
       flow_of_edge_[e] = -2;
       continue;
     }
-    ensure_route(route);
+    const RoutePaths paths = ensure_route(route, a, b);
     flow_of_edge_[e] = static_cast<std::int32_t>(flows_.size());
-    const std::int32_t k = route_num_paths_[route];
-    flows_.push_back({e, num_subs, k, k, cluster_.latency(a, b) * t.latencies});
+    const std::int32_t k = paths.num_paths;
+    flows_.push_back({e, num_subs, k, k, cluster_.latency(a, b) * t.latencies, paths.first_path});
     num_subs += k;
   }
   subs_.resize(num_subs);
   for (std::int32_t f = 0; f < static_cast<std::int32_t>(flows_.size()); ++f) {
     const Flow& flow = flows_[f];
     const Tensor& t = tensors[flow.edge];
-    const int route = cluster_.route_id(placement[t.src], placement[t.dst]);
-    const std::int32_t first_path = route_first_path_[route];
+    const std::int32_t first_path = flow.first_path;
     for (std::int32_t k = 0; k < flow.num_subs; ++k) {
       Sub& s = subs_[flow.first_sub + k];
       const double units = std::round(flow.num_subs == 1 ? t.bytes * kPayloadUnitsPerByte

@@ -8,7 +8,7 @@
 // The model, detail for detail as the SimGrid engine runs it:
 //  - A tensor with bytes > 0 between two GPUs is a flow. It starts when its producer finishes,
 //    waits its route's latency (Cluster::latency, the alpha the engine sleeps), then sends one
-//    sub-flow per path of the route (Cluster::route_paths: ECMP, NIC striping), each carrying its
+//    sub-flow per path of the route (Cluster::paths: ECMP, NIC striping), each carrying its
 //    path's share of the bytes, rounded as SimGrid's payloads are (1/65536 byte, at least one
 //    unit). The tensor has arrived when its last sub-flow has.
 //  - Rates are max-min fair over the links (progressive filling). Every sub-flow has the same
@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/core/cluster.h"
@@ -70,7 +71,11 @@ class FlowEngine {
              double cutoff = kNoCutoff);
   static constexpr double kNoCutoff = std::numeric_limits<double>::infinity();
   void prepare_flows(std::span<const DeviceId> placement);
-  void ensure_route(int route);
+  struct RoutePaths {
+    std::int32_t first_path, num_paths;  // in paths_
+  };
+  // The paths of route `route` (the route of src -> dst), expanded on its first use.
+  RoutePaths ensure_route(std::int64_t route, DeviceId src, DeviceId dst);
   void start_flow(std::int32_t flow, double now);
   // Finishes the class's first sub-flow; returns it.
   std::int32_t finish_subflow(std::int32_t cls, double now);
@@ -90,12 +95,12 @@ class FlowEngine {
   std::vector<OpId> by_priority_;
   std::vector<double> link_bandwidth_;
 
-  // Paths of the routes used so far (kept across calls): per route its first path, or -1.
+  // Paths of the routes used so far (kept across calls), laid out route by route.
   struct PathRec {
     std::int32_t first_link, num_links;
     double share;
   };
-  std::vector<std::int32_t> route_first_path_, route_num_paths_;
+  std::unordered_map<std::int64_t, RoutePaths> route_paths_;  // by Cluster route id
   std::vector<PathRec> paths_;
   std::vector<std::int32_t> path_links_;
 
@@ -113,6 +118,7 @@ class FlowEngine {
     EdgeId edge;
     std::int32_t first_sub, num_subs, subs_left;
     double alpha;
+    std::int32_t first_path;  // its route's, in paths_
   };
   std::vector<Flow> flows_;
   struct Sub {

@@ -25,6 +25,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <unordered_map>
 #include <vector>
 
 // Built with AddressSanitizer: gcc says so with __SANITIZE_ADDRESS__, clang 14 only through
@@ -114,7 +115,7 @@ class Simulation {
     sg4::Host* host = nullptr;
   };
   std::vector<UsedPath> paths_;
-  std::vector<std::int32_t> route_first_path_;  // per Cluster route: its first entry in paths_, or -1
+  std::unordered_map<std::int64_t, std::int32_t> route_first_path_;  // per Cluster route id used: its first entry in paths_
   std::vector<OpId> waiting_for_;             // per GPU: operator its actor is blocked on, or -1
   std::vector<sg4::Host*> hosts_;
   sg4::Host* sink_ = nullptr;
@@ -131,7 +132,6 @@ void Simulation::build_flows() {
   const std::size_t n = graph_.num_operators();
   pending_inputs_.assign(n, 0);
   flow_of_edge_.assign(graph_.num_tensors(), -1);
-  route_first_path_.assign(cluster_.num_routes(), -1);
   for (EdgeId e = 0; e < static_cast<EdgeId>(graph_.num_tensors()); ++e) {
     const Tensor& t = graph_.tensor(e);
     ++pending_inputs_[t.dst];
@@ -146,14 +146,12 @@ void Simulation::build_flows() {
     result_.flows.push_back({e, src, dst, t.bytes, 0.0, 0.0});
     flow_alpha_.push_back(cluster_.latency(src, dst) * t.latencies);
     flow_first_subflow_.push_back(static_cast<std::int32_t>(result_.subflows.size()));
-    const int route = cluster_.route_id(src, dst);
-    if (route_first_path_[route] < 0) {
-      route_first_path_[route] = static_cast<std::int32_t>(paths_.size());
-      for (RoutePath& p : cluster_.route_paths(route)) paths_.push_back({std::move(p.links), p.share, nullptr});
-    }
+    const auto [first, fresh] = route_first_path_.try_emplace(cluster_.route_id(src, dst), static_cast<std::int32_t>(paths_.size()));
+    if (fresh)
+      for (RoutePath& p : cluster_.paths(src, dst)) paths_.push_back({std::move(p.links), p.share, nullptr});
     const int num_paths = cluster_.num_paths(src, dst);
     for (int k = 0; k < num_paths; ++k) {
-      const std::int32_t path = route_first_path_[route] + k;
+      const std::int32_t path = first->second + k;
       const double share = paths_[path].share;
       result_.subflows.push_back({flow, k, num_paths == 1 ? t.bytes : t.bytes * share, 0.0});
       subflow_path_.push_back(path);
