@@ -143,6 +143,345 @@ bool differentiable_slot(std::string_view type, int slot) {
 
 std::string describe(const onnx::NodeProto& node) { return fmt::format("node '{}' ({})", node.name(), node.op_type()); }
 
+// A node recorded with its gradient rule, as the rule reads it: the builder, the node, its leaf
+// name and type, its present inputs, its inputs per slot (kNoTensor where omitted; at least 3
+// slots), its outputs, and the elements of its first output.
+struct RuleNode {
+  ModelBuilder& builder;
+  const onnx::NodeProto& node;
+  const std::string& leaf;
+  const std::string& type;
+  const std::vector<Tid>& inputs;
+  std::vector<Tid> slot;
+  const std::vector<TensorSpec>& outputs;
+  double output_elements;
+};
+
+// A gradient of `like`'s shape and dtype.
+Tid grad_like(ModelBuilder& m, std::string_view leaf, std::string_view type, std::vector<Tid> inputs, Tid like, double flops) {
+  return m.emit1(leaf, type, std::move(inputs), {m.tensor(like).shape, m.tensor(like).dtype}, flops);
+}
+
+std::int32_t record_unary(const RuleNode& r, const UnaryOp& u) {
+  ModelBuilder& b = r.builder;
+  const std::string& type = r.type;
+  const double n = r.output_elements;
+  const std::int32_t op = b.emit(r.leaf, type, r.inputs, r.outputs, u.flops * n);
+  const Tid x = r.slot[0], y = b.out(op);
+  const GradReads reads = u.reads;
+  b.differentiable(op, [x, y, n, reads, type](ModelBuilder& m, std::span<const Tid> dy) {
+    if (dy[0] == kNoTensor) return;
+    if (reads == GradReads::Nothing) m.add_grad(x, grad_like(m, type, type, {dy[0]}, x, n));
+    else m.add_grad(x, grad_like(m, type + "Grad", type + "Grad", {reads == GradReads::Output ? y : x, dy[0]}, x, 2 * n));
+  });
+  return op;
+}
+
+std::int32_t record_view(const RuleNode& r) {
+  ModelBuilder& b = r.builder;
+  const std::int32_t op = b.emit(r.leaf, r.type, r.inputs, r.outputs, 0);
+  b.set_no_kernel(op);
+  const Tid x = r.slot[0];
+  b.differentiable(op, [x](ModelBuilder& m, std::span<const Tid> dy) {
+    if (dy[0] != kNoTensor) m.add_grad(x, m.emit1("Reshape", "Reshape", {dy[0]}, {m.tensor(x).shape, m.tensor(x).dtype}, 0));
+  });
+  return op;
+}
+
+std::int32_t record_binary(const RuleNode& r) {
+  ModelBuilder& b = r.builder;
+  const std::string& type = r.type;
+  const double n = r.output_elements;
+  const std::int32_t op = b.emit(r.leaf, type, r.inputs, r.outputs, (type == "Pow" ? 4 : 1) * n * std::max<double>(1, r.inputs.size() - 1));
+  const std::vector<Tid> xs = r.inputs;
+  const Tid y = b.out(op);
+  b.differentiable(op, [xs, y, n, type](ModelBuilder& m, std::span<const Tid> dy) {
+    const Tid g = dy[0];
+    if (g == kNoTensor) return;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const Tid x = xs[i];
+      if (!m.requires_grad(x)) continue;
+      const Tid other = xs.size() == 2 ? xs[1 - i] : kNoTensor;
+      const Shape sy = m.tensor(g).shape;
+      Tid full = g;  // the gradient at the output's shape
+      if (type == "Sub" && i == 1) full = m.emit1("Neg", "Neg", {g}, {sy, m.tensor(g).dtype}, n);
+      else if (type == "Mul") full = m.emit1(i == 0 ? "Mul" : "Mul_1", "Mul", {g, other}, {sy, m.tensor(g).dtype}, n);
+      else if (type == "Div") full = i == 0 ? m.emit1("Div", "Div", {g, other}, {sy, m.tensor(g).dtype}, n)
+                                            : m.emit1("DivGrad", "DivGrad", {g, xs[0], xs[1]}, {sy, m.tensor(g).dtype}, 3 * n);
+      else if (type == "Pow") full = i == 0 ? m.emit1("PowGrad", "PowGrad", {g, xs[0], xs[1]}, {sy, m.tensor(g).dtype}, 3 * n)
+                                            : m.emit1("PowGradExponent", "PowGradExponent", {g, xs[0], y}, {sy, m.tensor(g).dtype}, 3 * n);
+      else if (type == "Max" || type == "Min")
+        full = m.emit1(type + "Grad", type + "Grad", {g, x, y}, {sy, m.tensor(g).dtype}, n);
+      else if (type == "Mean") full = m.emit1("MeanGrad", "Mul", {g}, {sy, m.tensor(g).dtype}, n);
+      m.add_grad(x, m.unbroadcast(full, m.tensor(x).shape));
+    }
+  });
+  return op;
+}
+
+std::int32_t record_reduction(const RuleNode& r) {
+  ModelBuilder& b = r.builder;
+  const std::string& type = r.type;
+  const std::int32_t op = b.emit(r.leaf, type, r.inputs, r.outputs, elements(b.tensor(r.slot[0]).shape));
+  const Tid x = r.slot[0], y = b.out(op);
+  b.differentiable(op, [x, y, type](ModelBuilder& m, std::span<const Tid> dy) {
+    if (dy[0] == kNoTensor) return;
+    std::vector<Tid> reads{dy[0]};
+    if (type != "ReduceSum" && type != "ReduceMean") reads = {dy[0], x, y};
+    m.add_grad(x, grad_like(m, type + "Grad", type + "Grad", reads, x, elements(m.tensor(x).shape)));
+  });
+  return op;
+}
+
+std::int32_t record_normalization(const RuleNode& r) {
+  ModelBuilder& b = r.builder;
+  const std::string& type = r.type;
+  const double nx = elements(b.tensor(r.slot[0]).shape);
+  const std::int32_t op = b.emit(r.leaf, type, r.inputs, r.outputs, 8 * nx);
+  const Tid x = r.slot[0], scale = r.slot[1], bias = r.slot.size() > 2 ? r.slot[2] : kNoTensor;
+  std::vector<Tid> saved;  // the statistics the forward kernel writes, which its gradient reads
+  for (std::size_t k = 1; k < r.outputs.size(); ++k)
+    if (num_elements(r.outputs[k].shape) > 0) saved.push_back(b.out(op, static_cast<int>(k)));
+  b.differentiable(op, [x, scale, bias, saved, nx, type](ModelBuilder& m, std::span<const Tid> dy) {
+    if (dy[0] == kNoTensor) return;
+    std::vector<Tid> reads{dy[0], x, scale};
+    reads.insert(reads.end(), saved.begin(), saved.end());
+    std::vector<TensorSpec> specs{{m.tensor(x).shape, m.tensor(x).dtype}, {m.tensor(scale).shape, m.tensor(scale).dtype}};
+    if (bias != kNoTensor) specs.push_back({m.tensor(bias).shape, m.tensor(bias).dtype});
+    const std::int32_t g = m.emit(type + "Grad", type + "Grad", reads, specs, 10 * nx);
+    m.add_grad(x, m.out(g, 0));
+    m.add_grad(scale, m.out(g, 1));
+    if (bias != kNoTensor) m.add_grad(bias, m.out(g, 2));
+  });
+  return op;
+}
+
+std::int32_t record_conv(const RuleNode& r) {
+  ModelBuilder& b = r.builder;
+  const double n = r.output_elements;
+  const Shape& w = b.tensor(r.slot[1]).shape;  // [M, C/group, k...]
+  double window = 1;
+  for (std::size_t k = 1; k < w.size(); ++k) window *= static_cast<double>(w[k]);
+  const double macs = n * window;
+  // As the zoo's conv2d (builder.cpp): cuDNN runs 3x3 stride-1 convolutions with Winograd's
+  // F(2x2, 3x3), 2.25x fewer multiplications; `macs` stays the direct count.
+  const auto strides = attr_ints(r.node, "strides"), dilations = attr_ints(r.node, "dilations");
+  const bool unit = std::all_of(strides.begin(), strides.end(), [](auto s) { return s == 1; }) &&
+                    std::all_of(dilations.begin(), dilations.end(), [](auto d) { return d == 1; });
+  const bool winograd = w.size() == 4 && w[2] == 3 && w[3] == 3 && unit && attr_int(r.node, "group", 1) == 1;
+  const double flops = 2 * macs / (winograd ? 2.25 : 1.0);
+  const std::int32_t op =
+      b.emit(r.leaf, r.type, r.inputs, r.outputs, flops + (r.slot.size() > 2 && r.slot[2] != kNoTensor ? n : 0), macs);
+  const Tid x = r.slot[0], wt = r.slot[1], bias = r.slot.size() > 2 ? r.slot[2] : kNoTensor;
+  b.differentiable(op, [x, wt, bias, flops, macs, n](ModelBuilder& m, std::span<const Tid> dy) {
+    if (dy[0] == kNoTensor) return;
+    if (m.requires_grad(x))
+      m.add_grad(x, m.emit1("ConvBackpropInput", "ConvBackpropInput", {wt, dy[0]}, {m.tensor(x).shape, m.tensor(x).dtype}, flops, macs));
+    if (m.requires_grad(wt))
+      m.add_grad(wt, m.emit1("ConvBackpropFilter", "ConvBackpropFilter", {x, dy[0]}, {m.tensor(wt).shape, m.tensor(wt).dtype}, flops, macs));
+    if (bias != kNoTensor && m.requires_grad(bias))
+      m.add_grad(bias, m.emit1("ConvBackpropBias", "ConvBackpropBias", {dy[0]}, {m.tensor(bias).shape, m.tensor(bias).dtype}, n));
+  });
+  return op;
+}
+
+// Gemm and MatMul.
+std::int32_t record_matmul(const RuleNode& r) {
+  ModelBuilder& b = r.builder;
+  const std::string& type = r.type;
+  const double n = r.output_elements;
+  const Shape& a = b.tensor(r.slot[0]).shape;
+  std::int64_t k = a.empty() ? 1 : a.back();
+  if (type == "Gemm" && attr_int(r.node, "transA", 0) != 0) k = a.front();
+  if (type == "MatMul" && a.size() == 1) k = a[0];
+  const double macs = n * static_cast<double>(k);
+  const bool bias = type == "Gemm" && r.slot.size() > 2 && r.slot[2] != kNoTensor;
+  const std::int32_t op = b.emit(r.leaf, type, r.inputs, r.outputs, 2 * macs + (bias ? n : 0), macs);
+  const Tid x = r.slot[0], w = r.slot[1], c = bias ? r.slot[2] : kNoTensor;
+  b.differentiable(op, [x, w, c, macs, type](ModelBuilder& m, std::span<const Tid> dy) {
+    if (dy[0] == kNoTensor) return;
+    if (m.requires_grad(x))
+      m.add_grad(x, m.emit1(type + "_dA", type, {dy[0], w}, {m.tensor(x).shape, m.tensor(x).dtype}, 2 * macs, macs));
+    if (m.requires_grad(w))
+      m.add_grad(w, m.emit1(type + "_dB", type, {x, dy[0]}, {m.tensor(w).shape, m.tensor(w).dtype}, 2 * macs, macs));
+    if (c != kNoTensor && m.requires_grad(c)) m.add_grad(c, m.unbroadcast(dy[0], m.tensor(c).shape));
+  });
+  return op;
+}
+
+// MaxPool, AveragePool and their global forms.
+std::int32_t record_pool(const RuleNode& r) {
+  ModelBuilder& b = r.builder;
+  const std::string& type = r.type;
+  double window = 1;
+  for (auto kdim : attr_ints(r.node, "kernel_shape")) window *= static_cast<double>(kdim);
+  const bool global = type.starts_with("Global");
+  const double work = global ? elements(b.tensor(r.slot[0]).shape) : r.output_elements * window;
+  const std::int32_t op = b.emit(r.leaf, type, r.inputs, r.outputs, work);
+  const Tid x = r.slot[0], y = b.out(op);
+  const bool max = type.find("Max") != std::string::npos;
+  b.differentiable(op, [x, y, work, max, type](ModelBuilder& m, std::span<const Tid> dy) {
+    if (dy[0] == kNoTensor) return;
+    std::vector<Tid> reads{dy[0]};
+    if (max) reads = {x, y, dy[0]};
+    m.add_grad(x, grad_like(m, type + "Grad", type + "Grad", reads, x, work));
+  });
+  return op;
+}
+
+// Softmax and LogSoftmax.
+std::int32_t record_softmax(const RuleNode& r) {
+  ModelBuilder& b = r.builder;
+  const std::string& type = r.type;
+  const double n = r.output_elements;
+  const std::int32_t op = b.emit(r.leaf, type, r.inputs, r.outputs, 5 * n);
+  const Tid x = r.slot[0], y = b.out(op);
+  b.differentiable(op, [x, y, n, type](ModelBuilder& m, std::span<const Tid> dy) {
+    if (dy[0] != kNoTensor) m.add_grad(x, grad_like(m, type + "Grad", type + "Grad", {y, dy[0]}, x, 4 * n));
+  });
+  return op;
+}
+
+// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss.
+std::int32_t record_loss(const RuleNode& r) {
+  ModelBuilder& b = r.builder;
+  const std::string& type = r.type;
+  const double nx = elements(b.tensor(r.slot[0]).shape);
+  const std::int32_t op = b.emit(r.leaf, type, r.inputs, r.outputs, (type == "SoftmaxCrossEntropyLoss" ? 6 : 1) * nx);
+  const Tid x = r.slot[0], labels = r.slot[1];
+  const Tid reads = r.outputs.size() > 1 && num_elements(r.outputs[1].shape) > 0 ? b.out(op, 1) : x;
+  b.differentiable(op, [x, labels, reads, nx, type](ModelBuilder& m, std::span<const Tid> dy) {
+    if (dy[0] != kNoTensor) m.add_grad(x, grad_like(m, type + "Grad", type + "Grad", {dy[0], reads, labels}, x, 2 * nx));
+  });
+  return op;
+}
+
+std::int32_t record_cast(const RuleNode& r) {
+  ModelBuilder& b = r.builder;
+  const double n = r.output_elements;
+  const std::int32_t op = b.emit(r.leaf, r.type, r.inputs, r.outputs, n);
+  const Tid x = r.slot[0];
+  if (is_float(r.outputs[0].dtype))
+    b.differentiable(op, [x, n](ModelBuilder& m, std::span<const Tid> dy) {
+      if (dy[0] != kNoTensor) m.add_grad(x, m.emit1("Cast", "Cast", {dy[0]}, {m.tensor(x).shape, m.tensor(x).dtype}, n));
+    });
+  return op;
+}
+
+std::int32_t record_dropout(const RuleNode& r) {
+  ModelBuilder& b = r.builder;
+  const double n = r.output_elements;
+  const std::int32_t op = b.emit(r.leaf, r.type, r.inputs, r.outputs, 2 * n);
+  const Tid x = r.slot[0];
+  const Tid mask = r.outputs.size() > 1 && num_elements(r.outputs[1].shape) > 0 ? b.out(op, 1) : x;
+  b.differentiable(op, [x, mask, n](ModelBuilder& m, std::span<const Tid> dy) {
+    if (dy[0] != kNoTensor) m.add_grad(x, grad_like(m, "DropoutGrad", "DropoutGrad", {dy[0], mask}, x, n));
+  });
+  return op;
+}
+
+std::int32_t record_where(const RuleNode& r) {
+  ModelBuilder& b = r.builder;
+  const double n = r.output_elements;
+  const std::int32_t op = b.emit(r.leaf, r.type, r.inputs, r.outputs, n);
+  const Tid cond = r.slot[0], a = r.slot[1], c = r.slot[2];
+  b.differentiable(op, [cond, a, c, n](ModelBuilder& m, std::span<const Tid> dy) {
+    if (dy[0] == kNoTensor) return;
+    const Shape sy = m.tensor(dy[0]).shape;
+    for (Tid x : {a, c})
+      if (m.requires_grad(x))
+        m.add_grad(x, m.unbroadcast(m.emit1("WhereGrad", "Where", {cond, dy[0]}, {sy, m.tensor(dy[0]).dtype}, n), m.tensor(x).shape));
+  });
+  return op;
+}
+
+std::int32_t record_prelu(const RuleNode& r) {
+  ModelBuilder& b = r.builder;
+  const double n = r.output_elements;
+  const std::int32_t op = b.emit(r.leaf, r.type, r.inputs, r.outputs, 2 * n);
+  const Tid x = r.slot[0], slope = r.slot[1];
+  b.differentiable(op, [x, slope, n](ModelBuilder& m, std::span<const Tid> dy) {
+    if (dy[0] == kNoTensor) return;
+    const Shape sy = m.tensor(dy[0]).shape;
+    const std::int32_t g = m.emit("PReluGrad", "PReluGrad", {dy[0], x, slope}, {{m.tensor(x).shape, m.tensor(x).dtype}, {sy, m.tensor(dy[0]).dtype}}, 3 * n);
+    m.add_grad(x, m.out(g, 0));
+    if (m.requires_grad(slope)) m.add_grad(slope, m.unbroadcast(m.out(g, 1), m.tensor(slope).shape));
+  });
+  return op;
+}
+
+// Data movement: bytes, no arithmetic.
+std::int32_t record_move(const RuleNode& r) {
+  ModelBuilder& b = r.builder;
+  const std::string& type = r.type;
+  const std::int32_t op = b.emit(r.leaf, type, r.inputs, r.outputs, 0);
+  if (type == "Gather" || type == "GatherElements") {
+    // A gather reads the rows it returns, not the whole table (as the zoo's gather).
+    b.set_bytes_moved(op, 2 * b.tensor(b.out(op)).bytes + b.tensor(r.slot[1]).bytes);
+    const Tid table = r.slot[0], ids = r.slot[1];
+    b.differentiable(op, [table, ids](ModelBuilder& m, std::span<const Tid> dy) {
+      if (dy[0] == kNoTensor) return;
+      // Densified as PyTorch's dense embedding backward: the whole table is written.
+      m.add_grad(table, m.emit1("GatherGrad", "ScatterAdd", {dy[0], ids}, {m.tensor(table).shape, m.tensor(table).dtype},
+                                elements(m.tensor(dy[0]).shape)));
+    });
+    return op;
+  }
+  if (type == "Concat") {
+    const std::vector<Tid> parts = r.inputs;
+    b.differentiable(op, [parts](ModelBuilder& m, std::span<const Tid> dy) {
+      if (dy[0] == kNoTensor) return;
+      for (Tid p : parts)
+        if (m.requires_grad(p)) m.add_grad(p, m.emit1("Slice", "Slice", {dy[0]}, {m.tensor(p).shape, m.tensor(p).dtype}, 0));
+    });
+    return op;
+  }
+  if (type == "Split") {
+    const Tid x = r.slot[0];
+    std::vector<Tid> ys;
+    for (std::size_t k = 0; k < r.outputs.size(); ++k) ys.push_back(b.out(op, static_cast<int>(k)));
+    b.differentiable(op, [x, ys](ModelBuilder& m, std::span<const Tid> dy) {
+      std::vector<Tid> parts;
+      for (std::size_t k = 0; k < dy.size(); ++k)
+        parts.push_back(dy[k] != kNoTensor ? dy[k]
+                                           : m.emit1("ZerosLike", "ZerosLike", {ys[k]}, {m.tensor(ys[k]).shape, m.tensor(ys[k]).dtype}, 0));
+      m.add_grad(x, m.emit1("Concat", "Concat", parts, {m.tensor(x).shape, m.tensor(x).dtype}, 0));
+    });
+    return op;
+  }
+  // Transpose, Slice, Pad, Expand, Tile, Resize, ...: the gradient moves dy back to x's shape,
+  // summing where the forward copied (Expand, Tile, Resize up).
+  const Tid x = r.slot[0];
+  const bool sums = type == "Expand" || type == "Tile" || type == "Resize" || type == "Upsample";
+  b.differentiable(op, [x, type, sums](ModelBuilder& m, std::span<const Tid> dy) {
+    if (dy[0] == kNoTensor) return;
+    const double work = sums ? elements(m.tensor(dy[0]).shape) : 0;
+    m.add_grad(x, m.emit1(type + "Grad", type == "Transpose" ? "Transpose" : type + "Grad", {dy[0]}, {m.tensor(x).shape, m.tensor(x).dtype}, work));
+  });
+  return op;
+}
+
+// The forward op of a node with a gradient rule, and the rule: by the node's type.
+std::int32_t record_by_rule(const RuleNode& r) {
+  const std::string& type = r.type;
+  if (const UnaryOp* u = find_unary(type)) return record_unary(r, *u);
+  if (kViews.contains(type)) return record_view(r);
+  if (kBinary.contains(type)) return record_binary(r);
+  if (kReductions.contains(type)) return record_reduction(r);
+  if (kNormalizations.contains(type)) return record_normalization(r);
+  if (type == "Conv") return record_conv(r);
+  if (type == "Gemm" || type == "MatMul") return record_matmul(r);
+  if (type == "MaxPool" || type == "AveragePool" || type == "GlobalAveragePool" || type == "GlobalMaxPool") return record_pool(r);
+  if (type == "Softmax" || type == "LogSoftmax") return record_softmax(r);
+  if (type == "SoftmaxCrossEntropyLoss" || type == "NegativeLogLikelihoodLoss") return record_loss(r);
+  if (type == "Cast") return record_cast(r);
+  if (type == "Dropout") return record_dropout(r);
+  if (type == "Where") return record_where(r);
+  if (type == "PRelu") return record_prelu(r);
+  return record_move(r);
+}
+
+
 class Importer {
  public:
   Importer(const OnnxImportOptions& options, OnnxImport& result)
@@ -477,257 +816,7 @@ class Importer {
         throw InputError(file_, describe(node), fmt::format("input {} is missing ({} takes at least {})", k, type, required));
     std::vector<Tid> slot = given;
     slot.resize(std::max<std::size_t>(slot.size(), 3), kNoTensor);
-    const double n = elements(outs[0].shape);
-    ModelBuilder& b = b_;
-    auto grad_like = [](ModelBuilder& m, std::string_view leaf, std::string_view type, std::vector<Tid> inputs, Tid like,
-                        double flops) {
-      return m.emit1(leaf, type, std::move(inputs), {m.tensor(like).shape, m.tensor(like).dtype}, flops);
-    };
-
-    if (const UnaryOp* u = find_unary(type)) {
-      const std::int32_t op = b.emit(leaf, type, in, outs, u->flops * n);
-      const Tid x = slot[0], y = b.out(op);
-      const GradReads reads = u->reads;
-      b.differentiable(op, [x, y, n, reads, type, grad_like](ModelBuilder& m, std::span<const Tid> dy) {
-        if (dy[0] == kNoTensor) return;
-        if (reads == GradReads::Nothing) m.add_grad(x, grad_like(m, type, type, {dy[0]}, x, n));
-        else m.add_grad(x, grad_like(m, type + "Grad", type + "Grad", {reads == GradReads::Output ? y : x, dy[0]}, x, 2 * n));
-      });
-      return op;
-    }
-    if (kViews.contains(type)) {
-      const std::int32_t op = b.emit(leaf, type, in, outs, 0);
-      b.set_no_kernel(op);
-      const Tid x = slot[0];
-      b.differentiable(op, [x](ModelBuilder& m, std::span<const Tid> dy) {
-        if (dy[0] != kNoTensor) m.add_grad(x, m.emit1("Reshape", "Reshape", {dy[0]}, {m.tensor(x).shape, m.tensor(x).dtype}, 0));
-      });
-      return op;
-    }
-    if (kBinary.contains(type)) {
-      const std::int32_t op = b.emit(leaf, type, in, outs, (type == "Pow" ? 4 : 1) * n * std::max<double>(1, in.size() - 1));
-      const std::vector<Tid> xs = in;
-      const Tid y = b.out(op);
-      b.differentiable(op, [xs, y, n, type](ModelBuilder& m, std::span<const Tid> dy) {
-        const Tid g = dy[0];
-        if (g == kNoTensor) return;
-        for (std::size_t i = 0; i < xs.size(); ++i) {
-          const Tid x = xs[i];
-          if (!m.requires_grad(x)) continue;
-          const Tid other = xs.size() == 2 ? xs[1 - i] : kNoTensor;
-          const Shape sy = m.tensor(g).shape;
-          Tid full = g;  // the gradient at the output's shape
-          if (type == "Sub" && i == 1) full = m.emit1("Neg", "Neg", {g}, {sy, m.tensor(g).dtype}, n);
-          else if (type == "Mul") full = m.emit1(i == 0 ? "Mul" : "Mul_1", "Mul", {g, other}, {sy, m.tensor(g).dtype}, n);
-          else if (type == "Div") full = i == 0 ? m.emit1("Div", "Div", {g, other}, {sy, m.tensor(g).dtype}, n)
-                                                : m.emit1("DivGrad", "DivGrad", {g, xs[0], xs[1]}, {sy, m.tensor(g).dtype}, 3 * n);
-          else if (type == "Pow") full = i == 0 ? m.emit1("PowGrad", "PowGrad", {g, xs[0], xs[1]}, {sy, m.tensor(g).dtype}, 3 * n)
-                                                : m.emit1("PowGradExponent", "PowGradExponent", {g, xs[0], y}, {sy, m.tensor(g).dtype}, 3 * n);
-          else if (type == "Max" || type == "Min")
-            full = m.emit1(type + "Grad", type + "Grad", {g, x, y}, {sy, m.tensor(g).dtype}, n);
-          else if (type == "Mean") full = m.emit1("MeanGrad", "Mul", {g}, {sy, m.tensor(g).dtype}, n);
-          m.add_grad(x, m.unbroadcast(full, m.tensor(x).shape));
-        }
-      });
-      return op;
-    }
-    if (kReductions.contains(type)) {
-      const std::int32_t op = b.emit(leaf, type, in, outs, elements(b.tensor(slot[0]).shape));
-      const Tid x = slot[0], y = b.out(op);
-      b.differentiable(op, [x, y, type, grad_like](ModelBuilder& m, std::span<const Tid> dy) {
-        if (dy[0] == kNoTensor) return;
-        std::vector<Tid> reads{dy[0]};
-        if (type != "ReduceSum" && type != "ReduceMean") reads = {dy[0], x, y};
-        m.add_grad(x, grad_like(m, type + "Grad", type + "Grad", reads, x, elements(m.tensor(x).shape)));
-      });
-      return op;
-    }
-    if (kNormalizations.contains(type)) {
-      const double nx = elements(b.tensor(slot[0]).shape);
-      const std::int32_t op = b.emit(leaf, type, in, outs, 8 * nx);
-      const Tid x = slot[0], scale = slot[1], bias = slot.size() > 2 ? slot[2] : kNoTensor;
-      std::vector<Tid> saved;  // the statistics the forward kernel writes, which its gradient reads
-      for (std::size_t k = 1; k < outs.size(); ++k)
-        if (num_elements(outs[k].shape) > 0) saved.push_back(b.out(op, static_cast<int>(k)));
-      b.differentiable(op, [x, scale, bias, saved, nx, type](ModelBuilder& m, std::span<const Tid> dy) {
-        if (dy[0] == kNoTensor) return;
-        std::vector<Tid> reads{dy[0], x, scale};
-        reads.insert(reads.end(), saved.begin(), saved.end());
-        std::vector<TensorSpec> specs{{m.tensor(x).shape, m.tensor(x).dtype}, {m.tensor(scale).shape, m.tensor(scale).dtype}};
-        if (bias != kNoTensor) specs.push_back({m.tensor(bias).shape, m.tensor(bias).dtype});
-        const std::int32_t g = m.emit(type + "Grad", type + "Grad", reads, specs, 10 * nx);
-        m.add_grad(x, m.out(g, 0));
-        m.add_grad(scale, m.out(g, 1));
-        if (bias != kNoTensor) m.add_grad(bias, m.out(g, 2));
-      });
-      return op;
-    }
-    if (type == "Conv") {
-      const Shape& w = b.tensor(slot[1]).shape;  // [M, C/group, k...]
-      double window = 1;
-      for (std::size_t k = 1; k < w.size(); ++k) window *= static_cast<double>(w[k]);
-      const double macs = n * window;
-      // As the zoo's conv2d (builder.cpp): cuDNN runs 3x3 stride-1 convolutions with Winograd's
-      // F(2x2, 3x3), 2.25x fewer multiplications; `macs` stays the direct count.
-      const auto strides = attr_ints(node, "strides"), dilations = attr_ints(node, "dilations");
-      const bool unit = std::all_of(strides.begin(), strides.end(), [](auto s) { return s == 1; }) &&
-                        std::all_of(dilations.begin(), dilations.end(), [](auto d) { return d == 1; });
-      const bool winograd = w.size() == 4 && w[2] == 3 && w[3] == 3 && unit && attr_int(node, "group", 1) == 1;
-      const double flops = 2 * macs / (winograd ? 2.25 : 1.0);
-      const std::int32_t op = b.emit(leaf, type, in, outs, flops + (slot.size() > 2 && slot[2] != kNoTensor ? n : 0), macs);
-      const Tid x = slot[0], wt = slot[1], bias = slot.size() > 2 ? slot[2] : kNoTensor;
-      b.differentiable(op, [x, wt, bias, flops, macs, n](ModelBuilder& m, std::span<const Tid> dy) {
-        if (dy[0] == kNoTensor) return;
-        if (m.requires_grad(x))
-          m.add_grad(x, m.emit1("ConvBackpropInput", "ConvBackpropInput", {wt, dy[0]}, {m.tensor(x).shape, m.tensor(x).dtype}, flops, macs));
-        if (m.requires_grad(wt))
-          m.add_grad(wt, m.emit1("ConvBackpropFilter", "ConvBackpropFilter", {x, dy[0]}, {m.tensor(wt).shape, m.tensor(wt).dtype}, flops, macs));
-        if (bias != kNoTensor && m.requires_grad(bias))
-          m.add_grad(bias, m.emit1("ConvBackpropBias", "ConvBackpropBias", {dy[0]}, {m.tensor(bias).shape, m.tensor(bias).dtype}, n));
-      });
-      return op;
-    }
-    if (type == "Gemm" || type == "MatMul") {
-      const Shape& a = b.tensor(slot[0]).shape;
-      std::int64_t k = a.empty() ? 1 : a.back();
-      if (type == "Gemm" && attr_int(node, "transA", 0) != 0) k = a.front();
-      if (type == "MatMul" && a.size() == 1) k = a[0];
-      const double macs = n * static_cast<double>(k);
-      const bool bias = type == "Gemm" && slot.size() > 2 && slot[2] != kNoTensor;
-      const std::int32_t op = b.emit(leaf, type, in, outs, 2 * macs + (bias ? n : 0), macs);
-      const Tid x = slot[0], w = slot[1], c = bias ? slot[2] : kNoTensor;
-      b.differentiable(op, [x, w, c, macs, type](ModelBuilder& m, std::span<const Tid> dy) {
-        if (dy[0] == kNoTensor) return;
-        if (m.requires_grad(x))
-          m.add_grad(x, m.emit1(type + "_dA", type, {dy[0], w}, {m.tensor(x).shape, m.tensor(x).dtype}, 2 * macs, macs));
-        if (m.requires_grad(w))
-          m.add_grad(w, m.emit1(type + "_dB", type, {x, dy[0]}, {m.tensor(w).shape, m.tensor(w).dtype}, 2 * macs, macs));
-        if (c != kNoTensor && m.requires_grad(c)) m.add_grad(c, m.unbroadcast(dy[0], m.tensor(c).shape));
-      });
-      return op;
-    }
-    if (type == "MaxPool" || type == "AveragePool" || type == "GlobalAveragePool" || type == "GlobalMaxPool") {
-      double window = 1;
-      for (auto kdim : attr_ints(node, "kernel_shape")) window *= static_cast<double>(kdim);
-      const bool global = type.starts_with("Global");
-      const double work = global ? elements(b.tensor(slot[0]).shape) : n * window;
-      const std::int32_t op = b.emit(leaf, type, in, outs, work);
-      const Tid x = slot[0], y = b.out(op);
-      const bool max = type.find("Max") != std::string::npos;
-      b.differentiable(op, [x, y, work, max, type, grad_like](ModelBuilder& m, std::span<const Tid> dy) {
-        if (dy[0] == kNoTensor) return;
-        std::vector<Tid> reads{dy[0]};
-        if (max) reads = {x, y, dy[0]};
-        m.add_grad(x, grad_like(m, type + "Grad", type + "Grad", reads, x, work));
-      });
-      return op;
-    }
-    if (type == "Softmax" || type == "LogSoftmax") {
-      const std::int32_t op = b.emit(leaf, type, in, outs, 5 * n);
-      const Tid x = slot[0], y = b.out(op);
-      b.differentiable(op, [x, y, n, type, grad_like](ModelBuilder& m, std::span<const Tid> dy) {
-        if (dy[0] != kNoTensor) m.add_grad(x, grad_like(m, type + "Grad", type + "Grad", {y, dy[0]}, x, 4 * n));
-      });
-      return op;
-    }
-    if (type == "SoftmaxCrossEntropyLoss" || type == "NegativeLogLikelihoodLoss") {
-      const double nx = elements(b.tensor(slot[0]).shape);
-      const std::int32_t op = b.emit(leaf, type, in, outs, (type == "SoftmaxCrossEntropyLoss" ? 6 : 1) * nx);
-      const Tid x = slot[0], labels = slot[1];
-      const Tid reads = outs.size() > 1 && num_elements(outs[1].shape) > 0 ? b.out(op, 1) : x;
-      b.differentiable(op, [x, labels, reads, nx, type, grad_like](ModelBuilder& m, std::span<const Tid> dy) {
-        if (dy[0] != kNoTensor) m.add_grad(x, grad_like(m, type + "Grad", type + "Grad", {dy[0], reads, labels}, x, 2 * nx));
-      });
-      return op;
-    }
-    if (type == "Cast") {
-      const std::int32_t op = b.emit(leaf, type, in, outs, n);
-      const Tid x = slot[0];
-      if (is_float(outs[0].dtype))
-        b.differentiable(op, [x, n](ModelBuilder& m, std::span<const Tid> dy) {
-          if (dy[0] != kNoTensor) m.add_grad(x, m.emit1("Cast", "Cast", {dy[0]}, {m.tensor(x).shape, m.tensor(x).dtype}, n));
-        });
-      return op;
-    }
-    if (type == "Dropout") {
-      const std::int32_t op = b.emit(leaf, type, in, outs, 2 * n);
-      const Tid x = slot[0];
-      const Tid mask = outs.size() > 1 && num_elements(outs[1].shape) > 0 ? b.out(op, 1) : x;
-      b.differentiable(op, [x, mask, n, grad_like](ModelBuilder& m, std::span<const Tid> dy) {
-        if (dy[0] != kNoTensor) m.add_grad(x, grad_like(m, "DropoutGrad", "DropoutGrad", {dy[0], mask}, x, n));
-      });
-      return op;
-    }
-    if (type == "Where") {
-      const std::int32_t op = b.emit(leaf, type, in, outs, n);
-      const Tid cond = slot[0], a = slot[1], c = slot[2];
-      b.differentiable(op, [cond, a, c, n](ModelBuilder& m, std::span<const Tid> dy) {
-        if (dy[0] == kNoTensor) return;
-        const Shape sy = m.tensor(dy[0]).shape;
-        for (Tid x : {a, c})
-          if (m.requires_grad(x))
-            m.add_grad(x, m.unbroadcast(m.emit1("WhereGrad", "Where", {cond, dy[0]}, {sy, m.tensor(dy[0]).dtype}, n), m.tensor(x).shape));
-      });
-      return op;
-    }
-    if (type == "PRelu") {
-      const std::int32_t op = b.emit(leaf, type, in, outs, 2 * n);
-      const Tid x = slot[0], slope = slot[1];
-      b.differentiable(op, [x, slope, n](ModelBuilder& m, std::span<const Tid> dy) {
-        if (dy[0] == kNoTensor) return;
-        const Shape sy = m.tensor(dy[0]).shape;
-        const std::int32_t g = m.emit("PReluGrad", "PReluGrad", {dy[0], x, slope}, {{m.tensor(x).shape, m.tensor(x).dtype}, {sy, m.tensor(dy[0]).dtype}}, 3 * n);
-        m.add_grad(x, m.out(g, 0));
-        if (m.requires_grad(slope)) m.add_grad(slope, m.unbroadcast(m.out(g, 1), m.tensor(slope).shape));
-      });
-      return op;
-    }
-    // Data movement: bytes, no arithmetic.
-    const std::int32_t op = b.emit(leaf, type, in, outs, 0);
-    if (type == "Gather" || type == "GatherElements") {
-      // A gather reads the rows it returns, not the whole table (as the zoo's gather).
-      b.set_bytes_moved(op, 2 * b.tensor(b.out(op)).bytes + b.tensor(slot[1]).bytes);
-      const Tid table = slot[0], ids = slot[1];
-      b.differentiable(op, [table, ids](ModelBuilder& m, std::span<const Tid> dy) {
-        if (dy[0] == kNoTensor) return;
-        // Densified as PyTorch's dense embedding backward: the whole table is written.
-        m.add_grad(table, m.emit1("GatherGrad", "ScatterAdd", {dy[0], ids}, {m.tensor(table).shape, m.tensor(table).dtype},
-                                  elements(m.tensor(dy[0]).shape)));
-      });
-      return op;
-    }
-    if (type == "Concat") {
-      const std::vector<Tid> parts = in;
-      b.differentiable(op, [parts](ModelBuilder& m, std::span<const Tid> dy) {
-        if (dy[0] == kNoTensor) return;
-        for (Tid p : parts)
-          if (m.requires_grad(p)) m.add_grad(p, m.emit1("Slice", "Slice", {dy[0]}, {m.tensor(p).shape, m.tensor(p).dtype}, 0));
-      });
-      return op;
-    }
-    if (type == "Split") {
-      const Tid x = slot[0];
-      std::vector<Tid> ys;
-      for (std::size_t k = 0; k < outs.size(); ++k) ys.push_back(b.out(op, static_cast<int>(k)));
-      b.differentiable(op, [x, ys](ModelBuilder& m, std::span<const Tid> dy) {
-        std::vector<Tid> parts;
-        for (std::size_t k = 0; k < dy.size(); ++k)
-          parts.push_back(dy[k] != kNoTensor ? dy[k]
-                                             : m.emit1("ZerosLike", "ZerosLike", {ys[k]}, {m.tensor(ys[k]).shape, m.tensor(ys[k]).dtype}, 0));
-        m.add_grad(x, m.emit1("Concat", "Concat", parts, {m.tensor(x).shape, m.tensor(x).dtype}, 0));
-      });
-      return op;
-    }
-    // Transpose, Slice, Pad, Expand, Tile, Resize, ...: the gradient moves dy back to x's shape,
-    // summing where the forward copied (Expand, Tile, Resize up).
-    const Tid x = slot[0];
-    const bool sums = type == "Expand" || type == "Tile" || type == "Resize" || type == "Upsample";
-    b.differentiable(op, [x, type, sums](ModelBuilder& m, std::span<const Tid> dy) {
-      if (dy[0] == kNoTensor) return;
-      const double work = sums ? elements(m.tensor(dy[0]).shape) : 0;
-      m.add_grad(x, m.emit1(type + "Grad", type == "Transpose" ? "Transpose" : type + "Grad", {dy[0]}, {m.tensor(x).shape, m.tensor(x).dtype}, work));
-    });
-    return op;
+    return record_by_rule({b_, node, leaf, type, in, std::move(slot), outs, elements(outs[0].shape)});
   }
 
   // The loss: the model's own when an output is a scalar, else softmax cross-entropy over each

@@ -8,6 +8,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -129,7 +130,7 @@ std::int64_t at_broadcast(const IntTensor& t, const std::vector<std::int64_t>& s
   return t.values[offset];
 }
 
-std::optional<IntTensor> elementwise(const std::vector<const IntTensor*>& in, int out_type,
+std::optional<IntTensor> elementwise(std::span<const IntTensor* const> in, int out_type,
                                      const std::function<std::optional<std::int64_t>(const std::vector<std::int64_t>&)>& f) {
   std::vector<std::int64_t> shape;
   for (const IntTensor* t : in) {
@@ -154,167 +155,181 @@ std::optional<IntTensor> elementwise(const std::vector<const IntTensor*>& in, in
 
 std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
-// The node's value when its inputs are known, for the shape arithmetic exporters write.
-std::optional<IntTensor> evaluate(const onnx::NodeProto& node, const std::vector<const IntTensor*>& in,
-                                  const std::function<std::optional<std::vector<std::int64_t>>(const std::string&)>& shape_of) {
-  const std::string& op = node.op_type();
-  auto ints_attr = [&](const char* name) -> std::optional<std::vector<std::int64_t>> {
-    if (const auto* a = attribute(node, name)) return std::vector<std::int64_t>(a->ints().begin(), a->ints().end());
-    return std::nullopt;
-  };
-  auto int_attr = [&](const char* name, std::int64_t fallback) {
-    const auto* a = attribute(node, name);
-    return a ? a->i() : fallback;
-  };
-  if (op == "Constant") {
-    if (const auto* a = attribute(node, "value")) return from_proto(a->t());
-    if (const auto* a = attribute(node, "value_int")) return scalar_or_list({a->i()}, true);
-    if (const auto* a = attribute(node, "value_ints")) return scalar_or_list({a->ints().begin(), a->ints().end()}, false);
-    return std::nullopt;
-  }
-  if (op == "Shape" || op == "Size") {
-    if (node.input_size() < 1) return std::nullopt;
-    auto shape = shape_of(node.input(0));
-    if (!shape) return std::nullopt;
-    if (op == "Size") return scalar_or_list({count(*shape)}, true);
-    const auto rank = static_cast<std::int64_t>(shape->size());
-    const std::int64_t start = std::clamp(normalize_axis(int_attr("start", 0), rank), std::int64_t{0}, rank);
-    const std::int64_t end = std::clamp(normalize_axis(int_attr("end", rank), rank), start, rank);
-    return scalar_or_list({shape->begin() + start, shape->begin() + end}, false);
-  }
-  // The other ops need every input known.
-  for (const IntTensor* t : in)
-    if (!t) return std::nullopt;
-  if (in.empty()) return std::nullopt;
+using ShapeOf = std::function<std::optional<std::vector<std::int64_t>>(const std::string&)>;
+
+std::optional<std::vector<std::int64_t>> ints_attribute(const onnx::NodeProto& node, const char* name) {
+  if (const auto* a = attribute(node, name)) return std::vector<std::int64_t>(a->ints().begin(), a->ints().end());
+  return std::nullopt;
+}
+
+std::int64_t int_attribute(const onnx::NodeProto& node, const char* name, std::int64_t fallback) {
+  const auto* a = attribute(node, name);
+  return a ? a->i() : fallback;
+}
+
+std::optional<IntTensor> fold_constant(const onnx::NodeProto& node) {
+  if (const auto* a = attribute(node, "value")) return from_proto(a->t());
+  if (const auto* a = attribute(node, "value_int")) return scalar_or_list({a->i()}, true);
+  if (const auto* a = attribute(node, "value_ints")) return scalar_or_list({a->ints().begin(), a->ints().end()}, false);
+  return std::nullopt;
+}
+
+// Shape and Size, of an input whose shape is known (its values need not be).
+std::optional<IntTensor> fold_shape(const onnx::NodeProto& node, const ShapeOf& shape_of) {
+  if (node.input_size() < 1) return std::nullopt;
+  auto shape = shape_of(node.input(0));
+  if (!shape) return std::nullopt;
+  if (node.op_type() == "Size") return scalar_or_list({count(*shape)}, true);
+  const auto rank = static_cast<std::int64_t>(shape->size());
+  const std::int64_t start = std::clamp(normalize_axis(int_attribute(node, "start", 0), rank), std::int64_t{0}, rank);
+  const std::int64_t end = std::clamp(normalize_axis(int_attribute(node, "end", rank), rank), start, rank);
+  return scalar_or_list({shape->begin() + start, shape->begin() + end}, false);
+}
+
+// Unsqueeze and Squeeze: the axes from the second input, else the attribute.
+std::optional<IntTensor> fold_squeeze(const onnx::NodeProto& node, std::span<const IntTensor* const> in) {
   const IntTensor& x = *in[0];
-  if (op == "Identity") return x;
-  if (op == "Unsqueeze" || op == "Squeeze") {
-    std::vector<std::int64_t> axes;
-    if (in.size() > 1)
-      axes = in[1]->values;
-    else if (auto a = ints_attr("axes"))
-      axes = *a;
-    IntTensor out = x;
-    if (op == "Unsqueeze") {
-      const auto rank = static_cast<std::int64_t>(x.dims.size() + axes.size());
-      for (auto& a : axes) a = normalize_axis(a, rank);
-      std::sort(axes.begin(), axes.end());
-      for (auto a : axes) {
-        if (a < 0 || a > static_cast<std::int64_t>(out.dims.size())) return std::nullopt;
-        out.dims.insert(out.dims.begin() + a, 1);
-      }
-    } else {
-      const auto rank = static_cast<std::int64_t>(x.dims.size());
-      std::vector<std::int64_t> dims;
-      for (std::int64_t k = 0; k < rank; ++k) {
-        const bool listed = axes.empty() ? x.dims[k] == 1
-                                         : std::any_of(axes.begin(), axes.end(), [&](auto a) { return normalize_axis(a, rank) == k; });
-        if (!listed) dims.push_back(x.dims[k]);
-      }
-      out.dims = dims;
+  std::vector<std::int64_t> axes;
+  if (in.size() > 1)
+    axes = in[1]->values;
+  else if (auto a = ints_attribute(node, "axes"))
+    axes = *a;
+  IntTensor out = x;
+  if (node.op_type() == "Unsqueeze") {
+    const auto rank = static_cast<std::int64_t>(x.dims.size() + axes.size());
+    for (auto& a : axes) a = normalize_axis(a, rank);
+    std::sort(axes.begin(), axes.end());
+    for (auto a : axes) {
+      if (a < 0 || a > static_cast<std::int64_t>(out.dims.size())) return std::nullopt;
+      out.dims.insert(out.dims.begin() + a, 1);
     }
-    return out;
-  }
-  if (op == "Concat") {
-    // Only along the one axis of vectors (and scalars as vectors of one): what shapes are.
-    IntTensor out;
-    out.elem_type = x.elem_type;
-    for (const IntTensor* t : in) {
-      if (t->dims.size() > 1) return std::nullopt;
-      out.values.insert(out.values.end(), t->values.begin(), t->values.end());
+  } else {
+    const auto rank = static_cast<std::int64_t>(x.dims.size());
+    std::vector<std::int64_t> dims;
+    for (std::int64_t k = 0; k < rank; ++k) {
+      const bool listed = axes.empty() ? x.dims[k] == 1
+                                       : std::any_of(axes.begin(), axes.end(), [&](auto a) { return normalize_axis(a, rank) == k; });
+      if (!listed) dims.push_back(x.dims[k]);
     }
-    out.dims = {static_cast<std::int64_t>(out.values.size())};
-    return out;
-  }
-  if (op == "Gather") {
-    if (in.size() < 2 || x.dims.size() != 1 || normalize_axis(int_attr("axis", 0), 1) != 0) return std::nullopt;
-    IntTensor out = *in[1];
-    out.elem_type = x.elem_type;
-    for (auto& i : out.values) {
-      const std::int64_t k = i < 0 ? i + x.dims[0] : i;
-      if (k < 0 || k >= x.dims[0]) return std::nullopt;
-      i = x.values[k];
-    }
-    return out;
-  }
-  if (op == "Slice") {
-    if (in.size() < 3 || x.dims.size() != 1) return std::nullopt;
-    if (in.size() > 3 && (in[3]->values.size() != 1 || normalize_axis(in[3]->values[0], 1) != 0)) return std::nullopt;
-    if (in[1]->values.size() != 1 || in[2]->values.size() != 1) return std::nullopt;
-    const std::int64_t step = in.size() > 4 ? in[4]->values.at(0) : 1;
-    if (step != 1) return std::nullopt;
-    const std::int64_t n = x.dims[0];
-    auto clampi = [&](std::int64_t v) { return std::clamp(v < 0 ? v + n : v, std::int64_t{0}, n); };
-    const std::int64_t b = clampi(in[1]->values[0]), e = std::max(b, clampi(in[2]->values[0]));
-    IntTensor out;
-    out.elem_type = x.elem_type;
-    out.values.assign(x.values.begin() + b, x.values.begin() + e);
-    out.dims = {e - b};
-    return out;
-  }
-  if (op == "Reshape") {
-    if (in.size() < 2) return std::nullopt;
-    std::vector<std::int64_t> dims = in[1]->values;
-    std::int64_t known = 1, infer = -1;
-    for (std::size_t k = 0; k < dims.size(); ++k) {
-      if (dims[k] == 0 && !int_attr("allowzero", 0)) dims[k] = k < x.dims.size() ? x.dims[k] : 0;
-      if (dims[k] == -1) {
-        if (infer >= 0) return std::nullopt;
-        infer = static_cast<std::int64_t>(k);
-      } else {
-        known *= dims[k];
-      }
-    }
-    const std::int64_t n = static_cast<std::int64_t>(x.values.size());
-    if (infer >= 0) {
-      if (known <= 0 || n % known != 0) return std::nullopt;
-      dims[infer] = n / known;
-    }
-    if (count(dims) != n) return std::nullopt;
-    IntTensor out = x;
     out.dims = dims;
-    return out;
   }
-  if (op == "Cast") {
-    const int to = static_cast<int>(int_attr("to", 0));
-    if (!is_integer_type(to) || (to != TensorProto::INT64 && to != TensorProto::INT32 && to != TensorProto::BOOL)) return std::nullopt;
-    IntTensor out = x;
-    out.elem_type = to;
-    if (to == TensorProto::BOOL)
-      for (auto& v : out.values) v = v != 0;
-    return out;
+  return out;
+}
+
+// Only along the one axis of vectors (and scalars as vectors of one): what shapes are.
+std::optional<IntTensor> fold_concat(std::span<const IntTensor* const> in) {
+  IntTensor out;
+  out.elem_type = in[0]->elem_type;
+  for (const IntTensor* t : in) {
+    if (t->dims.size() > 1) return std::nullopt;
+    out.values.insert(out.values.end(), t->values.begin(), t->values.end());
   }
-  if (op == "ConstantOfShape") {
-    IntTensor value;
-    value.values = {0};
-    value.elem_type = TensorProto::FLOAT;
-    if (const auto* a = attribute(node, "value")) {
-      auto v = from_proto(a->t());
-      if (!v || v->values.size() != 1) return std::nullopt;
-      value = *v;
+  out.dims = {static_cast<std::int64_t>(out.values.size())};
+  return out;
+}
+
+std::optional<IntTensor> fold_gather(const onnx::NodeProto& node, std::span<const IntTensor* const> in) {
+  const IntTensor& x = *in[0];
+  if (in.size() < 2 || x.dims.size() != 1 || normalize_axis(int_attribute(node, "axis", 0), 1) != 0) return std::nullopt;
+  IntTensor out = *in[1];
+  out.elem_type = x.elem_type;
+  for (auto& i : out.values) {
+    const std::int64_t k = i < 0 ? i + x.dims[0] : i;
+    if (k < 0 || k >= x.dims[0]) return std::nullopt;
+    i = x.values[k];
+  }
+  return out;
+}
+
+std::optional<IntTensor> fold_slice(std::span<const IntTensor* const> in) {
+  const IntTensor& x = *in[0];
+  if (in.size() < 3 || x.dims.size() != 1) return std::nullopt;
+  if (in.size() > 3 && (in[3]->values.size() != 1 || normalize_axis(in[3]->values[0], 1) != 0)) return std::nullopt;
+  if (in[1]->values.size() != 1 || in[2]->values.size() != 1) return std::nullopt;
+  const std::int64_t step = in.size() > 4 ? in[4]->values.at(0) : 1;
+  if (step != 1) return std::nullopt;
+  const std::int64_t n = x.dims[0];
+  auto clampi = [&](std::int64_t v) { return std::clamp(v < 0 ? v + n : v, std::int64_t{0}, n); };
+  const std::int64_t b = clampi(in[1]->values[0]), e = std::max(b, clampi(in[2]->values[0]));
+  IntTensor out;
+  out.elem_type = x.elem_type;
+  out.values.assign(x.values.begin() + b, x.values.begin() + e);
+  out.dims = {e - b};
+  return out;
+}
+
+std::optional<IntTensor> fold_reshape(const onnx::NodeProto& node, std::span<const IntTensor* const> in) {
+  const IntTensor& x = *in[0];
+  if (in.size() < 2) return std::nullopt;
+  std::vector<std::int64_t> dims = in[1]->values;
+  std::int64_t known = 1, infer = -1;
+  for (std::size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k] == 0 && !int_attribute(node, "allowzero", 0)) dims[k] = k < x.dims.size() ? x.dims[k] : 0;
+    if (dims[k] == -1) {
+      if (infer >= 0) return std::nullopt;
+      infer = static_cast<std::int64_t>(k);
+    } else {
+      known *= dims[k];
     }
-    if (!is_integer_type(value.elem_type)) return std::nullopt;  // a float fill is data, not shape arithmetic
-    IntTensor out;
-    out.elem_type = value.elem_type;
-    out.dims = x.values;
-    const std::int64_t n = count(out.dims);
-    if (n < 0 || static_cast<std::size_t>(n) > kMaxFoldedElements) return std::nullopt;
-    out.values.assign(static_cast<std::size_t>(n), value.values[0]);
-    return out;
   }
-  if (op == "Range") {
-    if (in.size() < 3) return std::nullopt;
-    const std::int64_t start = x.values.at(0), limit = in[1]->values.at(0), delta = in[2]->values.at(0);
-    if (delta == 0) return std::nullopt;
-    IntTensor out;
-    out.elem_type = x.elem_type;
-    for (std::int64_t v = start; delta > 0 ? v < limit : v > limit; v += delta) {
-      if (out.values.size() >= kMaxFoldedElements) return std::nullopt;
-      out.values.push_back(v);
-    }
-    out.dims = {static_cast<std::int64_t>(out.values.size())};
-    return out;
+  const std::int64_t n = static_cast<std::int64_t>(x.values.size());
+  if (infer >= 0) {
+    if (known <= 0 || n % known != 0) return std::nullopt;
+    dims[infer] = n / known;
   }
+  if (count(dims) != n) return std::nullopt;
+  IntTensor out = x;
+  out.dims = dims;
+  return out;
+}
+
+std::optional<IntTensor> fold_cast(const onnx::NodeProto& node, const IntTensor& x) {
+  const int to = static_cast<int>(int_attribute(node, "to", 0));
+  if (!is_integer_type(to) || (to != TensorProto::INT64 && to != TensorProto::INT32 && to != TensorProto::BOOL)) return std::nullopt;
+  IntTensor out = x;
+  out.elem_type = to;
+  if (to == TensorProto::BOOL)
+    for (auto& v : out.values) v = v != 0;
+  return out;
+}
+
+std::optional<IntTensor> fold_constant_of_shape(const onnx::NodeProto& node, const IntTensor& x) {
+  IntTensor value;
+  value.values = {0};
+  value.elem_type = TensorProto::FLOAT;
+  if (const auto* a = attribute(node, "value")) {
+    auto v = from_proto(a->t());
+    if (!v || v->values.size() != 1) return std::nullopt;
+    value = *v;
+  }
+  if (!is_integer_type(value.elem_type)) return std::nullopt;  // a float fill is data, not shape arithmetic
+  IntTensor out;
+  out.elem_type = value.elem_type;
+  out.dims = x.values;
+  const std::int64_t n = count(out.dims);
+  if (n < 0 || static_cast<std::size_t>(n) > kMaxFoldedElements) return std::nullopt;
+  out.values.assign(static_cast<std::size_t>(n), value.values[0]);
+  return out;
+}
+
+std::optional<IntTensor> fold_range(std::span<const IntTensor* const> in) {
+  const IntTensor& x = *in[0];
+  if (in.size() < 3) return std::nullopt;
+  const std::int64_t start = x.values.at(0), limit = in[1]->values.at(0), delta = in[2]->values.at(0);
+  if (delta == 0) return std::nullopt;
+  IntTensor out;
+  out.elem_type = x.elem_type;
+  for (std::int64_t v = start; delta > 0 ? v < limit : v > limit; v += delta) {
+    if (out.values.size() >= kMaxFoldedElements) return std::nullopt;
+    out.values.push_back(v);
+  }
+  out.dims = {static_cast<std::int64_t>(out.values.size())};
+  return out;
+}
+
+// Element-wise arithmetic, comparisons, Not and Where (nullopt for any other op).
+std::optional<IntTensor> fold_elementwise(const std::string& op, std::span<const IntTensor* const> in) {
+  const IntTensor& x = *in[0];
   using Args = std::vector<std::int64_t>;
   if (in.size() == 2 && (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Max" || op == "Min")) {
     return elementwise(in, x.elem_type, [&](const Args& a) -> std::optional<std::int64_t> {
@@ -341,6 +356,28 @@ std::optional<IntTensor> evaluate(const onnx::NodeProto& node, const std::vector
     return elementwise(in, in[1]->elem_type, [](const Args& a) -> std::optional<std::int64_t> { return a[0] ? a[1] : a[2]; });
   }
   return std::nullopt;
+}
+
+// The node's value when its inputs are known, for the shape arithmetic exporters write.
+std::optional<IntTensor> evaluate(const onnx::NodeProto& node, const std::vector<const IntTensor*>& in, const ShapeOf& shape_of) {
+  const std::string& op = node.op_type();
+  if (op == "Constant") return fold_constant(node);
+  if (op == "Shape" || op == "Size") return fold_shape(node, shape_of);
+  // The other ops need every input known.
+  for (const IntTensor* t : in)
+    if (!t) return std::nullopt;
+  if (in.empty()) return std::nullopt;
+  const IntTensor& x = *in[0];
+  if (op == "Identity") return x;
+  if (op == "Unsqueeze" || op == "Squeeze") return fold_squeeze(node, in);
+  if (op == "Concat") return fold_concat(in);
+  if (op == "Gather") return fold_gather(node, in);
+  if (op == "Slice") return fold_slice(in);
+  if (op == "Reshape") return fold_reshape(node, in);
+  if (op == "Cast") return fold_cast(node, x);
+  if (op == "ConstantOfShape") return fold_constant_of_shape(node, x);
+  if (op == "Range") return fold_range(in);
+  return fold_elementwise(op, in);
 }
 
 // The static shapes that inference gave the values of `model`.

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <stdexcept>
 
 #include "sim/core/units.h"
@@ -130,9 +131,8 @@ namespace {
 // The model each pipeline rank runs: the workload at its stage's width.
 using RankModels = std::vector<const LayerModel*>;
 
-// plan_problem for a plan's rank models (one per pipeline rank, at its width).
-std::string rank_plan_problem(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster) {
-  const LayerModel& model = *models.front();
+// Why the plan's counts (widths, stages, micro-batches, ZeRO, interleaving) cannot run the model.
+std::string counts_problem(const LayerModel& model, const ParallelPlan& plan) {
   const int L = static_cast<int>(model.layers.size());
   if (plan.tp < 1 || plan.pp < 1 || plan.dp < 1 || plan.micro_batches < 1)
     return fmt::format("tp, pp, dp and micro_batches must be >= 1, got {}, {}, {}, {}", plan.tp, plan.pp, plan.dp,
@@ -152,6 +152,11 @@ std::string rank_plan_problem(const RankModels& models, const ParallelPlan& plan
       return fmt::format("interleaved 1F1B runs micro-batches in groups of pp: {} micro-batches is not a multiple of pp {}",
                          plan.micro_batches, plan.pp);
   }
+  return "";
+}
+
+// Why the plan's expert parallelism does not fit the model's experts.
+std::string experts_problem(const LayerModel& model, const ParallelPlan& plan) {
   if (plan.ep < 1 || plan.dp % plan.ep != 0)
     return fmt::format("ep must divide dp (expert parallelism is carved out of the replicas), got ep {} and dp {}", plan.ep,
                        plan.dp);
@@ -165,6 +170,12 @@ std::string rank_plan_problem(const RankModels& models, const ParallelPlan& plan
     for (const Layer& l : model.layers)
       if (l.expert_parameter_bytes > 0 && l.experts % plan.ep != 0)
         return fmt::format("ep {} does not divide the {} experts of {} ({})", plan.ep, l.experts, model.name, l.name);
+  return "";
+}
+
+// Why some pipeline rank's model is not for its width, or has other layers than the first's.
+std::string widths_problem(const RankModels& models, const ParallelPlan& plan) {
+  const LayerModel& model = *models.front();
   for (int p = 0; p < plan.pp; ++p) {
     const LayerModel& mine = *models[static_cast<std::size_t>(p)];
     if (mine.tensor_parallel != plan.width(p))
@@ -178,54 +189,82 @@ std::string rank_plan_problem(const RankModels& models, const ParallelPlan& plan
                          "same layers",
                          model.name, model.layers.size(), model.tensor_parallel, mine.layers.size(), mine.tensor_parallel);
   }
-  if (plan.sequence_parallel) {
-    if (plan.mixed_widths())
-      return "sequence parallelism hands a stage's sequence shards to the next stage's ranks one to one: the stages' widths "
-             "(stage_tp) must be equal";
-    for (int p = 0; p < plan.pp; ++p) {
-      const int w = plan.width(p);
-      if (w < 2) return "sequence parallelism splits the tensor-parallel group's work: it needs tp >= 2";
-      if (model.sequence > 0 && model.sequence % w != 0)
-        return fmt::format("sequence parallelism splits each sequence over the tensor-parallel group: tp {} does not divide "
-                           "the {} tokens of {}'s sequences",
-                           w, model.sequence, model.name);
-    }
-    for (const Layer& l : model.layers)
-      if (l.stashed_bytes > 0 && l.sequence_parallel_stashed_bytes <= 0)
-        return fmt::format("sequence parallelism: {} gives no activations with it ({}), as NEST's measured workloads, "
-                           "whose tensor-parallel communication is inside their times",
-                           model.name, l.name);
+  return "";
+}
+
+// Why the plan's sequence parallelism cannot run (or "" without it).
+std::string sequence_parallel_problem(const LayerModel& model, const ParallelPlan& plan) {
+  if (!plan.sequence_parallel) return "";
+  if (plan.mixed_widths())
+    return "sequence parallelism hands a stage's sequence shards to the next stage's ranks one to one: the stages' widths "
+           "(stage_tp) must be equal";
+  for (int p = 0; p < plan.pp; ++p) {
+    const int w = plan.width(p);
+    if (w < 2) return "sequence parallelism splits the tensor-parallel group's work: it needs tp >= 2";
+    if (model.sequence > 0 && model.sequence % w != 0)
+      return fmt::format("sequence parallelism splits each sequence over the tensor-parallel group: tp {} does not divide "
+                         "the {} tokens of {}'s sequences",
+                         w, model.sequence, model.name);
   }
-  if (!plan.stage_starts.empty()) {
-    if (static_cast<long>(plan.stage_starts.size()) != stages)
-      return fmt::format("{} stage starts for {} stages", plan.stage_starts.size(), stages);
-    if (plan.stage_starts[0] != 0) return "the first stage must start at layer 0";
-    for (long p = 1; p < stages; ++p)
-      if (plan.stage_starts[p] <= plan.stage_starts[p - 1] || plan.stage_starts[p] >= L)
-        return fmt::format("stage starts must increase from 0 and stay below {} (the layers), got {}", L,
-                           fmt::join(plan.stage_starts, ", "));
-  }
+  for (const Layer& l : model.layers)
+    if (l.stashed_bytes > 0 && l.sequence_parallel_stashed_bytes <= 0)
+      return fmt::format("sequence parallelism: {} gives no activations with it ({}), as NEST's measured workloads, "
+                         "whose tensor-parallel communication is inside their times",
+                         model.name, l.name);
+  return "";
+}
+
+// Why the plan's own stage starts do not split the model's layers (or "" when it has none).
+std::string stage_starts_problem(const LayerModel& model, const ParallelPlan& plan) {
+  if (plan.stage_starts.empty()) return "";
+  const int L = static_cast<int>(model.layers.size());
+  const long stages = static_cast<long>(plan.pp) * plan.virtual_stages;
+  if (static_cast<long>(plan.stage_starts.size()) != stages)
+    return fmt::format("{} stage starts for {} stages", plan.stage_starts.size(), stages);
+  if (plan.stage_starts[0] != 0) return "the first stage must start at layer 0";
+  for (long p = 1; p < stages; ++p)
+    if (plan.stage_starts[p] <= plan.stage_starts[p - 1] || plan.stage_starts[p] >= L)
+      return fmt::format("stage starts must increase from 0 and stay below {} (the layers), got {}", L,
+                         fmt::join(plan.stage_starts, ", "));
+  return "";
+}
+
+// Why the plan's GPUs are not the cluster's: too many, or a list of another length, or with a GPU
+// the cluster has not or one twice.
+std::string gpu_list_problem(const ParallelPlan& plan, const Cluster& cluster) {
   const long n = plan.gpus_per_replica() * plan.dp;
   const std::string product = plan.stage_tp.empty()
                                   ? fmt::format("tp x pp x dp = {} x {} x {}", plan.tp, plan.pp, plan.dp)
                                   : fmt::format("(stage widths {}) x dp {}", fmt::join(plan.stage_tp, " + "), plan.dp);
   if (plan.gpus.empty()) {
     if (n > cluster.num_devices()) return fmt::format("{} = {} GPUs, the cluster has {}", product, n, cluster.num_devices());
-  } else {
-    if (static_cast<long>(plan.gpus.size()) != n) return fmt::format("{} GPUs listed for {} = {}", plan.gpus.size(), product, n);
-    std::set<DeviceId> seen;
-    for (DeviceId d : plan.gpus) {
-      if (d < 0 || d >= cluster.num_devices()) return fmt::format("GPU {} is not in the cluster", d);
-      if (!seen.insert(d).second) return fmt::format("GPU {} is listed twice", cluster.device(d).name);
-    }
+    return "";
   }
-  // Every transfer of the plan between GPUs that can reach each other: tensor-parallel groups and
-  // pipeline neighbours (the replicas' groups are checked below).
-  const RankOffsets offsets(plan);
-  auto gpu_of = [&](int d, int p, int t) {
+  if (static_cast<long>(plan.gpus.size()) != n) return fmt::format("{} GPUs listed for {} = {}", plan.gpus.size(), product, n);
+  std::set<DeviceId> seen;
+  for (DeviceId d : plan.gpus) {
+    if (d < 0 || d >= cluster.num_devices()) return fmt::format("GPU {} is not in the cluster", d);
+    if (!seen.insert(d).second) return fmt::format("GPU {} is listed twice", cluster.device(d).name);
+  }
+  return "";
+}
+
+// The plan's GPU of replica d, pipeline rank p, tensor rank t (ParallelPlan::gpus', or its index
+// when the plan lists none).
+struct PlanGpus {
+  explicit PlanGpus(const ParallelPlan& plan) : plan(plan), offsets(plan) {}
+  DeviceId operator()(int d, int p, int t) const {
     const std::size_t index = offsets.index(d, p, t);
     return plan.gpus.empty() ? static_cast<DeviceId>(index) : plan.gpus[index];
-  };
+  }
+  const ParallelPlan& plan;
+  RankOffsets offsets;
+};
+
+// Why some transfer of the plan is between GPUs that cannot reach each other: in tensor-parallel
+// groups and between pipeline neighbours (the replicas' groups are collectives_problem's).
+std::string reachability_problem(const ParallelPlan& plan, const Cluster& cluster) {
+  const PlanGpus gpu_of(plan);
   for (int d = 0; d < plan.dp; ++d)
     for (int p = 0; p < plan.pp; ++p)
       for (int t = 0; t < plan.width(p); ++t) {
@@ -247,45 +286,70 @@ std::string rank_plan_problem(const RankModels& models, const ParallelPlan& plan
                                cluster.device(a).name, p, cluster.device(b).name, next);
         }
       }
-  if (plan.dp > 1) {
-    // Every replica group's gradient reduction must be one the cluster can run (halving-doubling
-    // on a power of two, hierarchical on equal shares of servers).
-    CollectiveSpec s;
-    s.op = plan.zero == 0 ? CollectiveOp::AllReduce : CollectiveOp::ReduceScatter;
-    s.algorithm = plan.zero == 0 ? plan.gradient_algorithm : zero_collective_algorithm(plan.gradient_algorithm);
-    s.bytes = 1;
-    const int expert_replicas = plan.dp / plan.ep;
+  return "";
+}
+
+// Why some replica group's gradient reduction is not one the cluster can run (halving-doubling
+// on a power of two, hierarchical on equal shares of servers).
+std::string gradient_groups_problem(const ParallelPlan& plan, const Cluster& cluster) {
+  if (plan.dp <= 1) return "";
+  const PlanGpus gpu_of(plan);
+  CollectiveSpec s;
+  s.op = plan.zero == 0 ? CollectiveOp::AllReduce : CollectiveOp::ReduceScatter;
+  s.algorithm = plan.zero == 0 ? plan.gradient_algorithm : zero_collective_algorithm(plan.gradient_algorithm);
+  s.bytes = 1;
+  const int expert_replicas = plan.dp / plan.ep;
+  for (int p = 0; p < plan.pp; ++p)
+    for (int t = 0; t < plan.width(p); ++t) {
+      s.group.clear();
+      for (int d = 0; d < plan.dp; ++d) s.group.push_back(gpu_of(d, p, t));
+      if (const std::string why = collective_problem(s, cluster); !why.empty())
+        return fmt::format("the gradient reduction of stage {}, tensor rank {}: {}", p, t, why);
+      if (plan.ep > 1 && expert_replicas > 1)
+        for (int e = 0; e < plan.ep; ++e) {
+          s.group.clear();
+          for (int j = 0; j < expert_replicas; ++j) s.group.push_back(gpu_of(j * plan.ep + e, p, t));
+          if (const std::string why = collective_problem(s, cluster); !why.empty())
+            return fmt::format("the experts' gradient reduction of stage {}, tensor rank {}, expert shard {}: {}", p, t, e,
+                               why);
+        }
+    }
+  return "";
+}
+
+// Why the all-to-alls of some expert-parallel group cannot run on the cluster (or "" without
+// expert parallelism).
+std::string expert_groups_problem(const ParallelPlan& plan, const Cluster& cluster) {
+  if (plan.ep <= 1) return "";
+  const PlanGpus gpu_of(plan);
+  CollectiveSpec s;
+  s.op = CollectiveOp::AllToAll;
+  s.algorithm = CollectiveAlgorithm::Direct;
+  s.bytes = 1;
+  for (int j = 0; j < plan.dp / plan.ep; ++j)
     for (int p = 0; p < plan.pp; ++p)
       for (int t = 0; t < plan.width(p); ++t) {
         s.group.clear();
-        for (int d = 0; d < plan.dp; ++d) s.group.push_back(gpu_of(d, p, t));
+        for (int e = 0; e < plan.ep; ++e) s.group.push_back(gpu_of(j * plan.ep + e, p, t));
         if (const std::string why = collective_problem(s, cluster); !why.empty())
-          return fmt::format("the gradient reduction of stage {}, tensor rank {}: {}", p, t, why);
-        if (plan.ep > 1 && expert_replicas > 1)
-          for (int e = 0; e < plan.ep; ++e) {
-            s.group.clear();
-            for (int j = 0; j < expert_replicas; ++j) s.group.push_back(gpu_of(j * plan.ep + e, p, t));
-            if (const std::string why = collective_problem(s, cluster); !why.empty())
-              return fmt::format("the experts' gradient reduction of stage {}, tensor rank {}, expert shard {}: {}", p, t,
-                                 e, why);
-          }
+          return fmt::format("the all-to-alls of expert-parallel group {} (stage {}, tensor rank {}): {}", j, p, t, why);
       }
-  }
-  if (plan.ep > 1) {  // the all-to-alls of each expert-parallel group
-    CollectiveSpec s;
-    s.op = CollectiveOp::AllToAll;
-    s.algorithm = CollectiveAlgorithm::Direct;
-    s.bytes = 1;
-    for (int j = 0; j < plan.dp / plan.ep; ++j)
-      for (int p = 0; p < plan.pp; ++p)
-        for (int t = 0; t < plan.width(p); ++t) {
-          s.group.clear();
-          for (int e = 0; e < plan.ep; ++e) s.group.push_back(gpu_of(j * plan.ep + e, p, t));
-          if (const std::string why = collective_problem(s, cluster); !why.empty())
-            return fmt::format("the all-to-alls of expert-parallel group {} (stage {}, tensor rank {}): {}", j, p, t, why);
-        }
-  }
   return "";
+}
+
+// plan_problem for a plan's rank models (one per pipeline rank, at its width): the first of the
+// checks' reasons, in this order.
+std::string rank_plan_problem(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster) {
+  const LayerModel& model = *models.front();
+  if (std::string why = counts_problem(model, plan); !why.empty()) return why;
+  if (std::string why = experts_problem(model, plan); !why.empty()) return why;
+  if (std::string why = widths_problem(models, plan); !why.empty()) return why;
+  if (std::string why = sequence_parallel_problem(model, plan); !why.empty()) return why;
+  if (std::string why = stage_starts_problem(model, plan); !why.empty()) return why;
+  if (std::string why = gpu_list_problem(plan, cluster); !why.empty()) return why;
+  if (std::string why = reachability_problem(plan, cluster); !why.empty()) return why;
+  if (std::string why = gradient_groups_problem(plan, cluster); !why.empty()) return why;
+  return expert_groups_problem(plan, cluster);
 }
 
 // Why stage_tp itself is malformed ("" when it is fine or empty).
@@ -528,340 +592,470 @@ RankModels checked_models(const LayerWorkload& workload, const ParallelPlan& pla
   return models;
 }
 
+// One layer of one micro-batch on one GPU: its forward and backward operators, and where each
+// pass's result stands after the layer's tensor-parallel and expert collectives (the operator
+// itself without any).
+struct LayerOps {
+  OpId forward = -1, backward = -1, forward_done = -1, backward_done = -1;
+};
 
-CompiledPlan rank_compile_plan(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster,
-                               CollectiveDetail detail) {
-  CompiledPlan out = rank_plan_layout(models, plan, cluster);
-  const int pp = plan.pp, dp = plan.dp, m = plan.micro_batches, v = plan.virtual_stages;
-  const LayerModel& model = *models.front();  // for what every stage's model shares: the layers' count, names, experts
-  auto model_of = [&](int s) -> const LayerModel& { return *models[static_cast<std::size_t>(s % pp)]; };
-  // Stages: pp x v (interleaved 1F1B: pipeline rank p holds stages p, p + pp, ...).
-  const int S = pp * v;
-  const int L = static_cast<int>(model.layers.size());
-  const PlanIndex at(plan, S, L, out.stage_starts);
-  ExecutionGraph& g = out.graph;
-  std::vector<std::vector<Unit>> rank_orders(pp);  // per pipeline rank, its schedule
-  for (int p = 0; p < pp; ++p) rank_orders[p] = schedule_of(plan.schedule, p, pp, m, v);
-  std::vector<std::vector<Unit>> orders(S);  // per stage, its units in the rank's order
-  for (int p = 0; p < pp; ++p)
-    for (const Unit& u : rank_orders[p]) orders[u.chunk * pp + p].push_back(u);
+// The LayerOps of every replica d, stage s, tensor rank t, micro-batch i and layer k of the stage,
+// in one flat vector: replicas outermost, then stages (each of its own width and layer count),
+// tensor ranks, micro-batches, layers.
+class LayerGrid {
+ public:
+  LayerGrid(const PlanIndex& at, int dp, int micro_batches) : micro_batches_(micro_batches) {
+    for (int s = 0; s < at.stages; ++s) {
+      stage_offset_.push_back(per_replica_);
+      layers_.push_back(static_cast<std::size_t>(at.stage_end(s) - at.starts[s]));
+      per_replica_ += static_cast<std::size_t>(at.width(s)) * micro_batches * layers_.back();
+    }
+    cells_.resize(per_replica_ * static_cast<std::size_t>(dp));
+  }
+  LayerOps& operator()(int d, int s, int t, int i, int k) { return cells_[index(d, s, t, i, k)]; }
+  const LayerOps& operator()(int d, int s, int t, int i, int k) const { return cells_[index(d, s, t, i, k)]; }
 
-  // fwd[d][p][t][i][k], bwd likewise: the operator of the stage's k-th layer; *_done: where the
-  // layer's result stands after its tensor-parallel all-reduce (the operator itself without one).
-  using Grid = std::vector<std::vector<std::vector<std::vector<std::vector<OpId>>>>>;
-  auto grid = [&] {
-    Grid x(dp, std::vector<std::vector<std::vector<std::vector<OpId>>>>(S));
-    for (int d = 0; d < dp; ++d)
-      for (int s = 0; s < S; ++s)
-        x[d][s].assign(at.width(s), std::vector<std::vector<OpId>>(m, std::vector<OpId>(at.stage_end(s) - out.stage_starts[s], -1)));
-    return x;
-  };
-  Grid fwd = grid(), bwd = grid(), fwd_done = grid(), bwd_done = grid();
-  long collectives = 0;
+ private:
+  std::size_t index(int d, int s, int t, int i, int k) const {
+    return static_cast<std::size_t>(d) * per_replica_ + stage_offset_[s] +
+           (static_cast<std::size_t>(t) * micro_batches_ + i) * layers_[s] + k;
+  }
+  std::size_t micro_batches_;
+  std::size_t per_replica_ = 0;
+  std::vector<std::size_t> stage_offset_, layers_;  // per stage
+  std::vector<LayerOps> cells_;
+};
+
+// A stage's micro-batches in its schedule: of its first forward, of the last forward before its
+// first backward (1F1B interleaves them: the stage's last forward comes after its first
+// backward), of its first and of its last backward.
+struct StageMarks {
+  int first_forward = -1, forward_before_backward = -1, first_backward = -1, last_backward = -1;
+};
+
+// A group of replicas reducing the gradients of one stage and tensor rank: of the experts' part of
+// the layers' parameters (1/ep of it, among the replicas holding the same experts) or of the rest;
+// `tag` names its collectives and its queue.
+struct ReductionGroup {
+  int stage = 0, tensor_rank = 0;
+  std::vector<int> replicas;
+  bool experts = false;
+  std::string tag;
+};
+
+// The collectives of one data-parallel group (pipeline rank, tensor rank, tag) run one after
+// another, as NCCL runs a communicator's on its stream; interleaved, a rank's stages share their
+// GPUs' communicator. `tail`: per replica, the end of the group's last collective (empty: none
+// yet). `scattered`: (stage, layer) reduce-scattered (ZeRO 1, 2), whose all-gathers follow the
+// group's last reduce-scatter.
+struct ReductionQueue {
+  std::vector<OpId> tail;
+  std::vector<std::pair<int, int>> scattered;
+};
+
+// compile_plan of a checked plan, each pipeline rank at its model: one method per pass over a
+// LayerGrid. Each pass adds its operators and tensors in a fixed order: operator ids break the
+// engines' ties, so the order is part of the result.
+class PlanCompiler {
+ public:
+  PlanCompiler(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster, CollectiveDetail detail)
+      : models_(models),
+        plan_(plan),
+        cluster_(cluster),
+        detail_(detail),
+        pp_(plan.pp),
+        dp_(plan.dp),
+        micro_batches_(plan.micro_batches),
+        stages_(plan.pp * plan.virtual_stages),
+        spreads_experts_(plan_spreads_experts(*models.front(), plan)),
+        out_(rank_plan_layout(models, plan, cluster)),
+        at_(plan, stages_, static_cast<int>(models.front()->layers.size()), out_.stage_starts),
+        grid_(at_, dp_, micro_batches_) {
+    for (int p = 0; p < pp_; ++p)
+      rank_orders_.push_back(schedule_of(plan.schedule, p, pp_, micro_batches_, plan.virtual_stages));
+  }
+
+  CompiledPlan compile() && {
+    add_compute();
+    add_stashes();
+    add_tensor_parallel_collectives();
+    if (spreads_experts_) add_expert_all_to_alls();
+    link_layers_and_stages();
+    add_gradient_reductions();
+    const int v = plan_.virtual_stages;
+    graph().graph.finalize(fmt::format(
+        "{} with tp {}, pp {}{}, dp {}{}, {} micro-batches", models_.front()->name,
+        plan_.stage_tp.empty() ? fmt::format("{}", plan_.tp) : fmt::format("{}", fmt::join(plan_.stage_tp, "/")), pp_,
+        v > 1 ? fmt::format(" x {} interleaved", v) : "", dp_, plan_.ep > 1 ? fmt::format(", ep {}", plan_.ep) : "",
+        micro_batches_));
+    return std::move(out_);
+  }
+
+ private:
+  ExecutionGraph& graph() { return out_.graph; }
+  // Stage s's model (its pipeline rank's); every stage's has the same layers.
+  const LayerModel& model_of(int s) const { return *models_[static_cast<std::size_t>(s % pp_)]; }
+  int first_layer(int s) const { return out_.stage_starts[s]; }
+  int layer_count(int s) const { return at_.stage_end(s) - out_.stage_starts[s]; }
+  DeviceId gpu(int d, int s, int t) const { return out_.gpus[at_.gpu_index(d, s, t)]; }
+
+  // Compute operators, GPU by GPU, in schedule order, chained on their GPU.
+  void add_compute() {
+    for (int d = 0; d < dp_; ++d)
+      for (int r = 0; r < pp_; ++r)
+        for (int t = 0; t < at_.width(r); ++t) {
+          const DeviceId on = gpu(d, r, t);
+          OpId previous = -1;
+          for (const Unit& u : rank_orders_[r]) {
+            const int p = u.chunk * pp_ + r;  // the unit's stage
+            const int first = first_layer(p), count = layer_count(p);
+            for (int k = 0; k < count; ++k) {
+              const int kk = u.forward ? k : count - 1 - k;  // backward runs the layers in reverse
+              const Layer& layer = model_of(r).layers[first + kk];
+              const OpId op =
+                  graph().add({fmt::format("d{}.p{}.t{}.{}{}.{}", d, p, t, u.forward ? 'F' : 'B', u.micro_batch, first + kk),
+                               u.forward ? "forward" : "backward", u.forward ? layer.forward_s : layer.backward_s, 0.0},
+                              on);
+              LayerOps& cell = grid_(d, p, t, u.micro_batch, kk);
+              (u.forward ? cell.forward : cell.backward) = op;
+              if (previous >= 0) graph().depend(previous, op);  // the schedule's order on this GPU
+              previous = op;
+            }
+          }
+        }
+  }
+
+  // The activations each forward stashes until its backward.
+  void add_stashes() {
+    for (int d = 0; d < dp_; ++d)
+      for (int p = 0; p < stages_; ++p) {
+        const int first = first_layer(p), count = layer_count(p);
+        for (int t = 0; t < at_.width(p); ++t)
+          for (int i = 0; i < micro_batches_; ++i)
+            for (int k = 0; k < count; ++k) {
+              const Layer& layer = model_of(p).layers[first + k];
+              const double bytes = plan_.sequence_parallel ? layer.sequence_parallel_stashed_bytes : layer.stashed_bytes;
+              const LayerOps& cell = grid_(d, p, t, i, k);
+              if (bytes > 0) out_.activations.push_back({cell.forward, cell.backward, at_.gpu_index(d, p, t), bytes});
+            }
+      }
+  }
+
   // The tensor-parallel all-reduce after `ops` (one per tensor rank), or the ops themselves; with
   // sequence parallelism a reduce-scatter, then an all-gather.
   // In the backward, sequence parallelism also gathers again the column-parallel linears' inputs
   // it kept split (Korthikanti et al. 4.2.2): one more all-gather of the bytes, 1.5x the traffic
   // (Megatron overlaps it with the weight gradients' compute; here it runs after, a bound).
-  auto tp_allreduce = [&](int d, int p, const std::vector<OpId>& ops, double bytes, bool backward) {
-    const int tp = at.width(p);
+  std::vector<OpId> tp_allreduce(int d, int p, const std::vector<OpId>& ops, double bytes, bool backward) {
+    const int tp = at_.width(p);
     if (tp == 1 || bytes <= 0) return ops;
     CollectiveSpec s;
-    s.detail = detail;
-    s.op = plan.sequence_parallel ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
+    s.detail = detail_;
+    s.op = plan_.sequence_parallel ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
     s.algorithm = CollectiveAlgorithm::Ring;
-    for (int t = 0; t < tp; ++t) s.group.push_back(out.gpus[at.gpu_index(d, p, t)]);
+    for (int t = 0; t < tp; ++t) s.group.push_back(gpu(d, p, t));
     s.bytes = bytes;
-    const std::string name = fmt::format("tp{}", collectives++);
-    if (!plan.sequence_parallel) return append_collective(g, s, cluster, name, ops);
-    const std::vector<OpId> scattered = append_collective(g, s, cluster, name + ".rs", ops);
+    const std::string name = fmt::format("tp{}", collectives_++);
+    if (!plan_.sequence_parallel) return append_collective(graph(), s, cluster_, name, ops);
+    const std::vector<OpId> scattered = append_collective(graph(), s, cluster_, name + ".rs", ops);
     s.op = CollectiveOp::AllGather;
-    const std::vector<OpId> gathered = append_collective(g, s, cluster, name + ".ag", scattered);
-    return backward ? append_collective(g, s, cluster, name + ".ag-inputs", gathered) : gathered;
-  };
+    const std::vector<OpId> gathered = append_collective(graph(), s, cluster_, name + ".ag", scattered);
+    return backward ? append_collective(graph(), s, cluster_, name + ".ag-inputs", gathered) : gathered;
+  }
 
-  // Compute operators, GPU by GPU, in schedule order, chained on their GPU.
-  for (int d = 0; d < dp; ++d)
-    for (int r = 0; r < pp; ++r) {
-      for (int t = 0; t < at.width(r); ++t) {
-        const DeviceId gpu = out.gpus[at.gpu_index(d, r, t)];
-        OpId previous = -1;
-        for (const Unit& u : rank_orders[r]) {
-          const int p = u.chunk * pp + r;  // the unit's stage
-          const int first = out.stage_starts[p], count = at.stage_end(p) - first;
-          for (int k = 0; k < count; ++k) {
-            const int kk = u.forward ? k : count - 1 - k;  // backward runs the layers in reverse
-            const Layer& layer = model_of(r).layers[first + kk];
-            const OpId op = g.add({fmt::format("d{}.p{}.t{}.{}{}.{}", d, p, t, u.forward ? 'F' : 'B', u.micro_batch, first + kk),
-                                   u.forward ? "forward" : "backward", u.forward ? layer.forward_s : layer.backward_s, 0.0},
-                                  gpu);
-            (u.forward ? fwd : bwd)[d][p][t][u.micro_batch][kk] = op;
-            if (previous >= 0) g.depend(previous, op);  // the schedule's order on this GPU
-            previous = op;
-          }
-        }
-      }
-    }
-  // The activations each forward stashes until its backward.
-  for (int d = 0; d < dp; ++d)
-    for (int p = 0; p < S; ++p) {
-      const int first = out.stage_starts[p], count = at.stage_end(p) - first;
-      for (int t = 0; t < at.width(p); ++t)
-        for (int i = 0; i < m; ++i)
+  // Each layer's tensor-parallel all-reduces, forward then backward: the cells' *_done.
+  void add_tensor_parallel_collectives() {
+    for (int d = 0; d < dp_; ++d)
+      for (int p = 0; p < stages_; ++p) {
+        const int first = first_layer(p), count = layer_count(p), tp = at_.width(p);
+        for (int i = 0; i < micro_batches_; ++i)
           for (int k = 0; k < count; ++k) {
             const Layer& layer = model_of(p).layers[first + k];
-            const double bytes = plan.sequence_parallel ? layer.sequence_parallel_stashed_bytes : layer.stashed_bytes;
-            if (bytes > 0) out.activations.push_back({fwd[d][p][t][i][k], bwd[d][p][t][i][k], at.gpu_index(d, p, t), bytes});
+            std::vector<OpId> f(tp), b(tp);
+            for (int t = 0; t < tp; ++t) {
+              f[t] = grid_(d, p, t, i, k).forward;
+              b[t] = grid_(d, p, t, i, k).backward;
+            }
+            const std::vector<OpId> fd = tp_allreduce(d, p, f, layer.tp_allreduce_forward_bytes, false);
+            const std::vector<OpId> bd = tp_allreduce(d, p, b, layer.tp_allreduce_backward_bytes, true);
+            for (int t = 0; t < tp; ++t) {
+              grid_(d, p, t, i, k).forward_done = fd[t];
+              grid_(d, p, t, i, k).backward_done = bd[t];
+            }
           }
-    }
-  // Each layer's tensor-parallel all-reduces, then the dependencies along the layers.
-  for (int d = 0; d < dp; ++d)
-    for (int p = 0; p < S; ++p) {
-      const int first = out.stage_starts[p], count = at.stage_end(p) - first, tp = at.width(p);
-      for (int i = 0; i < m; ++i)
-        for (int k = 0; k < count; ++k) {
-          const Layer& layer = model_of(p).layers[first + k];
-          std::vector<OpId> f(tp), b(tp);
-          for (int t = 0; t < tp; ++t) {
-            f[t] = fwd[d][p][t][i][k];
-            b[t] = bwd[d][p][t][i][k];
-          }
-          const std::vector<OpId> fd = tp_allreduce(d, p, f, layer.tp_allreduce_forward_bytes, false);
-          const std::vector<OpId> bd = tp_allreduce(d, p, b, layer.tp_allreduce_backward_bytes, true);
-          for (int t = 0; t < tp; ++t) {
-            fwd_done[d][p][t][i][k] = fd[t];
-            bwd_done[d][p][t][i][k] = bd[t];
-          }
-        }
-    }
+      }
+  }
+
   // Expert parallelism: each expert layer's all-to-alls (dispatch, combine) in both passes, among
   // the replicas of each expert-parallel group.
-  if (plan_spreads_experts(model, plan))
-    for (int j = 0; j < dp / plan.ep; ++j)
-      for (int p = 0; p < S; ++p) {
-        const int first = out.stage_starts[p], count = at.stage_end(p) - first;
-        for (int t = 0; t < at.width(p); ++t)
-          for (int i = 0; i < m; ++i)
+  void add_expert_all_to_alls() {
+    const int ep = plan_.ep;
+    for (int j = 0; j < dp_ / ep; ++j)
+      for (int p = 0; p < stages_; ++p) {
+        const int first = first_layer(p), count = layer_count(p);
+        for (int t = 0; t < at_.width(p); ++t)
+          for (int i = 0; i < micro_batches_; ++i)
             for (int k = 0; k < count; ++k) {
               const double bytes = model_of(p).layers[first + k].expert_alltoall_bytes;
               if (bytes <= 0) continue;
               CollectiveSpec s;
-              s.detail = detail;
+              s.detail = detail_;
               s.op = CollectiveOp::AllToAll;
               s.algorithm = CollectiveAlgorithm::Direct;
               s.bytes = bytes;
-              for (int e = 0; e < plan.ep; ++e) s.group.push_back(out.gpus[at.gpu_index(j * plan.ep + e, p, t)]);
-              for (Grid* done : {&fwd_done, &bwd_done}) {
-                std::vector<OpId> ops(plan.ep);
-                for (int e = 0; e < plan.ep; ++e) ops[e] = (*done)[j * plan.ep + e][p][t][i][k];
+              for (int e = 0; e < ep; ++e) s.group.push_back(gpu(j * ep + e, p, t));
+              for (OpId LayerOps::*done : {&LayerOps::forward_done, &LayerOps::backward_done}) {
+                std::vector<OpId> ops(ep);
+                for (int e = 0; e < ep; ++e) ops[e] = grid_(j * ep + e, p, t, i, k).*done;
                 for (const char* what : {"dispatch", "combine"})
-                  ops = append_collective(g, s, cluster, fmt::format("ep{}.{}", collectives++, what), ops);
-                for (int e = 0; e < plan.ep; ++e) (*done)[j * plan.ep + e][p][t][i][k] = ops[e];
+                  ops = append_collective(graph(), s, cluster_, fmt::format("ep{}.{}", collectives_++, what), ops);
+                for (int e = 0; e < ep; ++e) grid_(j * ep + e, p, t, i, k).*done = ops[e];
               }
             }
       }
-  // (A stage's gradients come from the next stage's done operators: every stage's first.)
-  for (int d = 0; d < dp; ++d)
-    for (int p = 0; p < S; ++p) {
-      const int count = at.stage_end(p) - out.stage_starts[p];
-      const double activation_bytes = p + 1 < S ? model_of(p).bytes_into(at.stage_end(p)) : 0.0;
-      for (int t = 0; t < at.width(p); ++t)
-        for (int i = 0; i < m; ++i) {
-          for (int k = 0; k + 1 < count; ++k) {
-            g.depend(fwd_done[d][p][t][i][k], fwd[d][p][t][i][k + 1]);
-            g.depend(bwd_done[d][p][t][i][k + 1], bwd[d][p][t][i][k]);
-          }
-          // The loss: the last stage's backward follows its forward.
-          if (p + 1 == S) g.depend(fwd_done[d][p][t][i][count - 1], bwd[d][p][t][i][count - 1]);
-        }
-      // Activations to the next stage, gradients back: rank t to rank t, whole, or (scatter-gather)
-      // 1/tp each and all-gathered by the receiving stage's tensor-parallel group, or (sequence
-      // parallelism) 1/tp each, which is what the receiving rank works on. Between stages of
-      // different widths (stage_tp), each receiving rank gets 1/a from each of the a senders.
-      if (p + 1 == S) continue;
-      auto hand_over = [&](int to_stage, const std::vector<OpId>& from, const std::vector<OpId>& to,
-                           const std::string& name) {
-        const int tp = static_cast<int>(from.size());
-        if (to.size() != from.size()) {
-          for (OpId receiver : to)
-            for (OpId sender : from) g.graph.add_tensor(sender, receiver, activation_bytes / tp);
-          return;
-        }
-        if (tp > 1 && plan.sequence_parallel) {  // each rank holds its part of the sequence: nothing to gather
-          for (int t = 0; t < tp; ++t) g.graph.add_tensor(from[t], to[t], activation_bytes / tp);
-          return;
-        }
-        if (tp == 1 || !plan.scatter_gather) {
-          for (int t = 0; t < tp; ++t) g.graph.add_tensor(from[t], to[t], activation_bytes);
-          return;
-        }
-        std::vector<OpId> received(tp);
-        CollectiveSpec s;
-        s.detail = detail;
-        s.op = CollectiveOp::AllGather;
-        s.algorithm = CollectiveAlgorithm::Ring;
-        s.bytes = activation_bytes;
-        for (int t = 0; t < tp; ++t) {
-          const DeviceId gpu = out.gpus[at.gpu_index(d, to_stage, t)];
-          s.group.push_back(gpu);
-          received[t] = g.add_communication_step(fmt::format("{}.t{}.received", name, t), gpu);
-          g.graph.add_tensor(from[t], received[t], activation_bytes / tp);
-        }
-        const std::vector<OpId> gathered = append_collective(g, s, cluster, name, received);
-        for (int t = 0; t < tp; ++t) g.depend(gathered[t], to[t]);
-      };
-      for (int i = 0; i < m; ++i) {
-        const int mine = at.width(p), next = at.width(p + 1);
-        std::vector<OpId> sent(mine), first(next), gradient(next), last(mine);
-        for (int t = 0; t < mine; ++t) {
-          sent[t] = fwd_done[d][p][t][i][count - 1];
-          last[t] = bwd[d][p][t][i][count - 1];
-        }
-        for (int t = 0; t < next; ++t) {
-          first[t] = fwd[d][p + 1][t][i][0];
-          gradient[t] = bwd_done[d][p + 1][t][i][0];
-        }
-        hand_over(p + 1, sent, first, fmt::format("act.d{}.p{}.m{}", d, p, i));
-        hand_over(p, gradient, last, fmt::format("actgrad.d{}.p{}.m{}", d, p + 1, i));
+  }
+
+  // Replica by replica and stage by stage, the dependencies along the stage's layers, then the
+  // hand-over to the next stage (a stage's gradients come from the next stage's done operators:
+  // every stage's first).
+  void link_layers_and_stages() {
+    for (int d = 0; d < dp_; ++d)
+      for (int p = 0; p < stages_; ++p) {
+        chain_layers(d, p);
+        if (p + 1 < stages_) hand_over_to_next(d, p);
       }
+  }
+
+  void chain_layers(int d, int p) {
+    const int count = layer_count(p);
+    for (int t = 0; t < at_.width(p); ++t)
+      for (int i = 0; i < micro_batches_; ++i) {
+        for (int k = 0; k + 1 < count; ++k) {
+          graph().depend(grid_(d, p, t, i, k).forward_done, grid_(d, p, t, i, k + 1).forward);
+          graph().depend(grid_(d, p, t, i, k + 1).backward_done, grid_(d, p, t, i, k).backward);
+        }
+        // The loss: the last stage's backward follows its forward.
+        if (p + 1 == stages_) graph().depend(grid_(d, p, t, i, count - 1).forward_done, grid_(d, p, t, i, count - 1).backward);
+      }
+  }
+
+  // Each micro-batch's activations from stage p to stage p + 1 of replica d, and their gradients
+  // back.
+  void hand_over_to_next(int d, int p) {
+    const int count = layer_count(p);
+    const double activation_bytes = model_of(p).bytes_into(at_.stage_end(p));
+    const int mine = at_.width(p), next = at_.width(p + 1);
+    for (int i = 0; i < micro_batches_; ++i) {
+      std::vector<OpId> sent(mine), first(next), gradient(next), last(mine);
+      for (int t = 0; t < mine; ++t) {
+        sent[t] = grid_(d, p, t, i, count - 1).forward_done;
+        last[t] = grid_(d, p, t, i, count - 1).backward;
+      }
+      for (int t = 0; t < next; ++t) {
+        first[t] = grid_(d, p + 1, t, i, 0).forward;
+        gradient[t] = grid_(d, p + 1, t, i, 0).backward_done;
+      }
+      hand_over(d, p + 1, sent, first, activation_bytes, fmt::format("act.d{}.p{}.m{}", d, p, i));
+      hand_over(d, p, gradient, last, activation_bytes, fmt::format("actgrad.d{}.p{}.m{}", d, p + 1, i));
     }
+  }
+
+  // Activations to the next stage, gradients back: rank t to rank t, whole, or (scatter-gather)
+  // 1/tp each and all-gathered by the receiving stage's tensor-parallel group, or (sequence
+  // parallelism) 1/tp each, which is what the receiving rank works on. Between stages of
+  // different widths (stage_tp), each receiving rank gets 1/a from each of the a senders.
+  void hand_over(int d, int to_stage, std::span<const OpId> from, std::span<const OpId> to, double activation_bytes,
+                 const std::string& name) {
+    const int tp = static_cast<int>(from.size());
+    if (to.size() != from.size()) {
+      for (OpId receiver : to)
+        for (OpId sender : from) graph().graph.add_tensor(sender, receiver, activation_bytes / tp);
+      return;
+    }
+    if (tp > 1 && plan_.sequence_parallel) {  // each rank holds its part of the sequence: nothing to gather
+      for (int t = 0; t < tp; ++t) graph().graph.add_tensor(from[t], to[t], activation_bytes / tp);
+      return;
+    }
+    if (tp == 1 || !plan_.scatter_gather) {
+      for (int t = 0; t < tp; ++t) graph().graph.add_tensor(from[t], to[t], activation_bytes);
+      return;
+    }
+    std::vector<OpId> received(tp);
+    CollectiveSpec s;
+    s.detail = detail_;
+    s.op = CollectiveOp::AllGather;
+    s.algorithm = CollectiveAlgorithm::Ring;
+    s.bytes = activation_bytes;
+    for (int t = 0; t < tp; ++t) {
+      const DeviceId receiving = gpu(d, to_stage, t);
+      s.group.push_back(receiving);
+      received[t] = graph().add_communication_step(fmt::format("{}.t{}.received", name, t), receiving);
+      graph().graph.add_tensor(from[t], received[t], activation_bytes / tp);
+    }
+    const std::vector<OpId> gathered = append_collective(graph(), s, cluster_, name, received);
+    for (int t = 0; t < tp; ++t) graph().depend(gathered[t], to[t]);
+  }
 
   // Gradient reduction across replicas, a bucket per layer, after its last backward; ZeRO's
   // all-gathers of parameters. Without experts, one group per stage and tensor rank: every
   // replica. With expert parallelism also one per expert shard e: the replicas d with d mod ep = e,
-  // for the experts' part.
-  const bool spreads_experts = plan_spreads_experts(model, plan);
-  // Of stage `s`'s layer l, at its width.
-  auto dense_bytes = [&](int s, int l) {
-    const Layer& layer = model_of(s).layers[l];
-    return layer.parameter_bytes - (spreads_experts ? layer.expert_parameter_bytes : 0.0);
-  };
-  auto expert_bytes = [&](int s, int l) {
-    return spreads_experts ? model_of(s).layers[l].expert_parameter_bytes / plan.ep : 0.0;
-  };
-  // One queue per data-parallel group (pipeline rank, tensor rank, tag): interleaved, a rank's
-  // stages share their GPUs' communicator. `scattered`: (stage, layer) reduce-scattered (ZeRO 1,
-  // 2), whose all-gathers follow the group's last reduce-scatter.
-  struct Queue {
-    std::vector<OpId> tail;
-    std::vector<std::pair<int, int>> scattered;
-  };
-  std::map<std::tuple<int, int, std::string>, Queue> queues;
-  // A rank's stages in the order their gradients are ready: the last chunk's backwards run first.
-  std::vector<int> stage_order;
-  for (int r = 0; r < pp; ++r)
-    for (int c = v - 1; c >= 0; --c) stage_order.push_back(c * pp + r);
-  for (int p : stage_order) {
-    const int first = out.stage_starts[p], count = at.stage_end(p) - first;
-    // fwd_before_bwd: the last forward before the first backward in the stage's order (1F1B
-    // interleaves them: the stage's last forward comes after its first backward).
-    int first_fwd = -1, fwd_before_bwd = -1, first_bwd = -1, last_bwd = -1;
-    for (const Unit& u : orders[p]) {
+  // for the experts' part. A rank's stages go in the order their gradients are ready: the last
+  // chunk's backwards run first.
+  void add_gradient_reductions() {
+    for (int r = 0; r < pp_; ++r)
+      for (int c = plan_.virtual_stages - 1; c >= 0; --c) {
+        const int p = c * pp_ + r;
+        const StageMarks marks = marks_of(p);
+        for (int t = 0; t < at_.width(p); ++t) {
+          ReductionGroup all{p, t, {}, false, "grad"};
+          for (int d = 0; d < dp_; ++d) all.replicas.push_back(d);
+          reduce(all, marks);
+          if (spreads_experts_)
+            for (int e = 0; e < plan_.ep; ++e) {
+              ReductionGroup shard{p, t, {}, true, fmt::format("grad.e{}", e)};
+              for (int d = e; d < dp_; d += plan_.ep) shard.replicas.push_back(d);
+              reduce(shard, marks);
+            }
+        }
+      }
+  }
+
+  StageMarks marks_of(int s) const {
+    StageMarks marks;
+    for (const Unit& u : rank_orders_[s % pp_]) {
+      if (u.chunk != s / pp_) continue;  // another of the rank's stages
       if (u.forward) {
-        if (first_fwd < 0) first_fwd = u.micro_batch;
-        if (first_bwd < 0) fwd_before_bwd = u.micro_batch;
+        if (marks.first_forward < 0) marks.first_forward = u.micro_batch;
+        if (marks.first_backward < 0) marks.forward_before_backward = u.micro_batch;
       } else {
-        if (first_bwd < 0) first_bwd = u.micro_batch;
-        last_bwd = u.micro_batch;
+        if (marks.first_backward < 0) marks.first_backward = u.micro_batch;
+        marks.last_backward = u.micro_batch;
       }
     }
-    for (int t = 0; t < at.width(p); ++t) {
-      // The buckets of one group of replicas, `bytes(l)` per layer l.
-      auto reduce_group = [&](const std::vector<int>& replicas, const auto& bytes, const std::string& tag) {
-        const int n = static_cast<int>(replicas.size());
-        if (n < 2) return;
-        auto per_replica = [&](const Grid& x, int i, int k) {
-          std::vector<OpId> ops(n);
-          for (int r = 0; r < n; ++r) ops[r] = x[replicas[r]][p][t][i][k];
-          return ops;
-        };
-        // The collective of layer `first + k` (the rank's GPUs are the same for all its stages).
-        auto spec_of = [&](int k, CollectiveOp op) {
-          CollectiveSpec s;
-          s.detail = detail;
-          s.op = op;
-          s.algorithm = op == CollectiveOp::AllReduce ? plan.gradient_algorithm : zero_collective_algorithm(plan.gradient_algorithm);
-          for (int d : replicas) s.group.push_back(out.gpus[at.gpu_index(d, p, t)]);
-          s.bytes = bytes(first + k);
-          return s;
-        };
-        // The group's collectives run one after another, as NCCL runs a communicator's on its
-        // stream: each waits for `tail`, the previous one's end per replica (empty: none yet).
-        Queue& queue = queues[{p % pp, t, tag}];
-        std::vector<OpId>& tail = queue.tail;
-        // Per replica, a communication step after both `ready` and `queue` (empty: `ready` itself).
-        auto after_both = [&](std::vector<OpId> ready, const std::vector<OpId>& queue, const std::string& name) {
-          if (queue.empty()) return ready;
-          std::vector<OpId> both(n);
-          for (int r = 0; r < n; ++r) {
-            both[r] = g.add_communication_step(fmt::format("{}.r{}.queued", name, replicas[r]),
-                                               out.gpus[at.gpu_index(replicas[r], p, t)]);
-            g.depend(ready[r], both[r]);
-            g.depend(queue[r], both[r]);
-          }
-          return both;
-        };
-        std::vector<OpId> backward_gathers;  // ZeRO 3: the last gather for the backward, per replica
-        // Buckets in the order they become ready: the backward runs from the last layer down.
-        for (int k = count - 1; k >= 0; --k) {
-          if (bytes(first + k) <= 0) continue;
-          const std::string name = fmt::format("{}.p{}.t{}.l{}", tag, p, t, first + k);
-          const std::vector<OpId> ready = after_both(per_replica(bwd_done, last_bwd, k), tail, name);
-          if (plan.zero == 0) {
-            tail = append_collective(g, spec_of(k, CollectiveOp::AllReduce), cluster, name, ready);
-            continue;
-          }
-          tail = append_collective(g, spec_of(k, CollectiveOp::ReduceScatter), cluster, name + ".rs", ready);
-          if (plan.zero < 3) {
-            queue.scattered.emplace_back(p, first + k);
-            continue;
-          }
-          // ZeRO 3: the parameters are gathered again (they were freed) after the forward that
-          // precedes the first backward, for the backward: prefetches in backward order, each
-          // after the previous one (not queued behind the reductions).
-          const std::vector<OpId> ready_for_backward =
-              after_both(per_replica(fwd_done, fwd_before_bwd, k), backward_gathers, name + ".agb");
-          backward_gathers = append_collective(g, spec_of(k, CollectiveOp::AllGather), cluster, name + ".agb",
-                                               ready_for_backward);
-          const std::vector<OpId> backward_first = per_replica(bwd, first_bwd, k);
-          for (int r = 0; r < n; ++r) g.depend(backward_gathers[r], backward_first[r]);
-        }
-        // ZeRO 3: and before each layer's first forward, in forward order, one after another
-        // (all at once, the first layer's gather would share the links with every other's).
-        if (plan.zero == 3) {
-          std::vector<OpId> previous;
-          for (int k = 0; k < count; ++k) {
-            if (bytes(first + k) <= 0) continue;
-            previous = append_collective(g, spec_of(k, CollectiveOp::AllGather), cluster,
-                                         fmt::format("{}.p{}.t{}.l{}.agf", tag, p, t, first + k), previous);
-            const std::vector<OpId> forward_first = per_replica(fwd, first_fwd, k);
-            for (int r = 0; r < n; ++r) g.depend(previous[r], forward_first[r]);
-          }
-        }
-        // ZeRO 1 and 2: the updated parameters are all-gathered after the optimizer step, which
-        // follows the group's last reduce-scatter (after the rank's last stage, chunk 0).
-        if (p < pp)
-          for (const auto& [stage, layer] : queue.scattered)
-            tail = append_collective(g, spec_of(layer - first, CollectiveOp::AllGather), cluster,
-                                     fmt::format("{}.p{}.t{}.l{}.ag", tag, stage, t, layer), tail);
-      };
-      std::vector<int> all(dp);
-      for (int d = 0; d < dp; ++d) all[d] = d;
-      reduce_group(all, [&](int l) { return dense_bytes(p, l); }, "grad");
-      if (spreads_experts)
-        for (int e = 0; e < plan.ep; ++e) {
-          std::vector<int> shard;
-          for (int d = e; d < dp; d += plan.ep) shard.push_back(d);
-          reduce_group(shard, [&](int l) { return expert_bytes(p, l); }, fmt::format("grad.e{}", e));
-        }
+    return marks;
+  }
+
+  // The bytes the group reduces of `layer` (of its stage's model), per GPU.
+  double reduced_bytes(const ReductionGroup& group, int layer) const {
+    const Layer& l = model_of(group.stage).layers[layer];
+    if (group.experts) return l.expert_parameter_bytes / plan_.ep;
+    return l.parameter_bytes - (spreads_experts_ ? l.expert_parameter_bytes : 0.0);
+  }
+
+  // The group's collective of `layer` (the rank's GPUs are the same for all its stages).
+  CollectiveSpec reduction_spec(const ReductionGroup& group, int layer, CollectiveOp op) const {
+    CollectiveSpec s;
+    s.detail = detail_;
+    s.op = op;
+    s.algorithm = op == CollectiveOp::AllReduce ? plan_.gradient_algorithm : zero_collective_algorithm(plan_.gradient_algorithm);
+    for (int d : group.replicas) s.group.push_back(gpu(d, group.stage, group.tensor_rank));
+    s.bytes = reduced_bytes(group, layer);
+    return s;
+  }
+
+  // Per replica of the group, the `which` operator of micro-batch i, layer k of the stage.
+  std::vector<OpId> per_replica(const ReductionGroup& group, OpId LayerOps::*which, int i, int k) const {
+    std::vector<OpId> ops;
+    for (int d : group.replicas) ops.push_back(grid_(d, group.stage, group.tensor_rank, i, k).*which);
+    return ops;
+  }
+
+  // Per replica, a communication step after both `ready` and `queued` (empty: `ready` itself).
+  std::vector<OpId> after_both(const ReductionGroup& group, std::vector<OpId> ready, const std::vector<OpId>& queued,
+                               const std::string& name) {
+    if (queued.empty()) return ready;
+    std::vector<OpId> both(group.replicas.size());
+    for (std::size_t r = 0; r < both.size(); ++r) {
+      const int d = group.replicas[r];
+      both[r] = graph().add_communication_step(fmt::format("{}.r{}.queued", name, d), gpu(d, group.stage, group.tensor_rank));
+      graph().depend(ready[r], both[r]);
+      graph().depend(queued[r], both[r]);
+    }
+    return both;
+  }
+
+  // The group's collectives, on its queue: its buckets, ZeRO 3's gathers before the forwards,
+  // and ZeRO 1 and 2's gathers of the updated parameters.
+  void reduce(const ReductionGroup& group, const StageMarks& marks) {
+    if (group.replicas.size() < 2) return;
+    ReductionQueue& queue = queues_[{group.stage % pp_, group.tensor_rank, group.tag}];
+    reduce_buckets(group, marks, queue);
+    if (plan_.zero == 3) gather_before_forwards(group, marks);
+    // ZeRO 1 and 2: the updated parameters are all-gathered after the optimizer step, which
+    // follows the group's last reduce-scatter (after the rank's last stage, chunk 0).
+    if (group.stage < pp_)
+      for (const auto& [stage, layer] : queue.scattered)
+        queue.tail = append_collective(graph(), reduction_spec(group, layer, CollectiveOp::AllGather), cluster_,
+                                       fmt::format("{}.p{}.t{}.l{}.ag", group.tag, stage, group.tensor_rank, layer), queue.tail);
+  }
+
+  // The buckets in the order they become ready (the backward runs from the last layer down), each
+  // an all-reduce, or with ZeRO a reduce-scatter (ZeRO 3: and the parameters' gather for the
+  // backward).
+  void reduce_buckets(const ReductionGroup& group, const StageMarks& marks, ReductionQueue& queue) {
+    const int p = group.stage, first = first_layer(p);
+    std::vector<OpId> backward_gathers;  // ZeRO 3: the last gather for the backward, per replica
+    for (int k = layer_count(p) - 1; k >= 0; --k) {
+      const int layer = first + k;
+      if (reduced_bytes(group, layer) <= 0) continue;
+      const std::string name = fmt::format("{}.p{}.t{}.l{}", group.tag, p, group.tensor_rank, layer);
+      const std::vector<OpId> ready =
+          after_both(group, per_replica(group, &LayerOps::backward_done, marks.last_backward, k), queue.tail, name);
+      if (plan_.zero == 0) {
+        queue.tail = append_collective(graph(), reduction_spec(group, layer, CollectiveOp::AllReduce), cluster_, name, ready);
+        continue;
+      }
+      queue.tail =
+          append_collective(graph(), reduction_spec(group, layer, CollectiveOp::ReduceScatter), cluster_, name + ".rs", ready);
+      if (plan_.zero < 3) {
+        queue.scattered.emplace_back(p, layer);
+        continue;
+      }
+      // ZeRO 3: the parameters are gathered again (they were freed) after the forward that
+      // precedes the first backward, for the backward: prefetches in backward order, each
+      // after the previous one (not queued behind the reductions).
+      const std::vector<OpId> ready_for_backward = after_both(
+          group, per_replica(group, &LayerOps::forward_done, marks.forward_before_backward, k), backward_gathers, name + ".agb");
+      backward_gathers = append_collective(graph(), reduction_spec(group, layer, CollectiveOp::AllGather), cluster_,
+                                           name + ".agb", ready_for_backward);
+      const std::vector<OpId> backward_first = per_replica(group, &LayerOps::backward, marks.first_backward, k);
+      for (std::size_t r = 0; r < backward_first.size(); ++r) graph().depend(backward_gathers[r], backward_first[r]);
     }
   }
-  g.graph.finalize(fmt::format("{} with tp {}, pp {}{}, dp {}{}, {} micro-batches", model.name,
-                               plan.stage_tp.empty() ? fmt::format("{}", plan.tp) : fmt::format("{}", fmt::join(plan.stage_tp, "/")), pp,
-                               v > 1 ? fmt::format(" x {} interleaved", v) : "", dp,
-                               plan.ep > 1 ? fmt::format(", ep {}", plan.ep) : "", m));
 
-  return out;
+  // ZeRO 3: the parameters are gathered before each layer's first forward, in forward order, one
+  // after another (all at once, the first layer's gather would share the links with every other's).
+  void gather_before_forwards(const ReductionGroup& group, const StageMarks& marks) {
+    const int p = group.stage, first = first_layer(p);
+    std::vector<OpId> previous;
+    for (int k = 0; k < layer_count(p); ++k) {
+      const int layer = first + k;
+      if (reduced_bytes(group, layer) <= 0) continue;
+      previous = append_collective(graph(), reduction_spec(group, layer, CollectiveOp::AllGather), cluster_,
+                                   fmt::format("{}.p{}.t{}.l{}.agf", group.tag, p, group.tensor_rank, layer), previous);
+      const std::vector<OpId> forward_first = per_replica(group, &LayerOps::forward, marks.first_forward, k);
+      for (std::size_t r = 0; r < forward_first.size(); ++r) graph().depend(previous[r], forward_first[r]);
+    }
+  }
+
+  const RankModels& models_;
+  const ParallelPlan& plan_;
+  const Cluster& cluster_;
+  const CollectiveDetail detail_;
+  const int pp_, dp_, micro_batches_;
+  const int stages_;  // pp x virtual_stages (interleaved 1F1B: pipeline rank p holds stages p, p + pp, ...)
+  const bool spreads_experts_;
+  CompiledPlan out_;
+  const PlanIndex at_;  // over out_.stage_starts
+  LayerGrid grid_;
+  std::vector<std::vector<Unit>> rank_orders_;  // per pipeline rank, its schedule
+  long collectives_ = 0;                        // numbers the tensor-parallel and expert collectives
+  std::map<std::tuple<int, int, std::string>, ReductionQueue> queues_;
+};
+
+CompiledPlan rank_compile_plan(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster,
+                               CollectiveDetail detail) {
+  return PlanCompiler(models, plan, cluster, detail).compile();
 }
 
 }  // namespace

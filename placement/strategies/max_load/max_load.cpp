@@ -193,31 +193,33 @@ bool homogeneous(const Cluster& c) {
   return true;
 }
 
-}  // namespace
+// The forward graph with its zero-time units removed: with no memory (or memory that cannot bind)
+// they can go on any GPU between their predecessors' and their successors', which joining the two
+// keeps possible. The rest are the DP's vertices, numbered in topological order.
+struct DpGraph {
+  std::vector<char> removed;         // per component
+  int removed_units = 0;
+  std::vector<int> kept;             // per vertex, its component
+  std::vector<int> index;            // per component, its vertex (-1: removed)
+  std::vector<std::set<int>> preds;  // per component, after the removals
+};
 
-MaxLoadSplit max_load_split(const Graph& graph, const Cluster& cluster, const MaxLoadConfig& config,
-                            const Deadline& deadline) {
-  ForwardGraph fg = build_forward_graph(graph);
+DpGraph remove_zero_time_units(const ForwardGraph& fg, bool memory_binds) {
   const int components = static_cast<int>(fg.compute.size());
-  MaxLoadSplit split;
-  split.training = fg.training;
-
-  // Zero-time units leave the DP: with no memory (or memory that cannot bind) they can go on any
-  // GPU between their predecessors' and their successors', which joining the two keeps possible.
-  double smallest_gpu = kInf;
-  for (int d = 0; d < cluster.num_devices(); ++d) smallest_gpu = std::min(smallest_gpu, cluster.device(d).memory_bytes);
-  const bool memory_binds = graph.total_memory() > smallest_gpu;
-  std::vector<std::set<int>> preds(components), succs(components);
+  DpGraph g;
+  std::vector<std::set<int>>& preds = g.preds;
+  preds.resize(components);
+  std::vector<std::set<int>> succs(components);
   for (int c = 0; c < components; ++c)
     for (int p : fg.preds[c]) {
       preds[c].insert(p);
       succs[p].insert(c);
     }
-  std::vector<char> removed(components, 0);
+  g.removed.assign(components, 0);
   for (int c : fg.topological) {
     if (fg.compute[c] != 0 || (fg.memory[c] != 0 && memory_binds)) continue;
-    removed[c] = 1;
-    ++split.removed_units;
+    g.removed[c] = 1;
+    ++g.removed_units;
     for (int p : preds[c]) {
       succs[p].erase(c);
       for (int s : succs[c]) succs[p].insert(s);
@@ -227,31 +229,163 @@ MaxLoadSplit max_load_split(const Graph& graph, const Cluster& cluster, const Ma
       for (int p : preds[c]) preds[s].insert(p);
     }
   }
-
-  // The DP's vertices, numbered in topological order.
-  std::vector<int> index(components, -1), kept;
+  g.index.assign(components, -1);
   for (int c : fg.topological)
-    if (!removed[c]) {
-      index[c] = static_cast<int>(kept.size());
-      kept.push_back(c);
+    if (!g.removed[c]) {
+      g.index[c] = static_cast<int>(g.kept.size());
+      g.kept.push_back(c);
     }
-  const int n = static_cast<int>(kept.size());
-  split.units = n;
-  const int words = std::max(1, (n + 63) / 64);
-  std::vector<std::vector<std::uint64_t>> pred_masks(n, std::vector<std::uint64_t>(words, 0));
-  std::vector<double> compute(n), memory(n);
+  return g;
+}
+
+// The DP's vertices as Downsets takes them: predecessors as bit masks of `words` 64-bit words,
+// compute and memory.
+struct DpVertices {
+  int words = 1;
+  std::vector<std::vector<std::uint64_t>> pred_masks;
+  std::vector<double> compute, memory;
+};
+
+DpVertices dp_vertices(const ForwardGraph& fg, const DpGraph& g) {
+  const int n = static_cast<int>(g.kept.size());
+  DpVertices v;
+  v.words = std::max(1, (n + 63) / 64);
+  v.pred_masks.assign(n, std::vector<std::uint64_t>(v.words, 0));
+  v.compute.resize(n);
+  v.memory.resize(n);
   for (int i = 0; i < n; ++i) {
-    compute[i] = fg.compute[kept[i]];
-    memory[i] = fg.memory[kept[i]];
-    for (int p : preds[kept[i]]) pred_masks[i][index[p] / 64] |= std::uint64_t{1} << (index[p] % 64);
+    v.compute[i] = fg.compute[g.kept[i]];
+    v.memory[i] = fg.memory[g.kept[i]];
+    for (int p : g.preds[g.kept[i]]) v.pred_masks[i][g.index[p] / 64] |= std::uint64_t{1} << (g.index[p] % 64);
   }
-  std::optional<Downsets> all(std::in_place, pred_masks, words, compute, memory, config.max_downsets, deadline);
+  return v;
+}
+
+// The DP over downsets and GPUs: dp(D, k), the least largest GPU load putting downset D on GPUs
+// 0..k, each GPU a difference of nested downsets; choice(D, k) the downset on GPUs 0..k-1.
+class StageDp {
+ public:
+  StageDp(const Downsets& downsets, const Cluster& cluster, int stages, const Deadline& deadline)
+      : downsets_(downsets),
+        cluster_(cluster),
+        stages_(stages),
+        count_(static_cast<std::int32_t>(downsets.size())),
+        deadline_(deadline),
+        dp_(static_cast<std::size_t>(count_) * stages),
+        choice_(static_cast<std::size_t>(count_) * stages),
+        stamp_(count_) {}
+
+  // Whether the whole graph has a split (respecting the GPUs' memory or not).
+  bool run(bool respect_memory) {
+    auto fits = [&](double bytes, int k) { return !respect_memory || bytes <= cluster_.device(k).memory_bytes; };
+    std::fill(dp_.begin(), dp_.end(), kInf);
+    std::fill(choice_.begin(), choice_.end(), -1);
+    std::fill(stamp_.begin(), stamp_.end(), -1);
+    downset_pairs_ = 0;
+    for (std::int32_t id = 0; id < count_; ++id) {
+      if ((id & 255) == 0 && deadline_.expired())
+        throw std::runtime_error(fmt::format("max-load: the time limit ({:g} s) passed during the DP ({} of {} downsets)",
+                                             deadline_.limit(), id, count_));
+      downsets_.subsets(id, subsets_, stamp_);
+      downset_pairs_ += static_cast<long>(subsets_.size());
+      double* row = &dp_[static_cast<std::size_t>(id) * stages_];
+      std::int32_t* pick = &choice_[static_cast<std::size_t>(id) * stages_];
+      if (fits(downsets_.memory(id), 0)) {
+        row[0] = cluster_.compute_time(0, downsets_.compute(id));
+        pick[0] = 0;
+      }
+      for (int k = 1; k < stages_; ++k)
+        for (std::int32_t sub : subsets_) {
+          const double before = dp_[static_cast<std::size_t>(sub) * stages_ + k - 1];
+          if (before >= row[k] || !fits(downsets_.memory(id) - downsets_.memory(sub), k)) continue;
+          const double value = std::max(before, cluster_.compute_time(k, downsets_.compute(id) - downsets_.compute(sub)));
+          if (value < row[k]) {
+            row[k] = value;
+            pick[k] = sub;
+          }
+        }
+    }
+    return dp_[static_cast<std::size_t>(count_ - 1) * stages_ + stages_ - 1] < kInf;
+  }
+
+  std::int32_t choice(std::int32_t id, int k) const { return choice_[static_cast<std::size_t>(id) * stages_ + k]; }
+  long downset_pairs() const { return downset_pairs_; }  // of the last run
+
+ private:
+  const Downsets& downsets_;
+  const Cluster& cluster_;
+  const int stages_;
+  const std::int32_t count_;
+  const Deadline& deadline_;
+  std::vector<double> dp_;
+  std::vector<std::int32_t> choice_;
+  std::vector<std::int32_t> subsets_, stamp_;  // Downsets::subsets' buffers
+  long downset_pairs_ = 0;
+};
+
+// Why no contiguous split fits the GPUs' memory.
+std::string memory_problem(const Graph& graph, const Cluster& cluster, const ForwardGraph& fg, int stages, bool exact) {
+  const double largest_unit = *std::max_element(fg.memory.begin(), fg.memory.end());
+  double largest_gpu = 0;
+  for (int d = 0; d < cluster.num_devices(); ++d) largest_gpu = std::max(largest_gpu, cluster.device(d).memory_bytes);
+  return largest_unit > largest_gpu
+             ? fmt::format("operators that must share a GPU (a colocation class, or classes on a cycle) hold {}, more "
+                           "than the largest GPU's {}", format_bytes(largest_unit), format_bytes(largest_gpu))
+             : fmt::format("no split of the graph into {} contiguous sets (one per GPU, in the forward graph's order{}) "
+                           "fits the GPUs' memory ({} in all, {} per GPU at most)",
+                           stages, exact ? "" : "; of one topological order only, past max_downsets",
+                           format_bytes(graph.total_memory()), format_bytes(largest_gpu));
+}
+
+// Each component's GPU: walking the DP's choices back, GPU k holds the difference of its downset
+// and the one before; a removed unit goes after its predecessors (on the first GPU used at least).
+std::vector<int> stage_of_components(const ForwardGraph& fg, const DpGraph& g, const Downsets& downsets, const StageDp& dp,
+                                     int stages) {
+  const int n = static_cast<int>(g.kept.size());
+  std::vector<int> stage_of(fg.compute.size(), -1);
+  std::int32_t id = static_cast<std::int32_t>(downsets.size()) - 1;  // the whole graph
+  for (int k = stages - 1; k >= 0; --k) {
+    const std::int32_t sub = dp.choice(id, k);
+    for (int i = 0; i < n; ++i)
+      if (downsets.contains(id, i) && !downsets.contains(sub, i)) stage_of[g.kept[i]] = k;
+    id = sub;
+  }
+  int first_used = stages;
+  for (int c : g.kept) first_used = std::min(first_used, stage_of[c]);
+  if (first_used == stages) first_used = 0;
+  for (int c : fg.topological) {
+    if (!g.removed[c]) continue;
+    int stage = first_used;
+    for (int p : fg.preds[c]) stage = std::max(stage, stage_of[p]);
+    stage_of[c] = stage;
+  }
+  return stage_of;
+}
+
+}  // namespace
+
+MaxLoadSplit max_load_split(const Graph& graph, const Cluster& cluster, const MaxLoadConfig& config,
+                            const Deadline& deadline) {
+  ForwardGraph fg = build_forward_graph(graph);
+  MaxLoadSplit split;
+  split.training = fg.training;
+
+  double smallest_gpu = kInf;
+  for (int d = 0; d < cluster.num_devices(); ++d) smallest_gpu = std::min(smallest_gpu, cluster.device(d).memory_bytes);
+  const DpGraph reduced = remove_zero_time_units(fg, graph.total_memory() > smallest_gpu);
+  split.removed_units = reduced.removed_units;
+  const int n = static_cast<int>(reduced.kept.size());
+  split.units = n;
+  DpVertices vertices = dp_vertices(fg, reduced);
+  std::optional<Downsets> all(std::in_place, vertices.pred_masks, vertices.words, vertices.compute, vertices.memory,
+                              config.max_downsets, deadline);
   if (all->too_many()) {
     // As the authors' code does past its limit: chain the units in one topological order, so the
     // DP searches the splits of that order only (n + 1 downsets), and say so.
     split.exact = false;
-    for (int i = 1; i < n; ++i) pred_masks[i][(i - 1) / 64] |= std::uint64_t{1} << ((i - 1) % 64);
-    all.emplace(pred_masks, words, compute, memory, std::max<long>(config.max_downsets, n + 1), deadline);
+    for (int i = 1; i < n; ++i) vertices.pred_masks[i][(i - 1) / 64] |= std::uint64_t{1} << ((i - 1) % 64);
+    all.emplace(vertices.pred_masks, vertices.words, vertices.compute, vertices.memory,
+                std::max<long>(config.max_downsets, n + 1), deadline);
   }
   const Downsets& downsets = *all;
   const auto count = static_cast<std::int32_t>(downsets.size());
@@ -263,77 +397,15 @@ MaxLoadSplit max_load_split(const Graph& graph, const Cluster& cluster, const Ma
   if (static_cast<double>(stages) * count > 4e8)
     throw std::runtime_error(fmt::format("max-load: {} GPUs x {} downsets is more DP state than placesim keeps "
                                          "(4e8 entries)", stages, count));
-  std::vector<double> dp(static_cast<std::size_t>(count) * stages);
-  std::vector<std::int32_t> choice(static_cast<std::size_t>(count) * stages);
-  std::vector<std::int32_t> subsets, stamp(count);
-  auto run_dp = [&](bool respect_memory) {
-    auto fits = [&](double bytes, int k) { return !respect_memory || bytes <= cluster.device(k).memory_bytes; };
-    std::fill(dp.begin(), dp.end(), kInf);
-    std::fill(choice.begin(), choice.end(), -1);
-    std::fill(stamp.begin(), stamp.end(), -1);
-    split.downset_pairs = 0;
-    for (std::int32_t id = 0; id < count; ++id) {
-      if ((id & 255) == 0 && deadline.expired())
-        throw std::runtime_error(fmt::format("max-load: the time limit ({:g} s) passed during the DP ({} of {} downsets)",
-                                             deadline.limit(), id, count));
-      downsets.subsets(id, subsets, stamp);
-      split.downset_pairs += static_cast<long>(subsets.size());
-      double* row = &dp[static_cast<std::size_t>(id) * stages];
-      std::int32_t* pick = &choice[static_cast<std::size_t>(id) * stages];
-      if (fits(downsets.memory(id), 0)) {
-        row[0] = cluster.compute_time(0, downsets.compute(id));
-        pick[0] = 0;
-      }
-      for (int k = 1; k < stages; ++k)
-        for (std::int32_t sub : subsets) {
-          const double before = dp[static_cast<std::size_t>(sub) * stages + k - 1];
-          if (before >= row[k] || !fits(downsets.memory(id) - downsets.memory(sub), k)) continue;
-          const double value = std::max(before, cluster.compute_time(k, downsets.compute(id) - downsets.compute(sub)));
-          if (value < row[k]) {
-            row[k] = value;
-            pick[k] = sub;
-          }
-        }
-    }
-    return dp[static_cast<std::size_t>(count - 1) * stages + stages - 1] < kInf;
-  };
-
-  const std::int32_t full = count - 1;
-  if (!run_dp(true)) {
+  StageDp dp(downsets, cluster, stages, deadline);
+  if (!dp.run(true)) {
     // No contiguous split fits: say why, and return the best split without memory, which the
     // runner flags out of memory (as it does single-device's answer).
-    const double largest_unit = *std::max_element(fg.memory.begin(), fg.memory.end());
-    double largest_gpu = 0;
-    for (int d = 0; d < gpus; ++d) largest_gpu = std::max(largest_gpu, cluster.device(d).memory_bytes);
-    split.memory_problem =
-        largest_unit > largest_gpu
-            ? fmt::format("operators that must share a GPU (a colocation class, or classes on a cycle) hold {}, more "
-                          "than the largest GPU's {}", format_bytes(largest_unit), format_bytes(largest_gpu))
-            : fmt::format("no split of the graph into {} contiguous sets (one per GPU, in the forward graph's order{}) "
-                          "fits the GPUs' memory ({} in all, {} per GPU at most)",
-                          stages, split.exact ? "" : "; of one topological order only, past max_downsets",
-                          format_bytes(graph.total_memory()), format_bytes(largest_gpu));
-    run_dp(false);
+    split.memory_problem = memory_problem(graph, cluster, fg, stages, split.exact);
+    dp.run(false);
   }
-
-  // Walk the choices back: GPU k holds the difference of its downset and the one before.
-  std::vector<int> stage_of(components, -1);
-  std::int32_t id = full;
-  for (int k = stages - 1; k >= 0; --k) {
-    const std::int32_t sub = choice[static_cast<std::size_t>(id) * stages + k];
-    for (int i = 0; i < n; ++i)
-      if (downsets.contains(id, i) && !downsets.contains(sub, i)) stage_of[kept[i]] = k;
-    id = sub;
-  }
-  int first_used = stages;
-  for (int c : kept) first_used = std::min(first_used, stage_of[c]);
-  if (first_used == stages) first_used = 0;
-  for (int c : fg.topological) {
-    if (!removed[c]) continue;
-    int stage = first_used;
-    for (int p : fg.preds[c]) stage = std::max(stage, stage_of[p]);
-    stage_of[c] = stage;
-  }
+  split.downset_pairs = dp.downset_pairs();
+  const std::vector<int> stage_of = stage_of_components(fg, reduced, downsets, dp, stages);
 
   split.placement.resize(graph.num_operators());
   split.gpu_load.assign(gpus, 0.0);

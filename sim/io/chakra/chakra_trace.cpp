@@ -128,97 +128,121 @@ void add_exact_inputs(google::protobuf::RepeatedPtrField<pb::AttributeProto>* at
   }
 }
 
-}  // namespace
+// write_chakra_traces, pass by pass: the collectives' steps and process groups, the items each
+// rank runs and their order, then each rank's nodes, then the files.
+class ChakraWriter {
+ public:
+  ChakraWriter(const Graph& graph, std::span<const DeviceId> placement, int ranks, std::span<const double> start,
+               std::span<const AppendedCollective> collectives)
+      : graph_(graph), placement_(placement), ranks_(ranks), start_(start), collectives_(collectives) {}
 
-ChakraWritten write_chakra_traces(const std::string& dir, const std::string& prefix, const Graph& graph,
-                                  std::span<const DeviceId> placement, int ranks, std::span<const double> start,
-                                  const ChakraRun& run, std::span<const AppendedCollective> collectives) {
-  ChakraWritten written;
-  if (placement.size() != graph.num_operators() || start.size() != graph.num_operators())
-    throw std::invalid_argument("write_chakra_traces: placement and start must have one entry per operator");
-  std::vector<int> collective_of(graph.num_operators(), -1);
-  // Process groups: one per distinct group of ranks, named 1, 2, ... (Chakra's pg_name).
-  std::map<std::vector<DeviceId>, int> process_group;
-  for (std::size_t c = 0; c < collectives.size(); ++c) {
-    const AppendedCollective& coll = collectives[c];
-    process_group.try_emplace(coll.group, static_cast<int>(process_group.size()) + 1);
-    if (coll.first < 0 || coll.end <= coll.first || static_cast<std::size_t>(coll.end) > graph.num_operators())
-      throw std::invalid_argument("write_chakra_traces: a collective's operators are not the graph's");
-    for (OpId u = coll.first; u < coll.end; ++u) {
-      const Operator& op = graph.op(u);
-      // What the reader restores of a step: it must be all there is.
-      if (collective_of[u] >= 0 || !op.communication || op.compute_s != 0 || op.memory_bytes != 0 || op.colocation_class != -1 ||
-          op.type != "collective")
-        throw std::invalid_argument(fmt::format("write_chakra_traces: operator {} is not a step of collective {} alone", op.name, coll.name));
-      collective_of[u] = static_cast<int>(c);
+  ChakraWritten write(const std::string& dir, const std::string& prefix, const ChakraRun& run) {
+    ChakraWritten written;
+    index_collectives();
+    collect_items();
+    start_collectives_at_inputs();
+    order_ranks();
+    written.warnings = issue_order_warnings();
+    trace_.resize(static_cast<std::size_t>(ranks_));
+    node_of_item_.resize(items_.size());
+    for (int r = 0; r < ranks_; ++r) trace_rank(r);
+    write_files(dir, prefix, run, written);
+    return written;
+  }
+
+ private:
+  // Which collective each operator is a step of, and the process groups: one per distinct group
+  // of ranks, named 1, 2, ... (Chakra's pg_name).
+  void index_collectives() {
+    collective_of_.assign(graph_.num_operators(), -1);
+    for (std::size_t c = 0; c < collectives_.size(); ++c) {
+      const AppendedCollective& coll = collectives_[c];
+      process_group_.try_emplace(coll.group, static_cast<int>(process_group_.size()) + 1);
+      if (coll.first < 0 || coll.end <= coll.first || static_cast<std::size_t>(coll.end) > graph_.num_operators())
+        throw std::invalid_argument("write_chakra_traces: a collective's operators are not the graph's");
+      for (OpId u = coll.first; u < coll.end; ++u) {
+        const Operator& op = graph_.op(u);
+        // What the reader restores of a step: it must be all there is.
+        if (collective_of_[u] >= 0 || !op.communication || op.compute_s != 0 || op.memory_bytes != 0 ||
+            op.colocation_class != -1 || op.type != "collective")
+          throw std::invalid_argument(
+              fmt::format("write_chakra_traces: operator {} is not a step of collective {} alone", op.name, coll.name));
+        collective_of_[u] = static_cast<int>(c);
+      }
     }
   }
-  std::vector<std::size_t> topo_position(graph.num_operators());
-  for (std::size_t i = 0; i < graph.topological_order().size(); ++i) topo_position[graph.topological_order()[i]] = i;
 
-  // The items, and each operator's.
-  std::vector<Item> items;
-  std::vector<std::size_t> item_of(graph.num_operators());
-  std::map<std::pair<int, int>, std::size_t> collective_item;  // (collective, rank) -> item
-  for (OpId u : graph.topological_order()) {
-    const int r = placement[u];
-    std::size_t i = items.size();
-    if (collective_of[u] >= 0) {
-      auto [it, fresh] = collective_item.try_emplace({collective_of[u], r}, items.size());
-      i = it->second;
-      if (fresh) items.push_back({r, collective_of[u], {}, start[u], start[u], topo_position[u]});
-    } else {
-      items.push_back({r, -1, {}, start[u], start[u], topo_position[u]});
+  // The items, and each operator's: an operator alone, or a collective's steps on one rank.
+  void collect_items() {
+    std::vector<std::size_t> topo_position(graph_.num_operators());
+    for (std::size_t i = 0; i < graph_.topological_order().size(); ++i) topo_position[graph_.topological_order()[i]] = i;
+    item_of_.resize(graph_.num_operators());
+    std::map<std::pair<int, int>, std::size_t> collective_item;  // (collective, rank) -> item
+    for (OpId u : graph_.topological_order()) {
+      const int r = placement_[u];
+      std::size_t i = items_.size();
+      if (collective_of_[u] >= 0) {
+        auto [it, fresh] = collective_item.try_emplace({collective_of_[u], r}, items_.size());
+        i = it->second;
+        if (fresh) items_.push_back({r, collective_of_[u], {}, start_[u], start_[u], topo_position[u]});
+      } else {
+        items_.push_back({r, -1, {}, start_[u], start_[u], topo_position[u]});
+      }
+      Item& item = items_[i];
+      item.ops.push_back(u);
+      item.start = std::min(item.start, start_[u]);
+      item.end = std::max(item.end, start_[u] + graph_.op(u).compute_s);
+      item_of_[u] = i;
     }
-    Item& item = items[i];
-    item.ops.push_back(u);
-    item.start = std::min(item.start, start[u]);
-    item.end = std::max(item.end, start[u] + graph.op(u).compute_s);
-    item_of[u] = i;
   }
+
   // A collective's part on a rank begins when its inputs from outside the collective are there
   // (an arrival step may start earlier, waiting on another rank's piece alone) and ends with the
   // rank's last step, its trailing sends included.
-  for (Item& item : items) {
-    if (item.collective < 0) continue;
-    double ready = 0;
-    bool has_input = false;
-    for (OpId u : item.ops)
-      for (EdgeId e : graph.in_edges(u)) {
-        const Tensor& t = graph.tensor(e);
-        if (collective_of[t.src] == item.collective) continue;
-        ready = std::max(ready, start[t.src] + graph.op(t.src).compute_s);
-        has_input = true;
-      }
-    if (has_input) item.start = std::min(std::max(item.start, ready), item.end);
+  void start_collectives_at_inputs() {
+    for (Item& item : items_) {
+      if (item.collective < 0) continue;
+      double ready = 0;
+      bool has_input = false;
+      for (OpId u : item.ops)
+        for (EdgeId e : graph_.in_edges(u)) {
+          const Tensor& t = graph_.tensor(e);
+          if (collective_of_[t.src] == item.collective) continue;
+          ready = std::max(ready, start_[t.src] + graph_.op(t.src).compute_s);
+          has_input = true;
+        }
+      if (has_input) item.start = std::min(std::max(item.start, ready), item.end);
+    }
   }
+
   // Each rank's items in the order the rank ran them: by start time, ties in topological order,
   // after the items of the rank they depend on (a collective's steps spread over its run).
-  std::vector<std::vector<std::size_t>> rank_order(static_cast<std::size_t>(ranks));
-  {
-    std::vector<int> waiting(items.size(), 0);
-    std::vector<std::vector<std::size_t>> next(items.size());
-    for (const Tensor& t : graph.tensors()) {
-      const std::size_t a = item_of[t.src], b = item_of[t.dst];
-      if (a != b && items[a].rank == items[b].rank) {
+  void order_ranks() {
+    rank_order_.assign(static_cast<std::size_t>(ranks_), {});
+    std::vector<int> waiting(items_.size(), 0);
+    std::vector<std::vector<std::size_t>> next(items_.size());
+    for (const Tensor& t : graph_.tensors()) {
+      const std::size_t a = item_of_[t.src], b = item_of_[t.dst];
+      if (a != b && items_[a].rank == items_[b].rank) {
         next[a].push_back(b);
         ++waiting[b];
       }
     }
     auto later = [&](std::size_t a, std::size_t b) {
-      return items[a].start != items[b].start ? items[a].start > items[b].start : items[a].first_position > items[b].first_position;
+      return items_[a].start != items_[b].start ? items_[a].start > items_[b].start
+                                                : items_[a].first_position > items_[b].first_position;
     };
-    std::vector<std::vector<std::size_t>> ready(static_cast<std::size_t>(ranks));
-    for (std::size_t i = 0; i < items.size(); ++i)
-      if (waiting[i] == 0) ready[items[i].rank].push_back(i);
-    for (int r = 0; r < ranks; ++r) {
+    std::vector<std::vector<std::size_t>> ready(static_cast<std::size_t>(ranks_));
+    for (std::size_t i = 0; i < items_.size(); ++i)
+      if (waiting[i] == 0) ready[items_[i].rank].push_back(i);
+    for (int r = 0; r < ranks_; ++r) {
       auto& heap = ready[r];
       std::make_heap(heap.begin(), heap.end(), later);
       while (!heap.empty()) {
         std::pop_heap(heap.begin(), heap.end(), later);
         const std::size_t i = heap.back();
         heap.pop_back();
-        rank_order[r].push_back(i);
+        rank_order_[r].push_back(i);
         for (std::size_t j : next[i])
           if (--waiting[j] == 0) {
             heap.push_back(j);
@@ -227,131 +251,176 @@ ChakraWritten write_chakra_traces(const std::string& dir, const std::string& pre
       }
     }
     std::size_t placed = 0;
-    for (const auto& o : rank_order) placed += o.size();
-    if (placed != items.size())
+    for (const auto& o : rank_order_) placed += o.size();
+    if (placed != items_.size())
       throw std::invalid_argument("write_chakra_traces: a collective's steps on a rank wait for work that waits for them");
   }
 
   // The order each rank issues the collectives of one process group: NCCL (and ASTRA-sim) need
   // it to be the same on every rank. placesim's collectives do not wait for each other, so a
   // rank may have run two of them the other way round: said, not hidden.
-  std::map<int, std::vector<int>> pg_order;  // process group -> collectives, as its first rank issued them
-  std::set<int> pg_disagrees;
-  for (int r = 0; r < ranks; ++r) {
-    std::map<int, std::vector<int>> mine;
-    for (std::size_t i : rank_order[r])
-      if (items[i].collective >= 0) mine[process_group.at(collectives[items[i].collective].group)].push_back(items[i].collective);
-    for (auto& [pg, order] : mine) {
-      auto [it, fresh] = pg_order.try_emplace(pg, order);
-      if (!fresh && it->second != order) pg_disagrees.insert(pg);
+  std::vector<std::string> issue_order_warnings() const {
+    std::map<int, std::vector<int>> pg_order;  // process group -> collectives, as its first rank issued them
+    std::set<int> pg_disagrees;
+    for (int r = 0; r < ranks_; ++r) {
+      std::map<int, std::vector<int>> mine;
+      for (std::size_t i : rank_order_[r])
+        if (items_[i].collective >= 0)
+          mine[process_group_.at(collectives_[items_[i].collective].group)].push_back(items_[i].collective);
+      for (auto& [pg, order] : mine) {
+        auto [it, fresh] = pg_order.try_emplace(pg, order);
+        if (!fresh && it->second != order) pg_disagrees.insert(pg);
+      }
     }
+    std::vector<std::string> warnings;
+    for (int pg : pg_disagrees)
+      warnings.push_back(fmt::format("process group {}: its ranks ran its collectives in different orders (placesim's "
+                                     "collectives do not wait for one another; NCCL's would): a tool that issues them "
+                                     "in trace order may deadlock on these traces",
+                                     pg));
+    return warnings;
   }
-  for (int pg : pg_disagrees)
-    written.warnings.push_back(fmt::format("process group {}: its ranks ran its collectives in different orders (placesim's "
-                                           "collectives do not wait for one another; NCCL's would): a tool that issues them "
-                                           "in trace order may deadlock on these traces",
-                                           pg));
 
-  std::vector<RankTrace> trace(static_cast<std::size_t>(ranks));
-  std::vector<std::uint64_t> node_of_item(items.size());
   // A tensor inside one collective is one of its messages: the collective node stands for it.
-  auto inside_collective = [&](const Tensor& t) { return collective_of[t.src] >= 0 && collective_of[t.src] == collective_of[t.dst]; };
-  for (int r = 0; r < ranks; ++r) {
-    RankTrace& rank = trace[r];
+  bool inside_collective(const Tensor& t) const {
+    return collective_of_[t.src] >= 0 && collective_of_[t.src] == collective_of_[t.dst];
+  }
+
+  // Rank r's nodes: per item, receives of its inputs from other ranks, its own node, and sends of
+  // its outputs to other ranks.
+  void trace_rank(int r) {
+    RankTrace& rank = trace_[r];
     std::map<int, std::uint64_t> last_of_group;  // process group -> its last collective node on the rank
-    for (std::size_t i : rank_order[r]) {
-      const Item& item = items[i];
-      std::vector<std::uint64_t> deps;
-      for (OpId u : item.ops)
-        for (EdgeId e : graph.in_edges(u)) {
-          const Tensor& t = graph.tensor(e);
-          const std::size_t from_item = item_of[t.src];
-          if (from_item == i || inside_collective(t)) continue;
-          if (items[from_item].rank == r) {
-            deps.push_back(node_of_item[from_item]);
-          } else {
-            pb::Node& recv = rank.add(pb::COMM_RECV_NODE, fmt::format("recv {} -> {}", graph.op(t.src).name, graph.op(u).name),
-                                      start[t.src] + graph.op(t.src).compute_s);
-            add_comm_attrs(recv, items[from_item].rank, r, e, t.bytes);
-            deps.push_back(recv.id());
-          }
-        }
-      std::sort(deps.begin(), deps.end());
-      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    for (std::size_t i : rank_order_[r]) {
+      const Item& item = items_[i];
+      const std::vector<std::uint64_t> deps = receive_inputs(r, i);
       const bool is_collective = item.collective >= 0;
       const OpId first = item.ops.front();
       pb::Node& n = rank.add(is_collective ? pb::COMM_COLL_NODE : pb::COMP_NODE,
-                             is_collective ? collectives[item.collective].name : graph.op(first).name, item.start);
+                             is_collective ? collectives_[item.collective].name : graph_.op(first).name, item.start);
       n.set_duration_micros(micros(item.end - item.start));
       for (auto d : deps) n.add_data_deps(d);
-      auto* attrs = n.mutable_attr();
-      add_attr(attrs, "is_cpu_op").set_bool_val(false);
-      if (is_collective) {
-        // Collectives run beside the GPU's kernels, in no GPU order.
-        const AppendedCollective& coll = collectives[item.collective];
-        // One process group's collectives are issued in order: each after the previous one.
-        const int pg = process_group.at(coll.group);
-        if (auto previous = last_of_group.find(pg); previous != last_of_group.end()) n.add_ctrl_deps(previous->second);
-        last_of_group[pg] = n.id();
-        add_attr(attrs, "comm_type").set_int64_val(comm_type_of(coll.op));
-        add_attr(attrs, "comm_size").set_int64_val(std::llround(coll.bytes));
-        add_attr(attrs, "pg_name").set_string_val(fmt::format("{}", process_group.at(coll.group)));
-        auto* group = add_attr(attrs, "placesim.group").mutable_int64_list();
-        for (DeviceId g : coll.group) group->add_values(g);
-        add_attr(attrs, "placesim.collective").set_int64_val(item.collective);
-        add_attr(attrs, "placesim.bytes").set_double_val(coll.bytes);
-        add_attr(attrs, "placesim.first").set_int64_val(coll.first);
-        add_attr(attrs, "placesim.end").set_int64_val(coll.end);
-        auto* steps = add_attr(attrs, "placesim.steps").mutable_int64_list();
-        auto* names = add_attr(attrs, "placesim.step_names").mutable_string_list();
-        auto* inputs = add_attr(attrs, "placesim.step_inputs").mutable_int64_list();
-        for (OpId u : item.ops) {
-          steps->add_values(u);
-          names->add_values(graph.op(u).name);
-          inputs->add_values(static_cast<std::int64_t>(graph.in_edges(u).size()));
-        }
-      } else {
-        const Operator& op = graph.op(first);
-        // Communication steps outside collectives run beside the GPU's kernels, in no GPU order.
-        if (!op.communication) {
-          if (rank.last_compute >= 0) n.add_ctrl_deps(static_cast<std::uint64_t>(rank.last_compute));
-          rank.last_compute = static_cast<std::int64_t>(n.id());
-        }
-        // Chakra's cost of a compute node, for ASTRA-sim's roofline: num_ops where the operator's
-        // FLOPs are known, tensor_size the bytes it reads (its inputs: each edge is one tensor
-        // it reads, while an output read by several operators is an edge to each of them).
-        if (op.flops > 0) add_attr(attrs, "num_ops").set_int64_val(std::llround(std::min(op.flops, 9e18)));  // int64's range
-        double reads = 0;
-        for (EdgeId e : graph.in_edges(first)) reads += graph.tensor(e).bytes;
-        add_attr(attrs, "tensor_size").set_uint64_val(static_cast<std::uint64_t>(std::llround(std::min(reads, 9e18))));
-        add_attr(attrs, "placesim.op").set_int64_val(first);
-        add_attr(attrs, "placesim.type").set_string_val(op.type);
-        add_attr(attrs, "placesim.compute_s").set_double_val(op.compute_s);
-        add_attr(attrs, "placesim.memory_bytes").set_double_val(op.memory_bytes);
-        add_attr(attrs, "placesim.colocation_class").set_int64_val(op.colocation_class);
-        add_attr(attrs, "placesim.communication").set_bool_val(op.communication);
-        if (op.flops > 0) add_attr(attrs, "placesim.flops").set_double_val(op.flops);  // num_ops is whole
-      }
-      add_exact_inputs(attrs, graph, item.ops);
-      node_of_item[i] = n.id();
-      const std::uint64_t producer = n.id();
-      for (OpId u : item.ops)
-        for (EdgeId e : graph.out_edges(u)) {
-          const Tensor& t = graph.tensor(e);
-          const int to = placement[t.dst];
-          if (to == r || inside_collective(t)) continue;
-          pb::Node& send = rank.add(pb::COMM_SEND_NODE, fmt::format("send {} -> {}", graph.op(u).name, graph.op(t.dst).name),
-                                    start[u] + graph.op(u).compute_s);
-          send.add_data_deps(producer);
-          add_comm_attrs(send, r, to, e, t.bytes);
-        }
+      add_attr(n.mutable_attr(), "is_cpu_op").set_bool_val(false);
+      if (is_collective) add_collective_attrs(n, item, last_of_group);
+      else add_compute_attrs(rank, n, first);
+      add_exact_inputs(n.mutable_attr(), graph_, item.ops);
+      node_of_item_[i] = n.id();
+      send_outputs(r, item, n.id());  // adds nodes: `n` is not to be used after
     }
   }
 
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw OutputError(dir, "cannot create the directory: " + ec.message());
-  for (int r = 0; r < ranks; ++r) {
+  // The nodes item i of rank r waits for, sorted: the rank's own items', and a receive node
+  // (added here) per input from another rank.
+  std::vector<std::uint64_t> receive_inputs(int r, std::size_t i) {
+    RankTrace& rank = trace_[r];
+    std::vector<std::uint64_t> deps;
+    for (OpId u : items_[i].ops)
+      for (EdgeId e : graph_.in_edges(u)) {
+        const Tensor& t = graph_.tensor(e);
+        const std::size_t from_item = item_of_[t.src];
+        if (from_item == i || inside_collective(t)) continue;
+        if (items_[from_item].rank == r) {
+          deps.push_back(node_of_item_[from_item]);
+        } else {
+          pb::Node& recv = rank.add(pb::COMM_RECV_NODE, fmt::format("recv {} -> {}", graph_.op(t.src).name, graph_.op(u).name),
+                                    start_[t.src] + graph_.op(t.src).compute_s);
+          add_comm_attrs(recv, items_[from_item].rank, r, e, t.bytes);
+          deps.push_back(recv.id());
+        }
+      }
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    return deps;
+  }
+
+  // Collectives run beside the GPU's kernels, in no GPU order; one process group's collectives
+  // are issued in order, each after the previous one.
+  void add_collective_attrs(pb::Node& n, const Item& item, std::map<int, std::uint64_t>& last_of_group) const {
+    auto* attrs = n.mutable_attr();
+    const AppendedCollective& coll = collectives_[item.collective];
+    const int pg = process_group_.at(coll.group);
+    if (auto previous = last_of_group.find(pg); previous != last_of_group.end()) n.add_ctrl_deps(previous->second);
+    last_of_group[pg] = n.id();
+    add_attr(attrs, "comm_type").set_int64_val(comm_type_of(coll.op));
+    add_attr(attrs, "comm_size").set_int64_val(std::llround(coll.bytes));
+    add_attr(attrs, "pg_name").set_string_val(fmt::format("{}", process_group_.at(coll.group)));
+    auto* group = add_attr(attrs, "placesim.group").mutable_int64_list();
+    for (DeviceId g : coll.group) group->add_values(g);
+    add_attr(attrs, "placesim.collective").set_int64_val(item.collective);
+    add_attr(attrs, "placesim.bytes").set_double_val(coll.bytes);
+    add_attr(attrs, "placesim.first").set_int64_val(coll.first);
+    add_attr(attrs, "placesim.end").set_int64_val(coll.end);
+    auto* steps = add_attr(attrs, "placesim.steps").mutable_int64_list();
+    auto* names = add_attr(attrs, "placesim.step_names").mutable_string_list();
+    auto* inputs = add_attr(attrs, "placesim.step_inputs").mutable_int64_list();
+    for (OpId u : item.ops) {
+      steps->add_values(u);
+      names->add_values(graph_.op(u).name);
+      inputs->add_values(static_cast<std::int64_t>(graph_.in_edges(u).size()));
+    }
+  }
+
+  // Operator `u`'s node, after the rank's previous compute node.
+  void add_compute_attrs(RankTrace& rank, pb::Node& n, OpId u) const {
+    auto* attrs = n.mutable_attr();
+    const Operator& op = graph_.op(u);
+    // Communication steps outside collectives run beside the GPU's kernels, in no GPU order.
+    if (!op.communication) {
+      if (rank.last_compute >= 0) n.add_ctrl_deps(static_cast<std::uint64_t>(rank.last_compute));
+      rank.last_compute = static_cast<std::int64_t>(n.id());
+    }
+    // Chakra's cost of a compute node, for ASTRA-sim's roofline: num_ops where the operator's
+    // FLOPs are known, tensor_size the bytes it reads (its inputs: each edge is one tensor
+    // it reads, while an output read by several operators is an edge to each of them).
+    if (op.flops > 0) add_attr(attrs, "num_ops").set_int64_val(std::llround(std::min(op.flops, 9e18)));  // int64's range
+    double reads = 0;
+    for (EdgeId e : graph_.in_edges(u)) reads += graph_.tensor(e).bytes;
+    add_attr(attrs, "tensor_size").set_uint64_val(static_cast<std::uint64_t>(std::llround(std::min(reads, 9e18))));
+    add_attr(attrs, "placesim.op").set_int64_val(u);
+    add_attr(attrs, "placesim.type").set_string_val(op.type);
+    add_attr(attrs, "placesim.compute_s").set_double_val(op.compute_s);
+    add_attr(attrs, "placesim.memory_bytes").set_double_val(op.memory_bytes);
+    add_attr(attrs, "placesim.colocation_class").set_int64_val(op.colocation_class);
+    add_attr(attrs, "placesim.communication").set_bool_val(op.communication);
+    if (op.flops > 0) add_attr(attrs, "placesim.flops").set_double_val(op.flops);  // num_ops is whole
+  }
+
+  // A send node, after `producer`, per output of the item to another rank.
+  void send_outputs(int r, const Item& item, std::uint64_t producer) {
+    RankTrace& rank = trace_[r];
+    for (OpId u : item.ops)
+      for (EdgeId e : graph_.out_edges(u)) {
+        const Tensor& t = graph_.tensor(e);
+        const int to = placement_[t.dst];
+        if (to == r || inside_collective(t)) continue;
+        pb::Node& send = rank.add(pb::COMM_SEND_NODE, fmt::format("send {} -> {}", graph_.op(u).name, graph_.op(t.dst).name),
+                                  start_[u] + graph_.op(u).compute_s);
+        send.add_data_deps(producer);
+        add_comm_attrs(send, r, to, e, t.bytes);
+      }
+  }
+
+  // Each rank's file (written whole, then renamed into place), then the process groups' ranks.
+  void write_files(const std::string& dir, const std::string& prefix, const ChakraRun& run, ChakraWritten& written) const {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw OutputError(dir, "cannot create the directory: " + ec.message());
+    for (int r = 0; r < ranks_; ++r) written.files.push_back(write_rank_file(dir, prefix, run, r));
+    if (!process_group_.empty()) {
+      // The ranks of each process group, by pg_name (ASTRA-sim's communicator groups).
+      nlohmann::ordered_json groups = nlohmann::ordered_json::object();
+      std::vector<const std::vector<DeviceId>*> by_id(process_group_.size());
+      for (const auto& [group, id] : process_group_) by_id[id - 1] = &group;
+      for (std::size_t k = 0; k < by_id.size(); ++k) groups[fmt::format("{}", k + 1)] = *by_id[k];
+      const std::string path = (fs::path(dir) / fmt::format("{}.comm_groups.json", prefix)).string();
+      write_file_atomically(path, groups.dump(2) + "\n");
+      written.files.push_back(path);
+    } else {
+      fs::remove(fs::path(dir) / fmt::format("{}.comm_groups.json", prefix), ec);  // an earlier run's
+    }
+  }
+
+  std::string write_rank_file(const std::string& dir, const std::string& prefix, const ChakraRun& run, int r) const {
     const std::string path = (fs::path(dir) / fmt::format("{}.{}.et", prefix, r)).string();
     const std::string partial = path + ".partial";
     {
@@ -362,34 +431,45 @@ ChakraWritten write_chakra_traces(const std::string& dir, const std::string& pre
       auto* attrs = meta.mutable_attr();
       add_attr(attrs, "producer").set_string_val(kProducer);
       add_attr(attrs, "placesim.rank").set_int64_val(r);
-      add_attr(attrs, "placesim.ranks").set_int64_val(ranks);
-      add_attr(attrs, "placesim.operators").set_int64_val(static_cast<std::int64_t>(graph.num_operators()));
-      add_attr(attrs, "placesim.tensors").set_int64_val(static_cast<std::int64_t>(graph.num_tensors()));
+      add_attr(attrs, "placesim.ranks").set_int64_val(ranks_);
+      add_attr(attrs, "placesim.operators").set_int64_val(static_cast<std::int64_t>(graph_.num_operators()));
+      add_attr(attrs, "placesim.tensors").set_int64_val(static_cast<std::int64_t>(graph_.num_tensors()));
       add_attr(attrs, "placesim.source").set_string_val(run.source);
       add_attr(attrs, "placesim.engine").set_string_val(run.engine);
       add_attr(attrs, "placesim.latency_s").set_double_val(run.latency_s);
       bool ok = google::protobuf::util::SerializeDelimitedToOstream(meta, &out);
-      for (const pb::Node& n : trace[r].nodes) ok = ok && google::protobuf::util::SerializeDelimitedToOstream(n, &out);
+      for (const pb::Node& n : trace_[r].nodes) ok = ok && google::protobuf::util::SerializeDelimitedToOstream(n, &out);
       out.flush();
       if (!ok || !out) throw OutputError(partial, "cannot write the Chakra trace (disk full?)");
     }
+    std::error_code ec;
     fs::rename(partial, path, ec);
     if (ec) throw OutputError(path, "cannot write the Chakra trace: " + ec.message());
-    written.files.push_back(path);
+    return path;
   }
-  if (!process_group.empty()) {
-    // The ranks of each process group, by pg_name (ASTRA-sim's communicator groups).
-    nlohmann::ordered_json groups = nlohmann::ordered_json::object();
-    std::vector<const std::vector<DeviceId>*> by_id(process_group.size());
-    for (const auto& [group, id] : process_group) by_id[id - 1] = &group;
-    for (std::size_t k = 0; k < by_id.size(); ++k) groups[fmt::format("{}", k + 1)] = *by_id[k];
-    const std::string path = (fs::path(dir) / fmt::format("{}.comm_groups.json", prefix)).string();
-    write_file_atomically(path, groups.dump(2) + "\n");
-    written.files.push_back(path);
-  } else {
-    fs::remove(fs::path(dir) / fmt::format("{}.comm_groups.json", prefix), ec);  // an earlier run's
-  }
-  return written;
+
+  const Graph& graph_;
+  std::span<const DeviceId> placement_;
+  const int ranks_;
+  std::span<const double> start_;
+  std::span<const AppendedCollective> collectives_;
+  std::vector<int> collective_of_;                         // per operator: its collective, or -1
+  std::map<std::vector<DeviceId>, int> process_group_;     // group of ranks -> its pg_name
+  std::vector<Item> items_;
+  std::vector<std::size_t> item_of_;                       // per operator
+  std::vector<std::vector<std::size_t>> rank_order_;       // per rank, its items in order
+  std::vector<RankTrace> trace_;                           // per rank
+  std::vector<std::uint64_t> node_of_item_;
+};
+
+}  // namespace
+
+ChakraWritten write_chakra_traces(const std::string& dir, const std::string& prefix, const Graph& graph,
+                                  std::span<const DeviceId> placement, int ranks, std::span<const double> start,
+                                  const ChakraRun& run, std::span<const AppendedCollective> collectives) {
+  if (placement.size() != graph.num_operators() || start.size() != graph.num_operators())
+    throw std::invalid_argument("write_chakra_traces: placement and start must have one entry per operator");
+  return ChakraWriter(graph, placement, ranks, start, collectives).write(dir, prefix, run);
 }
 
 namespace {
@@ -427,332 +507,438 @@ RankFile read_rank(const std::string& path) {
   return f;
 }
 
-// Exactly what placesim wrote: operators and tensors by their placesim.op and placesim.tensor,
-// collectives by placesim.collective, each tensor from its consumer's list of inputs.
-ChakraTraces read_exact(std::vector<RankFile>& files) {
-  ChakraTraces out;
-  out.ranks = static_cast<int>(files.size());
-  out.exact = true;
-  const auto& meta = files.front().meta.attr();
-  const std::int64_t num_ops = find_attr(meta, "placesim.operators")->int64_val();
-  const std::int64_t num_tensors = find_attr(meta, "placesim.tensors")->int64_val();
-  ChakraRun run;
-  run.source = find_attr(meta, "placesim.source")->string_val();
-  run.engine = find_attr(meta, "placesim.engine")->string_val();
-  run.latency_s = find_attr(meta, "placesim.latency_s")->double_val();
-  out.run = run;
-  // What the files can hold at most, before anything is allocated by the counts they claim: an
-  // operator per compute node or collective step, a tensor per input listed.
-  std::int64_t op_room = 0, tensor_room = 0;
-  for (const RankFile& f : files)
-    for (const auto& n : f.nodes) {
-      if (n.type() == pb::COMP_NODE) ++op_room;
-      if (const pb::AttributeProto* steps = find_attr(n.attr(), "placesim.steps")) op_room += steps->int64_list().values_size();
-      if (const pb::AttributeProto* deps = find_attr(n.attr(), "placesim.dep_tensors")) tensor_room += deps->int64_list().values_size();
-    }
-  if (num_ops < 0 || num_ops > op_room)
-    throw InputError(files.front().path, "GlobalMetadata.placesim.operators",
-                     fmt::format("{} operators, but the traces hold {} compute nodes and collective steps", num_ops, op_room));
-  if (num_tensors < 0 || num_tensors > tensor_room)
-    throw InputError(files.front().path, "GlobalMetadata.placesim.tensors",
-                     fmt::format("{} tensors, but the traces list {} inputs", num_tensors, tensor_room));
-  std::vector<Operator> ops(static_cast<std::size_t>(num_ops));
-  std::vector<bool> seen(ops.size(), false);
-  std::vector<std::int64_t> step_of(ops.size(), -1);  // the collective whose step an operator is
-  out.placement.assign(ops.size(), 0);
+// One node of a rank's file as a reader sees it: where it is, for errors, and its attributes.
+struct NodeInFile {
+  const RankFile& file;
+  int rank;
+  const pb::Node& node;
+  std::string where;  // "node <id> ('<name>')"
+  NodeInFile(const RankFile& file, int rank, const pb::Node& node)
+      : file(file), rank(rank), node(node), where(fmt::format("node {} ('{}')", node.id(), node.name())) {}
+  // The attribute placesim's traces always have, or InputError.
+  const pb::AttributeProto& need(std::string_view name) const {
+    const pb::AttributeProto* a = find_attr(node.attr(), name);
+    if (!a) throw InputError(file.path, where, fmt::format("has no attribute '{}', which placesim's traces have", name));
+    return *a;
+  }
+  InputError error(const std::string& what) const { return InputError(file.path, where, what); }
+};
+
+// read_exact, pass by pass: the counts the metadata claims, checked against what the files can
+// hold; each node's operators, collective and inputs; then the graph, checked whole.
+class ExactReader {
+ public:
+  explicit ExactReader(std::vector<RankFile>& files) : files_(files) {}
+
+  ChakraTraces read() && {
+    out_.ranks = static_cast<int>(files_.size());
+    out_.exact = true;
+    read_metadata();
+    for (int r = 0; r < out_.ranks; ++r) read_rank(r);
+    assemble();
+    return std::move(out_);
+  }
+
+ private:
+  // A tensor as its consumer lists it.
   struct Edge {
     OpId src = -1, dst = -1;
     double bytes = 0;
     bool gradient = false;
     std::int32_t latencies = 1;
   };
-  std::vector<Edge> edges(static_cast<std::size_t>(num_tensors));
-  std::map<std::int64_t, AppendedCollective> collectives;
-  for (int r = 0; r < out.ranks; ++r) {
-    const RankFile& f = files[r];
+
+  // The run and the counts, checked against what the files can hold at most before anything is
+  // allocated by them: an operator per compute node or collective step, a tensor per input listed.
+  void read_metadata() {
+    const auto& meta = files_.front().meta.attr();
+    num_ops_ = find_attr(meta, "placesim.operators")->int64_val();
+    num_tensors_ = find_attr(meta, "placesim.tensors")->int64_val();
+    ChakraRun run;
+    run.source = find_attr(meta, "placesim.source")->string_val();
+    run.engine = find_attr(meta, "placesim.engine")->string_val();
+    run.latency_s = find_attr(meta, "placesim.latency_s")->double_val();
+    out_.run = run;
+    std::int64_t op_room = 0, tensor_room = 0;
+    for (const RankFile& f : files_)
+      for (const auto& n : f.nodes) {
+        if (n.type() == pb::COMP_NODE) ++op_room;
+        if (const pb::AttributeProto* steps = find_attr(n.attr(), "placesim.steps")) op_room += steps->int64_list().values_size();
+        if (const pb::AttributeProto* deps = find_attr(n.attr(), "placesim.dep_tensors"))
+          tensor_room += deps->int64_list().values_size();
+      }
+    if (num_ops_ < 0 || num_ops_ > op_room)
+      throw InputError(files_.front().path, "GlobalMetadata.placesim.operators",
+                       fmt::format("{} operators, but the traces hold {} compute nodes and collective steps", num_ops_, op_room));
+    if (num_tensors_ < 0 || num_tensors_ > tensor_room)
+      throw InputError(files_.front().path, "GlobalMetadata.placesim.tensors",
+                       fmt::format("{} tensors, but the traces list {} inputs", num_tensors_, tensor_room));
+    ops_.resize(static_cast<std::size_t>(num_ops_));
+    seen_.assign(ops_.size(), false);
+    step_of_.assign(ops_.size(), -1);
+    out_.placement.assign(ops_.size(), 0);
+    edges_.resize(static_cast<std::size_t>(num_tensors_));
+  }
+
+  void read_rank(int r) {
+    const RankFile& f = files_[r];
     std::unordered_map<std::uint64_t, const pb::Node*> by_id;
     for (const auto& n : f.nodes)
-      if (!by_id.emplace(n.id(), &n).second) throw InputError(f.path, fmt::format("node {} ('{}')", n.id(), n.name()), "a node id used twice");
+      if (!by_id.emplace(n.id(), &n).second)
+        throw InputError(f.path, fmt::format("node {} ('{}')", n.id(), n.name()), "a node id used twice");
     for (const auto& n : f.nodes) {
-      const std::string where = fmt::format("node {} ('{}')", n.id(), n.name());
-      auto need = [&](std::string_view name) -> const pb::AttributeProto& {
-        const pb::AttributeProto* a = find_attr(n.attr(), name);
-        if (!a) throw InputError(f.path, where, fmt::format("has no attribute '{}', which placesim's traces have", name));
-        return *a;
-      };
+      const NodeInFile node(f, r, n);
       for (auto d : n.data_deps())
-        if (!by_id.contains(d)) throw InputError(f.path, where, fmt::format("depends on node {}, which the file does not have", d));
+        if (!by_id.contains(d)) throw node.error(fmt::format("depends on node {}, which the file does not have", d));
       if (n.type() == pb::COMM_SEND_NODE || n.type() == pb::COMM_RECV_NODE) {
-        const std::int64_t e = need("placesim.tensor").int64_val();
-        if (e < 0 || e >= num_tensors) throw InputError(f.path, where, fmt::format("tensor {} out of range", e));
+        const std::int64_t e = node.need("placesim.tensor").int64_val();
+        if (e < 0 || e >= num_tensors_) throw node.error(fmt::format("tensor {} out of range", e));
         continue;
       }
       if (n.type() != pb::COMP_NODE && n.type() != pb::COMM_COLL_NODE) continue;
       // The operators of the node, then their inputs, in order.
       std::vector<OpId> node_ops;
-      auto take = [&](std::int64_t u) -> Operator& {
-        if (u < 0 || u >= num_ops || seen[u]) throw InputError(f.path, where, fmt::format("operator {} out of range or repeated", u));
-        seen[u] = true;
-        out.placement[u] = r;
-        node_ops.push_back(static_cast<OpId>(u));
-        return ops[u];
-      };
       std::vector<std::int64_t> inputs_per_op;
-      if (n.type() == pb::COMP_NODE) {
-        Operator& op = take(need("placesim.op").int64_val());
-        op.name = n.name();
-        op.type = need("placesim.type").string_val();
-        op.compute_s = need("placesim.compute_s").double_val();
-        op.memory_bytes = need("placesim.memory_bytes").double_val();
-        const std::int64_t colocation = need("placesim.colocation_class").int64_val();
-        if (colocation < -1 || colocation > std::numeric_limits<std::int32_t>::max())
-          throw InputError(f.path, where, fmt::format("placesim.colocation_class {} out of range", colocation));
-        op.colocation_class = static_cast<std::int32_t>(colocation);
-        op.communication = need("placesim.communication").bool_val();
-        if (const pb::AttributeProto* flops = find_attr(n.attr(), "placesim.flops")) op.flops = flops->double_val();
-        inputs_per_op.push_back(need("placesim.dep_tensors").int64_list().values_size());
-      } else {
-        const std::int64_t c = need("placesim.collective").int64_val();
-        AppendedCollective coll;
-        coll.name = n.name();
-        const std::int64_t type = need("comm_type").int64_val();
-        const auto op = collective_of_comm_type(type);
-        if (!op) throw InputError(f.path, where, fmt::format("comm_type {} is no collective placesim runs", type));
-        coll.op = *op;
-        for (auto g : need("placesim.group").int64_list().values()) {
-          if (g < 0 || g >= out.ranks) throw InputError(f.path, where, fmt::format("placesim.group holds rank {}, of {} ranks", g, out.ranks));
-          coll.group.push_back(static_cast<DeviceId>(g));
-        }
-        coll.bytes = need("placesim.bytes").double_val();
-        const std::int64_t first = need("placesim.first").int64_val(), end = need("placesim.end").int64_val();
-        if (first < 0 || end <= first || end > num_ops)
-          throw InputError(f.path, where, fmt::format("placesim.first {} and placesim.end {} are not operators 0..{}", first, end, num_ops));
-        if (c < 0 || c >= num_ops) throw InputError(f.path, where, fmt::format("placesim.collective {} out of range", c));
-        if (std::find(coll.group.begin(), coll.group.end(), r) == coll.group.end())
-          throw InputError(f.path, where, fmt::format("rank {} holds a collective whose placesim.group leaves it out", r));
-        coll.first = static_cast<OpId>(first);
-        coll.end = static_cast<OpId>(end);
-        auto [it, fresh] = collectives.try_emplace(c, coll);
-        if (!fresh && (it->second.name != coll.name || it->second.op != coll.op || it->second.group != coll.group ||
-                       it->second.bytes != coll.bytes || it->second.first != coll.first || it->second.end != coll.end))
-          throw InputError(f.path, where, fmt::format("collective {} differs from its node on another rank", c));
-        const auto& steps = need("placesim.steps").int64_list().values();
-        const auto& names = need("placesim.step_names").string_list().values();
-        const auto& inputs = need("placesim.step_inputs").int64_list().values();
-        if (names.size() != steps.size() || inputs.size() != steps.size())
-          throw InputError(f.path, where, "placesim.steps, placesim.step_names and placesim.step_inputs differ in length");
-        for (int k = 0; k < steps.size(); ++k) {
-          if (steps[k] < coll.first || steps[k] >= coll.end)
-            throw InputError(f.path, where, fmt::format("step {} outside the collective's operators", steps[k]));
-          Operator& step = take(steps[k]);
-          step_of[steps[k]] = c;
-          step.name = names[k];
-          step.type = "collective";
-          step.communication = true;
-          inputs_per_op.push_back(inputs[k]);
-        }
+      if (n.type() == pb::COMP_NODE) read_compute(node, node_ops, inputs_per_op);
+      else read_collective(node, node_ops, inputs_per_op);
+      read_inputs(node, node_ops, inputs_per_op);
+    }
+  }
+
+  // Operator u, placed on the node's rank: once only.
+  Operator& take(const NodeInFile& node, std::int64_t u, std::vector<OpId>& node_ops) {
+    if (u < 0 || u >= num_ops_ || seen_[u]) throw node.error(fmt::format("operator {} out of range or repeated", u));
+    seen_[u] = true;
+    out_.placement[u] = node.rank;
+    node_ops.push_back(static_cast<OpId>(u));
+    return ops_[u];
+  }
+
+  void read_compute(const NodeInFile& node, std::vector<OpId>& node_ops, std::vector<std::int64_t>& inputs_per_op) {
+    Operator& op = take(node, node.need("placesim.op").int64_val(), node_ops);
+    op.name = node.node.name();
+    op.type = node.need("placesim.type").string_val();
+    op.compute_s = node.need("placesim.compute_s").double_val();
+    op.memory_bytes = node.need("placesim.memory_bytes").double_val();
+    const std::int64_t colocation = node.need("placesim.colocation_class").int64_val();
+    if (colocation < -1 || colocation > std::numeric_limits<std::int32_t>::max())
+      throw node.error(fmt::format("placesim.colocation_class {} out of range", colocation));
+    op.colocation_class = static_cast<std::int32_t>(colocation);
+    op.communication = node.need("placesim.communication").bool_val();
+    if (const pb::AttributeProto* flops = find_attr(node.node.attr(), "placesim.flops")) op.flops = flops->double_val();
+    inputs_per_op.push_back(node.need("placesim.dep_tensors").int64_list().values_size());
+  }
+
+  // The collective (the same on every rank holding it), then its steps on this rank.
+  void read_collective(const NodeInFile& node, std::vector<OpId>& node_ops, std::vector<std::int64_t>& inputs_per_op) {
+    const std::int64_t c = node.need("placesim.collective").int64_val();
+    AppendedCollective coll;
+    coll.name = node.node.name();
+    const std::int64_t type = node.need("comm_type").int64_val();
+    const auto op = collective_of_comm_type(type);
+    if (!op) throw node.error(fmt::format("comm_type {} is no collective placesim runs", type));
+    coll.op = *op;
+    for (auto g : node.need("placesim.group").int64_list().values()) {
+      if (g < 0 || g >= out_.ranks) throw node.error(fmt::format("placesim.group holds rank {}, of {} ranks", g, out_.ranks));
+      coll.group.push_back(static_cast<DeviceId>(g));
+    }
+    coll.bytes = node.need("placesim.bytes").double_val();
+    const std::int64_t first = node.need("placesim.first").int64_val(), end = node.need("placesim.end").int64_val();
+    if (first < 0 || end <= first || end > num_ops_)
+      throw node.error(fmt::format("placesim.first {} and placesim.end {} are not operators 0..{}", first, end, num_ops_));
+    if (c < 0 || c >= num_ops_) throw node.error(fmt::format("placesim.collective {} out of range", c));
+    if (std::find(coll.group.begin(), coll.group.end(), node.rank) == coll.group.end())
+      throw node.error(fmt::format("rank {} holds a collective whose placesim.group leaves it out", node.rank));
+    coll.first = static_cast<OpId>(first);
+    coll.end = static_cast<OpId>(end);
+    auto [it, fresh] = collectives_.try_emplace(c, coll);
+    if (!fresh && (it->second.name != coll.name || it->second.op != coll.op || it->second.group != coll.group ||
+                   it->second.bytes != coll.bytes || it->second.first != coll.first || it->second.end != coll.end))
+      throw node.error(fmt::format("collective {} differs from its node on another rank", c));
+    const auto& steps = node.need("placesim.steps").int64_list().values();
+    const auto& names = node.need("placesim.step_names").string_list().values();
+    const auto& inputs = node.need("placesim.step_inputs").int64_list().values();
+    if (names.size() != steps.size() || inputs.size() != steps.size())
+      throw node.error("placesim.steps, placesim.step_names and placesim.step_inputs differ in length");
+    for (int k = 0; k < steps.size(); ++k) {
+      if (steps[k] < coll.first || steps[k] >= coll.end)
+        throw node.error(fmt::format("step {} outside the collective's operators", steps[k]));
+      Operator& step = take(node, steps[k], node_ops);
+      step_of_[steps[k]] = c;
+      step.name = names[k];
+      step.type = "collective";
+      step.communication = true;
+      inputs_per_op.push_back(inputs[k]);
+    }
+  }
+
+  // The node's inputs, `inputs_per_op` of them per operator in turn: tensor ids, producers and
+  // bytes; which are parameter gradients; the condensed ones' latencies.
+  void read_inputs(const NodeInFile& node, std::span<const OpId> node_ops, std::span<const std::int64_t> inputs_per_op) {
+    const auto& tensors = node.need("placesim.dep_tensors").int64_list().values();
+    const auto& producers = node.need("placesim.dep_srcs").int64_list().values();
+    const auto& bytes = node.need("placesim.dep_bytes").double_list().values();
+    std::int64_t listed = 0;
+    for (auto k : inputs_per_op) {
+      if (k < 0 || k > tensors.size() - listed) throw node.error("placesim.step_inputs do not match placesim.dep_tensors");
+      listed += k;
+    }
+    if (tensors.size() != listed || producers.size() != listed || bytes.size() != listed)
+      throw node.error("placesim.dep_tensors, placesim.dep_srcs and placesim.dep_bytes do not match its inputs");
+    int d = 0;
+    for (std::size_t k = 0; k < node_ops.size(); ++k)
+      for (std::int64_t i = 0; i < inputs_per_op[k]; ++i, ++d) {
+        const std::int64_t e = tensors[d], src = producers[d];
+        if (e < 0 || e >= num_tensors_ || edges_[e].dst >= 0) throw node.error(fmt::format("tensor {} out of range or repeated", e));
+        if (src < 0 || src >= num_ops_) throw node.error(fmt::format("producer {} out of range", src));
+        edges_[e] = {static_cast<OpId>(src), node_ops[k], bytes[d]};
       }
-      const auto& tensors = need("placesim.dep_tensors").int64_list().values();
-      const auto& producers = need("placesim.dep_srcs").int64_list().values();
-      const auto& bytes = need("placesim.dep_bytes").double_list().values();
-      std::int64_t listed = 0;
-      for (auto k : inputs_per_op) {
-        if (k < 0 || k > tensors.size() - listed)
-          throw InputError(f.path, where, "placesim.step_inputs do not match placesim.dep_tensors");
-        listed += k;
+    if (const pb::AttributeProto* gradients = find_attr(node.node.attr(), "placesim.dep_gradients"))
+      for (const std::int64_t e : gradients->int64_list().values()) {
+        if (std::find(tensors.begin(), tensors.end(), e) == tensors.end())
+          throw node.error(fmt::format("placesim.dep_gradients names tensor {}, not one of its inputs", e));
+        edges_[e].gradient = true;
       }
-      if (tensors.size() != listed || producers.size() != listed || bytes.size() != listed)
-        throw InputError(f.path, where, "placesim.dep_tensors, placesim.dep_srcs and placesim.dep_bytes do not match its inputs");
-      int d = 0;
-      for (std::size_t k = 0; k < node_ops.size(); ++k)
-        for (std::int64_t i = 0; i < inputs_per_op[k]; ++i, ++d) {
-          const std::int64_t e = tensors[d], src = producers[d];
-          if (e < 0 || e >= num_tensors || edges[e].dst >= 0)
-            throw InputError(f.path, where, fmt::format("tensor {} out of range or repeated", e));
-          if (src < 0 || src >= num_ops) throw InputError(f.path, where, fmt::format("producer {} out of range", src));
-          edges[e] = {static_cast<OpId>(src), node_ops[k], bytes[d]};
-        }
-      if (const pb::AttributeProto* gradients = find_attr(n.attr(), "placesim.dep_gradients"))
-        for (const std::int64_t e : gradients->int64_list().values()) {
-          if (std::find(tensors.begin(), tensors.end(), e) == tensors.end())
-            throw InputError(f.path, where, fmt::format("placesim.dep_gradients names tensor {}, not one of its inputs", e));
-          edges[e].gradient = true;
-        }
-      if (const pb::AttributeProto* latencies = find_attr(n.attr(), "placesim.dep_latencies")) {
-        const auto& pairs = latencies->int64_list().values();
-        if (pairs.size() % 2 != 0)
-          throw InputError(f.path, where, "placesim.dep_latencies must list pairs of a tensor and its latencies");
-        for (int i = 0; i < pairs.size(); i += 2) {
-          const std::int64_t e = pairs[i], count = pairs[i + 1];
-          if (std::find(tensors.begin(), tensors.end(), e) == tensors.end())
-            throw InputError(f.path, where, fmt::format("placesim.dep_latencies names tensor {}, not one of its inputs", e));
-          if (count < 1 || count > std::numeric_limits<std::int32_t>::max())
-            throw InputError(f.path, where, fmt::format("placesim.dep_latencies gives tensor {} {} latencies; expected a whole number >= 1", e, count));
-          edges[e].latencies = static_cast<std::int32_t>(count);
-        }
+    if (const pb::AttributeProto* latencies = find_attr(node.node.attr(), "placesim.dep_latencies")) {
+      const auto& pairs = latencies->int64_list().values();
+      if (pairs.size() % 2 != 0) throw node.error("placesim.dep_latencies must list pairs of a tensor and its latencies");
+      for (int i = 0; i < pairs.size(); i += 2) {
+        const std::int64_t e = pairs[i], count = pairs[i + 1];
+        if (std::find(tensors.begin(), tensors.end(), e) == tensors.end())
+          throw node.error(fmt::format("placesim.dep_latencies names tensor {}, not one of its inputs", e));
+        if (count < 1 || count > std::numeric_limits<std::int32_t>::max())
+          throw node.error(fmt::format("placesim.dep_latencies gives tensor {} {} latencies; expected a whole number >= 1", e, count));
+        edges_[e].latencies = static_cast<std::int32_t>(count);
       }
     }
   }
-  for (std::size_t u = 0; u < ops.size(); ++u)
-    if (!seen[u]) throw InputError(files.front().path, "GlobalMetadata", fmt::format("operator {} is on no rank", u));
-  for (auto& op : ops) out.graph.add_operator(std::move(op));
-  for (std::size_t e = 0; e < edges.size(); ++e) {
-    if (edges[e].dst < 0) throw InputError(files.front().path, "GlobalMetadata", fmt::format("tensor {} has no consumer in the traces", e));
-    out.graph.add_tensor(edges[e].src, edges[e].dst, edges[e].bytes, edges[e].gradient, edges[e].latencies);
+
+  // The graph and the collectives, once every operator, tensor and collective has been read.
+  void assemble() {
+    const std::string& path = files_.front().path;
+    for (std::size_t u = 0; u < ops_.size(); ++u)
+      if (!seen_[u]) throw InputError(path, "GlobalMetadata", fmt::format("operator {} is on no rank", u));
+    for (auto& op : ops_) out_.graph.add_operator(std::move(op));
+    for (std::size_t e = 0; e < edges_.size(); ++e) {
+      if (edges_[e].dst < 0) throw InputError(path, "GlobalMetadata", fmt::format("tensor {} has no consumer in the traces", e));
+      out_.graph.add_tensor(edges_[e].src, edges_[e].dst, edges_[e].bytes, edges_[e].gradient, edges_[e].latencies);
+    }
+    for (auto& [c, coll] : collectives_) {
+      if (c != static_cast<std::int64_t>(out_.collectives.size()))
+        throw InputError(path, "GlobalMetadata", fmt::format("collective {} is on no rank", out_.collectives.size()));
+      for (OpId u = coll.first; u < coll.end; ++u)
+        if (step_of_[u] != c)
+          throw InputError(path, "GlobalMetadata",
+                           fmt::format("operator {} lies in collective {}'s operators {}..{} but is not one of its steps", u, c,
+                                       coll.first, coll.end - 1));
+      out_.collectives.push_back(std::move(coll));
+    }
   }
-  for (auto& [c, coll] : collectives) {
-    if (c != static_cast<std::int64_t>(out.collectives.size()))
-      throw InputError(files.front().path, "GlobalMetadata", fmt::format("collective {} is on no rank", out.collectives.size()));
-    for (OpId u = coll.first; u < coll.end; ++u)
-      if (step_of[u] != c)
-        throw InputError(files.front().path, "GlobalMetadata",
-                         fmt::format("operator {} lies in collective {}'s operators {}..{} but is not one of its steps", u, c,
-                                     coll.first, coll.end - 1));
-    out.collectives.push_back(std::move(coll));
+
+  std::vector<RankFile>& files_;
+  ChakraTraces out_;
+  std::int64_t num_ops_ = 0, num_tensors_ = 0;  // as the metadata says
+  std::vector<Operator> ops_;
+  std::vector<bool> seen_;
+  std::vector<std::int64_t> step_of_;  // per operator, the collective whose step it is
+  std::vector<Edge> edges_;
+  std::map<std::int64_t, AppendedCollective> collectives_;
+};
+
+// Exactly what placesim wrote: operators and tensors by their placesim.op and placesim.tensor,
+// collectives by placesim.collective, each tensor from its consumer's list of inputs.
+ChakraTraces read_exact(std::vector<RankFile>& files) { return ExactReader(files).read(); }
+
+// An integer attribute of a node whatever its width (-1 when it has none).
+std::int64_t int_attr(const pb::Node& n, std::string_view name) {
+  const pb::AttributeProto* a = find_attr(n.attr(), name);
+  if (!a) return -1;
+  switch (a->value_case()) {
+    case pb::AttributeProto::kInt32Val: return a->int32_val();
+    case pb::AttributeProto::kInt64Val: return a->int64_val();
+    case pb::AttributeProto::kUint64Val: return static_cast<std::int64_t>(a->uint64_val());
+    default: return -1;
   }
-  return out;
 }
 
-// Another tool's traces: compute nodes as operators, send/receive pairs as tensors.
-ChakraTraces read_foreign(std::vector<RankFile>& files, ChakraCollectives collectives, const std::string& dir,
-                          const std::string& prefix) {
-  ChakraTraces out;
-  out.ranks = static_cast<int>(files.size());
-  const bool keep = collectives == ChakraCollectives::Keep;
-  // Keep: a collective node is two communication steps per rank, entry (after what the node
-  // waits for) and exit (what waits for the node waits for it); the replay runs the collective
-  // between them. op_of holds the exit, entry_of the entry.
-  std::map<std::pair<int, std::uint64_t>, OpId> entry_of;
-  // Per process group (pg_name), per rank, its collective nodes in file order: NCCL's issue order.
-  std::map<std::string, std::map<int, std::vector<const pb::Node*>>> by_group;
+// read_foreign, pass by pass: the operators (compute nodes; with ChakraCollectives::Keep, each
+// collective node's entry and exit), receives matched to sends, the dependencies between
+// operators through every other node, then the collectives of each process group.
+class ForeignReader {
+ public:
+  ForeignReader(std::vector<RankFile>& files, ChakraCollectives collectives)
+      : files_(files), keep_(collectives == ChakraCollectives::Keep) {
+    out_.ranks = static_cast<int>(files.size());
+  }
+
+  ChakraTraces read(const std::string& dir, const std::string& prefix) && {
+    add_operators();
+    match_receives();
+    add_dependencies();
+    // The collectives: the k-th node of a process group on each of its ranks is one collective.
+    // Its ranks: those <prefix>.comm_groups.json gives the group (placesim's and ASTRA-sim's
+    // communicator groups), else every rank with a node of that group.
+    const fs::path groups_file = fs::path(dir) / (prefix + ".comm_groups.json");
+    const std::map<std::string, std::vector<int>> listed_groups = keep_ && fs::exists(groups_file)
+                                                                      ? read_groups(groups_file)
+                                                                      : std::map<std::string, std::vector<int>>();
+    for (const auto& [pg, per_rank] : by_group_) {
+      std::vector<int> ranks;
+      if (auto listed = listed_groups.find(pg); listed != listed_groups.end())
+        ranks = listed->second;
+      else
+        for (const auto& [r, _] : per_rank) ranks.push_back(r);
+      check_group(pg, per_rank, ranks, groups_file);
+      add_group_collectives(pg, per_rank, ranks);
+    }
+    if (passed_through_ > 0)
+      out_.warnings.push_back(fmt::format("{}: {} node{} neither compute nor send/receive (collectives, memory, metadata): "
+                                          "not operators; the dependencies through them are kept",
+                                          files_.front().path, passed_through_, passed_through_ == 1 ? "" : "s"));
+    return std::move(out_);
+  }
+
+ private:
   struct Key {
     int rank;
     std::uint64_t id;
     bool operator<(const Key& o) const { return rank != o.rank ? rank < o.rank : id < o.id; }
   };
-  std::map<Key, const pb::Node*> nodes;
-  std::map<Key, OpId> op_of;
-  std::map<std::string, int> name_uses;
-  // Sends by (src, dst, tag), in file order, to pair with receives in the same order.
-  std::map<std::tuple<int, int, int>, std::vector<Key>> sends;
-  std::map<std::tuple<int, int, int>, std::size_t> sends_taken;
-  std::size_t passed_through = 0;
-  auto attr_int = [](const pb::Node& n, std::string_view name) -> std::int64_t {
-    const pb::AttributeProto* a = find_attr(n.attr(), name);
-    if (!a) return -1;
-    switch (a->value_case()) {
-      case pb::AttributeProto::kInt32Val: return a->int32_val();
-      case pb::AttributeProto::kInt64Val: return a->int64_val();
-      case pb::AttributeProto::kUint64Val: return static_cast<std::int64_t>(a->uint64_val());
-      default: return -1;
-    }
-  };
-  for (int r = 0; r < out.ranks; ++r)
-    for (const auto& n : files[r].nodes) {
-      const std::string where = fmt::format("node {} ('{}')", n.id(), n.name());
-      if (!nodes.emplace(Key{r, n.id()}, &n).second) throw InputError(files[r].path, where, "a node id used twice");
-      // A send leaves its own rank, a receive arrives at its own rank.
-      const char* own = n.type() == pb::COMM_SEND_NODE ? "comm_src" : n.type() == pb::COMM_RECV_NODE ? "comm_dst" : nullptr;
-      if (own && attr_int(n, own) != r)
-        throw InputError(files[r].path, where, fmt::format("{} is {}, but the node is in rank {}'s trace", own, attr_int(n, own), r));
-      if (n.type() == pb::COMP_NODE) {
-        Operator op;
-        op.name = n.name().empty() ? fmt::format("node{}", n.id()) : n.name();
-        if (name_uses[op.name]++ > 0) op.name = fmt::format("rank{}/{}/{}", r, op.name, n.id());
-        op.type = "chakra";
-        op.compute_s = static_cast<double>(n.duration_micros()) * 1e-6;
-        // Chakra's FLOPs, when the tool wrote them (tensor_size has no place in a placesim graph).
-        if (const std::int64_t num_ops = attr_int(n, "num_ops"); num_ops > 0) op.flops = static_cast<double>(num_ops);
-        op_of[{r, n.id()}] = out.graph.add_operator(std::move(op));
-        out.placement.push_back(r);
-      } else if (keep && n.type() == pb::COMM_COLL_NODE) {
-        const std::string base = fmt::format("rank{}/{}/{}", r, n.name().empty() ? "collective" : n.name(), n.id());
-        entry_of[{r, n.id()}] = out.graph.add_operator({base + "/entry", "collective", 0.0, 0.0, -1, true});
-        out.placement.push_back(r);
-        op_of[{r, n.id()}] = out.graph.add_operator({base + "/exit", "collective", 0.0, 0.0, -1, true});
-        out.placement.push_back(r);
-        const pb::AttributeProto* pg = find_attr(n.attr(), "pg_name");
-        by_group[pg ? pg->string_val() : std::string()][r].push_back(&n);
-      } else if (n.type() == pb::COMM_SEND_NODE) {
-        sends[{static_cast<int>(attr_int(n, "comm_src")), static_cast<int>(attr_int(n, "comm_dst")),
-               static_cast<int>(attr_int(n, "comm_tag"))}]
-            .push_back({r, n.id()});
-      } else if (n.type() != pb::COMM_RECV_NODE) {
-        ++passed_through;
-      }
-    }
-  // The operators a node stands for: itself, or (through sends, receives, collectives and the
-  // rest) the operators behind it, each with the bytes of the transfer on the way.
-  std::map<Key, Key> matched_send;
-  for (int r = 0; r < out.ranks; ++r)
-    for (const auto& n : files[r].nodes) {
-      if (n.type() != pb::COMM_RECV_NODE) continue;
-      const std::tuple<int, int, int> key{static_cast<int>(attr_int(n, "comm_src")), static_cast<int>(attr_int(n, "comm_dst")),
-                                          static_cast<int>(attr_int(n, "comm_tag"))};
-      auto& list = sends[key];
-      std::size_t& taken = sends_taken[key];
-      if (taken >= list.size())
-        throw InputError(files[r].path, fmt::format("node {} ('{}')", n.id(), n.name()),
-                         fmt::format("a receive from rank {} (tag {}) with no matching send", std::get<0>(key), std::get<2>(key)));
-      matched_send[{r, n.id()}] = list[taken++];
-    }
-  // Each non-operator node's producers, worked out once (chains of collectives with several
-  // dependencies each would otherwise be walked once per path); a cycle is an error.
+  using SendKey = std::tuple<int, int, int>;  // (src, dst, tag)
+  // Per process group's rank, its collective nodes in file order: NCCL's issue order.
+  using GroupNodes = std::map<int, std::vector<const pb::Node*>>;
+  // Operators behind a node, each with the bytes of the transfer on the way.
   using Producers = std::vector<std::pair<OpId, double>>;
-  std::map<Key, Producers> behind;
-  std::set<Key> visiting;
-  std::function<const Producers&(const Key&)> producers_of;
-  auto add_from = [&](const Key& k, double bytes, Producers& found) {
-    if (auto op = op_of.find(k); op != op_of.end()) {
+
+  static SendKey send_key(const pb::Node& n) {
+    return {static_cast<int>(int_attr(n, "comm_src")), static_cast<int>(int_attr(n, "comm_dst")),
+            static_cast<int>(int_attr(n, "comm_tag"))};
+  }
+
+  // Every node by (rank, id); the operators of compute nodes (and kept collective nodes); sends
+  // in file order; collective nodes by process group.
+  void add_operators() {
+    for (int r = 0; r < out_.ranks; ++r)
+      for (const auto& n : files_[r].nodes) {
+        const std::string where = fmt::format("node {} ('{}')", n.id(), n.name());
+        if (!nodes_.emplace(Key{r, n.id()}, &n).second) throw InputError(files_[r].path, where, "a node id used twice");
+        // A send leaves its own rank, a receive arrives at its own rank.
+        const char* own = n.type() == pb::COMM_SEND_NODE ? "comm_src" : n.type() == pb::COMM_RECV_NODE ? "comm_dst" : nullptr;
+        if (own && int_attr(n, own) != r)
+          throw InputError(files_[r].path, where, fmt::format("{} is {}, but the node is in rank {}'s trace", own, int_attr(n, own), r));
+        if (n.type() == pb::COMP_NODE) {
+          add_compute(r, n);
+        } else if (keep_ && n.type() == pb::COMM_COLL_NODE) {
+          add_kept_collective(r, n);
+        } else if (n.type() == pb::COMM_SEND_NODE) {
+          sends_[send_key(n)].push_back({r, n.id()});
+        } else if (n.type() != pb::COMM_RECV_NODE) {
+          ++passed_through_;
+        }
+      }
+  }
+
+  void add_compute(int r, const pb::Node& n) {
+    Operator op;
+    op.name = n.name().empty() ? fmt::format("node{}", n.id()) : n.name();
+    if (name_uses_[op.name]++ > 0) op.name = fmt::format("rank{}/{}/{}", r, op.name, n.id());
+    op.type = "chakra";
+    op.compute_s = static_cast<double>(n.duration_micros()) * 1e-6;
+    // Chakra's FLOPs, when the tool wrote them (tensor_size has no place in a placesim graph).
+    if (const std::int64_t num_ops = int_attr(n, "num_ops"); num_ops > 0) op.flops = static_cast<double>(num_ops);
+    op_of_[{r, n.id()}] = out_.graph.add_operator(std::move(op));
+    out_.placement.push_back(r);
+  }
+
+  // A kept collective node is two communication steps per rank, entry (after what the node
+  // waits for) and exit (what waits for the node waits for it); the replay runs the collective
+  // between them. op_of_ holds the exit, entry_of_ the entry.
+  void add_kept_collective(int r, const pb::Node& n) {
+    const std::string base = fmt::format("rank{}/{}/{}", r, n.name().empty() ? "collective" : n.name(), n.id());
+    entry_of_[{r, n.id()}] = out_.graph.add_operator({base + "/entry", "collective", 0.0, 0.0, -1, true});
+    out_.placement.push_back(r);
+    op_of_[{r, n.id()}] = out_.graph.add_operator({base + "/exit", "collective", 0.0, 0.0, -1, true});
+    out_.placement.push_back(r);
+    const pb::AttributeProto* pg = find_attr(n.attr(), "pg_name");
+    by_group_[pg ? pg->string_val() : std::string()][r].push_back(&n);
+  }
+
+  // Each receive's send: those of the same (src, dst, tag) in file order.
+  void match_receives() {
+    std::map<SendKey, std::size_t> sends_taken;
+    for (int r = 0; r < out_.ranks; ++r)
+      for (const auto& n : files_[r].nodes) {
+        if (n.type() != pb::COMM_RECV_NODE) continue;
+        const SendKey key = send_key(n);
+        auto& list = sends_[key];
+        std::size_t& taken = sends_taken[key];
+        if (taken >= list.size())
+          throw InputError(files_[r].path, fmt::format("node {} ('{}')", n.id(), n.name()),
+                           fmt::format("a receive from rank {} (tag {}) with no matching send", std::get<0>(key), std::get<2>(key)));
+        matched_send_[{r, n.id()}] = list[taken++];
+      }
+  }
+
+  // The operator node k stands for, or (through sends, receives, collectives and the rest) the
+  // operators behind it, into `found` with `bytes` (0: each its own transfer's).
+  void add_from(const Key& k, double bytes, Producers& found) {
+    if (auto op = op_of_.find(k); op != op_of_.end()) {
       found.emplace_back(op->second, bytes);
       return;
     }
     for (const auto& [p, b] : producers_of(k)) found.emplace_back(p, bytes > 0 ? bytes : b);
-  };
+  }
+
   // One entry per producer: the largest transfer on the way (one tensor per producer).
-  auto largest_per_producer = [](const Producers& found) {
+  static Producers largest_per_producer(const Producers& found) {
     std::map<OpId, double> by_producer;
     for (const auto& [p, bytes] : found) by_producer[p] = std::max(by_producer[p], bytes);
     return Producers(by_producer.begin(), by_producer.end());
-  };
+  }
+
   // The operators behind a node's own data and control dependencies.
-  auto dependencies_of = [&](const Key& k, const pb::Node& n) {
+  Producers dependencies_of(const Key& k, const pb::Node& n) {
     Producers found;
     for (auto d : n.data_deps()) add_from({k.rank, d}, 0.0, found);
     for (auto d : n.ctrl_deps()) add_from({k.rank, d}, 0.0, found);
     return largest_per_producer(found);
-  };
-  producers_of = [&](const Key& k) -> const Producers& {
-    if (auto done = behind.find(k); done != behind.end()) return done->second;
-    auto it = nodes.find(k);
-    if (it == nodes.end())
-      throw InputError(files[k.rank].path, fmt::format("node {}", k.id), "a dependency on a node the file does not have");
-    if (!visiting.insert(k).second)
-      throw InputError(files[k.rank].path, fmt::format("node {} ('{}')", k.id, it->second->name()), "is on a dependency cycle");
+  }
+
+  // A non-operator node's producers, worked out once (chains of collectives with several
+  // dependencies each would otherwise be walked once per path); a cycle is an error.
+  const Producers& producers_of(const Key& k) {
+    if (auto done = behind_.find(k); done != behind_.end()) return done->second;
+    auto it = nodes_.find(k);
+    if (it == nodes_.end())
+      throw InputError(files_[k.rank].path, fmt::format("node {}", k.id), "a dependency on a node the file does not have");
+    if (!visiting_.insert(k).second)
+      throw InputError(files_[k.rank].path, fmt::format("node {} ('{}')", k.id, it->second->name()), "is on a dependency cycle");
     const pb::Node& n = *it->second;
     Producers found;
     if (n.type() == pb::COMM_RECV_NODE) {
-      const std::int64_t size = attr_int(n, "comm_size");
-      add_from(matched_send.at(k), size > 0 ? static_cast<double>(size) : 0.0, found);
+      const std::int64_t size = int_attr(n, "comm_size");
+      add_from(matched_send_.at(k), size > 0 ? static_cast<double>(size) : 0.0, found);
       found = largest_per_producer(found);
     } else {
       found = dependencies_of(k, n);
     }
-    visiting.erase(k);
-    return behind[k] = std::move(found);
-  };
-  for (const auto& [key, op] : op_of) {
-    // A kept collective waits at its entry.
-    const auto entry = entry_of.find({key.rank, key.id});
-    const OpId waiting = entry != entry_of.end() ? entry->second : op;
-    for (const auto& [p, bytes] : dependencies_of(key, *nodes.at(key))) out.graph.add_tensor(p, waiting, bytes);
+    visiting_.erase(k);
+    return behind_[k] = std::move(found);
   }
-  // The collectives: the k-th node of a process group on each of its ranks is one collective.
-  // Its ranks: those <prefix>.comm_groups.json gives the group (placesim's and ASTRA-sim's
-  // communicator groups), else every rank with a node of that group.
-  std::map<std::string, std::vector<int>> listed_groups;
-  const fs::path groups_file = fs::path(dir) / (prefix + ".comm_groups.json");
-  if (keep && fs::exists(groups_file)) {
+
+  // A tensor from each operator behind an operator's node to it; a kept collective waits at its
+  // entry.
+  void add_dependencies() {
+    for (const auto& [key, op] : op_of_) {
+      const auto entry = entry_of_.find({key.rank, key.id});
+      const OpId waiting = entry != entry_of_.end() ? entry->second : op;
+      for (const auto& [p, bytes] : dependencies_of(key, *nodes_.at(key))) out_.graph.add_tensor(p, waiting, bytes);
+    }
+  }
+
+  // <prefix>.comm_groups.json: process group -> its ranks.
+  std::map<std::string, std::vector<int>> read_groups(const fs::path& groups_file) const {
+    std::map<std::string, std::vector<int>> listed_groups;
     std::ifstream in(groups_file);
     nlohmann::json j;
     try {
@@ -764,63 +950,81 @@ ChakraTraces read_foreign(std::vector<RankFile>& files, ChakraCollectives collec
     for (const auto& [name, ranks] : j.items()) {
       if (!ranks.is_array()) throw InputError(groups_file.string(), name, "expected a list of ranks");
       for (const auto& rank : ranks) {
-        if (!rank.is_number_integer() || rank.get<long>() < 0 || rank.get<long>() >= out.ranks)
-          throw InputError(groups_file.string(), name, fmt::format("expected ranks 0..{}, got {}", out.ranks - 1, rank.dump()));
+        if (!rank.is_number_integer() || rank.get<long>() < 0 || rank.get<long>() >= out_.ranks)
+          throw InputError(groups_file.string(), name, fmt::format("expected ranks 0..{}, got {}", out_.ranks - 1, rank.dump()));
         listed_groups[name].push_back(rank.get<int>());
       }
     }
+    return listed_groups;
   }
-  for (const auto& [pg, per_rank] : by_group) {
-    std::vector<int> ranks;
-    if (auto listed = listed_groups.find(pg); listed != listed_groups.end())
-      ranks = listed->second;
-    else
-      for (const auto& [r, _] : per_rank) ranks.push_back(r);
+
+  // Every rank of the group issues as many of its collectives, and no other rank issues any.
+  void check_group(const std::string& pg, const GroupNodes& per_rank, std::span<const int> ranks, const fs::path& groups_file) const {
     const std::size_t count = per_rank.begin()->second.size();
     for (int r : ranks) {
       auto it = per_rank.find(r);
       const std::size_t here = it == per_rank.end() ? 0 : it->second.size();
       if (here != count)
-        throw InputError(files[r].path, fmt::format("pg_name '{}'", pg),
+        throw InputError(files_[r].path, fmt::format("pg_name '{}'", pg),
                          fmt::format("rank {} issues {} collectives of process group '{}', rank {} issues {}: their ranks "
                                      "must issue the same collectives in the same order",
                                      r, here, pg, per_rank.begin()->first, count));
     }
     for (const auto& [r, _] : per_rank)
       if (std::find(ranks.begin(), ranks.end(), r) == ranks.end())
-        throw InputError(files[r].path, fmt::format("pg_name '{}'", pg),
+        throw InputError(files_[r].path, fmt::format("pg_name '{}'", pg),
                          fmt::format("rank {} is not in process group '{}' ({})", r, pg, groups_file.string()));
+  }
+
+  // The group's k-th collective node on each of its ranks: one collective, of one type and size.
+  void add_group_collectives(const std::string& pg, const GroupNodes& per_rank, std::span<const int> ranks) {
+    const std::size_t count = per_rank.begin()->second.size();
     for (std::size_t k = 0; k < count; ++k) {
       const pb::Node& first = *per_rank.at(ranks.front())[k];
       const std::string where = fmt::format("node {} ('{}')", first.id(), first.name());
       TraceCollective c;
       c.name = fmt::format("{}#{}", pg.empty() ? "collective" : "pg" + pg, k);
-      const auto op = collective_of_comm_type(attr_int(first, "comm_type"));
+      const auto op = collective_of_comm_type(int_attr(first, "comm_type"));
       if (!op)
-        throw InputError(files[ranks.front()].path, where,
+        throw InputError(files_[ranks.front()].path, where,
                          fmt::format("comm_type {} is no collective placesim runs (all-reduce 0, reduce 1, all-gather 2, "
                                      "broadcast 5, all-to-all 6, reduce-scatter 7)",
-                                     attr_int(first, "comm_type")));
+                                     int_attr(first, "comm_type")));
       c.op = *op;
-      c.bytes = static_cast<double>(std::max<std::int64_t>(0, attr_int(first, "comm_size")));
+      c.bytes = static_cast<double>(std::max<std::int64_t>(0, int_attr(first, "comm_size")));
       for (int r : ranks) {
         const pb::Node& n = *per_rank.at(r)[k];
-        if (attr_int(n, "comm_type") != attr_int(first, "comm_type") || attr_int(n, "comm_size") != attr_int(first, "comm_size"))
-          throw InputError(files[r].path, fmt::format("node {} ('{}')", n.id(), n.name()),
+        if (int_attr(n, "comm_type") != int_attr(first, "comm_type") || int_attr(n, "comm_size") != int_attr(first, "comm_size"))
+          throw InputError(files_[r].path, fmt::format("node {} ('{}')", n.id(), n.name()),
                            fmt::format("collective {} of process group '{}' differs from rank {}'s (comm_type, comm_size)", k,
                                        pg, ranks.front()));
         c.group.push_back(r);
-        c.entry.push_back(entry_of.at({r, n.id()}));
-        c.exit.push_back(op_of.at({r, n.id()}));
+        c.entry.push_back(entry_of_.at({r, n.id()}));
+        c.exit.push_back(op_of_.at({r, n.id()}));
       }
-      out.trace_collectives.push_back(std::move(c));
+      out_.trace_collectives.push_back(std::move(c));
     }
   }
-  if (passed_through > 0)
-    out.warnings.push_back(fmt::format("{}: {} node{} neither compute nor send/receive (collectives, memory, metadata): "
-                                       "not operators; the dependencies through them are kept",
-                                       files.front().path, passed_through, passed_through == 1 ? "" : "s"));
-  return out;
+
+  std::vector<RankFile>& files_;
+  const bool keep_;
+  ChakraTraces out_;
+  std::map<Key, const pb::Node*> nodes_;
+  std::map<Key, OpId> op_of_;     // the operator of a compute node; a kept collective's exit
+  std::map<std::pair<int, std::uint64_t>, OpId> entry_of_;  // a kept collective's entry
+  std::map<std::string, GroupNodes> by_group_;              // per process group (pg_name)
+  std::map<std::string, int> name_uses_;
+  std::map<SendKey, std::vector<Key>> sends_;  // in file order, to pair with receives in the same order
+  std::size_t passed_through_ = 0;
+  std::map<Key, Key> matched_send_;  // per receive
+  std::map<Key, Producers> behind_;  // producers_of's
+  std::set<Key> visiting_;
+};
+
+// Another tool's traces: compute nodes as operators, send/receive pairs as tensors.
+ChakraTraces read_foreign(std::vector<RankFile>& files, ChakraCollectives collectives, const std::string& dir,
+                          const std::string& prefix) {
+  return ForeignReader(files, collectives).read(dir, prefix);
 }
 
 }  // namespace
