@@ -704,7 +704,7 @@ for name, rank in (("four", 0), ("four", 1), ("ar", 2)):
   EXPECT_NE(out.find("0 0.0.4 comp:a:10:2000000/0 send:1:1001 comp:b:3 send:1:64 send:1:0"), std::string::npos) << out;
   EXPECT_NE(out.find("1 0.0.4 recv:0:1001 recv:0:0 comp:c:7:700000/1001 recv:0:64 comp:d:1"), std::string::npos) << out;
   // Rank 2 of the ring holds 13 steps: start, 6 steps, done, and a sender for each of its 5 later
-  // messages to rank 3 (sim/collectives/collectives.cpp: the first leaves from start).
+  // messages to rank 3 (sim/collectives/message_graph.cpp: the first leaves from start).
   EXPECT_NE(out.find("2 0.0.4 comp:grad2:1000 coll:grads.allreduce:ALL_REDUCE:4000000:pg1:6000:13 comp:update2:500"), std::string::npos)
       << out;
   fs::remove_all(dir);

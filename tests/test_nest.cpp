@@ -117,7 +117,7 @@ TEST(Nest, DpEqualsBruteForceOverEveryPlan) {
       config.reduction = reduction;
       SCOPED_TRACE(testing::Message() << "trial " << trial << (aware ? " nest" : " nest-unaware") << " reduction "
                                       << enum_name<NestReduction>(kNestReductionNames, reduction) << " by "
-                                      << enum_name<CollectiveAlgorithm>(kCollectiveAlgorithmNames, config.gradient_algorithm));
+                                      << enum_name<CollectiveAlgorithm>(collective_algorithm_names(), config.gradient_algorithm));
       const std::optional<NestSearch> found = search_equal_to_brute_force(w, cluster, config, aware);
       if (!found) continue;
       // Memory binds: the optimum is slower than with ample memory.

@@ -26,7 +26,7 @@ std::vector<std::string> op_names() {
 }
 std::vector<std::string> algorithm_names() {
   std::vector<std::string> out;
-  for (const auto& n : kCollectiveAlgorithmNames) out.emplace_back(n.name);
+  for (const auto& n : collective_algorithm_names()) out.emplace_back(n.name);
   return out;
 }
 
@@ -114,7 +114,7 @@ int cmd_collective(const CollectiveArgs& a) {
     throw InputError("command line", "--group", "give --group or --gpus, not both");
   CollectiveSpec spec;
   spec.op = enum_parse<CollectiveOp>(kCollectiveOpNames, a.op, "command line", "--op");
-  spec.algorithm = enum_parse<CollectiveAlgorithm>(kCollectiveAlgorithmNames, a.algorithm, "command line", "--algorithm");
+  spec.algorithm = enum_parse<CollectiveAlgorithm>(collective_algorithm_names(), a.algorithm, "command line", "--algorithm");
   spec.group = parse_group(a, cluster);
   spec.chunks = a.chunks;
   spec.root = a.root;

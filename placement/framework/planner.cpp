@@ -56,7 +56,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& plan) {
   j["micro_batches"] = plan.micro_batches;
   j["schedule"] = std::string(enum_name<PipelineSchedule>(kPipelineScheduleNames, plan.schedule));
   if (plan.virtual_stages > 1) j["virtual_stages"] = plan.virtual_stages;
-  j["gradient_algorithm"] = std::string(enum_name<CollectiveAlgorithm>(kCollectiveAlgorithmNames, plan.gradient_algorithm));
+  j["gradient_algorithm"] = std::string(enum_name<CollectiveAlgorithm>(collective_algorithm_names(), plan.gradient_algorithm));
   j["scatter_gather"] = plan.scatter_gather;
   if (plan.sequence_parallel) j["sequence_parallel"] = true;
   j["stage_starts"] = plan.stage_starts;

@@ -237,7 +237,7 @@ DataParallelGraph replicated_point(const Scenario& scenario, const StrategySpec&
   details["data_parallel"] = {
       {"replicas", spec.data_parallel->replicas},
       {"gpus_per_replica", replicated.gpus_per_replica},
-      {"algorithm", std::string(enum_name<CollectiveAlgorithm>(kCollectiveAlgorithmNames, spec.data_parallel->algorithm))},
+      {"algorithm", std::string(enum_name<CollectiveAlgorithm>(collective_algorithm_names(), spec.data_parallel->algorithm))},
       {"bucket_bytes", spec.data_parallel->bucket_bytes},
       {"gradients", replicated.gradients},
       {"gradient_bytes", replicated.gradient_bytes},

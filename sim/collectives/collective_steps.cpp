@@ -1,85 +1,44 @@
 #include "sim/collectives/collective_steps.h"
 
 #include <algorithm>
-#include <bit>
-#include <cmath>
 #include <fmt/format.h>
 #include <map>
 #include <stdexcept>
+
+#include "sim/collectives/algorithms.h"
 
 namespace placesim {
 
 std::string collective_steps_problem(const CollectiveSpec& spec, const Cluster& cluster) {
   if (std::string why = collective_problem(spec, cluster); !why.empty()) return why;
-  using A = CollectiveAlgorithm;
-  const bool chain = spec.algorithm == A::Ring && (spec.op == CollectiveOp::Broadcast || spec.op == CollectiveOp::Reduce);
-  if (spec.algorithm == A::Tree || chain)
-    return fmt::format("{} by {} pipelines its chunks across steps, which the step model (ranks in lockstep) cannot "
-                       "express; run it message by message",
-                       enum_name<CollectiveOp>(kCollectiveOpNames, spec.op),
-                       enum_name<CollectiveAlgorithm>(kCollectiveAlgorithmNames, spec.algorithm));
+  for (const CollectivePhase& phase : collective_shape(spec, cluster))
+    if (std::holds_alternative<TreePhase>(phase.shape))
+      return fmt::format("{} by {} pipelines its chunks across steps, which the step model (ranks in lockstep) cannot "
+                         "express; run it message by message",
+                         enum_name<CollectiveOp>(kCollectiveOpNames, spec.op),
+                         enum_name<CollectiveAlgorithm>(collective_algorithm_names(), spec.algorithm));
   return "";
 }
 
 std::vector<CollectiveStep> collective_steps(const CollectiveSpec& spec, const Cluster& cluster) {
   if (const std::string why = collective_steps_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
-  using A = CollectiveAlgorithm;
-  using Op = CollectiveOp;
-  const int n = static_cast<int>(spec.group.size());
   const int c = spec.chunks;
-  const double S = spec.bytes;
   std::vector<CollectiveStep> steps;
-  // Rings over rank lists, all at once: each rank sends `piece` / c to the next, steps x c times.
-  auto rings = [&](const std::vector<std::vector<int>>& orders, std::int64_t ring_steps, double piece, std::string what) {
-    CollectiveStep step{std::move(what), {}, ring_steps * c};
-    for (const auto& order : orders) {
-      const auto m = order.size();
-      if (m < 2) continue;
-      for (std::size_t i = 0; i < m; ++i)
-        step.messages.push_back({spec.group[order[i]], spec.group[order[(i + 1) % m]], piece / c});
+  for (const CollectivePhase& phase : collective_shape(spec, cluster)) {
+    // A ring phase is one step of every ring's messages, repeated steps x chunks times; an exchange
+    // one step of its messages, repeated chunks times. Each message is 1/c of its piece.
+    CollectiveStep step{phase.name, {}, c};
+    double piece = spec.bytes;
+    if (const auto* ring = std::get_if<RingPhase>(&phase.shape)) {
+      step.repeats = std::int64_t{ring->steps} * c;
+      piece /= ring->divisor;
+    } else {
+      piece /= std::get<ExchangePhase>(phase.shape).divisor;
     }
-    if (!step.messages.empty() && ring_steps > 0) steps.push_back(std::move(step));
-  };
-  std::vector<int> all(n);
-  for (int r = 0; r < n; ++r) all[r] = r;
-
-  switch (spec.algorithm) {
-    case A::Ring:
-      rings({all}, spec.op == Op::AllReduce ? 2 * (n - 1) : n - 1, S / n, "ring");
-      break;
-    case A::HalvingDoubling: {
-      const int log_n = static_cast<int>(std::bit_width(static_cast<unsigned>(n))) - 1;
-      auto exchange = [&](int distance, double bytes, const char* phase) {
-        CollectiveStep step{fmt::format("{} distance {}", phase, distance), {}, c};
-        for (int r = 0; r < n; ++r) step.messages.push_back({spec.group[r], spec.group[r ^ distance], bytes / c});
-        steps.push_back(std::move(step));
-      };
-      if (spec.op != Op::AllGather)
-        for (int i = 1; i <= log_n; ++i) exchange(n >> i, S / std::ldexp(1.0, i), "halving");
-      if (spec.op != Op::ReduceScatter)
-        for (int i = 1; i <= log_n; ++i) exchange(1 << (i - 1), S * std::ldexp(1.0, i - 1) / n, "doubling");
-      break;
-    }
-    case A::Direct: {
-      CollectiveStep step{"direct", {}, static_cast<std::int64_t>(spec.op == Op::AllReduce ? 2 : 1) * c};
-      step.messages.reserve(static_cast<std::size_t>(n) * (n - 1));
-      for (int r = 0; r < n; ++r)
-        for (int q = 0; q < n; ++q)
-          if (q != r) step.messages.push_back({spec.group[r], spec.group[q], S / n / c});
-      steps.push_back(std::move(step));
-      break;
-    }
-    case A::Hierarchical:
-    case A::MultiLevel: {
-      // As sim/collectives/collectives.cpp: ring reduce-scatters from the server up, the top level's ring
-      // all-reduce, ring all-gathers back down.
-      const auto levels = collective_levels(spec, cluster);
-      for (const LevelPhase& p : level_phases(levels, S))
-        rings(levels[p.level], p.steps, p.piece,
-              fmt::format("level {} {}", p.level, enum_name<CollectiveOp>(kCollectiveOpNames, p.op)));
-      break;
-    }
-    case A::Tree: break;  // refused above
+    for_each_pair(phase, [&](int from, int to) {
+      step.messages.push_back({spec.group[static_cast<std::size_t>(from)], spec.group[static_cast<std::size_t>(to)], piece / c});
+    });
+    if (!step.messages.empty() && step.repeats > 0) steps.push_back(std::move(step));
   }
   return steps;
 }

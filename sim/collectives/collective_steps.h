@@ -20,7 +20,9 @@
 // chunks (CollectiveSpec::chunks) go one after another on each connection, as in the
 // message-level model: the step repeats c times with 1/c of the bytes. Tree and chain algorithms
 // pipeline chunks across steps, which lockstep cannot express: they have no step view
-// (collective_steps_problem says so); run them message by message.
+// (collective_steps_problem says so); run them message by message. The steps are the
+// algorithm's phases (sim/collectives/shape.h): a ring phase is one step repeated, an exchange
+// phase one step.
 //
 // The collective runs alone: nothing else shares the links (in a training iteration, use the
 // message-level graph of sim/collectives/collectives.h).
@@ -41,7 +43,7 @@ struct CollectiveMessage {
 };
 
 struct CollectiveStep {
-  std::string what;                        // e.g. "ring", "hd.rs distance 4", "inter-ar"
+  std::string what;                        // its phase's name: "ring", "hd.s2", "l1-ar", ...
   std::vector<CollectiveMessage> messages; // at the same time
   std::int64_t repeats = 1;                // back to back
 };

@@ -1,6 +1,10 @@
 #pragma once
 // Collectives (issue #15) compiled into point-to-point transfers of the execution graph.
 //
+// Each algorithm is described once, as the phases it runs (sim/collectives/shape.h,
+// sim/collectives/algorithms.cpp); the message graph (append_collective), the lockstep steps
+// (sim/collectives/collective_steps.h) and the closed forms below are computed from the phases.
+//
 // The execution graph every engine runs is a Graph with a placement: operators are compute tasks
 // on one GPU, and a tensor between operators on two GPUs is a transfer (a flow in the flow engine
 // and SimGrid; latency + bytes / bandwidth in the evaluator). A collective over a group of GPUs
@@ -54,33 +58,14 @@ inline constexpr EnumName<CollectiveOp> kCollectiveOpNames[] = {
     {CollectiveOp::Broadcast, "broadcast"},  {CollectiveOp::Reduce, "reduce"},
 };
 
-// ring: n - 1 steps to the next rank per phase (all-reduce: reduce-scatter then all-gather);
-//   broadcast and reduce: a pipelined chain from (to) the root.
-// tree: all-reduce by NCCL's double binary tree (two heap-ordered binary trees, over the ranks in
-//   order and in reverse, each reducing half of the buffer to its root and broadcasting it back,
-//   chunk by chunk); broadcast and reduce: one binary tree rooted at the root.
-// halving-doubling: reduce-scatter by recursive halving (step i: the partner at distance n / 2^i,
-//   bytes / 2^i each way), all-gather by recursive doubling, all-reduce both (Rabenseifner);
-//   n a power of two.
-// direct: every rank sends its share to every other rank at once (one step per phase).
-// hierarchical: all-reduce as a ring reduce-scatter inside each server (NVLink), a ring
-//   all-reduce of 1/m of the buffer across servers among the GPUs of equal local rank, and a
-//   ring all-gather inside each server; every server holds the same number m of the group's GPUs.
-// multi-level: hierarchical over every tier of the fabric (the multi-level all-reduce of
-//   BlueConnect, Cho et al. 2019): the servers grouped by how far apart they are (the hops of their
-//   route: servers under one leaf or edge switch, then one pod, ...), a ring reduce-scatter at each
-//   tier from the server up (each on 1/(the ranks below) of the buffer), a ring all-reduce at the
-//   top, and ring all-gathers back down; every group of a tier holds the same number of the group's
-//   GPUs, and the tiers are nested (a tree-like fabric).
-enum class CollectiveAlgorithm { Ring, Tree, HalvingDoubling, Direct, Hierarchical, MultiLevel };
-inline constexpr EnumName<CollectiveAlgorithm> kCollectiveAlgorithmNames[] = {
-    {CollectiveAlgorithm::Ring, "ring"},
-    {CollectiveAlgorithm::Tree, "tree"},
-    {CollectiveAlgorithm::HalvingDoubling, "halving-doubling"},
-    {CollectiveAlgorithm::Direct, "direct"},
-    {CollectiveAlgorithm::Hierarchical, "hierarchical"},
-    {CollectiveAlgorithm::MultiLevel, "multi-level"},
-};
+// The built-in algorithms, each described in its own file under sim/collectives/algorithms/ (ring,
+// tree, halving_doubling, direct, over_levels: hierarchical and multi-level). A value is the
+// algorithm's position in the registry (sim/collectives/algorithms/registry.cpp): an algorithm
+// registered after these has no enumerator, and users name every algorithm by its registered name
+// (collective_algorithm_names).
+enum class CollectiveAlgorithm : int { Ring, Tree, HalvingDoubling, Direct, Hierarchical, MultiLevel };
+// Every registered algorithm's value and name, for options and messages.
+std::span<const EnumName<CollectiveAlgorithm>> collective_algorithm_names();
 
 // How a collective's ring phases become transfers (every other algorithm runs message by message).
 // messages: each step of each chunk is a message of its own, n - 1 steps of n messages per ring
@@ -130,18 +115,6 @@ std::vector<std::vector<int>> ranks_by_server(const CollectiveSpec& spec, const 
 // ranks in the same place of the groups of tier i - 1 under one group of tier i. Throws
 // std::invalid_argument saying why the group is not regular (collective_problem's reason).
 std::vector<std::vector<std::vector<int>>> collective_levels(const CollectiveSpec& spec, const Cluster& cluster);
-
-// The phases over those levels, in order: a ring reduce-scatter at each level from the server up,
-// a ring all-reduce at the top, ring all-gathers back down. A phase is `steps` ring steps of
-// `piece` bytes (the buffer over the ranks of its level and those below) on each of the level's
-// rings. The message graph, the step model and the closed form all run these.
-struct LevelPhase {
-  std::size_t level = 0;
-  CollectiveOp op = CollectiveOp::ReduceScatter;  // ReduceScatter, AllReduce (the top) or AllGather
-  int steps = 0;
-  double piece = 0;
-};
-std::vector<LevelPhase> level_phases(const std::vector<std::vector<std::vector<int>>>& levels, double bytes);
 
 // The collective alone, finalized.
 ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& cluster);

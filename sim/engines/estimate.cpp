@@ -1,5 +1,7 @@
 #include "sim/engines/estimate.h"
 
+#include "sim/collectives/algorithms.h"
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -75,7 +77,7 @@ double NestNetwork::reduction(std::span<const DeviceId> group, double bytes, Col
   double all_reduce = 0;
   if (flat) {
     // One bandwidth for every pair, but the same groups: halving-doubling needs a power of two.
-    if (algorithm == CollectiveAlgorithm::HalvingDoubling && !power_of_two(static_cast<int>(group.size()))) return kInf;
+    if (collective_algorithm(algorithm).power_of_two && !power_of_two(static_cast<int>(group.size()))) return kInf;
     all_reduce = uniform_collective_time(CollectiveOp::AllReduce, algorithm, static_cast<int>(group.size()), bytes,
                                          flat_latency, flat_bandwidth);
   } else {
@@ -97,7 +99,7 @@ AffineTime NestNetwork::reduction_affine(std::span<const DeviceId> group, Collec
   if (zero > 0) algorithm = zero_collective_algorithm(algorithm);
   AffineTime all_reduce;
   if (flat) {
-    if (algorithm == CollectiveAlgorithm::HalvingDoubling && !power_of_two(static_cast<int>(group.size()))) return {kInf, 0};
+    if (collective_algorithm(algorithm).power_of_two && !power_of_two(static_cast<int>(group.size()))) return {kInf, 0};
     all_reduce = affine_in_bytes([&](double bytes) {
       return uniform_collective_time(CollectiveOp::AllReduce, algorithm, static_cast<int>(group.size()), bytes,
                                      flat_latency, flat_bandwidth);

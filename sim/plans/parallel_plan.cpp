@@ -1,5 +1,7 @@
 #include "sim/plans/parallel_plan.h"
 
+#include "sim/collectives/algorithms.h"
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -113,17 +115,9 @@ std::vector<int> balanced_stages(const LayerModel& model, int pp) {
 }
 
 CollectiveAlgorithm zero_collective_algorithm(CollectiveAlgorithm gradient_algorithm) {
-  switch (gradient_algorithm) {
-    case CollectiveAlgorithm::Ring:
-    case CollectiveAlgorithm::HalvingDoubling:
-    case CollectiveAlgorithm::Direct:
-      return gradient_algorithm;
-    case CollectiveAlgorithm::Tree:
-    case CollectiveAlgorithm::Hierarchical:
-    case CollectiveAlgorithm::MultiLevel:
-      break;
-  }
-  return CollectiveAlgorithm::Ring;
+  const bool has_both = collective_supports(CollectiveOp::ReduceScatter, gradient_algorithm) &&
+                        collective_supports(CollectiveOp::AllGather, gradient_algorithm);
+  return has_both ? gradient_algorithm : CollectiveAlgorithm::Ring;
 }
 
 namespace {
@@ -252,7 +246,7 @@ std::string gpu_list_problem(const ParallelPlan& plan, const Cluster& cluster) {
 // The plan's GPU of replica d, pipeline rank p, tensor rank t (ParallelPlan::gpus', or its index
 // when the plan lists none).
 struct PlanGpus {
-  explicit PlanGpus(const ParallelPlan& plan) : plan(plan), offsets(plan) {}
+  explicit PlanGpus(const ParallelPlan& of) : plan(of), offsets(of) {}
   DeviceId operator()(int d, int p, int t) const {
     const std::size_t index = offsets.index(d, p, t);
     return plan.gpus.empty() ? static_cast<DeviceId>(index) : plan.gpus[index];
@@ -496,8 +490,8 @@ namespace {
 // Where a compiled plan's pieces are: the index in CompiledPlan::gpus of replica d, stage s (on
 // pipeline rank s % pp) and tensor rank t, the stage's width, and the end of stage s.
 struct PlanIndex {
-  PlanIndex(const ParallelPlan& plan, int stages, int layers, const std::vector<int>& starts)
-      : plan(plan), pp(plan.pp), stages(stages), layers(layers), starts(starts), offsets(plan) {}
+  PlanIndex(const ParallelPlan& of, int num_stages, int num_layers, const std::vector<int>& stage_starts)
+      : plan(of), pp(of.pp), stages(num_stages), layers(num_layers), starts(stage_starts), offsets(of) {}
   const ParallelPlan& plan;
   int pp, stages, layers;
   const std::vector<int>& starts;

@@ -1,0 +1,50 @@
+// What every algorithm shares: lookups by value and by operation, and the shape of a spec.
+#include <algorithm>
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "sim/collectives/algorithms.h"
+
+namespace placesim {
+
+const CollectiveAlgorithmInfo& collective_algorithm(CollectiveAlgorithm algorithm) {
+  const auto entries = collective_algorithm_registry().entries();
+  const auto i = static_cast<std::size_t>(algorithm);
+  if (i >= entries.size()) throw std::invalid_argument(fmt::format("no collective algorithm number {}", i));
+  return entries[i];
+}
+
+std::span<const EnumName<CollectiveAlgorithm>> collective_algorithm_names() {
+  static const std::vector<EnumName<CollectiveAlgorithm>> names = [] {
+    std::vector<EnumName<CollectiveAlgorithm>> out;
+    for (const CollectiveAlgorithmInfo& a : collective_algorithm_registry())
+      out.push_back({static_cast<CollectiveAlgorithm>(out.size()), a.name});
+    return out;
+  }();
+  return names;
+}
+
+bool collective_supports(CollectiveOp op, CollectiveAlgorithm algorithm) {
+  const auto& ops = collective_algorithm(algorithm).ops;
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+std::string collective_algorithms_of(CollectiveOp op) {
+  std::string out;
+  for (const auto& a : collective_algorithm_names())
+    if (collective_supports(op, a.value)) out += (out.empty() ? "" : ", ") + std::string(a.name);
+  return out;
+}
+
+CollectiveShape collective_shape(const CollectiveSpec& spec, const Cluster& cluster) {
+  const CollectiveAlgorithmInfo& info = collective_algorithm(spec.algorithm);
+  return info.shape(spec, info.levels ? collective_levels(spec, cluster) : CollectiveLevels{});
+}
+
+std::vector<int> ranks_in_order(int n, int first) {
+  std::vector<int> order(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = (first + i) % n;
+  return order;
+}
+
+}  // namespace placesim

@@ -1,0 +1,242 @@
+// The message graph of a collective: its phases (sim/collectives/shape.h) as the operators and
+// transfers of an execution graph, by the two rules of sim/collectives/collectives.h.
+#include <fmt/format.h>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+#include "sim/collectives/algorithms.h"
+#include "sim/collectives/collectives.h"
+
+namespace placesim {
+
+namespace {
+
+// Builds the operators and transfers of one collective.
+class Builder {
+ public:
+  Builder(ExecutionGraph& out, const CollectiveSpec& spec, const std::string& name)
+      : out_(out), spec_(spec), name_(name), n_(static_cast<int>(spec.group.size())) {}
+
+  int ranks() const { return n_; }
+  int chunks() const { return spec_.chunks; }
+  bool condensed() const { return spec_.detail == CollectiveDetail::Condensed; }
+  // Connections of different channels are independent (NCCL's channels: the double binary
+  // tree's two trees may join the same two GPUs, each with its own connection).
+  void set_channel(int channel) { channel_ = channel; }
+
+  // A zero-compute operator of rank r.
+  OpId node(int r, const std::string& what) {
+    return out_.add_communication_step(fmt::format("{}.r{}.{}", name_, r, what), spec_.group[r]);
+  }
+  // The rank's start: waits for `after[r]` if given.
+  OpId start(int r, std::span<const OpId> after) {
+    const OpId s = node(r, "start");
+    if (!after.empty() && after[r] >= 0) out_.depend(after[r], s);
+    return s;
+  }
+  void depend(OpId from, OpId to) { out_.depend(from, to); }
+  // An operator of rank r that waits for all of `pieces`.
+  OpId join(int r, std::span<const OpId> pieces, const std::string& what) {
+    const OpId done = node(r, what);
+    for (OpId p : pieces) depend(p, done);
+    return done;
+  }
+  // A step's operator per rank, each after the rank's previous one (`cur`, one per rank).
+  std::vector<OpId> next_step(std::span<const OpId> cur, const std::string& what) {
+    std::vector<OpId> next(cur.size());
+    for (std::size_t r = 0; r < cur.size(); ++r) {
+      next[r] = node(static_cast<int>(r), what);
+      depend(cur[r], next[r]);
+    }
+    return next;
+  }
+  // A piece of `bytes` from `from` (on rank src) to `to` (on rank dst). After the first piece of
+  // the connection src -> dst it leaves from a sender operator of its own, which waits for `from`
+  // and for the previous piece's arrival: holding `from` itself back would hold back everything
+  // else that waits for it.
+  void send(int src, OpId from, int dst, OpId to, double bytes, std::int32_t latencies = 1) {
+    auto [it, fresh] = last_arrival_.try_emplace({channel_, src, dst}, -1);
+    OpId sender = from;
+    if (!fresh) {
+      sender = node(src, fmt::format("send{}", ++senders_));
+      depend(from, sender);
+      depend(it->second, sender);
+    }
+    out_.graph.add_tensor(sender, to, bytes, false, latencies);
+    it->second = to;
+  }
+  // A message of `bytes` in spec.chunks pieces, as one step that ends when all have arrived:
+  // every piece leaves after `from`, lands on an operator of its own on dst (one piece: on `done`
+  // itself), and `done` waits for all of them.
+  void message(int src, OpId from, int dst, OpId done, double bytes, const std::string& what) {
+    const int c = spec_.chunks;
+    for (int k = 0; k < c; ++k) {
+      const OpId arrival = c == 1 ? done : node(dst, fmt::format("{}.from{}.k{}", what, src, k));
+      send(src, from, dst, arrival, bytes / c);
+      if (c > 1) depend(arrival, done);
+    }
+  }
+
+ private:
+  ExecutionGraph& out_;
+  const CollectiveSpec& spec_;
+  std::string name_;
+  int n_;
+  // Per connection (channel, src, dst), where its last piece landed.
+  std::map<std::tuple<int, int, int>, OpId> last_arrival_;
+  int channel_ = 0;
+  long senders_ = 0;
+};
+
+// Ranks in `order` (a sub-group, as indices into the spec's group) pass S / |order| per step
+// around the ring for `steps` steps, chunk by chunk: cur[i][k] is where chunk k stands at order[i].
+// Each step's piece of rank order[i] goes to order[i + 1].
+void ring_steps(Builder& b, std::span<const int> order, std::vector<std::vector<OpId>>& cur, int steps,
+                double piece_bytes, const std::string& phase) {
+  const int m = static_cast<int>(order.size());
+  const int c = static_cast<int>(cur.front().size());
+  if (b.condensed() && steps > 0) {
+    // One flow per rank to its successor with every step's bytes and latencies; the phase ends
+    // for all when the last flow has arrived (CollectiveDetail::Condensed).
+    const OpId barrier = b.node(order[0], phase + ".all");
+    std::vector<OpId> arrivals(m);
+    for (int i = 0; i < m; ++i) arrivals[i] = b.node(order[i], phase + ".in");
+    for (int i = 0; i < m; ++i) {
+      const OpId sender = c == 1 ? cur[i][0] : b.join(order[i], cur[i], phase + ".out");
+      b.send(order[i], sender, order[(i + 1) % m], arrivals[(i + 1) % m], piece_bytes * steps,
+             static_cast<std::int32_t>(std::int64_t{steps} * c));
+    }
+    for (int i = 0; i < m; ++i) b.depend(arrivals[i], barrier);
+    for (int i = 0; i < m; ++i) {
+      const OpId end = b.node(order[i], phase + ".end");
+      b.depend(barrier, end);
+      cur[i].assign(c, end);
+    }
+    return;
+  }
+  for (int s = 1; s <= steps; ++s) {
+    std::vector<std::vector<OpId>> next(m, std::vector<OpId>(c));
+    for (int i = 0; i < m; ++i)
+      for (int k = 0; k < c; ++k) next[i][k] = b.node(order[i], fmt::format("{}.s{}.k{}", phase, s, k));
+    for (int i = 0; i < m; ++i) {
+      const int to = (i + 1) % m;
+      for (int k = 0; k < c; ++k) b.send(order[i], cur[i][k], order[to], next[to][k], piece_bytes / c);
+    }
+    // What a rank had stays with it (the reduction adds to it).
+    for (int i = 0; i < m; ++i)
+      for (int k = 0; k < c; ++k) b.depend(cur[i][k], next[i][k]);
+    cur = std::move(next);
+  }
+}
+
+// A ring phase: each ring's ranks step by step (above); each rank's part ends with its chunks.
+void append_ring(Builder& b, const RingPhase& ring, double bytes, std::vector<OpId>& cur, const std::string& name,
+                 const std::string& end) {
+  const int c = b.chunks();
+  for (const auto& order : ring.rings) {
+    if (order.size() < 2 || ring.steps == 0) continue;
+    std::vector<std::vector<OpId>> chunks(order.size(), std::vector<OpId>(c));
+    for (std::size_t i = 0; i < order.size(); ++i)
+      for (int k = 0; k < c; ++k) chunks[i][k] = cur[order[i]];
+    ring_steps(b, order, chunks, ring.steps, bytes / ring.divisor, name);
+    for (std::size_t i = 0; i < order.size(); ++i) cur[order[i]] = b.join(order[i], chunks[i], end);
+  }
+}
+
+// A tree phase: each tree on a channel of its own (NCCL's channels: the double binary tree's two
+// trees may join the same two GPUs, each with its own connection), chunk by chunk up to the root
+// and back down.
+void append_trees(Builder& b, const TreePhase& phase, double bytes, std::vector<OpId>& cur, const std::string& end) {
+  const int c = b.chunks();
+  const int n = static_cast<int>(phase.trees.front().size());
+  const double share = bytes / phase.divisor;
+  std::vector<std::vector<OpId>> ends(cur.size());  // per rank, what its part waits for
+  for (std::size_t t = 0; t < phase.trees.size(); ++t) {
+    const std::vector<int>& order = phase.trees[t];
+    b.set_channel(static_cast<int>(t));
+    // have[i][k]: position i holds chunk k (reduced over its subtree on the way up; final on the way down).
+    std::vector<std::vector<OpId>> have(n, std::vector<OpId>(c));
+    for (int i = 0; i < n; ++i)
+      for (int k = 0; k < c; ++k) have[i][k] = cur[order[i]];
+    if (phase.up) {
+      std::vector<std::vector<OpId>> reduced(n, std::vector<OpId>(c));
+      for (int i = 0; i < n; ++i)
+        for (int k = 0; k < c; ++k) {
+          reduced[i][k] = b.node(order[i], fmt::format("t{}.up.k{}", t, k));
+          b.depend(have[i][k], reduced[i][k]);
+        }
+      // Children before parents (positions in decreasing order); each child's pieces land on
+      // operators of their own, so that one child's connection does not wait for the other's.
+      for (int i = n - 1; i >= 1; --i) {
+        const int p = tree_parent(phase, i);
+        for (int k = 0; k < c; ++k) {
+          const OpId arrival = b.node(order[p], fmt::format("t{}.up.from{}.k{}", t, order[i], k));
+          b.send(order[i], reduced[i][k], order[p], arrival, share / c);
+          b.depend(arrival, reduced[p][k]);
+        }
+      }
+      have = reduced;
+    }
+    if (phase.down) {
+      std::vector<std::vector<OpId>> got(n, std::vector<OpId>(c));
+      for (int k = 0; k < c; ++k) got[0][k] = have[0][k];
+      for (int i = 1; i < n; ++i)
+        for (int k = 0; k < c; ++k) {
+          got[i][k] = b.node(order[i], fmt::format("t{}.down.k{}", t, k));
+          b.depend(have[i][k], got[i][k]);
+        }
+      for (int i = 1; i < n; ++i)
+        for (int k = 0; k < c; ++k)
+          b.send(order[tree_parent(phase, i)], got[tree_parent(phase, i)][k], order[i], got[i][k], share / c);
+      have = got;
+    }
+    for (int i = 0; i < n; ++i)
+      for (int k = 0; k < c; ++k) ends[order[i]].push_back(have[i][k]);
+  }
+  b.set_channel(0);
+  for (std::size_t r = 0; r < cur.size(); ++r)
+    if (!ends[r].empty()) cur[r] = b.join(static_cast<int>(r), ends[r], end);
+}
+
+// An exchange phase: every message at once; a rank's next step waits for every message to it.
+void append_exchange(Builder& b, const ExchangePhase& phase, double bytes, std::vector<OpId>& cur,
+                     const std::string& name) {
+  std::vector<OpId> next = b.next_step(cur, name);
+  for (const auto& [from, to] : phase.messages) b.message(from, cur[from], to, next[to], bytes / phase.divisor, name);
+  cur = std::move(next);
+}
+
+}  // namespace
+
+std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& spec, const Cluster& cluster,
+                                    const std::string& name, std::span<const OpId> after) {
+  if (const std::string why = collective_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
+  if (!after.empty() && after.size() != spec.group.size())
+    throw std::invalid_argument(fmt::format("append_collective: `after` has {} entries for {} ranks", after.size(),
+                                            spec.group.size()));
+  const OpId first = static_cast<OpId>(out.graph.num_operators());
+  Builder b(out, spec, name);
+  std::vector<OpId> cur(spec.group.size());
+  for (int r = 0; r < b.ranks(); ++r) cur[r] = b.start(r, after);
+  for (const CollectivePhase& phase : collective_shape(spec, cluster)) {
+    if (const auto* ring = std::get_if<RingPhase>(&phase.shape))
+      append_ring(b, *ring, spec.bytes, cur, phase.name, phase.end_name());
+    else if (const auto* trees = std::get_if<TreePhase>(&phase.shape))
+      append_trees(b, *trees, spec.bytes, cur, phase.end_name());
+    else
+      append_exchange(b, std::get<ExchangePhase>(phase.shape), spec.bytes, cur, phase.name);
+  }
+  out.collectives.push_back({name, spec.op, spec.group, spec.bytes, first, static_cast<OpId>(out.graph.num_operators())});
+  return cur;
+}
+
+ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& cluster) {
+  ExecutionGraph g;
+  append_collective(g, spec, cluster, "c0");
+  g.graph.finalize(fmt::format("{} by {}", enum_name<CollectiveOp>(kCollectiveOpNames, spec.op),
+                               enum_name<CollectiveAlgorithm>(collective_algorithm_names(), spec.algorithm)));
+  return g;
+}
+
+}  // namespace placesim

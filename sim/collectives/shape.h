@@ -1,0 +1,83 @@
+#pragma once
+// A collective algorithm as data: the phases it runs over the ranks of its group, each of one of
+// three shapes. Every algorithm is described once (sim/collectives/algorithms.cpp), and every view
+// of a collective is computed from that description by shape, never by algorithm:
+//
+//   the message graph   append_collective (sim/collectives/message_graph.cpp)
+//   the lockstep steps  collective_steps (sim/collectives/collective_steps.cpp)
+//   the closed form     collective_closed_form, collective_affine_form, uniform_collective_time
+//                       (sim/collectives/closed_form.cpp)
+//
+// The shapes:
+//   ring      each ring's ranks pass a piece to their successor, `steps` times; chunk k of a step
+//             waits for chunk k of the step before only (pipelined). The phase ends per rank.
+//   tree      trees (run at once, each on its own channel) reduce toward the root (`up`) and/or
+//             broadcast from it (`down`), chunk by chunk: a chunk travels on before the next has
+//             arrived. Binary heap-ordered trees, or chains (`chain`: the parent of position i is
+//             i - 1).
+//   exchange  every pair sends its message at once; the phase ends for a rank when every chunk of
+//             every message to it has arrived.
+//
+// Sizes: a phase's pieces are a share of the collective's buffer `bytes`, kept as a divisor
+// (bytes / divisor) so that the views compute S / n in one rounding, as the formulas write it.
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace placesim {
+
+struct RingPhase {
+  std::vector<std::vector<int>> rings;  // ranks in ring order; rings of one rank send nothing
+  int steps = 0;
+  double divisor = 1;  // each step's piece: bytes / divisor
+};
+
+struct TreePhase {
+  std::vector<std::vector<int>> trees;  // ranks in tree order, [0] the root; all of one size
+  bool chain = false;                   // parent of position i: i - 1; else (i - 1) / 2
+  bool up = true, down = true;          // reduce to the root, then broadcast from it
+  double divisor = 1;                   // each tree's share: bytes / divisor
+};
+
+struct ExchangePhase {
+  std::vector<std::pair<int, int>> messages;  // (from, to) ranks, all at once
+  double divisor = 1;                         // each message: bytes / divisor
+};
+
+struct CollectivePhase {
+  std::string name;  // in operator names and the step view, e.g. "ring", "hd.s2", "l1-ar"
+  std::variant<RingPhase, TreePhase, ExchangePhase> shape;
+  // Ring and tree phases: the name of each rank's operator at which the phase ends ("" for
+  // name + ".done"); an algorithm of one phase names it "done".
+  std::string end = "";
+  std::string end_name() const { return end.empty() ? name + ".done" : end; }
+};
+
+using CollectiveShape = std::vector<CollectivePhase>;
+
+// The parent of tree position i (i >= 1).
+inline int tree_parent(const TreePhase& tree, int i) { return tree.chain ? i - 1 : (i - 1) / 2; }
+
+// Calls visit(from, to) for every ordered pair of ranks the phase sends between: the pairs whose
+// latency and bandwidth price it.
+template <class Visit>
+void for_each_pair(const CollectivePhase& phase, const Visit& visit) {
+  if (const auto* ring = std::get_if<RingPhase>(&phase.shape)) {
+    for (const auto& order : ring->rings)
+      if (order.size() > 1)
+        for (std::size_t j = 0; j < order.size(); ++j) visit(order[j], order[(j + 1) % order.size()]);
+  } else if (const auto* tree = std::get_if<TreePhase>(&phase.shape)) {
+    for (const auto& order : tree->trees)
+      for (int i = 1; i < static_cast<int>(order.size()); ++i) {
+        const int child = order[static_cast<std::size_t>(i)];
+        const int parent = order[static_cast<std::size_t>(tree_parent(*tree, i))];
+        if (tree->up) visit(child, parent);
+        if (tree->down) visit(parent, child);
+      }
+  } else {
+    for (const auto& [from, to] : std::get<ExchangePhase>(phase.shape).messages) visit(from, to);
+  }
+}
+
+}  // namespace placesim
