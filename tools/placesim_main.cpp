@@ -552,149 +552,235 @@ std::string engine_choices(bool with_estimate) {
   return join_choices(std::vector<std::string_view>(names.begin(), names.end()));
 }
 
+// Every subcommand's arguments and its command, filled by the add_* functions below, read by run_command.
+struct Cli {
+  RunArgs run_args;
+  CLI::App* run = nullptr;
+  std::string merge_dir;
+  CLI::App* merge = nullptr;
+  SimulateArgs sim_args;
+  CLI::App* sim = nullptr;
+  std::string info_path, info_format = "auto";
+  CLI::App* info = nullptr;
+  std::string conv_in, conv_out, conv_format = "auto";
+  bool conv_wcc = false;
+  CLI::App* convert = nullptr;
+  GenerateArgs gen;
+  CLI::App* generate = nullptr;
+  ImportArgs imp;
+  CLI::App* import = nullptr;
+  bool strategies_json = false;
+  CLI::App* strategies = nullptr;
+  std::string topo_path, topo_dot;
+  CLI::App* topo_info = nullptr;
+  bool types_json = false;
+  CLI::App* topo_types = nullptr;
+  ReportOptions report_opts;
+  PivotSpec pivot;
+  bool report_no_plots = false;
+  std::string report_summary;
+  CLI::App* report = nullptr;
+  ReproduceArgs repro;
+  CLI::App* reproduce = nullptr;
+  CollectiveArgs collective_args;
+  CLI::App* collective = nullptr;
+  PlanArgs plan_args;
+  CLI::App* plan = nullptr;
+};
+
+// `run` and `merge`.
+void add_run_commands(CLI::App& app, Cli& cli) {
+  cli.run = app.add_subcommand("run", "run a scenario file (every point of its sweep): each strategy places the graph, then it is simulated");
+  cli.run->add_option("scenario", cli.run_args.scenario, "scenario YAML file")->required()->check(CLI::ExistingFile);
+  cli.run->add_option("-o,--output", cli.run_args.output, "output folder (default: the scenario's `output`)");
+  cli.run->add_option("--engine", cli.run_args.engine, engine_choices(true) + " (default: the scenario's)")
+      ->check(one_of(engine_names(true)));
+  cli.run->add_option("-j,--jobs", cli.run_args.jobs, "points run at a time, each in a worker process of its own")->check(whole_number(1, 1024));
+  cli.run->add_option("--max-points", cli.run_args.max_points,
+                  fmt::format("refuse a scenario of more points than this (they are all planned in memory; default {})",
+                              kDefaultMaxPoints))
+      ->check(whole_number(1));
+  cli.run->add_flag("--resume", cli.run_args.resume, "skip the points already in the output folder's results.jsonl");
+  cli.run->add_flag("--mpi", cli.run_args.mpi, "under mpirun: rank r runs the points with index % ranks == r, rank 0 merges the shards");
+  // Test hooks, hidden from --help (empty group).
+  cli.run->add_option("--debug-abort-point", cli.run_args.debug_abort_point, "the worker of this point index calls abort()")
+      ->check(whole_number(0))
+      ->group("");
+  cli.run->add_option("--debug-stop-after", cli.run_args.debug_stop_after, "SIGKILL the runner after this many points are recorded")
+      ->check(whole_number(0))
+      ->group("");
+
+  cli.merge = app.add_subcommand("merge", "join the MPI shards results.rank<r>.jsonl of a results folder into results.jsonl");
+  cli.merge->add_option("folder", cli.merge_dir, "results folder")->required()->check(CLI::ExistingDirectory);
+
+}
+
+void add_simulate_command(CLI::App& app, Cli& cli) {
+  cli.sim = app.add_subcommand("simulate", "simulate one given placement of a graph on a cluster");
+  cli.sim->add_option("--graph", cli.sim_args.graph_path, "graph file")->check(CLI::ExistingFile);
+  cli.sim->add_option("--placement", cli.sim_args.placement_path, "placement JSON file")->check(CLI::ExistingFile);
+  cli.sim->add_option("--cluster", cli.sim_args.cluster_path, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
+  cli.sim->add_option("--format", cli.sim_args.format, "graph format: auto, quickp, msr, placesim");
+  cli.sim->add_option("--engine", cli.sim_args.engine, engine_choices(false))->check(one_of(engine_names(false)));
+  cli.sim->add_option("--trace", cli.sim_args.trace, "write a Chrome trace (open in Perfetto)");
+  cli.sim->add_option("--chakra", cli.sim_args.chakra, "write Chakra execution traces of the iteration, one per GPU (<graph>.<rank>.et), into this directory");
+  auto* replay = cli.sim->add_option("--replay", cli.sim_args.replay,
+                                 "simulate the graph and placement of a directory of Chakra traces (instead of --graph, "
+                                 "--placement); their collectives run as placesim's on --cluster")
+                     ->check(CLI::ExistingDirectory);
+  cli.sim->add_option("--prefix", cli.sim_args.replay_prefix, "--replay: the traces' <prefix> when the directory holds several runs")
+      ->needs(replay);
+
+}
+
+// `graph info`, `convert`, `generate`, `import`.
+void add_graph_commands(CLI::App& app, Cli& cli) {
+  auto* graph = app.add_subcommand("graph", "inspect and convert graphs");
+  graph->require_subcommand(1);
+  cli.info = graph->add_subcommand("info", "operator and edge counts, total compute and bytes, critical path, parallelism");
+  cli.info->add_option("file", cli.info_path, "graph file")->required()->check(CLI::ExistingFile);
+  cli.info->add_option("--format", cli.info_format, "auto, quickp, msr, placesim");
+  cli.convert = graph->add_subcommand("convert", "write a graph in placesim's own JSON format");
+  cli.convert->add_option("input", cli.conv_in, "graph file")->required()->check(CLI::ExistingFile);
+  cli.convert->add_option("output", cli.conv_out, "placesim JSON file to write")->required();
+  cli.convert->add_option("--format", cli.conv_format, "input format: auto, quickp, msr, placesim");
+  cli.convert->add_flag("--largest-component", cli.conv_wcc, "keep only the largest weakly connected component");
+
+  cli.generate = graph->add_subcommand("generate", "write a model-zoo graph (" + models::zoo_model_names() + ") as placesim JSON");
+  cli.generate->add_option("model", cli.gen.model, "zoo model")->required();
+  cli.generate->add_option("-o,--output", cli.gen.output, "placesim JSON file to write")->required();
+  cli.generate->add_option("--batch", cli.gen.batch, "batch size (default: the model's)")->check(whole_number(1));
+  cli.generate->add_option("--seq", cli.gen.seq, "sequence length")->check(whole_number(1));
+  cli.generate->add_option("--layers", cli.gen.layers, "layers (transformer blocks, LSTM layers per stack)")->check(whole_number(1));
+  cli.generate->add_option("--heads", cli.gen.heads, "attention heads")->check(whole_number(1));
+  cli.generate->add_option("--hidden", cli.gen.hidden, "model width")->check(whole_number(1));
+  cli.generate->add_option("--ffn", cli.gen.ffn, "feed-forward width")->check(whole_number(1));
+  cli.generate->add_option("--vocab", cli.gen.vocab, "vocabulary size")->check(whole_number(1));
+  cli.generate->add_option("--image", cli.gen.image, "image height and width")->check(whole_number(1));
+  cli.generate->add_option("--classes", cli.gen.classes, "classes")->check(whole_number(1));
+  cli.generate->add_option("--style", cli.gen.style, "tensorflow (Keras, unfused) or fused (one kernel per layer)");
+  cli.generate->add_option("--optimizer", cli.gen.optimizer, "adam or sgd");
+  cli.generate->add_option("--gpu", cli.gen.gpu,
+                       "GPU preset (" + models::gpu_preset_names() + ") or a mapping '{flops: 30TFLOP/s, memory_bandwidth: 1TB/s}'");
+  cli.generate->add_option("--efficiency", cli.gen.efficiency, "achieved fraction of the GPU's peaks (default: the preset's)")
+      ->check(number_in({0, 1, /*min_open=*/true, /*max_open=*/false}));
+
+  cli.import = graph->add_subcommand("import", "write an ONNX model's training graph as placesim JSON (tools/export_onnx.py "
+                                                 "exports PyTorch models)");
+  cli.import->add_option("model", cli.imp.input, "the .onnx file")->required()->check(CLI::ExistingFile);
+  cli.import->add_option("-o,--output", cli.imp.output, "placesim JSON file to write")->required();
+  for (const auto& doc : models::onnx_import_schema().docs()) {
+    if (doc.key == "onnx") continue;
+    std::string* target = &cli.imp.options[doc.key];  // std::map: the reference stays valid for CLI11
+    std::string help = fmt::format("{} (default {})", doc.help, doc.default_text);
+    if (!doc.choices.empty()) help += fmt::format(": {}", fmt::join(doc.choices, ", "));
+    cli.import->add_option("--" + doc.key, *target, help);
+  }
+
+}
+
+// `strategies`, `topology info`, `topology types`.
+void add_listing_commands(CLI::App& app, Cli& cli) {
+  cli.strategies = app.add_subcommand("strategies", "list the registered placement strategies and planners with their options");
+  cli.strategies->add_flag("--json", cli.strategies_json, "as JSON: name, description, options (key, kind, default, help, choices, example)");
+
+  auto* topology = app.add_subcommand("topology", "inspect cluster topologies");
+  topology->require_subcommand(1);
+  cli.topo_info = topology->add_subcommand("info", "GPU count, bandwidth levels between GPU pairs, bisection, oversubscription");
+  cli.topo_info->add_option("file", cli.topo_path, "scenario or cluster YAML file")->required()->check(CLI::ExistingFile);
+  cli.topo_info->add_option("--dot", cli.topo_dot, "also write a Graphviz drawing of the topology to this file");
+  cli.topo_types = topology->add_subcommand("types", "list the cluster types and their keys");
+  cli.topo_types->add_flag("--json", cli.types_json, "as JSON: type, aliases, description, options");
+
+}
+
+// `report` and `reproduce`.
+void add_report_commands(CLI::App& app, Cli& cli) {
+  cli.report = app.add_subcommand("report", "comparison table and plots (PNG, SVG) of what `placesim run` wrote");
+  cli.report->add_option("results", cli.report_opts.results, "results folder, results.jsonl or results.json")->required()->check(CLI::ExistingPath);
+  cli.report->add_option("-o,--output", cli.report_opts.output, "folder for the table and plots (default: <results>/report)");
+  cli.report->add_flag("--no-plots", cli.report_no_plots, "tables only (no python3-matplotlib needed)");
+  cli.report->add_option("--gantt-strategy", cli.report_opts.gantt_strategy, "draw this strategy's timeline (default: the fastest)");
+  cli.report->add_option("--rows", cli.pivot.rows, "also print a cli.pivot table: row fields (graph, strategy, gpus or a swept key)")->delimiter(',');
+  cli.report->add_option("--columns", cli.pivot.columns, "cli.pivot column fields")->delimiter(',');
+  cli.report->add_option("--value", cli.pivot.value, "cli.pivot value: latency, search_time, evaluator_latency, simgrid_latency, peak_memory or a strategy report key");
+  cli.report->add_option("--summary", cli.report_summary, "also a per-strategy summary: robustness (report/robustness.md)");
+
+  cli.reproduce = app.add_subcommand(
+      "reproduce", "run a paper reproduction of scenarios/papers/ (or a family of them) end to end: its sweep, tables and plots");
+  cli.reproduce->add_option("name", cli.repro.name,
+                        "reproduction name (see --list), or a family: a name with no file of its own that prefixes "
+                        "several (nest: nest-experiment1, nest-experiment1-contention, ...) runs each of them in turn");
+  cli.reproduce->add_flag("--list", cli.repro.list, "list the reproductions and their families");
+  cli.reproduce->add_option("-j,--jobs", cli.repro.jobs, "points run at a time (default 2)")->check(whole_number(1, 1024));
+  cli.reproduce->add_option("-o,--output", cli.repro.output,
+                        "output folder (default: the scenario's `output`); for a family, one subfolder per reproduction");
+  cli.reproduce->add_option("--max-points", cli.repro.max_points,
+                        fmt::format("refuse a reproduction of more points than this (default {})", kDefaultMaxPoints))
+      ->check(whole_number(1));
+  cli.reproduce->add_flag("--fresh", cli.repro.fresh, "start over instead of keeping the points a previous run finished");
+  cli.reproduce->add_flag("--no-plots", cli.repro.no_plots, "tables only");
+
+}
+
+// Runs the command the parse chose.
+int run_command(Cli& cli) {
+  if (*cli.run) return cmd_run(cli.run_args);
+  if (*cli.merge) {
+    const std::size_t n = merge_result_shards(cli.merge_dir, std::nullopt);
+    std::cout << fmt::format("merged {} point{} into {}/results.jsonl (and results.json, results.csv)\n", n, n == 1 ? "" : "s",
+                             cli.merge_dir);
+    return 0;
+  }
+  if (*cli.sim) return cmd_simulate(cli.sim_args);
+  if (*cli.info) {
+    const LoadResult loaded = load_command_graph(cli.info_path, cli.info_format);
+    std::cout << "graph: " << cli.info_path << " (" << graph_format_name(loaded.format) << " format)\n"
+              << format_stats(compute_stats(loaded.graph));
+    return 0;
+  }
+  if (*cli.generate) return cmd_generate(cli.gen);
+  if (*cli.import) return cmd_import(cli.imp);
+  if (*cli.convert) {
+    LoadResult loaded = load_command_graph(cli.conv_in, cli.conv_format);
+    const Graph g = cli.conv_wcc ? largest_weakly_connected_component(loaded.graph) : std::move(loaded.graph);
+    save_placesim_json(g, cli.conv_out);
+    std::cout << fmt::format("wrote {} ({} operator{}, {} tensor{})\n", cli.conv_out, g.num_operators(),
+                             g.num_operators() == 1 ? "" : "s", g.num_tensors(), g.num_tensors() == 1 ? "" : "s");
+    return 0;
+  }
+  if (*cli.strategies) return cmd_strategies(cli.strategies_json);
+  if (*cli.reproduce) return cmd_reproduce(cli.repro);
+  if (*cli.report) {
+    cli.report_opts.plots = !cli.report_no_plots;
+    if (cli.pivot.rows.empty() && (cli.report->count("--columns") || cli.report->count("--value")))
+      throw InputError("command line", "--rows", "expected with --columns and --value: the pivot's row fields");
+    if (!cli.pivot.rows.empty()) cli.report_opts.pivots.push_back(cli.pivot);
+    if (!cli.report_summary.empty())
+      cli.report_opts.summary = enum_parse<ReportSummary>(kReportSummaryNames, cli.report_summary, "command line", "--summary");
+    return report_exit_code(run_report(cli.report_opts, std::cout, std::cerr));
+  }
+  if (*cli.collective) return cmd_collective(cli.collective_args);
+  if (*cli.plan) return cmd_plan(cli.plan_args);
+  if (*cli.topo_info) return cmd_topology_info(cli.topo_path, cli.topo_dot);
+  if (*cli.topo_types) return cmd_topology_types(cli.types_json);
+  return kExitOk;
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"placesim: a discrete-event cluster simulator for device placement of DNN training", "placesim"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "placesim " PLACESIM_VERSION, "print the version and exit");
   app.footer(kExitCodesHelp);
-
-  RunArgs run_args;
-  auto* run = app.add_subcommand("run", "run a scenario file (every point of its sweep): each strategy places the graph, then it is simulated");
-  run->add_option("scenario", run_args.scenario, "scenario YAML file")->required()->check(CLI::ExistingFile);
-  run->add_option("-o,--output", run_args.output, "output folder (default: the scenario's `output`)");
-  run->add_option("--engine", run_args.engine, engine_choices(true) + " (default: the scenario's)")
-      ->check(one_of(engine_names(true)));
-  run->add_option("-j,--jobs", run_args.jobs, "points run at a time, each in a worker process of its own")->check(whole_number(1, 1024));
-  run->add_option("--max-points", run_args.max_points,
-                  fmt::format("refuse a scenario of more points than this (they are all planned in memory; default {})",
-                              kDefaultMaxPoints))
-      ->check(whole_number(1));
-  run->add_flag("--resume", run_args.resume, "skip the points already in the output folder's results.jsonl");
-  run->add_flag("--mpi", run_args.mpi, "under mpirun: rank r runs the points with index % ranks == r, rank 0 merges the shards");
-  // Test hooks, hidden from --help (empty group).
-  run->add_option("--debug-abort-point", run_args.debug_abort_point, "the worker of this point index calls abort()")
-      ->check(whole_number(0))
-      ->group("");
-  run->add_option("--debug-stop-after", run_args.debug_stop_after, "SIGKILL the runner after this many points are recorded")
-      ->check(whole_number(0))
-      ->group("");
-
-  std::string merge_dir;
-  auto* merge = app.add_subcommand("merge", "join the MPI shards results.rank<r>.jsonl of a results folder into results.jsonl");
-  merge->add_option("folder", merge_dir, "results folder")->required()->check(CLI::ExistingDirectory);
-
-  SimulateArgs sim_args;
-  auto* sim = app.add_subcommand("simulate", "simulate one given placement of a graph on a cluster");
-  sim->add_option("--graph", sim_args.graph_path, "graph file")->check(CLI::ExistingFile);
-  sim->add_option("--placement", sim_args.placement_path, "placement JSON file")->check(CLI::ExistingFile);
-  sim->add_option("--cluster", sim_args.cluster_path, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
-  sim->add_option("--format", sim_args.format, "graph format: auto, quickp, msr, placesim");
-  sim->add_option("--engine", sim_args.engine, engine_choices(false))->check(one_of(engine_names(false)));
-  sim->add_option("--trace", sim_args.trace, "write a Chrome trace (open in Perfetto)");
-  sim->add_option("--chakra", sim_args.chakra, "write Chakra execution traces of the iteration, one per GPU (<graph>.<rank>.et), into this directory");
-  auto* replay = sim->add_option("--replay", sim_args.replay,
-                                 "simulate the graph and placement of a directory of Chakra traces (instead of --graph, "
-                                 "--placement); their collectives run as placesim's on --cluster")
-                     ->check(CLI::ExistingDirectory);
-  sim->add_option("--prefix", sim_args.replay_prefix, "--replay: the traces' <prefix> when the directory holds several runs")
-      ->needs(replay);
-
-  auto* graph = app.add_subcommand("graph", "inspect and convert graphs");
-  graph->require_subcommand(1);
-  std::string info_path, info_format = "auto";
-  auto* info = graph->add_subcommand("info", "operator and edge counts, total compute and bytes, critical path, parallelism");
-  info->add_option("file", info_path, "graph file")->required()->check(CLI::ExistingFile);
-  info->add_option("--format", info_format, "auto, quickp, msr, placesim");
-  std::string conv_in, conv_out, conv_format = "auto";
-  bool conv_wcc = false;
-  auto* convert = graph->add_subcommand("convert", "write a graph in placesim's own JSON format");
-  convert->add_option("input", conv_in, "graph file")->required()->check(CLI::ExistingFile);
-  convert->add_option("output", conv_out, "placesim JSON file to write")->required();
-  convert->add_option("--format", conv_format, "input format: auto, quickp, msr, placesim");
-  convert->add_flag("--largest-component", conv_wcc, "keep only the largest weakly connected component");
-
-  GenerateArgs gen;
-  auto* generate = graph->add_subcommand("generate", "write a model-zoo graph (" + models::zoo_model_names() + ") as placesim JSON");
-  generate->add_option("model", gen.model, "zoo model")->required();
-  generate->add_option("-o,--output", gen.output, "placesim JSON file to write")->required();
-  generate->add_option("--batch", gen.batch, "batch size (default: the model's)")->check(whole_number(1));
-  generate->add_option("--seq", gen.seq, "sequence length")->check(whole_number(1));
-  generate->add_option("--layers", gen.layers, "layers (transformer blocks, LSTM layers per stack)")->check(whole_number(1));
-  generate->add_option("--heads", gen.heads, "attention heads")->check(whole_number(1));
-  generate->add_option("--hidden", gen.hidden, "model width")->check(whole_number(1));
-  generate->add_option("--ffn", gen.ffn, "feed-forward width")->check(whole_number(1));
-  generate->add_option("--vocab", gen.vocab, "vocabulary size")->check(whole_number(1));
-  generate->add_option("--image", gen.image, "image height and width")->check(whole_number(1));
-  generate->add_option("--classes", gen.classes, "classes")->check(whole_number(1));
-  generate->add_option("--style", gen.style, "tensorflow (Keras, unfused) or fused (one kernel per layer)");
-  generate->add_option("--optimizer", gen.optimizer, "adam or sgd");
-  generate->add_option("--gpu", gen.gpu,
-                       "GPU preset (" + models::gpu_preset_names() + ") or a mapping '{flops: 30TFLOP/s, memory_bandwidth: 1TB/s}'");
-  generate->add_option("--efficiency", gen.efficiency, "achieved fraction of the GPU's peaks (default: the preset's)")
-      ->check(number_in({0, 1, /*min_open=*/true, /*max_open=*/false}));
-
-  ImportArgs imp;
-  auto* import = graph->add_subcommand("import", "write an ONNX model's training graph as placesim JSON (tools/export_onnx.py "
-                                                 "exports PyTorch models)");
-  import->add_option("model", imp.input, "the .onnx file")->required()->check(CLI::ExistingFile);
-  import->add_option("-o,--output", imp.output, "placesim JSON file to write")->required();
-  for (const auto& doc : models::onnx_import_schema().docs()) {
-    if (doc.key == "onnx") continue;
-    std::string* target = &imp.options[doc.key];  // std::map: the reference stays valid for CLI11
-    std::string help = fmt::format("{} (default {})", doc.help, doc.default_text);
-    if (!doc.choices.empty()) help += fmt::format(": {}", fmt::join(doc.choices, ", "));
-    import->add_option("--" + doc.key, *target, help);
-  }
-
-  auto* strategies = app.add_subcommand("strategies", "list the registered placement strategies and planners with their options");
-  bool strategies_json = false;
-  strategies->add_flag("--json", strategies_json, "as JSON: name, description, options (key, kind, default, help, choices, example)");
-
-  auto* topology = app.add_subcommand("topology", "inspect cluster topologies");
-  topology->require_subcommand(1);
-  std::string topo_path, topo_dot;
-  auto* topo_info = topology->add_subcommand("info", "GPU count, bandwidth levels between GPU pairs, bisection, oversubscription");
-  topo_info->add_option("file", topo_path, "scenario or cluster YAML file")->required()->check(CLI::ExistingFile);
-  topo_info->add_option("--dot", topo_dot, "also write a Graphviz drawing of the topology to this file");
-  bool types_json = false;
-  auto* topo_types = topology->add_subcommand("types", "list the cluster types and their keys");
-  topo_types->add_flag("--json", types_json, "as JSON: type, aliases, description, options");
-
-  ReportOptions report_opts;
-  PivotSpec pivot;
-  bool report_no_plots = false;
-  std::string report_summary;
-  auto* report = app.add_subcommand("report", "comparison table and plots (PNG, SVG) of what `placesim run` wrote");
-  report->add_option("results", report_opts.results, "results folder, results.jsonl or results.json")->required()->check(CLI::ExistingPath);
-  report->add_option("-o,--output", report_opts.output, "folder for the table and plots (default: <results>/report)");
-  report->add_flag("--no-plots", report_no_plots, "tables only (no python3-matplotlib needed)");
-  report->add_option("--gantt-strategy", report_opts.gantt_strategy, "draw this strategy's timeline (default: the fastest)");
-  report->add_option("--rows", pivot.rows, "also print a pivot table: row fields (graph, strategy, gpus or a swept key)")->delimiter(',');
-  report->add_option("--columns", pivot.columns, "pivot column fields")->delimiter(',');
-  report->add_option("--value", pivot.value, "pivot value: latency, search_time, evaluator_latency, simgrid_latency, peak_memory or a strategy report key");
-  report->add_option("--summary", report_summary, "also a per-strategy summary: robustness (report/robustness.md)");
+  Cli cli;
+  add_run_commands(app, cli);
+  add_simulate_command(app, cli);
+  add_graph_commands(app, cli);
+  add_listing_commands(app, cli);
+  add_report_commands(app, cli);
   add_placeto_commands(app);
-
-  ReproduceArgs repro;
-  auto* reproduce = app.add_subcommand(
-      "reproduce", "run a paper reproduction of scenarios/papers/ (or a family of them) end to end: its sweep, tables and plots");
-  reproduce->add_option("name", repro.name,
-                        "reproduction name (see --list), or a family: a name with no file of its own that prefixes "
-                        "several (nest: nest-experiment1, nest-experiment1-contention, ...) runs each of them in turn");
-  reproduce->add_flag("--list", repro.list, "list the reproductions and their families");
-  reproduce->add_option("-j,--jobs", repro.jobs, "points run at a time (default 2)")->check(whole_number(1, 1024));
-  reproduce->add_option("-o,--output", repro.output,
-                        "output folder (default: the scenario's `output`); for a family, one subfolder per reproduction");
-  reproduce->add_option("--max-points", repro.max_points,
-                        fmt::format("refuse a reproduction of more points than this (default {})", kDefaultMaxPoints))
-      ->check(whole_number(1));
-  reproduce->add_flag("--fresh", repro.fresh, "start over instead of keeping the points a previous run finished");
-  reproduce->add_flag("--no-plots", repro.no_plots, "tables only");
-
-  CollectiveArgs collective_args;
-  auto* collective = add_collective_command(app, collective_args);
-  PlanArgs plan_args;
-  auto* plan = add_plan_command(app, plan_args);
+  cli.collective = add_collective_command(app, cli.collective_args);
+  cli.plan = add_plan_command(app, cli.plan_args);
 
   try {
     if (const CLI::App* incomplete = check_command_words(app, argc, argv)) {
@@ -719,45 +805,7 @@ int main(int argc, char** argv) {
     return kExitFailed;
   }
   try {
-    if (*run) return cmd_run(run_args);
-    if (*merge) {
-      const std::size_t n = merge_result_shards(merge_dir, std::nullopt);
-      std::cout << fmt::format("merged {} point{} into {}/results.jsonl (and results.json, results.csv)\n", n, n == 1 ? "" : "s",
-                               merge_dir);
-      return 0;
-    }
-    if (*sim) return cmd_simulate(sim_args);
-    if (*info) {
-      const LoadResult loaded = load_command_graph(info_path, info_format);
-      std::cout << "graph: " << info_path << " (" << graph_format_name(loaded.format) << " format)\n"
-                << format_stats(compute_stats(loaded.graph));
-      return 0;
-    }
-    if (*generate) return cmd_generate(gen);
-    if (*import) return cmd_import(imp);
-    if (*convert) {
-      LoadResult loaded = load_command_graph(conv_in, conv_format);
-      const Graph g = conv_wcc ? largest_weakly_connected_component(loaded.graph) : std::move(loaded.graph);
-      save_placesim_json(g, conv_out);
-      std::cout << fmt::format("wrote {} ({} operator{}, {} tensor{})\n", conv_out, g.num_operators(),
-                               g.num_operators() == 1 ? "" : "s", g.num_tensors(), g.num_tensors() == 1 ? "" : "s");
-      return 0;
-    }
-    if (*strategies) return cmd_strategies(strategies_json);
-    if (*reproduce) return cmd_reproduce(repro);
-    if (*report) {
-      report_opts.plots = !report_no_plots;
-      if (pivot.rows.empty() && (report->count("--columns") || report->count("--value")))
-        throw InputError("command line", "--rows", "expected with --columns and --value: the pivot's row fields");
-      if (!pivot.rows.empty()) report_opts.pivots.push_back(pivot);
-      if (!report_summary.empty())
-        report_opts.summary = enum_parse<ReportSummary>(kReportSummaryNames, report_summary, "command line", "--summary");
-      return report_exit_code(run_report(report_opts, std::cout, std::cerr));
-    }
-    if (*collective) return cmd_collective(collective_args);
-    if (*plan) return cmd_plan(plan_args);
-    if (*topo_info) return cmd_topology_info(topo_path, topo_dot);
-    if (*topo_types) return cmd_topology_types(types_json);
+    return run_command(cli);
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitBadInput;
@@ -768,5 +816,4 @@ int main(int argc, char** argv) {
     std::cerr << "placesim: internal error: " << e.what() << "\n";
     return kExitFailed;
   }
-  return kExitOk;
 }

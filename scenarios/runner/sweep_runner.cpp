@@ -172,6 +172,81 @@ std::string prefix_of(const SweepOptions& options) {
   return options.ranks > 1 ? fmt::format("rank {}: ", options.rank) : std::string();
 }
 
+// What is already done: this process's file, and with MPI also the merged file of earlier runs
+// (--resume); without --resume the files are removed.
+std::vector<PointRecord> earlier_records(const std::string& results_file, const std::string& merged,
+                                         const SweepOptions& options, std::ostream& log) {
+  const int ranks = std::max(1, options.ranks);
+  std::vector<PointRecord> records;
+  if (!options.resume) {
+    std::error_code ec;
+    fs::remove(results_file, ec);
+    if (ranks > 1 && options.rank == 0) fs::remove(merged, ec);
+    return records;
+  }
+  if (const auto warning = repair_last_line(results_file)) log << prefix_of(options) << "warning: " << *warning << "\n";
+  records = read_result_lines(results_file);
+  if (ranks > 1) {
+    std::vector<std::string> warnings;
+    for (PointRecord& r : read_result_lines(merged, &warnings)) records.push_back(std::move(r));
+    for (const auto& w : warnings) log << prefix_of(options) << "warning: " << w << "\n";
+  }
+  return records;
+}
+
+// Appends each finished point's record to the results file, counts it, and rewrites the
+// aggregates every 2 s. The first file that could not be written is kept: no point starts after
+// it, and the run ends with it once the running points are in (their records may still fit).
+class PointRecorder {
+ public:
+  PointRecorder(SweepSummary& summary, std::vector<PointRecord> earlier, Progress& progress, const SweepOptions& options,
+                std::string dir)
+      : records(std::move(earlier)), summary_(summary), progress_(progress), options_(options), dir_(std::move(dir)) {}
+
+  void record(PointRecord record, bool ran) {
+    try {
+      if (!output_error) append_record(summary_.results_file, record);
+    } catch (const OutputError& e) {
+      output_error = e;
+    }
+    if (output_error) {
+      if (ran) progress_.stopped();
+      return;
+    }
+    switch (record.status) {
+      case PointStatus::Ok: ++summary_.ok; break;
+      case PointStatus::Oom: ++summary_.oom; break;
+      case PointStatus::Infeasible: ++summary_.infeasible; break;
+      case PointStatus::Failed: ++summary_.failed; break;
+    }
+    progress_.finished(record, ran);
+    records.push_back(std::move(record));
+    ++appended_;
+    if (options_.debug_stop_after >= 0 && static_cast<long>(appended_) >= options_.debug_stop_after) ::raise(SIGKILL);
+    // The aggregates are for reading along; results.jsonl is the record. Rewriting them after every
+    // point would be quadratic in a long sweep.
+    if (std::max(1, options_.ranks) == 1 && std::chrono::steady_clock::now() - last_aggregate_ > std::chrono::seconds(2)) {
+      try {
+        write_aggregates(dir_, records);
+      } catch (const OutputError& e) {
+        output_error = e;
+      }
+      last_aggregate_ = std::chrono::steady_clock::now();
+    }
+  }
+
+  std::vector<PointRecord> records;  // earlier ones and this run's
+  std::optional<OutputError> output_error;
+
+ private:
+  SweepSummary& summary_;
+  Progress& progress_;
+  const SweepOptions& options_;
+  std::string dir_;
+  std::size_t appended_ = 0;
+  std::chrono::steady_clock::time_point last_aggregate_ = std::chrono::steady_clock::now();
+};
+
 }  // namespace
 
 SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::ostream& log) {
@@ -184,23 +259,9 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   summary.results_file = (dir / results_file_name(options.rank, ranks)).string();
   const std::string merged = (dir / "results.jsonl").string();
 
-  // What is already done: this process's file, and with MPI also the merged file of earlier runs.
+  std::vector<PointRecord> records = earlier_records(summary.results_file, merged, options, log);
   std::set<std::string> done;
-  std::vector<PointRecord> records;
-  if (options.resume) {
-    if (const auto warning = repair_last_line(summary.results_file))
-      log << prefix_of(options) << "warning: " << *warning << "\n";
-    records = read_result_lines(summary.results_file);
-    if (ranks > 1) {
-      std::vector<std::string> warnings;
-      for (PointRecord& r : read_result_lines(merged, &warnings)) records.push_back(std::move(r));
-      for (const auto& w : warnings) log << prefix_of(options) << "warning: " << w << "\n";
-    }
-    for (const PointRecord& r : records) done.insert(r.key);
-  } else {
-    fs::remove(summary.results_file, ec);
-    if (ranks > 1 && options.rank == 0) fs::remove(merged, ec);
-  }
+  for (const PointRecord& r : records) done.insert(r.key);
 
   std::vector<std::size_t> todo;
   for (const SweepPoint& p : plan.points) {
@@ -245,42 +306,9 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   };
 
   Progress progress(log, todo.size(), options.progress, prefix);
-  std::size_t appended = 0;
-  auto last_aggregate = std::chrono::steady_clock::now();
-  // The first file that could not be written: no point starts after it, and the run ends with it
-  // once the running points are in (their records may still fit).
-  std::optional<OutputError> output_error;
-  auto record_point = [&](PointRecord record, bool ran) {
-    try {
-      if (!output_error) append_record(summary.results_file, record);
-    } catch (const OutputError& e) {
-      output_error = e;
-    }
-    if (output_error) {
-      if (ran) progress.stopped();
-      return;
-    }
-    switch (record.status) {
-      case PointStatus::Ok: ++summary.ok; break;
-      case PointStatus::Oom: ++summary.oom; break;
-      case PointStatus::Infeasible: ++summary.infeasible; break;
-      case PointStatus::Failed: ++summary.failed; break;
-    }
-    progress.finished(record, ran);
-    records.push_back(std::move(record));
-    ++appended;
-    if (options.debug_stop_after >= 0 && static_cast<long>(appended) >= options.debug_stop_after) ::raise(SIGKILL);
-    // The aggregates are for reading along; results.jsonl is the record. Rewriting them after every
-    // point would be quadratic in a long sweep.
-    if (ranks == 1 && std::chrono::steady_clock::now() - last_aggregate > std::chrono::seconds(2)) {
-      try {
-        write_aggregates(dir.string(), records);
-      } catch (const OutputError& e) {
-        output_error = e;
-      }
-      last_aggregate = std::chrono::steady_clock::now();
-    }
-  };
+  PointRecorder recorder(summary, std::move(records), progress, options, dir.string());
+  auto record_point = [&](PointRecord record, bool ran) { recorder.record(std::move(record), ran); };
+  std::optional<OutputError>& output_error = recorder.output_error;
 
   const std::string out_dir = dir.string();
   // A point whose graph cannot be loaded fails without a worker.
@@ -328,7 +356,7 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   }, hooks);
   progress.close();
   if (output_error) throw *output_error;
-  if (ranks == 1) write_aggregates(dir.string(), std::move(records));
+  if (ranks == 1) write_aggregates(dir.string(), std::move(recorder.records));
   return summary;
 }
 

@@ -347,17 +347,27 @@ void FlowEngine::heap_remove(std::int32_t s) {
 
 // --- the event loop ------------------------------------------------------------------------------
 
+namespace {
+bool event_later(const auto& a, const auto& b) { return a.time > b.time; }
+}  // namespace
+
+void FlowEngine::push_event(Event event) {
+  events_.push_back(event);
+  std::push_heap(events_.begin(), events_.end(), event_later<Event, Event>);
+}
+
 template <GpuQueue M>
-double FlowEngine::run(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>* order,
-                       Schedule* out, double cutoff) {
-  const auto n = static_cast<std::int32_t>(graph_.num_operators());
+void FlowEngine::reset_run(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>* order,
+                           Schedule* out) {
   const int num_devices = cluster_.num_devices();
-  const auto tensors = graph_.tensors();
+  placement_ = placement;
+  order_ = order;
+  out_ = out;
   solves_ = 0;
   solved_classes_ = 0;
+  makespan_ = 0;
+  finished_ = 0;
   prepare_flows(placement);
-
-  auto later = [](const Event& a, const Event& b) { return a.time > b.time; };
   events_.clear();
   heap_.clear();
   dirty_links_.clear();
@@ -376,157 +386,170 @@ double FlowEngine::run(std::span<const DeviceId> placement, const std::vector<st
   }
   std::fill(start_.begin(), start_.end(), kInf);
   std::fill(finish_.begin(), finish_.end(), kInf);
-
-  auto make_ready = [&](OpId op, double now) {
-    ready_time_[op] = now;
-    if (!communication_.empty() && communication_[op]) {
-      // A communication step completes now, without its GPU.
-      start_[op] = now;
-      events_.push_back({now, kFinish, op});
-      std::push_heap(events_.begin(), events_.end(), later);
-      return;
-    }
-    const DeviceId d = placement[op];
-    if constexpr (M == GpuQueue::Rank) {
-      ready_[d].push_back(priority_[op]);
-      std::push_heap(ready_[d].begin(), ready_[d].end(), Lower{});
-    } else if constexpr (M == GpuQueue::Fcfs) {
-      fcfs_ready_[d].emplace_back(now, op);
-      std::push_heap(fcfs_ready_[d].begin(), fcfs_ready_[d].end(), std::greater<>{});
-    }
-    if (!device_touched_[d]) {
-      device_touched_[d] = 1;
-      touched_.push_back(d);
-    }
-  };
-  auto deliver = [&](OpId op, double now) {
-    if (--pending_inputs_[op] == 0) make_ready(op, now);
-  };
-  // The operator GPU d starts now, or -1.
-  auto next_op = [&](int d) -> OpId {
-    if constexpr (M == GpuQueue::Rank) {
-      auto& heap = ready_[d];
-      if (heap.empty()) return -1;
-      std::pop_heap(heap.begin(), heap.end(), Lower{});
-      const OpId op = by_priority_[heap.back()];
-      heap.pop_back();
-      return op;
-    } else if constexpr (M == GpuQueue::Fcfs) {
-      auto& heap = fcfs_ready_[d];
-      if (heap.empty()) return -1;
-      std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
-      const OpId op = heap.back().second;
-      heap.pop_back();
-      return op;
-    } else {
-      if (d >= static_cast<int>(order->size())) return -1;
-      const auto& list = (*order)[d];
-      if (cursor_[d] >= list.size() || pending_inputs_[list[cursor_[d]]] > 0) return -1;
-      return list[cursor_[d]++];
-    }
-  };
-  auto dispatch = [&](int d, double now) {
-    if (device_busy_[d]) return;
-    const OpId op = next_op(d);
-    if (op < 0) return;
-    device_busy_[d] = 1;
-    start_[op] = now;
-    finish_[op] = now + cluster_.compute_time(d, graph_.op(op).compute_s);
-    events_.push_back({finish_[op], kFinish, op});
-    std::push_heap(events_.begin(), events_.end(), later);
-    if (out) out->device_order[d].push_back(op);
-  };
-
   if (out) {
     out->device_order.assign(num_devices, {});
     out->busy.assign(num_devices, 0.0);
   }
+}
+
+template <GpuQueue M>
+void FlowEngine::make_ready(OpId op, double now) {
+  ready_time_[op] = now;
+  if (!communication_.empty() && communication_[op]) {
+    // A communication step completes now, without its GPU.
+    start_[op] = now;
+    push_event({now, kFinish, op});
+    return;
+  }
+  const DeviceId d = placement_[op];
+  if constexpr (M == GpuQueue::Rank) {
+    ready_[d].push_back(priority_[op]);
+    std::push_heap(ready_[d].begin(), ready_[d].end(), Lower{});
+  } else if constexpr (M == GpuQueue::Fcfs) {
+    fcfs_ready_[d].emplace_back(now, op);
+    std::push_heap(fcfs_ready_[d].begin(), fcfs_ready_[d].end(), std::greater<>{});
+  }
+  touch(d);
+}
+
+void FlowEngine::touch(DeviceId d) {
+  if (!device_touched_[d]) {
+    device_touched_[d] = 1;
+    touched_.push_back(d);
+  }
+}
+
+template <GpuQueue M>
+OpId FlowEngine::next_op(int d) {
+  if constexpr (M == GpuQueue::Rank) {
+    auto& heap = ready_[d];
+    if (heap.empty()) return -1;
+    std::pop_heap(heap.begin(), heap.end(), Lower{});
+    const OpId op = by_priority_[heap.back()];
+    heap.pop_back();
+    return op;
+  } else if constexpr (M == GpuQueue::Fcfs) {
+    auto& heap = fcfs_ready_[d];
+    if (heap.empty()) return -1;
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+    const OpId op = heap.back().second;
+    heap.pop_back();
+    return op;
+  } else {
+    if (d >= static_cast<int>(order_->size())) return -1;
+    const auto& list = (*order_)[d];
+    if (cursor_[d] >= list.size() || pending_inputs_[list[cursor_[d]]] > 0) return -1;
+    return list[cursor_[d]++];
+  }
+}
+
+template <GpuQueue M>
+void FlowEngine::dispatch(int d, double now) {
+  if (device_busy_[d]) return;
+  const OpId op = next_op<M>(d);
+  if (op < 0) return;
+  device_busy_[d] = 1;
+  start_[op] = now;
+  finish_[op] = now + cluster_.compute_time(d, graph_.op(op).compute_s);
+  push_event({finish_[op], kFinish, op});
+  if (out_) out_->device_order[d].push_back(op);
+}
+
+template <GpuQueue M>
+void FlowEngine::finish_op(OpId op, double now) {
+  finish_[op] = now;
+  ++finished_;
+  makespan_ = std::max(makespan_, now);
+  if (communication_.empty() || !communication_[op]) {
+    device_busy_[placement_[op]] = 0;
+    touch(placement_[op]);
+  }
+  const auto tensors = graph_.tensors();
+  for (EdgeId e : graph_.out_edges(op)) {
+    const std::int32_t flow = flow_of_edge_[e];
+    if (flow == -1) {
+      deliver<M>(tensors[e].dst, now);
+    } else if (flow >= 0) {
+      if (flows_[flow].alpha > 0) push_event({now + flows_[flow].alpha, kSend, flow});
+      else start_flow(flow, now);
+    }
+  }
+}
+
+// Everything due at `now` (within SimGrid's time precision) happens at `now`, until nothing more
+// is: operators finish, latencies pass, sub-flows end.
+template <GpuQueue M>
+void FlowEngine::happen(double now) {
+  const double horizon = now + kTimePrecision;
+  const auto tensors = graph_.tensors();
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    while (!events_.empty() && events_.front().time < horizon) {
+      std::pop_heap(events_.begin(), events_.end(), event_later<Event, Event>);
+      const Event ev = events_.back();
+      events_.pop_back();
+      progress = true;
+      if (ev.kind == kFinish) finish_op<M>(ev.id, now);
+      else start_flow(ev.id, now);
+    }
+    while (!heap_.empty() && classes_[heap_.front()].finish < horizon) {
+      const std::int32_t s = finish_subflow(heap_.front(), now);
+      progress = true;
+      Flow& f = flows_[subs_[s].flow];
+      if (--f.subs_left == 0) deliver<M>(tensors[f.edge].dst, now);
+    }
+  }
+}
+
+template <GpuQueue M>
+void FlowEngine::write_schedule(Schedule& out) const {
+  const auto n = static_cast<OpId>(graph_.num_operators());
+  out.latency = makespan_;
+  out.start = start_;
+  out.finish = finish_;
+  if constexpr (M == GpuQueue::Rank) {
+    for (OpId i = 0; i < n; ++i) out.busy[placement_[i]] += cluster_.compute_time(placement_[i], graph_.op(i).compute_s);
+  } else {
+    for (int d = 0; d < cluster_.num_devices(); ++d)
+      for (OpId op : out.device_order[d]) out.busy[d] += cluster_.compute_time(d, graph_.op(op).compute_s);
+  }
+  out.memory = device_memory(graph_, placement_, cluster_.num_devices());
+}
+
+template <GpuQueue M>
+double FlowEngine::run(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>* order,
+                       Schedule* out, double cutoff) {
+  const auto n = static_cast<std::int32_t>(graph_.num_operators());
+  reset_run<M>(placement, order, out);
   for (OpId i = 0; i < n; ++i) {
     pending_inputs_[i] = static_cast<std::int32_t>(graph_.in_edges(i).size());
-    if (pending_inputs_[i] == 0) make_ready(i, 0.0);
+    if (pending_inputs_[i] == 0) make_ready<M>(i, 0.0);
   }
   touched_.clear();
   std::fill(device_touched_.begin(), device_touched_.end(), 0);
-  for (int d = 0; d < num_devices; ++d) dispatch(d, 0.0);
+  for (int d = 0; d < cluster_.num_devices(); ++d) dispatch<M>(d, 0.0);
 
-  double makespan = 0.0;
-  std::int32_t finished = 0;
   for (;;) {
     const double t_event = events_.empty() ? kInf : events_.front().time;
     const double t_flow = heap_.empty() ? kInf : classes_[heap_.front()].finish;
     const double now = std::min(t_event, t_flow);
     if (now == kInf) break;
     if (now > cutoff) return kInf;  // something still finishes after the cutoff
-    const double horizon = now + kTimePrecision;
-    // Everything due at `now` (within SimGrid's time precision) happens at `now`; GPUs pick
-    // their next operator only once all of it is known, then the touched rates are solved.
-    bool progress = true;
-    while (progress) {
-      progress = false;
-      while (!events_.empty() && events_.front().time < horizon) {
-        std::pop_heap(events_.begin(), events_.end(), later);
-        const Event ev = events_.back();
-        events_.pop_back();
-        progress = true;
-        if (ev.kind == kFinish) {
-          const OpId op = ev.id;
-          finish_[op] = now;
-          ++finished;
-          makespan = std::max(makespan, now);
-          const DeviceId d = placement[op];
-          if (communication_.empty() || !communication_[op]) {
-            device_busy_[d] = 0;
-            if (!device_touched_[d]) {
-              device_touched_[d] = 1;
-              touched_.push_back(d);
-            }
-          }
-          for (EdgeId e : graph_.out_edges(op)) {
-            const std::int32_t flow = flow_of_edge_[e];
-            if (flow == -1) deliver(tensors[e].dst, now);
-            else if (flow >= 0) {
-              if (flows_[flow].alpha > 0) {
-                events_.push_back({now + flows_[flow].alpha, kSend, flow});
-                std::push_heap(events_.begin(), events_.end(), later);
-              } else {
-                start_flow(flow, now);
-              }
-            }
-          }
-        } else {
-          start_flow(ev.id, now);
-        }
-      }
-      while (!heap_.empty() && classes_[heap_.front()].finish < horizon) {
-        const std::int32_t s = finish_subflow(heap_.front(), now);
-        progress = true;
-        Flow& f = flows_[subs_[s].flow];
-        if (--f.subs_left == 0) deliver(tensors[f.edge].dst, now);
-      }
-    }
+    // GPUs pick their next operator only once all that happens now is known, then the touched
+    // rates are solved.
+    happen<M>(now);
     for (const std::int32_t d : touched_) {
       device_touched_[d] = 0;
-      dispatch(d, now);
+      dispatch<M>(d, now);
     }
     touched_.clear();
     solve(now);
   }
 
-  if (finished < n) makespan = kInf;  // a tensor between unreachable GPUs never arrived
-  if (out) {
-    out->latency = makespan;
-    out->start = start_;
-    out->finish = finish_;
-    if constexpr (M == GpuQueue::Rank) {
-      for (OpId i = 0; i < n; ++i)
-        out->busy[placement[i]] += cluster_.compute_time(placement[i], graph_.op(i).compute_s);
-    } else {
-      for (int d = 0; d < num_devices; ++d)
-        for (OpId op : out->device_order[d]) out->busy[d] += cluster_.compute_time(d, graph_.op(op).compute_s);
-    }
-    out->memory = device_memory(graph_, placement, num_devices);
-  }
-  return makespan;
+  if (finished_ < n) makespan_ = kInf;  // a tensor between unreachable GPUs never arrived
+  if (out) write_schedule<M>(*out);
+  return makespan_;
 }
 
 }  // namespace placesim

@@ -70,6 +70,27 @@ class FlowEngine {
   double run(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>* order, Schedule* out,
              double cutoff = kNoCutoff);
   static constexpr double kNoCutoff = std::numeric_limits<double>::infinity();
+  // The passes of run: reset the per-run state, then events (operators ready, started, finished;
+  // latencies passed) until none is left.
+  template <GpuQueue M>
+  void reset_run(std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>* order, Schedule* out);
+  template <GpuQueue M>
+  void make_ready(OpId op, double now);
+  template <GpuQueue M>
+  void deliver(OpId op, double now) {
+    if (--pending_inputs_[op] == 0) make_ready<M>(op, now);
+  }
+  void touch(DeviceId d);
+  template <GpuQueue M>
+  OpId next_op(int d);  // the operator GPU d starts now, or -1
+  template <GpuQueue M>
+  void dispatch(int d, double now);
+  template <GpuQueue M>
+  void finish_op(OpId op, double now);
+  template <GpuQueue M>
+  void happen(double now);
+  template <GpuQueue M>
+  void write_schedule(Schedule& out) const;
   void prepare_flows(std::span<const DeviceId> placement);
   struct RoutePaths {
     std::int32_t first_path, num_paths;  // in paths_
@@ -113,6 +134,13 @@ class FlowEngine {
     std::int32_t id;
   };
   std::vector<Event> events_;
+  void push_event(Event event);
+  // The run's inputs and totals.
+  std::span<const DeviceId> placement_;
+  const std::vector<std::vector<OpId>>* order_ = nullptr;  // GpuQueue::Fixed: per GPU, its operators
+  Schedule* out_ = nullptr;
+  double makespan_ = 0;
+  std::int32_t finished_ = 0;
   std::vector<std::int32_t> flow_of_edge_;  // per tensor: its flow, -1 (free) or -2 (unreachable)
   struct Flow {
     EdgeId edge;

@@ -72,190 +72,254 @@ struct CaseResult {
   std::vector<int> starts;
 };
 
-// The DP of one case: stages contiguous, built from the last to the first.
-CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorithm algorithm, const NestNetwork& network,
-                      NestReduction per) {
-  const LayerModel& model = *c.model;
-  const int L = static_cast<int>(model.layers.size()), S = c.stages, t = c.tp;
-  const ParallelPlan plan = case_plan(c, total_micro_batches, algorithm);
-  const int m = plan.micro_batches, dp = plan.dp, ep = plan.ep;
-  const bool spreads = plan_spreads_experts(model, plan);
+// How a copy of a stage is priced on its GPUs: the intercept and slope of its tensor-parallel
+// all-reduces (a ring's time is affine in its bytes) and all-to-alls, and the latency and inverse
+// bandwidth of its sends to the next stage and back. The slowest copy sets the pace; the copies'
+// distinct prices are few (a fabric has few levels), and one that is no cheaper in every term
+// than another never decides the maximum.
+struct StagePrice {
+  double tp_fixed = 0, tp_slope = 0, a2a_fixed = 0, a2a_slope = 0, next_lat = 0, next_inv = 0, prev_lat = 0, prev_inv = 0;
+  bool operator==(const StagePrice&) const = default;
+  bool dominated_by(const StagePrice& o) const {
+    return tp_fixed <= o.tp_fixed && tp_slope <= o.tp_slope && a2a_fixed <= o.a2a_fixed && a2a_slope <= o.a2a_slope &&
+           next_lat <= o.next_lat && next_inv <= o.next_inv && prev_lat <= o.prev_lat && prev_inv <= o.prev_inv;
+  }
+};
 
-  // Prefix sums; `parameters` are the dense ones when the plan spreads the experts, `experts`
-  // the GPU's 1/ep share of them.
-  std::vector<double> compute(L + 1, 0), parameters(L + 1, 0), experts(L + 1, 0), stash(L + 1, 0), into(L + 1, 0);
-  // Tensor-parallel all-reduces (when not in the layers' times) and the all-to-alls of spread
-  // experts: how many, and their bytes.
-  std::vector<double> tp_count(L + 1, 0), tp_bytes(L + 1, 0), a2a_count(L + 1, 0), a2a_bytes(L + 1, 0);
-  std::vector<double> buffer(L, 0);  // ZeRO 3's gather buffer for each layer
-  // Layers with dense and with spread expert gradients: the collectives NestReduction::PerLayer counts.
-  std::vector<double> dense_layers(L + 1, 0), expert_layers(L + 1, 0);
-  for (int l = 0; l < L; ++l) {
-    const Layer& layer = model.layers[l];
-    tp_count[l + 1] = tp_count[l] + (layer.tp_allreduce_forward_bytes > 0) + (layer.tp_allreduce_backward_bytes > 0);
-    tp_bytes[l + 1] = tp_bytes[l] + layer.tp_allreduce_forward_bytes + layer.tp_allreduce_backward_bytes;
-    const double alltoall = spreads ? layer.expert_alltoall_bytes : 0.0;
-    a2a_count[l + 1] = a2a_count[l] + (alltoall > 0 ? 4 : 0);  // dispatch and combine, both passes
-    a2a_bytes[l + 1] = a2a_bytes[l] + (alltoall > 0 ? 4 * alltoall : 0.0);
-    compute[l + 1] = compute[l] + layer.forward_s + layer.backward_s;
-    const double expert = spreads ? layer.expert_parameter_bytes : 0.0;
-    parameters[l + 1] = parameters[l] + layer.parameter_bytes - expert;
-    experts[l + 1] = experts[l] + expert / ep;
-    dense_layers[l + 1] = dense_layers[l] + (layer.parameter_bytes - expert > 0);
-    expert_layers[l + 1] = expert_layers[l] + (expert > 0);
-    stash[l + 1] = stash[l] + layer.stashed_bytes;
-    buffer[l] = (layer.parameter_bytes - expert) * (1 - 1.0 / dp) + expert / ep * (1 - static_cast<double>(ep) / dp);
+// The DP of one case: stages contiguous, built from the last to the first. One method per pass:
+// prefix sums over the layers, the stages' prices and memory, the first stage's gradient
+// reduction, then the DP.
+class CaseSolver {
+ public:
+  CaseSolver(const Case& c, int total_micro_batches, CollectiveAlgorithm algorithm, const NestNetwork& network,
+             NestReduction per)
+      : c_(c),
+        model_(*c.model),
+        network_(network),
+        per_(per),
+        algorithm_(algorithm),
+        plan_(case_plan(c, total_micro_batches, algorithm)),
+        L_(static_cast<int>(model_.layers.size())),
+        S_(c.stages),
+        spreads_(plan_spreads_experts(model_, plan_)) {}
+
+  CaseResult solve() {
+    prefix_sums();
+    stage_prices();
+    if (!first_stage_reductions()) return {};
+    return run_dp();
   }
-  for (int j = 0; j <= L; ++j) into[j] = nest_per_rank_bytes(plan, model.bytes_into(j));
-  // How a copy of the stage at p is priced on its GPUs: the intercept and slope of its
-  // tensor-parallel all-reduces (a ring's time is affine in its bytes) and the latency and
-  // inverse bandwidth of its sends to the next stage and back. The slowest copy sets the pace;
-  // the copies' distinct prices are few (a fabric has few levels), and one that is no cheaper in
-  // every term than another never decides the maximum.
-  struct StagePrice {
-    double tp_fixed = 0, tp_slope = 0, a2a_fixed = 0, a2a_slope = 0, next_lat = 0, next_inv = 0, prev_lat = 0, prev_inv = 0;
-    bool operator==(const StagePrice&) const = default;
-    bool dominated_by(const StagePrice& o) const {
-      return tp_fixed <= o.tp_fixed && tp_slope <= o.tp_slope && a2a_fixed <= o.a2a_fixed && a2a_slope <= o.a2a_slope &&
-             next_lat <= o.next_lat && next_inv <= o.next_inv && prev_lat <= o.prev_lat && prev_inv <= o.prev_inv;
-    }
-  };
+
+ private:
   // A collective's time is affine in its bytes: its intercept and slope.
-  auto affine = [&](std::span<const DeviceId> group, CollectiveAlgorithm algorithm, int zero) {
-    const AffineTime f = network.reduction_affine(group, algorithm, zero);
-    return std::pair{f.intercept, f.slope};
-  };
-  std::vector<std::vector<StagePrice>> prices(S);
-  for (int p = 0; p < S; ++p) {
-    std::vector<StagePrice>& mine = prices[p];
-    for (int d = 0; d < dp; ++d) {
-      StagePrice price;
-      if (tp_count[L] > 0) {
-        std::vector<DeviceId> tp_group;
-        for (int r = 0; r < t; ++r) tp_group.push_back(nest_plan_gpu(plan, d, p, r));
-        std::tie(price.tp_fixed, price.tp_slope) = affine(tp_group, CollectiveAlgorithm::Ring, 0);
-      }
-      if (a2a_count[L] > 0) {
-        const std::vector<DeviceId> ep_group = nest_expert_group(plan, d, p);
-        const AffineTime f = network.all_to_all_affine(ep_group);
-        std::tie(price.a2a_fixed, price.a2a_slope) = std::pair{f.intercept, f.slope};
-      }
-      if (p + 1 < S) std::tie(price.next_lat, price.next_inv) = network.link(nest_plan_gpu(plan, d, p, 0), nest_plan_gpu(plan, d, p + 1, 0));
-      if (p > 0) std::tie(price.prev_lat, price.prev_inv) = network.link(nest_plan_gpu(plan, d, p, 0), nest_plan_gpu(plan, d, p - 1, 0));
-      if (std::any_of(mine.begin(), mine.end(), [&](const StagePrice& o) { return price.dominated_by(o); })) continue;
-      std::erase_if(mine, [&](const StagePrice& o) { return o.dominated_by(price); });
-      mine.push_back(price);
+  std::pair<double, double> affine(std::span<const DeviceId> group, CollectiveAlgorithm algorithm, int zero) const {
+    const AffineTime f = network_.reduction_affine(group, algorithm, zero);
+    return {f.intercept, f.slope};
+  }
+
+  // Prefix sums; `parameters_` are the dense ones when the plan spreads the experts, `experts_`
+  // the GPU's 1/ep share of them.
+  void prefix_sums() {
+    const int L = L_, dp = plan_.dp, ep = plan_.ep;
+    for (auto* v : {&compute_, &parameters_, &experts_, &stash_, &into_, &tp_count_, &tp_bytes_, &a2a_count_, &a2a_bytes_,
+                    &dense_layers_, &expert_layers_})
+      v->assign(L + 1, 0);
+    buffer_.assign(L, 0);
+    for (int l = 0; l < L; ++l) {
+      const Layer& layer = model_.layers[l];
+      tp_count_[l + 1] = tp_count_[l] + (layer.tp_allreduce_forward_bytes > 0) + (layer.tp_allreduce_backward_bytes > 0);
+      tp_bytes_[l + 1] = tp_bytes_[l] + layer.tp_allreduce_forward_bytes + layer.tp_allreduce_backward_bytes;
+      const double alltoall = spreads_ ? layer.expert_alltoall_bytes : 0.0;
+      a2a_count_[l + 1] = a2a_count_[l] + (alltoall > 0 ? 4 : 0);  // dispatch and combine, both passes
+      a2a_bytes_[l + 1] = a2a_bytes_[l] + (alltoall > 0 ? 4 * alltoall : 0.0);
+      compute_[l + 1] = compute_[l] + layer.forward_s + layer.backward_s;
+      const double expert = spreads_ ? layer.expert_parameter_bytes : 0.0;
+      parameters_[l + 1] = parameters_[l] + layer.parameter_bytes - expert;
+      experts_[l + 1] = experts_[l] + expert / ep;
+      dense_layers_[l + 1] = dense_layers_[l] + (layer.parameter_bytes - expert > 0);
+      expert_layers_[l + 1] = expert_layers_[l] + (expert > 0);
+      stash_[l + 1] = stash_[l] + layer.stashed_bytes;
+      buffer_[l] = (layer.parameter_bytes - expert) * (1 - 1.0 / dp) + expert / ep * (1 - static_cast<double>(ep) / dp);
     }
+    for (int j = 0; j <= L; ++j) into_[j] = nest_per_rank_bytes(plan_, model_.bytes_into(j));
   }
-  // Each stage's memory is the least of its GPUs'.
-  std::vector<double> capacity(S, kInf);
-  for (int p = 0; p < S; ++p)
-    for (int d = 0; d < dp; ++d)
-      for (int r = 0; r < t; ++r)
-        capacity[p] = std::min(capacity[p], network.cluster->device(nest_plan_gpu(plan, d, p, r)).memory_bytes);
-  auto send_cost = [](double bytes, double lat, double inv) { return bytes > 0 ? lat + bytes * inv : 0.0; };
-  // The first stage's gradient reduction, affine in its bytes, per tensor rank's group: the dense
-  // parameters among every replica, spread experts among those holding the same ones.
-  struct Reduction {
-    std::pair<double, double> dense, experts;
-  };
-  std::vector<Reduction> reductions;
-  CaseResult result;
-  for (int r = 0; r < t; ++r) {
-    reductions.push_back({affine(nest_replica_group(plan, 0, r, 1), algorithm, c.zero),
-                          spreads ? affine(nest_replica_group(plan, 0, r, ep), algorithm, c.zero) : std::pair{0.0, 0.0}});
-    if (reductions.back().dense.first == kInf || reductions.back().experts.first == kInf) return result;
+
+  // Per stage its undominated prices (StagePrice) and its memory, the least of its GPUs'.
+  void stage_prices() {
+    const int S = S_, dp = plan_.dp, t = c_.tp;
+    prices_.assign(S, {});
+    for (int p = 0; p < S; ++p) {
+      std::vector<StagePrice>& mine = prices_[p];
+      for (int d = 0; d < dp; ++d) {
+        StagePrice price;
+        if (tp_count_[L_] > 0) {
+          std::vector<DeviceId> tp_group;
+          for (int r = 0; r < t; ++r) tp_group.push_back(nest_plan_gpu(plan_, d, p, r));
+          std::tie(price.tp_fixed, price.tp_slope) = affine(tp_group, CollectiveAlgorithm::Ring, 0);
+        }
+        if (a2a_count_[L_] > 0) {
+          const std::vector<DeviceId> ep_group = nest_expert_group(plan_, d, p);
+          const AffineTime f = network_.all_to_all_affine(ep_group);
+          std::tie(price.a2a_fixed, price.a2a_slope) = std::pair{f.intercept, f.slope};
+        }
+        if (p + 1 < S)
+          std::tie(price.next_lat, price.next_inv) = network_.link(nest_plan_gpu(plan_, d, p, 0), nest_plan_gpu(plan_, d, p + 1, 0));
+        if (p > 0)
+          std::tie(price.prev_lat, price.prev_inv) = network_.link(nest_plan_gpu(plan_, d, p, 0), nest_plan_gpu(plan_, d, p - 1, 0));
+        if (std::any_of(mine.begin(), mine.end(), [&](const StagePrice& o) { return price.dominated_by(o); })) continue;
+        std::erase_if(mine, [&](const StagePrice& o) { return o.dominated_by(price); });
+        mine.push_back(price);
+      }
+    }
+    capacity_.assign(S, kInf);
+    for (int p = 0; p < S; ++p)
+      for (int d = 0; d < dp; ++d)
+        for (int r = 0; r < t; ++r)
+          capacity_[p] = std::min(capacity_[p], network_.cluster->device(nest_plan_gpu(plan_, d, p, r)).memory_bytes);
   }
+
   // `count` collectives of `bytes` in all: per layer, `count` intercepts; as one (stage), one.
-  auto part = [&](const std::pair<double, double>& f, double count, double bytes) {
+  double part(const std::pair<double, double>& f, double count, double bytes) const {
     if (!(bytes > 0)) return 0.0;
-    return f.first * (per != NestReduction::Stage ? count : 1.0) + f.second * bytes;
-  };
-  // Overlapped: per rank and first stage [0, j), what outlasts the backward, max over l < j of
-  // (the collectives of layers 0..l) - (the backward of layers below l), plus ZeRO's all-gathers
-  // (NestReduction::Overlapped; nest_estimate folds the same queue layer by layer).
-  std::vector<std::vector<double>> exposed;
-  if (per == NestReduction::Overlapped) {
-    const double zero3 = c.zero >= 3 ? 1.5 : 1.0, overlapped = c.zero > 0 ? 0.5 : 1.0;
-    for (const Reduction& r : reductions) {
-      std::vector<double> mine(L + 1, 0.0);
+    return f.first * (per_ != NestReduction::Stage ? count : 1.0) + f.second * bytes;
+  }
+
+  // The first stage's gradient reduction, affine in its bytes, per tensor rank's group: the dense
+  // parameters among every replica, spread experts among those holding the same ones. False when a
+  // group has no such collective (an infinite price).
+  bool first_stage_reductions() {
+    for (int r = 0; r < c_.tp; ++r) {
+      reductions_.push_back({affine(nest_replica_group(plan_, 0, r, 1), algorithm_, c_.zero),
+                             spreads_ ? affine(nest_replica_group(plan_, 0, r, plan_.ep), algorithm_, c_.zero)
+                                      : std::pair{0.0, 0.0}});
+      if (reductions_.back().dense.first == kInf || reductions_.back().experts.first == kInf) return false;
+    }
+    if (per_ != NestReduction::Overlapped) return true;
+    // Overlapped: per rank and first stage [0, j), what outlasts the backward, max over l < j of
+    // (the collectives of layers 0..l) - (the backward of layers below l), plus ZeRO's all-gathers
+    // (nest_estimate folds the same queue layer by layer).
+    const double zero3 = c_.zero >= 3 ? 1.5 : 1.0, overlapped = c_.zero > 0 ? 0.5 : 1.0;
+    for (const Reduction& r : reductions_) {
+      std::vector<double> mine(L_ + 1, 0.0);
       double collectives = 0, below = 0, after = 0, worst = -kInf;
-      for (int l = 0; l < L; ++l) {
-        const double all_reduce = (part(r.dense, 1, parameters[l + 1] - parameters[l]) +
-                                   part(r.experts, 1, experts[l + 1] - experts[l])) / zero3;
+      for (int l = 0; l < L_; ++l) {
+        const double all_reduce = (part(r.dense, 1, parameters_[l + 1] - parameters_[l]) +
+                                   part(r.experts, 1, experts_[l + 1] - experts_[l])) / zero3;
         collectives += overlapped * all_reduce;
-        if (c.zero > 0) after += (1 - overlapped) * all_reduce;
+        if (c_.zero > 0) after += (1 - overlapped) * all_reduce;
         worst = std::max(worst, collectives - below);
-        below += model.layers[l].backward_s;
+        below += model_.layers[l].backward_s;
         mine[l + 1] = worst + after;
       }
-      exposed.push_back(std::move(mine));
+      exposed_.push_back(std::move(mine));
     }
+    return true;
   }
+
   // The first stage [0, j)'s reduction.
-  auto reduction = [&](int j) {
+  double reduction(int j) const {
     double worst = 0;
-    for (std::size_t k = 0; k < reductions.size(); ++k) {
-      const Reduction& r = reductions[k];
-      worst = std::max(worst, per == NestReduction::Overlapped
-                                  ? exposed[k][j]
-                                  : part(r.dense, dense_layers[j], parameters[j]) + part(r.experts, expert_layers[j], experts[j]));
+    for (std::size_t k = 0; k < reductions_.size(); ++k) {
+      const Reduction& r = reductions_[k];
+      worst = std::max(worst, per_ == NestReduction::Overlapped ? exposed_[k][j]
+                                                                 : part(r.dense, dense_layers_[j], parameters_[j]) +
+                                                                       part(r.experts, expert_layers_[j], experts_[j]));
     }
     return worst;
-  };
+  }
 
   // Memory of a stage [i, j): stage_memory from prefix sums (a workload built for its expert
   // width has its experts per GPU already: nothing to spread).
-  auto memory = [&](int i, int j, double largest_buffer, int in_flight) {
-    return gpu_memory(parameters[j] - parameters[i], experts[j] - experts[i], stash[j] - stash[i], largest_buffer, plan,
-                      in_flight)
+  double memory(int i, int j, double largest_buffer, int in_flight) const {
+    return gpu_memory(parameters_[j] - parameters_[i], experts_[j] - experts_[i], stash_[j] - stash_[i], largest_buffer,
+                      plan_, in_flight)
         .total();
-  };
+  }
 
-  // f[s][i]: the least max stage load of layers [i, L) on the last s stages.
-  std::vector<std::vector<double>> f(S + 1, std::vector<double>(L + 1, kInf));
-  std::vector<std::vector<int>> cut(S + 1, std::vector<int>(L + 1, -1));
-  f[0][L] = 0;
-  int best_first_end = -1;
-  for (int s = 1; s <= S; ++s) {
-    const int p = S - s, in_flight = std::min(m, s);
-    const int first_i = s == S ? 0 : p, last_i = s == S ? 0 : L - s;
-    for (int i = first_i; i <= last_i; ++i) {
-      double largest = 0;
-      for (int j = i + 1; j <= L - (s - 1); ++j) {
-        largest = std::max(largest, buffer[j - 1]);
-        if (memory(i, j, largest, in_flight) > capacity[p]) break;  // grows with j
-        const double rest = f[s - 1][j];
-        if (rest == kInf) continue;
-        double load = 0;
-        for (const StagePrice& price : prices[p]) {
-          double mine = price.tp_fixed * (tp_count[j] - tp_count[i]) + price.tp_slope * (tp_bytes[j] - tp_bytes[i]) +
-                        price.a2a_fixed * (a2a_count[j] - a2a_count[i]) + price.a2a_slope * (a2a_bytes[j] - a2a_bytes[i]);
-          if (p + 1 < S) mine += send_cost(into[j], price.next_lat, price.next_inv);
-          if (p > 0) mine += send_cost(into[i], price.prev_lat, price.prev_inv);
-          load = std::max(load, mine);
-        }
-        load += compute[j] - compute[i];
-        const double value = std::max(load, rest);
-        if (s < S) {
-          if (value < f[s][i]) {
-            f[s][i] = value;
-            cut[s][i] = j;
-          }
-        } else {
-          const double time = value * (m + S - 1) + (dp > 1 ? reduction(j) : 0.0);
-          if (time < result.time) {
-            result.time = time;
-            best_first_end = j;
+  // The slowest copy's communication of stage p over layers [i, j).
+  double stage_communication(int p, int i, int j) const {
+    auto send_cost = [](double bytes, double lat, double inv) { return bytes > 0 ? lat + bytes * inv : 0.0; };
+    double load = 0;
+    for (const StagePrice& price : prices_[p]) {
+      double mine = price.tp_fixed * (tp_count_[j] - tp_count_[i]) + price.tp_slope * (tp_bytes_[j] - tp_bytes_[i]) +
+                    price.a2a_fixed * (a2a_count_[j] - a2a_count_[i]) + price.a2a_slope * (a2a_bytes_[j] - a2a_bytes_[i]);
+      if (p + 1 < S_) mine += send_cost(into_[j], price.next_lat, price.next_inv);
+      if (p > 0) mine += send_cost(into_[i], price.prev_lat, price.prev_inv);
+      load = std::max(load, mine);
+    }
+    return load;
+  }
+
+  // f[s][i]: the least max stage load of layers [i, L) on the last s stages; the first stage adds
+  // the pipeline's fill and drain and the gradient reduction.
+  CaseResult run_dp() const {
+    const int L = L_, S = S_, m = plan_.micro_batches, dp = plan_.dp;
+    CaseResult result;
+    std::vector<std::vector<double>> f(S + 1, std::vector<double>(L + 1, kInf));
+    std::vector<std::vector<int>> cut(S + 1, std::vector<int>(L + 1, -1));
+    f[0][L] = 0;
+    int best_first_end = -1;
+    for (int s = 1; s <= S; ++s) {
+      const int p = S - s, in_flight = std::min(m, s);
+      const int first_i = s == S ? 0 : p, last_i = s == S ? 0 : L - s;
+      for (int i = first_i; i <= last_i; ++i) {
+        double largest = 0;
+        for (int j = i + 1; j <= L - (s - 1); ++j) {
+          largest = std::max(largest, buffer_[j - 1]);
+          if (memory(i, j, largest, in_flight) > capacity_[p]) break;  // grows with j
+          const double rest = f[s - 1][j];
+          if (rest == kInf) continue;
+          const double load = stage_communication(p, i, j) + (compute_[j] - compute_[i]);
+          const double value = std::max(load, rest);
+          if (s < S) {
+            if (value < f[s][i]) {
+              f[s][i] = value;
+              cut[s][i] = j;
+            }
+          } else {
+            const double time = value * (m + S - 1) + (dp > 1 ? reduction(j) : 0.0);
+            if (time < result.time) {
+              result.time = time;
+              best_first_end = j;
+            }
           }
         }
       }
     }
+    if (best_first_end < 0) return result;
+    result.starts.push_back(0);
+    for (int s = S - 1, i = best_first_end; s >= 1; i = cut[s][i], --s) result.starts.push_back(i);
+    return result;
   }
-  if (best_first_end < 0) return result;
-  result.starts.push_back(0);
-  for (int s = S - 1, i = best_first_end; s >= 1; i = cut[s][i], --s) result.starts.push_back(i);
-  return result;
+
+  struct Reduction {
+    std::pair<double, double> dense, experts;
+  };
+
+  const Case& c_;
+  const LayerModel& model_;
+  const NestNetwork& network_;
+  NestReduction per_;
+  CollectiveAlgorithm algorithm_;
+  ParallelPlan plan_;
+  int L_, S_;
+  bool spreads_;
+  std::vector<double> compute_, parameters_, experts_, stash_, into_;
+  // Tensor-parallel all-reduces (when not in the layers' times) and the all-to-alls of spread
+  // experts: how many, and their bytes.
+  std::vector<double> tp_count_, tp_bytes_, a2a_count_, a2a_bytes_;
+  std::vector<double> buffer_;  // ZeRO 3's gather buffer for each layer
+  // Layers with dense and with spread expert gradients: the collectives NestReduction::PerLayer counts.
+  std::vector<double> dense_layers_, expert_layers_;
+  std::vector<std::vector<StagePrice>> prices_;
+  std::vector<double> capacity_;
+  std::vector<Reduction> reductions_;
+  std::vector<std::vector<double>> exposed_;
+};
+
+CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorithm algorithm, const NestNetwork& network,
+                      NestReduction per) {
+  return CaseSolver(c, total_micro_batches, algorithm, network, per).solve();
 }
 
 }  // namespace
