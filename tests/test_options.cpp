@@ -314,8 +314,8 @@ std::vector<std::string> strategy_names() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Registered, EveryStrategyOption, ::testing::ValuesIn(strategy_names()),
-                         [](const auto& info) {
-                           std::string n = info.param;
+                         [](const auto& param) {
+                           std::string n = param.param;
                            for (char& c : n)
                              if (c == '-') c = '_';
                            return n;

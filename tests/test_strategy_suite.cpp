@@ -272,8 +272,8 @@ TEST_P(StrategySuite, MsrGnmtWithColorClasses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Registered, StrategySuite, ::testing::ValuesIn(registered_strategies()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
+                         [](const ::testing::TestParamInfo<std::string>& param) {
                            std::string name;
-                           for (char ch : info.param) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           for (char ch : param.param) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
                            return name;
                          });

@@ -93,12 +93,12 @@ TopologyInfo describe_topology(const Cluster& c) {
       }
       ++level->pairs;
     }
-  for (const auto& [key, level] : exact) {
-    if (!info.levels.empty() && close(info.levels.back().bandwidth, level.bandwidth) &&
-        close(info.levels.back().latency, level.latency))
-      info.levels.back().pairs += level.pairs;
+  for (const auto& [key, found] : exact) {
+    if (!info.levels.empty() && close(info.levels.back().bandwidth, found.bandwidth) &&
+        close(info.levels.back().latency, found.latency))
+      info.levels.back().pairs += found.pairs;
     else
-      info.levels.push_back(level);
+      info.levels.push_back(found);
   }
 
   if (info.servers >= 2) {

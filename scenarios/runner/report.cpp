@@ -271,15 +271,15 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
 }
 
 nlohmann::ordered_json records_to_json(std::span<const PointRecord> records, const std::string& dir) {
-  using json = nlohmann::ordered_json;
-  json out = json::array();
-  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  using ojson = nlohmann::ordered_json;
+  ojson out = ojson::array();
+  auto opt = [](const std::optional<double>& v) { return v ? ojson(*v) : ojson(nullptr); };
   for (const PointRecord* record : in_scenario_order(records)) {
     const PointRecord& r = *record;
     // params keeps the sweep's order (an ordered object), so the plots follow the scenario too.
-    json params = json::object(), written = json::object();
+    ojson params = ojson::object(), written = ojson::object();
     for (const SweepValue& v : r.sweep) {
-      params[v.path] = v.quantity ? json(v.quantity->value) : json(v.text);
+      params[v.path] = v.quantity ? ojson(v.quantity->value) : ojson(v.text);
       written[v.path] = v.text;
     }
     const PointMeasurement* m = r.measurement ? &*r.measurement : nullptr;
@@ -307,7 +307,7 @@ nlohmann::ordered_json records_to_json(std::span<const PointRecord> records, con
                    {"failed", r.failed()},
                    {"error", r.reason},
                    {"trace_file", trace},
-                   {"strategy_report", m ? json(m->strategy_report) : json::object()}});
+                   {"strategy_report", m ? ojson(m->strategy_report) : ojson::object()}});
   }
   return out;
 }

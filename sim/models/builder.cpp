@@ -462,9 +462,9 @@ Tid ModelBuilder::reshape(Tid x, Shape shape, std::string_view leaf, std::string
   if (type == "Reshape" && !fused()) in.push_back(constant(std::string(leaf) + "/shape", {static_cast<std::int64_t>(shape.size())}));
   const std::int32_t op = emit(leaf, type, std::move(in), {{std::move(shape), tensors_[x].dtype}}, 0);
   differentiable(op, [x](ModelBuilder& m, std::span<const Tid> dy) {
-    std::vector<Tid> in{dy[0]};
-    if (!m.fused()) in.push_back(m.constant("Shape", {static_cast<std::int64_t>(m.tensors_[x].shape.size())}));
-    m.add_grad(x, m.emit1("Reshape", "Reshape", std::move(in), {m.tensors_[x].shape, m.tensors_[x].dtype}, 0));
+    std::vector<Tid> grad_inputs{dy[0]};
+    if (!m.fused()) grad_inputs.push_back(m.constant("Shape", {static_cast<std::int64_t>(m.tensors_[x].shape.size())}));
+    m.add_grad(x, m.emit1("Reshape", "Reshape", std::move(grad_inputs), {m.tensors_[x].shape, m.tensors_[x].dtype}, 0));
   });
   return out(op);
 }
@@ -477,12 +477,12 @@ Tid ModelBuilder::transpose(Tid x, std::vector<int> perm, std::string_view leaf)
   if (!fused()) inputs.push_back(constant(std::string(leaf) + "/perm", {static_cast<std::int64_t>(perm.size())}));
   const std::int32_t op = emit(leaf, "Transpose", std::move(inputs), {{std::move(shape), tensors_[x].dtype}}, 0);
   differentiable(op, [x](ModelBuilder& m, std::span<const Tid> dy) {
-    std::vector<Tid> in{dy[0]};
+    std::vector<Tid> grad_inputs{dy[0]};
     if (!m.fused())
-      in.push_back(m.emit1("InvertPermutation", "InvertPermutation",
+      grad_inputs.push_back(m.emit1("InvertPermutation", "InvertPermutation",
                            {m.constant("perm", {static_cast<std::int64_t>(m.tensors_[x].shape.size())})},
                            {{static_cast<std::int64_t>(m.tensors_[x].shape.size())}, DType::I32}, 0));
-    m.add_grad(x, m.emit1("transpose", "Transpose", std::move(in), {m.tensors_[x].shape, m.tensors_[x].dtype}, 0));
+    m.add_grad(x, m.emit1("transpose", "Transpose", std::move(grad_inputs), {m.tensors_[x].shape, m.tensors_[x].dtype}, 0));
   });
   return out(op);
 }
@@ -666,11 +666,11 @@ Tid ModelBuilder::pool(Tid x, int window, int stride, bool same, bool max, std::
   const std::int32_t op = emit(leaf, max ? "MaxPool" : "AvgPool", {x}, {{shape, DType::F32}}, work);
   const Tid y = out(op);
   differentiable(op, [x, y, work, max](ModelBuilder& m, std::span<const Tid> dy) {
-    const Shape sx = m.tensors_[x].shape;
+    const Shape shape_x = m.tensors_[x].shape;
     if (max)
-      m.add_grad(x, m.emit1("MaxPoolGrad", "MaxPoolGrad", {x, y, dy[0]}, {sx, DType::F32}, work));
+      m.add_grad(x, m.emit1("MaxPoolGrad", "MaxPoolGrad", {x, y, dy[0]}, {shape_x, DType::F32}, work));
     else
-      m.add_grad(x, m.emit1("AvgPoolGrad", "AvgPoolGrad", {m.fused() ? dy[0] : m.constant("Shape", {4}), dy[0]}, {sx, DType::F32}, work));
+      m.add_grad(x, m.emit1("AvgPoolGrad", "AvgPoolGrad", {m.fused() ? dy[0] : m.constant("Shape", {4}), dy[0]}, {shape_x, DType::F32}, work));
   });
   return y;
 }

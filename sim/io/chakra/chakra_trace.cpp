@@ -513,8 +513,8 @@ struct NodeInFile {
   int rank;
   const pb::Node& node;
   std::string where;  // "node <id> ('<name>')"
-  NodeInFile(const RankFile& file, int rank, const pb::Node& node)
-      : file(file), rank(rank), node(node), where(fmt::format("node {} ('{}')", node.id(), node.name())) {}
+  NodeInFile(const RankFile& in_file, int of_rank, const pb::Node& the_node)
+      : file(in_file), rank(of_rank), node(the_node), where(fmt::format("node {} ('{}')", the_node.id(), the_node.name())) {}
   // The attribute placesim's traces always have, or InputError.
   const pb::AttributeProto& need(std::string_view name) const {
     const pb::AttributeProto* a = find_attr(node.attr(), name);
