@@ -519,6 +519,28 @@ TEST(Cli, RunExitCodesForInfeasiblePointsAndEstimatesOfStageWidths) {
   fs::remove_all(dir);
 }
 
+// A folder holding an earlier run's results is never emptied unasked: a second `run` without
+// --resume or --fresh is refused (exit 2, naming both); --resume keeps the points, --fresh starts over.
+TEST(Cli, RunRefusesToOverwriteEarlierResults) {
+  const fs::path dir = testutil::fresh_temp_dir("cli-run-again");
+  write(dir / "s.yaml", "graph: {model: bert-base, layers: 1, style: fused}\ncluster: {type: nvlink-servers, gpus: 2}\n"
+                        "strategies: [round-robin, single-device]\nsimulation: {engine: evaluator, trace: false}\n"
+                        "output: " + (dir / "out").string() + "\n");
+  const std::string run = "run " + (dir / "s.yaml").string();
+  std::string out;
+  ASSERT_EQ(run_cli(run, out), 0) << out;
+  EXPECT_EQ(run_cli(run, out), 2) << out;
+  EXPECT_TRUE(contains(out, "results.jsonl: holds 2 finished points of an earlier run; --resume runs only the points "
+                            "missing, --fresh deletes them and starts over"))
+      << out;
+  EXPECT_EQ(run_cli(run + " --resume", out), 0) << out;
+  EXPECT_TRUE(contains(out, "2 already done")) << out;
+  EXPECT_EQ(run_cli(run + " --fresh", out), 0) << out;
+  EXPECT_TRUE(contains(out, "2 to run")) << out;
+  EXPECT_EQ(run_cli(run + " --fresh --resume", out), 2) << out;
+  fs::remove_all(dir);
+}
+
 TEST(Cli, PlanSaysStepTimeAndMemoryOrWhyItDoesNotFit) {
   const std::string workload = std::string(PLACESIM_TEST_SOURCE_DIR) + "/../shared/workloads/nest/bert.h100_spineLeaf.mbs1.json";
   if (!fs::exists(workload)) GTEST_SKIP() << workload << " is absent (CI has it)";

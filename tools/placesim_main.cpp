@@ -3,6 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <fstream>
+#include <unistd.h>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -59,7 +62,7 @@ struct RunArgs {
   std::string scenario, output, engine;
   int jobs = 1;
   std::size_t max_points = kDefaultMaxPoints;
-  bool resume = false, mpi = false;
+  bool resume = false, fresh = false, mpi = false;
   long debug_abort_point = -1, debug_stop_after = -1;  // test hooks (hidden flags)
 };
 
@@ -127,6 +130,35 @@ SweepPlan load_scenario_sweep(const std::string& path, const PlanOptions& option
   return plan_sweep(root, path, options);
 }
 
+// Finished points of an earlier run in `output` (results.jsonl, or MPI shards), by lines.
+std::size_t earlier_points(const std::filesystem::path& output) {
+  std::size_t lines = 0;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(output, ec)) return 0;
+  for (const auto& entry : std::filesystem::directory_iterator(output, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name != "results.jsonl" && !(name.starts_with("results.rank") && name.ends_with(".jsonl"))) continue;
+    std::ifstream in(entry.path());
+    std::string line;
+    while (std::getline(in, line))
+      if (!line.empty()) ++lines;
+  }
+  return lines;
+}
+
+// What Ctrl-C (or SIGTERM) prints before the run dies: how to continue. A signal handler can only
+// reach static storage.
+std::string& interrupted_message() {
+  static std::string message;
+  return message;
+}
+void on_interrupt(int signal) {
+  const std::string& m = interrupted_message();
+  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, m.data(), m.size());
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+
 int cmd_run(const RunArgs& a) {
   PlanOptions planning = plan_options(a.max_points);
   // --engine is checked against the scenario before its points are counted and said; each
@@ -158,6 +190,17 @@ int cmd_run(const RunArgs& a) {
   options.output = a.output.empty() ? plan.output : a.output;
   options.jobs = a.jobs;
   options.resume = a.resume;
+  // A folder with results of an earlier run is never emptied unasked.
+  if (const std::size_t earlier = earlier_points(options.output); earlier > 0 && !a.resume && !a.fresh)
+    throw InputError(options.output, "results.jsonl",
+                     fmt::format("holds {} finished point{} of an earlier run; --resume runs only the points missing, "
+                                 "--fresh deletes them and starts over (or -o names another folder)",
+                                 earlier, earlier == 1 ? "" : "s"));
+  interrupted_message() = fmt::format(
+      "\ninterrupted: the finished points are in {}/results.jsonl; `placesim run {} --resume{}` runs the rest\n",
+      options.output, a.scenario, a.output.empty() ? "" : " -o " + a.output);
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
   options.debug_abort_point = a.debug_abort_point;
   options.debug_stop_after = a.debug_stop_after;
   if (!a.mpi) {
@@ -600,7 +643,9 @@ void add_run_commands(CLI::App& app, Cli& cli) {
                   fmt::format("refuse a scenario of more points than this (they are all planned in memory; default {})",
                               kDefaultMaxPoints))
       ->check(whole_number(1));
-  cli.run->add_flag("--resume", cli.run_args.resume, "skip the points already in the output folder's results.jsonl");
+  auto* resume = cli.run->add_flag("--resume", cli.run_args.resume, "skip the points already in the output folder's results.jsonl");
+  cli.run->add_flag("--fresh", cli.run_args.fresh, "delete the output folder's results of an earlier run and start over")
+      ->excludes(resume);
   cli.run->add_flag("--mpi", cli.run_args.mpi, "under mpirun: rank r runs the points with index % ranks == r, rank 0 merges the shards");
   // Test hooks, hidden from --help (empty group).
   cli.run->add_option("--debug-abort-point", cli.run_args.debug_abort_point, "the worker of this point index calls abort()")
