@@ -130,14 +130,16 @@ SweepPlan load_scenario_sweep(const std::string& path, const PlanOptions& option
   return plan_sweep(root, path, options);
 }
 
-// Finished points of an earlier run in `output` (results.jsonl, or MPI shards), by lines.
-std::size_t earlier_points(const std::filesystem::path& output) {
+// Finished points of an earlier run in `output` (results.jsonl, and with `shards` the MPI ranks'
+// results.rank<r>.jsonl), by lines. Ranks of an MPI run count the merged file only: rank 0 writes
+// it after every rank has checked, where a rank's shard may already be growing.
+std::size_t earlier_points(const std::filesystem::path& output, bool shards) {
   std::size_t lines = 0;
   std::error_code ec;
   if (!std::filesystem::is_directory(output, ec)) return 0;
   for (const auto& entry : std::filesystem::directory_iterator(output, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name != "results.jsonl" && !(name.starts_with("results.rank") && name.ends_with(".jsonl"))) continue;
+    if (name != "results.jsonl" && !(shards && name.starts_with("results.rank") && name.ends_with(".jsonl"))) continue;
     std::ifstream in(entry.path());
     std::string line;
     while (std::getline(in, line))
@@ -191,7 +193,7 @@ int cmd_run(const RunArgs& a) {
   options.jobs = a.jobs;
   options.resume = a.resume;
   // A folder with results of an earlier run is never emptied unasked.
-  if (const std::size_t earlier = earlier_points(options.output); earlier > 0 && !a.resume && !a.fresh)
+  if (const std::size_t earlier = earlier_points(options.output, !a.mpi); earlier > 0 && !a.resume && !a.fresh)
     throw InputError(options.output, "results.jsonl",
                      fmt::format("holds {} finished point{} of an earlier run; --resume runs only the points missing, "
                                  "--fresh deletes them and starts over (or -o names another folder)",
