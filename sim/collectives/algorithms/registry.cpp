@@ -12,6 +12,7 @@ CollectiveAlgorithmInfo halving_doubling_algorithm();
 CollectiveAlgorithmInfo direct_algorithm();
 CollectiveAlgorithmInfo hierarchical_algorithm();
 CollectiveAlgorithmInfo multi_level_algorithm();
+CollectiveAlgorithmInfo pairwise_algorithm();
 
 const Registry<CollectiveAlgorithmInfo>& collective_algorithm_registry() {
   static const Registry<CollectiveAlgorithmInfo> registry("collective algorithm", {
@@ -21,6 +22,7 @@ const Registry<CollectiveAlgorithmInfo>& collective_algorithm_registry() {
                                                                                      direct_algorithm(),
                                                                                      hierarchical_algorithm(),
                                                                                      multi_level_algorithm(),
+                                                                                     pairwise_algorithm(),
                                                                                  });
   return registry;
 }
