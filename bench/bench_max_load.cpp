@@ -1,4 +1,4 @@
-// max-load (placement/max_load) on the msr-fiddle training graphs of Tarnawski et al. (NeurIPS
+// max-load (placement/strategies/max_load) on the msr-fiddle training graphs of Tarnawski et al. (NeurIPS
 // 2020), 2 and 4 GPUs of 16 GiB. Target (issue #16): under 0.5 s each for BERT-3 and GNMT.
 #include <benchmark/benchmark.h>
 

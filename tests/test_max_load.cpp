@@ -1,4 +1,4 @@
-// max-load (placement/max_load): hand-derived optima on toy graphs, the exhaustive search on
+// max-load (placement/strategies/max_load): hand-derived optima on toy graphs, the exhaustive search on
 // random small training graphs, and the msr-fiddle graphs of Tarnawski et al.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// mcmc-plan (placement/mcmc_plan): the chain never returns worse than its start, its estimate is
+// mcmc-plan (placement/planners/mcmc_plan): the chain never returns worse than its start, its estimate is
 // NEST's estimate of the plan it returns, it reaches nest's optimum on small models, its plans
 // compile, and the seed decides the chain.
 #include <gtest/gtest.h>

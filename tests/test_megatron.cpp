@@ -1,4 +1,4 @@
-// The megatron planner (placement/megatron) and scenarios of layer-level workloads: the plan it
+// The megatron planner (placement/planners/megatron) and scenarios of layer-level workloads: the plan it
 // writes, and a scenario run end to end against a timeline derived by hand.
 #include <gtest/gtest.h>
 

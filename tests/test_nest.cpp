@@ -1,4 +1,4 @@
-// nest and nest-unaware (placement/nest): the DP against brute force over every plan of small
+// nest and nest-unaware (placement/planners/nest): the DP against brute force over every plan of small
 // models on 8 GPUs in 2 servers (two bandwidth levels), nest never worse than nest-unaware by its
 // own estimate, a model that fits nowhere, and NEST's GPT-3 workload end to end.
 #include <gtest/gtest.h>

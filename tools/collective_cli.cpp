@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli_conventions.h"
+#include "sim/collectives/algorithms.h"
 #include "sim/collectives/collective_steps.h"
 #include "sim/collectives/collectives.h"
 #include "sim/core/errors.h"
@@ -125,10 +126,10 @@ int cmd_collective(const CollectiveArgs& a) {
   if (a.model == "steps" && !no_steps.empty()) throw InputError("command line", "--model", no_steps);
   const bool by_steps = a.model == "steps" || (a.model == "auto" && no_steps.empty());
   if (a.model == "condensed") {
-    const bool ring_phases = spec.algorithm == CollectiveAlgorithm::Hierarchical ||
-                             spec.algorithm == CollectiveAlgorithm::MultiLevel ||
-                             (spec.algorithm == CollectiveAlgorithm::Ring && spec.op != CollectiveOp::Broadcast &&
-                              spec.op != CollectiveOp::Reduce);
+    const CollectiveShape shape = collective_shape(spec, cluster);
+    const bool ring_phases = std::any_of(shape.begin(), shape.end(), [](const CollectivePhase& phase) {
+      return std::holds_alternative<RingPhase>(phase.shape);
+    });
     if (!ring_phases)
       throw InputError("command line", "--model",
                        fmt::format("condensed condenses ring phases, and {} by {} has none (it runs message by message: "

@@ -1,6 +1,6 @@
 #pragma once
 // What a local search moves: a whole colocation class (its members must share a GPU), or a lone
-// operator. MCMC (placement/mcmc) proposes them one at a time; `refine:` (placement/refine) moves
+// operator. MCMC (placement/strategies/mcmc) proposes them one at a time; `refine:` (placement/stages/refine) moves
 // and swaps them.
 //
 // A unit with no compute and no tensor to or from another unit cannot change the latency (its

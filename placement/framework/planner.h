@@ -8,7 +8,7 @@
 //
 // Planner::plan is the one entry point (non-virtual): it times the call and checks the plan it
 // returns (plan_problem) against the model at the plan's tensor-parallel width. A new planner is
-// one folder under placement/ and one line in placement/framework/registry.cpp, as a strategy is.
+// one folder under placement/planners/ and one line in placement/framework/registry.cpp, as a strategy is.
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>

@@ -9,7 +9,7 @@
 //
 // A strategy is built from its `options:` block through its StrategyInfo: an OptionSchema of
 // its plain config struct (sim/config/options.h) plus the options every strategy shares (time_limit).
-// A new strategy is one folder under placement/ and one line in placement/framework/registry.cpp.
+// A new strategy is one folder under placement/strategies/ and one line in placement/framework/registry.cpp.
 #include <chrono>
 #include <functional>
 #include <limits>

@@ -2,7 +2,7 @@
 // Collectives (issue #15) compiled into point-to-point transfers of the execution graph.
 //
 // Each algorithm is described once, as the phases it runs (sim/collectives/shape.h,
-// sim/collectives/algorithms.cpp); the message graph (append_collective), the lockstep steps
+// sim/collectives/algorithms/); the message graph (append_collective), the lockstep steps
 // (sim/collectives/collective_steps.h) and the closed forms below are computed from the phases.
 //
 // The execution graph every engine runs is a Graph with a placement: operators are compute tasks

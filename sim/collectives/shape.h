@@ -1,6 +1,6 @@
 #pragma once
 // A collective algorithm as data: the phases it runs over the ranks of its group, each of one of
-// three shapes. Every algorithm is described once (sim/collectives/algorithms.cpp), and every view
+// three shapes. Every algorithm is described once (sim/collectives/algorithms/), and every view
 // of a collective is computed from that description by shape, never by algorithm:
 //
 //   the message graph   append_collective (sim/collectives/message_graph.cpp)

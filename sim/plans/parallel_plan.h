@@ -85,7 +85,7 @@ struct ParallelPlan {
   std::vector<int> stage_starts;
   // The plan's GPUs, gpus[(d*pp + p)*tp + t]; empty: GPUs 0 .. tp*pp*dp - 1 in that order
   // (tensor-parallel groups on consecutive GPUs, so inside a server, then stages, then replicas;
-  // Megatron-LM's own default puts the replicas before the stages: placement/megatron).
+  // Megatron-LM's own default puts the replicas before the stages: placement/planners/megatron).
   std::vector<DeviceId> gpus;
   // For the reductions across replicas: the all-reduces, and ZeRO's reduce-scatters and
   // all-gathers when the algorithm has them (zero_collective_algorithm).

@@ -11,7 +11,7 @@
 // permutation of the cluster's GPUs whose first t x S x dp entries are the plan's GPUs (in
 // ParallelPlan's order). Micro-batches per replica: ceil(m / d), m as nest's (4,096 / EP by
 // default), 1F1B.
-// Cost: NEST's estimate of the plan on the real network (placement/nest: nest_estimate, the
+// Cost: NEST's estimate of the plan on the real network (placement/planners/nest: nest_estimate, the
 // function nest's DP minimises, so the two are compared on one objective). A plan that does not
 // fit its GPUs' memory costs more, by memory_penalty per unit of overflow of its fullest GPU, so
 // that the chain can cross it between plans that fit (the plans that fit are scattered: fewer

@@ -1,5 +1,7 @@
 #include "placement/planners/nest/nest.h"
 
+#include "sim/collectives/algorithms.h"
+
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
@@ -342,11 +344,11 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
     const int L = static_cast<int>(model.layers.size()), per_stage = t * model.expert_parallel;
     for (int d = 1; static_cast<long>(per_stage) * d <= n; ++d) {
       const int dp = d * model.expert_parallel;
-      if (config.gradient_algorithm == CollectiveAlgorithm::HalvingDoubling && !power_of_two(dp)) continue;
+      if (collective_algorithm(config.gradient_algorithm).power_of_two && !power_of_two(dp)) continue;
       // Expert widths to spread the experts over, out of the dp ranks (a model built for ep 1).
       for (int ep : spread_expert_widths(model, config.max_ep)) {
         if (dp % ep != 0) continue;
-        if (ep > 1 && config.gradient_algorithm == CollectiveAlgorithm::HalvingDoubling && !power_of_two(dp / ep)) continue;
+        if (ep > 1 && collective_algorithm(config.gradient_algorithm).power_of_two && !power_of_two(dp / ep)) continue;
         for (int z = 0; z <= (config.zero && dp > 1 ? 3 : 0); ++z)
           for (int S = 1; S <= L && static_cast<long>(per_stage) * d * S <= n; ++S)
             for (const GpuOrder order : orders)

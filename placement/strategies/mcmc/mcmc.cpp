@@ -188,7 +188,7 @@ OptionSchema<McmcConfig> mcmc_schema() {
   s.flag("cutoff", &McmcConfig::cutoff, "stop evaluating a proposal once it cannot be accepted (same result, faster)");
   s.number("polish", &McmcConfig::polish_share,
            "share of the search (time left after the portfolio; steps) kept for a greedy local search from the chain's best "
-           "(placement/refine; it also stops after 20 rounds without a better one); 0: off, the chain's best",
+           "(placement/stages/refine; it also stops after 20 rounds without a better one); 0: off, the chain's best",
            Range::closed(0, 0.9), "0");
   return s;
 }

@@ -52,7 +52,7 @@ struct McmcConfig {
   // that computes: profiled graphs are mostly zero-time bookkeeping operators (87% of VGG-16).
   double zero_compute_weight = 0.1;
   bool cutoff = true;                    // stop hopeless evaluations early (same chain, faster)
-  // Share of the search kept for a greedy local search (placement/refine) from the chain's best:
+  // Share of the search kept for a greedy local search (placement/stages/refine) from the chain's best:
   // the chain wanders at its temperature, the polish takes every move down it finds, until 20
   // rounds in a row find none. Its share of the time left after the portfolio, and at most
   // max(320, steps * share / (1 - share)) candidates. 0: off (the chain's best, as published).

@@ -4,7 +4,7 @@
 // play episodes of this environment.
 //
 //  * The graph is first coarsened with Placeto's merge-and-colocate scheme (appendix A.6,
-//    placement/coarsening, scheme `placeto`) down to `coarsen_target` op groups ("nodes").
+//    placement/stages/coarsening, scheme `placeto`) down to `coarsen_target` op groups ("nodes").
 //  * A step is a placement unit: one node, or all nodes of one coarse colocation class (they must
 //    share a GPU, so one action moves them together). Steps come in topological order of each
 //    unit's first node; an episode visits every unit once and sets its GPU.

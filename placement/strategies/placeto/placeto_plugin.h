@@ -1,6 +1,6 @@
 #pragma once
 // The boundary between placesim and its LibTorch plugin (placesim_torch, built from
-// placement/placeto/*_torch.cpp). LibTorch's static initialisation costs about 0.6 s per process,
+// placement/strategies/placeto/*_torch.cpp). LibTorch's static initialisation costs about 0.6 s per process,
 // so no placesim binary links it: the first PlacetoPolicy made or loaded dlopens the plugin
 // (placeto_policy.cpp), which implements the policy model below and resolves its references to
 // placesim's own code from the executable that loaded it (see CMakeLists.txt).

@@ -1,6 +1,6 @@
 #pragma once
 // Placeto's policy (section 2.2) and its REINFORCE training (appendix A.1, A.7), behind a
-// torch-free interface: only placement/placeto/*_torch.cpp include LibTorch, and those files make
+// torch-free interface: only placement/strategies/placeto/*_torch.cpp include LibTorch, and those files make
 // the plugin module placesim_torch, built only when PLACESIM_HAVE_TORCH is defined. The first
 // PlacetoPolicy made or loaded in a process loads the plugin (and LibTorch with it, ~0.6 s) from
 // beside the executable or from lib/placesim when installed (sim/config/data_dir.h); the environment

@@ -258,7 +258,7 @@ OptionSchema<QuickPConfig> quickp_schema() {
   s.count("allocation_rounds", &C::allocation_rounds, "alternations of P3 at most", 1, 100, "1");
   s.number("polish", &C::polish_share,
            "share of the time left after the portfolio kept for a local search from the best placement found "
-           "(placement/refine; it also stops after 20 rounds without a better one); 0: off, the papers' QuickP",
+           "(placement/stages/refine; it also stops after 20 rounds without a better one); 0: off, the papers' QuickP",
            Range::closed(0, 0.9), "0");
   return s;
 }

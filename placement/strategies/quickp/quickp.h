@@ -15,7 +15,7 @@
 //    the edges repeat until none fuses. Every fused edge has out-degree(i) == 1 or in-degree(j) == 1,
 //    so the result is acyclic by Theorem 2. A fused operator sums compute and memory; tensors
 //    between two fused operators are merged into one whose bytes are the sum (they are distinct
-//    tensors that all have to cross: summing is the conservative choice, as placement/coarsening
+//    tensors that all have to cross: summing is the conservative choice, as placement/stages/coarsening
 //    does; the papers do not say). Fusing operators of two colocation classes joins the classes.
 //    alpha defaults to the 90th percentile (nearest rank) of the non-zero compute times (ICC V).
 //  * Co-location (ICC eq. 7): r_i = p_i + max over successors (r_j + t_ij / b), b = the largest
@@ -244,7 +244,7 @@ struct QuickPConfig {
   // Keep the reduced graph usable by the GPUs (UnitLimits): on by default; off gives the papers'
   // fusion and co-location exactly.
   bool unit_limits = true;
-  // Share of the time left after the portfolio that is kept for a local search (placement/refine)
+  // Share of the time left after the portfolio that is kept for a local search (placement/stages/refine)
   // from the best placement found, under the strategy's cost model: P2's answer is optimal at
   // best for the reduced problem, and moving single units is what the reduction cannot do. It
   // stops early when 20 rounds in a row find nothing better. 0: off (the papers' QuickP).
@@ -279,7 +279,7 @@ class QuickP : public Strategy {
   // With bandwidth_allocation on a multi-NIC cluster, also bandwidth_allocation (the result's
   // allocation) and report: allocation (b(s,t) rows, bytes/s), latency_uniform_s (the first
   // placement on the cluster as given), latency_s, allocation_rounds, allocation_accepted.
-  // With polish_share > 0, report polish (placement/refine's report of the local search).
+  // With polish_share > 0, report polish (placement/stages/refine's report of the local search).
   // P2 and P3 get the time left after the portfolio but polish_share of it; the polish the rest.
 
  private:
