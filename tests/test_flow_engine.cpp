@@ -176,6 +176,29 @@ TEST(FlowEngine, UnreachablePairNeverArrives) {
   EXPECT_EQ(flow.latency(p), std::numeric_limits<double>::infinity());
 }
 
+// At a clock of 1e9 s a 1-byte transfer (~0.1 ns) is far below a double's resolution (~0.1 us):
+// `now + 1e-12` rounds to `now`. The engine must still take what is due at `now` and end, within a
+// few ulps of the clock per step of the evaluator's answer. (Before, it spun without end; ctest's
+// timeout stops a regression.)
+TEST(FlowEngine, TransfersBelowTheClocksResolutionStillEnd) {
+  const Cluster c = cluster_from_yaml(YAML::Load("{type: fat-tree, k: 4, servers: 4, gpus_per_server: 1}"), "t");
+  Graph g;
+  constexpr int kOps = 6;
+  for (int i = 0; i < kOps; ++i) g.add_operator({"op" + std::to_string(i), "op", i == 0 ? 1e9 : 1e-6, 1});
+  for (int i = 1; i < kOps; ++i) g.add_tensor(i - 1, i, 1);
+  g.finalize("slow-chain");
+  std::vector<DeviceId> p(kOps);
+  for (int i = 0; i < kOps; ++i) p[i] = static_cast<DeviceId>(i % 4);
+  const double evaluator = Evaluator(g, c).schedule(p).latency;
+  FlowEngine flow(g, c);
+  const double latency = flow.latency(p);
+  ASSERT_TRUE(std::isfinite(latency));
+  const double ulp = std::nextafter(1e9, 2e9) - 1e9;  // 2^-23 s, the spacing of doubles near the clock
+  // Two events per step (a transfer and an operator), each at most one ulp off the evaluator's sum.
+  EXPECT_NEAR(latency, evaluator, 2 * kOps * ulp);
+  EXPECT_GE(latency, 1e9);
+}
+
 TEST(FlowEngine, ReusesItsBuffersAcrossPlacements) {
   std::mt19937 rng(11);
   Graph g = random_dag(rng, 80);

@@ -477,10 +477,12 @@ void FlowEngine::finish_op(OpId op, double now) {
 }
 
 // Everything due at `now` (within SimGrid's time precision) happens at `now`, until nothing more
-// is: operators finish, latencies pass, sub-flows end.
+// is: operators finish, latencies pass, sub-flows end. Once the clock is large (1e9 s) `now +
+// kTimePrecision` rounds to `now`; the horizon is then the next double above it, so that what is
+// due at `now` itself still happens and time always advances.
 template <GpuQueue M>
 void FlowEngine::happen(double now) {
-  const double horizon = now + kTimePrecision;
+  const double horizon = std::max(now + kTimePrecision, std::nextafter(now, kInf));
   const auto tensors = graph_.tensors();
   bool progress = true;
   while (progress) {
