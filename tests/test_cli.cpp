@@ -183,6 +183,26 @@ TEST(Cli, Item13ExitCodesAreZeroOneOrTwo) {
   fs::remove_all(dir);
 }
 
+// A scenario whose graph has a cycle: one line naming the file and the cycle, exit 2, no failed
+// row per strategy and no results file (`graph info` says the same of the graph).
+TEST(Cli, ScenarioWithACyclicGraphExitsTwoInOneLine) {
+  const fs::path dir = testutil::fresh_temp_dir("cli-cycle");
+  write(dir / "g.json", R"({"format": "placesim-graph", "version": 1,
+    "operators": [{"name": "a", "compute_s": 1e-3}, {"name": "b", "compute_s": 1e-3}],
+    "tensors": [{"src": "a", "dst": "b", "bytes": 1000}, {"src": "b", "dst": "a", "bytes": 1000}]})");
+  write(dir / "s.yaml", "graph: {file: g.json}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [heft, metis]\n");
+  std::string out;
+  EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string() + " -o " + (dir / "out").string(), out), 2) << out;
+  EXPECT_TRUE(contains(out, "error: ")) << out;
+  EXPECT_TRUE(contains(out, "g.json: operator '")) << out;
+  EXPECT_TRUE(contains(out, "the graph has a cycle")) << out;
+  EXPECT_FALSE(contains(out, "failed")) << out;
+  EXPECT_EQ(std::regex_search(out, std::regex("error: [^\n]*\n[^\n]")), false) << "one line: " << out;
+  EXPECT_FALSE(fs::exists(dir / "out" / "results.jsonl"));
+  EXPECT_EQ(run_cli("graph info " + (dir / "g.json").string(), out), 2) << out;
+  fs::remove_all(dir);
+}
+
 TEST(Cli, Item13ReproduceListSaysWhatEachReproductionIs) {
   std::string out;
   ASSERT_EQ(run_cli("reproduce --list", out), 0) << out;
@@ -340,13 +360,14 @@ TEST(Cli, AnOnnxModelGivenAsAGraphSaysHowToImportIt) {
     EXPECT_FALSE(contains(out, "unknown graph format")) << out;
   }
   EXPECT_FALSE(fs::exists(out_json));
-  // A scenario's graph file too: its points fail (exit 1, as for any graph that does not load),
-  // saying why.
+  // A scenario's graph file too: an error of the scenario (exit 2, as for any graph that does not
+  // load), saying why, before any point runs.
   write(dir / "s.yaml", "graph: {file: model.onnx}\ncluster: {type: full-mesh, gpus: 2, bandwidth: 10GB/s}\n"
                         "strategies: [round-robin]\noutput: " + (dir / "out").string() + "\n");
   std::string out;
-  EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string(), out), 1) << out;
-  EXPECT_TRUE(contains(out, "failed: graph: " + onnx + ": " + how(onnx, ""))) << out;
+  EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string(), out), 2) << out;
+  EXPECT_TRUE(contains(out, "error: " + onnx + ": " + how(onnx, ""))) << out;
+  EXPECT_FALSE(contains(out, "failed")) << out;
   fs::remove_all(dir);
 }
 

@@ -259,6 +259,36 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   summary.results_file = (dir / results_file_name(options.rank, ranks)).string();
   const std::string merged = (dir / "results.jsonl").string();
 
+  // Graphs are loaded (or built) in this process, once per distinct `graph:`, before the workers
+  // that need them fork: the workers share them copy-on-write. Workloads likewise. All of this
+  // rank's graphs load before anything is written or removed: a graph the scenario names that is
+  // not a graph (a cycle, a dangling tensor, a non-finite cost) is an input error of the scenario
+  // (exit 2, one line), not a failed row per strategy; so is any other failure to build one.
+  struct LoadedGraph {
+    std::unique_ptr<Graph> graph;
+    std::unique_ptr<LayerWorkload> workload;
+    std::vector<std::string> warnings;
+  };
+  std::map<std::string, LoadedGraph> graphs;
+  const std::string prefix = prefix_of(options);
+  for (const SweepPoint& p : plan.points) {
+    if (static_cast<int>(p.index % static_cast<std::size_t>(ranks)) != options.rank) continue;
+    auto [it, fresh] = graphs.try_emplace(plan.variant_graph[p.variant]);
+    if (!fresh) continue;
+    const Scenario& variant = plan.variants[p.variant];
+    try {
+      if (variant.workload)
+        it->second.workload = std::make_unique<LayerWorkload>(load_workload_source(*variant.workload, plan.file));
+      else
+        it->second.graph = std::make_unique<Graph>(load_graph_source(variant.graph, plan.file, it->second.warnings));
+      for (const auto& w : it->second.warnings) log << prefix << "warning: " << w << "\n";
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw InputError(plan.file, variant.workload ? "workload" : "graph", fmt::format("cannot be built: {}", e.what()));
+    }
+  }
+
   std::vector<PointRecord> records = earlier_records(summary.results_file, merged, options, log);
   std::set<std::string> done;
   for (const PointRecord& r : records) done.insert(r.key);
@@ -270,7 +300,6 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
     if (done.count(p.key)) ++summary.skipped;
     else todo.push_back(p.index);
   }
-  const std::string prefix = prefix_of(options);
   if (options.progress)
     log << fmt::format("{}scenario {}: {} point{}{}, {} to run with {} job{}\n", prefix, plan.name, summary.points,
                        summary.points == 1 ? "" : "s",
@@ -278,50 +307,12 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
                        options.jobs, options.jobs == 1 ? "" : "s")
         << std::flush;
 
-  // Graphs are loaded (or built) in this process, once per distinct `graph:`, before the workers
-  // that need them fork: the workers share them copy-on-write.
-  // Workloads likewise.
-  struct LoadedGraph {
-    std::unique_ptr<Graph> graph;
-    std::unique_ptr<LayerWorkload> workload;
-    std::vector<std::string> warnings;
-    std::string error;
-  };
-  std::map<std::string, LoadedGraph> graphs;
-  auto graph_of = [&](const SweepPoint& p) -> LoadedGraph& {
-    auto [it, fresh] = graphs.try_emplace(plan.variant_graph[p.variant]);
-    if (fresh) {
-      try {
-        const Scenario& variant = plan.variants[p.variant];
-        if (variant.workload)
-          it->second.workload = std::make_unique<LayerWorkload>(load_workload_source(*variant.workload, plan.file));
-        else
-          it->second.graph = std::make_unique<Graph>(load_graph_source(variant.graph, plan.file, it->second.warnings));
-        for (const auto& w : it->second.warnings) log << prefix << "warning: " << w << "\n";
-      } catch (const std::exception& e) {
-        it->second.error = e.what();
-      }
-    }
-    return it->second;
-  };
-
   Progress progress(log, todo.size(), options.progress, prefix);
   PointRecorder recorder(summary, std::move(records), progress, options, dir.string());
   auto record_point = [&](PointRecord record, bool ran) { recorder.record(std::move(record), ran); };
   std::optional<OutputError>& output_error = recorder.output_error;
 
   const std::string out_dir = dir.string();
-  // A point whose graph cannot be loaded fails without a worker.
-  std::vector<std::size_t> runnable;
-  for (std::size_t index : todo) {
-    LoadedGraph& g = graph_of(plan.points[index]);
-    if (!g.error.empty())
-      record_point(failed_record(plan, plan.points[index],
-                                 (plan.variants[plan.points[index].variant].workload ? "workload: " : "graph: ") + g.error),
-                   false);
-    else runnable.push_back(index);
-  }
-
   ProcessPoolHooks hooks;
   hooks.stop = [&] { return output_error.has_value(); };
   hooks.started = [&](std::size_t) { progress.started(); };
@@ -348,7 +339,7 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
     record_point(std::move(record), true);
   };
   const long abort_point = options.debug_abort_point;
-  run_process_pool(runnable, options.jobs, [&](std::size_t index) {
+  run_process_pool(todo, options.jobs, [&](std::size_t index) {
     const SweepPoint& point = plan.points[index];
     if (static_cast<long>(index) == abort_point) std::abort();
     const LoadedGraph& g = graphs.at(plan.variant_graph[point.variant]);
