@@ -12,6 +12,7 @@
 #include "sim/collectives/algorithms.h"
 #include "sim/collectives/collective_steps.h"
 #include "sim/collectives/collectives.h"
+#include "sim/config/plan_options.h"
 #include "tests/test_util.h"
 
 using namespace placesim;
@@ -141,3 +142,18 @@ TEST(CollectiveAlgorithms, UnknownNamesAreSuggested) {
 }
 
 }  // namespace
+
+// An option choosing the algorithm of a gradient all-reduce offers only algorithms that run an
+// all-reduce: pairwise (all-to-all only) is refused where it is read, and the closed form refuses
+// an operation its algorithm does not run instead of pricing it.
+TEST(CollectiveAlgorithms, GradientReductionsOfferOnlyAllReduceAlgorithms) {
+  for (const auto& a : collective_algorithm_names(CollectiveOp::AllReduce))
+    EXPECT_TRUE(collective_supports(CollectiveOp::AllReduce, a.value)) << a.name;
+  for (const auto& a : collective_algorithm_names(CollectiveOp::AllReduce)) EXPECT_NE(a.name, "pairwise");
+  EXPECT_INPUT_ERROR(data_parallel_schema().parse(YamlFields(YAML::Load("{replicas: 2, algorithm: pairwise}"), "s.yaml",
+                                                             "data_parallel")),
+                     "algorithm", "pairwise", "ring");
+  const auto pairwise = enum_parse<CollectiveAlgorithm>(collective_algorithm_names(), "pairwise", "t", "algorithm");
+  EXPECT_THROW(uniform_collective_time(CollectiveOp::AllReduce, pairwise, 8, 1e6, 1e-6, 1e9, 1), std::invalid_argument);
+  EXPECT_GT(uniform_collective_time(CollectiveOp::AllToAll, pairwise, 8, 1e6, 1e-6, 1e9, 1), 0);
+}

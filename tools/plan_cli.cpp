@@ -147,7 +147,7 @@ int cmd_plan(const PlanArgs& a) {
   plan.sequence_parallel = a.sequence_parallel;
   plan.schedule = enum_parse<PipelineSchedule>(kPipelineScheduleNames, a.schedule, "command line", "--schedule");
   plan.gradient_algorithm =
-      enum_parse<CollectiveAlgorithm>(collective_algorithm_names(), a.gradient_algorithm, "command line", "--gradient-algorithm");
+      enum_parse<CollectiveAlgorithm>(collective_algorithm_names(CollectiveOp::AllReduce), a.gradient_algorithm, "command line", "--gradient-algorithm");
   if (const std::string why = plan_problem(workload, plan, cluster); !why.empty())
     throw InputError("command line",
                      !a.stage_tp.empty()   ? "--tp/--stage-tp/--pp/--dp/--ep/--virtual-stages/--sequence-parallel"

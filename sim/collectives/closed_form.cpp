@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <fmt/format.h>
 #include <stdexcept>
 
 #include "sim/collectives/algorithms.h"
@@ -70,6 +71,10 @@ class PricedCollective {
 
 double uniform_collective_time(CollectiveOp op, CollectiveAlgorithm algorithm, int ranks, double bytes, double alpha,
                                double bandwidth, int chunks) {
+  if (!collective_supports(op, algorithm))
+    throw std::invalid_argument(fmt::format("{} does not run {} (algorithms that do: {})",
+                                            collective_algorithm(algorithm).name, enum_name<CollectiveOp>(kCollectiveOpNames, op),
+                                            collective_algorithms_of(op)));
   if (bytes == 0 || ranks < 2) return 0;
   // One level of links: hierarchical and multi-level run the same rings as ring.
   if (collective_algorithm(algorithm).levels) algorithm = CollectiveAlgorithm::Ring;

@@ -66,6 +66,9 @@ inline constexpr EnumName<CollectiveOp> kCollectiveOpNames[] = {
 enum class CollectiveAlgorithm : int { Ring, Tree, HalvingDoubling, Direct, Hierarchical, MultiLevel };
 // Every registered algorithm's value and name, for options and messages.
 std::span<const EnumName<CollectiveAlgorithm>> collective_algorithm_names();
+// The registered algorithms that run `op`: what an option choosing the algorithm of an all-reduce
+// (a data-parallel gradient reduction, say) offers and accepts.
+std::span<const EnumName<CollectiveAlgorithm>> collective_algorithm_names(CollectiveOp op);
 
 // How a collective's ring phases become transfers (every other algorithm runs message by message).
 // messages: each step of each chunk is a message of its own, n - 1 steps of n messages per ring

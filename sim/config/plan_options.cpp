@@ -11,7 +11,7 @@ OptionSchema<DataParallelConfig> data_parallel_schema() {
   s.count("replicas", &DataParallelConfig::replicas,
           "copies of the placed graph, each on GPUs / replicas consecutive GPUs (required)", 1, 1 << 16, "4");
   s.choice("algorithm", &DataParallelConfig::algorithm,
-           collective_algorithm_names(),
+           collective_algorithm_names(CollectiveOp::AllReduce),
            "all-reduce algorithm of the gradients across replicas", "halving-doubling");
   s.count("chunks", &DataParallelConfig::chunks, "pieces per message of each all-reduce, pipelined", 1, 1 << 16, "4");
   s.add({"bucket_bytes", "bytes",

@@ -151,7 +151,7 @@ OptionSchema<MegatronConfig> megatron_schema() {
           "interleaved 1F1B: stages per pipeline rank (Megatron-LM's virtual pipeline; micro_batches a multiple of pp)", 1,
           1 << 10, "2");
   s.choice("gradient_algorithm", &MegatronConfig::gradient_algorithm,
-           collective_algorithm_names(),
+           collective_algorithm_names(CollectiveOp::AllReduce),
            "collective algorithm of the gradient reduction across replicas", "halving-doubling");
   s.flag("scatter_gather", &MegatronConfig::scatter_gather,
          "between stages each tensor rank sends 1/tp of the activation and the next stage all-gathers it");

@@ -86,7 +86,7 @@ void add_nest_space_options(OptionSchema<Config>& s) {
           "1");
   s.flag("zero", static_cast<bool Config::*>(&NestSpace::zero), "explore ZeRO stages 1-3 beside 0");
   s.choice("gradient_algorithm", static_cast<CollectiveAlgorithm Config::*>(&NestSpace::gradient_algorithm),
-           collective_algorithm_names(),
+           collective_algorithm_names(CollectiveOp::AllReduce),
            "the data-parallel reduction's algorithm, priced and simulated", "halving-doubling");
   s.count("max_ep", static_cast<int Config::*>(&NestSpace::max_ep),
           "widest expert-parallel group explored when the plan spreads the experts (a model built for ep 1)", 1, 1 << 16,

@@ -24,6 +24,17 @@ std::span<const EnumName<CollectiveAlgorithm>> collective_algorithm_names() {
   return names;
 }
 
+std::span<const EnumName<CollectiveAlgorithm>> collective_algorithm_names(CollectiveOp op) {
+  static const auto by_op = [] {
+    std::vector<std::vector<EnumName<CollectiveAlgorithm>>> out(std::size(kCollectiveOpNames));
+    for (const auto& o : kCollectiveOpNames)
+      for (const auto& a : collective_algorithm_names())
+        if (collective_supports(o.value, a.value)) out[static_cast<std::size_t>(o.value)].push_back(a);
+    return out;
+  }();
+  return by_op.at(static_cast<std::size_t>(op));
+}
+
 bool collective_supports(CollectiveOp op, CollectiveAlgorithm algorithm) {
   const auto& ops = collective_algorithm(algorithm).ops;
   return std::find(ops.begin(), ops.end(), op) != ops.end();
