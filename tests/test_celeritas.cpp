@@ -401,7 +401,7 @@ TEST(Celeritas, StrategiesOnTheForkGraph) {
 TEST(Celeritas, PortfolioKeepsTheBetterAnswer) {
   const Graph g = testutil::fig31_graph(1e5);
   const Cluster c = testutil::dedicated_mesh(2, 20e9);
-  const PlacementResult r = make_strategy_from_yaml("celeritas", "{}")->place(g, c);
+  const PlacementResult r = make_strategy_from_yaml("celeritas", "{portfolio: true}")->place(g, c);
   EXPECT_NEAR(Evaluator(g, c).latency(r.placement), 15e-6, 1e-15);
   EXPECT_NE(r.facts.portfolio_winner, "celeritas");
   EXPECT_NEAR(r.details["portfolio"]["celeritas"].get<double>(), 20e-6, 1e-15);

@@ -514,7 +514,7 @@ TEST(QuickPStrategy, NeverWorseThanThePortfolio) {
   // critical path. QuickP keeps the best of its answer and the portfolio's, by the evaluator.
   Graph g = testutil::fig31_graph(kBytes);
   Cluster c = testutil::dedicated_mesh(2, kBw);
-  PlacementResult r = make_quickp("{}")->place(g, c);
+  PlacementResult r = make_quickp("{portfolio: true}")->place(g, c);
   const double latency = Evaluator(g, c).latency(r.placement);
   for (const auto& [name, v] : r.details["portfolio"].items())
     if (v.is_number()) {

@@ -74,6 +74,38 @@ std::string sample_lines() {
   return lines({a, b, c}) + "\n" + lines({failed("a", bw20, "worker killed by SIGSEGV"), b20});
 }
 
+// A row is its strategy's own answer, or says whose it is: the portfolio's winner, a memory
+// fallback or the chain's start, in the point table, the "fastest" lines, the comparison table
+// and the CSV, and through results.jsonl.
+TEST(Report, RowsNameTheCandidateWhoseAnswerTheyAre) {
+  PointRecord own = measured("celeritas", {}, 2.0), won = measured("celeritas-flow", {}, 1.0),
+              chain = measured("mcmc", {}, 1.5), fallback = measured("quickp", {}, 3.0);
+  own.strategy = won.strategy = "celeritas";
+  own.measurement->facts.portfolio_winner = "celeritas";
+  won.measurement->facts.portfolio_winner = "heft on server 0";
+  chain.measurement->facts.warm_start = "metis";
+  fallback.measurement->facts.memory_fallback = "m-topo";
+  EXPECT_EQ(shown_label(own), "celeritas");
+  EXPECT_EQ(shown_label(won), "celeritas-flow [portfolio: heft on server 0]");
+  EXPECT_EQ(shown_label(chain), "mcmc [from: metis]");
+  EXPECT_EQ(shown_label(fallback), "quickp [memory fallback: m-topo]");
+  const std::vector<PointRecord> records{own, won, chain, fallback};
+  const std::string points = format_point_table(records), comparison = format_comparison_table(records),
+                    csv = records_to_csv(records);
+  for (const PointRecord& r : {won, chain, fallback}) {
+    EXPECT_NE(points.find(shown_label(r)), std::string::npos) << points;
+    EXPECT_NE(comparison.find(shown_label(r)), std::string::npos) << comparison;
+    EXPECT_NE(csv.find(answer_note(r)), std::string::npos) << csv;
+    EXPECT_EQ(shown_label(record_from_json(to_json(r), "results.jsonl", "line 1")), shown_label(r));
+  }
+  EXPECT_EQ(comparison.find("celeritas ["), std::string::npos) << comparison;
+  // A row whose runs differ says how many were another's answer.
+  PointRecord again = won;
+  again.measurement->facts.portfolio_winner = "celeritas";
+  const std::string mixed = format_comparison_table(std::vector<PointRecord>{won, again});
+  EXPECT_NE(mixed.find("celeritas-flow [1 of 2 runs: portfolio: heft on server 0]"), std::string::npos) << mixed;
+}
+
 // Plans priced by NEST's estimate alone (simulation.engine estimate): no engine latency; the
 // tables show the estimate, and a record without one shows "-", never "infeasible".
 TEST(Report, EstimateOnlyRecordsShowTheEstimate) {

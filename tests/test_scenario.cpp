@@ -217,3 +217,21 @@ TEST(Scenario, ModelMemoryByRegressionMatchesTheBuiltGraph) {
                 .find("graph.memory"),
             std::string::npos);
 }
+
+// `portfolio: true` for a scenario: every strategy that takes the key gets it unless its own
+// options say otherwise; mcmc starts its chain from the portfolio; the others are left alone.
+TEST(Scenario, PortfolioForTheScenarioTurnsItOnWhereAStrategyTakesIt) {
+  const Scenario s = parse_scenario(
+      YAML::Load("graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nportfolio: true\n"
+                 "strategies: [celeritas, {name: quickp, options: {portfolio: false}}, mcmc, heft, "
+                 "{name: mcmc, label: m2, options: {init: random}}]\n"),
+      "s.yaml");
+  EXPECT_TRUE(s.strategies[0].options["portfolio"].as<bool>());
+  EXPECT_FALSE(s.strategies[1].options["portfolio"].as<bool>());
+  EXPECT_EQ(s.strategies[2].options["init"].as<std::string>(), "portfolio");
+  EXPECT_FALSE(s.strategies[3].options && s.strategies[3].options["portfolio"]);
+  EXPECT_EQ(s.strategies[4].options["init"].as<std::string>(), "random");
+  const Scenario off = parse_scenario(
+      YAML::Load("graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [celeritas]\n"), "s.yaml");
+  EXPECT_FALSE(off.strategies[0].options && off.strategies[0].options["portfolio"]);
+}

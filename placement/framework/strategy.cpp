@@ -24,7 +24,7 @@ OptionSchema<StrategyCommonOptions> strategy_common_schema(const StrategyTraits&
   if (traits.portfolio != PortfolioUse::None)
     s.flag("portfolio", &StrategyCommonOptions::portfolio,
            "keep the best (by the cost model) of the strategy's answer and the warm-start portfolio's: m-TOPO, "
-           "single-device, HEFT, m-ETF and METIS (false: the strategy's own answer)");
+           "single-device, HEFT, m-ETF and METIS; results name the winner (false: the strategy's own answer)");
   if (traits.searches)
     s.choice<CostModelKind>("cost_model", &StrategyCommonOptions::cost_model, kCostModelNames,
              "the latency the search minimises: list (contention-free list schedule) or flow (the same "

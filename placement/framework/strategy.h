@@ -43,6 +43,8 @@ struct SearchFacts {
   // The strategy's answer exceeded some GPU's memory and this candidate of the portfolio replaced it
   // ("none fits" when none did and the answer stayed).
   std::optional<std::string> memory_fallback;
+  // The search started from this placement of another strategy (mcmc's `init: portfolio`).
+  std::optional<std::string> warm_start;
 };
 
 struct PlacementResult {
@@ -89,7 +91,9 @@ struct StrategyCommonOptions {
   CostModelKind cost_model = CostModelKind::List;
   // Keep the best, by the cost model, of the strategy's answer and the warm-start portfolio's
   // (placement/framework/portfolio.h); only strategies with StrategyTraits::portfolio take the key.
-  bool portfolio = true;
+  // Opt-in: a row is its strategy's own answer unless the scenario asks, and then it names the
+  // candidate that won (SearchFacts::portfolio_winner).
+  bool portfolio = false;
   bool operator==(const StrategyCommonOptions&) const = default;
 };
 

@@ -173,6 +173,7 @@ PointMeasurement measurement_from_json(const FieldReader& f) {
   if (f.has("cost_model")) m.facts.cost_model = f.choice<CostModelKind>("cost_model", kCostModelNames);
   if (f.has("portfolio_winner")) m.facts.portfolio_winner = f.string("portfolio_winner");
   if (f.has("memory_fallback")) m.facts.memory_fallback = f.string("memory_fallback");
+  if (f.has("warm_start")) m.facts.warm_start = f.string("warm_start");
   m.strategy_report = f.object("strategy_report");
   m.placement_file = f.string("placement_file");
   m.trace_file = f.string("trace_file");
@@ -233,6 +234,7 @@ ojson to_json(const PointRecord& r) {
     if (m.facts.cost_model) j["cost_model"] = std::string(cost_model_name(*m.facts.cost_model));
     if (m.facts.portfolio_winner) j["portfolio_winner"] = *m.facts.portfolio_winner;
     if (m.facts.memory_fallback) j["memory_fallback"] = *m.facts.memory_fallback;
+    if (m.facts.warm_start) j["warm_start"] = *m.facts.warm_start;
     j["strategy_report"] = m.strategy_report;
     j["placement_file"] = m.placement_file;
     j["trace_file"] = m.trace_file;
@@ -331,13 +333,28 @@ std::string csv_quote(const std::string& s) {
 
 }  // namespace
 
+std::string answer_note(const PointRecord& record) {
+  if (!record.measurement) return "";
+  const SearchFacts& facts = record.measurement->facts;
+  std::vector<std::string> notes;
+  if (facts.portfolio_winner && *facts.portfolio_winner != record.strategy) notes.push_back("portfolio: " + *facts.portfolio_winner);
+  if (facts.memory_fallback && *facts.memory_fallback != "none fits") notes.push_back("memory fallback: " + *facts.memory_fallback);
+  if (facts.warm_start) notes.push_back("from: " + *facts.warm_start);
+  return fmt::format("{}", fmt::join(notes, "; "));
+}
+
+std::string shown_label(const PointRecord& record) {
+  const std::string note = answer_note(record);
+  return note.empty() ? record.label : fmt::format("{} [{}]", record.label, note);
+}
+
 std::string records_to_csv(std::span<const PointRecord> records) {
   const std::vector<std::string> paths = sweep_paths(records);
   std::string csv = "key,scenario,strategy,label";
   for (const auto& p : paths) csv += "," + csv_quote(p);
   csv += ",seed,repetition,status";
   for (const EngineInfo& e : engine_registry()) csv += fmt::format(",{}_latency_s", e.name);
-  csv += ",search_time_s,peak_memory_bytes,oom,portfolio_winner,error\n";
+  csv += ",search_time_s,peak_memory_bytes,oom,portfolio_winner,answer_note,error\n";
   for (const PointRecord& r : records) {
     csv += fmt::format("{},{},{},{}", csv_quote(r.key), csv_quote(r.scenario), csv_quote(r.strategy), csv_quote(r.label));
     for (const auto& p : paths) {
@@ -351,10 +368,11 @@ std::string records_to_csv(std::span<const PointRecord> records) {
         const auto latency = m->latency(e.name);
         csv += "," + (latency ? fmt::format("{:.9g}", *latency) : std::string());
       }
-      csv += fmt::format(",{:.6g},{:.0f},{},{},", m->search_time, m->peak_memory, m->oom ? "true" : "false",
-                         m->facts.portfolio_winner ? csv_quote(*m->facts.portfolio_winner) : std::string());
+      csv += fmt::format(",{:.6g},{:.0f},{},{},{},", m->search_time, m->peak_memory, m->oom ? "true" : "false",
+                         m->facts.portfolio_winner ? csv_quote(*m->facts.portfolio_winner) : std::string(),
+                         csv_quote(answer_note(r)));
     } else {
-      csv += std::string(engine_registry().size() + 4, ',') + "," + csv_quote(r.reason);
+      csv += std::string(engine_registry().size() + 5, ',') + "," + csv_quote(r.reason);
     }
     csv += "\n";
   }
@@ -380,11 +398,11 @@ std::string fastest_lines(std::span<const PointRecord> records, const ColumnUnit
     }
   }
   if (!contended_best) return "";
-  std::string out = fmt::format("fastest under contention ({}): {}, {} {}\n", whose, contended_best->label,
+  std::string out = fmt::format("fastest under contention ({}): {}, {} {}\n", whose, shown_label(*contended_best),
                                 format_number_in(*contended(*contended_best->measurement), unit), unit.name);
   if (free_best != contended_best)
     out += fmt::format("fastest without contention (evaluator): {}, {} {}, but {} {} under contention\n",
-                       free_best->label, format_number_in(*free_best->measurement->latency(kEvaluator), unit), unit.name,
+                       shown_label(*free_best), format_number_in(*free_best->measurement->latency(kEvaluator), unit), unit.name,
                        format_number_in(*contended(*free_best->measurement), unit), unit.name);
   return out;
 }
@@ -423,7 +441,9 @@ std::string format_point_table(std::span<const PointRecord> records) {
   // NEST's estimate's column where some point ran no engine (simulation.engine estimate).
   const bool estimated = std::any_of(records.begin(), records.end(),
                                      [](const PointRecord& r) { return r.measurement && !r.measurement->latency(kEvaluator); });
-  std::string out = point_head + fmt::format("{:<20} {:>14} {:>14}{} {:>12} {:>18} {:>5}\n", "strategy",
+  std::size_t label_width = 20;
+  for (const PointRecord& r : records) label_width = std::max(label_width, shown_label(r).size());
+  std::string out = point_head + fmt::format("{:<{}} {:>14} {:>14}{} {:>12} {:>18} {:>5}\n", "strategy", label_width,
                                              fmt::format("evaluator ({})", latency.name),
                                              fmt::format("simgrid ({})", latency.name),
                                              (flow ? fmt::format(" {:>14}", fmt::format("flow ({})", latency.name))
@@ -435,11 +455,11 @@ std::string format_point_table(std::span<const PointRecord> records) {
   for (const PointRecord& r : records) {
     const std::string point = width ? fmt::format("{:<{}} ", point_of(r), width) : std::string();
     if (!r.measurement) {
-      out += point + fmt::format("{:<20} {}: {}\n", r.label, point_status_name(r.status), r.reason);
+      out += point + fmt::format("{:<{}} {}: {}\n", r.label, label_width, point_status_name(r.status), r.reason);
       continue;
     }
     const PointMeasurement& m = *r.measurement;
-    out += point + fmt::format("{:<20} {:>14} {:>14}{} {:>12} {:>18} {:>5}\n", r.label,
+    out += point + fmt::format("{:<{}} {:>14} {:>14}{} {:>12} {:>18} {:>5}\n", shown_label(r), label_width,
                                m.latency(kEvaluator) ? format_number_in(*m.latency(kEvaluator), latency) : std::string("-"),
                                m.latency(kSimGrid) ? format_number_in(*m.latency(kSimGrid), latency) : std::string("-"),
                                (!flow ? std::string()

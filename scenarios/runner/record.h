@@ -132,6 +132,14 @@ struct PointRecord {
   const SweepValue* sweep_value(std::string_view path) const;
 };
 
+// Whose answer a point's placement is when it is not its strategy's own search from its own
+// start: "portfolio: heft on server 0" (the warm-start portfolio's candidate won), "memory
+// fallback: metis" (the strategy's answer did not fit), "from: heft on server 0" (the search
+// started there); "" for the strategy's own answer.
+std::string answer_note(const PointRecord& record);
+// The label as tables show it: "celeritas [portfolio: heft on server 0]", or the label alone.
+std::string shown_label(const PointRecord& record);
+
 // The JSON form described at the top; to_json of from_json gives back the same text (except for a
 // line an older runner wrote with status ok and a null latency, which reads as failed).
 nlohmann::ordered_json to_json(const PointRecord& record);

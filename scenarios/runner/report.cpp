@@ -193,6 +193,16 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
     for (const auto& s : strategy_order[g]) {
       Row row;
       row.strategy = s;
+      // Whose answers the row holds where a portfolio, a memory fallback or a warm start ran.
+      std::set<std::string> notes;
+      std::size_t noted = 0;
+      for (const PointRecord* r : cells[{g, s}])
+        if (const std::string note = answer_note(*r); !note.empty()) {
+          notes.insert(note);
+          ++noted;
+        }
+      if (notes.size() == 1 && noted == cells[{g, s}].size()) row.strategy += " [" + *notes.begin() + "]";
+      else if (noted) row.strategy += fmt::format(" [{} of {} runs: {}]", noted, cells[{g, s}].size(), fmt::join(notes, "; "));
       std::vector<double> lat, search;
       for (const PointRecord* r : cells[{g, s}]) {
         ++row.runs;
@@ -293,6 +303,7 @@ nlohmann::ordered_json records_to_json(std::span<const PointRecord> records, con
                    {"graph", r.graph},
                    {"cluster", r.cluster},
                    {"strategy", r.label},
+                   {"answer_note", answer_note(r)},
                    {"gpus", r.gpus},
                    {"params", params},
                    {"params_text", written},

@@ -284,12 +284,31 @@ DataParallelConfig data_parallel_from_yaml(const YamlFields& strategy, const std
   return c;
 }
 
+// The strategy's options with the warm-start portfolio on, where it takes it and does not say.
+void with_portfolio(StrategySpec& spec) {
+  const StrategyInfo* info = strategy_registry().find(spec.name);
+  if (!info) return;  // named wrongly: find_strategy says so next
+  // Options that are not a mapping are left for make_strategy to refuse.
+  if (spec.options && !spec.options.IsNull() && !spec.options.IsMap()) return;
+  const YAML::Node given = spec.options && spec.options.IsMap() ? spec.options : YAML::Node(YAML::NodeType::Map);
+  auto init = std::find_if(info->options.begin(), info->options.end(), [](const OptionDoc& o) { return o.key == "init"; });
+  std::string key, value;
+  if (info->takes("portfolio")) key = "portfolio", value = "true";
+  else if (init != info->options.end() &&
+           std::find(init->choices.begin(), init->choices.end(), "portfolio") != init->choices.end())
+    key = "init", value = "portfolio";
+  if (key.empty() || given[key]) return;  // (a const lookup: it adds no key)
+  YAML::Node options = YAML::Clone(given);
+  options[key] = value;
+  spec.options = options;
+}
+
 }  // namespace
 
 Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
   YamlFields f(root, file, "");
   f.allow_only({"name", "description", "graph", "workload", "cluster", "strategies", "simulation", "output", "sweep",
-                "report"});
+                "report", "portfolio"});
   Scenario s;
   s.file = file;
   s.name = f.string_or("name", fs::path(file).stem().string());
@@ -305,6 +324,9 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
   const YAML::Node list = f.node("strategies");
   if (!list.IsSequence() || list.size() == 0)
     throw InputError(file, f.field("strategies"), "expected a non-empty list of strategies");
+  // `portfolio: true` for the scenario: every strategy that can use the warm-start portfolio does,
+  // unless its own options say otherwise (mcmc starts its chain from it).
+  const bool portfolio = f.boolean_or("portfolio", false);
   std::set<std::string> labels;
   for (std::size_t i = 0; i < list.size(); ++i) {
     StrategySpec spec;
@@ -326,6 +348,7 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
       if (e.has("data_parallel")) spec.data_parallel = data_parallel_from_yaml(e, spec.field + ".data_parallel", s.cluster);
     }
     if (spec.label.empty()) spec.label = spec.name;
+    if (portfolio && !s.workload) with_portfolio(spec);
     // Build once now so option errors surface before anything runs.
     if (s.workload) {
       if (spec.coarsen || spec.refine || spec.data_parallel)

@@ -151,7 +151,10 @@ PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, con
       {"final_cost_s", current_cost},
       {"proposable_units", units.computing.size() + units.zero_compute.size()},
   };
-  if (config_.init == McmcConfig::Init::Portfolio) r.details["portfolio"] = std::move(portfolio_report);
+  if (config_.init == McmcConfig::Init::Portfolio) {
+    r.details["portfolio"] = std::move(portfolio_report);
+    r.facts.warm_start = start;
+  }
   if (config_.polish_share > 0 && can_move) {
     // Its share of the search in evaluations too: a chain of `steps` proposals is followed by at
     // most steps * share / (1 - share) candidates (5,000 steps at 0.2: 1,250), and at least 320

@@ -43,7 +43,9 @@ namespace placesim {
 // (they run in zero time at the lowest priority), so they are never proposed.
 struct McmcConfig {
   enum class Init { Portfolio, SingleDevice, RoundRobin, Random };
-  Init init = Init::Portfolio;
+  // The thesis starts the chain on one GPU; `portfolio` starts it from the warm-start portfolio's
+  // best, and results name that start (SearchFacts::warm_start).
+  Init init = Init::SingleDevice;
   double beta = 5000;                    // inverse temperature on relative cost; inf = greedy
   long steps = 25000;                    // proposals
   std::uint64_t seed = 1;

@@ -113,6 +113,10 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
     // P2's answers were for one allocation each: what it proved is about the reduced problem at best.
     pass.p2_exact = false;
   }
+  // With no answer of its own that fits, QuickP falls back, as every search strategy does, on the
+  // portfolio's best placement that fits, and says so (memory_fallback).
+  const bool fallback = !p2_answer && !common_options().portfolio;
+  if (fallback) candidates = run_portfolio(graph, cluster, deadline, cost, "quickp", portfolio_report, true);
   // The best of QuickP's own answer and the portfolio's, by the cost model; only placements that fit.
   portfolio_report["quickp"] = p2_answer ? nlohmann::json(own_latency) : nlohmann::json("P2 infeasible");
   const PortfolioCandidate* best = nullptr;
@@ -120,13 +124,17 @@ PlacementResult QuickP::place_impl(const Graph& graph, const Cluster& cluster, c
     if (c.fits && c.latency < own_latency * (1 - 1e-12) && (!best || c.latency < best->latency)) best = &c;
   if (!p2_answer && !best)
     throw std::runtime_error(fmt::format(
-        "quickp: P2 is infeasible (no placement of its {} units fits in GPU memory) and no strategy of its portfolio "
-        "found a placement that fits",
+        "quickp: P2 is infeasible (no placement of its {} units fits in GPU memory) and no strategy of the warm-start "
+        "portfolio found a placement that fits",
         r.details.value("units", 0)));
   if (best) {
     r.placement = best->placement;
     r.bandwidth_allocation.reset();
     allocated.reset();
+    if (fallback) {
+      r.facts.memory_fallback = best->name;
+      r.details["memory_fallback"] = std::move(portfolio_report);
+    }
   }
   if (common_options().portfolio) {
     r.details["portfolio"] = std::move(portfolio_report);
