@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fmt/format.h>
 #include <limits>
 #include <random>
 
@@ -8,10 +9,12 @@
 #include "placement/strategies/round_robin/round_robin.h"
 #include "sim/models/builtin_graphs.h"
 #include "sim/core/errors.h"
+#include "sim/engines/cost_model.h"
 #include "sim/engines/evaluator.h"
 #include "sim/io/graph_io.h"
 #include "tests/test_util.h"
 #include "topologies/fabrics.h"
+#include "topologies/registry.h"
 
 using namespace placesim;
 
@@ -311,3 +314,27 @@ TEST(Mcmc, PolishTakesTheMovesDownTheChainLeftUntaken) {
   EXPECT_NEAR(Evaluator(g, c).latency(chain_only.placement), 20e-6, 1e-12);
   EXPECT_FALSE(chain_only.details.contains("polish"));
 }
+
+namespace {
+
+// Searching the flow model, MCMC is never worse under it than its list search with the same seed
+// and steps (whose answer it keeps as a candidate): on an oversubscribed spine-leaf, where the two
+// models disagree.
+TEST(Mcmc, FlowSearchIsNeverWorseUnderFlowThanTheListSearch) {
+  const Graph g = small_synthetic();
+  const Cluster c = cluster_from_yaml(
+      YAML::Load("{type: spine-leaf, leaves: 2, servers_per_leaf: 2, spines: 1, gpus_per_server: 2, "
+                 "nic_bandwidth: 1Gbps, oversubscription: 4}"),
+      "t");
+  for (int seed : {1, 2, 3}) {
+    const std::string options = fmt::format("{{steps: 200, seed: {}}}", seed);
+    const PlacementResult list = run_mcmc(g, c, options);
+    const PlacementResult flow = run_mcmc(g, c, fmt::format("{{steps: 200, seed: {}, cost_model: flow}}", seed));
+    CostModel model(g, c, CostModelKind::Flow);
+    EXPECT_LE(model.latency(flow.placement), model.latency(list.placement) * (1 + 1e-12)) << seed;
+    ASSERT_TRUE(flow.details.contains("list_search")) << seed;
+    EXPECT_DOUBLE_EQ(flow.details["list_search"]["flow_latency_s"].get<double>(), model.latency(list.placement)) << seed;
+  }
+}
+
+}  // namespace

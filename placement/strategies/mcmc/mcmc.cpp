@@ -25,6 +25,26 @@ std::uint64_t below(std::mt19937_64& rng, std::uint64_t k) { return rng() % k; }
 }  // namespace
 
 PlacementResult Mcmc::place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) {
+  if (common_options().cost_model != CostModelKind::Flow) return search(graph, cluster, deadline);
+  // Searching the flow model, MCMC is never worse under it than its list search: the list chain
+  // (the same seed and steps, at most a quarter of the time) runs first, and its answer is kept
+  // where the flow model prices it better (a placement that fits before one that does not).
+  Mcmc list(config_);
+  StrategyCommonOptions common = common_options();
+  common.cost_model = CostModelKind::List;
+  list.set_common_options(common);
+  const PlacementResult candidate = list.search(graph, cluster, deadline.portion(0.25));
+  PlacementResult r = search(graph, cluster, deadline);
+  CostModel flow = make_cost_model(graph, cluster);
+  const double own = flow.latency(r.placement), listed = flow.latency(candidate.placement);
+  const bool own_fits = fits_memory(graph, cluster, r.placement), listed_fits = fits_memory(graph, cluster, candidate.placement);
+  const bool keep_list = listed_fits != own_fits ? listed_fits : listed < own;
+  r.details["list_search"] = {{"flow_latency_s", listed}, {"fits", listed_fits}, {"kept", keep_list}};
+  if (keep_list) r.placement = candidate.placement;
+  return r;
+}
+
+PlacementResult Mcmc::search(const Graph& graph, const Cluster& cluster, const Deadline& deadline) {
   const auto n = graph.num_operators();
   const int num_devices = cluster.num_devices();
   std::mt19937_64 rng(config_.seed);

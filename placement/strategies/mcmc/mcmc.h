@@ -78,6 +78,8 @@ class Mcmc : public Strategy {
 
  private:
   PlacementResult place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) override;
+  // One chain (and its polish) under the strategy's own cost model.
+  PlacementResult search(const Graph& graph, const Cluster& cluster, const Deadline& deadline);
   McmcConfig config_;
 };
 
