@@ -1,5 +1,5 @@
 // Placement time of Baechi's placers (m-TOPO, m-ETF, m-SCT) on VGG-16 (3,704 operators), 4 GPUs.
-// Target (issue #5): well under a second each, one core. m-SCT's time includes its LP (CLP).
+// Target: well under a second each, one core. m-SCT's time includes its LP (CLP).
 #include <benchmark/benchmark.h>
 
 #include "bench/bench_util.h"

@@ -2,7 +2,7 @@
 // wall time to simulate it, message by message (building the collective's execution graph, n^2
 // operators), condensed (CollectiveDetail::Condensed: a flow per ring neighbour, about 4n
 // operators, what plans of hundreds of replicas compile into) or step by step
-// (sim/collectives/collective_steps.h: the ring's one step, its n flows sharing the fabric, run once), and the process's peak resident memory (issue #15; for scale, ASTRA-sim's analytical backend takes 4.2 s and 0.35 GiB
+// (sim/collectives/collective_steps.h: the ring's one step, its n flows sharing the fabric, run once), and the process's peak resident memory (for scale, ASTRA-sim's analytical backend takes 4.2 s and 0.35 GiB
 // at 1,024 GPUs, without contention). Arguments: GPUs, engine (0 evaluator, 1 flow, 2 SimGrid)
 // and, message-level graphs, 1 for condensed.
 // Counters: the simulated time, operators and transfers of the graph, peak RSS in GiB.
@@ -90,7 +90,7 @@ BENCHMARK(BM_RingAllReduce1GiBSteps)
     ->ArgsProduct({{1024, 4096}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
-// 16,384 GPUs (routes computed on demand since issue #36 item 6), without SimGrid.
+// 16,384 GPUs (routes computed on demand), without SimGrid.
 BENCHMARK(BM_RingAllReduce1GiBSteps)->ArgsProduct({{16384}, {0, 1}})->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_RingAllReduce1GiB)
     ->ArgsProduct({{64, 256}, {0, 1, 2}, {0}})

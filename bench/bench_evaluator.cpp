@@ -1,5 +1,5 @@
 // Evaluator throughput: evaluations per second of the fast list-scheduling evaluator.
-// Target (issue #2): >= 2,000 evaluations/s on VGG-16 (3,704 operators) placed on 4 GPUs, one core.
+// Target: >= 2,000 evaluations/s on VGG-16 (3,704 operators) placed on 4 GPUs, one core.
 #include <benchmark/benchmark.h>
 
 #include "bench/bench_util.h"

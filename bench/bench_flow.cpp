@@ -1,6 +1,6 @@
 // The flow engine (sim/engines/flow_engine.h) against the SimGrid engine, wall time for one training
 // iteration in the same per-GPU order (the evaluator's, `simulation.order: scheduler`), side by
-// side in one run (issue #14, target: the flow engine at least 20x faster):
+// side in one run (target: the flow engine at least 20x faster):
 //   - VGG-16 (../shared/graphs/quickp/vgg.json, else the model zoo's vgg16) on 8 GPUs of a k=4
 //     fat-tree (servers of 2 GPUs, 100 Gb/s NICs, ECMP);
 //   - BERT-base (model zoo) on 16 GPUs of a 4:1 spine-leaf (servers of 4 GPUs, 100 Gb/s NICs).

@@ -1,5 +1,5 @@
 // max-load (placement/strategies/max_load) on the msr-fiddle training graphs of Tarnawski et al. (NeurIPS
-// 2020), 2 and 4 GPUs of 16 GiB. Target (issue #16): under 0.5 s each for BERT-3 and GNMT.
+// 2020), 2 and 4 GPUs of 16 GiB. Target: under 0.5 s each for BERT-3 and GNMT.
 #include <benchmark/benchmark.h>
 
 #include "bench/bench_util.h"

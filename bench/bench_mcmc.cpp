@@ -2,7 +2,7 @@
 // graphs, unfused) on 4 GPUs of the QuickP setup (2 NVLink servers), with and without the
 // evaluation cutoff, and the latency reached against the single-device start.
 // Reference (thesis Table 5.2): the authors' Python MCMC needed 357 s (AlexNet) and 1,016 s
-// (VGG-16) for 25,000 steps on four servers. Target (issue #5): under 10 s.
+// (VGG-16) for 25,000 steps on four servers. Target: under 10 s.
 //
 //   ./build/bench_mcmc --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 //
@@ -68,12 +68,12 @@ BENCHMARK(BM_Mcmc25kVgg4Gpus)->Arg(1)->Arg(0)->Iterations(1)->Unit(benchmark::kS
 }  // namespace
 
 // The same chain (seed, steps, single-device start) searching the list schedule and the flow
-// engine (`cost_model: flow`, issue #14: search time within 5x of list at the same steps), on
-// BERT-base (model zoo) on 16 GPUs of the issue's fat-tree (servers of 4, 150 GB/s NVLink,
+// engine (`cost_model: flow`; target: search time within 5x of list at the same steps), on
+// BERT-base (model zoo) on 16 GPUs of a k=4 fat-tree (servers of 4, 150 GB/s NVLink,
 // 100 Gb/s NICs). `contended_ms` is the flow engine's latency of the answer, which SimGrid
 // measures to 1e-6.
 // Measured (2 shared cores, medians of 3, 2026-11-25): list 3.66 s (819 steps/s), flow 7.23 s
-// (415 steps/s): 1.98x, within the issue's 5x. The list search's answer takes 326.5 ms under
+// (415 steps/s): 1.98x, within the target's 5x. The list search's answer takes 326.5 ms under
 // contention, the flow search's 205.7 ms.
 void BM_McmcCostModelBertBaseFatTree16(benchmark::State& state) {
   static const Graph g = [] {

@@ -1,6 +1,6 @@
 // METIS placement time: the whole place() call (graph conversion, partitioning, part-to-GPU
 // mapping) on VGG-16 (3,704 operators) on 4 GPUs in 2 NVLink servers.
-// Target (issue #5): under 50 ms (Placeto's paper reports 0.6 s for its graph-partitioning baseline).
+// Target: under 50 ms (Placeto's paper reports 0.6 s for its graph-partitioning baseline).
 // Run: ./bench_metis --benchmark_repetitions=5 and read the median.
 #include <benchmark/benchmark.h>
 
@@ -47,7 +47,7 @@ BENCHMARK(BM_MetisRecursiveVgg4Gpus)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
-// ----- Parts to GPUs at scale (issue #13) -----------------------------------------------------
+// ----- Parts to GPUs at scale -----------------------------------------------------------------
 // The mapping of parts to GPUs on fat-trees (k = 16, servers of 4 GPUs, static routing, 1 us per
 // hop, so server / edge / pod / core pairs form four levels) of 256, 1,024 and 4,096 GPUs:
 //   BM_MetisDiamondFatTree/gpus   the whole place() call for a 4-operator diamond (one vertex per

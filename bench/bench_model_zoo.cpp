@@ -1,4 +1,4 @@
-// Model-zoo generation time. Target (issue #7): the largest models (GPT-2, a 24-layer
+// Model-zoo generation time. Target: the largest models (GPT-2, a 24-layer
 // Transformer: tens of thousands of operators) are generated in under a second.
 #include <benchmark/benchmark.h>
 

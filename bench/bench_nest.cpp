@@ -1,5 +1,5 @@
 // nest's search (placement/planners/nest) for GPT-3 175B (NEST's workload, TPUv4 fat tree file) on 1,024
-// GPUs of a k = 8 fat tree with 8 GPUs per server. Target (issue #16): under 60 s on this machine
+// GPUs of a k = 8 fat tree with 8 GPUs per server. Target: under 60 s on this machine
 // (NEST's artifact: 3 h 43 min). Threads 1 and 2 side by side give the oneTBB speed-up (1.97x on
 // 2 cores, 2026-11-26: 1,129 and 574 ms medians). BERT and Llama 2 with tree reductions below.
 // mcmc-plan's 20,000 default steps on the same case, with its best estimate beside nest's.

@@ -1,5 +1,5 @@
 // Placeto: placeto-greedy's search time on the real graphs, the cost of one training episode,
-// and the generalisation experiment of issue #6: a policy trained on a family of generated
+// and a generalisation experiment: a policy trained on a family of generated
 // graphs (placeto_family_graph, seeds 1-16, 32 groups each, 4 GPUs of 2 NVLink servers) places
 // unseen graphs of the family (seeds 101-108) zero-shot; counters give its latency relative to
 // random placement, to one GPU and to placeto-greedy (means over the unseen graphs).

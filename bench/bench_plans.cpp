@@ -2,7 +2,7 @@
 // tp 8, pp 16, dp 8, 16 micro-batches, 1F1B and ZeRO 1 on 1,024 GPUs of a fat-tree (128 servers
 // of 8 GPUs, 400 Gb/s NICs, k = 8): wall time to compile the plan into the execution graph (0)
 // or to run the compiled graph on the evaluator (1), the flow engine (2) or SimGrid (3), and the
-// process's peak resident memory (issue #15); second argument 1: its rings condensed
+// process's peak resident memory; second argument 1: its rings condensed
 // (CollectiveDetail::Condensed). Counters: the simulated iteration, operators,
 // transfers, peak RSS in GiB.
 //

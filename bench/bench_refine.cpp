@@ -1,4 +1,4 @@
-// `refine:` (placement/stages/refine/refine.h), 1 thread against 2, side by side in one run (issue #14):
+// `refine:` (placement/stages/refine/refine.h), 1 thread against 2, side by side in one run:
 // BERT-base (model zoo) on 16 GPUs of a k=4 fat-tree (servers of 4 GPUs, 150 GB/s NVLink,
 // 100 Gb/s NICs, ECMP), refining HEFT's placement under the flow cost model for 256 candidate
 // evaluations (batches of 16; patience and time unbounded, so every run does all 256). The two

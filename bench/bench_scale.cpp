@@ -1,4 +1,4 @@
-// Large graphs end to end (issue #18 item 8). Target: a 1M-operator graph loads, is placed
+// Large graphs end to end. Target: a 1M-operator graph loads, is placed
 // round-robin, is evaluated and has its results written in under 10 s and 2 GB.
 //
 //   BM_ScalePipeline/ops/shape   one pass of what `placesim run` does with such a graph and the

@@ -1,5 +1,5 @@
 // SimGrid engine wall time for one training iteration (each run forks a child, as the CLI does).
-// Targets (issue #2): VGG-16 on 8 GPUs under 0.5 s; a synthetic 100,000-operator graph under 5 s
+// Targets: VGG-16 on 8 GPUs under 0.5 s; a synthetic 100,000-operator graph under 5 s
 // and under 1 GiB (the child's peak RSS is reported as `child_max_rss_MiB`).
 #include <benchmark/benchmark.h>
 

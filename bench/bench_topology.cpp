@@ -1,4 +1,4 @@
-// Fabric build cost and one simulated iteration on a 1,024-GPU fat-tree (issue #3): k = 16, 256
+// Fabric build cost and one simulated iteration on a 1,024-GPU fat-tree: k = 16, 256
 // servers of 4 GPUs (4 of the 16 pods), every tier 100 Gb/s, ECMP (64 equal-cost paths between
 // pods) or static d-mod-k routing.
 //
@@ -12,7 +12,7 @@
 //
 //   BM_FullMeshCluster/gpus  make_full_mesh (a dedicated link per ordered GPU pair): time, the
 //                            process's peak RSS while building (`peak_rss_MiB`, VmHWM reset before)
-//                            and its links and routes. Issue #18 item 10: 4,096 GPUs took 107 s and
+//                            and its links and routes. 4,096 GPUs once took 107 s and
 //                            6.9 GB in `placesim run`; full-mesh now takes at most 1,024 GPUs
 //                            (kMaxFullMeshGpus) and the 4,096 case reports the refusal.
 //

@@ -406,7 +406,7 @@ TEST(Baechi, GnmtColocationClassesAndMemoryPressure) {
   }
 }
 
-// Issue #13: m-ETF uses Cluster::compute_time. Two independent 3 ms operators, gpu1 3x faster:
+// m-ETF uses Cluster::compute_time. Two independent 3 ms operators, gpu1 3x faster:
 // x starts at 0 on both GPUs -> gpu0 (lower index), [0, 3]; y starts at 3 on gpu0 or 0 on gpu1
 // -> gpu1, where it takes 1 ms (it took 3 ms before).
 TEST(Baechi, EtfUsesEachGpusSpeed) {
@@ -427,7 +427,7 @@ TEST(Baechi, EtfUsesEachGpusSpeed) {
   EXPECT_NEAR(r.details["etf_makespan_s"].get<double>(), 3e-3, 1e-15);
 }
 
-// Issue #13: m-ETF follows the bandwidth. Sources s1, s2 (1 ms each) feed j (1 ms) with 1 MB each,
+// m-ETF follows the bandwidth. Sources s1, s2 (1 ms each) feed j (1 ms) with 1 MB each,
 // 2 GPUs, no co-placement; a transfer takes T = 1 MB / bandwidth.
 //   List schedule: s1 gpu0 [0, 1]; s2 starts at 1 on gpu0 or 0 on gpu1 -> gpu1 [0, 1]; j's inputs
 //   arrive at 1 + T on either GPU -> gpu0 (lower index), finishing at 2 + T.

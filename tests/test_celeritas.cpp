@@ -395,7 +395,7 @@ TEST(Celeritas, StrategiesOnTheForkGraph) {
   EXPECT_EQ(one.placement, (std::vector<DeviceId>{0, 0, 0}));
 }
 
-// The default keeps the better of Celeritas' answer and the warm-start portfolio's (issue #13):
+// The default keeps the better of Celeritas' answer and the warm-start portfolio's:
 // with the default R everything fuses onto one GPU (20 us), HEFT finds the 15 us split; the
 // report says who won and keeps Celeritas' own report under own_answer.
 TEST(Celeritas, PortfolioKeepsTheBetterAnswer) {

@@ -658,7 +658,7 @@ TEST(Chakra, PythonProtobufReadsTheTraces) {
       python = p;
       break;
     }
-  // Both are what the issue asks the traces to be checked with, and tools/install-deps.sh installs
+  // Both are what the traces are to be checked with, and tools/install-deps.sh installs
   // them: missing, the check fails rather than passing unseen.
   ASSERT_FALSE(python.empty()) << "Python's protobuf is missing for python3 and /usr/bin/python3 (Debian: apt-get install "
                                   "python3-protobuf; tools/install-deps.sh installs it)";

@@ -118,7 +118,7 @@ TEST(CostModel, McmcWithFlowAvoidsTheSharedLink) {
   EXPECT_DOUBLE_EQ(measured.latency(flow.placement), 3.0);  // one GPU: 3 s, no transfer
 }
 
-// Feasibility first (issue #13): a search strategy that ends over a GPU's memory returns the
+// Feasibility first: a search strategy that ends over a GPU's memory returns the
 // portfolio's best placement that fits. Four 6-byte operators, two 12-byte GPUs: a random draw
 // that puts three on one GPU (18 B) overflows; m-TOPO's fill puts two and two.
 TEST(MemoryFallback, SearchStrategiesNeverReturnAnOverflowWhenAFillFits) {

@@ -63,7 +63,7 @@ std::atomic<long> g_allocations{0};
 
 namespace {
 
-// The bound of the cross-check (issue #14).
+// The bound of the cross-check.
 constexpr double kRelative = 1e-6;
 
 // Contiguous blocks of the topological order over `gpus` GPUs (colocation classes kept together),
@@ -236,7 +236,7 @@ TEST(FlowEngine, AllocatesNothingOnceWarm) {
   EXPECT_GT(flow.solves(), 0);
 }
 
-// The cross-check of issue #14 on synthetic graphs: every fabric of the registry (each key's
+// The cross-check on synthetic graphs: every fabric of the registry (each key's
 // example too), several random graphs and placements each.
 TEST(FlowEngineCrossCheck, EveryRegisteredFabricAgreesWithSimgrid) {
   std::mt19937 rng(2026);
@@ -265,7 +265,7 @@ TEST(FlowEngineCrossCheck, EveryRegisteredFabricAgreesWithSimgrid) {
   }
 }
 
-// The real graphs on the fabrics of issue #14's tables: a fat-tree and a 4:1 spine-leaf of 4-GPU
+// The real graphs on the fabrics of the contention tables: a fat-tree and a 4:1 spine-leaf of 4-GPU
 // servers, and the thesis's multi-NIC cluster shape.
 TEST(FlowEngineCrossCheck, RealGraphsAgreeWithSimgrid) {
   PLACESIM_REQUIRE_SHARED_GRAPHS();

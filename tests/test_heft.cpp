@@ -159,7 +159,7 @@ TEST(Heft, MsrGraphWithColocationClassesIsValid) {
   EXPECT_GT(r.details["heft_makespan_s"].get<double>(), 0);
 }
 
-// Issue #13: HEFT must use Cluster::compute_time. GPU 1 is 3x faster than GPU 0.
+// HEFT must use Cluster::compute_time. GPU 1 is 3x faster than GPU 0.
 // Four independent operators of 3 ms (as measured): ranks are all 3 x mean(1, 1/3) = 2 ms, so the
 // order is x, y, z, w (topological position).
 //   x: gpu0 finishes at 3, gpu1 at 1 -> gpu1 [0, 1].   y: gpu0 3, gpu1 [1, 2] -> gpu1.
@@ -177,7 +177,7 @@ TEST(Heft, FastGpuTakesWhatItFinishesFirst) {
   EXPECT_NEAR(s.makespan, 3e-3, 1e-15);
 }
 
-// The issue's case in small: a chain a -> b -> c of 3 ms operators (1 MB tensors, 1 GB/s, so a
+// The reported case in small: a chain a -> b -> c of 3 ms operators (1 MB tensors, 1 GB/s, so a
 // hop costs 1 ms) on two servers of one GPU, the second 3x faster. a finishes at 1 ms on gpu1
 // against 3 ms on gpu0; b and c then finish first where their input is. All on the fast GPU:
 // 3 x 1 ms = 3 ms (was 9 ms on gpu0), and the evaluator agrees.

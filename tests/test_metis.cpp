@@ -244,7 +244,7 @@ TEST(Metis, MsrGraphWithColocationClassesIsValid) {
   EXPECT_LT(r.details["metis_vertices"].get<std::size_t>(), g.num_operators());
 }
 
-// Issue #13: above 8 GPUs parts are mapped down the topology's bandwidth levels.
+// Above 8 GPUs parts are mapped down the topology's bandwidth levels.
 // 32 GPUs in 8 servers of 4 (NVLink inside, Ethernet between). Parts form 8 cliques {c, c + 8,
 // c + 16, c + 24}, c = 0..7; every two parts of a clique exchange (c + 1) GB each way, parts of
 // different cliques nothing. The optimum puts each clique on one server: all traffic on NVLink,

@@ -239,7 +239,7 @@ const std::map<std::pair<std::string, std::string>, Special>& special_cases() {
 
 // The strategies' common setting where the tight one hides what an option does.
 Setting setting_for(const std::string& strategy) {
-  if (strategy == "quickp") return small_roomy_setting();  // P2 is infeasible on the tight one (issue #13)
+  if (strategy == "quickp") return small_roomy_setting();  // P2 is infeasible on the tight one
   return default_setting();
 }
 

@@ -1,6 +1,6 @@
-// Regression tests of issue #18: inputs that crashed placesim, left a results folder --resume
-// could not read, or ended in "internal error". One test (or more) per numbered item, named after
-// it, each reproducing the issue's input where it can and checking what the user sees.
+// Regression tests: inputs that crashed placesim, left a results folder --resume could not read,
+// or ended in "internal error". One test (or more) per numbered item, named after it, each
+// reproducing the reported input where it can and checking what the user sees.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -42,7 +42,7 @@ std::string read(const fs::path& path) {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// The issue's graph for items 1, 2 and 7: two operators of 1e308 s joined by a zero-byte tensor.
+// The reported graph for items 1, 2 and 7: two operators of 1e308 s joined by a zero-byte tensor.
 const char* kHugeComputeGraph = R"({"format": "placesim-graph", "version": 1,
   "operators": [{"name": "a", "compute_s": 1e308}, {"name": "b", "compute_s": 1e308}],
   "tensors": [{"src": "a", "dst": "b", "bytes": 0}]})";
@@ -63,7 +63,7 @@ Cluster one_way_pair() {
 // Item 1: HEFT read out of bounds when every candidate finish time was infinite (`best` stayed -1).
 
 TEST(Robustness, Item1HeftAllInfiniteFinishTimes) {
-  // The issue's input, built in memory (the loaders now refuse 1e308 s: item 7): b can start only
+  // The reported input, built in memory (the loaders now refuse 1e308 s: item 7): b can start only
   // after a's 1e308 s, so b finishes at infinity on either GPU.
   Graph g;
   g.add_operator({"a", "op", 1e308, 0});
@@ -129,7 +129,7 @@ TEST(Robustness, Item2NonFiniteLatencyIsAFailedPointWithItsReason) {
 }
 
 TEST(Robustness, Item2ResumeReadsAnOldOkLineWithANullLatencyAsFailed) {
-  // The line an earlier placesim wrote for the issue's single-device run on the 1e308 s graph.
+  // The line an earlier placesim wrote for the reported single-device run on the 1e308 s graph.
   const fs::path dir = temp_dir("item2-resume");
   write(dir / "s.yaml", "graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [single-device]\n"
                         "simulation: {engine: evaluator, trace: false}\n");
@@ -318,7 +318,7 @@ TEST(Robustness, Item7GraphFilesAreBoundedPerField) {
       "edges": []})", "m.json", GraphFormat::Msr),
                      "nodes[0].fpgaLatency", "milliseconds");
 
-  // The CLI: `graph info` on the issue's graph is one line naming the field, exit 2 (the
+  // The CLI: `graph info` on the reported graph is one line naming the field, exit 2 (the
   // parallelism was -nan).
   const fs::path dir = temp_dir("item7");
   write(dir / "big.json", kHugeComputeGraph);
@@ -340,7 +340,7 @@ TEST(Robustness, Item7ScenarioQuantitiesAreBoundedPerField) {
   EXPECT_DOUBLE_EQ(parse_duration("1e9s", "s.yaml", "d"), 1e9);
   EXPECT_DOUBLE_EQ(parse_bytes("1e14", "s.yaml", "m"), 1e14);
 
-  // Through the cluster parser, with the field's line (the issue: `ethernet_bandwidth: 1e-320B/s`).
+  // Through the cluster parser, with the field's line (as reported: `ethernet_bandwidth: 1e-320B/s`).
   auto cluster = [](const std::string& yaml) { return cluster_from_yaml(YAML::Load(yaml), "s.yaml", "cluster"); };
   EXPECT_INPUT_ERROR(cluster("type: nvlink-servers\ngpus: 4\nethernet_bandwidth: 1e-320B/s\n"),
                      "cluster.ethernet_bandwidth (line 3)", "expected a bandwidth from 1 B/s");

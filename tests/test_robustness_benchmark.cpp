@@ -1,4 +1,4 @@
-// The short version of the robustness benchmark (scenarios/papers/robustness.yaml, issue #13):
+// The short version of the robustness benchmark (scenarios/papers/robustness.yaml):
 // every registered strategy with small budgets on a few small graphs and two small clusters, one
 // of whose GPUs are too small for single-device, through the real runner (worker processes,
 // results.jsonl) and the report's summary. It asserts the benchmark's must-holds that do not
@@ -105,7 +105,7 @@ TEST(RobustnessBenchmark, ShortVersionHoldsTheDeterministicMustHolds) {
 }
 
 #ifdef PLACESIM_HAVE_TORCH
-// The full benchmark (`placesim reproduce robustness`) keeps issue #13's corpus: every registered
+// The full benchmark (`placesim reproduce robustness`) keeps the full corpus: every registered
 // strategy, at least 30 graphs, the 8 clusters, and every graph on some cluster.
 TEST(RobustnessBenchmark, FullVersionCoversEveryStrategyThirtyGraphsAndEightClusters) {
   const SweepPlan plan = load_sweep(std::string(PLACESIM_TEST_SOURCE_DIR) + "/scenarios/papers/robustness.yaml");

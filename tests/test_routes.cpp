@@ -1,4 +1,4 @@
-// Routes on demand (issue #36 item 6): every fabric's routing, computed from its structure when
+// Routes on demand: every fabric's routing, computed from its structure when
 // asked, gives what the fabric builders stored per GPU pair before -- the same paths, shares,
 // latencies and bandwidths, and the same pairs sharing a route -- and so the same results in every
 // engine; the per-pair copy of the view agrees with the view computed from the route; 16,384-GPU

@@ -1,4 +1,4 @@
-// Large inputs (issue #18 items 8-10): the paths that were quadratic or unbounded, checked for what
+// Large inputs: the paths that were quadratic or unbounded, checked for what
 // they produce. Their speed and memory are measured in bench/bench_scale.cpp and
 // bench/bench_topology.cpp, never timed here.
 #include <gtest/gtest.h>

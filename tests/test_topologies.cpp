@@ -702,7 +702,7 @@ TEST(Topologies, CliTopologyInfoAndDot) {
 namespace placesim {
 namespace {
 
-// Issue #18 item 14: the descriptions that reach every report say one in the singular.
+// The descriptions that reach every report say one in the singular.
 TEST(Topologies, DescriptionsSayOneInTheSingular) {
   EXPECT_NE(testutil::nvlink_servers(2).description.find("2 GPUs in 1 server of 2"), std::string::npos)
       << testutil::nvlink_servers(2).description;

@@ -1,5 +1,5 @@
 #pragma once
-// Planners: the strategies of layer-level workloads (issue #15). Where a placement strategy
+// Planners: the strategies of layer-level workloads. Where a placement strategy
 // (placement/framework/strategy.h) maps each operator of one graph to a GPU, a planner chooses a parallel
 // plan (sim/plans/parallel_plan.h): tensor, pipeline, data and expert parallelism, ZeRO, micro-batches
 // and a schedule, pinned to GPUs. A scenario with `workload:` instead of `graph:` names planners

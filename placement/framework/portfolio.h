@@ -1,5 +1,5 @@
 #pragma once
-// The warm-start portfolio (issue #13): the fast strategies (m-TOPO, single-device, HEFT, m-ETF, METIS),
+// The warm-start portfolio: the fast strategies (m-TOPO, single-device, HEFT, m-ETF, METIS),
 // and HEFT and METIS again on the GPUs of one server (the fastest) when there are several, run through the registry with what is left of the caller's time and measured by the caller's
 // cost model, so that a search strategy can start from, or fall back to, the best cheap answer
 // and never return worse. QuickP keeps the best of them beside its own; MCMC starts its chain

@@ -79,7 +79,7 @@ struct ReportSpec {
 ReportSpec report_spec_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path);
 std::string format_pivot_table(std::span<const PointRecord> records, const PivotSpec& spec);
 
-// The robustness benchmark's summary (issue #13), one row per strategy label. A case is the points
+// The robustness benchmark's summary, one row per strategy label. A case is the points
 // of one scenario with the same swept values, the strategy aside; a point "fits" when its status
 // is ok. Ratios compare a point that fits with the best latency of its case among the points that
 // fit (so they are >= 1).

@@ -1,5 +1,5 @@
 #pragma once
-// Collectives step by step (issue #15's speed at thousands of GPUs): the bulk-synchronous view.
+// Collectives step by step (fast enough for thousands of GPUs): the bulk-synchronous view.
 //
 // sim/collectives/collectives.h compiles a collective into every rank's messages, n^2 operators for a ring
 // of n ranks (4.2M at 1,024 GPUs, 67M at 4,096). Here a collective is instead the list of its

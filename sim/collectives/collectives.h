@@ -1,5 +1,5 @@
 #pragma once
-// Collectives (issue #15) compiled into point-to-point transfers of the execution graph.
+// Collectives compiled into point-to-point transfers of the execution graph.
 //
 // Each algorithm is described once, as the phases it runs (sim/collectives/shape.h,
 // sim/collectives/algorithms/); the message graph (append_collective), the lockstep steps

@@ -1,5 +1,5 @@
 #pragma once
-// The latency a search strategy minimises (`cost_model: list | flow`, issue #14).
+// The latency a search strategy minimises (`cost_model: list | flow`).
 //
 //  - list: the evaluator's contention-free list schedule (sim/engines/evaluator.h), what the papers search
 //    with.

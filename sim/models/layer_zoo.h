@@ -1,5 +1,5 @@
 #pragma once
-// Layer-level models of the model zoo (issue #15): transformers as a sequence of layers with
+// Layer-level models of the model zoo: transformers as a sequence of layers with
 // forward and backward times per micro-batch, per device of a tensor-parallel group, from their
 // architecture -- what parallel plans (sim/plans/parallel_plan.h) split into stages, tensor-parallel
 // groups and replicas when no measured per-layer workload exists.

@@ -1,5 +1,5 @@
 #pragma once
-// Data parallelism over an operator placement (issue #15): a strategy places the graph on one
+// Data parallelism over an operator placement: a strategy places the graph on one
 // replica's GPUs, and the iteration runs `replicas` copies of it, each on its own block of GPUs,
 // with the gradients of the parameters all-reduced across the copies, so placement strategies are
 // measured in the setting they are used in.

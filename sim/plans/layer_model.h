@@ -1,5 +1,5 @@
 #pragma once
-// Layer-level models (issue #15): a network as a sequence of layers with forward and backward
+// Layer-level models: a network as a sequence of layers with forward and backward
 // compute per micro-batch, parameters and activations, per tensor-parallel width -- what parallel
 // plans (sim/plans/parallel_plan.h) split into pipeline stages, tensor-parallel groups and replicas.
 // Units: seconds and bytes, per device of a tensor-parallel group of the model's width.

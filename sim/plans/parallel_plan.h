@@ -1,5 +1,5 @@
 #pragma once
-// Parallel plans (issue #15): data, tensor and pipeline parallelism, ZeRO, micro-batches and a
+// Parallel plans: data, tensor and pipeline parallelism, ZeRO, micro-batches and a
 // pipeline schedule, over a layer-level model (sim/plans/layer_model.h), pinned to GPUs and compiled
 // into the execution graph every engine runs (sim/core/execution_graph.h).
 //

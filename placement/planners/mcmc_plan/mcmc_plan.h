@@ -1,5 +1,5 @@
 #pragma once
-// mcmc-plan: Metropolis search over parallel plans, the third baseline of issue #16: TopoOpt's
+// mcmc-plan: Metropolis search over parallel plans, a baseline for nest: TopoOpt's
 // and FlexFlow's MCMC (the NEST thesis, 2.4: no optimality guarantee, dependent on its start and
 // budget) carried over to NEST's space. The chain walks the space nest searches exactly,
 // plus what nest fixes: which GPUs a plan runs on.

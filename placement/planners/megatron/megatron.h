@@ -2,7 +2,7 @@
 // The Megatron-style manual plan (Shoeybi et al. 2019; Narayanan et al. 2021), NEST's manual
 // baseline: the degrees are given (tp, pp, dp, ep, zero, micro-batches, schedule), tensor-parallel
 // groups on consecutive GPUs (inside a server when tp divides its GPUs), and then by `order`:
-// tp-pp-dp (the default: pipeline stages next, replicas outermost, as issue #15 and NEST's manual
+// tp-pp-dp (the default: pipeline stages next, replicas outermost, as NEST's manual
 // plans lay them out; ParallelPlan's default GPU order) or tp-dp-pp (Megatron-LM's own default,
 // tp-cp-ep-dp-pp without context parallelism: replicas next, pipeline stages outermost). The
 // model's blocks are split evenly over the stages, the layers before the first block

@@ -1,5 +1,5 @@
 #pragma once
-// `refine:` (issue #14): a local search any strategy's placement can go through, as `coarsen:` is
+// `refine:`, a local search any strategy's placement can go through, as `coarsen:` is
 // a step in front of any strategy. It is a stage, not a registered strategy: the runner
 // (scenarios/runner/runner.cpp) calls it on what the strategy returned.
 //

@@ -11,7 +11,7 @@ namespace placesim {
 //
 // The chain starts from a placement -- by default the best that fits of the warm-start portfolio
 // (placement/framework/portfolio.h: m-TOPO, single-device, HEFT, m-ETF, METIS, by the chain's cost model), so that
-// the search never returns worse than the cheap answers (issue #13); `init: single-device` is the
+// the search never returns worse than the cheap answers; `init: single-device` is the
 // thesis's start, which the paper reproductions pin -- and at each step proposes moving one unit -- an
 // operator, or a whole colocation class -- to a random other GPU. With
 //   cost(p)  = latency(p) * (1 + memory_penalty * overflow(p) / total operator memory),
