@@ -524,6 +524,16 @@ double FlowEngine::run(std::span<const DeviceId> placement, const std::vector<st
                        Schedule* out, double cutoff) {
   const auto n = static_cast<std::int32_t>(graph_.num_operators());
   reset_run<M>(placement, order, out);
+  // The caller's placement, order and output are borrowed for this run only: nothing keeps them
+  // once it returns (early, past the cutoff, too).
+  struct Release {
+    FlowEngine& engine;
+    ~Release() {
+      engine.placement_ = {};
+      engine.order_ = nullptr;
+      engine.out_ = nullptr;
+    }
+  } release{*this};
   for (OpId i = 0; i < n; ++i) {
     pending_inputs_[i] = static_cast<std::int32_t>(graph_.in_edges(i).size());
     if (pending_inputs_[i] == 0) make_ready<M>(i, 0.0);

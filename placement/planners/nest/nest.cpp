@@ -190,6 +190,8 @@ class CaseSolver {
   // parameters among every replica, spread experts among those holding the same ones. False when a
   // group has no such collective (an infinite price).
   bool first_stage_reductions() {
+    reductions_.clear();  // solve() may run again on the same solver
+    exposed_.clear();
     for (int r = 0; r < c_.tp; ++r) {
       reductions_.push_back({affine(nest_replica_group(plan_, 0, r, 1), algorithm_, c_.zero),
                              spreads_ ? affine(nest_replica_group(plan_, 0, r, plan_.ep), algorithm_, c_.zero)
