@@ -2,6 +2,8 @@
 // runner through the CLI (worker processes, crash, kill and resume, --jobs, MPI ranks, merge).
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -362,7 +364,7 @@ TEST(SweepPlan, WithoutASweepOnePointPerStrategyNamedAsBefore) {
   EXPECT_EQ(p.points[1].file_stem, "metis");  // placement-metis.json, as a plain run writes
 }
 
-// --- The point count (issue #18 item 9): counted before any point is made, and capped. ---
+// --- The point count: counted before any point is made, and capped. ---
 
 namespace {
 
@@ -583,6 +585,34 @@ TEST(SweepCli, ResumingAFinishedSweepRunsNothing) {
   EXPECT_NE(out.find("3 points (3 already done), 0 to run"), std::string::npos) << out;
   EXPECT_NE(out.find("round-robin"), std::string::npos) << "the table lists the resumed points: " << out;
   EXPECT_EQ(deterministic(dir / "results.jsonl"), before);
+  fs::remove_all(dir);
+}
+
+// `simulation.time_limit` ends a point that runs too long (here an MCMC chain of 10^9 steps with
+// no time limit of its own) as "timed out", saying so; the other points run; exit 1.
+TEST(SweepCli, APointOverTheTimeLimitIsStoppedAndRecordedAsTimedOut) {
+  const fs::path dir = temp_dir("time-limit");
+  std::ofstream(dir / "s.yaml") << "graph: {builtin: synthetic, layers: 4}\n"
+                                   "cluster: {type: full-mesh, gpus: 4, bandwidth: 20GB/s}\n"
+                                   "strategies: [single-device, {name: mcmc, options: {steps: 1000000000}}]\n"
+                                   "simulation: {engine: evaluator, trace: false, time_limit: 1s}\n";
+  std::string out;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string() + " --jobs 2 -o " + dir.string(), out), 1) << out;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 60) << out;
+  const auto records = deterministic(dir / "results.jsonl");
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records.at("strategy=single-device rep=0")["status"], "ok");
+  const auto& stopped = records.at("strategy=mcmc rep=0");
+  EXPECT_EQ(stopped["status"], "timed out") << stopped;
+  EXPECT_NE(stopped["error"].get<std::string>().find("ran longer than simulation.time_limit"), std::string::npos) << stopped;
+  EXPECT_NE(out.find("timed out: stopped after "), std::string::npos) << out;
+  expect_lines_round_trip(dir / "results.jsonl");
+  // The key takes a duration or none, nothing else.
+  std::ofstream(dir / "bad.yaml") << "graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\n"
+                                     "strategies: [heft]\nsimulation: {time_limit: 0s}\n";
+  EXPECT_EQ(run_cli("run " + (dir / "bad.yaml").string() + " -o " + (dir / "bad").string(), out), 2) << out;
+  EXPECT_NE(out.find("simulation.time_limit"), std::string::npos) << out;
   fs::remove_all(dir);
 }
 

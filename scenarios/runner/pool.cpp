@@ -1,5 +1,6 @@
 #include "scenarios/runner/pool.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -46,6 +47,9 @@ void write_all(int fd, const std::string& data) {
 
 [[noreturn]] void run_child(int fd, pid_t parent, std::size_t task, const std::function<std::string(std::size_t)>& work) {
   ::setpgid(0, 0);
+  // The parent's handlers (`run` prints how to resume on Ctrl-C) are not the child's to run.
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(6);  // the parent died before prctl
   std::string out;
@@ -146,9 +150,24 @@ void run_process_pool(std::span<const std::size_t> tasks, int jobs, const std::f
       if (n > 0) running[k].output.append(buffer, static_cast<std::size_t>(n));
       else if (n == 0 || errno != EINTR) ended.push_back(k);
     }
+    // A task over its time limit is killed (SIGKILL reaches the whole computation: the engines
+    // cannot be interrupted from inside) and reaped below.
+    std::vector<bool> timed_out(running.size(), false);
+    if (hooks.time_limit) {
+      const auto now = std::chrono::steady_clock::now();
+      for (std::size_t k = 0; k < running.size(); ++k) {
+        if (std::find(ended.begin(), ended.end(), k) != ended.end()) continue;
+        if (std::chrono::duration<double>(now - running[k].started).count() <= hooks.time_limit(running[k].task)) continue;
+        ::kill(running[k].pid, SIGKILL);
+        timed_out[k] = true;
+        ended.push_back(k);
+      }
+      std::sort(ended.begin(), ended.end());
+    }
     // Reap in reverse index order so that erasing keeps the remaining indices valid.
     for (auto it = ended.rbegin(); it != ended.rend(); ++it) {
       WorkerExit exit = reap(running[*it]);
+      exit.timed_out = timed_out[*it];
       running.erase(running.begin() + static_cast<std::ptrdiff_t>(*it));
       if (hooks.finished) hooks.finished(exit);
     }

@@ -19,6 +19,7 @@ struct WorkerExit {
   bool completed = false;  // the child returned normally and exited with status 0
   std::string failure;  // otherwise why: "killed by signal SIGABRT (Aborted)", "exited with status 3"
   double wall_seconds = 0;
+  bool timed_out = false;  // killed by the pool after its time limit (ProcessPoolHooks::time_limit)
 };
 
 struct ProcessPoolHooks {
@@ -27,6 +28,9 @@ struct ProcessPoolHooks {
   std::function<void()> tick;                         // in the parent, about every 200 ms
   // In the parent, before each task would start: true starts no more tasks (those running finish).
   std::function<bool()> stop;
+  // Wall-clock seconds a task may run (infinity: unbounded); a task over it is killed and reported
+  // with WorkerExit::timed_out.
+  std::function<double(std::size_t task)> time_limit;
 };
 
 // Runs `work(task)` for each task in a forked child, at most `jobs` at a time, in the order given;

@@ -273,7 +273,7 @@ PointRecord record_from_json(const ojson& j, const std::string& file, const std:
                                           f.strings("warnings")};
   }
   r.status = f.choice<PointStatus>("status", kPointStatusNames);
-  if (r.status == PointStatus::Failed || r.status == PointStatus::Infeasible) {
+  if (r.status == PointStatus::Failed || r.status == PointStatus::Infeasible || r.status == PointStatus::TimedOut) {
     r.reason = f.string("error");
   } else {
     r.measurement = measurement_from_json(f);

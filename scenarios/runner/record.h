@@ -95,9 +95,14 @@ struct PointMeasurement {
 
 // ok: measured; oom: measured, some GPU over its memory; infeasible: no placement or plan fits (not
 // run); failed: the strategy, an engine or placesim failed. Each but ok and oom has a reason.
-enum class PointStatus { Ok, Oom, Infeasible, Failed };
-inline constexpr EnumName<PointStatus> kPointStatusNames[] = {
-    {PointStatus::Ok, "ok"}, {PointStatus::Oom, "oom"}, {PointStatus::Infeasible, "infeasible"}, {PointStatus::Failed, "failed"}};
+// TimedOut: the point ran longer than `simulation.time_limit` and was stopped (a failure of its own
+// kind: the reason says how long it was given).
+enum class PointStatus { Ok, Oom, Infeasible, Failed, TimedOut };
+inline constexpr EnumName<PointStatus> kPointStatusNames[] = {{PointStatus::Ok, "ok"},
+                                                              {PointStatus::Oom, "oom"},
+                                                              {PointStatus::Infeasible, "infeasible"},
+                                                              {PointStatus::Failed, "failed"},
+                                                              {PointStatus::TimedOut, "timed out"}};
 std::string_view point_status_name(PointStatus status);
 
 struct PointRecord {

@@ -112,13 +112,13 @@ class Progress {
   void finished(const PointRecord& record, bool ran) {
     if (ran) --running_;
     ++done_;
-    if (record.status == PointStatus::Failed) ++failed_;
+    if (record.status == PointStatus::Failed || record.status == PointStatus::TimedOut) ++failed_;
     if (!enabled_) return;
     std::string what;
     if (record.status == PointStatus::Infeasible) {
       what = "infeasible: " + record.reason;
     } else if (record.failed()) {
-      what = "failed: " + record.reason;
+      what = std::string(point_status_name(record.status)) + ": " + record.reason;
     } else if (const auto latency = record.latency()) {
       what = format_duration(*latency);
       if (record.status == PointStatus::Oom) what += " (OOM)";
@@ -217,7 +217,8 @@ class PointRecorder {
       case PointStatus::Ok: ++summary_.ok; break;
       case PointStatus::Oom: ++summary_.oom; break;
       case PointStatus::Infeasible: ++summary_.infeasible; break;
-      case PointStatus::Failed: ++summary_.failed; break;
+      case PointStatus::Failed:
+      case PointStatus::TimedOut: ++summary_.failed; break;
     }
     progress_.finished(record, ran);
     records.push_back(std::move(record));
@@ -317,8 +318,18 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   hooks.stop = [&] { return output_error.has_value(); };
   hooks.started = [&](std::size_t) { progress.started(); };
   hooks.tick = [&] { progress.tick(); };
+  hooks.time_limit = [&](std::size_t task) { return plan.variants[plan.points[task].variant].simulation.time_limit_s; };
   hooks.finished = [&](const WorkerExit& exit) {
     const SweepPoint& point = plan.points[exit.task];
+    if (exit.timed_out) {
+      PointRecord record = failed_record(
+          plan, point,
+          fmt::format("stopped after {}: the point (search and engines) ran longer than simulation.time_limit",
+                      format_duration(exit.wall_seconds)));
+      record.status = PointStatus::TimedOut;
+      record_point(std::move(record), true);
+      return;
+    }
     if (!exit.completed) {
       record_point(failed_record(plan, point, "worker crashed: " + exit.failure), true);
       return;
