@@ -1,4 +1,4 @@
-// The command line's conventions (issue #18 item 13), through the binary as a user runs it: the
+// The command line's conventions, through the binary as a user runs it: the
 // version, unknown commands and options named with the nearest valid one, numbers said in words,
 // exit codes 0, 1 and 2 only, `reproduce --list`, a graph given where a scenario is expected, and
 // `simulate` across GPUs that cannot reach each other.
@@ -37,7 +37,15 @@ constexpr const char* kTwoOperatorGraph = R"({"format": "placesim-graph", "versi
 TEST(Cli, Item13VersionIsTheProjectVersion) {
   std::string out;
   ASSERT_EQ(run_cli("--version", out), 0) << out;
-  EXPECT_TRUE(std::regex_match(out, std::regex("placesim [0-9]+\\.[0-9]+\\.[0-9]+\n"))) << out;
+  // The version, the commit it was built from (git describe; "unknown" outside a checkout) and the
+  // optional parts this build has.
+  EXPECT_TRUE(std::regex_search(out, std::regex("^placesim [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([0-9a-f]{7,}(-dirty)?|unknown)\\)\n")))
+      << out;
+  for (const char* part : {"LibTorch: ", "MPI: ", "ONNX import: yes", "Chakra traces: yes", "SimGrid: 3."})
+    EXPECT_TRUE(contains(out, part)) << part << "\n" << out;
+  std::string short_flag;
+  ASSERT_EQ(run_cli("-V", short_flag), 0) << short_flag;
+  EXPECT_EQ(short_flag, out);
 }
 
 TEST(Cli, Item13UnknownCommandIsNamedWithTheNearestOne) {
@@ -213,13 +221,17 @@ TEST(Cli, Item13ReproduceListSaysWhatEachReproductionIs) {
     const std::string name = e.path().stem().string();
     const std::string description = load_scenario_description(e.path().string());
     EXPECT_FALSE(description.empty()) << name << " has no description:";
+    // Each with the run time measured here, so a user knows what they start.
+    const std::string run_time = load_scenario_run_time(e.path().string());
+    EXPECT_TRUE(std::regex_match(run_time, std::regex("[0-9.]+ (s|min)( .*)?"))) << name << ": run_time '" << run_time << "'";
     std::smatch m;
     EXPECT_TRUE(std::regex_search(out, m, std::regex("(^|\n)" + std::regex_replace(name, std::regex("\\."), "\\.") +
                                                      " +(.*)\n")))
         << name << " is not listed: " << out;
-    EXPECT_EQ(m[2].str(), description) << out;
+    EXPECT_EQ(m[2].str(), description + " [" + run_time + "]") << out;
+    EXPECT_EQ(m[2].str().find("issue"), std::string::npos) << "no issue numbers where users read: " << m[2].str();
   }
-  // One line per file, then the families (reproduce_families): the issue's `reproduce nest`.
+  // One line per file, then the families (reproduce_families), e.g. `nest` for `reproduce nest`.
   const std::size_t families = out.find("\nfamilies (");
   ASSERT_NE(families, std::string::npos) << out;
   EXPECT_EQ(std::count(out.begin(), out.begin() + static_cast<long>(families), '\n'), files) << out;
@@ -562,6 +574,43 @@ TEST(Cli, RunRefusesToOverwriteEarlierResults) {
   fs::remove_all(dir);
 }
 
+// An earlier MPI run's shards count as results outside MPI too: refused without a flag, --resume
+// asks for them to be merged first, --fresh removes them.
+TEST(Cli, RunCountsAnEarlierMpiRunsShards) {
+  const fs::path dir = testutil::fresh_temp_dir("cli-run-shards");
+  write(dir / "s.yaml", "graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\n"
+                        "strategies: [round-robin, single-device]\nsimulation: {engine: evaluator, trace: false}\n");
+  const std::string run = "run " + (dir / "s.yaml").string() + " -o " + (dir / "out").string();
+  std::string out;
+  ASSERT_EQ(run_cli(run, out), 0) << out;
+  fs::rename(dir / "out" / "results.jsonl", dir / "out" / "results.rank0.jsonl");
+  EXPECT_EQ(run_cli(run, out), 2) << out;
+  EXPECT_TRUE(contains(out, "holds 2 finished points of an earlier run")) << out;
+  EXPECT_EQ(run_cli(run + " --resume", out), 2) << out;
+  EXPECT_TRUE(contains(out, "results.rank0.jsonl: an MPI run's shard; `placesim merge ")) << out;
+  EXPECT_EQ(run_cli(run + " --fresh", out), 0) << out;
+  EXPECT_FALSE(fs::exists(dir / "out" / "results.rank0.jsonl"));
+  EXPECT_TRUE(contains(out, "2 to run")) << out;
+  fs::remove_all(dir);
+}
+
+// Ctrl-C: exit 130 saying where the finished points are and the command that runs the rest, the
+// scenario's path quoted for the shell (this one has a space).
+TEST(Cli, AnInterruptedRunSaysHowToContinue) {
+  const fs::path dir = testutil::fresh_temp_dir("cli-run-interrupted");
+  fs::create_directories(dir / "my runs");
+  write(dir / "my runs" / "s.yaml", "graph: {builtin: synthetic, layers: 4}\ncluster: {type: full-mesh, gpus: 4}\n"
+                                    "strategies: [{name: mcmc, options: {steps: 1000000000}}]\n"
+                                    "simulation: {engine: evaluator, trace: false}\n");
+  std::string out;
+  const std::string scenario = "'" + (dir / "my runs" / "s.yaml").string() + "'";
+  EXPECT_EQ(run_cli("run " + scenario + " -o " + (dir / "out").string(), out, "timeout --preserve-status -s INT 3 "), 130) << out;
+  EXPECT_TRUE(contains(out, "interrupted: the finished points are in " + (dir / "out").string() + "/results.jsonl; "
+                            "`placesim run " + scenario + " --resume -o " + (dir / "out").string() + "` runs the rest"))
+      << out;
+  fs::remove_all(dir);
+}
+
 TEST(Cli, PlanSaysStepTimeAndMemoryOrWhyItDoesNotFit) {
   const std::string workload = std::string(PLACESIM_TEST_SOURCE_DIR) + "/../shared/workloads/nest/bert.h100_spineLeaf.mbs1.json";
   if (!fs::exists(workload)) GTEST_SKIP() << workload << " is absent (CI has it)";
@@ -577,6 +626,9 @@ TEST(Cli, PlanSaysStepTimeAndMemoryOrWhyItDoesNotFit) {
   // BERT-large's 1.3 GB of weights per stage and GPU, 8x with gradients and Adam's states: no 1 GiB GPU holds them.
   EXPECT_EQ(run_cli("plan" + args + (dir / "small.yaml").string(), out), 1) << out;
   EXPECT_TRUE(contains(out, "plan: infeasible: gpu0 (replica 0, stage 0, tensor rank 0) needs")) << out;
+  // Said from the plan's layout, before its execution graph is built; each memory line says of what.
+  EXPECT_FALSE(contains(out, "operators, ")) << out;
+  EXPECT_TRUE(contains(out, " of 1 GiB per GPU: parameters ")) << out;
   EXPECT_EQ(run_cli("plan --workload " + workload + " --tp 3 --cluster " + (dir / "c.yaml").string(), out), 2) << out;
   EXPECT_TRUE(contains(out, "has no tensor-parallel width 3; it has: 1, 2, 4, 8")) << out;
   fs::remove_all(dir);

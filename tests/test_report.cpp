@@ -385,7 +385,7 @@ TEST(Report, ReportBlockErrorsNameTheField) {
 }  // namespace
 }  // namespace placesim
 
-// Issue #18 items 13 (the report's flags), 14 (tables) and 15 (plots).
+// The report's flags, tables and plots.
 namespace placesim {
 namespace {
 
@@ -778,7 +778,7 @@ TEST(Report, CostModelPairsPlotOnePanelPerCase) {
 namespace placesim {
 namespace {
 
-// Counts in CLI output: "1 operator", "1 tensor" (issue #18 item 14).
+// Counts in CLI output: "1 operator", "1 tensor".
 TEST(Report, CliCountsAreSingularOrPlural) {
   const fs::path dir = fresh_dir("cli-plural");
   write(dir / "one.json",
@@ -794,7 +794,7 @@ TEST(Report, CliCountsAreSingularOrPlural) {
 }  // namespace
 }  // namespace placesim
 
-// The robustness summary (issue #13) on hand-made records; every number below is worked out by hand.
+// The robustness summary on hand-made records; every number below is worked out by hand.
 namespace placesim {
 namespace {
 

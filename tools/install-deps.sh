@@ -15,6 +15,7 @@ packages=(
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
   openmpi-bin libopenmpi-dev  # `placesim run --mpi` (mpirun) across ranks and machines
   python3-matplotlib        # plots of `placesim report` (tools/plot_results.py)
+  graphviz                  # dot: draws the file `placesim topology info --dot` writes
   libtorch-dev              # LibTorch: Placeto's policy network (optional: CMake skips it when absent)
   libonnx-dev               # ONNX models in (sim/models/onnx_import.cpp): parsing and shape inference
   protobuf-compiler libprotobuf-dev  # Chakra execution traces (sim/io/chakra): protoc and the runtime

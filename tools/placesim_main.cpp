@@ -16,6 +16,7 @@
 #include "cli_conventions.h"
 #include "collective_cli.h"
 #include "plan_cli.h"
+#include "version.h"
 #include "placeto_cli.h"
 #include "placement/framework/planner.h"
 #include "placement/framework/strategy.h"
@@ -46,6 +47,7 @@
 #endif
 
 using namespace placesim;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -73,7 +75,7 @@ int report_points(const std::string& output) {
   std::cout << format_point_table(records);
   std::cout << fmt::format("results: {0}/results.jsonl, {0}/results.json, {0}/results.csv\n", output);
   // oom and infeasible points are results (README "Exit codes"); failed ones are not.
-  return std::any_of(records.begin(), records.end(), [](const PointRecord& r) { return r.status == PointStatus::Failed; })
+  return std::any_of(records.begin(), records.end(), [](const PointRecord& r) { return r.status == PointStatus::Failed || r.status == PointStatus::TimedOut; })
              ? kExitFailed
              : kExitOk;
 }
@@ -148,6 +150,29 @@ std::size_t earlier_points(const std::filesystem::path& output, bool shards) {
   return lines;
 }
 
+// The MPI shards results.rank<r>.jsonl of a results folder.
+std::vector<fs::path> result_shards(const fs::path& output) {
+  std::vector<fs::path> shards;
+  std::error_code ec;
+  if (!fs::is_directory(output, ec)) return shards;
+  for (const auto& entry : fs::directory_iterator(output, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("results.rank") && name.ends_with(".jsonl")) shards.push_back(entry.path());
+  }
+  return shards;
+}
+
+// `text` as one word of a POSIX shell: as it is when it has nothing the shell reads, else in
+// single quotes.
+std::string shell_quoted(const std::string& text) {
+  if (!text.empty() && text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") ==
+                           std::string::npos)
+    return text;
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 // What Ctrl-C (or SIGTERM) prints before the run dies: how to continue. A signal handler can only
 // reach static storage.
 std::string& interrupted_message() {
@@ -198,9 +223,26 @@ int cmd_run(const RunArgs& a) {
                      fmt::format("holds {} finished point{} of an earlier run; --resume runs only the points missing, "
                                  "--fresh deletes them and starts over (or -o names another folder)",
                                  earlier, earlier == 1 ? "" : "s"));
-  interrupted_message() = fmt::format(
-      "\ninterrupted: the finished points are in {}/results.jsonl; `placesim run {} --resume{}` runs the rest\n",
-      options.output, a.scenario, a.output.empty() ? "" : " -o " + a.output);
+  // Outside MPI, the shards of an earlier MPI run count as its results: --fresh removes them too,
+  // and --resume asks for them to be merged first (a single process reads results.jsonl only).
+  if (!a.mpi) {
+    const std::vector<fs::path> shards = result_shards(options.output);
+    if (a.fresh)
+      for (const fs::path& shard : shards) fs::remove(shard);
+    else if (a.resume && !shards.empty())
+      throw InputError(shards.front().string(), "",
+                       fmt::format("an MPI run's shard; `placesim merge {}` joins the shards into results.jsonl, "
+                                   "then --resume runs the points missing",
+                                   shell_quoted(options.output)));
+  }
+  const std::string again = fmt::format("placesim run {} --resume{}", shell_quoted(a.scenario),
+                                        a.output.empty() ? "" : " -o " + shell_quoted(a.output));
+  interrupted_message() =
+      a.mpi ? fmt::format("\ninterrupted: each rank's finished points are in {}/results.rank<r>.jsonl; `mpirun ... {} "
+                          "--mpi` runs the rest\n",
+                          options.output, again)
+            : fmt::format("\ninterrupted: the finished points are in {}/results.jsonl; `{}` runs the rest\n",
+                          options.output, again);
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
   options.debug_abort_point = a.debug_abort_point;
@@ -307,7 +349,9 @@ int cmd_reproduce(const ReproduceArgs& a) {
     for (const auto& [family, members] : families) width = std::max(width, family.size());
     for (std::size_t i = 0; i < names.size(); ++i) {
       const std::string description = load_scenario_description(files[i].string());
-      std::cout << fmt::format("{:<{}}  {}\n", names[i], width, description.empty() ? "(no description)" : description);
+      const std::string run_time = load_scenario_run_time(files[i].string());
+      std::cout << fmt::format("{:<{}}  {}{}\n", names[i], width, description.empty() ? "(no description)" : description,
+                               run_time.empty() ? "" : fmt::format(" [{}]", run_time));
     }
     if (!families.empty()) std::cout << "\nfamilies (`placesim reproduce FAMILY` runs each of them in turn):\n";
     for (const auto& [family, members] : families)
@@ -748,9 +792,9 @@ void add_report_commands(CLI::App& app, Cli& cli) {
   cli.report->add_option("-o,--output", cli.report_opts.output, "folder for the table and plots (default: <results>/report)");
   cli.report->add_flag("--no-plots", cli.report_no_plots, "tables only (no python3-matplotlib needed)");
   cli.report->add_option("--gantt-strategy", cli.report_opts.gantt_strategy, "draw this strategy's timeline (default: the fastest)");
-  cli.report->add_option("--rows", cli.pivot.rows, "also print a cli.pivot table: row fields (graph, strategy, gpus or a swept key)")->delimiter(',');
-  cli.report->add_option("--columns", cli.pivot.columns, "cli.pivot column fields")->delimiter(',');
-  cli.report->add_option("--value", cli.pivot.value, "cli.pivot value: latency, search_time, evaluator_latency, simgrid_latency, peak_memory or a strategy report key");
+  cli.report->add_option("--rows", cli.pivot.rows, "also print a pivot table: row fields (graph, strategy, gpus or a swept key)")->delimiter(',');
+  cli.report->add_option("--columns", cli.pivot.columns, "pivot column fields")->delimiter(',');
+  cli.report->add_option("--value", cli.pivot.value, "pivot value: latency, search_time, evaluator_latency, simgrid_latency, peak_memory or a strategy report key");
   cli.report->add_option("--summary", cli.report_summary, "also a per-strategy summary: robustness (report/robustness.md)");
 
   cli.reproduce = app.add_subcommand(
@@ -817,7 +861,7 @@ int run_command(Cli& cli) {
 int main(int argc, char** argv) {
   CLI::App app{"placesim: a discrete-event cluster simulator for device placement of DNN training", "placesim"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "placesim " PLACESIM_VERSION, "print the version and exit");
+  app.set_version_flag("-V,--version", version_text(), "print the version, the commit and the optional parts built, and exit");
   app.footer(kExitCodesHelp);
   Cli cli;
   add_run_commands(app, cli);

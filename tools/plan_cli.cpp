@@ -155,34 +155,40 @@ int cmd_plan(const PlanArgs& a) {
                      : a.sequence_parallel ? "--tp/--pp/--dp/--ep/--sequence-parallel"
                                            : "--tp/--pp/--dp/--ep",
                      why);
-  const auto t0 = std::chrono::steady_clock::now();
-  CompiledPlan c = compile_plan(workload, plan, cluster,
-                                enum_parse<CollectiveDetail>(kCollectiveDetailNames, a.collectives, "command line", "--collectives"));
-  const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // The layout (stages, GPUs, memory at the peak) first: a plan that does not fit is said before
+  // seconds go into building its execution graph.
+  const CollectiveDetail detail = enum_parse<CollectiveDetail>(kCollectiveDetailNames, a.collectives, "command line", "--collectives");
+  const CompiledPlan layout = plan_layout(workload, plan, cluster);
   std::cout << fmt::format("workload        {} ({} layers at tp {})\n", workload.source, model.layers.size(),
                            a.stage_tp.empty() ? fmt::format("{}", a.tp) : fmt::format("{}", fmt::join(a.stage_tp, ", ")));
   std::cout << fmt::format("cluster         {}\n", cluster.description);
   const std::string widths = a.stage_tp.empty() ? fmt::format("tp {} x pp {}", a.tp, a.pp)
                                                 : fmt::format("stage widths {} (pp {})", fmt::join(a.stage_tp, " + "), a.pp);
   std::cout << fmt::format("plan            {} x dp {} = {} GPUs{}{}, {} micro-batches, {}{}, ZeRO {}\n", widths,
-                           a.dp, c.gpus.size(), a.ep > 1 ? fmt::format(" (ep {})", a.ep) : "",
+                           a.dp, layout.gpus.size(), a.ep > 1 ? fmt::format(" (ep {})", a.ep) : "",
                            a.sequence_parallel ? ", sequence-parallel" : "", a.micro_batches,
                            a.virtual_stages > 1 ? "interleaved " : "", a.schedule, a.zero);
-  std::cout << fmt::format("stages          first layers {}\n", fmt::join(c.stage_starts, ", "));
+  std::cout << fmt::format("stages          first layers {}\n", fmt::join(layout.stage_starts, ", "));
+  for (int p = 0; p < a.pp; ++p) {
+    const std::size_t i = plan_gpu_index(plan, 0, p, 0);
+    const GpuMemory& m = layout.memory[i];
+    std::cout << fmt::format("memory {} {:<3}{} of {} per GPU: parameters {}, gradients {}, optimizer states {}, "
+                             "activations {} ({} in flight)\n",
+                             a.virtual_stages > 1 ? "rank" : "stage", p, format_bytes(m.total()),
+                             format_bytes(cluster.device(layout.gpus[i]).memory_bytes), format_bytes(m.parameters),
+                             format_bytes(m.gradients), format_bytes(m.optimizer_states), format_bytes(m.activations),
+                             layout.in_flight[p]);
+  }
+  if (!layout.infeasible.empty()) {
+    std::cerr << "plan: infeasible: " << layout.infeasible << "\n";
+    return kExitFailed;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  CompiledPlan c = compile_plan(workload, plan, cluster, detail);
+  const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << fmt::format("graph           {} operators, {} tensors (compiled in {}){}\n", c.graph.graph.num_operators(),
                            c.graph.graph.num_tensors(), format_duration(compile_s),
                            a.collectives == "condensed" ? ", ring phases condensed" : "");
-  for (int p = 0; p < a.pp; ++p) {
-    const GpuMemory& m = c.memory[plan_gpu_index(plan, 0, p, 0)];
-    std::cout << fmt::format("memory {} {:<3}{} per GPU: parameters {}, gradients {}, optimizer states {}, "
-                             "activations {} ({} in flight)\n",
-                             a.virtual_stages > 1 ? "rank" : "stage", p, format_bytes(m.total()), format_bytes(m.parameters), format_bytes(m.gradients),
-                             format_bytes(m.optimizer_states), format_bytes(m.activations), c.in_flight[p]);
-  }
-  if (!c.infeasible.empty()) {
-    std::cerr << "plan: infeasible: " << c.infeasible << "\n";
-    return kExitFailed;
-  }
   const EngineSet which = EngineSet::parse(a.engine, "command line", "--engine");
   const EngineRuns ran = run_engines(c.graph, cluster, which, enum_parse<RunOrder>(kRunOrderNames, a.order, "command line", "--order"));
   for (const EngineRun& run : ran.runs)

@@ -510,7 +510,7 @@ std::map<std::string, CaseBest> case_bests(std::span<const PointRecord> records)
   return bests;
 }
 
-// Issue #13: a time limit is honoured within 10% or 0.5 s, whichever is more.
+// A time limit is honoured within 10% or 0.5 s, whichever is more.
 bool overran_time_limit(const PointRecord& r) {
   const SearchFacts& facts = r.measurement->facts;
   if (!facts.time_limit_s) return false;
@@ -556,7 +556,7 @@ std::vector<RobustnessRow> robustness_summary(std::span<const PointRecord> recor
     const CaseBest& best = bests.at(case_key(r));
     ++row.points;
     const PointStatus status = r.status;
-    if (status == PointStatus::Failed) ++row.failed;
+    if (status == PointStatus::Failed || status == PointStatus::TimedOut) ++row.failed;
     if (status == PointStatus::Infeasible) ++row.infeasible;
     if (!r.measurement) continue;
     const PointMeasurement& m = *r.measurement;

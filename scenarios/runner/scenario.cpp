@@ -262,6 +262,10 @@ std::string load_scenario_description(const std::string& path) {
   return description_field(YamlFields(load_yaml_file(path), path, ""));
 }
 
+std::string load_scenario_run_time(const std::string& path) {
+  return YamlFields(load_yaml_file(path), path, "").string_or("run_time", "");
+}
+
 namespace {
 
 // `data_parallel: 4` (the replicas) or `data_parallel: {replicas: 4, algorithm: ..., ...}`; the
@@ -308,11 +312,12 @@ void with_portfolio(StrategySpec& spec) {
 Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
   YamlFields f(root, file, "");
   f.allow_only({"name", "description", "graph", "workload", "cluster", "strategies", "simulation", "output", "sweep",
-                "report", "portfolio"});
+                "report", "portfolio", "run_time"});
   Scenario s;
   s.file = file;
   s.name = f.string_or("name", fs::path(file).stem().string());
   s.description = description_field(f);
+  s.run_time = f.string_or("run_time", "");
   if (f.has("graph") == f.has("workload"))
     throw InputError(file, "graph",
                      "expected exactly one of 'graph' (operators for placement strategies) or 'workload' (a layer-level "
@@ -367,7 +372,12 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
 
   if (f.has("simulation")) {
     YamlFields sim(f.node("simulation"), file, "simulation");
-    sim.allow_only({"engine", "order", "collectives", "trace", "repetitions", "seeds"});
+    sim.allow_only({"engine", "order", "collectives", "trace", "repetitions", "seeds", "time_limit"});
+    if (sim.has("time_limit") && sim.string("time_limit") != "none") {
+      s.simulation.time_limit_s = sim.duration_or("time_limit", 0);
+      if (!(s.simulation.time_limit_s > 0))
+        throw InputError(file, sim.field("time_limit"), "expected a positive duration such as 10min, or none");
+    }
     if (sim.has("engine")) s.simulation.engines = EngineSet::parse(sim.string("engine"), file, sim.field("engine"));
     if (sim.has("order"))
       s.simulation.order = enum_parse<RunOrder>(kRunOrderNames, sim.string("order"), file, sim.field("order"));

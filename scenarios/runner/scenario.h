@@ -2,6 +2,7 @@
 // Scenario files: what to place (graph), where (cluster), with which strategies, and how to
 // measure it. Paths inside a scenario are relative to the scenario file. Documented field by
 // field in scenarios/README.md.
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -80,12 +81,16 @@ struct SimulationSpec {
   bool trace = true;             // write a Chrome trace per strategy
   int repetitions = 1;           // runs of each (sweep point, strategy, seed)
   std::vector<long> seeds;       // each is one run of every strategy that takes a `seed` option
+  // Wall-clock limit of one point (search and engines), `simulation.time_limit`; a point over it
+  // is stopped and recorded as timed out. Unbounded by default.
+  double time_limit_s = std::numeric_limits<double>::infinity();
 };
 
 struct Scenario {
   std::string file;
   std::string name;
   std::string description;  // one line, for listings (`placesim reproduce --list`); may be empty
+  std::string run_time;     // how long a run takes here, as measured (`run_time: "6 min"`); may be empty
   GraphSource graph;                      // unset when `workload` is
   std::optional<WorkloadSource> workload;  // a layer-level workload: `strategies:` are planners
   Cluster cluster;
@@ -101,6 +106,8 @@ struct Scenario {
 Scenario load_scenario(const std::string& path);
 // The `description:` of a scenario file ("" when it has none), without parsing the rest.
 std::string load_scenario_description(const std::string& path);
+// The `run_time:` of a scenario file ("" when it has none), without parsing the rest.
+std::string load_scenario_run_time(const std::string& path);
 Scenario parse_scenario(const YAML::Node& root, const std::string& file);
 // Throws InputError naming a strategy's options when a planner among `strategies` (indices into
 // scenario.strategies) cannot plan with them on the scenario's workload and cluster
