@@ -67,6 +67,26 @@ const pb::AttributeProto* attr(const pb::Node& n, const std::string& name) {
   return nullptr;
 }
 
+// The traces as another tool reads them: the GlobalMetadata's attributes and every node's
+// placesim.* attributes removed, Chakra's fields alone left (comm_type, comm_size, pg_name, the
+// dependencies, the durations) beside <prefix>.comm_groups.json.
+void strip_to_chakra(const fs::path& dir) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".et") continue;
+    RankNodes r = parse(entry.path());
+    r.meta.clear_attr();
+    std::ofstream out(entry.path(), std::ios::binary | std::ios::trunc);
+    ASSERT_TRUE(google::protobuf::util::SerializeDelimitedToOstream(r.meta, &out));
+    for (pb::Node& n : r.nodes) {
+      auto* attrs = n.mutable_attr();
+      attrs->erase(std::remove_if(attrs->begin(), attrs->end(),
+                                  [](const pb::AttributeProto& a) { return a.name().starts_with("placesim."); }),
+                   attrs->end());
+      ASSERT_TRUE(google::protobuf::util::SerializeDelimitedToOstream(n, &out));
+    }
+  }
+}
+
 // a (GPU 0) -> b (GPU 0), 100 bytes; a -> c (GPU 1), 1,000 bytes; b -> d, c -> d (GPU 1); a
 // zero-byte control edge b -> c; fractional bytes and FLOPs and a colocation class to come back
 // exactly; the FLOPs of a and c known, of b and d not.
@@ -570,6 +590,130 @@ TEST(Chakra, ReplaysOtherToolsCollectives) {
   EXPECT_INPUT_ERROR(read_chakra_traces(dir.string(), "", ChakraCollectives::Keep), "node 1 ('x')",
                      "comm_type 3 is no collective placesim runs");
   fs::remove_all(dir);
+}
+
+// Every collective placesim runs, between compute on each of 4 GPUs: pre (10 us), the collective
+// of 4 MiB as placesim counts it (ring; all-to-all direct; broadcast and reduce from rank 0), post
+// (5 us), on links of 10 GB/s and 2 us. Its Chakra traces replay at the time it ran, on every
+// engine, read back exactly and read as another tool reads them (Chakra's fields alone); their
+// comm_size is Chakra's: an all-gather's is one rank's piece, 1 MiB, every other one's 4 MiB.
+TEST(Chakra, EveryCollectiveKeepsItsTimeWrittenAndReplayed) {
+  const Cluster cluster = testutil::dedicated_mesh(4, 10e9, 2e-6);
+  const EngineSet engines = EngineSet::of({kEvaluator, kFlow, kSimGrid});
+  constexpr double kBytes = 4 * 1048576.0;
+  for (const auto& kind : kCollectiveOpNames) {
+    const CollectiveOp op = kind.value;
+    const std::string name(kind.name);
+    SCOPED_TRACE(name);
+    ExecutionGraph g;
+    std::vector<OpId> pre;
+    for (int r = 0; r < 4; ++r) pre.push_back(g.add({fmt::format("pre{}", r), "MatMul", 10e-6}, r));
+    const CollectiveSpec spec{op, op == CollectiveOp::AllToAll ? CollectiveAlgorithm::Direct : CollectiveAlgorithm::Ring,
+                              {0, 1, 2, 3}, kBytes};
+    const std::vector<OpId> done = append_collective(g, spec, cluster, name, pre);
+    for (int r = 0; r < 4; ++r) g.depend(done[r], g.add({fmt::format("post{}", r), "Add", 5e-6}, r));
+    g.graph.finalize(name + " between compute");
+    const Measurement m = measure_placement(g.graph, cluster, g.placement, engines);
+    const fs::path dir = scratch("every-" + name);
+    write_chakra_traces(dir.string(), "c", g.graph, g.placement, 4, chakra_start_of(m), chakra_run_of(m, name), g.collectives);
+    const std::int64_t comm_size = op == CollectiveOp::AllGather ? 1048576 : 4 * 1048576;
+    EXPECT_EQ(chakra_comm_size(op, kBytes, 4), static_cast<double>(comm_size));
+    EXPECT_EQ(collective_bytes_of_comm_size(op, static_cast<double>(comm_size), 4), kBytes);
+    for (int r = 0; r < 4; ++r) {
+      std::size_t collectives = 0;
+      for (const pb::Node& n : parse(dir / fmt::format("c.{}.et", r)).nodes) {
+        if (n.type() != pb::COMM_COLL_NODE) continue;
+        ++collectives;
+        EXPECT_EQ(attr(n, "comm_size")->int64_val(), comm_size) << "rank " << r;
+        EXPECT_EQ(attr(n, "placesim.bytes")->double_val(), kBytes) << "rank " << r;
+      }
+      EXPECT_EQ(collectives, 1u) << "rank " << r;
+    }
+    auto replayed = [&](const ChakraTraces& traces) {
+      const ExecutionGraph again = replay_graph(traces, cluster);
+      return measure_placement(again.graph, cluster, again.placement, engines);
+    };
+    const ChakraTraces exact = read_chakra_traces(dir.string(), "", ChakraCollectives::Keep);
+    ASSERT_TRUE(exact.exact);
+    const Measurement back = replayed(exact);
+    strip_to_chakra(dir);
+    const ChakraTraces theirs = read_chakra_traces(dir.string(), "", ChakraCollectives::Keep);
+    ASSERT_FALSE(theirs.exact);
+    ASSERT_EQ(theirs.trace_collectives.size(), 1u);
+    EXPECT_EQ(theirs.trace_collectives[0].op, op);
+    EXPECT_EQ(theirs.trace_collectives[0].group, (std::vector<DeviceId>{0, 1, 2, 3}));
+    EXPECT_EQ(theirs.trace_collectives[0].bytes, kBytes);
+    const Measurement other = replayed(theirs);
+    for (const std::string_view engine : {kEvaluator, kFlow, kSimGrid}) {
+      SCOPED_TRACE(engine);
+      const double latency = *m.latency(engine);
+      EXPECT_GT(latency, 15e-6 + 2e-6);  // the collective takes time
+      EXPECT_NEAR(*back.latency(engine), latency, 1e-9 * latency);
+      EXPECT_NEAR(*other.latency(engine), latency, 1e-9 * latency);
+    }
+    fs::remove_all(dir);
+  }
+}
+
+// ASTRA-sim's microbenchmark traces (astra-sim/astra-sim, examples/workload/microbenchmarks/
+// <collective>/4npus_1MB, written by generator_scripts/<collective>.py): on each of 4 NPUs one
+// COMM_COLL_NODE, its id the NPU's index, named <collective>_4npus_1MB, is_cpu_op false,
+// comm_type and comm_size 1 MiB (int64), no pg_name and no communicator groups. placesim reads
+// the sizes ASTRA-sim's Ring (astra-sim/system/astraccl/native_collectives/collective_algorithm/
+// Ring.cc) moves: an all-reduce 2(n - 1) messages of size/n into each NPU, an all-gather n - 1
+// of the whole size (3 MiB into each NPU: its comm_size is one NPU's piece), a reduce-scatter
+// n - 1 of size/n, an all-to-all size/n from each other NPU. On ASTRA-sim's Ring_4npus network
+// (50 GB/s, GB = 2^30 B; 500 ns) each message of m bytes takes 500 ns + m / 50 GB/s, so the
+// replay takes what ASTRA-sim's message schedule does, less ASTRA-sim's endpoint delay and local
+// reductions, which placesim does not model: (n - 1) or 2(n - 1) messages one after the other
+// round the ring; the all-to-all, direct in placesim, its three messages at once.
+TEST(Chakra, AstraSimMicrobenchmarksMoveWhatAstraSimMoves) {
+  constexpr double kSize = 1048576, kLatency = 500e-9, kBandwidth = 50.0 * (1 << 30);
+  struct Case {
+    std::string name;
+    pb::CollectiveCommType type;
+    CollectiveOp op;
+    double bytes, into_each, seconds;
+  };
+  const Case cases[] = {
+      {"all_reduce", pb::ALL_REDUCE, CollectiveOp::AllReduce, kSize, 6 * kSize / 4, 6 * (kLatency + kSize / 4 / kBandwidth)},
+      {"all_gather", pb::ALL_GATHER, CollectiveOp::AllGather, 4 * kSize, 3 * kSize, 3 * (kLatency + kSize / kBandwidth)},
+      {"reduce_scatter", pb::REDUCE_SCATTER, CollectiveOp::ReduceScatter, kSize, 3 * kSize / 4,
+       3 * (kLatency + kSize / 4 / kBandwidth)},
+      {"all_to_all", pb::ALL_TO_ALL, CollectiveOp::AllToAll, kSize, 3 * kSize / 4, kLatency + kSize / 4 / kBandwidth},
+  };
+  const Cluster cluster = testutil::dedicated_mesh(4, kBandwidth, kLatency);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const fs::path dir = scratch("astra-" + c.name);
+    for (int npu = 0; npu < 4; ++npu) {
+      pb::Node n = node(static_cast<std::uint64_t>(npu), c.name + "_4npus_1MB", pb::COMM_COLL_NODE, {});
+      auto* cpu = n.add_attr();
+      cpu->set_name("is_cpu_op");
+      cpu->set_bool_val(false);
+      auto* type = n.add_attr();
+      type->set_name("comm_type");
+      type->set_int64_val(c.type);
+      auto* size = n.add_attr();
+      size->set_name("comm_size");
+      size->set_int64_val(static_cast<std::int64_t>(kSize));
+      write_trace(dir / fmt::format("{}.{}.et", c.name, npu), {n});
+    }
+    const ChakraTraces t = read_chakra_traces(dir.string(), "", ChakraCollectives::Keep);
+    ASSERT_EQ(t.trace_collectives.size(), 1u);
+    EXPECT_EQ(t.trace_collectives[0].op, c.op);
+    EXPECT_EQ(t.trace_collectives[0].group, (std::vector<DeviceId>{0, 1, 2, 3}));
+    EXPECT_EQ(t.trace_collectives[0].bytes, c.bytes);
+    const ExecutionGraph replay = replay_graph(t, cluster);
+    std::vector<double> received(4, 0.0);
+    for (const Tensor& tensor : replay.graph.tensors())
+      if (replay.placement[tensor.src] != replay.placement[tensor.dst]) received[replay.placement[tensor.dst]] += tensor.bytes;
+    for (int npu = 0; npu < 4; ++npu) EXPECT_DOUBLE_EQ(received[npu], c.into_each) << "NPU " << npu;
+    const Measurement m = measure_placement(replay.graph, cluster, replay.placement, EngineSet::of({kEvaluator, kFlow}));
+    EXPECT_NEAR(*m.latency(kEvaluator), c.seconds, 1e-9 * c.seconds);
+    EXPECT_NEAR(*m.latency(kFlow), c.seconds, 1e-9 * c.seconds);
+    fs::remove_all(dir);
+  }
 }
 
 // A chain of 200 collectives, each depending twice (data and control) on the one before: read
