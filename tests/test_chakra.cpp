@@ -2,6 +2,7 @@
 // round trips (graph -> traces -> graph; traces -> simulate --replay), traces of other tools, a
 // reading with Python's protobuf against the .proto, and bad directories.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <regex>
 #include <set>
+#include <tuple>
 #include <unistd.h>
 
 #include "scenarios/runner/runner.h"
@@ -27,6 +29,7 @@
 #include "sim/models/zoo.h"
 #include "sim/io/placement_io.h"
 #include "tests/test_util.h"
+#include "topologies/registry.h"
 
 namespace placesim {
 namespace {
@@ -399,6 +402,80 @@ TEST(Chakra, ReplayGivesTheLatencyOfTheRunThatWroteTheTraces) {
   // --replay with --graph is refused, saying why.
   EXPECT_EQ(testutil::run_cli(fmt::format("simulate --replay {0}/et --graph {0}/g.json --cluster {0}/c.yaml", dir.string()), second), 2);
   EXPECT_NE(second.find("give no --graph or --placement"), std::string::npos) << second;
+  fs::remove_all(dir);
+}
+
+// `placesim plan --chakra DIR`: a trace per GPU of the cluster and the process groups of a ZeRO-3
+// plan of GPT-2 on 4 GPUs (its gathers of the parameters written with Chakra's comm_size, one
+// rank's quarter); `simulate --replay DIR` on the same cluster prints the plan's latencies, and in
+// process the traces replay at the latency they recorded, to 1e-9.
+TEST(Chakra, PlanWritesTracesThatReplayAtThePlansLatency) {
+  const fs::path dir = scratch("plan-cli");
+  std::ofstream(dir / "c.yaml") << "cluster: {type: full-mesh, gpus: 4, bandwidth: 25GB/s, latency: 2us}\n";
+  std::string planned, replayed;
+  ASSERT_EQ(testutil::run_cli(fmt::format("plan --model gpt2 --cluster {0}/c.yaml --dp 4 --zero 3 --micro-batches 2 "
+                                          "--order scheduler --engine all --chakra {0}/et",
+                                          dir.string()),
+                              planned),
+            0)
+      << planned;
+  std::set<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir / "et")) files.insert(e.path().filename().string());
+  EXPECT_EQ(files, (std::set<std::string>{"gpt2.0.et", "gpt2.1.et", "gpt2.2.et", "gpt2.3.et", "gpt2.comm_groups.json"})) << planned;
+  EXPECT_NE(planned.find(fmt::format("chakra          {}/et (4 ranks, the simgrid timeline)", dir.string())), std::string::npos)
+      << planned;
+  std::size_t gathers = 0;
+  for (const pb::Node& n : parse(dir / "et" / "gpt2.2.et").nodes)
+    if (n.type() == pb::COMM_COLL_NODE && attr(n, "comm_type")->int64_val() == pb::ALL_GATHER) {
+      ++gathers;
+      EXPECT_EQ(static_cast<double>(attr(n, "comm_size")->int64_val()), std::round(attr(n, "placesim.bytes")->double_val() / 4))
+          << n.name();
+    }
+  EXPECT_GT(gathers, 0u);
+  ASSERT_EQ(testutil::run_cli(fmt::format("simulate --replay {0}/et --cluster {0}/c.yaml --engine all", dir.string()), replayed), 0)
+      << replayed;
+  auto line = [](const std::string& out, const std::string& key) {
+    std::smatch m;
+    return std::regex_search(out, m, std::regex("\n" + key + " +([^ (\n]+ ?[a-z]*)")) ? m[1].str() : std::string("missing");
+  };
+  for (const std::string engine : {"evaluator", "flow", "simgrid"}) {
+    EXPECT_NE(line(planned, engine), "missing") << planned;
+    EXPECT_EQ(line(planned, engine), line(replayed, engine)) << engine << "\n" << planned << replayed;
+  }
+  const ChakraTraces traces = read_chakra_traces((dir / "et").string());
+  ASSERT_TRUE(traces.exact);
+  ASSERT_TRUE(traces.run);
+  EXPECT_EQ(traces.run->engine, "simgrid");
+  const Cluster cluster = load_cluster_file((dir / "c.yaml").string());
+  const ExecutionGraph again = replay_graph(traces, cluster);
+  const double latency = *measure_placement(again.graph, cluster, again.placement, EngineSet::of({kEvaluator, kSimGrid})).latency(kSimGrid);
+  EXPECT_NEAR(latency, traces.run->latency_s, 1e-9 * traces.run->latency_s);
+  // As ASTRA-sim reads them, Chakra's fields alone: the same collectives (type, ranks, bytes; an
+  // all-gather's 4 x its comm_size, a whole number of bytes each rank gives, so to 4 bytes).
+  // Replayed they take longer (26.6 ms against 23.8 ms): a process group's collectives are then
+  // issued one after the other, NCCL's order, which the plan's overlap did not follow.
+  strip_to_chakra(dir / "et");
+  const ChakraTraces theirs = read_chakra_traces((dir / "et").string(), "", ChakraCollectives::Keep);
+  ASSERT_FALSE(theirs.exact);
+  using Sized = std::tuple<CollectiveOp, std::vector<DeviceId>, double>;
+  std::vector<Sized> ours, chakra;
+  for (const AppendedCollective& coll : traces.collectives) ours.emplace_back(coll.op, coll.group, coll.bytes);
+  for (const TraceCollective& coll : theirs.trace_collectives) chakra.emplace_back(coll.op, coll.group, coll.bytes);
+  std::sort(ours.begin(), ours.end());
+  std::sort(chakra.begin(), chakra.end());
+  ASSERT_EQ(ours.size(), chakra.size());
+  for (std::size_t k = 0; k < ours.size(); ++k) {
+    EXPECT_EQ(std::get<0>(ours[k]), std::get<0>(chakra[k])) << k;
+    EXPECT_EQ(std::get<1>(ours[k]), std::get<1>(chakra[k])) << k;
+    EXPECT_NEAR(std::get<2>(ours[k]), std::get<2>(chakra[k]), 4.0) << k;
+  }
+  // Refused before anything runs: a file where the directory goes, the estimate's no timeline.
+  EXPECT_EQ(testutil::run_cli(fmt::format("plan --model gpt2 --cluster {0}/c.yaml --dp 4 --chakra {0}/c.yaml", dir.string()), planned), 2);
+  EXPECT_NE(planned.find("--chakra"), std::string::npos) << planned;
+  EXPECT_EQ(testutil::run_cli(fmt::format("plan --model gpt2 --cluster {0}/c.yaml --dp 4 --engine estimate --chakra {0}/x", dir.string()),
+                              planned),
+            2);
+  EXPECT_NE(planned.find("no timeline"), std::string::npos) << planned;
   fs::remove_all(dir);
 }
 
