@@ -2,6 +2,7 @@
 // round trips (graph -> traces -> graph; traces -> simulate --replay), traces of other tools, a
 // reading with Python's protobuf against the .proto, and bad directories.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <regex>
 #include <set>
+#include <tuple>
 #include <unistd.h>
 
 #include "scenarios/runner/runner.h"
@@ -27,6 +29,7 @@
 #include "sim/models/zoo.h"
 #include "sim/io/placement_io.h"
 #include "tests/test_util.h"
+#include "topologies/registry.h"
 
 namespace placesim {
 namespace {
@@ -65,6 +68,26 @@ const pb::AttributeProto* attr(const pb::Node& n, const std::string& name) {
   for (const auto& a : n.attr())
     if (a.name() == name) return &a;
   return nullptr;
+}
+
+// The traces as another tool reads them: the GlobalMetadata's attributes and every node's
+// placesim.* attributes removed, Chakra's fields alone left (comm_type, comm_size, pg_name, the
+// dependencies, the durations) beside <prefix>.comm_groups.json.
+void strip_to_chakra(const fs::path& dir) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".et") continue;
+    RankNodes r = parse(entry.path());
+    r.meta.clear_attr();
+    std::ofstream out(entry.path(), std::ios::binary | std::ios::trunc);
+    ASSERT_TRUE(google::protobuf::util::SerializeDelimitedToOstream(r.meta, &out));
+    for (pb::Node& n : r.nodes) {
+      auto* attrs = n.mutable_attr();
+      attrs->erase(std::remove_if(attrs->begin(), attrs->end(),
+                                  [](const pb::AttributeProto& a) { return a.name().starts_with("placesim."); }),
+                   attrs->end());
+      ASSERT_TRUE(google::protobuf::util::SerializeDelimitedToOstream(n, &out));
+    }
+  }
 }
 
 // a (GPU 0) -> b (GPU 0), 100 bytes; a -> c (GPU 1), 1,000 bytes; b -> d, c -> d (GPU 1); a
@@ -382,6 +405,80 @@ TEST(Chakra, ReplayGivesTheLatencyOfTheRunThatWroteTheTraces) {
   fs::remove_all(dir);
 }
 
+// `placesim plan --chakra DIR`: a trace per GPU of the cluster and the process groups of a ZeRO-3
+// plan of GPT-2 on 4 GPUs (its gathers of the parameters written with Chakra's comm_size, one
+// rank's quarter); `simulate --replay DIR` on the same cluster prints the plan's latencies, and in
+// process the traces replay at the latency they recorded, to 1e-9.
+TEST(Chakra, PlanWritesTracesThatReplayAtThePlansLatency) {
+  const fs::path dir = scratch("plan-cli");
+  std::ofstream(dir / "c.yaml") << "cluster: {type: full-mesh, gpus: 4, bandwidth: 25GB/s, latency: 2us}\n";
+  std::string planned, replayed;
+  ASSERT_EQ(testutil::run_cli(fmt::format("plan --model gpt2 --cluster {0}/c.yaml --dp 4 --zero 3 --micro-batches 2 "
+                                          "--order scheduler --engine all --chakra {0}/et",
+                                          dir.string()),
+                              planned),
+            0)
+      << planned;
+  std::set<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir / "et")) files.insert(e.path().filename().string());
+  EXPECT_EQ(files, (std::set<std::string>{"gpt2.0.et", "gpt2.1.et", "gpt2.2.et", "gpt2.3.et", "gpt2.comm_groups.json"})) << planned;
+  EXPECT_NE(planned.find(fmt::format("chakra          {}/et (4 ranks, the simgrid timeline)", dir.string())), std::string::npos)
+      << planned;
+  std::size_t gathers = 0;
+  for (const pb::Node& n : parse(dir / "et" / "gpt2.2.et").nodes)
+    if (n.type() == pb::COMM_COLL_NODE && attr(n, "comm_type")->int64_val() == pb::ALL_GATHER) {
+      ++gathers;
+      EXPECT_EQ(static_cast<double>(attr(n, "comm_size")->int64_val()), std::round(attr(n, "placesim.bytes")->double_val() / 4))
+          << n.name();
+    }
+  EXPECT_GT(gathers, 0u);
+  ASSERT_EQ(testutil::run_cli(fmt::format("simulate --replay {0}/et --cluster {0}/c.yaml --engine all", dir.string()), replayed), 0)
+      << replayed;
+  auto line = [](const std::string& out, const std::string& key) {
+    std::smatch m;
+    return std::regex_search(out, m, std::regex("\n" + key + " +([^ (\n]+ ?[a-z]*)")) ? m[1].str() : std::string("missing");
+  };
+  for (const std::string engine : {"evaluator", "flow", "simgrid"}) {
+    EXPECT_NE(line(planned, engine), "missing") << planned;
+    EXPECT_EQ(line(planned, engine), line(replayed, engine)) << engine << "\n" << planned << replayed;
+  }
+  const ChakraTraces traces = read_chakra_traces((dir / "et").string());
+  ASSERT_TRUE(traces.exact);
+  ASSERT_TRUE(traces.run);
+  EXPECT_EQ(traces.run->engine, "simgrid");
+  const Cluster cluster = load_cluster_file((dir / "c.yaml").string());
+  const ExecutionGraph again = replay_graph(traces, cluster);
+  const double latency = *measure_placement(again.graph, cluster, again.placement, EngineSet::of({kEvaluator, kSimGrid})).latency(kSimGrid);
+  EXPECT_NEAR(latency, traces.run->latency_s, 1e-9 * traces.run->latency_s);
+  // As ASTRA-sim reads them, Chakra's fields alone: the same collectives (type, ranks, bytes; an
+  // all-gather's 4 x its comm_size, a whole number of bytes each rank gives, so to 4 bytes).
+  // Replayed they take longer (26.6 ms against 23.8 ms): a process group's collectives are then
+  // issued one after the other, NCCL's order, which the plan's overlap did not follow.
+  strip_to_chakra(dir / "et");
+  const ChakraTraces theirs = read_chakra_traces((dir / "et").string(), "", ChakraCollectives::Keep);
+  ASSERT_FALSE(theirs.exact);
+  using Sized = std::tuple<CollectiveOp, std::vector<DeviceId>, double>;
+  std::vector<Sized> ours, chakra;
+  for (const AppendedCollective& coll : traces.collectives) ours.emplace_back(coll.op, coll.group, coll.bytes);
+  for (const TraceCollective& coll : theirs.trace_collectives) chakra.emplace_back(coll.op, coll.group, coll.bytes);
+  std::sort(ours.begin(), ours.end());
+  std::sort(chakra.begin(), chakra.end());
+  ASSERT_EQ(ours.size(), chakra.size());
+  for (std::size_t k = 0; k < ours.size(); ++k) {
+    EXPECT_EQ(std::get<0>(ours[k]), std::get<0>(chakra[k])) << k;
+    EXPECT_EQ(std::get<1>(ours[k]), std::get<1>(chakra[k])) << k;
+    EXPECT_NEAR(std::get<2>(ours[k]), std::get<2>(chakra[k]), 4.0) << k;
+  }
+  // Refused before anything runs: a file where the directory goes, the estimate's no timeline.
+  EXPECT_EQ(testutil::run_cli(fmt::format("plan --model gpt2 --cluster {0}/c.yaml --dp 4 --chakra {0}/c.yaml", dir.string()), planned), 2);
+  EXPECT_NE(planned.find("--chakra"), std::string::npos) << planned;
+  EXPECT_EQ(testutil::run_cli(fmt::format("plan --model gpt2 --cluster {0}/c.yaml --dp 4 --engine estimate --chakra {0}/x", dir.string()),
+                              planned),
+            2);
+  EXPECT_NE(planned.find("no timeline"), std::string::npos) << planned;
+  fs::remove_all(dir);
+}
+
 // A scenario writes traces per placement (`output: {chakra: true}`); another scenario re-places
 // the graph read back from them (`graph: {chakra: DIR}`).
 TEST(Chakra, ScenariosWriteAndReadTraces) {
@@ -570,6 +667,130 @@ TEST(Chakra, ReplaysOtherToolsCollectives) {
   EXPECT_INPUT_ERROR(read_chakra_traces(dir.string(), "", ChakraCollectives::Keep), "node 1 ('x')",
                      "comm_type 3 is no collective placesim runs");
   fs::remove_all(dir);
+}
+
+// Every collective placesim runs, between compute on each of 4 GPUs: pre (10 us), the collective
+// of 4 MiB as placesim counts it (ring; all-to-all direct; broadcast and reduce from rank 0), post
+// (5 us), on links of 10 GB/s and 2 us. Its Chakra traces replay at the time it ran, on every
+// engine, read back exactly and read as another tool reads them (Chakra's fields alone); their
+// comm_size is Chakra's: an all-gather's is one rank's piece, 1 MiB, every other one's 4 MiB.
+TEST(Chakra, EveryCollectiveKeepsItsTimeWrittenAndReplayed) {
+  const Cluster cluster = testutil::dedicated_mesh(4, 10e9, 2e-6);
+  const EngineSet engines = EngineSet::of({kEvaluator, kFlow, kSimGrid});
+  constexpr double kBytes = 4 * 1048576.0;
+  for (const auto& kind : kCollectiveOpNames) {
+    const CollectiveOp op = kind.value;
+    const std::string name(kind.name);
+    SCOPED_TRACE(name);
+    ExecutionGraph g;
+    std::vector<OpId> pre;
+    for (int r = 0; r < 4; ++r) pre.push_back(g.add({fmt::format("pre{}", r), "MatMul", 10e-6}, r));
+    const CollectiveSpec spec{op, op == CollectiveOp::AllToAll ? CollectiveAlgorithm::Direct : CollectiveAlgorithm::Ring,
+                              {0, 1, 2, 3}, kBytes};
+    const std::vector<OpId> done = append_collective(g, spec, cluster, name, pre);
+    for (int r = 0; r < 4; ++r) g.depend(done[r], g.add({fmt::format("post{}", r), "Add", 5e-6}, r));
+    g.graph.finalize(name + " between compute");
+    const Measurement m = measure_placement(g.graph, cluster, g.placement, engines);
+    const fs::path dir = scratch("every-" + name);
+    write_chakra_traces(dir.string(), "c", g.graph, g.placement, 4, chakra_start_of(m), chakra_run_of(m, name), g.collectives);
+    const std::int64_t comm_size = op == CollectiveOp::AllGather ? 1048576 : 4 * 1048576;
+    EXPECT_EQ(chakra_comm_size(op, kBytes, 4), static_cast<double>(comm_size));
+    EXPECT_EQ(collective_bytes_of_comm_size(op, static_cast<double>(comm_size), 4), kBytes);
+    for (int r = 0; r < 4; ++r) {
+      std::size_t collectives = 0;
+      for (const pb::Node& n : parse(dir / fmt::format("c.{}.et", r)).nodes) {
+        if (n.type() != pb::COMM_COLL_NODE) continue;
+        ++collectives;
+        EXPECT_EQ(attr(n, "comm_size")->int64_val(), comm_size) << "rank " << r;
+        EXPECT_EQ(attr(n, "placesim.bytes")->double_val(), kBytes) << "rank " << r;
+      }
+      EXPECT_EQ(collectives, 1u) << "rank " << r;
+    }
+    auto replayed = [&](const ChakraTraces& traces) {
+      const ExecutionGraph again = replay_graph(traces, cluster);
+      return measure_placement(again.graph, cluster, again.placement, engines);
+    };
+    const ChakraTraces exact = read_chakra_traces(dir.string(), "", ChakraCollectives::Keep);
+    ASSERT_TRUE(exact.exact);
+    const Measurement back = replayed(exact);
+    strip_to_chakra(dir);
+    const ChakraTraces theirs = read_chakra_traces(dir.string(), "", ChakraCollectives::Keep);
+    ASSERT_FALSE(theirs.exact);
+    ASSERT_EQ(theirs.trace_collectives.size(), 1u);
+    EXPECT_EQ(theirs.trace_collectives[0].op, op);
+    EXPECT_EQ(theirs.trace_collectives[0].group, (std::vector<DeviceId>{0, 1, 2, 3}));
+    EXPECT_EQ(theirs.trace_collectives[0].bytes, kBytes);
+    const Measurement other = replayed(theirs);
+    for (const std::string_view engine : {kEvaluator, kFlow, kSimGrid}) {
+      SCOPED_TRACE(engine);
+      const double latency = *m.latency(engine);
+      EXPECT_GT(latency, 15e-6 + 2e-6);  // the collective takes time
+      EXPECT_NEAR(*back.latency(engine), latency, 1e-9 * latency);
+      EXPECT_NEAR(*other.latency(engine), latency, 1e-9 * latency);
+    }
+    fs::remove_all(dir);
+  }
+}
+
+// ASTRA-sim's microbenchmark traces (astra-sim/astra-sim, examples/workload/microbenchmarks/
+// <collective>/4npus_1MB, written by generator_scripts/<collective>.py): on each of 4 NPUs one
+// COMM_COLL_NODE, its id the NPU's index, named <collective>_4npus_1MB, is_cpu_op false,
+// comm_type and comm_size 1 MiB (int64), no pg_name and no communicator groups. placesim reads
+// the sizes ASTRA-sim's Ring (astra-sim/system/astraccl/native_collectives/collective_algorithm/
+// Ring.cc) moves: an all-reduce 2(n - 1) messages of size/n into each NPU, an all-gather n - 1
+// of the whole size (3 MiB into each NPU: its comm_size is one NPU's piece), a reduce-scatter
+// n - 1 of size/n, an all-to-all size/n from each other NPU. On ASTRA-sim's Ring_4npus network
+// (50 GB/s, GB = 2^30 B; 500 ns) each message of m bytes takes 500 ns + m / 50 GB/s, so the
+// replay takes what ASTRA-sim's message schedule does, less ASTRA-sim's endpoint delay and local
+// reductions, which placesim does not model: (n - 1) or 2(n - 1) messages one after the other
+// round the ring; the all-to-all, direct in placesim, its three messages at once.
+TEST(Chakra, AstraSimMicrobenchmarksMoveWhatAstraSimMoves) {
+  constexpr double kSize = 1048576, kLatency = 500e-9, kBandwidth = 50.0 * (1 << 30);
+  struct Case {
+    std::string name;
+    pb::CollectiveCommType type;
+    CollectiveOp op;
+    double bytes, into_each, seconds;
+  };
+  const Case cases[] = {
+      {"all_reduce", pb::ALL_REDUCE, CollectiveOp::AllReduce, kSize, 6 * kSize / 4, 6 * (kLatency + kSize / 4 / kBandwidth)},
+      {"all_gather", pb::ALL_GATHER, CollectiveOp::AllGather, 4 * kSize, 3 * kSize, 3 * (kLatency + kSize / kBandwidth)},
+      {"reduce_scatter", pb::REDUCE_SCATTER, CollectiveOp::ReduceScatter, kSize, 3 * kSize / 4,
+       3 * (kLatency + kSize / 4 / kBandwidth)},
+      {"all_to_all", pb::ALL_TO_ALL, CollectiveOp::AllToAll, kSize, 3 * kSize / 4, kLatency + kSize / 4 / kBandwidth},
+  };
+  const Cluster cluster = testutil::dedicated_mesh(4, kBandwidth, kLatency);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const fs::path dir = scratch("astra-" + c.name);
+    for (int npu = 0; npu < 4; ++npu) {
+      pb::Node n = node(static_cast<std::uint64_t>(npu), c.name + "_4npus_1MB", pb::COMM_COLL_NODE, {});
+      auto* cpu = n.add_attr();
+      cpu->set_name("is_cpu_op");
+      cpu->set_bool_val(false);
+      auto* type = n.add_attr();
+      type->set_name("comm_type");
+      type->set_int64_val(c.type);
+      auto* size = n.add_attr();
+      size->set_name("comm_size");
+      size->set_int64_val(static_cast<std::int64_t>(kSize));
+      write_trace(dir / fmt::format("{}.{}.et", c.name, npu), {n});
+    }
+    const ChakraTraces t = read_chakra_traces(dir.string(), "", ChakraCollectives::Keep);
+    ASSERT_EQ(t.trace_collectives.size(), 1u);
+    EXPECT_EQ(t.trace_collectives[0].op, c.op);
+    EXPECT_EQ(t.trace_collectives[0].group, (std::vector<DeviceId>{0, 1, 2, 3}));
+    EXPECT_EQ(t.trace_collectives[0].bytes, c.bytes);
+    const ExecutionGraph replay = replay_graph(t, cluster);
+    std::vector<double> received(4, 0.0);
+    for (const Tensor& tensor : replay.graph.tensors())
+      if (replay.placement[tensor.src] != replay.placement[tensor.dst]) received[replay.placement[tensor.dst]] += tensor.bytes;
+    for (int npu = 0; npu < 4; ++npu) EXPECT_DOUBLE_EQ(received[npu], c.into_each) << "NPU " << npu;
+    const Measurement m = measure_placement(replay.graph, cluster, replay.placement, EngineSet::of({kEvaluator, kFlow}));
+    EXPECT_NEAR(*m.latency(kEvaluator), c.seconds, 1e-9 * c.seconds);
+    EXPECT_NEAR(*m.latency(kFlow), c.seconds, 1e-9 * c.seconds);
+    fs::remove_all(dir);
+  }
 }
 
 // A chain of 200 collectives, each depending twice (data and control) on the one before: read

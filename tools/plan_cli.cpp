@@ -16,6 +16,7 @@
 #include "sim/models/gpu.h"
 #include "sim/models/layer_zoo.h"
 #include "sim/plans/parallel_plan.h"
+#include "sim/io/chakra/chakra_trace.h"
 #include "sim/io/trace.h"
 #include "sim/core/units.h"
 #include "topologies/registry.h"
@@ -94,8 +95,52 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--trace", a.trace,
                 "write the evaluator's timeline of the iteration to FILE (Chrome trace JSON, for Perfetto), with each GPU's "
                 "memory over time");
+  c->add_option("--chakra", a.chakra,
+                "write the plan's execution graph as Chakra execution traces into this directory, one per GPU "
+                "(<workload>.<rank>.et, its collectives as collective nodes), from the timeline of SimGrid when it ran, else "
+                "the evaluator's, else the flow engine's; `simulate --replay DIR` runs them again, in the scheduler's order (with "
+                "--order scheduler, at the plan's latencies)");
   return c;
 }
+
+namespace {
+
+// The run whose timeline the Chakra traces hold: SimGrid's when it ran, else the evaluator's, else
+// the flow engine's (the estimate times no operator).
+const EngineRun* chakra_timeline(const EngineRuns& ran) {
+  for (std::string_view engine : {kSimGrid, kEvaluator, kFlow})
+    if (const EngineRun* run = ran.find(engine); run && run->schedule) return run;
+  return nullptr;
+}
+
+// `--chakra DIR`, checked before anything runs: a plan of a thousand GPUs takes minutes.
+void check_chakra_option(const PlanArgs& a) {
+  if (a.chakra.empty()) return;
+  std::error_code error;
+  if (std::filesystem::exists(a.chakra, error) && !std::filesystem::is_directory(a.chakra, error))
+    throw InputError("command line", "--chakra", fmt::format("'{}' is a file; expected a directory to write the traces into", a.chakra));
+  if (a.engine == kEstimate)
+    throw InputError("command line", "--chakra",
+                     "the estimate times no operator, so there is no timeline to write; choose an engine that simulates "
+                     "(evaluator, flow, simgrid or all)");
+}
+
+// The plan's execution graph as Chakra traces, one per GPU of the cluster, named after the
+// workload file (or the zoo model).
+void write_plan_chakra(const PlanArgs& a, const CompiledPlan& c, const Cluster& cluster, const EngineRuns& ran,
+                       const std::string& plan_label) {
+  const EngineRun* run = chakra_timeline(ran);
+  if (!run) throw InputError("command line", "--chakra", "no engine that ran timed the operators");
+  const std::string prefix = a.model.empty() ? std::filesystem::path(a.workload).stem().string() : a.model;
+  const ChakraWritten written =
+      write_chakra_traces(a.chakra, prefix, c.graph.graph, c.graph.placement, cluster.num_devices(), run->schedule->start,
+                          {fmt::format("{} ({})", prefix, plan_label), run->engine, run->latency}, c.graph.collectives);
+  for (const auto& w : written.warnings) std::cerr << "warning: " << a.chakra << ": " << w << "\n";
+  std::cout << fmt::format("chakra          {} ({} rank{}, the {} timeline)\n", a.chakra, cluster.num_devices(),
+                           cluster.num_devices() == 1 ? "" : "s", run->engine);
+}
+
+}  // namespace
 
 int cmd_plan(const PlanArgs& a) {
   if (a.workload.empty() == a.model.empty())
@@ -131,6 +176,7 @@ int cmd_plan(const PlanArgs& a) {
     if (!folder.empty() && !std::filesystem::is_directory(folder, error))
       throw InputError("command line", "--trace", fmt::format("the folder '{}' does not exist", folder.string()));
   }
+  check_chakra_option(a);
   const LayerWorkload workload = a.model.empty() ? load_nest_workload(a.workload) : build_zoo_model();
   const Cluster cluster = load_cluster_file(a.cluster);
   const LayerModel& model = workload.at(a.tp, "command line", "--tp");
@@ -194,6 +240,7 @@ int cmd_plan(const PlanArgs& a) {
   for (const EngineRun& run : ran.runs)
     std::cout << fmt::format("{:<16}{} per iteration ({} in {})\n", run.engine, format_duration(run.latency),
                              run.schedule ? "simulated" : "priced", format_duration(run.wall_s));
+  if (!a.chakra.empty()) write_plan_chakra(a, c, cluster, ran, widths + fmt::format(" x dp {}", a.dp));
   if (!a.trace.empty()) {
     // The evaluator's run: when each stage reaches its memory peak, and the whole timeline.
     const Schedule run = Evaluator(c.graph.graph, cluster).schedule(c.graph.placement);

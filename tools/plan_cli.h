@@ -21,6 +21,7 @@ struct PlanArgs {
   double mfu = 0.5;
   bool no_recompute = false;
   std::string trace;  // Chrome trace of the evaluator's run, with each GPU's memory over time
+  std::string chakra;  // a directory for the plan's Chakra execution traces, one per GPU
 };
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& args);

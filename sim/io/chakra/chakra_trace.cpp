@@ -68,6 +68,50 @@ void add_comm_attrs(pb::Node& n, int src, int dst, std::int64_t tensor, double b
 
 }  // namespace
 
+// comm_size, collective by collective. Chakra's schema (mlcommons/chakra,
+// schema/protobuf/et_def.proto) has no field for it: comm_size is an attribute whose meaning is
+// what Chakra's writers put in it and what ASTRA-sim does with it.
+//  * ASTRA-sim reads it (astra-sim/astra-sim, astra-sim/workload/Workload.cc, issue_coll_comm):
+//    comm_type and comm_size (uint64) go unchanged to Sys::generate_all_reduce, _all_to_all,
+//    _all_gather and _reduce_scatter; BROADCAST is replayed for the node's duration, its size
+//    unused; any other type (REDUCE, GATHER, SCATTER) stops the run as an unsupported collective.
+//    Sends and receives (issue_send_comm, issue_recv_comm) move comm_size bytes.
+//  * astra-sim/system/Sys.cc, generate_collective: the size is cut into chunks
+//    (preferred-dataset-splits) and each phase of a chunk starts from the size the previous
+//    phase ended with (phase.final_data_size); nothing multiplies it by the ranks.
+//  * Each phase's algorithm sizes its messages from it
+//    (astra-sim/system/astraccl/native_collectives/collective_algorithm/Ring.cc, and before it
+//    astra-sim/system/collective/Ring.cc): all-reduce 2(n - 1) messages of size/n, ending with
+//    size; reduce-scatter n - 1 messages of size/n, ending with size/n; all-to-all messages of
+//    size/n, ending with size; all-gather n - 1 messages of the whole size, ending with size x n.
+//    So an all-gather's comm_size is one rank's contribution: every rank receives (n - 1) of it.
+//  * Chakra writes it (mlcommons/chakra, src/converter/pytorch_converter.py,
+//    convert_json_to_protobuf_nodes): a COMM_COLL_NODE's comm_size is PyTorchNode.comm_size
+//    (src/converter/pytorch_node.py), the bytes of the node's input tensors. A GPU node carries
+//    the inputs of the host operator that launched it (src/trace_link/trace_linker.py,
+//    process_dependent_gpu_ops): for a collective, PyTorch's record_param_comms, which
+//    ProcessGroupNCCL gives the input tensor as its input (pytorch/pytorch, _allgather_base: the
+//    input tensor as inputs and inNelems, the output tensor, world size times it, as outputs). The
+//    converter names allreduce, alltoall, allgather, reducescatter and broadcast; no reduce.
+//  * ASTRA-sim's microbenchmark traces (examples/workload/microbenchmarks/generator_scripts/
+//    all_gather.py, all_reduce.py, all_to_all.py) write the "1MB" of the example's name as every
+//    collective's comm_size, the all-gather's included; SimAI, ASTRA-sim's fork, reads its
+//    workloads' all-gather sizes the same way (each rank ends with ranks x the size; its issue
+//    tracker, "AllGather Message Size vs Workload TXT File Msg Size").
+// Hence, for placesim's CollectiveSpec::bytes (nccl-tests' buffer of one rank): all-reduce, the
+// buffer (the same number); reduce-scatter, the input, all n pieces (the same); all-to-all, all a
+// rank sends, its own piece included (the same: ASTRA-sim sends size/n to each other rank);
+// broadcast and reduce, the buffer (the same; the tensor record_param_comms records); all-gather,
+// one rank's input, bytes / n (placesim's is the gathered output). Sends and receives: the
+// message. Converted here, on write and on read; placesim.bytes keeps placesim's exact bytes.
+double chakra_comm_size(CollectiveOp op, double bytes, int ranks) {
+  return op == CollectiveOp::AllGather && ranks > 0 ? bytes / ranks : bytes;
+}
+
+double collective_bytes_of_comm_size(CollectiveOp op, double comm_size, int ranks) {
+  return op == CollectiveOp::AllGather ? comm_size * ranks : comm_size;
+}
+
 namespace {
 
 // Chakra's CollectiveCommType of a collective.
@@ -342,7 +386,8 @@ class ChakraWriter {
     if (auto previous = last_of_group.find(pg); previous != last_of_group.end()) n.add_ctrl_deps(previous->second);
     last_of_group[pg] = n.id();
     add_attr(attrs, "comm_type").set_int64_val(comm_type_of(coll.op));
-    add_attr(attrs, "comm_size").set_int64_val(std::llround(coll.bytes));
+    const int ranks = static_cast<int>(coll.group.size());
+    add_attr(attrs, "comm_size").set_int64_val(std::llround(chakra_comm_size(coll.op, coll.bytes, ranks)));
     add_attr(attrs, "pg_name").set_string_val(fmt::format("{}", process_group_.at(coll.group)));
     auto* group = add_attr(attrs, "placesim.group").mutable_int64_list();
     for (DeviceId g : coll.group) group->add_values(g);
@@ -991,7 +1036,9 @@ class ForeignReader {
                                      "broadcast 5, all-to-all 6, reduce-scatter 7)",
                                      int_attr(first, "comm_type")));
       c.op = *op;
-      c.bytes = static_cast<double>(std::max<std::int64_t>(0, int_attr(first, "comm_size")));
+      // Chakra's comm_size (an all-gather's: one rank's piece) as placesim's bytes.
+      c.bytes = collective_bytes_of_comm_size(*op, static_cast<double>(std::max<std::int64_t>(0, int_attr(first, "comm_size"))),
+                                              static_cast<int>(ranks.size()));
       for (int r : ranks) {
         const pb::Node& n = *per_rank.at(r)[k];
         if (int_attr(n, "comm_type") != int_attr(first, "comm_type") || int_attr(n, "comm_size") != int_attr(first, "comm_size"))

@@ -9,7 +9,8 @@
 //    of its inputs), which ASTRA-sim's roofline reads;
 //  * a COMM_COLL_NODE per collective of an execution graph (AppendedCollective: a plan's
 //    all-reduces, all-gathers, all-to-alls...) on each rank of its group: comm_type, comm_size
-//    (one rank's buffer, bytes, the nccl-tests convention of sim/collectives/collectives.h) and pg_name, the
+//    (bytes, in Chakra's convention, chakra_comm_size below: an all-gather's is one rank's input,
+//    not the gathered output of sim/collectives/collectives.h) and pg_name, the
 //    process group, whose ranks `<prefix>.comm_groups.json` lists; its start is the rank's
 //    first step and its duration runs to the rank's last. Its messages are not written
 //    (placesim.* attributes keep its steps, so that the round trip is exact);
@@ -39,6 +40,17 @@
 
 namespace placesim {
 
+// A collective's size as Chakra states it (the comm_size of a COMM_COLL_NODE: the bytes of the
+// input buffer one rank hands the collective, as Chakra's PyTorch converter records it and as
+// ASTRA-sim's system layer reads it) from placesim's CollectiveSpec::bytes (nccl-tests' buffer of
+// one rank, sim/collectives/collectives.h), among `ranks` ranks, and back. They differ for the
+// all-gather alone: Chakra's is one rank's piece, placesim's the gathered output, `ranks` times it.
+// All-reduce, reduce-scatter (the whole input), all-to-all (all a rank sends, its own piece
+// included), broadcast and reduce (the buffer) are the same number in both. The sources are
+// listed in sim/io/chakra/chakra_trace.cpp.
+double chakra_comm_size(CollectiveOp op, double bytes, int ranks);
+double collective_bytes_of_comm_size(CollectiveOp op, double comm_size, int ranks);
+
 struct ChakraRun {
   std::string source;   // what was simulated (a graph file, a scenario's strategy)
   std::string engine;   // the engine whose timeline the traces hold
@@ -64,7 +76,7 @@ struct TraceCollective {
   std::string name;
   CollectiveOp op;
   std::vector<DeviceId> group;  // the ranks, in the order of comm_groups.json or rank order
-  double bytes = 0;             // comm_size, as placesim's CollectiveSpec::bytes
+  double bytes = 0;             // placesim's CollectiveSpec::bytes of comm_size (collective_bytes_of_comm_size)
   std::vector<OpId> entry, exit;  // per rank of the group
 };
 
