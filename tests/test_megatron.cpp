@@ -224,6 +224,16 @@ TEST(Megatron, WhatTheWorkloadOrClusterCannotTakeIsRefusedWhenPlanned) {
   EXPECT_NE(m.find("strategies[0].options"), std::string::npos) << m;
   EXPECT_NE(m.find("gives no activations with it"), std::string::npos) << m;
   fs::remove_all(dir);
+  // NEST's assumptions that the zoo's model cannot take (it gives no operator's output and no
+  // NEST units), for the fixed plan and the searches alike.
+  for (const std::string planner : {"megatron", "nest", "nest-unaware", "mcmc-plan"}) {
+    SCOPED_TRACE(planner);
+    m = planned("workload: {model: gpt2}\n" + cluster + "strategies: [{name: " + planner + ", options: {memory_model: nest}}]");
+    EXPECT_NE(m.find("strategies[0].options"), std::string::npos) << m;
+    EXPECT_NE(m.find("memory_model nest"), std::string::npos) << m;
+    m = planned("workload: {model: gpt2}\n" + cluster + "strategies: [{name: " + planner + ", options: {compute_units: nest}}]");
+    EXPECT_NE(m.find("compute_units nest"), std::string::npos) << m;
+  }
 }
 
 // Two layers of forward 1 ms and backward 2 ms, 10 MB of parameters each, 10 MB of activation

@@ -147,6 +147,10 @@ class Nest : public Planner {
  public:
   Nest(NestConfig config, bool aware): Planner(aware ? "nest" : "nest-unaware"), config_(config), aware_(aware) {}
   const NestConfig& config() const { return config_; }
+  // Assumptions the workload cannot take (nest_assumptions_problem), said when the scenario is read.
+  std::string options_problem(const LayerWorkload& workload, const Cluster&) const override {
+    return nest_assumptions_problem(workload, config_);
+  }
 
  private:
   // report: estimate (time_per_batch_s, max_stage_load_s, gradient_reduction_s), and for
