@@ -52,6 +52,49 @@ TEST(Megatron, SplitsTheBlocksEvenlyWithEmbeddingFirstAndHeadLast) {
   EXPECT_EQ(megatron_stages(gpt2.by_tensor_parallel.at(1), 4), (std::vector<int>{0, 4, 7, 10}));
 }
 
+TEST(Megatron, SplitsAsNestsManualBaselineIsWrittenAndAsItRuns) {
+  // 10 blocks (layers 1-10) between the embedding (0) and the head (11), 4 stages. even: 3, 3, 2, 2
+  // blocks. ceil (NEST's README): ceil(10 / 4) = 3 each, the last what remains: 3, 3, 3, 1. nest
+  // (NEST's code, 3 layers per stage over every layer): layers 0-2 (the embedding and 2 blocks),
+  // 3-5, 6-8 and 9-11 (2 blocks and the head).
+  const LayerModel m = blocks_between(10);
+  EXPECT_EQ(megatron_stages(m, 4, MegatronSplit::Even), (std::vector<int>{0, 4, 7, 9}));
+  EXPECT_EQ(megatron_stages(m, 4, MegatronSplit::Ceil), (std::vector<int>{0, 4, 7, 10}));
+  EXPECT_EQ(megatron_stages(m, 4, MegatronSplit::Nest), (std::vector<int>{0, 3, 6, 9}));
+  // 9 blocks: ceil's 3 per stage leave the fourth stage no block; nest's 3 layers of 11 leave it 2.
+  EXPECT_THROW(megatron_stages(blocks_between(9), 4, MegatronSplit::Ceil), std::invalid_argument);
+  EXPECT_EQ(megatron_stages(blocks_between(9), 4, MegatronSplit::Nest), (std::vector<int>{0, 3, 6, 9}));
+  // A NEST workload: layer -1 and 32 blocks, no head, on 8 stages (NEST's Llama 2 baseline). ceil
+  // and even agree (4 blocks each, the embedding first); NEST's code gives the first stage the
+  // embedding and 3 blocks and the last 5 blocks (layers 28-32).
+  LayerModel nest_like = blocks_between(32);
+  nest_like.layers.pop_back();
+  const std::vector<int> even = megatron_stages(nest_like, 8, MegatronSplit::Even);
+  EXPECT_EQ(even, megatron_stages(nest_like, 8, MegatronSplit::Ceil));
+  EXPECT_EQ(even.back(), 29);
+  const std::vector<int> nest = megatron_stages(nest_like, 8, MegatronSplit::Nest);
+  EXPECT_EQ(nest, (std::vector<int>{0, 4, 8, 12, 16, 20, 24, 28}));
+  // The planner writes it, with the options' assumptions and pricing on the plan.
+  LayerWorkload w;
+  w.name = "toy";
+  w.source = "test";
+  w.by_tensor_parallel.emplace(1, nest_like);
+  MegatronConfig c;
+  c.pp = 8;
+  c.split = MegatronSplit::Nest;
+  c.optimizer = Optimizer::Sgd;
+  c.recompute = RecomputeCharge::Nest;
+  c.nest_baseline_pricing = true;
+  const PlanResult r = Megatron(c).plan(w, testutil::dedicated_mesh(8, 10e9));
+  EXPECT_EQ(r.plan.stage_starts, nest);
+  EXPECT_EQ(r.details["stage_layers"], (std::vector<int>{4, 4, 4, 4, 4, 4, 4, 5}));
+  EXPECT_EQ(r.plan.assumptions, static_cast<const PlanAssumptions&>(c));
+  EXPECT_TRUE(r.plan.nest_baseline_pricing);
+  // NEST's memory model on a workload without every operator's output: refused when planned.
+  c.memory_model = MemoryModel::Nest;
+  EXPECT_NE(Megatron(c).options_problem(w, testutil::dedicated_mesh(8, 10e9)).find("memory_model nest"), std::string::npos);
+}
+
 TEST(Megatron, FillsTheClusterWithReplicasAndSplitsTheGlobalBatch) {
   LayerWorkload w;
   w.name = "toy";
@@ -181,6 +224,16 @@ TEST(Megatron, WhatTheWorkloadOrClusterCannotTakeIsRefusedWhenPlanned) {
   EXPECT_NE(m.find("strategies[0].options"), std::string::npos) << m;
   EXPECT_NE(m.find("gives no activations with it"), std::string::npos) << m;
   fs::remove_all(dir);
+  // NEST's assumptions that the zoo's model cannot take (it gives no operator's output and no
+  // NEST units), for the fixed plan and the searches alike.
+  for (const std::string planner : {"megatron", "nest", "nest-unaware", "mcmc-plan"}) {
+    SCOPED_TRACE(planner);
+    m = planned("workload: {model: gpt2}\n" + cluster + "strategies: [{name: " + planner + ", options: {memory_model: nest}}]");
+    EXPECT_NE(m.find("strategies[0].options"), std::string::npos) << m;
+    EXPECT_NE(m.find("memory_model nest"), std::string::npos) << m;
+    m = planned("workload: {model: gpt2}\n" + cluster + "strategies: [{name: " + planner + ", options: {compute_units: nest}}]");
+    EXPECT_NE(m.find("compute_units nest"), std::string::npos) << m;
+  }
 }
 
 // Two layers of forward 1 ms and backward 2 ms, 10 MB of parameters each, 10 MB of activation

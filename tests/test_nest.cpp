@@ -57,6 +57,7 @@ double brute_force(const LayerWorkload& w, const Cluster& cluster, const NestCon
           plan.zero = z;
           plan.micro_batches = (config.micro_batches + d - 1) / d;
           plan.gradient_algorithm = config.gradient_algorithm;
+          plan.assumptions = config;
           std::vector<int> starts{0};
           std::function<void(int)> split = [&](int from) {
             if (static_cast<int>(starts.size()) == S) {
@@ -129,6 +130,95 @@ TEST(Nest, DpEqualsBruteForceOverEveryPlan) {
     }
   }
   EXPECT_GT(tight, 2);
+}
+
+// Under NEST's assumptions, alone and together (SGD, its memory model, its recomputation charge,
+// its units), on chains with every operator's output and a skip edge (what enters a stage is not
+// what it relays), the DP still equals brute force over every plan, and NEST's memory model binds.
+TEST(Nest, DpEqualsBruteForceUnderNestsAssumptions) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(0.5, 2.0);
+  PlanAssumptions all;
+  all.optimizer = Optimizer::Sgd;
+  all.memory_model = MemoryModel::Nest;
+  all.recompute = RecomputeCharge::Nest;
+  all.compute_units = ComputeUnits::Nest;
+  std::vector<PlanAssumptions> variants(5, PlanAssumptions{});
+  variants[0] = all;
+  variants[1].optimizer = Optimizer::Sgd;
+  variants[2].memory_model = MemoryModel::Nest;
+  variants[3].recompute = RecomputeCharge::Nest;
+  variants[4].compute_units = ComputeUnits::Nest;
+  int bound = 0;
+  for (int trial = 0; trial < 10; ++trial) {
+    LayerWorkload w = random_workload(rng, 6);
+    for (auto& [t, model] : w.by_tensor_parallel) {
+      model.nest_recomputation = trial % 3 != 2;
+      model.nest_time_scale = 1000;
+      const int L = static_cast<int>(model.layers.size());
+      for (int l = 0; l + 1 < L; ++l) model.edges.push_back({l, l + 1, model.layers[l].output_bytes});
+      model.edges.push_back({0, L - 1, 2e6});
+      for (Layer& l : model.layers) l.activation_bytes = u(rng) * 4e8 / t;
+    }
+    const Cluster cluster = two_servers(trial % 2 ? 1e12 : 1.5e9);
+    NestConfig config;
+    static_cast<PlanAssumptions&>(config) = variants[trial % variants.size()];
+    config.micro_batches = 8 + trial;
+    config.zero = trial % 4 != 0;
+    for (bool aware : {true, false}) {
+      SCOPED_TRACE(testing::Message() << "trial " << trial << (aware ? " nest" : " nest-unaware"));
+      const std::optional<NestSearch> found = search_equal_to_brute_force(w, cluster, config, aware);
+      if (!found) continue;
+      EXPECT_EQ(found->plan.assumptions, static_cast<const PlanAssumptions&>(config));
+      if (config.memory_model == MemoryModel::Nest && trial % 2 == 0) {
+        NestConfig placesim = config;
+        placesim.memory_model = MemoryModel::Placesim;
+        bound += nest_search(w, cluster, placesim, aware).estimate.time_per_batch < found->estimate.time_per_batch;
+      }
+    }
+  }
+  EXPECT_GT(bound, 0) << "NEST's memory model binds where placesim's does not";
+}
+
+// NEST's assumptions change the plan, by hand: 4 layers of 1 ms forward and 2 ms backward, 0.1 GB
+// of parameters (fp16), 0.4 GB of every operator output and 50 MB between layers each, built
+// with recomputation, 8 micro-batches, no ZeRO, on 2 GPUs of 2 GB on NVLink (100 GB/s). Adam:
+// 0.8 GB a layer, so one stage of 4 (3.2 GB) does not fit and two stages of 2 do (1.6 GB + 2 x
+// 100 MB in flight on the first): (6 ms + a 50 MB send, 0.5 ms) x (8 + 1) = 58.5 ms. SGD: one
+// stage of 4 layers fits (0.8 GB + 200 MB), so 2 replicas of it: 12 ms x 4 micro-batches + a
+// ring all-reduce of 0.4 GB between 2 GPUs (4 ms) = 52 ms, the better. NEST's memory model adds
+// every output of the micro-batch in compute: one stage needs 0.8 + 1.6 GB and does not fit,
+// two stages do (0.4 GB + 0.8 GB + one more stash of 50 MB on the first): the pipeline again.
+TEST(Nest, NestsAssumptionsChangeThePlanByHand) {
+  LayerWorkload w = uniform_chain(4, 1e8, 50e6);
+  LayerModel& model = w.by_tensor_parallel.at(1);
+  model.nest_recomputation = true;
+  for (Layer& l : model.layers) {
+    l.activation_bytes = 4e8;
+    l.stashed_bytes = 50e6;
+  }
+  const Cluster cluster = one_server(2, 2e9);
+  NestConfig config;
+  config.micro_batches = 8;
+  config.zero = false;
+  auto degrees = [](const NestSearch& found) { return std::pair{found.plan.pp, found.plan.dp}; };
+  const NestSearch adam = nest_search(w, cluster, config, true);
+  ASSERT_TRUE(adam.why_none.empty()) << adam.why_none;
+  EXPECT_EQ(degrees(adam), (std::pair{2, 1}));
+  config.optimizer = Optimizer::Sgd;
+  const NestSearch sgd = nest_search(w, cluster, config, true);
+  ASSERT_TRUE(sgd.why_none.empty()) << sgd.why_none;
+  EXPECT_EQ(degrees(sgd), (std::pair{1, 2}));
+  EXPECT_EQ(sgd.plan.assumptions.optimizer, Optimizer::Sgd);
+  EXPECT_NEAR(sgd.estimate.max_stage_load, 12e-3, 1e-12);
+  EXPECT_LT(sgd.estimate.time_per_batch, adam.estimate.time_per_batch);
+  config.memory_model = MemoryModel::Nest;
+  const NestSearch nest_memory = nest_search(w, cluster, config, true);
+  ASSERT_TRUE(nest_memory.why_none.empty()) << nest_memory.why_none;
+  EXPECT_EQ(degrees(nest_memory), (std::pair{2, 1}));
+  // A workload that gives no operator's output is refused, naming the option.
+  LayerWorkload plain = uniform_chain(4, 1e8, 50e6);
+  EXPECT_THROW(nest_search(plain, cluster, config, true), std::invalid_argument);
 }
 
 // A model whose experts the plan spreads (built for ep 1): the DP over expert widths too equals

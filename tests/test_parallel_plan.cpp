@@ -854,6 +854,11 @@ TEST(ParallelPlan, LoadsNestWorkloads) {
   EXPECT_NEAR(params, 43715100672.0, 1);
   EXPECT_NEAR(m.layers[1].stashed_bytes, 50331648.0, 0.5);
   EXPECT_NEAR(m.bytes_into(1), 50331648.0, 0.5);
+  // What NEST's own DP reads besides: every operator output of a layer (3,281,179,702 bytes), that
+  // the times leave recomputation out, and its units (milliseconds read as seconds: x 1000).
+  EXPECT_NEAR(m.layers[1].activation_bytes, 3281179702.0, 0.5);
+  EXPECT_TRUE(m.nest_recomputation);
+  EXPECT_DOUBLE_EQ(m.nest_time_scale, 1000);
   EXPECT_THROW(w.at(2, "t", "tp"), InputError);
   // Malformed files name the field.
   const auto dir = testutil::fresh_temp_dir("nest-bad");
@@ -904,4 +909,164 @@ TEST(ParallelPlan, CondensedCollectivesKeepThePlansTimeUnderContention) {
   EXPECT_NEAR(b.evaluator, a.evaluator, 0.01 * a.evaluator);
   EXPECT_NEAR(b.flow, a.flow, 0.01 * a.flow);
   EXPECT_NEAR(b.simgrid, a.simgrid, 0.01 * a.simgrid);
+}
+
+// NEST's assumptions (PlanAssumptions), each on a model small enough to derive by hand.
+
+TEST(ParallelPlan, SgdHoldsNoOptimizerStatesInEveryMemoryCheck) {
+  // Two layers of 0.1 GB of parameters and 10 MB stashed each, on one GPU, one micro-batch in
+  // flight (1F1B on one stage). Adam: parameters 0.2 GB, gradients 0.2 GB, states 6 x 0.2 = 1.2 GB,
+  // activations 20 MB: 1.62 GB. SGD: no states, 0.42 GB. On a 1 GB GPU the compiled plan, its
+  // layout and NEST's estimate all say Adam's does not fit and SGD's does.
+  const LayerModel model = uniform_model(2, 1 * ms, 2 * ms, 0, 1e8, 1e7);
+  const Cluster cluster = testutil::dedicated_mesh(1, kBw, 0.0, 1e9);
+  ParallelPlan plan;
+  plan.micro_batches = 4;
+  for (Optimizer optimizer : {Optimizer::Adam, Optimizer::Sgd}) {
+    plan.assumptions.optimizer = optimizer;
+    const bool adam = optimizer == Optimizer::Adam;
+    SCOPED_TRACE(adam ? "adam" : "sgd");
+    const CompiledPlan c = compile_plan(model, plan, cluster);
+    EXPECT_NEAR(c.memory[0].optimizer_states, adam ? 1.2e9 : 0.0, 1);
+    EXPECT_NEAR(c.memory[0].total(), adam ? 1.62e9 : 0.42e9, 1);
+    EXPECT_EQ(c.infeasible.empty(), !adam) << c.infeasible;
+    EXPECT_EQ(plan_layout(model, plan, cluster).infeasible, c.infeasible);
+    EXPECT_EQ(nest_estimate(model, plan, NestNetwork::aware(cluster)).fits, !adam);
+    EXPECT_NEAR(stage_memory(model, 0, 2, plan, 1).total(), c.memory[0].total(), 1);
+  }
+  // ZeRO 1 shards the states over the replicas: Adam's 1.2 GB over 2 is 0.6 GB, SGD's nothing.
+  const Cluster two = testutil::dedicated_mesh(2, kBw, 0.0, 1e9);
+  plan.dp = 2;
+  plan.zero = 1;
+  plan.assumptions.optimizer = Optimizer::Adam;
+  EXPECT_NEAR(compile_plan(model, plan, two).memory[1].optimizer_states, 0.6e9, 1);
+  plan.assumptions.optimizer = Optimizer::Sgd;
+  EXPECT_NEAR(compile_plan(model, plan, two).memory[1].optimizer_states, 0.0, 1e-9);
+}
+
+namespace {
+// Three layers with every operator output 1, 2 and 3 GB, a chain of 10 MB and a 5 MB edge from
+// layer 0 to layer 2 (as BERT's attention mask skips layers); built with recomputation (placesim
+// stashes each layer's input: 0, 10 and 15 MB), or without (each layer's outputs).
+LayerModel nest_memory_model(bool recomputation) {
+  LayerModel m = uniform_model(3, 1 * ms, 2 * ms);
+  m.name = "outputs";
+  const double outputs[] = {1e9, 2e9, 3e9}, inputs[] = {0, 10e6, 15e6};
+  for (int l = 0; l < 3; ++l) {
+    m.layers[l].activation_bytes = outputs[l];
+    m.layers[l].stashed_bytes = recomputation ? inputs[l] : outputs[l];
+  }
+  m.edges = {{0, 1, 10e6}, {1, 2, 10e6}, {0, 2, 5e6}};
+  m.nest_recomputation = recomputation;
+  return m;
+}
+}  // namespace
+
+TEST(ParallelPlan, NestMemoryModelHoldsEveryOutputOfTheMicroBatchInCompute) {
+  // Stages [0, 1) and [1, 3) under GPipe with 4 micro-batches: 4 in flight on both. NEST's DP:
+  // every output of the stage for the micro-batch in compute, plus 3 more stashes. With
+  // recomputation a stash is what enters the stage: stage 1 receives 10 MB (0 -> 1) and 5 MB
+  // (0 -> 2), 15 MB (the 10 MB from layer 1 to layer 2 stays inside): 5 GB + 3 x 15 MB = 5.045
+  // GB, held as a 4.985 GB workspace and 4 x 15 MB of stashes; stage 0 receives nothing: 1 GB.
+  // placesim's model stashes each layer's input, 4 x (10 + 15) MB = 100 MB, and 0 on stage 0.
+  const LayerModel model = nest_memory_model(true);
+  EXPECT_NEAR(model.bytes_entering(1, 3), 15e6, 1e-6);
+  EXPECT_NEAR(model.bytes_entering(1, 2), 10e6, 1e-6);  // 0 -> 2 enters a later stage
+  EXPECT_NEAR(model.bytes_entering(2, 3), 15e6, 1e-6);
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw, 0.0, 100e9);
+  ParallelPlan plan;
+  plan.pp = 2;
+  plan.micro_batches = 4;
+  plan.schedule = PipelineSchedule::GPipe;
+  plan.stage_starts = {0, 1};
+  EXPECT_NEAR(compile_plan(model, plan, cluster).memory[1].activations, 100e6, 1);
+  EXPECT_NEAR(compile_plan(model, plan, cluster).memory[0].total(), 0, 1);
+  plan.assumptions.memory_model = MemoryModel::Nest;
+  const CompiledPlan c = compile_plan(model, plan, cluster);
+  EXPECT_NEAR(c.memory[1].workspace, 5e9 - 15e6, 1);
+  EXPECT_NEAR(c.memory[1].activations, 60e6, 1);
+  EXPECT_NEAR(c.memory[1].total(), 5.045e9, 1);
+  EXPECT_NEAR(c.memory[0].total(), 1e9, 1);
+  EXPECT_NEAR(plan_layout(model, plan, cluster).memory[1].total(), 5.045e9, 1);
+  EXPECT_NEAR(stage_memory(model, 1, 3, plan, 4).total(), 5.045e9, 1);
+  // The memory over time peaks there on every GPU: the workspace is held throughout, a stash
+  // per micro-batch from the stage's first forward to its last backward.
+  const Schedule run = Evaluator(c.graph.graph, cluster).schedule(c.graph.placement);
+  const std::vector<MemoryCurve> curves = memory_over_time(c, run.start, run.finish);
+  for (std::size_t i = 0; i < 2; ++i) {
+    double peak = 0;
+    for (const auto& [t, bytes] : curves[i]) peak = std::max(peak, bytes);
+    EXPECT_NEAR(peak, c.memory[i].total(), 1) << i;
+    EXPECT_NEAR(curves[i].back().second, c.memory[i].workspace, 1) << i;
+  }
+  // On a 5 GB GPU NEST's model does not fit stage 1, placesim's does; NEST's estimate agrees.
+  const Cluster small = testutil::dedicated_mesh(2, kBw, 0.0, 5e9);
+  EXPECT_NE(compile_plan(model, plan, small).infeasible.find("NEST's memory model"), std::string::npos);
+  EXPECT_FALSE(nest_estimate(model, plan, NestNetwork::aware(small)).fits);
+  plan.assumptions.memory_model = MemoryModel::Placesim;
+  EXPECT_EQ(compile_plan(model, plan, small).infeasible, "");
+  // Without recomputation NEST stashes every output of the stage, as placesim does: 4 x 5 GB.
+  plan.assumptions.memory_model = MemoryModel::Nest;
+  const LayerModel whole = nest_memory_model(false);
+  EXPECT_NEAR(compile_plan(whole, plan, cluster).memory[1].total(), 20e9, 1);
+  EXPECT_NEAR(compile_plan(whole, plan, cluster).memory[1].workspace, 0, 1e-6);
+  // A model that gives no operator's output cannot be counted so.
+  EXPECT_NE(plan_problem(uniform_model(3, 1 * ms, 2 * ms), plan, cluster).find("memory_model nest"), std::string::npos);
+}
+
+TEST(ParallelPlan, NestRecomputeChargesAForwardAtTheBackwardsTimeButOnTheLastStage) {
+  // Stages of layers {0, 1} and {2} (f = 1 ms, b = 2 ms per layer), 1F1B, 2 micro-batches, nothing
+  // to transfer. As given: stage 0 F0 0-2, F1 2-4; stage 1 F0 2-3, B0 3-5, F1 5-6, B1 6-8; stage 0
+  // B0 5-9, B1 9-13: 13 ms. Charged, stage 0's backward of each micro-batch re-runs its forward
+  // at the backward's time (4 ms more): B0 5-13, B1 13-21: 21 ms. Stage 1, the last, is not
+  // charged. NEST's estimate: max(2 + 4, 1 + 2) x (2 + 1) = 18 ms; charged, (2 + 8) x 3 = 30 ms.
+  LayerModel model = uniform_model(3, 1 * ms, 2 * ms, 0, 0, 1e9);
+  model.nest_recomputation = true;
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw, 0.0, 3e9);
+  ParallelPlan plan;
+  plan.pp = 2;
+  plan.micro_batches = 2;
+  plan.stage_starts = {0, 2};
+  const NestNetwork network = NestNetwork::aware(cluster);
+  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 13 * ms);
+  EXPECT_NEAR(nest_estimate(model, plan, network).time_per_batch, 18 * ms, 1e-12);
+  plan.assumptions.recompute = RecomputeCharge::Nest;
+  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 21 * ms);
+  EXPECT_NEAR(nest_estimate(model, plan, network).time_per_batch, 30 * ms, 1e-12);
+  // As NEST prices its manual baseline, the stages counted from the wrong end: stage 0 priced as
+  // the last (not charged, 6 ms), stage 1 as the first (charged, 1 + 4 = 5 ms): 6 x 3 = 18 ms.
+  // Its memory too: stage 0 (2 GB of stash per micro-batch) counted with 1 in flight instead of
+  // 2, 2 GB; stage 1 with 2, 2 GB: it fits the 3 GB GPUs that stage 0's 4 GB does not.
+  EXPECT_FALSE(nest_estimate(model, plan, network).fits);
+  plan.nest_baseline_pricing = true;
+  const NestEstimate reversed = nest_estimate(model, plan, network);
+  EXPECT_NEAR(reversed.time_per_batch, 18 * ms, 1e-12);
+  EXPECT_TRUE(reversed.fits);
+  EXPECT_FALSE(plan_layout(model, plan, cluster).infeasible.empty());  // the schedule's memory: 4 GB
+  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 21 * ms);  // the engines keep it too
+  // A model built without recomputation (NEST's BERT) is never charged.
+  plan.nest_baseline_pricing = false;
+  model.nest_recomputation = false;
+  EXPECT_NEAR(nest_estimate(model, plan, network).time_per_batch, 18 * ms, 1e-12);
+  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 13 * ms);
+}
+
+TEST(ParallelPlan, NestComputeUnitsScaleTheLayersTimesInTheEstimateOnly) {
+  // Two stages of one layer (f = 1 ms, b = 2 ms), 10 MB between them over 10 GB/s (1 ms), one
+  // micro-batch: each stage's load is 3 ms + 1 ms, the estimate 4 x (1 + 1) = 8 ms, as the
+  // engines run it (F 0-1, send 1-2, F 2-3, B 3-5, send 5-6, B 6-8). In NEST's units (the
+  // workload's times x 1000, communication in seconds): (3 s + 1 ms) x 2 = 6.002 s; the engines
+  // keep 8 ms.
+  LayerModel model = uniform_model(2, 1 * ms, 2 * ms, 10e6);
+  model.nest_time_scale = 1000;
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  ParallelPlan plan;
+  plan.pp = 2;
+  EXPECT_NEAR(nest_estimate(model, plan, NestNetwork::aware(cluster)).time_per_batch, 8 * ms, 1e-12);
+  plan.assumptions.compute_units = ComputeUnits::Nest;
+  EXPECT_NEAR(nest_estimate(model, plan, NestNetwork::aware(cluster)).time_per_batch, 6.002, 1e-9);
+  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 8 * ms);
+  // A model without NEST's scale cannot be read so.
+  model.nest_time_scale = 0;
+  EXPECT_NE(plan_problem(model, plan, cluster).find("compute_units nest"), std::string::npos);
 }

@@ -61,6 +61,16 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& plan) {
   if (plan.sequence_parallel) j["sequence_parallel"] = true;
   j["stage_starts"] = plan.stage_starts;
   j["gpus"] = plan.gpus;
+  // The assumptions it is priced under, where they are not placesim's own.
+  const PlanAssumptions& a = plan.assumptions;
+  if (a.optimizer != Optimizer::Adam) j["optimizer"] = std::string(enum_name<Optimizer>(kOptimizerNames, a.optimizer));
+  if (a.memory_model != MemoryModel::Placesim)
+    j["memory_model"] = std::string(enum_name<MemoryModel>(kMemoryModelNames, a.memory_model));
+  if (a.recompute != RecomputeCharge::None)
+    j["recompute"] = std::string(enum_name<RecomputeCharge>(kRecomputeChargeNames, a.recompute));
+  if (a.compute_units != ComputeUnits::Seconds)
+    j["compute_units"] = std::string(enum_name<ComputeUnits>(kComputeUnitsNames, a.compute_units));
+  if (plan.nest_baseline_pricing) j["nest_baseline_pricing"] = true;
   return j;
 }
 

@@ -331,6 +331,7 @@ void write_plan_file(const fs::path& file, const LayerWorkload& workload, const 
                       {"gradients", m.gradients},
                       {"optimizer_states", m.optimizer_states},
                       {"activations", m.activations},
+                      {"workspace", m.workspace},
                       {"micro_batches_in_flight", compiled.in_flight[p]},
                       {"total", m.total()}});
   }

@@ -30,4 +30,27 @@ OptionSchema<DataParallelConfig> data_parallel_schema() {
   return s;
 }
 
+OptionSchema<PlanAssumptions> plan_assumptions_schema() {
+  OptionSchema<PlanAssumptions> s;
+  s.choice("optimizer", &PlanAssumptions::optimizer, std::span<const EnumName<Optimizer>>(kOptimizerNames),
+           "optimizer states per parameter beside the fp16 parameters and gradients (2 + 2 bytes), in every memory check "
+           "of the plan: adam, 12 bytes of fp32 momentum, variance and master copy; sgd, none (NEST's experiments)");
+  s.choice("memory_model", &PlanAssumptions::memory_model, std::span<const EnumName<MemoryModel>>(kMemoryModelNames),
+           "how a stage's activations are counted: placesim (each micro-batch in flight keeps its stash: with "
+           "recomputation each layer's input, else its activations) or nest (NEST's DP: every operator output of the "
+           "stage's layers for the micro-batch in compute, recomputation or not, plus for each other micro-batch in "
+           "flight the bytes entering the stage with recomputation, else all of them again; a NEST workload only)");
+  s.choice("recompute", &PlanAssumptions::recompute, std::span<const EnumName<RecomputeCharge>>(kRecomputeChargeNames),
+           "the time of activation recomputation where the workload's times leave it out (NEST's workloads built with it): "
+           "none (the times as given) or nest (NEST's DP: every stage with more than one micro-batch in flight, under 1F1B "
+           "all but the last, re-runs its layers' forward before their backward, priced at their backward time), in the "
+           "estimate and the engines alike");
+  s.choice("compute_units", &PlanAssumptions::compute_units, std::span<const EnumName<ComputeUnits>>(kComputeUnitsNames),
+           "the units NEST's estimate (the objective of nest, nest-unaware and mcmc-plan, and the estimate engine's price) "
+           "reads the layers' times in: seconds, or nest (NEST's DP: its per-layer milliseconds read as seconds beside "
+           "communication in seconds, the times x the workload's nest_dp_time_scale; a NEST workload only); the other "
+           "engines keep seconds");
+  return s;
+}
+
 }  // namespace placesim

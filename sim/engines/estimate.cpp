@@ -149,9 +149,16 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
   NestEstimate e;
   e.micro_batches_per_replica = plan.micro_batches;
   std::vector<double> rank_load(static_cast<std::size_t>(plan.pp) * plan.dp, 0.0);  // per (replica, rank)
+  // The layers' times in the plan's units (NEST's: its per-layer milliseconds read as seconds).
+  const double scale = plan.assumptions.compute_units == ComputeUnits::Nest ? model.nest_time_scale : 1.0;
   for (int p = 0; p < S; ++p) {
+    // Where the stage is priced as standing: its own place, or, as NEST prices its manual
+    // baseline, the mirror one (ParallelPlan::nest_baseline_pricing).
+    const int as_stage = plan.nest_baseline_pricing ? S - 1 - p : p;
+    const bool recomputes = stage_recomputes(model, plan, as_stage, S);
     double compute = 0;
-    for (int l = starts[p]; l < end_of(p); ++l) compute += model.layers[l].forward_s + model.layers[l].backward_s;
+    for (int l = starts[p]; l < end_of(p); ++l)
+      compute += (model.layers[l].forward_s + model.layers[l].backward_s * (recomputes ? 2 : 1)) * scale;
     // The slowest copy of the stage sets the pace: every replica's links are priced.
     for (int d = 0; d < plan.dp; ++d) {
       double load = compute;
@@ -176,7 +183,7 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
     }
     if (v > 1) continue;  // the memory of interleaved ranks: below
     // Activations held at the peak: GPipe keeps every micro-batch's, 1F1B at most S - p.
-    const int in_flight = plan.schedule == PipelineSchedule::GPipe ? plan.micro_batches : std::min(plan.micro_batches, S - p);
+    const int in_flight = plan.schedule == PipelineSchedule::GPipe ? plan.micro_batches : std::min(plan.micro_batches, S - as_stage);
     const GpuMemory memory = stage_memory(model, starts[p], end_of(p), plan, in_flight);
     for (int d = 0; d < plan.dp; ++d)
       for (int r = 0; r < plan.tp; ++r) {
@@ -234,7 +241,7 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
             (network.reduction(nest_replica_group(plan, 0, r, 1), layer.parameter_bytes - experts, plan.gradient_algorithm, plan.zero) +
              network.reduction(nest_replica_group(plan, 0, r, plan.ep), experts / plan.ep, plan.gradient_algorithm, plan.zero)) /
             zero3;
-        backward += layer.backward_s;
+        backward += layer.backward_s * scale;
         done = std::max(done, backward) + overlapped * all_reduce;
         if (plan.zero > 0) after += (1 - overlapped) * all_reduce;  // (0 x an impossible group's infinity: none)
       }

@@ -4,7 +4,10 @@
 // collectives' closed forms. It schedules nothing: the time per batch is the slowest pipeline
 // rank's load (its layers' forward and backward, tensor-parallel all-reduces, expert all-to-alls,
 // the activations sent to the neighbouring stages) times (micro-batches + (pp - 1) / v), plus the
-// first stage's gradient reduction. The nest planners (placement/planners/nest) minimise it; as
+// first stage's gradient reduction. The plan's assumptions (ParallelPlan::assumptions) say the
+// units of the layers' times (compute_units), whether a stage is charged a recomputed forward
+// (recompute) and how its memory is counted; nest_baseline_pricing prices it as NEST's code
+// prices its manual baseline. The nest planners (placement/planners/nest) minimise it; as
 // the `estimate` engine it prices any plan beside the engines that run it.
 #include <span>
 #include <utility>

@@ -29,6 +29,16 @@ double LayerModel::bytes_into(int first) const {
   return bytes;
 }
 
+double LayerModel::bytes_entering(int first, int end) const {
+  const int L = static_cast<int>(layers.size());
+  if (first <= 0 || first >= L || end <= first) return 0;
+  if (edges.empty()) return layers[first - 1].output_bytes;
+  double bytes = 0;
+  for (const LayerEdge& e : edges)
+    if (e.src < first && e.dst >= first && e.dst < end) bytes += e.bytes;
+  return bytes;
+}
+
 namespace {
 
 using json = nlohmann::json;
@@ -102,6 +112,12 @@ LayerWorkload load_nest_workload(const std::string& path) {
   const int expert_parallel =
       root.contains("expert_parallel_degree") ? static_cast<int>(whole_number(root, "expert_parallel_degree", 1, 1 << 20, path, ""))
                                               : 1;
+  double time_scale = 0;
+  if (const auto scale = root.find("nest_dp_time_scale"); scale != root.end() && !scale->is_null()) {
+    if (!scale->is_number() || !std::isfinite(scale->get<double>()) || scale->get<double>() <= 0)
+      throw InputError(path, "nest_dp_time_scale", fmt::format("expected a number > 0, got {}", scale->dump()));
+    time_scale = scale->get<double>();
+  }
   LayerWorkload w;
   w.name = optional_field<std::string>(root, "model", json::value_t::string, "nest workload", path, "");
   w.source = path;
@@ -113,6 +129,8 @@ LayerWorkload load_nest_workload(const std::string& path) {
     m.name = w.name;
     m.tensor_parallel = static_cast<int>(whole_number(variant, "tensor_parallel_degree", 1, 1 << 20, path, where));
     m.expert_parallel = expert_parallel;
+    m.nest_recomputation = recompute;
+    m.nest_time_scale = time_scale;
     const json& layers = member(variant, "layers", json::value_t::array, path, where);
     if (layers.empty()) throw InputError(path, where + ".layers", "expected at least one layer");
     std::map<long, std::size_t> index_of_id;
@@ -129,6 +147,8 @@ LayerWorkload load_nest_workload(const std::string& path) {
                     "transformer_block";
       layer.stashed_bytes =
           bytes_or_seconds(l, recompute ? "stashed_bytes_with_recompute" : "stashed_bytes_without_recompute", path, at);
+      if (l.contains("activation_bytes") && !l.at("activation_bytes").is_null())
+        layer.activation_bytes = bytes_or_seconds(l, "activation_bytes", path, at);
       const long id = whole_number(l, "id", -(1L << 40), 1L << 40, path, at);
       if (!index_of_id.emplace(id, i).second)
         throw InputError(path, at + ".id", fmt::format("layer id {} appears twice", id));

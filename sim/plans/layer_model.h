@@ -33,6 +33,10 @@ struct Layer {
   // layer's norms and dropouts split over the tensor-parallel group along the sequence); 0 when
   // the model has no such figure (NEST's workloads).
   double sequence_parallel_stashed_bytes = 0;
+  // Every operator output of the layer for one micro-batch, intermediate ones included (NEST's
+  // activationSize), which NEST's memory model holds for the micro-batch in compute
+  // (ParallelPlan's memory_model: nest); 0 when the model has no such figure (the zoo's).
+  double activation_bytes = 0;
 };
 
 // An activation from one layer to a later one (indices into LayerModel::layers), per micro-batch.
@@ -54,9 +58,21 @@ struct LayerModel {
   std::vector<Layer> layers;
   // Empty: a chain, layer i sending output_bytes to layer i + 1.
   std::vector<LayerEdge> edges;
+  // NEST's workloads built with activation recomputation: a micro-batch in flight keeps what
+  // recomputation needs (stashed_bytes: each layer's input), and the backward times leave the
+  // recomputed forward out (what ParallelPlan's recompute: nest charges, and memory_model: nest
+  // reads). False for the zoo, whose backward times include any recomputation.
+  bool nest_recomputation = false;
+  // What NEST's DP multiplies the layers' times by to mix them with communication in seconds, as it
+  // does (the workload's nest_dp_time_scale: its per-layer milliseconds read as seconds); 0: the
+  // model has none (the zoo's). ParallelPlan's compute_units: nest uses it.
+  double nest_time_scale = 0;
   // Bytes per micro-batch that cross from layers [0, first) to layers [first, ...): what a
   // pipeline stage starting at `first` receives from the stages before it.
   double bytes_into(int first) const;
+  // Bytes per micro-batch from layers [0, first) to layers [first, end): what a stage of those
+  // layers receives itself (not what it relays to later stages), NEST's stash with recomputation.
+  double bytes_entering(int first, int end) const;
 };
 
 // A model at every tensor-parallel width it was measured or built for.
@@ -72,7 +88,9 @@ struct LayerWorkload {
 // schema "nest-workload/1"; its README). Its times are seconds (`time_unit: s`) and its sizes
 // bytes, per device of the variant's tensor-parallel width. A layer's stash is
 // stashed_bytes_with_recompute when the file says activation_recomputation, else
-// stashed_bytes_without_recompute; its output the bytes of its edges to later layers. The
+// stashed_bytes_without_recompute (LayerModel::nest_recomputation says which); its output the
+// bytes of its edges to later layers; its activation_bytes the file's (0 when absent); the
+// model's nest_time_scale the file's nest_dp_time_scale (0 when absent). The
 // tensor-parallel collectives are inside fwd_s and bwd_s already, and so are the all-to-alls of
 // expert_parallel_degree (LayerModel::expert_parallel). A layer is a block when its kind is
 // transformer_block (NEST's layer -1, the embedding, is not). Throws InputError naming the

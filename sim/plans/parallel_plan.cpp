@@ -331,6 +331,29 @@ std::string expert_groups_problem(const ParallelPlan& plan, const Cluster& clust
   return "";
 }
 
+}  // namespace
+
+std::string assumptions_problem(const LayerModel& model, const ParallelPlan& plan) {
+  const PlanAssumptions& a = plan.assumptions;
+  const bool nest_memory = a.memory_model == MemoryModel::Nest;
+  if (nest_memory && std::all_of(model.layers.begin(), model.layers.end(), [](const Layer& l) { return l.activation_bytes <= 0; }))
+    return fmt::format("memory_model nest counts every operator output of a stage (NEST's activation_bytes), which {} does "
+                       "not give: a NEST workload has them",
+                       model.name);
+  if (a.compute_units == ComputeUnits::Nest && model.nest_time_scale <= 0)
+    return fmt::format("compute_units nest scales the layers' times as NEST's DP does (a NEST workload's "
+                       "nest_dp_time_scale), which {} does not give",
+                       model.name);
+  const bool nest_pricing = nest_memory || a.recompute == RecomputeCharge::Nest || plan.nest_baseline_pricing;
+  if (nest_pricing && plan.virtual_stages > 1)
+    return "NEST's memory model, recomputation charge and baseline pricing follow its 1F1B pipeline: not with interleaving "
+           "(virtual_stages)";
+  if (nest_memory && plan.sequence_parallel) return "NEST's memory model counts whole activations: not with sequence parallelism";
+  return "";
+}
+
+namespace {
+
 // plan_problem for a plan's rank models (one per pipeline rank, at its width): the first of the
 // checks' reasons, in this order.
 std::string rank_plan_problem(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster) {
@@ -339,6 +362,8 @@ std::string rank_plan_problem(const RankModels& models, const ParallelPlan& plan
   if (std::string why = experts_problem(model, plan); !why.empty()) return why;
   if (std::string why = widths_problem(models, plan); !why.empty()) return why;
   if (std::string why = sequence_parallel_problem(model, plan); !why.empty()) return why;
+  for (const LayerModel* mine : models)
+    if (std::string why = assumptions_problem(*mine, plan); !why.empty()) return why;
   if (std::string why = stage_starts_problem(model, plan); !why.empty()) return why;
   if (std::string why = gpu_list_problem(plan, cluster); !why.empty()) return why;
   if (std::string why = reachability_problem(plan, cluster); !why.empty()) return why;
@@ -460,29 +485,42 @@ namespace {
 // What one GPU of a stage holding layers [first, end) keeps, per GPU: the dense part and its share
 // of the experts (before ZeRO), the stash per micro-batch, ZeRO 3's gather buffer (its largest
 // layer's parameters less its own shard).
+// `stash` and `workspace` by the plan's memory model (StageActivations).
 struct StageSums {
-  double dense = 0, experts = 0, stash = 0, buffer = 0;
+  double dense = 0, experts = 0, stash = 0, buffer = 0, workspace = 0;
 };
 StageSums stage_sums(const LayerModel& model, int first, int end, const ParallelPlan& plan) {
   const bool spread = plan_spreads_experts(model, plan);
   StageSums sums;
+  double stashed = 0, every_output = 0;
   for (int l = first; l < end; ++l) {
     const double expert = spread ? model.layers[l].expert_parameter_bytes : 0.0;
     const double dense_l = model.layers[l].parameter_bytes - expert, experts_l = expert / plan.ep;
     sums.dense += dense_l;
     sums.experts += experts_l;
-    sums.stash += plan.sequence_parallel ? model.layers[l].sequence_parallel_stashed_bytes : model.layers[l].stashed_bytes;
+    stashed += plan.sequence_parallel ? model.layers[l].sequence_parallel_stashed_bytes : model.layers[l].stashed_bytes;
+    every_output += model.layers[l].activation_bytes;
     // ZeRO 3 gathers a layer's dense part from dp shards, its experts from dp / ep.
     sums.buffer = std::max(sums.buffer, dense_l * (1 - 1.0 / plan.dp) + experts_l * (1 - static_cast<double>(plan.ep) / plan.dp));
   }
+  const StageActivations held =
+      stage_activations(stashed, every_output, plan.assumptions.memory_model == MemoryModel::Nest ? model.bytes_entering(first, end) : 0.0,
+                        model.nest_recomputation, plan.assumptions.memory_model);
+  sums.stash = held.stash;
+  sums.workspace = held.workspace;
   return sums;
 }
 
 }  // namespace
 
+StageActivations stage_activations(const LayerModel& model, int first, int end, const ParallelPlan& plan) {
+  const StageSums sums = stage_sums(model, first, end, plan);
+  return {sums.stash, sums.workspace};
+}
+
 GpuMemory stage_memory(const LayerModel& model, int first, int end, const ParallelPlan& plan, int in_flight) {
   const StageSums sums = stage_sums(model, first, end, plan);
-  return gpu_memory(sums.dense, sums.experts, sums.stash, sums.buffer, plan, in_flight);
+  return gpu_memory(sums.dense, sums.experts, sums.stash, sums.buffer, plan, in_flight, sums.workspace);
 }
 
 namespace {
@@ -568,7 +606,11 @@ CompiledPlan rank_plan_layout(const RankModels& models, const ParallelPlan& plan
               format_bytes(device.memory_bytes), format_bytes(mem.parameters), format_bytes(mem.gradients),
               format_bytes(mem.optimizer_states), out.in_flight[p],
               v > 1 ? "(stage, micro-batch) units at most" : out.in_flight[p] == 1 ? "micro-batch" : "micro-batches",
-              format_bytes(mem.activations));
+              format_bytes(mem.activations)) +
+              (mem.workspace > 0 ? fmt::format(", and every operator output of the micro-batch in compute beyond its "
+                                               "stash {} (NEST's memory model)",
+                                               format_bytes(mem.workspace))
+                                 : "");
       }
   }
   return out;
@@ -695,6 +737,10 @@ class PlanCompiler {
 
   // Compute operators, GPU by GPU, in schedule order, chained on their GPU.
   void add_compute() {
+    // A stage charged recomputation re-runs each layer's forward, at its backward time (NEST's
+    // price), before the layer's backward: the backward operator takes both.
+    std::vector<bool> recomputes(static_cast<std::size_t>(stages_));
+    for (int p = 0; p < stages_; ++p) recomputes[p] = stage_recomputes(model_of(p), plan_, p, stages_);
     for (int d = 0; d < dp_; ++d)
       for (int r = 0; r < pp_; ++r)
         for (int t = 0; t < at_.width(r); ++t) {
@@ -708,7 +754,8 @@ class PlanCompiler {
               const Layer& layer = model_of(r).layers[first + kk];
               const OpId op =
                   graph().add({fmt::format("d{}.p{}.t{}.{}{}.{}", d, p, t, u.forward ? 'F' : 'B', u.micro_batch, first + kk),
-                               u.forward ? "forward" : "backward", u.forward ? layer.forward_s : layer.backward_s, 0.0},
+                               u.forward ? "forward" : "backward",
+                               u.forward ? layer.forward_s : layer.backward_s * (recomputes[p] ? 2 : 1), 0.0},
                               on);
               LayerOps& cell = grid_(d, p, t, u.micro_batch, kk);
               (u.forward ? cell.forward : cell.backward) = op;
@@ -724,6 +771,17 @@ class PlanCompiler {
     for (int d = 0; d < dp_; ++d)
       for (int p = 0; p < stages_; ++p) {
         const int first = first_layer(p), count = layer_count(p);
+        if (plan_.assumptions.memory_model == MemoryModel::Nest) {
+          // NEST's: a micro-batch's stash of the whole stage, from its first layer's forward to the
+          // end of that layer's backward (the stage's last); its workspace is held throughout.
+          const double bytes = stage_activations(model_of(p), first, first + count, plan_).stash;
+          for (int t = 0; t < at_.width(p); ++t)
+            for (int i = 0; i < micro_batches_; ++i) {
+              const LayerOps& cell = grid_(d, p, t, i, 0);
+              if (bytes > 0) out_.activations.push_back({cell.forward, cell.backward, at_.gpu_index(d, p, t), bytes});
+            }
+          continue;
+        }
         for (int t = 0; t < at_.width(p); ++t)
           for (int i = 0; i < micro_batches_; ++i)
             for (int k = 0; k < count; ++k) {

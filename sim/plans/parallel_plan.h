@@ -31,13 +31,18 @@
 //  - with expert parallelism, a layer's all-to-alls after its tensor-parallel all-reduce (the
 //    layer's compute is not split around them), among the replicas of its expert-parallel group.
 //
-// Memory per GPU, mixed precision with Adam (2 + 2 + 12 bytes per parameter): parameters P,
-// gradients P and optimizer states 6P, where P is the stage's parameter bytes (2 per parameter);
+// Memory per GPU, mixed precision (PlanAssumptions::optimizer: Adam, 2 + 2 + 12 bytes per
+// parameter, by default; SGD 2 + 2): parameters P, gradients P and optimizer states 6P (Adam) or
+// none (SGD), where P is the stage's parameter bytes (2 per parameter);
 // an expert layer's experts count 1/ep of theirs; ZeRO shards them over dp/ep replicas and the
 // rest over dp. ZeRO 1 divides the optimizer states by dp, ZeRO 2 also the gradients, ZeRO 3 also the
 // parameters (and adds a buffer of its largest layer's gathered parameters). Activations: the
 // stage's stashed bytes per micro-batch times the micro-batches in flight at the peak -- GPipe
-// all m, 1F1B min(m, pp - p).
+// all m, 1F1B min(m, pp - p). NEST's memory model (memory_model: nest) counts them as NEST's DP
+// does: every operator output of the stage's layers (Layer::activation_bytes) for the micro-batch
+// in compute, plus the stash of each other one in flight (with recomputation the bytes entering
+// the stage, else all its activations again): GpuMemory::workspace holds the first less one stash.
+#include <algorithm>
 #include <memory>
 #include <span>
 #include <string>
@@ -63,6 +68,47 @@ inline constexpr EnumName<PipelineSchedule> kPipelineScheduleNames[] = {
 // replicas, then stages).
 enum class GpuOrder { TpPpDp, TpDpPp };
 inline constexpr EnumName<GpuOrder> kGpuOrderNames[] = {{GpuOrder::TpPpDp, "tp-pp-dp"}, {GpuOrder::TpDpPp, "tp-dp-pp"}};
+
+// The optimizer's states on top of the fp16 parameters and gradients: Adam's fp32 momentum,
+// variance and master copy (12 bytes per parameter, 6x the parameters' bytes), or none (SGD, as
+// NEST's experiments run).
+enum class Optimizer { Adam, Sgd };
+inline constexpr EnumName<Optimizer> kOptimizerNames[] = {{Optimizer::Adam, "adam"}, {Optimizer::Sgd, "sgd"}};
+
+// How a stage's activations are counted: placesim's (each micro-batch in flight keeps its stash,
+// Layer::stashed_bytes) or NEST's DP's (every operator output of the stage for the micro-batch in
+// compute, Layer::activation_bytes, plus one stash per other micro-batch in flight, the bytes
+// entering the stage with recomputation).
+enum class MemoryModel { Placesim, Nest };
+inline constexpr EnumName<MemoryModel> kMemoryModelNames[] = {{MemoryModel::Placesim, "placesim"},
+                                                              {MemoryModel::Nest, "nest"}};
+
+// Whether recomputation's extra forward is charged where the workload's times leave it out
+// (LayerModel::nest_recomputation): none (the times as given), or NEST's DP's charge: every stage
+// with more than one micro-batch in flight (1F1B: all but the last) re-runs its layers' forward
+// before their backward, priced, as NEST's code prices it, at the layers' backward time.
+enum class RecomputeCharge { None, Nest };
+inline constexpr EnumName<RecomputeCharge> kRecomputeChargeNames[] = {{RecomputeCharge::None, "none"},
+                                                                      {RecomputeCharge::Nest, "nest"}};
+
+// The units NEST's estimate reads the layers' times in: seconds, or NEST's DP's (the times x
+// LayerModel::nest_time_scale: NEST's per-layer milliseconds read as seconds beside communication
+// in seconds). The engines keep seconds.
+enum class ComputeUnits { Seconds, Nest };
+inline constexpr EnumName<ComputeUnits> kComputeUnitsNames[] = {{ComputeUnits::Seconds, "seconds"},
+                                                                {ComputeUnits::Nest, "nest"}};
+
+// What a plan's memory and time are modelled with, where NEST's DP and placesim differ; each
+// defaults to placesim's. Every planner, the estimate and the engines' memory checks read the
+// plan's (ParallelPlan::assumptions); the planners' configs derive from it (sim/config/plan_options.h:
+// the keys, declared once).
+struct PlanAssumptions {
+  Optimizer optimizer = Optimizer::Adam;
+  MemoryModel memory_model = MemoryModel::Placesim;
+  RecomputeCharge recompute = RecomputeCharge::None;
+  ComputeUnits compute_units = ComputeUnits::Seconds;
+  bool operator==(const PlanAssumptions&) const = default;
+};
 
 struct ParallelPlan {
   int tp = 1, pp = 1, dp = 1;
@@ -106,6 +152,13 @@ struct ParallelPlan {
   // of the activation (its gradient, on the way back) from each of the a ranks of the sending
   // stage. tp must be the first stage's.
   std::vector<int> stage_tp;
+  PlanAssumptions assumptions;
+  // NEST's estimate prices the plan as NEST's code prices its manual baseline
+  // (device_placement.cpp, fixedConfigTimePerBatch lists the stages last first): stage p's
+  // micro-batches in flight, and so its memory check and whether it recomputes
+  // (RecomputeCharge::Nest), are counted as p + 1 instead of pp - p, the last stage priced as the
+  // first. For reproducing NEST's reference ratios; the engines and plan_layout keep the schedule's.
+  bool nest_baseline_pricing = false;
 
   // Stage s's tensor-parallel width (interleaved: its pipeline rank's).
   int width(int s) const { return stage_tp.empty() ? tp : stage_tp[static_cast<std::size_t>(s % pp)]; }
@@ -134,7 +187,10 @@ CollectiveAlgorithm zero_collective_algorithm(CollectiveAlgorithm gradient_algor
 
 struct GpuMemory {
   double parameters = 0, gradients = 0, optimizer_states = 0, activations = 0;
-  double total() const { return parameters + gradients + optimizer_states + activations; }
+  // NEST's memory model: what the micro-batch in compute holds beyond its stash (every operator
+  // output of the stage less one stash), held throughout like the parameters; 0 otherwise.
+  double workspace = 0;
+  double total() const { return parameters + gradients + optimizer_states + activations + workspace; }
 };
 
 // A layer's activations of one micro-batch, stashed on a GPU from its forward's start until its
@@ -212,21 +268,55 @@ std::string plan_problem(const LayerWorkload& workload, const ParallelPlan& plan
 // activations held at the peak, under the plan's dp, ep and ZeRO stage (the model above).
 GpuMemory stage_memory(const LayerModel& model, int first, int end, const ParallelPlan& plan, int in_flight);
 
+// The optimizer states' bytes per parameter byte (2 bytes per parameter): Adam's 12 bytes per
+// parameter are 6x, SGD's none.
+inline double optimizer_state_factor(Optimizer optimizer) { return optimizer == Optimizer::Adam ? 6.0 : 0.0; }
+
+// What a micro-batch of a stage holding layers [first, end) keeps while in flight (`stash`) and
+// what the one in compute holds beyond it (`workspace`), by the plan's memory model.
+struct StageActivations {
+  double stash = 0, workspace = 0;
+};
+StageActivations stage_activations(const LayerModel& model, int first, int end, const ParallelPlan& plan);
+// The same from the stage's sums: placesim's stash (the layers' stashed bytes), every operator
+// output of its layers (Layer::activation_bytes) and the bytes entering it. (Inline: the planners'
+// innermost loop.)
+inline StageActivations stage_activations(double stashed, double every_output, double entering, bool recomputation,
+                                          MemoryModel memory_model) {
+  if (memory_model == MemoryModel::Placesim) return {stashed, 0.0};
+  const double stash = recomputation ? entering : every_output;
+  return {stash, std::max(0.0, every_output - stash)};
+}
+
 // stage_memory from the stage's sums, for planners that keep them as prefix sums: `dense` and
 // `experts` (the GPU's 1/ep share) parameter bytes, `stash` bytes per micro-batch in flight, and
-// ZeRO 3's gather buffer (its largest layer's parameters less the GPU's own shard).
+// ZeRO 3's gather buffer (its largest layer's parameters less the GPU's own shard); `workspace`,
+// NEST's memory model's (StageActivations).
 // (Inline: planners call it in their innermost loop.)
 inline GpuMemory gpu_memory(double dense, double experts, double stash, double gather_buffer, const ParallelPlan& plan,
-                            int in_flight) {
+                            int in_flight, double workspace = 0) {
   const double params = dense + experts;
   const double sharded = dense / plan.dp + experts / (plan.dp / plan.ep);  // what ZeRO keeps of them
   GpuMemory mem;
   mem.parameters = plan.zero >= 3 ? sharded + gather_buffer : params;
   mem.gradients = plan.zero >= 2 ? sharded : params;
-  mem.optimizer_states = 6 * (plan.zero >= 1 ? sharded : params);
+  mem.optimizer_states = optimizer_state_factor(plan.assumptions.optimizer) * (plan.zero >= 1 ? sharded : params);
   mem.activations = in_flight * stash;
+  mem.workspace = workspace;
   return mem;
 }
+
+// Whether stage p of S (pp x virtual_stages) is charged a recomputed forward: recompute: nest on a
+// workload whose times leave it out, every stage but the last (NEST's: more than one micro-batch
+// in flight under 1F1B).
+inline bool stage_recomputes(const LayerModel& model, const ParallelPlan& plan, int p, int S) {
+  return plan.assumptions.recompute == RecomputeCharge::Nest && model.nest_recomputation && p + 1 < S;
+}
+
+// Why the model cannot take the plan's assumptions ("" when it can): NEST's memory model needs
+// every operator's output (Layer::activation_bytes), its units a workload's nest_time_scale; both
+// and recompute: nest price NEST's one-width, non-interleaved pipeline.
+std::string assumptions_problem(const LayerModel& model, const ParallelPlan& plan);
 
 // Compiles the plan (the model must be the one at width plan.tp), its collectives' ring phases
 // message by message or condensed (sim/collectives/collectives.h: CollectiveDetail). Throws

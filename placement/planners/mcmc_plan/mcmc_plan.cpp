@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 
 namespace placesim {
 
@@ -51,7 +52,7 @@ class Chain {
 
   ParallelPlan plan(const State& s) const {
     ParallelPlan p = nest_plan(s.tp, s.replicas, s.stages, s.zero, expert_parallel_, total_micro_batches_,
-                               config_.gradient_algorithm, GpuOrder::TpPpDp);
+                               config_.gradient_algorithm, GpuOrder::TpPpDp, config_);
     p.stage_starts = s.starts;
     p.gpus.assign(s.order.begin(), s.order.begin() + gpus(s));
     if (s.ep > 1) p.ep = s.ep;  // out of dp = replicas (the model is built for ep 1)
@@ -218,6 +219,8 @@ std::span<const char* const> mcmc_plan_move_names() { return kMoveNames; }
 
 McmcPlanSearch mcmc_plan_search(const LayerWorkload& workload, const Cluster& cluster, const McmcPlanConfig& config,
                                 const Deadline& deadline) {
+  if (const std::string why = nest_assumptions_problem(workload, config); !why.empty())
+    throw std::invalid_argument("mcmc-plan: " + why);
   const Chain chain(workload, cluster, config);
   if (chain.widths().empty())
     throw InfeasibleProblem(fmt::format("mcmc-plan: {} has no tensor-parallel width up to max_tp {}", workload.name,

@@ -69,6 +69,10 @@ McmcPlanSearch mcmc_plan_search(const LayerWorkload& workload, const Cluster& cl
 class McmcPlan : public Planner {
  public:
   explicit McmcPlan(McmcPlanConfig config = {}) : Planner("mcmc-plan"), config_(config) {}
+  // Assumptions the workload cannot take (nest_assumptions_problem), said when the scenario is read.
+  std::string options_problem(const LayerWorkload& workload, const Cluster&) const override {
+    return nest_assumptions_problem(workload, config_);
+  }
 
  private:
   PlanResult plan_impl(const LayerWorkload& workload, const Cluster& cluster, const Deadline& deadline) override;

@@ -9,7 +9,7 @@
 
 namespace placesim {
 
-std::vector<int> megatron_stages(const LayerModel& model, int pp) {
+std::vector<int> megatron_stages(const LayerModel& model, int pp, MegatronSplit split) {
   const int L = static_cast<int>(model.layers.size());
   std::vector<int> blocks;  // indices of the blocks
   for (int l = 0; l < L; ++l)
@@ -20,9 +20,28 @@ std::vector<int> megatron_stages(const LayerModel& model, int pp) {
   if (pp < 1 || pp > B)
     throw std::invalid_argument(fmt::format("megatron: {} pipeline stages for the {} blocks of {}", pp, B, model.name));
   std::vector<int> starts(pp, 0);
+  const int per = (B + pp - 1) / pp;  // ceil and nest: per stage
   for (int p = 1, taken = 0; p < pp; ++p) {
-    taken += B / pp + (p - 1 < B % pp ? 1 : 0);  // blocks of stage p - 1
-    starts[p] = blocks[taken];
+    switch (split) {
+      case MegatronSplit::Even:
+        taken += B / pp + (p - 1 < B % pp ? 1 : 0);  // blocks of stage p - 1
+        starts[p] = blocks[taken];
+        break;
+      case MegatronSplit::Ceil:
+        if (p * per >= B)
+          throw std::invalid_argument(fmt::format("megatron: split ceil gives {} blocks per stage ({} blocks over {} stages), "
+                                                  "which leaves stage {} without a block",
+                                                  per, B, pp, p));
+        starts[p] = blocks[p * per];
+        break;
+      case MegatronSplit::Nest:  // over the layers, NEST's renumbered ids
+        if (p * per >= L)
+          throw std::invalid_argument(fmt::format("megatron: split nest gives {} layers per stage ({} blocks over {} stages), "
+                                                  "which leaves stage {} without a layer of the {}",
+                                                  per, B, pp, p, L));
+        starts[p] = p * per;
+        break;
+    }
   }
   return starts;
 }
@@ -71,7 +90,9 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   } else {
     plan.micro_batches = c.micro_batches;
   }
-  plan.stage_starts = megatron_stages(model, c.pp * c.virtual_stages);
+  plan.stage_starts = megatron_stages(model, c.pp * c.virtual_stages, c.split);
+  plan.assumptions = c;
+  plan.nest_baseline_pricing = c.nest_baseline_pricing;
   plan.gpus = plan.stage_tp.empty() || static_cast<int>(plan.stage_tp.size()) != c.pp
                   ? gpus_in_order(c.tp, c.pp, dp, c.order)
                   : gpus_in_order(plan.stage_tp, dp, c.order);
@@ -182,6 +203,17 @@ OptionSchema<MegatronConfig> megatron_schema() {
             c.stage_tp.push_back(static_cast<int>(width));
           }
         });
+  s.include(plan_assumptions_schema());
+  s.choice("split", &MegatronConfig::split, std::span<const EnumName<MegatronSplit>>(kMegatronSplitNames),
+           "how the blocks are split over the stages: even (Megatron-LM's: the first blocks mod pp stages one more), ceil "
+           "(NEST's manual baseline as its README states it: ceil(blocks / pp) each, the last what remains) or nest (as "
+           "NEST's code runs it: ceil(blocks / pp) layers per stage counted over every layer, so the first stage holds the "
+           "layers before the first block and one block fewer, the last one more)",
+           "nest");
+  s.flag("nest_baseline_pricing", &MegatronConfig::nest_baseline_pricing,
+         "NEST's estimate prices the plan as NEST's code prices its manual baseline, its stages listed last first: each "
+         "stage's micro-batches in flight (its memory check) and whether it recomputes are counted from the wrong end, "
+         "the last stage priced as the first; for reproducing NEST's reference ratios, the engines keep the schedule");
   s.check([](const YamlFields& f, MegatronConfig& c) {
     if (f.has("global_micro_batches") && f.has("micro_batches"))
       throw InputError(f.file(), f.field("global_micro_batches"),

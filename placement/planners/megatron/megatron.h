@@ -6,16 +6,31 @@
 // plans lay them out; ParallelPlan's default GPU order) or tp-dp-pp (Megatron-LM's own default,
 // tp-cp-ep-dp-pp without context parallelism: replicas next, pipeline stages outermost). The
 // model's blocks are split evenly over the stages, the layers before the first block
-// (embedding) in the first stage and those after the last (output head) in the last.
+// (embedding) in the first stage and those after the last (output head) in the last (`split`:
+// also NEST's manual baseline's rules). The plan is priced under the assumptions of its options
+// (PlanAssumptions: the optimizer, NEST's memory model, ...), and, for reproducing NEST's
+// reference ratios, as NEST's code prices its manual baseline (nest_baseline_pricing).
 // Nothing is searched; the plan is what a person writes in Megatron-LM's launch script.
 #include <vector>
 
 #include "placement/framework/planner.h"
+#include "sim/config/plan_options.h"
 
 namespace placesim {
 
 
-struct MegatronConfig {
+// How the manual plan splits the model's B blocks over its stages: even (Megatron-LM's: B / pp
+// each, the first B mod pp stages one more), ceil (NEST's manual baseline as its README states
+// it: ceil(B / pp) each, the last stage what remains), or nest (NEST's manual baseline as its code
+// runs it: ceil(B / pp) layers per stage counted over every layer, NEST's renumbered ids, so the
+// layers before the first block take places of the first stage's and the last stage also gets
+// every layer after them: on NEST's workloads the first stage holds one block fewer and the last
+// one more). Before the first block goes to the first stage and after the last to the last.
+enum class MegatronSplit { Even, Ceil, Nest };
+inline constexpr EnumName<MegatronSplit> kMegatronSplitNames[] = {
+    {MegatronSplit::Even, "even"}, {MegatronSplit::Ceil, "ceil"}, {MegatronSplit::Nest, "nest"}};
+
+struct MegatronConfig : PlanAssumptions {
   int tp = 1, pp = 1;
   int dp = 0;  // 0: as many replicas as the cluster holds, floor(GPUs / (tp x pp))
   int ep = 1;
@@ -31,14 +46,16 @@ struct MegatronConfig {
   // Per stage, its own tensor-parallel width (ParallelPlan::stage_tp; pp entries, the first tp);
   // empty: tp for every stage, as Megatron-LM has it.
   std::vector<int> stage_tp;
+  MegatronSplit split = MegatronSplit::Even;
+  bool nest_baseline_pricing = false;  // ParallelPlan::nest_baseline_pricing
   bool operator==(const MegatronConfig&) const = default;
 };
 
-// The first layer of each of pp stages: the blocks (Layer::block) split evenly, the first
-// (blocks mod pp) stages taking one more; the layers before the first block go to stage 0 and
-// those after the last to the last stage. A model without blocks splits its layers evenly.
-// Throws std::invalid_argument when pp exceeds the blocks.
-std::vector<int> megatron_stages(const LayerModel& model, int pp);
+// The first layer of each of pp stages: the blocks (Layer::block) split as `split` says (even:
+// the first (blocks mod pp) stages taking one more); the layers before the first block go to
+// stage 0 and those after the last to the last stage. A model without blocks splits its layers
+// so. Throws std::invalid_argument when pp exceeds the blocks or a stage would be left empty.
+std::vector<int> megatron_stages(const LayerModel& model, int pp, MegatronSplit split = MegatronSplit::Even);
 
 class Megatron : public Planner {
  public:

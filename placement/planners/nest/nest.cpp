@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 #include <tuple>
@@ -24,8 +25,9 @@ bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 }  // namespace
 
 ParallelPlan nest_plan(int tp, int replicas, int stages, int zero, int expert_parallel, int total_micro_batches,
-                       CollectiveAlgorithm gradient_algorithm, GpuOrder order) {
+                       CollectiveAlgorithm gradient_algorithm, GpuOrder order, const PlanAssumptions& assumptions) {
   ParallelPlan plan;
+  plan.assumptions = assumptions;
   plan.tp = tp;
   plan.pp = stages;
   plan.dp = replicas * expert_parallel;
@@ -49,6 +51,15 @@ std::vector<int> spread_expert_widths(const LayerModel& model, int max_ep) {
   return widths;
 }
 
+std::string nest_assumptions_problem(const LayerWorkload& workload, const NestSpace& space) {
+  ParallelPlan plan;
+  plan.assumptions = space;
+  for (const auto& [t, model] : workload.by_tensor_parallel)
+    if (t <= space.max_tp)
+      if (std::string why = assumptions_problem(model, plan); !why.empty()) return why;
+  return "";
+}
+
 namespace {
 
 struct Case {
@@ -59,12 +70,33 @@ struct Case {
   // of `replicas` data-parallel ranks that each run their own micro-batches; 1: the workload's own
   // width (NEST's: an expert group of model.expert_parallel GPUs is one of the d pipelines).
   int spread_ep = 1;
+  // NEST's memory model with recomputation: the bytes entering each stage [i, j) of the model,
+  // at i * (L + 1) + j (entering_table); null when not needed.
+  const std::vector<double>* entering = nullptr;
 };
 
-ParallelPlan case_plan(const Case& c, int total_micro_batches, CollectiveAlgorithm algorithm) {
+// LayerModel::bytes_entering of every [i, j), at i * (L + 1) + j.
+std::vector<double> entering_table(const LayerModel& model) {
+  const int L = static_cast<int>(model.layers.size());
+  std::vector<double> table(static_cast<std::size_t>(L + 1) * (L + 1), 0.0);
+  for (int i = 1; i < L; ++i) {
+    std::vector<double> into(L, 0.0);  // bytes into each layer from layers below i
+    if (model.edges.empty()) {
+      into[i] = model.layers[i - 1].output_bytes;
+    } else {
+      for (const LayerEdge& e : model.edges)
+        if (e.src < i && e.dst >= i) into[e.dst] += e.bytes;
+    }
+    for (int j = i + 1; j <= L; ++j) table[static_cast<std::size_t>(i) * (L + 1) + j] = table[static_cast<std::size_t>(i) * (L + 1) + j - 1] + into[j - 1];
+  }
+  return table;
+}
+
+ParallelPlan case_plan(const Case& c, int total_micro_batches, CollectiveAlgorithm algorithm, const PlanAssumptions& assumptions) {
   if (c.spread_ep == 1)
-    return nest_plan(c.tp, c.replicas, c.stages, c.zero, c.model->expert_parallel, total_micro_batches, algorithm, c.order);
-  ParallelPlan plan = nest_plan(c.tp, c.replicas, c.stages, c.zero, 1, total_micro_batches, algorithm, c.order);
+    return nest_plan(c.tp, c.replicas, c.stages, c.zero, c.model->expert_parallel, total_micro_batches, algorithm, c.order,
+                     assumptions);
+  ParallelPlan plan = nest_plan(c.tp, c.replicas, c.stages, c.zero, 1, total_micro_batches, algorithm, c.order, assumptions);
   plan.ep = c.spread_ep;
   return plan;
 }
@@ -93,17 +125,17 @@ struct StagePrice {
 // reduction, then the DP.
 class CaseSolver {
  public:
-  CaseSolver(const Case& c, int total_micro_batches, CollectiveAlgorithm algorithm, const NestNetwork& network,
-             NestReduction per)
+  CaseSolver(const Case& c, int total_micro_batches, const NestSpace& space, const NestNetwork& network)
       : c_(c),
         model_(*c.model),
         network_(network),
-        per_(per),
-        algorithm_(algorithm),
-        plan_(case_plan(c, total_micro_batches, algorithm)),
+        per_(space.reduction),
+        algorithm_(space.gradient_algorithm),
+        plan_(case_plan(c, total_micro_batches, space.gradient_algorithm, space)),
         L_(static_cast<int>(model_.layers.size())),
         S_(c.stages),
-        spreads_(plan_spreads_experts(model_, plan_)) {}
+        spreads_(plan_spreads_experts(model_, plan_)),
+        scale_(plan_.assumptions.compute_units == ComputeUnits::Nest ? model_.nest_time_scale : 1.0) {}
 
   CaseResult solve() {
     prefix_sums();
@@ -123,8 +155,8 @@ class CaseSolver {
   // the GPU's 1/ep share of them.
   void prefix_sums() {
     const int L = L_, dp = plan_.dp, ep = plan_.ep;
-    for (auto* v : {&compute_, &parameters_, &experts_, &stash_, &into_, &tp_count_, &tp_bytes_, &a2a_count_, &a2a_bytes_,
-                    &dense_layers_, &expert_layers_})
+    for (auto* v : {&compute_, &backward_, &parameters_, &experts_, &stash_, &outputs_, &into_, &tp_count_, &tp_bytes_,
+                    &a2a_count_, &a2a_bytes_, &dense_layers_, &expert_layers_})
       v->assign(L + 1, 0);
     buffer_.assign(L, 0);
     for (int l = 0; l < L; ++l) {
@@ -134,13 +166,15 @@ class CaseSolver {
       const double alltoall = spreads_ ? layer.expert_alltoall_bytes : 0.0;
       a2a_count_[l + 1] = a2a_count_[l] + (alltoall > 0 ? 4 : 0);  // dispatch and combine, both passes
       a2a_bytes_[l + 1] = a2a_bytes_[l] + (alltoall > 0 ? 4 * alltoall : 0.0);
-      compute_[l + 1] = compute_[l] + layer.forward_s + layer.backward_s;
+      compute_[l + 1] = compute_[l] + (layer.forward_s + layer.backward_s) * scale_;
+      backward_[l + 1] = backward_[l] + layer.backward_s * scale_;
       const double expert = spreads_ ? layer.expert_parameter_bytes : 0.0;
       parameters_[l + 1] = parameters_[l] + layer.parameter_bytes - expert;
       experts_[l + 1] = experts_[l] + expert / ep;
       dense_layers_[l + 1] = dense_layers_[l] + (layer.parameter_bytes - expert > 0);
       expert_layers_[l + 1] = expert_layers_[l] + (expert > 0);
       stash_[l + 1] = stash_[l] + layer.stashed_bytes;
+      outputs_[l + 1] = outputs_[l] + layer.activation_bytes;
       buffer_[l] = (layer.parameter_bytes - expert) * (1 - 1.0 / dp) + expert / ep * (1 - static_cast<double>(ep) / dp);
     }
     for (int j = 0; j <= L; ++j) into_[j] = nest_per_rank_bytes(plan_, model_.bytes_into(j));
@@ -212,7 +246,7 @@ class CaseSolver {
         collectives += overlapped * all_reduce;
         if (c_.zero > 0) after += (1 - overlapped) * all_reduce;
         worst = std::max(worst, collectives - below);
-        below += model_.layers[l].backward_s;
+        below += model_.layers[l].backward_s * scale_;
         mine[l + 1] = worst + after;
       }
       exposed_.push_back(std::move(mine));
@@ -235,9 +269,18 @@ class CaseSolver {
   // Memory of a stage [i, j): stage_memory from prefix sums (a workload built for its expert
   // width has its experts per GPU already: nothing to spread).
   double memory(int i, int j, double largest_buffer, int in_flight) const {
-    return gpu_memory(parameters_[j] - parameters_[i], experts_[j] - experts_[i], stash_[j] - stash_[i], largest_buffer,
-                      plan_, in_flight)
+    const double entering = c_.entering ? (*c_.entering)[static_cast<std::size_t>(i) * (L_ + 1) + j] : 0.0;
+    const StageActivations held = stage_activations(stash_[j] - stash_[i], outputs_[j] - outputs_[i], entering,
+                                                    model_.nest_recomputation, plan_.assumptions.memory_model);
+    return gpu_memory(parameters_[j] - parameters_[i], experts_[j] - experts_[i], held.stash, largest_buffer, plan_,
+                      in_flight, held.workspace)
         .total();
+  }
+
+  // The compute of stage p over layers [i, j): forward and backward, and the recomputed forward
+  // where the plan charges one (at the backward's time, as NEST prices it).
+  double compute(int p, int i, int j) const {
+    return compute_[j] - compute_[i] + (stage_recomputes(model_, plan_, p, S_) ? backward_[j] - backward_[i] : 0.0);
   }
 
   // The slowest copy's communication of stage p over layers [i, j).
@@ -273,7 +316,7 @@ class CaseSolver {
           if (memory(i, j, largest, in_flight) > capacity_[p]) break;  // grows with j
           const double rest = f[s - 1][j];
           if (rest == kInf) continue;
-          const double load = stage_communication(p, i, j) + (compute_[j] - compute_[i]);
+          const double load = stage_communication(p, i, j) + compute(p, i, j);
           const double value = std::max(load, rest);
           if (s < S) {
             if (value < f[s][i]) {
@@ -308,7 +351,10 @@ class CaseSolver {
   ParallelPlan plan_;
   int L_, S_;
   bool spreads_;
-  std::vector<double> compute_, parameters_, experts_, stash_, into_;
+  double scale_;  // the layers' times in the plan's units (ComputeUnits)
+  // Prefix sums: forward plus backward time, backward time, parameters, experts, placesim's
+  // stash, every operator output (NEST's memory model), and the bytes into each first layer.
+  std::vector<double> compute_, backward_, parameters_, experts_, stash_, outputs_, into_;
   // Tensor-parallel all-reduces (when not in the layers' times) and the all-to-alls of spread
   // experts: how many, and their bytes.
   std::vector<double> tp_count_, tp_bytes_, a2a_count_, a2a_bytes_;
@@ -321,15 +367,16 @@ class CaseSolver {
   std::vector<std::vector<double>> exposed_;
 };
 
-CaseResult solve_case(const Case& c, int total_micro_batches, CollectiveAlgorithm algorithm, const NestNetwork& network,
-                      NestReduction per) {
-  return CaseSolver(c, total_micro_batches, algorithm, network, per).solve();
+CaseResult solve_case(const Case& c, int total_micro_batches, const NestSpace& space, const NestNetwork& network) {
+  return CaseSolver(c, total_micro_batches, space, network).solve();
 }
 
 }  // namespace
 
 NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, const NestConfig& config, bool aware,
                        const Deadline& deadline) {
+  if (const std::string why = nest_assumptions_problem(workload, config); !why.empty())
+    throw std::invalid_argument(fmt::format("{}: {}", aware ? "nest" : "nest-unaware", why));
   const NestNetwork network = aware ? NestNetwork::aware(cluster) : NestNetwork::unaware(cluster);
   const int n = cluster.num_devices();
   double memory_per_gpu = kInf;
@@ -339,10 +386,14 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
   if (config.orders != NestOrders::TpPpDp) orders.push_back(GpuOrder::TpDpPp);
   if (config.orders != NestOrders::TpDpPp) orders.push_back(GpuOrder::TpPpDp);
   std::vector<Case> cases;
+  std::map<int, std::vector<double>> entering;  // per width, when NEST's memory model needs it
   int expert_parallel = 1;
   for (const auto& [t, model] : workload.by_tensor_parallel) {
     if (t > config.max_tp) continue;
     expert_parallel = model.expert_parallel;
+    const std::vector<double>* entering_bytes = nullptr;
+    if (config.memory_model == MemoryModel::Nest && model.nest_recomputation)
+      entering_bytes = &(entering[t] = entering_table(model));
     const int L = static_cast<int>(model.layers.size()), per_stage = t * model.expert_parallel;
     for (int d = 1; static_cast<long>(per_stage) * d <= n; ++d) {
       const int dp = d * model.expert_parallel;
@@ -355,7 +406,7 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
           for (int S = 1; S <= L && static_cast<long>(per_stage) * d * S <= n; ++S)
             for (const GpuOrder order : orders)
               // With one replica or one stage the two orders are one.
-              if (order == orders.front() || (dp > 1 && S > 1)) cases.push_back({&model, t, z, d, S, order, ep});
+              if (order == orders.front() || (dp > 1 && S > 1)) cases.push_back({&model, t, z, d, S, order, ep, entering_bytes});
       }
     }
   }
@@ -377,7 +428,7 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
         late = true;
         return;
       }
-      results[k] = solve_case(cases[k], total, config.gradient_algorithm, network, config.reduction);
+      results[k] = solve_case(cases[k], total, config, network);
     });
   };
   if (config.threads > 0) {
@@ -398,6 +449,7 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
     // micro-batch in flight.
     const LayerModel& model = *cases.back().model;
     ParallelPlan widest;
+    widest.assumptions = config;
     widest.tp = model.tensor_parallel;
     widest.dp = std::max(1, n / (model.tensor_parallel * model.expert_parallel)) * model.expert_parallel;
     widest.ep = model.expert_parallel;
@@ -444,7 +496,7 @@ NestSearch nest_search(const LayerWorkload& workload, const Cluster& cluster, co
   const Case& c = cases[best];
   const LayerModel& model = *c.model;
   ParallelPlan& plan = out.plan;
-  plan = case_plan(c, total, config.gradient_algorithm);
+  plan = case_plan(c, total, config.gradient_algorithm, config);
   plan.stage_starts = results[best].starts;
   out.dp_time_per_batch = results[best].time;
   out.estimate = nest_estimate(model, plan, network, config.reduction);

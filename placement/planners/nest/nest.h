@@ -15,8 +15,10 @@
 //    thesis does, f_s[i] = min over j of max(load_p(i, j), f_{s-1}[j]) for the stage [i, j) at
 //    position p = S - s, subject to its memory (sim/plans/parallel_plan.h's stage_memory: parameters,
 //    gradients, optimizer states under ZeRO z over d, and the activations of min(m/d, s)
-//    micro-batches in flight under 1F1B);
-//  * load_p(i, j) = the layers' forward and backward times + their tensor-parallel all-reduces
+//    micro-batches in flight under 1F1B, as the config's PlanAssumptions count them: Adam or
+//    SGD, placesim's or NEST's memory model);
+//  * load_p(i, j) = the layers' forward and backward times (in the config's compute_units, with a
+//    recomputed forward on every stage but the last under recompute: nest) + their tensor-parallel all-reduces
 //    when the workload gives them apart (ring, closed form among the stage's tensor ranks; NEST's
 //    workloads have them inside the times) + the activation sent to the next stage and the
 //    gradient sent back to the previous one, each bytes / t (Megatron's scatter-gather) over the
@@ -47,6 +49,7 @@
 #include <vector>
 
 #include "placement/framework/planner.h"
+#include "sim/config/plan_options.h"
 #include "sim/engines/estimate.h"
 
 namespace placesim {
@@ -57,8 +60,10 @@ enum class NestOrders { Both, TpDpPp, TpPpDp };
 inline constexpr EnumName<NestOrders> kNestOrdersNames[] = {
     {NestOrders::Both, "both"}, {NestOrders::TpDpPp, "tp-dp-pp"}, {NestOrders::TpPpDp, "tp-pp-dp"}};
 
-// NEST's space of plans, searched by nest and nest-unaware exactly and by mcmc-plan by sampling.
-struct NestSpace {
+// NEST's space of plans, searched by nest and nest-unaware exactly and by mcmc-plan by sampling,
+// and the assumptions its plans are priced under (PlanAssumptions: placesim's by default, NEST's
+// DP's on request).
+struct NestSpace : PlanAssumptions {
   int micro_batches = 0;  // per iteration over all replicas; 0: 4096 / the workload's expert-parallel width
   int max_tp = 8;         // widest tensor-parallel group explored (the workload must have it)
   bool zero = true;       // explore ZeRO stages 1-3 beside 0
@@ -97,6 +102,7 @@ void add_nest_space_options(OptionSchema<Config>& s) {
            "per-layer (one per layer, as the engines run them, each paying the collective's latency) or overlapped (per "
            "layer, each from the end of its layer's last backward: only what outlasts the backward counts)",
            "per-layer");
+  s.include(plan_assumptions_schema());
 }
 
 // 1, and the expert-parallel widths up to max_ep that divide every expert layer's experts when
@@ -114,7 +120,11 @@ struct NestConfig : NestSpace {
 // micro-batches each for m = total_micro_batches, 1F1B, GPUs 0, 1, ... in `order`; the stage
 // starts are left to the caller.
 ParallelPlan nest_plan(int tp, int replicas, int stages, int zero, int expert_parallel, int total_micro_batches,
-                       CollectiveAlgorithm gradient_algorithm, GpuOrder order);
+                       CollectiveAlgorithm gradient_algorithm, GpuOrder order, const PlanAssumptions& assumptions);
+
+// Why some model of the workload the space searches (widths up to max_tp) cannot take its
+// assumptions (assumptions_problem), or "".
+std::string nest_assumptions_problem(const LayerWorkload& workload, const NestSpace& space);
 
 // The estimate for reports: time_per_batch_s, max_stage_load_s, gradient_reduction_s,
 // micro_batches_per_replica.
@@ -137,6 +147,10 @@ class Nest : public Planner {
  public:
   Nest(NestConfig config, bool aware): Planner(aware ? "nest" : "nest-unaware"), config_(config), aware_(aware) {}
   const NestConfig& config() const { return config_; }
+  // Assumptions the workload cannot take (nest_assumptions_problem), said when the scenario is read.
+  std::string options_problem(const LayerWorkload& workload, const Cluster&) const override {
+    return nest_assumptions_problem(workload, config_);
+  }
 
  private:
   // report: estimate (time_per_batch_s, max_stage_load_s, gradient_reduction_s), and for
