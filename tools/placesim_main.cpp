@@ -132,24 +132,6 @@ SweepPlan load_scenario_sweep(const std::string& path, const PlanOptions& option
   return plan_sweep(root, path, options);
 }
 
-// Finished points of an earlier run in `output` (results.jsonl, and with `shards` the MPI ranks'
-// results.rank<r>.jsonl), by lines. Ranks of an MPI run count the merged file only: rank 0 writes
-// it after every rank has checked, where a rank's shard may already be growing.
-std::size_t earlier_points(const std::filesystem::path& output, bool shards) {
-  std::size_t lines = 0;
-  std::error_code ec;
-  if (!std::filesystem::is_directory(output, ec)) return 0;
-  for (const auto& entry : std::filesystem::directory_iterator(output, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name != "results.jsonl" && !(shards && name.starts_with("results.rank") && name.ends_with(".jsonl"))) continue;
-    std::ifstream in(entry.path());
-    std::string line;
-    while (std::getline(in, line))
-      if (!line.empty()) ++lines;
-  }
-  return lines;
-}
-
 // The MPI shards results.rank<r>.jsonl of a results folder.
 std::vector<fs::path> result_shards(const fs::path& output) {
   std::vector<fs::path> shards;
@@ -160,6 +142,22 @@ std::vector<fs::path> result_shards(const fs::path& output) {
     if (name.starts_with("results.rank") && name.ends_with(".jsonl")) shards.push_back(entry.path());
   }
   return shards;
+}
+
+// Finished points of an earlier run in `output` (results.jsonl, and with `shards` the MPI ranks'
+// results.rank<r>.jsonl), by lines. Ranks of an MPI run count the merged file only: rank 0 writes
+// it after every rank has checked, where a rank's shard may already be growing.
+std::size_t earlier_points(const std::filesystem::path& output, bool shards) {
+  std::vector<fs::path> files = shards ? result_shards(output) : std::vector<fs::path>{};
+  files.push_back(output / "results.jsonl");
+  std::size_t lines = 0;
+  for (const fs::path& file : files) {
+    std::ifstream in(file);
+    std::string line;
+    while (std::getline(in, line))
+      if (!line.empty()) ++lines;
+  }
+  return lines;
 }
 
 // `text` as one word of a POSIX shell: as it is when it has nothing the shell reads, else in
