@@ -61,7 +61,8 @@ std::string lines(std::initializer_list<PointRecord> records) {
 
 // Two groups (bandwidth 10 and 20 GB/s). In the first, a = 10 ms and b = 8 ms: b's speed-up over
 // the best other is 10/8 = 1.250x, a's is 8/10 = 0.800x. c is faster (4 ms) but OOM, so it does not
-// count as a competitor, and its own speed-up is 8/4 = 2.000x. In the second group a failed.
+// count as a competitor, and has no speed-up of its own (8/4 would be 2.000x). In the second group a
+// failed.
 std::string sample_lines() {
   const Sweep bw10 = {{"cluster.bandwidth", "10GB/s"}}, bw20 = {{"cluster.bandwidth", "20GB/s"}};
   PointRecord a = measured("a", bw10, 0.010), b = measured("b", bw10, 0.009, 0.008), c = measured("c", bw10, 0.004),
@@ -185,7 +186,13 @@ TEST(Report, ComparisonTableSpeedUpsOverTheBestOther) {
   EXPECT_NE(table.find("g on 2 GPUs, cluster.bandwidth=10 GB/s"), std::string::npos) << table;
   EXPECT_NE(table.find("0.800x"), std::string::npos) << table;
   EXPECT_NE(table.find("1.250x"), std::string::npos) << table;
-  EXPECT_NE(table.find("2.000x"), std::string::npos) << table;
+  // c does not fit: its speed-up column says OOM, never a number.
+  EXPECT_EQ(table.find("2.000x"), std::string::npos) << table;
+  const std::size_t c_row = table.find("\n  c ");
+  ASSERT_NE(c_row, std::string::npos) << table;
+  const std::string c_line = table.substr(c_row + 1, table.find('\n', c_row + 1) - c_row - 1);
+  EXPECT_NE(c_line.find(" OOM "), std::string::npos) << c_line;
+  EXPECT_EQ(c_line.find('x'), std::string::npos) << c_line;
   EXPECT_NE(table.find("1 failed: worker killed by SIGSEGV"), std::string::npos) << table;
 }
 
@@ -224,6 +231,19 @@ TEST(Report, PivotRelativeToAStrategyGivesSpeedUps) {
     report_spec_from_yaml(YAML::Load("{tables: [{rows: graph, columns: gpus, relative_to: megatron}]}"), "s.yaml", "report");
   });
   EXPECT_NE(bad.find("report.tables[0].relative_to"), std::string::npos) << bad;
+}
+
+// A placement that does not fit has no speed-up: its relative_to cell says OOM, not 4.00x.
+TEST(Report, PivotSpeedUpOfAnOomCellSaysOom) {
+  PointRecord oom = measured("tiny", {}, 0.001);
+  oom.measurement->oom = true;
+  oom.status = PointStatus::Oom;
+  PivotSpec spec;
+  spec.rows = {"graph"};
+  spec.columns = {"strategy"};
+  spec.relative_to = "megatron";
+  const std::string md = format_pivot_table(std::vector<PointRecord>{measured("megatron", {}, 0.004), oom}, spec);
+  EXPECT_NE(md.find("| g | 1.00x | OOM |"), std::string::npos) << md;
 }
 
 // A point that did not run says why in its cell: failed, or infeasible (no placement fits).

@@ -260,7 +260,10 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
       if (row.failures) runs += fmt::format(" ({} {}: {})", row.failures, status, row.error);
       // A row with runs and no time: an estimate-only point whose plan had no estimate.
       out << line(row.strategy, row.latency ? format_number_in(*row.latency, latency_unit) : row.failures ? status : "-",
-                  row.latency && best_other ? fmt::format("{:.3f}x", *best_other / *row.latency) : "-",
+                  // An OOM row has no speed-up: its placement does not fit, so it is no answer.
+                  row.oom ? "OOM"
+                  : row.latency && best_other ? fmt::format("{:.3f}x", *best_other / *row.latency)
+                                              : "-",
                   row.search ? format_number_in(*row.search, search_unit) : "-",
                   row.latency ? format_number_in(row.memory, memory_unit) : "-", row.oom ? "yes" : "", runs);
     }
@@ -275,7 +278,7 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
     else
       out << fmt::format("{}: per iteration; the median of a strategy's runs\n", latency_name);
     out << "speed-up vs best other: the latency of the fastest other strategy in the same table that fits in memory, "
-           "divided by this one's (> 1: this one is the fastest)\n";
+           "divided by this one's (> 1: this one is the fastest); none for a strategy whose placement does not fit (OOM)\n";
   }
   return out.str();
 }
@@ -471,7 +474,8 @@ std::string format_pivot_table(std::span<const PointRecord> records, const Pivot
                          : failed.count({row, c})     ? "failed"
                          : infeasible.count({row, c}) ? "infeasible"
                                                       : "";
-      if (oom.count({row, c})) cell += " (OOM)";
+      // A speed-up of a placement that does not fit is no speed-up: the cell says OOM alone.
+      if (oom.count({row, c})) cell = spec.relative_to.empty() ? cell + " (OOM)" : "OOM";
       out << " | " << cell;
     }
     out << " |\n";

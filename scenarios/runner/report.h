@@ -26,7 +26,8 @@ std::vector<PointRecord> load_report_records(const std::string& path);
 // values), groups and strategies in the scenario's order (point index, not the order the points
 // finished): per strategy the median latency over repetitions, its speed-up vs the best other
 // strategy (the fastest other latency that fits in memory over this one; > 1: this one is
-// fastest), median search time, peak memory and OOM or failure. Each column has one unit, named
+// fastest; "OOM" for a strategy whose placement does not fit), median search time, peak memory and
+// OOM or failure. Each column has one unit, named
 // in its header; notes under the tables say what the latency and the speed-up are.
 std::string format_comparison_table(std::span<const PointRecord> records);
 
@@ -48,7 +49,8 @@ struct PivotSpec {
   std::string title;
   std::vector<std::string> strategies;  // only these labels (empty: every record)
   // A strategy label: each cell becomes that strategy's median in the same row divided by the
-  // cell's (a speed-up, > 1 faster; for times such as latency). Needs `columns: strategy`.
+  // cell's (a speed-up, > 1 faster; for times such as latency); a cell whose placement does not
+  // fit says OOM instead. Needs `columns: strategy`.
   std::string relative_to;
   // Where the spec was written, for errors: the command line's flags, or a scenario's fields.
   std::string file = "command line";
