@@ -311,12 +311,19 @@ nlohmann::ordered_json records_to_json(std::span<const PointRecord> records, con
                    {"params", params},
                    {"params_text", written},
                    {"latency", opt(r.latency())},
-                   {"latency_source", !m || !r.latency() ? "" : m->latency(kSimGrid) ? "simgrid" : m->latency(kFlow) ? "flow" : "evaluator"},
+                   {"latency_source", !m || !r.latency()       ? ""
+                                     : m->latency(kSimGrid)  ? "simgrid"
+                                     : m->latency(kFlow)      ? "flow"
+                                     : m->latency(kEvaluator) ? "evaluator"
+                                                              : "estimate"},
                    {"evaluator_latency", opt(m ? m->latency(kEvaluator) : std::nullopt)},
                    {"simgrid_latency", opt(m ? m->latency(kSimGrid) : std::nullopt)},
                    {"flow_latency", opt(m ? m->latency(kFlow) : std::nullopt)},
                    {"search_time", opt(m ? std::optional(m->search_time) : std::nullopt)},
                    {"peak_memory", m ? m->peak_memory : 0.0},
+                   {"gpus_used", m ? std::count_if(m->busy_per_gpu.begin(), m->busy_per_gpu.end(), [](double b) { return b > 0; })
+                                   : std::ptrdiff_t{0}},
+                   {"status", std::string(enum_name<PointStatus>(kPointStatusNames, r.status))},
                    {"oom", m && m->oom},
                    {"failed", r.failed()},
                    {"error", r.reason},

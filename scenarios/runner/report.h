@@ -34,9 +34,10 @@ std::string format_comparison_table(std::span<const PointRecord> records);
 // records.json for the plot script, in the scenario's order (point index): per record index,
 // scenario, graph, cluster (its description), strategy (label), gpus, params (swept values in the
 // sweep's order, in SI units where they are quantities, else as written), params_text (as
-// written), latency, latency_source ("simgrid" or "evaluator": whose latency `latency` is),
-// evaluator_latency, simgrid_latency, search_time, peak_memory, oom, failed, error, trace_file
-// (absolute: relative paths are resolved against `dir`, the results folder) and strategy_report.
+// written), latency, latency_source ("simgrid", "flow", "evaluator" or "estimate": whose latency `latency` is),
+// evaluator_latency, simgrid_latency, search_time, peak_memory, gpus_used (GPUs with compute), status
+// (ok, oom, infeasible, failed), oom, failed, error, trace_file (absolute: relative paths are resolved
+// against `dir`, the results folder) and strategy_report.
 nlohmann::ordered_json records_to_json(std::span<const PointRecord> records, const std::string& dir);
 
 // A pivot of one value (latency, search_time, evaluator_latency, simgrid_latency, peak_memory or a
@@ -113,7 +114,9 @@ struct ReportOptions {
   std::string results;      // results folder or file
   std::string output;       // where table.txt, records.json and the plots go (default: <folder>/report)
   bool plots = true;
-  std::string gantt_strategy;            // whose timeline the Gantt chart draws (default: the fastest)
+  // Whose timeline the Gantt chart draws (default: every strategy's points; the script's rule picks
+  // one, tools/plot_results.py).
+  std::string gantt_strategy;
   std::vector<PivotSpec> pivots;         // extra Markdown tables (pivot.md)
   ReportSummary summary = ReportSummary::None;  // a per-strategy summary (report/robustness.md)
   std::string plot_script;               // default: $PLACESIM_PLOT_SCRIPT, else tools/plot_results.py

@@ -24,9 +24,6 @@ namespace placesim {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// What every record of a point starts with, whether it ran or not.
 PointRecord point_header(const SweepPlan& plan, const SweepPoint& point) {
   const Scenario& scenario = plan.variants[point.variant];
   const StrategySpec& spec = scenario.strategies[point.strategy];
@@ -49,6 +46,8 @@ PointRecord point_header(const SweepPlan& plan, const SweepPoint& point) {
   r.collectives = scenario.simulation.collectives;
   return r;
 }
+
+namespace {
 
 PointRecord failed_record(const SweepPlan& plan, const SweepPoint& point, const std::string& error) {
   PointRecord r = point_header(plan, point);
