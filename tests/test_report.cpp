@@ -811,6 +811,14 @@ std::string one_line(std::string text) {
   return text;
 }
 
+// A figure's legends, every label on one line.
+std::string legend_text(const nlohmann::json& figure) {
+  std::string out;
+  for (const auto& legend : figure["legends"])
+    for (const auto& label : legend["labels"]) out += one_line(label.get<std::string>()) + "\n";
+  return out;
+}
+
 // Every text of a figure a reader reads: titles, axis labels, tick labels, legends, labels.
 std::vector<std::string> figure_texts(const nlohmann::json& figure) {
   std::vector<std::string> out = {figure["suptitle"].get<std::string>()};
@@ -1058,6 +1066,107 @@ TEST(Report, GanttShowsTheSlowestPointOnTheMostGpus) {
   EXPECT_NE(any.find("expert at the point resnet, 4 GPUs"), std::string::npos) << any;
 }
 
+// A paper's numbers stand beside placesim's: a hollow marker at its strategy's bar, at the paper's
+// value; "published: OOM" where the paper ran out of memory; the legend names the source; a number
+// that matches no point is said and not drawn. By hand (seconds): inception on 2 GPUs, placeto
+// 1.18 (written 1180 ms) beside placesim's 1.7, expert OOM; NASNet is in no point.
+TEST(Report, PublishedNumbersAreDrawnBesideTheirPoints) {
+  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
+  const ReportSpec spec = report_spec_from_yaml(YAML::Load(R"(
+published:
+  - {source: "Placeto, Table 1", table: "placement run time", value: latency, unit: ms,
+     points: [{graph: inception, gpus: 2, strategy: placeto, published: 1180},
+              {graph: inception, gpus: 2, strategy: expert, published: OOM},
+              {graph: nasnet, gpus: 2, strategy: placeto, published: 860}]}
+  - {source: "Celeritas, Table 4", value: search_time, unit: s,
+     points: [{graph: inception, strategy: placeto, published: 7.2}]}
+)"),
+                                                "s.yaml", "report");
+  ASSERT_EQ(spec.published.size(), 2u);
+  EXPECT_DOUBLE_EQ(*spec.published[0].points[0].value, 1.18);  // ms -> s at the edge
+  EXPECT_EQ(spec.published[0].points[0].written, "1180 ms");
+  EXPECT_FALSE(spec.published[0].points[1].value);
+  const fs::path dir = fresh_dir("published");
+  write(dir / "results.jsonl", indexed_lines({point_of("expert", "inception", 2, 1.9), point_of("placeto", "inception", 2, 1.7),
+                                               point_of("expert", "inception", 4, 1.8), point_of("placeto", "inception", 4, 1.6)}));
+  write_published(dir.string(), spec.published);  // as `placesim run` writes it
+  EXPECT_EQ(load_published(dir.string()), spec.published);
+  ReportOptions options;
+  options.results = dir.string();
+  options.plots = false;
+  std::ostringstream out, err;
+  ASSERT_EQ(run_report(options, out, err), 0) << err.str();
+  EXPECT_NE(err.str().find("a published number matches no result and is not drawn: Placeto, Table 1, placement run time: "
+                           "graph=nasnet gpus=2 strategy=placeto (860 ms"),
+            std::string::npos)
+      << err.str();
+  const nlohmann::json records = nlohmann::json::parse(slurp(dir / "report" / "records.json"));
+  EXPECT_DOUBLE_EQ(records[1]["published"][0]["number"].get<double>(), 1.18);
+  EXPECT_EQ(records[1]["published"][1]["value"], "search_time");  // no gpus: on 2 and 4 GPUs
+  EXPECT_EQ(records[3]["published"].size(), 1u);
+  const nlohmann::json d = describe_plots(dir, "--formats ''");
+  ASSERT_FALSE(d.empty());
+  // Bars: 2 GPUs at 0 (expert) and 0.4 (placeto); the unit is s (latencies of 1.18 to 1.9 s).
+  const nlohmann::json& ax = d["figures"]["latency_by_model"]["axes"][0];
+  ASSERT_EQ(ax["published"].size(), 2u) << ax["published"];
+  EXPECT_EQ(ax["published"][0]["strategy"], "expert");
+  EXPECT_EQ(ax["published"][0]["x"], 0.0);
+  EXPECT_TRUE(ax["published"][0]["y"].is_null());
+  EXPECT_EQ(ax["published"][0]["text"], "OOM");
+  EXPECT_EQ(ax["published"][1]["strategy"], "placeto");
+  EXPECT_EQ(ax["published"][1]["x"], 0.4);
+  EXPECT_DOUBLE_EQ(ax["published"][1]["y"].get<double>(), 1.18);
+  bool oom_text = false;
+  for (const auto& t : ax["texts"]) oom_text = oom_text || (t["text"] == "published: OOM" && t["x"] == 0.0);
+  EXPECT_TRUE(oom_text) << ax["texts"];
+  const std::string legend = legend_text(d["figures"]["latency_by_model"]);
+  EXPECT_NE(legend.find("hollow: published, Placeto, Table 1, placement run time"), std::string::npos) << legend;
+  // Search time against GPUs: placeto's 7.2 s at both GPU counts, in the strategy's marker.
+  std::set<double> at;
+  for (const auto& panel : d["figures"]["search_time_vs_gpus"]["axes"])
+    for (const auto& p : panel["published"]) at.insert(p["x"].get<double>());
+  EXPECT_EQ(at, (std::set<double>{2, 4}));
+}
+
+TEST(Report, PublishedBlockErrorsNameTheField) {
+  auto error_of = [](const std::string& points, const std::string& series = "value: latency, unit: s") {
+    return testutil::input_error_message([&] {
+      report_spec_from_yaml(YAML::Load("published: [{source: P, " + series + ", points: [" + points + "]}]"), "s.yaml", "report");
+    });
+  };
+  const std::string value = error_of("{strategy: a, published: 1}", "value: latency_s, unit: s");
+  EXPECT_NE(value.find("report.published[0].value"), std::string::npos) << value;
+  EXPECT_NE(value.find("did you mean 'latency'"), std::string::npos) << value;
+  EXPECT_NE(error_of("{strategy: a, published: 1}", "value: latency, unit: hours").find("report.published[0].unit"),
+            std::string::npos);
+  EXPECT_NE(error_of("{graph: g, published: 1}").find("report.published[0].points[0].strategy"), std::string::npos);
+  EXPECT_NE(error_of("{strategy: a}").find("report.published[0].points[0].published"), std::string::npos);
+  const std::string number = error_of("{strategy: a, published: 1.5s}");
+  EXPECT_NE(number.find("expected a number in s"), std::string::npos) << number;
+  EXPECT_NE(error_of("{strategy: a, gpus: [2], published: 1}").find("points[0].gpus"), std::string::npos);
+}
+
+// Through the CLI: `placesim run` writes the scenario's published numbers beside its results and
+// `placesim report` hands them to the plots.
+TEST(Report, RunKeepsThePublishedNumbersForTheReport) {
+  const fs::path dir = fresh_dir("published-cli");
+  write(dir / "s.yaml", "graph: {builtin: fig3.1}\n"
+                        "cluster: {type: full-mesh, gpus: 2, bandwidth: 20GB/s}\n"
+                        "strategies: [single-device, round-robin]\n"
+                        "simulation: {engine: evaluator, trace: false}\n"
+                        "report:\n"
+                        "  published:\n"
+                        "    - {source: Paper, value: latency, unit: us, points: [{strategy: round-robin, published: 30}]}\n");
+  std::string output;
+  ASSERT_EQ(testutil::run_cli("run " + (dir / "s.yaml").string() + " -o " + (dir / "out").string(), output), 0) << output;
+  ASSERT_TRUE(fs::exists(dir / "out" / "published.json")) << output;
+  ASSERT_EQ(testutil::run_cli("report " + (dir / "out").string() + " --no-plots", output), 0) << output;
+  const nlohmann::json records = nlohmann::json::parse(slurp(dir / "out" / "report" / "records.json"));
+  EXPECT_EQ(records[0]["published"].size(), 0u);
+  ASSERT_EQ(records[1]["published"].size(), 1u);
+  EXPECT_DOUBLE_EQ(records[1]["published"][0]["number"].get<double>(), 30e-6);
+}
+
 // --- The same rules over every reproduction's plots, on records made by hand for each point of
 // its plan: statuses cycle through ok, OOM, infeasible and failed, latencies and search times vary,
 // every point that ran has a trace.
@@ -1122,6 +1231,7 @@ const std::vector<PaperPlots>& paper_plots() {
       for (const PointRecord& r : p.records) text += to_json(r).dump() + "\n";
       write(dir / "results.jsonl", text);
       const ReportSpec& report = p.plan.variants.front().report;
+      write_published(dir.string(), report.published);
       p.described = describe_plots(dir, "--formats ''" + (report.gantt_strategy.empty() ? "" : " --gantt-strategy " + report.gantt_strategy));
       fs::remove_all(dir);
       papers.push_back(std::move(p));
@@ -1151,13 +1261,14 @@ TEST(Report, EveryReproductionLabelsItsOomAndInfeasiblePoints) {
     ASSERT_FALSE(p.described.empty()) << p.name;
     for (const auto& [name, figure] : p.described["figures"].items()) {
       for (const std::string& text : figure_texts(figure)) EXPECT_FALSE(has_speed_up(text)) << p.name << " " << name << ": " << text;
-      // Each hatched bar has its OOM label at its x; every label is in view.
+      // Each hatched bar has its OOM label at its x; every label and published number is in view.
       for (const auto& ax : figure["axes"]) {
         const double lo = ax["xlim"][0], hi = ax["xlim"][1];
-        for (const auto& m : ax["marks"]) {
-          const double x = m["x"];
-          EXPECT_TRUE(lo <= x && x <= hi) << p.name << " " << name << " " << m << " outside " << ax["xlim"];
-        }
+        for (const char* kind : {"marks", "published"})
+          for (const auto& m : ax[kind]) {
+            const double x = m["x"];
+            EXPECT_TRUE(lo <= x && x <= hi) << p.name << " " << name << " " << kind << m << " outside " << ax["xlim"];
+          }
         std::set<double> oom_at;
         for (const auto& m : ax["marks"])
           if (m["kind"] == "oom") oom_at.insert(m["x"].get<double>());
@@ -1197,6 +1308,39 @@ TEST(Report, EveryReproductionKeepsOneStylePerStrategyAcrossItsPlots) {
     }
     expect_one_style_everywhere(p.described, p.name);
   }
+}
+
+TEST(Report, EveryReproductionDrawsItsPublishedNumbers) {
+  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
+  std::set<std::string> with_published;
+  for (const PaperPlots& p : paper_plots()) {
+    ASSERT_FALSE(p.described.empty()) << p.name;
+    const std::vector<PublishedSeries>& published = p.plan.variants.front().report.published;
+    if (published.empty()) continue;
+    with_published.insert(p.name);
+    // Every number names a point of the plan (a typo in a graph or a label would leave it out).
+    EXPECT_EQ(unmatched_published(p.records, published), std::vector<std::string>{}) << p.name;
+    const nlohmann::json& figures = p.described["figures"];
+    for (const PublishedSeries& series : published) {
+      const std::string figure = series.value == "latency"                ? "latency_by_model"
+                                 : figures.contains("search_time_vs_gpus") ? "search_time_vs_gpus"
+                                                                          : "search_time_by_model";
+      ASSERT_TRUE(figures.contains(figure)) << p.name << " " << figure;
+      EXPECT_NE(legend_text(figures[figure]).find(series.source), std::string::npos) << p.name << " " << figure;
+      for (const PublishedPoint& point : series.points) {
+        const std::string strategy = std::find_if(point.match.begin(), point.match.end(),
+                                                  [](const auto& m) { return m.first == "strategy"; })->second;
+        bool drawn = false;
+        for (const auto& ax : figures[figure]["axes"])
+          for (const auto& m : ax["published"])
+            drawn = drawn || (m["strategy"] == strategy && m["text"] == point.written &&
+                              m["y"].is_null() == !point.value.has_value());
+        EXPECT_TRUE(drawn) << p.name << " " << figure << ": " << point.field << " " << strategy << " " << point.written;
+      }
+    }
+  }
+  EXPECT_EQ(with_published, (std::set<std::string>{"celeritas-tables", "placeto-table1", "quickp-icc2025", "thesis-table5.1",
+                                                   "thesis-table5.2"}));
 }
 
 // A reproduction's timeline is of its slowest point (of its gantt_strategy) on the most GPUs that

@@ -4,7 +4,8 @@
 Input: the records.json that `placesim report` writes, in the scenario's order (one normalised
 record per point: graph, cluster, strategy, gpus, params and params_text (the swept values, in SI
 units and as written), latency and latency_source (simgrid or evaluator), search_time, status (ok,
-oom, infeasible, failed), gpus_used, answer_note and trace_file). Output, as PNG and SVG in --out:
+oom, infeasible, failed), gpus_used, answer_note, trace_file, and published: the papers' numbers
+the scenario's `report.published` gives for the point). Output, as PNG and SVG in --out:
   latency_by_model      per-iteration latency per strategy per model (and GPU count); the median
                         over the rest of the sweep and over repetitions, and the plot says so
   cost_models           strategies run in <name>-list / <name>-flow pairs: each pair's latency over
@@ -21,11 +22,13 @@ colour and one marker, from the colour-blind-safe Okabe-Ito palette, in the orde
 come in the scenario: the same in every plot. A placement over GPU memory is drawn hatched and
 labelled OOM; a point without a placement (infeasible: nothing fits; failed) is labelled so where
 its bar or marker would be; a value that is another strategy's answer (a portfolio's winner, a
-memory fallback: the record's answer_note) says whose. The legend lies outside the data. A plot
-whose axis does not vary in the records is skipped and the script says so. Status lines go to
-stderr. --describe FILE writes what each figure holds (titles, labels, scales, ticks, texts, the
-series' colours, markers and hatches, the points' labels, whether the legend lies outside the axes;
-the strategies in the scenario's order) as JSON, for tests. Needs Debian's python3-matplotlib
+memory fallback: the record's answer_note) says whose. Where the scenario gives a paper's
+numbers, they are drawn beside placesim's as hollow markers (a number) or "published: OOM", named
+in the legend by their source. The legend lies outside the data. A plot whose axis does not vary in
+the records is skipped and the script says so. Status lines go to stderr. --describe FILE writes
+what each figure holds (titles, labels, scales, ticks, texts, the series' colours, markers and
+hatches, the points' labels, the published markers, whether the legend lies outside the axes; the
+strategies in the scenario's order) as JSON, for tests. Needs Debian's python3-matplotlib
 (tools/install-deps.sh installs it).
 """
 import argparse
@@ -225,11 +228,16 @@ def strategy_handles(styles, shown, with_lines=False):
 
 
 def extra_handles(marks):
-    """Legend entries for what the figure marks besides the strategies: hatched OOM bars."""
+    """Legend entries for what the figure marks besides the strategies: hatched OOM bars and the
+    papers' numbers (one entry per source)."""
     handles, labels = [], []
     if marks.get("oom_bar"):
         handles.append(Patch(facecolor="white", edgecolor="black", hatch=OOM_HATCH))
         labels.append("hatched: OOM (does not fit\nin GPU memory)")
+    for source in marks.get("published", []):
+        handles.append(Line2D([], [], marker="o", markerfacecolor="white", markeredgecolor="black", linestyle="none",
+                              markersize=7))
+        labels.append("\n".join(textwrap.wrap("hollow: published, " + source, 34)))
     return handles, labels
 
 
@@ -297,8 +305,9 @@ def describe(fig):
             "lines": lines, "bars": bars,
             "texts": [{"text": t.get_text(), "x": round(float(t.xy[0] if isinstance(t, Annotation) else t.get_position()[0]), 6)}
                       for t in ax.texts],
-            # What the plot marked: each point's status label.
+            # What the plot marked: each point's status label, and the papers' numbers it drew.
             "marks": getattr(ax, "placesim_marks", []),
+            "published": getattr(ax, "placesim_published", []),
         })
     return out
 
@@ -308,6 +317,13 @@ def note_mark(ax, **mark):
     if not hasattr(ax, "placesim_marks"):
         ax.placesim_marks = []
     ax.placesim_marks.append(mark)
+
+
+def note_published(ax, **mark):
+    mark["x"] = round(mark["x"], 6)
+    if not hasattr(ax, "placesim_published"):
+        ax.placesim_published = []
+    ax.placesim_published.append(mark)
 
 
 def label_missing(ax, x, strategies, kinds, colours):
@@ -356,6 +372,37 @@ def mark_kind(text):
     if "infeasible" in text or "failed" in text or "timed out" in text:
         return "partial"
     return "note"
+
+
+def published_of(rs, value):
+    """The papers' numbers of `value` among the records, once each: [(source, number, text)]."""
+    out = OrderedDict()
+    for r in rs:
+        for p in r.get("published", []):
+            if p.get("value") != value:
+                continue
+            source = ", ".join(x for x in (p.get("source"), p.get("table")) if x)
+            if p.get("note"):
+                source += f" ({p['note']})"
+            out.setdefault((source, p.get("text")), (source, p.get("number"), p.get("text")))
+    return list(out.values())
+
+
+def draw_published(ax, x, strategy, style, pubs, scale, marks, on_bar):
+    """The papers' numbers at x: a hollow marker of the strategy's shape (black-edged over bars,
+    edged in its colour on lines), or "published: OOM" from the top of the axes."""
+    for source, number, text in pubs:
+        if source not in marks.setdefault("published", []):
+            marks["published"].append(source)
+        if number is None:
+            transform = blended_transform_factory(ax.transData, ax.transAxes)
+            ax.text(x, 0.97, "published: OOM", transform=transform, rotation=90, ha="center", va="top", fontsize=6.5,
+                    color="dimgray", style="italic", bbox=dict(facecolor="white", alpha=0.8, edgecolor="none", pad=1))
+            note_published(ax, strategy=strategy, x=float(x), y=None, text=text, source=source)
+            continue
+        ax.plot([x], [number / scale], linestyle="none", marker=style[1], markersize=8, markerfacecolor="white",
+                markeredgecolor="black" if on_bar else style[0], markeredgewidth=1.4, zorder=5, label="_published")
+        note_published(ax, strategy=strategy, x=float(x), y=float(number / scale), text=text, source=source)
 
 
 def value_of(r, value):
@@ -424,7 +471,8 @@ MAX_BAR_FIGURE_WIDTH = 40.0  # inches: beyond, the bars get thinner
 def plot_bars(records, styles, out_dir, written, described, formats, value, name):
     """Bars of `value` (latency or search_time) per strategy, grouped by model (GPU count, named
     clusters): the median over the rest of the sweep and over repetitions. OOM hatched and
-    labelled; infeasible and failed points labelled where their bar would be."""
+    labelled; infeasible and failed points labelled where their bar would be; the papers' numbers
+    as hollow markers."""
     gpu_counts = unique(r.get("gpus") for r in records)
     named = named_axes(records)
     with_gpus = len(gpu_counts) > 1 and not named  # a named cluster says its GPU count itself
@@ -442,7 +490,8 @@ def plot_bars(records, styles, out_dir, written, described, formats, value, name
     varying, repeated = aggregated([r for r in records if ok(r)],
                                    lambda r: (group_key(r, with_gpus, named), r["strategy"]))
     medians = {k: median(v) for k, v in values.items()}
-    shown = list(medians.values())
+    pubs = {k: published_of(rs, value) for k, rs in cells.items()}
+    shown = list(medians.values()) + [n for ps in pubs.values() for _, n, _ in ps if n]
     positive = [v for v in shown if v > 0]
     log = bool(positive) and max(positive) / min(positive) > 20
     unit, scale = time_unit(shown, log=log)
@@ -471,6 +520,7 @@ def plot_bars(records, styles, out_dir, written, described, formats, value, name
                     note_mark(ax, strategy=s, x=float(x), kind=mark_kind(text), text=text)
             elif missing:
                 label_missing(ax, x, [s], [missing], [colour])
+            draw_published(ax, x, s, styles[s], pubs.get((g, s), []), scale, marks, on_bar=True)
         if xs:
             container = ax.bar(xs, ys, width, label=s, color=colour, edgecolor="black", linewidth=0.4)
             for patch, hatch in zip(container.patches, hatches):
@@ -598,8 +648,8 @@ def bandwidth_words(path):
 
 def draw_lines(ax, styles, points, value, scale, marks):
     """One line per strategy through the medians of `points` ({strategy: {x: [records]}}), in the
-    scenario's order: OOM points labelled, points without a value labelled at the bottom (the line
-    breaks there)."""
+    scenario's order: OOM points labelled, points without a value labelled at the bottom, the papers'
+    numbers as hollow markers."""
     missing_at = defaultdict(list)
     last = max((x for s in points for x in points[s]), default=None)
     for s in [s for s in styles if s in points]:
@@ -621,6 +671,7 @@ def draw_lines(ax, styles, points, value, scale, marks):
                 if xs:  # the line breaks there: no value is drawn where there is none
                     xs.append(x)
                     ys.append(float("nan"))
+            draw_published(ax, x, s, styles[s], published_of(rs, value), scale, marks, on_bar=False)
         if any(y == y for y in ys):
             ax.plot(xs, ys, label=s, color=colour, marker=marker)
     for x, missing in missing_at.items():
@@ -688,7 +739,9 @@ def plot_search_time_vs_gpus(records, styles, out_dir, written, described, forma
         return False
     names = unique(r.get("graph", "?") for r in records)
     varying, repeated = aggregated(good, lambda r: (r.get("graph"), r["gpus"], r["strategy"]))
-    unit, scale = time_unit([r["search_time"] for r in good], log=True)
+    pubs = [n for r in records for p in r.get("published", []) if p.get("value") == "search_time"
+            for n in [p.get("number")] if n]
+    unit, scale = time_unit([r["search_time"] for r in good] + pubs, log=True)
     fig, axes = panels(len(names))
     marks = {}
     for ax, name in zip(axes, names):

@@ -256,6 +256,8 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   const int ranks = std::max(1, options.ranks);
   SweepSummary summary;
   summary.results_file = (dir / results_file_name(options.rank, ranks)).string();
+  // The papers' numbers the report's plots draw beside these results (report.published).
+  if (options.rank == 0 && !plan.variants.empty()) write_published(dir.string(), plan.variants.front().report.published);
   const std::string merged = (dir / "results.jsonl").string();
 
   // Graphs are loaded (or built) in this process, once per distinct `graph:`, before the workers
