@@ -360,7 +360,8 @@ def cell_status_text(rs):
         words.append(notes[0])
     elif notes:
         words.append(f"{noted}/{len(ran)} another's answer")
-    missing = None if ran else ("infeasible" if kinds.count("infeasible") == n else "failed")
+    # No point ran: the kind they share (infeasible, failed, or any other status a record gives).
+    missing = None if ran else (kinds[0] if len(set(kinds)) == 1 else "failed")
     return ", ".join(words), bool(ran) and oom == len(ran), missing
 
 
