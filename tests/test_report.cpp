@@ -1,16 +1,22 @@
 // `placesim report`: the comparison table, pivots and plots from hand-written results files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <regex>
+#include <set>
+#include <tuple>
 #include <sstream>
 
 #include "scenarios/runner/record.h"
 #include "scenarios/runner/report.h"
 #include "scenarios/runner/results_store.h"
+#include "scenarios/runner/sweep.h"
+#include "scenarios/runner/sweep_runner.h"
 #include "sim/config/data_dir.h"
 #include "sim/core/errors.h"
 #include "tests/test_util.h"
@@ -61,7 +67,8 @@ std::string lines(std::initializer_list<PointRecord> records) {
 
 // Two groups (bandwidth 10 and 20 GB/s). In the first, a = 10 ms and b = 8 ms: b's speed-up over
 // the best other is 10/8 = 1.250x, a's is 8/10 = 0.800x. c is faster (4 ms) but OOM, so it does not
-// count as a competitor, and its own speed-up is 8/4 = 2.000x. In the second group a failed.
+// count as a competitor, and has no speed-up of its own (8/4 would be 2.000x). In the second group a
+// failed.
 std::string sample_lines() {
   const Sweep bw10 = {{"cluster.bandwidth", "10GB/s"}}, bw20 = {{"cluster.bandwidth", "20GB/s"}};
   PointRecord a = measured("a", bw10, 0.010), b = measured("b", bw10, 0.009, 0.008), c = measured("c", bw10, 0.004),
@@ -185,7 +192,13 @@ TEST(Report, ComparisonTableSpeedUpsOverTheBestOther) {
   EXPECT_NE(table.find("g on 2 GPUs, cluster.bandwidth=10 GB/s"), std::string::npos) << table;
   EXPECT_NE(table.find("0.800x"), std::string::npos) << table;
   EXPECT_NE(table.find("1.250x"), std::string::npos) << table;
-  EXPECT_NE(table.find("2.000x"), std::string::npos) << table;
+  // c does not fit: its speed-up column says OOM, never a number.
+  EXPECT_EQ(table.find("2.000x"), std::string::npos) << table;
+  const std::size_t c_row = table.find("\n  c ");
+  ASSERT_NE(c_row, std::string::npos) << table;
+  const std::string c_line = table.substr(c_row + 1, table.find('\n', c_row + 1) - c_row - 1);
+  EXPECT_NE(c_line.find(" OOM "), std::string::npos) << c_line;
+  EXPECT_EQ(c_line.find('x'), std::string::npos) << c_line;
   EXPECT_NE(table.find("1 failed: worker killed by SIGSEGV"), std::string::npos) << table;
 }
 
@@ -224,6 +237,19 @@ TEST(Report, PivotRelativeToAStrategyGivesSpeedUps) {
     report_spec_from_yaml(YAML::Load("{tables: [{rows: graph, columns: gpus, relative_to: megatron}]}"), "s.yaml", "report");
   });
   EXPECT_NE(bad.find("report.tables[0].relative_to"), std::string::npos) << bad;
+}
+
+// A placement that does not fit has no speed-up: its relative_to cell says OOM, not 4.00x.
+TEST(Report, PivotSpeedUpOfAnOomCellSaysOom) {
+  PointRecord oom = measured("tiny", {}, 0.001);
+  oom.measurement->oom = true;
+  oom.status = PointStatus::Oom;
+  PivotSpec spec;
+  spec.rows = {"graph"};
+  spec.columns = {"strategy"};
+  spec.relative_to = "megatron";
+  const std::string md = format_pivot_table(std::vector<PointRecord>{measured("megatron", {}, 0.004), oom}, spec);
+  EXPECT_NE(md.find("| g | 1.00x | OOM |"), std::string::npos) << md;
 }
 
 // A point that did not run says why in its cell: failed, or infeasible (no placement fits).
@@ -647,7 +673,8 @@ TEST(Report, StatusGoesToStderrAndTablesToStdout) {
 // Runs the report (tables) on `dir`, then the plot script with --describe into dir/report:
 // what each figure shows, read back from matplotlib's objects; empty (with a test failure) if a
 // step fails.
-nlohmann::json describe_plots(const fs::path& dir) {
+// `extra`: more of the script's flags (--gantt-strategy S, --formats "" to draw without writing files).
+nlohmann::json describe_plots(const fs::path& dir, const std::string& extra = "") {
   ReportOptions options;
   options.results = dir.string();
   options.plots = false;
@@ -657,9 +684,9 @@ nlohmann::json describe_plots(const fs::path& dir) {
     return {};
   }
   const fs::path script = data_dir() / "tools" / "plot_results.py", report = dir / "report";
-  const std::string cmd = fmt::format("{} {} {} --out {} --describe {} >{} 2>&1", plot_python(), script.string(),
+  const std::string cmd = fmt::format("{} {} {} --out {} --describe {} {} >{} 2>&1", plot_python(), script.string(),
                                       (report / "records.json").string(), report.string(), (report / "describe.json").string(),
-                                      (report / "plot.log").string());
+                                      extra, (report / "plot.log").string());
   if (std::system(cmd.c_str()) != 0) {
     ADD_FAILURE() << slurp(report / "plot.log");
     return {};
@@ -690,10 +717,11 @@ TEST(Report, PlotsNameTheirAxesAndKeepOneStylePerStrategy) {
     EXPECT_NE(ax["ylabel"].get<std::string>().find("SimGrid"), std::string::npos) << ax["ylabel"];
   }
   EXPECT_EQ(bw["axes"][0]["title"], "alexnet, 2 GPUs");
-  // The title names the models and the cluster (the swept part elided).
-  const std::string title = bw["suptitle"];
+  // The title names the models and the cluster, with the values that differ.
+  std::string title = bw["suptitle"];
+  std::replace(title.begin(), title.end(), '\n', ' ');
   EXPECT_NE(title.find("alexnet, vgg"), std::string::npos) << title;
-  EXPECT_NE(title.find("servers x 1 GPU, 2 NICs of"), std::string::npos) << title;
+  EXPECT_NE(title.find("2/4 servers x 1 GPU, 2 NICs of 10/40Gbps each"), std::string::npos) << title;
 
   // GPU counts: whole-number ticks at the counts swept.
   for (const auto& ax : figures["search_time_vs_gpus"]["axes"]) {
@@ -724,11 +752,12 @@ TEST(Report, PlotsNameTheirAxesAndKeepOneStylePerStrategy) {
     EXPECT_TRUE(figures[name]["legends"][0]["outside_axes"].get<bool>()) << name;
   }
 
-  // The Gantt chart: the point it shows, GPU tracks without the idle one, then the link tracks.
+  // The Gantt chart: the point it shows (the slowest on the most GPUs: 10 Gbps on 4, the first
+  // model of equals), GPU tracks without the idle one, then the link tracks.
   const nlohmann::json& gantt = figures["gantt"]["axes"][0];
   EXPECT_EQ(gantt["yticklabels"], nlohmann::json::parse(R"(["gpu0", "gpu1", "server0-nic0-up"])"));
   const std::string point = gantt["title"];
-  EXPECT_NE(point.find("ours at the point alexnet, 2 GPUs, cluster.link_bandwidth=40Gbps"), std::string::npos) << point;
+  EXPECT_NE(point.find("ours at the point alexnet, 4 GPUs, cluster.link_bandwidth=10Gbps"), std::string::npos) << point;
   EXPECT_NE(point.find("1 idle GPU"), std::string::npos) << point;
   // Nothing but status lines, and those on stderr (checked above through the CLI).
   EXPECT_EQ(slurp(report / "plot.log").find("Traceback"), std::string::npos);
@@ -770,6 +799,578 @@ TEST(Report, CostModelPairsPlotOnePanelPerCase) {
   }
   // latency_by_model: one group per named cluster, not a median across them.
   EXPECT_EQ(figures["latency_by_model"]["axes"][0]["xticklabels"], nlohmann::json::parse(R"(["g / c1", "g / c2"])"));
+}
+
+// --- What a reader can trust in every plot: each rule below has a test on a small case worked out
+// by hand, and a test over the plots of every reproduction (records made by hand for each point of
+// scenarios/papers/*.yaml; nothing is run).
+
+// A title or label as one line (the script wraps long ones).
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+// A figure's legends, every label on one line.
+std::string legend_text(const nlohmann::json& figure) {
+  std::string out;
+  for (const auto& legend : figure["legends"])
+    for (const auto& label : legend["labels"]) out += one_line(label.get<std::string>()) + "\n";
+  return out;
+}
+
+// Every text of a figure a reader reads: titles, axis labels, tick labels, legends, labels.
+std::vector<std::string> figure_texts(const nlohmann::json& figure) {
+  std::vector<std::string> out = {figure["suptitle"].get<std::string>()};
+  for (const auto& legend : figure["legends"]) {
+    out.push_back(legend["title"].get<std::string>());
+    for (const auto& label : legend["labels"]) out.push_back(label.get<std::string>());
+  }
+  for (const auto& ax : figure["axes"]) {
+    for (const char* key : {"title", "xlabel", "ylabel"}) out.push_back(ax[key].get<std::string>());
+    for (const auto& t : ax["xticklabels"]) out.push_back(t.get<std::string>());
+    for (const auto& t : ax["texts"]) out.push_back(t["text"].get<std::string>());
+  }
+  return out;
+}
+
+// A speed-up as the tables print it: "1.023x".
+bool has_speed_up(const std::string& text) {
+  static const std::regex ratio(R"([0-9]\.[0-9]+x\b)");
+  return std::regex_search(text, ratio) || text.find("speed-up") != std::string::npos;
+}
+
+// The Okabe-Ito palette (colour-blind safe), as matplotlib writes its colours.
+const std::set<std::string> kOkabeIto = {"#0072b2", "#e69f00", "#009e73", "#d55e00",
+                                         "#cc79a7", "#56b4e9", "#000000", "#f0e442"};
+
+// The styles of a describe: label -> (colour, marker).
+std::map<std::string, std::pair<std::string, std::string>> styles_of(const nlohmann::json& d) {
+  std::map<std::string, std::pair<std::string, std::string>> out;
+  for (const auto& [label, style] : d["styles"].items())
+    out[label] = {style["color"].get<std::string>(), style["marker"].get<std::string>()};
+  return out;
+}
+
+// Every bar and line of every figure is drawn in its strategy's colour and marker; the markers on
+// bars are the strategy's too.
+void expect_one_style_everywhere(const nlohmann::json& d, const std::string& where) {
+  const auto styles = styles_of(d);
+  for (const auto& [name, figure] : d["figures"].items()) {
+    if (name == "cost_models" || name == "gantt") continue;  // list / flow; one strategy
+    for (const auto& ax : figure["axes"]) {
+      for (const auto& b : ax["bars"]) {
+        const std::string label = b["label"];
+        ASSERT_TRUE(styles.count(label)) << where << " " << name << b;
+        EXPECT_EQ(b["color"], styles.at(label).first) << where << " " << name << b;
+      }
+      for (const auto& line : ax["lines"]) {
+        const std::string label = line["label"];
+        ASSERT_TRUE(styles.count(label)) << where << " " << name << line;
+        EXPECT_EQ(line["color"], styles.at(label).first) << where << " " << name << line;
+        EXPECT_EQ(line["marker"], styles.at(label).second) << where << " " << name << line;
+      }
+    }
+  }
+}
+
+// A point of a hand-made case, `gpus` GPUs, `latency` seconds (SimGrid's), in status `status`.
+PointRecord point_of(const std::string& label, const std::string& graph, int gpus, double latency,
+                     PointStatus status = PointStatus::Ok, int gpus_used = 0) {
+  PointRecord r = measured(label, {{"graph", graph}, {"cluster.gpus", std::to_string(gpus)}}, latency, latency);
+  r.graph = graph;
+  r.gpus = gpus;
+  r.cluster = fmt::format("{} GPUs, full mesh of dedicated 12 GB/s links", gpus);
+  r.measurement->search_time = 0.01 * gpus;
+  r.measurement->busy_per_gpu.assign(static_cast<std::size_t>(gpus), 0.0);
+  for (int g = 0; g < gpus_used; ++g) r.measurement->busy_per_gpu[static_cast<std::size_t>(g)] = latency / 2;
+  r.status = status;
+  if (status == PointStatus::Oom) r.measurement->oom = true;
+  if (status == PointStatus::Infeasible || status == PointStatus::Failed) {
+    r.measurement.reset();
+    r.reason = status == PointStatus::Infeasible ? "no placement fits in GPU memory" : "worker crashed";
+  }
+  return r;
+}
+
+std::string indexed_lines(std::vector<PointRecord> records) {
+  std::string text;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    records[i].index = i;
+    text += to_json(records[i]).dump() + "\n";
+  }
+  return text;
+}
+
+// Titles are filled in: where the clusters differ, the values that differ ("2/4/6 GPUs"), or, when
+// no description covers them, how many clusters; never "...".
+TEST(Report, TitlesAreFilledInWhereTheClustersDiffer) {
+  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
+  std::vector<PointRecord> records;
+  for (int gpus : {2, 4, 6})
+    for (const char* s : {"single-device", "quickp"}) {
+      PointRecord r = point_of(s, "alexnet", gpus, 0.1);
+      r.cluster = fmt::format("{} GPUs in {} server{} of 2 (NVLink 50 GB/s), servers on a non-blocking switch (20 GB/s)",
+                              gpus, gpus / 2, gpus == 2 ? "" : "s");
+      records.push_back(r);
+    }
+  const fs::path dir = fresh_dir("titles");
+  write(dir / "results.jsonl", indexed_lines(records));
+  nlohmann::json d = describe_plots(dir, "--formats ''");
+  ASSERT_FALSE(d.empty());
+  const std::string title = one_line(d["figures"]["search_time_vs_gpus"]["suptitle"].get<std::string>());
+  EXPECT_NE(title.find("alexnet on 2/4/6 GPUs in 1/2/3 servers of 2 (NVLink 50 GB/s)"), std::string::npos) << title;
+  // Two fabrics that no one description covers: "on 2 clusters".
+  records[1].cluster = records[3].cluster = records[5].cluster = "fat-tree k=4: 16 GPUs";
+  write(dir / "results.jsonl", indexed_lines(records));
+  d = describe_plots(dir, "--formats ''");
+  ASSERT_FALSE(d.empty());
+  for (const auto& [name, figure] : d["figures"].items())
+    for (const std::string& text : figure_texts(figure)) EXPECT_EQ(text.find("..."), std::string::npos) << name << ": " << text;
+  const std::string two = one_line(d["figures"]["latency_by_model"]["axes"][0]["title"].get<std::string>());
+  EXPECT_NE(two.find("alexnet on 4 clusters"), std::string::npos) << two;
+}
+
+// A placement over GPU memory is drawn hatched and labelled OOM, a point without one is labelled
+// infeasible or failed where its bar or marker would be, and none of them gets a speed-up: not in
+// the plots, not in the table. By hand: on 2 GPUs single-device is OOM (and the fastest), quickp
+// fits, metis is infeasible, mcmc failed; on 4 GPUs all but metis fit, quickp with m-topo's answer
+// (a memory fallback), which its bar says.
+TEST(Report, OomAndInfeasiblePointsAreLabelledAndHaveNoSpeedUp) {
+  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
+  std::vector<PointRecord> records = {
+      point_of("single-device", "gnmt", 2, 0.50, PointStatus::Oom), point_of("quickp", "gnmt", 2, 0.52),
+      point_of("metis", "gnmt", 2, 0, PointStatus::Infeasible),    point_of("mcmc", "gnmt", 2, 0, PointStatus::Failed),
+      point_of("single-device", "gnmt", 4, 0.50),                  point_of("quickp", "gnmt", 4, 0.40),
+      point_of("metis", "gnmt", 4, 0, PointStatus::Infeasible),    point_of("mcmc", "gnmt", 4, 0.45)};
+  records[5].measurement->facts.memory_fallback = "m-topo";  // quickp's answer did not fit: m-topo's stands
+  const fs::path dir = fresh_dir("oom-labels");
+  write(dir / "results.jsonl", indexed_lines(records));
+  const nlohmann::json d = describe_plots(dir, "--formats ''");
+  ASSERT_FALSE(d.empty());
+  // The bars: group 0 is 2 GPUs; strategies at 0, 0.2, 0.4, 0.6 (width 0.8 / 4).
+  const nlohmann::json& ax = d["figures"]["latency_by_model"]["axes"][0];
+  std::map<std::pair<std::string, double>, std::string> marks;
+  for (const auto& m : ax["marks"]) marks[{m["strategy"].get<std::string>(), m["x"].get<double>()}] = m["kind"].get<std::string>();
+  auto mark = [&](const std::string& strategy, double x) { return marks[std::pair(strategy, x)]; };
+  EXPECT_EQ(mark("single-device", 0.0), "oom");
+  EXPECT_EQ(mark("metis", 0.4), "infeasible");
+  EXPECT_EQ(mark("metis", 1.4), "infeasible");
+  EXPECT_EQ(mark("mcmc", 0.6), "failed");
+  EXPECT_EQ(mark("quickp", 1.2), "note");  // whose answer the bar is
+  EXPECT_EQ(marks.size(), 5u) << ax["marks"];
+  for (const auto& b : ax["bars"]) {
+    for (std::size_t i = 0; i < b["x"].size(); ++i) {
+      const double x = b["x"][i];
+      const bool hatched = !b["hatches"][i].get<std::string>().empty();
+      EXPECT_EQ(hatched, b["label"] == "single-device" && x < 0.5) << b;  // only the OOM bar
+      EXPECT_NE(b["label"], "metis") << "no bar for a point that did not run: " << b;
+    }
+  }
+  bool oom_text = false, infeasible_text = false, note_text = false;
+  for (const auto& t : ax["texts"]) {
+    oom_text = oom_text || (t["text"] == "OOM" && t["x"] == 0.0);
+    infeasible_text = infeasible_text || (t["text"] == "infeasible" && t["x"] == 0.4);
+    note_text = note_text || (t["text"] == "memory fallback: m-topo" && t["x"] == 1.2);
+  }
+  EXPECT_TRUE(oom_text && infeasible_text && note_text) << ax["texts"];
+  EXPECT_NE(d["figures"]["latency_by_model"]["legends"][0].dump().find("hatched: OOM"), std::string::npos);
+  // The lines of search time against GPUs: the OOM point and the infeasible ones labelled there too.
+  std::set<std::pair<std::string, double>> line_marks;
+  for (const auto& panel : d["figures"]["search_time_vs_gpus"]["axes"])
+    for (const auto& m : panel["marks"])
+      line_marks.insert({m["strategy"].get<std::string>() + ":" + m["kind"].get<std::string>(), m["x"].get<double>()});
+  EXPECT_EQ(line_marks, (std::set<std::pair<std::string, double>>{{"single-device:oom", 2},
+                                                                   {"metis:infeasible", 2},
+                                                                   {"metis:infeasible", 4},
+                                                                   {"mcmc:failed", 2},
+                                                                   {"quickp:note", 4}}));
+  // No speed-up anywhere in the plots.
+  for (const auto& [name, figure] : d["figures"].items())
+    for (const std::string& text : figure_texts(figure)) EXPECT_FALSE(has_speed_up(text)) << name << ": " << text;
+  // Nor in the table for the OOM row: it says OOM where a speed-up would be.
+  const std::string table = format_comparison_table(load_report_records(dir.string()));
+  const std::size_t row = table.find("  single-device ");
+  ASSERT_NE(row, std::string::npos) << table;
+  const std::string line = table.substr(row, table.find('\n', row) - row);
+  EXPECT_NE(line.find("OOM"), std::string::npos) << line;
+  EXPECT_FALSE(has_speed_up(line)) << line;
+}
+
+// Each strategy has its own colour and marker, from its position in the scenario (not the order
+// the points finished, nor which strategies a plot shows), in a colour-blind-safe palette; the
+// first eight differ in colour alone, and placeto and placeto-greedy are far apart.
+TEST(Report, StrategiesKeepTheirOwnColourAndMarkerInEveryPlot) {
+  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
+  const std::vector<std::string> labels = {"single-device", "expert", "metis", "placeto", "placeto-greedy", "m-topo",
+                                           "m-etf", "m-sct", "order-place", "celeritas"};
+  std::vector<PointRecord> records;
+  for (int gpus : {2, 4})
+    for (std::size_t k = 0; k < labels.size(); ++k)
+      // metis is infeasible everywhere: absent from every line, it must not shift the others' styles.
+      records.push_back(point_of(labels[k], "inception", gpus, 0.1 + 0.01 * static_cast<double>(k),
+                                 labels[k] == "metis" ? PointStatus::Infeasible : PointStatus::Ok));
+  std::string text;
+  for (std::size_t i = 0; i < records.size(); ++i) records[i].index = i;
+  for (std::size_t i = records.size(); i-- > 0;) text += to_json(records[i]).dump() + "\n";  // finished last to first
+  const fs::path dir = fresh_dir("styles");
+  write(dir / "results.jsonl", text);
+  const nlohmann::json d = describe_plots(dir, "--formats ''");
+  ASSERT_FALSE(d.empty());
+  EXPECT_EQ(d["strategy_order"].get<std::vector<std::string>>(), labels);
+  const auto styles = styles_of(d);
+  std::set<std::string> first_colours;
+  std::set<std::pair<std::string, std::string>> pairs;
+  for (std::size_t k = 0; k < labels.size(); ++k) {
+    const auto& [colour, marker] = styles.at(labels[k]);
+    EXPECT_TRUE(kOkabeIto.count(colour)) << labels[k] << " " << colour;
+    if (k < 8) {
+      EXPECT_TRUE(first_colours.insert(colour).second) << labels[k] << " shares " << colour;
+    }
+    EXPECT_TRUE(pairs.insert({colour, marker}).second) << labels[k];
+  }
+  EXPECT_NE(styles.at("placeto").first, styles.at("placeto-greedy").first);
+  EXPECT_NE(styles.at("placeto").second, styles.at("placeto-greedy").second);
+  for (const char* name : {"latency_by_model", "search_time_vs_gpus"}) ASSERT_TRUE(d["figures"].contains(name)) << name;
+  expect_one_style_everywhere(d, "styles");
+}
+
+// The timeline is of the most telling point: among those with a trace (of --gantt-strategy's only,
+// when given) that fit, on the most GPUs, using the most of them, the slowest. By hand, placeto:
+// gnmt on 2 and 4 GPUs runs on one GPU (the fastest, 0.40 s, said nothing); inception on 4 GPUs uses
+// all 4 (0.70 s); resnet on 4 uses 3 (0.90 s, slower but using fewer); on 4 GPUs expert's inception
+// (4 used, 0.95 s) is OOM.
+TEST(Report, GanttShowsTheSlowestPointOnTheMostGpus) {
+  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
+  const fs::path dir = fresh_dir("gantt-rule");
+  write(dir / "trace.json",
+        R"({"traceEvents":[{"name":"process_name","ph":"M","pid":1,"args":{"name":"GPUs"}},
+            {"name":"thread_name","ph":"M","pid":1,"tid":0,"args":{"name":"gpu0"}},
+            {"name":"x","ph":"X","pid":1,"tid":0,"ts":0,"dur":5000}]})");
+  std::vector<PointRecord> records = {
+      point_of("placeto", "gnmt", 2, 0.40, PointStatus::Ok, 1),       point_of("placeto", "gnmt", 4, 0.40, PointStatus::Ok, 1),
+      point_of("placeto", "inception", 4, 0.70, PointStatus::Ok, 4),  point_of("placeto", "resnet", 4, 0.90, PointStatus::Ok, 3),
+      point_of("expert", "inception", 4, 0.95, PointStatus::Oom, 4),  point_of("expert", "resnet", 4, 0.80, PointStatus::Ok, 4),
+      point_of("expert", "gnmt", 2, 2.00, PointStatus::Ok, 2)};
+  for (PointRecord& r : records) r.measurement->trace_file = "trace.json";
+  write(dir / "results.jsonl", indexed_lines(records));
+  auto chosen = [&](const std::string& strategy) {
+    const nlohmann::json d = describe_plots(dir, "--formats '' " + (strategy.empty() ? "" : "--gantt-strategy " + strategy));
+    return d.empty() ? std::string() : one_line(d["figures"]["gantt"]["axes"][0]["title"].get<std::string>());
+  };
+  const std::string placeto = chosen("placeto");
+  EXPECT_NE(placeto.find("placeto at the point inception, 4 GPUs"), std::string::npos) << placeto;
+  EXPECT_NE(placeto.find("Chosen as the slowest of placeto's points"), std::string::npos) << placeto;
+  // Any strategy: expert's resnet (0.80 s, 4 of 4 GPUs) over its faster-but-OOM inception.
+  const std::string any = chosen("");
+  EXPECT_NE(any.find("expert at the point resnet, 4 GPUs"), std::string::npos) << any;
+}
+
+// A paper's numbers stand beside placesim's: a hollow marker at its strategy's bar, at the paper's
+// value; "published: OOM" where the paper ran out of memory; the legend names the source; a number
+// that matches no point is said and not drawn. By hand (seconds): inception on 2 GPUs, placeto
+// 1.18 (written 1180 ms) beside placesim's 1.7, expert OOM; NASNet is in no point.
+TEST(Report, PublishedNumbersAreDrawnBesideTheirPoints) {
+  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
+  const ReportSpec spec = report_spec_from_yaml(YAML::Load(R"(
+published:
+  - {source: "Placeto, Table 1", table: "placement run time", value: latency, unit: ms,
+     points: [{graph: inception, gpus: 2, strategy: placeto, published: 1180},
+              {graph: inception, gpus: 2, strategy: expert, published: OOM},
+              {graph: nasnet, gpus: 2, strategy: placeto, published: 860}]}
+  - {source: "Celeritas, Table 4", value: search_time, unit: s,
+     points: [{graph: inception, strategy: placeto, published: 7.2}]}
+)"),
+                                                "s.yaml", "report");
+  ASSERT_EQ(spec.published.size(), 2u);
+  EXPECT_DOUBLE_EQ(*spec.published[0].points[0].value, 1.18);  // ms -> s at the edge
+  EXPECT_EQ(spec.published[0].points[0].written, "1180 ms");
+  EXPECT_FALSE(spec.published[0].points[1].value);
+  const fs::path dir = fresh_dir("published");
+  write(dir / "results.jsonl", indexed_lines({point_of("expert", "inception", 2, 1.9), point_of("placeto", "inception", 2, 1.7),
+                                               point_of("expert", "inception", 4, 1.8), point_of("placeto", "inception", 4, 1.6)}));
+  write_published(dir.string(), spec.published);  // as `placesim run` writes it
+  EXPECT_EQ(load_published(dir.string()), spec.published);
+  ReportOptions options;
+  options.results = dir.string();
+  options.plots = false;
+  std::ostringstream out, err;
+  ASSERT_EQ(run_report(options, out, err), 0) << err.str();
+  EXPECT_NE(err.str().find("a published number matches no result and is not drawn: Placeto, Table 1, placement run time: "
+                           "graph=nasnet gpus=2 strategy=placeto (860 ms"),
+            std::string::npos)
+      << err.str();
+  const nlohmann::json records = nlohmann::json::parse(slurp(dir / "report" / "records.json"));
+  EXPECT_DOUBLE_EQ(records[1]["published"][0]["number"].get<double>(), 1.18);
+  EXPECT_EQ(records[1]["published"][1]["value"], "search_time");  // no gpus: on 2 and 4 GPUs
+  EXPECT_EQ(records[3]["published"].size(), 1u);
+  const nlohmann::json d = describe_plots(dir, "--formats ''");
+  ASSERT_FALSE(d.empty());
+  // Bars: 2 GPUs at 0 (expert) and 0.4 (placeto); the unit is s (latencies of 1.18 to 1.9 s).
+  const nlohmann::json& ax = d["figures"]["latency_by_model"]["axes"][0];
+  ASSERT_EQ(ax["published"].size(), 2u) << ax["published"];
+  EXPECT_EQ(ax["published"][0]["strategy"], "expert");
+  EXPECT_EQ(ax["published"][0]["x"], 0.0);
+  EXPECT_TRUE(ax["published"][0]["y"].is_null());
+  EXPECT_EQ(ax["published"][0]["text"], "OOM");
+  EXPECT_EQ(ax["published"][1]["strategy"], "placeto");
+  EXPECT_EQ(ax["published"][1]["x"], 0.4);
+  EXPECT_DOUBLE_EQ(ax["published"][1]["y"].get<double>(), 1.18);
+  bool oom_text = false;
+  for (const auto& t : ax["texts"]) oom_text = oom_text || (t["text"] == "published: OOM" && t["x"] == 0.0);
+  EXPECT_TRUE(oom_text) << ax["texts"];
+  const std::string legend = legend_text(d["figures"]["latency_by_model"]);
+  EXPECT_NE(legend.find("hollow: published, Placeto, Table 1, placement run time"), std::string::npos) << legend;
+  // Search time against GPUs: placeto's 7.2 s at both GPU counts, in the strategy's marker.
+  std::set<double> at;
+  for (const auto& panel : d["figures"]["search_time_vs_gpus"]["axes"])
+    for (const auto& p : panel["published"]) at.insert(p["x"].get<double>());
+  EXPECT_EQ(at, (std::set<double>{2, 4}));
+}
+
+TEST(Report, PublishedBlockErrorsNameTheField) {
+  auto error_of = [](const std::string& points, const std::string& series = "value: latency, unit: s") {
+    return testutil::input_error_message([&] {
+      report_spec_from_yaml(YAML::Load("published: [{source: P, " + series + ", points: [" + points + "]}]"), "s.yaml", "report");
+    });
+  };
+  const std::string value = error_of("{strategy: a, published: 1}", "value: latency_s, unit: s");
+  EXPECT_NE(value.find("report.published[0].value"), std::string::npos) << value;
+  EXPECT_NE(value.find("did you mean 'latency'"), std::string::npos) << value;
+  EXPECT_NE(error_of("{strategy: a, published: 1}", "value: latency, unit: hours").find("report.published[0].unit"),
+            std::string::npos);
+  EXPECT_NE(error_of("{graph: g, published: 1}").find("report.published[0].points[0].strategy"), std::string::npos);
+  EXPECT_NE(error_of("{strategy: a}").find("report.published[0].points[0].published"), std::string::npos);
+  const std::string number = error_of("{strategy: a, published: 1.5s}");
+  EXPECT_NE(number.find("expected a number in s"), std::string::npos) << number;
+  EXPECT_NE(error_of("{strategy: a, gpus: [2], published: 1}").find("points[0].gpus"), std::string::npos);
+}
+
+// Through the CLI: `placesim run` writes the scenario's published numbers beside its results and
+// `placesim report` hands them to the plots.
+TEST(Report, RunKeepsThePublishedNumbersForTheReport) {
+  const fs::path dir = fresh_dir("published-cli");
+  write(dir / "s.yaml", "graph: {builtin: fig3.1}\n"
+                        "cluster: {type: full-mesh, gpus: 2, bandwidth: 20GB/s}\n"
+                        "strategies: [single-device, round-robin]\n"
+                        "simulation: {engine: evaluator, trace: false}\n"
+                        "report:\n"
+                        "  published:\n"
+                        "    - {source: Paper, value: latency, unit: us, points: [{strategy: round-robin, published: 30}]}\n");
+  std::string output;
+  ASSERT_EQ(testutil::run_cli("run " + (dir / "s.yaml").string() + " -o " + (dir / "out").string(), output), 0) << output;
+  ASSERT_TRUE(fs::exists(dir / "out" / "published.json")) << output;
+  ASSERT_EQ(testutil::run_cli("report " + (dir / "out").string() + " --no-plots", output), 0) << output;
+  const nlohmann::json records = nlohmann::json::parse(slurp(dir / "out" / "report" / "records.json"));
+  EXPECT_EQ(records[0]["published"].size(), 0u);
+  ASSERT_EQ(records[1]["published"].size(), 1u);
+  EXPECT_DOUBLE_EQ(records[1]["published"][0]["number"].get<double>(), 30e-6);
+}
+
+// --- The same rules over every reproduction's plots, on records made by hand for each point of
+// its plan: statuses cycle through ok, OOM, infeasible and failed, latencies and search times vary,
+// every point that ran has a trace.
+
+struct PaperPlots {
+  std::string name;
+  SweepPlan plan;
+  std::vector<PointRecord> records;
+  nlohmann::json described;
+};
+
+std::vector<PointRecord> hand_made_records(const SweepPlan& plan, const std::string& trace) {
+  std::vector<PointRecord> out;
+  for (const SweepPoint& point : plan.points) {
+    PointRecord r = point_header(plan, point);
+    const std::size_t i = point.index;
+    if (i % 11 == 5 || i % 13 == 6) {
+      r.status = i % 11 == 5 ? PointStatus::Infeasible : PointStatus::Failed;
+      r.reason = "by hand";
+      out.push_back(std::move(r));
+      continue;
+    }
+    r.measurement.emplace();
+    const double latency = 0.01 * (1 + static_cast<double>(i * 37 % 17) / 10);
+    for (std::string_view engine : r.engines.engines()) r.measurement->set_latency(engine, latency);
+    if (!r.engines.estimate_only()) r.measurement->set_latency(kEvaluator, latency);  // it runs with every event engine
+    r.measurement->search_time = 1e-3 * static_cast<double>((1 + i % 5) * static_cast<std::size_t>(std::max(r.gpus, 1)));
+    r.measurement->busy_per_gpu.assign(static_cast<std::size_t>(std::max(r.gpus, 1)), 0.0);
+    for (std::size_t g = 0; g <= i % r.measurement->busy_per_gpu.size(); ++g) r.measurement->busy_per_gpu[g] = latency / 2;
+    if (i % 7 == 3) {
+      r.status = PointStatus::Oom;
+      r.measurement->oom = true;
+    }
+    r.measurement->trace_file = trace;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+const std::vector<PaperPlots>& paper_plots() {
+  static const std::vector<PaperPlots> all = [] {
+    std::vector<PaperPlots> papers;
+    const fs::path source = fs::path(PLACESIM_TEST_SOURCE_DIR) / "scenarios" / "papers";
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(source))
+      if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    for (const fs::path& file : files) {
+#ifndef PLACESIM_HAVE_TORCH
+      if (file.stem() == "placeto-table1" || file.stem() == "robustness") continue;  // the placeto strategy
+#endif
+      PaperPlots p;
+      p.name = file.stem().string();
+      p.plan = load_sweep(file.string());
+      const fs::path dir = fresh_dir("paper-" + p.name);
+      write(dir / "trace.json",
+            R"({"traceEvents":[{"name":"process_name","ph":"M","pid":1,"args":{"name":"GPUs"}},
+                {"name":"thread_name","ph":"M","pid":1,"tid":0,"args":{"name":"gpu0"}},
+                {"name":"x","ph":"X","pid":1,"tid":0,"ts":0,"dur":5000}]})");
+      p.records = hand_made_records(p.plan, "trace.json");
+      std::string text;
+      for (const PointRecord& r : p.records) text += to_json(r).dump() + "\n";
+      write(dir / "results.jsonl", text);
+      const ReportSpec& report = p.plan.variants.front().report;
+      write_published(dir.string(), report.published);
+      p.described = describe_plots(dir, "--formats ''" + (report.gantt_strategy.empty() ? "" : " --gantt-strategy " + report.gantt_strategy));
+      fs::remove_all(dir);
+      papers.push_back(std::move(p));
+    }
+    return papers;
+  }();
+  return all;
+}
+
+TEST(Report, NoTitleOfAnyReproductionsPlotsHasDots) {
+  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
+  ASSERT_GE(paper_plots().size(), 8u);
+  for (const PaperPlots& p : paper_plots()) {
+    ASSERT_FALSE(p.described.empty()) << p.name;
+    EXPECT_TRUE(p.described["figures"].contains("latency_by_model")) << p.name;
+    for (const auto& [name, figure] : p.described["figures"].items())
+      for (const std::string& text : figure_texts(figure)) {
+        EXPECT_EQ(text.find("..."), std::string::npos) << p.name << " " << name << ": " << text;
+        EXPECT_EQ(text.find(": ?"), std::string::npos) << p.name << " " << name << ": " << text;
+      }
+  }
+}
+
+TEST(Report, EveryReproductionLabelsItsOomAndInfeasiblePoints) {
+  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
+  for (const PaperPlots& p : paper_plots()) {
+    ASSERT_FALSE(p.described.empty()) << p.name;
+    for (const auto& [name, figure] : p.described["figures"].items()) {
+      for (const std::string& text : figure_texts(figure)) EXPECT_FALSE(has_speed_up(text)) << p.name << " " << name << ": " << text;
+      // Each hatched bar has its OOM label at its x; every label and published number is in view.
+      for (const auto& ax : figure["axes"]) {
+        const double lo = ax["xlim"][0], hi = ax["xlim"][1];
+        for (const char* kind : {"marks", "published"})
+          for (const auto& m : ax[kind]) {
+            const double x = m["x"];
+            EXPECT_TRUE(lo <= x && x <= hi) << p.name << " " << name << " " << kind << m << " outside " << ax["xlim"];
+          }
+        std::set<double> oom_at;
+        for (const auto& m : ax["marks"])
+          if (m["kind"] == "oom") oom_at.insert(m["x"].get<double>());
+        for (const auto& b : ax["bars"])
+          for (std::size_t i = 0; i < b["x"].size(); ++i) {
+            if (!b["hatches"][i].get<std::string>().empty()) {
+              EXPECT_TRUE(oom_at.count(b["x"][i].get<double>())) << p.name << " " << name << " " << b["label"];
+            }
+          }
+      }
+    }
+    // Hand-made statuses: every reproduction has OOM, infeasible and failed points (its first 14),
+    // and its latency plot labels some of each (a cell whose every point did not run).
+    std::set<std::string> kinds;
+    ASSERT_TRUE(p.described["figures"].contains("latency_by_model")) << p.name;
+    for (const auto& ax : p.described["figures"]["latency_by_model"]["axes"])
+      for (const auto& m : ax["marks"]) kinds.insert(m["kind"].get<std::string>());
+    EXPECT_TRUE(kinds.count("oom") || kinds.count("partial")) << p.name;
+  }
+}
+
+TEST(Report, EveryReproductionKeepsOneStylePerStrategyAcrossItsPlots) {
+  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
+  for (const PaperPlots& p : paper_plots()) {
+    ASSERT_FALSE(p.described.empty()) << p.name;
+    // The styles follow the scenario's order of labels.
+    std::vector<std::string> scenario_order;
+    for (const SweepPoint& point : p.plan.points) {
+      const std::string& label = p.plan.variants[point.variant].strategies[point.strategy].label;
+      if (std::find(scenario_order.begin(), scenario_order.end(), label) == scenario_order.end()) scenario_order.push_back(label);
+    }
+    EXPECT_EQ(p.described["strategy_order"].get<std::vector<std::string>>(), scenario_order) << p.name;
+    std::set<std::pair<std::string, std::string>> pairs;
+    for (const auto& [label, style] : styles_of(p.described)) {
+      EXPECT_TRUE(kOkabeIto.count(style.first)) << p.name << " " << label;
+      EXPECT_TRUE(pairs.insert(style).second || scenario_order.size() > 24) << p.name << " " << label;
+    }
+    expect_one_style_everywhere(p.described, p.name);
+  }
+}
+
+TEST(Report, EveryReproductionDrawsItsPublishedNumbers) {
+  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
+  std::set<std::string> with_published;
+  for (const PaperPlots& p : paper_plots()) {
+    ASSERT_FALSE(p.described.empty()) << p.name;
+    const std::vector<PublishedSeries>& published = p.plan.variants.front().report.published;
+    if (published.empty()) continue;
+    with_published.insert(p.name);
+    // Every number names a point of the plan (a typo in a graph or a label would leave it out).
+    EXPECT_EQ(unmatched_published(p.records, published), std::vector<std::string>{}) << p.name;
+    const nlohmann::json& figures = p.described["figures"];
+    for (const PublishedSeries& series : published) {
+      const std::string figure = series.value == "latency"                ? "latency_by_model"
+                                 : figures.contains("search_time_vs_gpus") ? "search_time_vs_gpus"
+                                                                          : "search_time_by_model";
+      ASSERT_TRUE(figures.contains(figure)) << p.name << " " << figure;
+      EXPECT_NE(legend_text(figures[figure]).find(series.source), std::string::npos) << p.name << " " << figure;
+      for (const PublishedPoint& point : series.points) {
+        const std::string strategy = std::find_if(point.match.begin(), point.match.end(),
+                                                  [](const auto& m) { return m.first == "strategy"; })->second;
+        bool drawn = false;
+        for (const auto& ax : figures[figure]["axes"])
+          for (const auto& m : ax["published"])
+            drawn = drawn || (m["strategy"] == strategy && m["text"] == point.written &&
+                              m["y"].is_null() == !point.value.has_value());
+        EXPECT_TRUE(drawn) << p.name << " " << figure << ": " << point.field << " " << strategy << " " << point.written;
+      }
+    }
+  }
+  EXPECT_EQ(with_published, (std::set<std::string>{"celeritas-tables", "placeto-table1", "quickp-icc2025", "thesis-table5.1",
+                                                   "thesis-table5.2"}));
+}
+
+// A reproduction's timeline is of its slowest point (of its gantt_strategy) on the most GPUs that
+// fits and uses the most of them, never a one-GPU run where a spread one exists.
+TEST(Report, EveryReproductionsTimelineIsOfItsMostTellingPoint) {
+  if (!matplotlib_available()) GTEST_SKIP() << "python3-matplotlib is not installed (tools/install-deps.sh installs it)";
+  int drawn = 0;
+  for (const PaperPlots& p : paper_plots()) {
+    ASSERT_FALSE(p.described.empty()) << p.name;
+    const std::string wanted = p.plan.variants.front().report.gantt_strategy;
+    const PointRecord* best = nullptr;
+    auto rank = [](const PointRecord& r) {
+      const auto used = std::count_if(r.measurement->busy_per_gpu.begin(), r.measurement->busy_per_gpu.end(),
+                                      [](double b) { return b > 0; });
+      return std::tuple(r.status == PointStatus::Ok, r.gpus, used, *r.latency());
+    };
+    for (const PointRecord& r : p.records)
+      if (r.measurement && !r.measurement->trace_file.empty() && (wanted.empty() || r.label == wanted) &&
+          (!best || rank(r) > rank(*best)))
+        best = &r;
+    if (!best) {
+      EXPECT_FALSE(p.described["figures"].contains("gantt")) << p.name;
+      continue;
+    }
+    ++drawn;
+    const std::string title = one_line(p.described["figures"]["gantt"]["axes"][0]["title"].get<std::string>());
+    EXPECT_NE(title.find(fmt::format("{} at the point {}, {} GPUs", best->label, best->graph, best->gpus)), std::string::npos)
+        << p.name << ": " << title;
+  }
+  EXPECT_GE(drawn, 8);
 }
 
 }  // namespace

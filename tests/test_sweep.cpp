@@ -7,8 +7,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <map>
+#include <regex>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <sys/wait.h>
@@ -226,9 +229,10 @@ TEST(SweepPlan, CrossProductOfValuesStrategiesSeedsAndRepetitions) {
   EXPECT_EQ(mcmc.options["steps"].as<long>(), 50);
   const StrategySpec round_robin = point_strategy(p, p.points[0]);
   EXPECT_TRUE(!round_robin.options || round_robin.options.IsNull()) << round_robin.options;
-  // Per-point file names, distinct for distinct keys.
+  // Per-point file names, distinct for distinct keys, named by label, swept values, seed and repetition.
   EXPECT_NE(p.points[2].file_stem, p.points[3].file_stem);
-  EXPECT_EQ(p.points[2].file_stem.rfind("mcmc-", 0), 0u);
+  EXPECT_EQ(p.points[2].file_stem, "mcmc_bandwidth=10GBps_gpus=2_seed=7_rep=0");
+  EXPECT_EQ(p.points[1].file_stem, "round-robin_bandwidth=10GBps_gpus=2_rep=1");
 }
 
 TEST(SweepPlan, OverridesStrategyOptionsByLabelIndexAndBareName) {
@@ -362,6 +366,59 @@ TEST(SweepPlan, WithoutASweepOnePointPerStrategyNamedAsBefore) {
   ASSERT_EQ(p.points.size(), 3u);
   EXPECT_EQ(p.points[1].key, "strategy=metis rep=0");
   EXPECT_EQ(p.points[1].file_stem, "metis");  // placement-metis.json, as a plain run writes
+}
+
+// A point's files are named by what tells it apart (its label and swept values, readable in a
+// listing), never by a hash, unless two points would share a name.
+TEST(SweepPlan, PointFilesAreNamedByLabelAndSweptValuesNotHashes) {
+  const SweepPlan p = plan(std::string(kBase) +
+                           "sweep:\n"
+                           "  graph: [{builtin: fig3.1}, {builtin: synthetic, layers: 2, branches: 2, ops_per_branch: 2}]\n"
+                           "  cluster.bandwidth: [10GB/s, 2.5GB/s]\n"
+                           "  strategies[mcmc].options.steps: [50, 60]\n");
+  ASSERT_EQ(p.points.size(), 24u);
+  EXPECT_EQ(p.points[0].file_stem, "round-robin_graph=fig3.1_bandwidth=10GBps_mcmc.steps=50");
+  EXPECT_EQ(p.points[23].file_stem, "mcmc_graph=synthetic_bandwidth=2.5GBps_mcmc.steps=60");
+  const std::regex hash("[0-9a-f]{8}");
+  std::set<std::string> stems;
+  for (const SweepPoint& point : p.points) {
+    EXPECT_FALSE(std::regex_search(point.file_stem, hash)) << point.file_stem;
+    EXPECT_EQ(point.file_stem.find_first_of("/\\:*?\"<>| {}[],"), std::string::npos) << point.file_stem;
+    EXPECT_TRUE(stems.insert(point.file_stem).second) << "twice: " << point.file_stem;
+  }
+  // Labels that differ only in what a file name cannot hold, or in case (one file on a file system
+  // that ignores case), get a hash of their keys, and only they.
+  const SweepPlan clash = plan(
+      "graph: {builtin: fig3.1}\n"
+      "cluster: {type: full-mesh, gpus: 2, bandwidth: 10GB/s}\n"
+      "strategies: [{name: metis, label: a/b}, {name: metis, label: a:b}, {name: metis, label: Metis}, metis]\n"
+      "sweep: {cluster.gpus: [2]}\n");
+  ASSERT_EQ(clash.points.size(), 4u);
+  const std::regex hashed(R"(^(a_b|Metis|metis)_gpus=2-[0-9a-f]{8}$)");
+  for (const SweepPoint& point : clash.points) EXPECT_TRUE(std::regex_match(point.file_stem, hashed)) << point.file_stem;
+  EXPECT_NE(clash.points[0].file_stem, clash.points[1].file_stem);
+  EXPECT_NE(clash.points[2].file_stem, clash.points[3].file_stem);
+}
+
+// The runner writes the files under those names, and the records name them.
+TEST(SweepRunner, WritesEachPointsFilesUnderItsName) {
+  const fs::path dir = temp_dir("file-names");
+  SweepOptions options;
+  options.output = dir.string();
+  ASSERT_EQ(run_sweep_in_child("graph: {builtin: fig3.1}\n"
+                               "cluster: {type: full-mesh, gpus: 2, bandwidth: 10GB/s}\n"
+                               "strategies: [round-robin]\n"
+                               "simulation: {engine: evaluator, trace: true}\n"
+                               "sweep: {cluster.bandwidth: [10GB/s, 20Gbps]}\n",
+                               options),
+            0);
+  for (const char* stem : {"round-robin_bandwidth=10GBps", "round-robin_bandwidth=20Gbps"}) {
+    EXPECT_TRUE(fs::exists(dir / fmt::format("placement-{}.json", stem))) << stem;
+    EXPECT_TRUE(fs::exists(dir / fmt::format("trace-{}.json", stem))) << stem;
+  }
+  for (const PointRecord& r : read_result_lines((dir / "results.jsonl").string()))
+    EXPECT_TRUE(fs::exists(dir / r.measurement->placement_file)) << r.measurement->placement_file;
+  fs::remove_all(dir);
 }
 
 // --- The point count: counted before any point is made, and capped. ---

@@ -260,7 +260,10 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
       if (row.failures) runs += fmt::format(" ({} {}: {})", row.failures, status, row.error);
       // A row with runs and no time: an estimate-only point whose plan had no estimate.
       out << line(row.strategy, row.latency ? format_number_in(*row.latency, latency_unit) : row.failures ? status : "-",
-                  row.latency && best_other ? fmt::format("{:.3f}x", *best_other / *row.latency) : "-",
+                  // An OOM row has no speed-up: its placement does not fit, so it is no answer.
+                  row.oom ? "OOM"
+                  : row.latency && best_other ? fmt::format("{:.3f}x", *best_other / *row.latency)
+                                              : "-",
                   row.search ? format_number_in(*row.search, search_unit) : "-",
                   row.latency ? format_number_in(row.memory, memory_unit) : "-", row.oom ? "yes" : "", runs);
     }
@@ -275,12 +278,50 @@ std::string format_comparison_table(std::span<const PointRecord> records) {
     else
       out << fmt::format("{}: per iteration; the median of a strategy's runs\n", latency_name);
     out << "speed-up vs best other: the latency of the fastest other strategy in the same table that fits in memory, "
-           "divided by this one's (> 1: this one is the fastest)\n";
+           "divided by this one's (> 1: this one is the fastest); none for a strategy whose placement does not fit (OOM)\n";
   }
   return out.str();
 }
 
-nlohmann::ordered_json records_to_json(std::span<const PointRecord> records, const std::string& dir) {
+namespace {
+
+// Whether a published point stands beside the record: each of its fields (graph, gpus, strategy)
+// and swept paths has the record's value, as written or as the same quantity ("10Gbps", "10 Gbps").
+bool published_matches(const PointRecord& r, const PublishedPoint& p) {
+  for (const auto& [field, want] : p.match) {
+    const SweepValue* swept = r.sweep_value(field);
+    if (field == "graph" && (r.graph == want || (swept && swept->text == want))) continue;
+    if (field == "strategy" && r.label == want) continue;
+    if (field == "gpus" && std::to_string(r.gpus) == want) continue;
+    if (field == "graph" || field == "strategy" || field == "gpus" || !swept) return false;
+    if (swept->text == want) continue;
+    const SweepValue other(field, want);
+    const auto& a = swept->quantity;
+    const auto& b = other.quantity;
+    if (!a || !b || a->dimension != b->dimension || std::fabs(a->value - b->value) > 1e-12 * std::fabs(a->value)) return false;
+  }
+  return true;
+}
+
+std::string published_point_text(const PublishedSeries& s, const PublishedPoint& p) {
+  std::string where;
+  for (const auto& [field, value] : p.match) where += (where.empty() ? "" : " ") + field + "=" + value;
+  return fmt::format("{}{}: {} ({}, {})", s.source, s.table.empty() ? "" : ", " + s.table, where, p.written, p.field);
+}
+
+}  // namespace
+
+std::vector<std::string> unmatched_published(std::span<const PointRecord> records, std::span<const PublishedSeries> series) {
+  std::vector<std::string> out;
+  for (const PublishedSeries& s : series)
+    for (const PublishedPoint& p : s.points)
+      if (std::none_of(records.begin(), records.end(), [&](const PointRecord& r) { return published_matches(r, p); }))
+        out.push_back(published_point_text(s, p));
+  return out;
+}
+
+nlohmann::ordered_json records_to_json(std::span<const PointRecord> records, const std::string& dir,
+                                       std::span<const PublishedSeries> published) {
   using ojson = nlohmann::ordered_json;
   ojson out = ojson::array();
   auto opt = [](const std::optional<double>& v) { return v ? ojson(*v) : ojson(nullptr); };
@@ -308,17 +349,36 @@ nlohmann::ordered_json records_to_json(std::span<const PointRecord> records, con
                    {"params", params},
                    {"params_text", written},
                    {"latency", opt(r.latency())},
-                   {"latency_source", !m || !r.latency() ? "" : m->latency(kSimGrid) ? "simgrid" : m->latency(kFlow) ? "flow" : "evaluator"},
+                   {"latency_source", !m || !r.latency()       ? ""
+                                     : m->latency(kSimGrid)  ? "simgrid"
+                                     : m->latency(kFlow)      ? "flow"
+                                     : m->latency(kEvaluator) ? "evaluator"
+                                                              : "estimate"},
                    {"evaluator_latency", opt(m ? m->latency(kEvaluator) : std::nullopt)},
                    {"simgrid_latency", opt(m ? m->latency(kSimGrid) : std::nullopt)},
                    {"flow_latency", opt(m ? m->latency(kFlow) : std::nullopt)},
                    {"search_time", opt(m ? std::optional(m->search_time) : std::nullopt)},
                    {"peak_memory", m ? m->peak_memory : 0.0},
+                   {"gpus_used", m ? std::count_if(m->busy_per_gpu.begin(), m->busy_per_gpu.end(), [](double b) { return b > 0; })
+                                   : std::ptrdiff_t{0}},
+                   {"status", std::string(enum_name<PointStatus>(kPointStatusNames, r.status))},
                    {"oom", m && m->oom},
                    {"failed", r.failed()},
                    {"error", r.reason},
                    {"trace_file", trace},
                    {"strategy_report", m ? ojson(m->strategy_report) : ojson::object()}});
+    ojson mine = ojson::array();
+    for (const PublishedSeries& series : published)
+      for (const PublishedPoint& p : series.points)
+        if (published_matches(r, p))
+          mine.push_back({{"source", series.source},
+                          {"table", series.table},
+                          {"note", series.note},
+                          {"value", series.value},
+                          {"number", p.value ? ojson(*p.value) : ojson(nullptr)},
+                          {"text", p.written},
+                          {"oom", !p.value}});
+    out.back()["published"] = std::move(mine);
   }
   return out;
 }
@@ -342,13 +402,79 @@ std::vector<std::string> names_from_yaml(const YamlFields& f, std::string_view k
 
 }  // namespace
 
+namespace {
+
+// One point of a published series: {strategy: quickp, graph: alexnet, gpus: 2, published: 1.3}.
+PublishedPoint published_point_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path,
+                                         const std::string& unit, const std::string& unit_field) {
+  YamlFields f(node, file, path);
+  PublishedPoint p;
+  p.field = path;
+  if (!f.has("strategy")) throw InputError(file, f.field("strategy"), "missing: the strategy label the number is of");
+  if (!f.has("published"))
+    throw InputError(file, f.field("published"), fmt::format("missing: the paper's number, in {}, or OOM", unit));
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    if (!kv.second.IsScalar() || kv.second.Scalar().empty())
+      throw InputError(file, f.field(key), key == "published" ? "expected a number or OOM" : "expected a value as written in the sweep");
+    if (key != "published") p.match.emplace_back(key, kv.second.Scalar());
+  }
+  const std::string text = f.string("published");
+  std::string lower = text;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "oom") {
+    p.written = "OOM";
+    return p;
+  }
+  const std::optional<Quantity> number = parse_any_quantity(text);
+  if (!number || number->dimension != Dimension::Number)
+    throw InputError(file, f.field("published"),
+                     fmt::format("expected a number in {} ({}) or OOM, got '{}'", unit, unit_field, text));
+  p.value = parse_duration(text + unit, file, f.field("published"));
+  p.written = fmt::format("{} {}", text, unit);
+  return p;
+}
+
+PublishedSeries published_series_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
+  YamlFields f(node, file, path);
+  f.allow_only({"source", "table", "value", "unit", "note", "points"});
+  PublishedSeries s;
+  s.source = f.string("source");
+  s.table = f.string_or("table", "");
+  s.note = f.string_or("note", "");
+  s.value = f.string("value");
+  const std::vector<std::string> values(std::begin(kPublishedValues), std::end(kPublishedValues));
+  if (std::find(values.begin(), values.end(), s.value) == values.end()) {
+    const std::string hint = nearest_word(s.value, values);
+    throw InputError(file, f.field("value"),
+                     fmt::format("unknown value '{}'{} (valid: {}: the values the plots draw)", s.value,
+                                 hint.empty() ? "" : "; did you mean '" + hint + "'?", fmt::join(values, ", ")));
+  }
+  s.unit = f.string("unit");
+  parse_duration("1" + s.unit, file, f.field("unit"));  // a duration unit: s, ms, us, ns, min
+  const YAML::Node points = f.node("points");
+  if (!points.IsSequence() || points.size() == 0)
+    throw InputError(file, f.field("points"), "expected a list of points ({strategy, graph, gpus, published})");
+  for (std::size_t i = 0; i < points.size(); ++i)
+    s.points.push_back(published_point_from_yaml(points[i], file, fmt::format("{}.points[{}]", path, i), s.unit, f.field("unit")));
+  return s;
+}
+
+}  // namespace
+
 ReportSpec report_spec_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
   YamlFields f(node, file, path);
-  f.allow_only({"tables", "gantt_strategy", "summary"});
+  f.allow_only({"tables", "gantt_strategy", "summary", "published"});
   ReportSpec spec;
   spec.gantt_strategy = f.string_or("gantt_strategy", "");
   if (f.has("summary"))
     spec.summary = enum_parse<ReportSummary>(kReportSummaryNames, f.string_or("summary", ""), file, f.field("summary"));
+  if (f.has("published")) {
+    const YAML::Node published = f.node("published");
+    if (!published.IsSequence()) throw InputError(file, f.field("published"), "expected a list of published tables");
+    for (std::size_t i = 0; i < published.size(); ++i)
+      spec.published.push_back(published_series_from_yaml(published[i], file, fmt::format("{}.published[{}]", path, i)));
+  }
   if (!f.has("tables")) return spec;
   const YAML::Node tables = f.node("tables");
   if (!tables.IsSequence()) throw InputError(file, f.field("tables"), "expected a list of tables");
@@ -374,6 +500,70 @@ ReportSpec report_spec_from_yaml(const YAML::Node& node, const std::string& file
     spec.tables.push_back(std::move(p));
   }
   return spec;
+}
+
+nlohmann::ordered_json published_to_json(std::span<const PublishedSeries> series) {
+  using ojson = nlohmann::ordered_json;
+  ojson out = ojson::array();
+  for (const PublishedSeries& s : series) {
+    ojson points = ojson::array();
+    for (const PublishedPoint& p : s.points) {
+      ojson match = ojson::object();
+      for (const auto& [field, value] : p.match) match[field] = value;
+      points.push_back({{"match", match}, {"number", p.value ? ojson(*p.value) : ojson(nullptr)}, {"text", p.written},
+                        {"field", p.field}});
+    }
+    out.push_back({{"source", s.source}, {"table", s.table}, {"note", s.note}, {"value", s.value}, {"unit", s.unit},
+                   {"points", points}});
+  }
+  return {{"units", {{"time", "s"}}}, {"published", out}};
+}
+
+std::vector<PublishedSeries> published_from_json(const nlohmann::ordered_json& j, const std::string& file) {
+  std::vector<PublishedSeries> out;
+  try {
+    for (const auto& js : j.at("published")) {
+      PublishedSeries& s = out.emplace_back();
+      s.source = js.at("source").get<std::string>();
+      s.table = js.at("table").get<std::string>();
+      s.note = js.at("note").get<std::string>();
+      s.value = js.at("value").get<std::string>();
+      s.unit = js.at("unit").get<std::string>();
+      for (const auto& jp : js.at("points")) {
+        PublishedPoint& p = s.points.emplace_back();
+        for (const auto& [field, value] : jp.at("match").items()) p.match.emplace_back(field, value.get<std::string>());
+        if (!jp.at("number").is_null()) p.value = jp.at("number").get<double>();
+        p.written = jp.at("text").get<std::string>();
+        p.field = jp.at("field").get<std::string>();
+      }
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(file, "", fmt::format("is not the published numbers `placesim run` writes: {}", e.what()));
+  }
+  return out;
+}
+
+std::vector<PublishedSeries> load_published(const std::string& results_dir) {
+  const fs::path file = fs::path(results_dir) / "published.json";
+  if (!fs::exists(file)) return {};
+  std::ifstream in(file);
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(file.string(), "", fmt::format("is not JSON: {}", e.what()));
+  }
+  return published_from_json(j, file.string());
+}
+
+void write_published(const std::string& results_dir, std::span<const PublishedSeries> series) {
+  const fs::path file = fs::path(results_dir) / "published.json";
+  if (series.empty()) {
+    std::error_code ec;
+    fs::remove(file, ec);
+    return;
+  }
+  write_file_atomically(file.string(), published_to_json(series).dump(1) + "\n");
 }
 
 namespace {
@@ -471,7 +661,8 @@ std::string format_pivot_table(std::span<const PointRecord> records, const Pivot
                          : failed.count({row, c})     ? "failed"
                          : infeasible.count({row, c}) ? "infeasible"
                                                       : "";
-      if (oom.count({row, c})) cell += " (OOM)";
+      // A speed-up of a placement that does not fit is no speed-up: the cell says OOM alone.
+      if (oom.count({row, c})) cell = spec.relative_to.empty() ? cell + " (OOM)" : "OOM";
       out << " | " << cell;
     }
     out << " |\n";
@@ -674,8 +865,13 @@ int run_report(const ReportOptions& options, std::ostream& out, std::ostream& er
     out << md;
     write_text(summary_file, md);
   }
+  // The papers' numbers the plots draw beside placesim's; one that matches no record is said.
+  const std::vector<PublishedSeries> published =
+      options.published.empty() ? load_published(fs::path(file).parent_path().string()) : options.published;
+  for (const std::string& p : unmatched_published(records, published))
+    err << "report: a published number matches no result and is not drawn: " << p << "\n";
   // A stray byte that is not UTF-8 becomes U+FFFD rather than an exception (see dump_json).
-  const nlohmann::ordered_json records_json = records_to_json(records, fs::path(file).parent_path().string());
+  const nlohmann::ordered_json records_json = records_to_json(records, fs::path(file).parent_path().string(), published);
   write_text(dir / "records.json", records_json.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
   // Tables to `out`, what was done to `err`; `out` is flushed before the plot script (which
   // writes to the same stderr) runs, so that nothing lands in the middle of a table.

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 #include <yaml-cpp/yaml.h>
 
@@ -18,6 +19,31 @@ namespace placesim {
 // scenarios/runner/record.h (which includes scenario.h, which includes this header for ReportSpec).
 struct PointRecord;
 
+// One number a paper published, and the point of placesim's run it stands beside: the record whose
+// fields (graph, gpus, strategy) and swept values (a swept path, as written) are those of `match`.
+struct PublishedPoint {
+  std::vector<std::pair<std::string, std::string>> match;  // field or swept path -> value as written
+  std::optional<double> value;  // in SI units (seconds); none when the paper reports out of memory
+  std::string written;          // as the scenario writes it, with the unit: "1.56 s", "OOM"
+  std::string field;            // where it is written, for messages
+  bool operator==(const PublishedPoint&) const = default;
+};
+
+// A table or figure of a paper (`report.published`): whose numbers they are, which of placesim's
+// values they stand beside (latency or search_time) and in which unit the paper gives them.
+struct PublishedSeries {
+  std::string source;  // the paper: "Celeritas (Table 3)"
+  std::string table;   // what the numbers are: "single-step time on 4 V100s, batch 512"
+  std::string value = "latency";
+  std::string unit;    // as written: "s", "ms", "min"
+  std::string note;    // what else a reader must know to compare them (may be empty)
+  std::vector<PublishedPoint> points;
+  bool operator==(const PublishedSeries&) const = default;
+};
+
+// The values `published` series may stand beside: the plots draw these.
+inline constexpr const char* kPublishedValues[] = {"latency", "search_time"};
+
 // `path` is a results folder (results.jsonl is preferred over results.json) or one of those files.
 // Throws InputError naming the file, and the line for JSON Lines, when it cannot be read.
 std::vector<PointRecord> load_report_records(const std::string& path);
@@ -26,17 +52,22 @@ std::vector<PointRecord> load_report_records(const std::string& path);
 // values), groups and strategies in the scenario's order (point index, not the order the points
 // finished): per strategy the median latency over repetitions, its speed-up vs the best other
 // strategy (the fastest other latency that fits in memory over this one; > 1: this one is
-// fastest), median search time, peak memory and OOM or failure. Each column has one unit, named
+// fastest; "OOM" for a strategy whose placement does not fit), median search time, peak memory and
+// OOM or failure. Each column has one unit, named
 // in its header; notes under the tables say what the latency and the speed-up are.
 std::string format_comparison_table(std::span<const PointRecord> records);
 
 // records.json for the plot script, in the scenario's order (point index): per record index,
 // scenario, graph, cluster (its description), strategy (label), gpus, params (swept values in the
 // sweep's order, in SI units where they are quantities, else as written), params_text (as
-// written), latency, latency_source ("simgrid" or "evaluator": whose latency `latency` is),
-// evaluator_latency, simgrid_latency, search_time, peak_memory, oom, failed, error, trace_file
-// (absolute: relative paths are resolved against `dir`, the results folder) and strategy_report.
-nlohmann::ordered_json records_to_json(std::span<const PointRecord> records, const std::string& dir);
+// written), latency, latency_source ("simgrid", "flow", "evaluator" or "estimate": whose latency `latency` is),
+// evaluator_latency, simgrid_latency, search_time, peak_memory, gpus_used (GPUs with compute), status
+// (ok, oom, infeasible, failed), oom, failed, error, trace_file (absolute: relative paths are resolved
+// against `dir`, the results folder), strategy_report and published: the papers' numbers that match
+// the record (PublishedSeries), each {source, table, note, value (latency or search_time), number
+// (seconds, null for out of memory), text (as written), oom}.
+nlohmann::ordered_json records_to_json(std::span<const PointRecord> records, const std::string& dir,
+                                       std::span<const PublishedSeries> published = {});
 
 // A pivot of one value (latency, search_time, evaluator_latency, simgrid_latency, peak_memory or a
 // key of strategy_report) with `rows` and `columns` naming record fields (graph, strategy, gpus) or
@@ -48,7 +79,8 @@ struct PivotSpec {
   std::string title;
   std::vector<std::string> strategies;  // only these labels (empty: every record)
   // A strategy label: each cell becomes that strategy's median in the same row divided by the
-  // cell's (a speed-up, > 1 faster; for times such as latency). Needs `columns: strategy`.
+  // cell's (a speed-up, > 1 faster; for times such as latency); a cell whose placement does not
+  // fit says OOM instead. Needs `columns: strategy`.
   std::string relative_to;
   // Where the spec was written, for errors: the command line's flags, or a scenario's fields.
   std::string file = "command line";
@@ -67,16 +99,32 @@ enum class ReportSummary { None, Robustness };
 inline constexpr EnumName<ReportSummary> kReportSummaryNames[] = {{ReportSummary::None, "none"},
                                                                   {ReportSummary::Robustness, "robustness"}};
 
-// A scenario's `report:` block: the tables its reproduction prints (scenarios/README.md).
+// A scenario's `report:` block: the tables its reproduction prints (scenarios/README.md) and the
+// papers' numbers its plots draw beside placesim's.
 struct ReportSpec {
   std::vector<PivotSpec> tables;
   std::string gantt_strategy;
   ReportSummary summary = ReportSummary::None;
+  std::vector<PublishedSeries> published;
 };
 
 // Parses a `report:` block: {tables: [{title, rows, columns, value, strategies, relative_to}], gantt_strategy,
-// summary}. Errors name the file and field.
+// summary, published: [{source, table, value, unit, note, points: [{graph, gpus, strategy, <swept path>,
+// published}]}]}. A published number is converted to seconds by its series' unit; `OOM` is a value too.
+// Errors name the file and field.
 ReportSpec report_spec_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path);
+
+// published.json, which `placesim run` writes into the results folder of a scenario that has
+// published numbers, so that `placesim report` draws them; and back.
+nlohmann::ordered_json published_to_json(std::span<const PublishedSeries> series);
+std::vector<PublishedSeries> published_from_json(const nlohmann::ordered_json& j, const std::string& file);
+// Reads DIR/published.json ({} when there is none).
+std::vector<PublishedSeries> load_published(const std::string& results_dir);
+// Writes it (nothing, and an earlier one removed, when `series` is empty).
+void write_published(const std::string& results_dir, std::span<const PublishedSeries> series);
+
+// The published points that match no record, as "source, table: graph=alexnet gpus=2 strategy=quickp".
+std::vector<std::string> unmatched_published(std::span<const PointRecord> records, std::span<const PublishedSeries> series);
 std::string format_pivot_table(std::span<const PointRecord> records, const PivotSpec& spec);
 
 // The robustness benchmark's summary, one row per strategy label. A case is the points
@@ -111,15 +159,21 @@ struct ReportOptions {
   std::string results;      // results folder or file
   std::string output;       // where table.txt, records.json and the plots go (default: <folder>/report)
   bool plots = true;
-  std::string gantt_strategy;            // whose timeline the Gantt chart draws (default: the fastest)
+  // Whose timeline the Gantt chart draws (default: every strategy's points; the script's rule picks
+  // one, tools/plot_results.py).
+  std::string gantt_strategy;
   std::vector<PivotSpec> pivots;         // extra Markdown tables (pivot.md)
   ReportSummary summary = ReportSummary::None;  // a per-strategy summary (report/robustness.md)
   std::string plot_script;               // default: $PLACESIM_PLOT_SCRIPT, else tools/plot_results.py
+  // The papers' numbers the plots draw beside placesim's; when empty, those of the results
+  // folder's published.json (what `placesim run` wrote from the scenario's `report.published`).
+  std::vector<PublishedSeries> published;
 };
 
 // Prints the comparison table (and pivots, and the summary) to `out`, writes table.txt, pivot.md,
-// robustness.md, records.json and, with `plots`, runs python3 on the plot script. Returns 0, or 1
-// when the plots could not be made (the reason goes to `err`; the tables are written regardless).
+// robustness.md, records.json and, with `plots`, runs python3 on the plot script. A published
+// number that matches no record is said on `err` (and not drawn). Returns 0, or 1 when the plots
+// could not be made (the reason goes to `err`; the tables are written regardless).
 int run_report(const ReportOptions& options, std::ostream& out, std::ostream& err);
 
 // The Python that draws the plots: $PLACESIM_PYTHON, else Debian's /usr/bin/python3 (where

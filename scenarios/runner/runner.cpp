@@ -95,9 +95,12 @@ std::span<const double> chakra_start_of(const Measurement& m) {
 
 namespace {
 
+// A point's file stem as a file name: a sweep's stems are made safe already (`mcmc_gpus=4`,
+// scenarios/runner/sweep.cpp); a label alone keeps letters, digits, '-', '_', '.' and '='.
 std::string file_safe(const std::string& label) {
   std::string out;
-  for (char c : label) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') ? c : '_';
+  for (char c : label)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '=') ? c : '_';
   return out;
 }
 

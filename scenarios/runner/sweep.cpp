@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdint>
+#include <filesystem>
 #include <fmt/format.h>
 #include <map>
 #include <optional>
@@ -125,6 +126,104 @@ std::uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
+
+// --- A point's file names (placement-<stem>.json, trace-<stem>.json) ---
+
+// Text as a part of a file name: letters, digits, '-' and '.' kept, "/s" written "ps" (10GB/s ->
+// 10GBps), every other run of characters one '_'; no '_' or '.' at either end.
+std::string file_word(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool per_second = c == '/' && i + 1 < text.size() && text[i + 1] == 's' &&
+                            (i + 2 == text.size() || !std::isalnum(static_cast<unsigned char>(text[i + 2])));
+    if (per_second) {
+      out += "ps";
+      ++i;
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.') {
+      out += c;
+    } else if (!out.empty() && out.back() != '_') {
+      out += '_';
+    }
+  }
+  while (!out.empty() && (out.back() == '_' || out.back() == '.')) out.pop_back();
+  const std::size_t start = out.find_first_not_of("_.");
+  return start == std::string::npos ? std::string() : out.substr(start);
+}
+
+// A swept path as a file name shows it: its last field, a strategy's options under its label
+// ("cluster.gpus" -> "gpus", "strategies[mcmc].options.steps" -> "mcmc.steps").
+std::string path_word(const std::string& path) {
+  static const std::regex strategy_options(R"(^strategies\[([^\]]+)\]\.options(\.(.*))?$)");
+  std::smatch m;
+  if (std::regex_match(path, m, strategy_options)) return m[1].str() + (m[3].matched ? "." + m[3].str() : "");
+  const std::size_t dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
+// The scalars of a YAML value in order, a file by its stem ({file: a/vgg.json, batch: 8} ->
+// "vgg_batch8").
+std::string yaml_words(const YAML::Node& node) {
+  std::string out;
+  auto add = [&](const std::string& word) {
+    if (!word.empty()) out += (out.empty() ? "" : "_") + word;
+  };
+  if (node.IsScalar()) return node.Scalar();
+  if (node.IsSequence())
+    for (const auto& item : node) add(yaml_words(item));
+  if (node.IsMap())
+    for (const auto& kv : node) {
+      const std::string key = kv.first.Scalar();
+      if (kv.second.IsScalar() && (key == "file" || key == "onnx" || key == "chakra"))
+        add(std::filesystem::path(kv.second.Scalar()).stem().string());
+      else if (kv.second.IsScalar())
+        add(key + kv.second.Scalar());
+      else
+        add(yaml_words(kv.second));
+    }
+  return out;
+}
+
+// A swept value as a file name shows it: as written, a mapping or list by its scalars, a graph or
+// workload by the name results give it (the model, builtin or file stem).
+std::string value_word(const std::string& path, const std::string& text, const Scenario& variant) {
+  if (text.empty() || (text.front() != '{' && text.front() != '[')) return file_word(text);
+  if (path == "graph" || path == "workload") return file_word(source_name(variant));
+  try {
+    return file_word(yaml_words(YAML::Load(text)));
+  } catch (const YAML::Exception&) {
+    return file_word(text);
+  }
+}
+
+// placement-<stem>.json of a point that is one of several of its strategy: the label, each swept
+// value (`gpus=4`), the seed and the repetition: `mcmc_gpus=4_bandwidth=10GBps_seed=1_rep=0`.
+std::string point_file_stem(const std::string& label, const std::vector<std::pair<std::string, std::string>>& values,
+                            const Scenario& variant, const std::optional<long>& seed, int repetition, int repetitions) {
+  std::string stem = file_word(label);
+  if (stem.empty()) stem = "strategy";
+  for (const auto& [path, text] : values) stem += "_" + file_word(path_word(path)) + "=" + value_word(path, text, variant);
+  if (seed) stem += fmt::format("_seed={}", *seed);
+  if (repetitions > 1) stem += fmt::format("_rep={}", repetition);
+  return stem;
+}
+
+// Longer stems are cut and told apart by a hash of the key.
+constexpr std::size_t kMaxFileStem = 120;
+
+// Stems that two points share (file systems that ignore case included), or that are too long, end
+// with a hash of the point's key: the last resort, so that every point has files of its own.
+void make_file_stems_unique(std::vector<SweepPoint>& points) {
+  auto folded = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  std::map<std::string, int> uses;
+  for (const SweepPoint& p : points) ++uses[folded(p.file_stem)];
+  for (SweepPoint& p : points)
+    if (uses[folded(p.file_stem)] > 1 || p.file_stem.size() > kMaxFileStem)
+      p.file_stem = fmt::format("{}-{:08x}", p.file_stem.substr(0, kMaxFileStem - 9), fnv1a(p.key) & 0xffffffffu);
+}
 
 std::size_t saturating_mul(std::size_t a, std::size_t b) {
   std::size_t out = 0;
@@ -544,7 +643,7 @@ void expand_block(const SweepBlock& block, const YAML::Node& base, std::optional
           p.seed = seed;
           p.repetition = r;
           p.key = prefix + "strategy=" + spec.label + (seed ? fmt::format(" seed={}", *seed) : "") + fmt::format(" rep={}", r);
-          p.file_stem = per_point_files ? fmt::format("{}-{:08x}", spec.label, fnv1a(p.key) & 0xffffffffu) : spec.label;
+          p.file_stem = per_point_files ? point_file_stem(spec.label, values, variant, seed, r, repetitions) : spec.label;
           plan.points.push_back(std::move(p));
         }
     }
@@ -612,6 +711,7 @@ SweepPlan plan_sweep(const YAML::Node& root, const std::string& file, const Plan
                                      it->second));
     }
   }
+  if (per_point_files) make_file_stems_unique(plan.points);
   return plan;
 }
 

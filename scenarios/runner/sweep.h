@@ -35,7 +35,11 @@ struct SweepPoint {
   std::size_t strategy = 0;  // index in that variant's strategies
   std::optional<long> seed;  // overrides the strategy's `seed` option
   int repetition = 0;
-  std::string file_stem;     // placement-<stem>.json, trace-<stem>.json
+  // placement-<stem>.json, trace-<stem>.json: the label alone when the scenario has no sweep, seeds
+  // or repetitions; else the label, each swept value, the seed and the repetition
+  // (`mcmc_gpus=4_bandwidth=10GBps_seed=1_rep=0`), and a hash of the key only where two points
+  // would share a name or the name would be over 120 characters.
+  std::string file_stem;
 };
 
 struct SweepPlan {

@@ -24,9 +24,6 @@ namespace placesim {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// What every record of a point starts with, whether it ran or not.
 PointRecord point_header(const SweepPlan& plan, const SweepPoint& point) {
   const Scenario& scenario = plan.variants[point.variant];
   const StrategySpec& spec = scenario.strategies[point.strategy];
@@ -49,6 +46,8 @@ PointRecord point_header(const SweepPlan& plan, const SweepPoint& point) {
   r.collectives = scenario.simulation.collectives;
   return r;
 }
+
+namespace {
 
 PointRecord failed_record(const SweepPlan& plan, const SweepPoint& point, const std::string& error) {
   PointRecord r = point_header(plan, point);
@@ -258,6 +257,8 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   const int ranks = std::max(1, options.ranks);
   SweepSummary summary;
   summary.results_file = (dir / results_file_name(options.rank, ranks)).string();
+  // The papers' numbers the report's plots draw beside these results (report.published).
+  if (options.rank == 0 && !plan.variants.empty()) write_published(dir.string(), plan.variants.front().report.published);
   const std::string merged = (dir / "results.jsonl").string();
 
   // Graphs are loaded (or built) in this process, once per distinct `graph:`, before the workers

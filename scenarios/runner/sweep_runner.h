@@ -12,6 +12,7 @@
 #include <iosfwd>
 #include <string>
 
+#include "scenarios/runner/record.h"
 #include "scenarios/runner/sweep.h"
 
 namespace placesim {
@@ -36,5 +37,9 @@ struct SweepSummary {
 };
 
 SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::ostream& log);
+
+// What every record of a point starts with, whether it ran or not: its key, index, scenario,
+// graph, GPUs, cluster, swept values, label, seed, repetition and engines.
+PointRecord point_header(const SweepPlan& plan, const SweepPoint& point);
 
 }  // namespace placesim
