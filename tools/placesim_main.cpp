@@ -789,7 +789,7 @@ void add_report_commands(CLI::App& app, Cli& cli) {
   cli.report->add_option("results", cli.report_opts.results, "results folder, results.jsonl or results.json")->required()->check(CLI::ExistingPath);
   cli.report->add_option("-o,--output", cli.report_opts.output, "folder for the table and plots (default: <results>/report)");
   cli.report->add_flag("--no-plots", cli.report_no_plots, "tables only (no python3-matplotlib needed)");
-  cli.report->add_option("--gantt-strategy", cli.report_opts.gantt_strategy, "draw this strategy's timeline (default: the fastest)");
+  cli.report->add_option("--gantt-strategy", cli.report_opts.gantt_strategy, "draw this strategy's timeline (default: any strategy's; of the points that fit in memory, the slowest on the most GPUs, using the most of them)");
   cli.report->add_option("--rows", cli.pivot.rows, "also print a pivot table: row fields (graph, strategy, gpus or a swept key)")->delimiter(',');
   cli.report->add_option("--columns", cli.pivot.columns, "pivot column fields")->delimiter(',');
   cli.report->add_option("--value", cli.pivot.value, "pivot value: latency, search_time, evaluator_latency, simgrid_latency, peak_memory or a strategy report key");
