@@ -435,7 +435,7 @@ TEST(Cli, CollectivePrintsEachEngineBesideTheClosedForm) {
   write(dir / "c.yaml", "type: non-blocking\nservers: 4\ngpus_per_server: 1\nnic_bandwidth: 20GB/s\n");
   const std::string cluster = " --cluster " + (dir / "c.yaml").string();
   std::string out;
-  ASSERT_EQ(run_cli("collective --json --bytes 64MB" + cluster, out), 0) << out;
+  ASSERT_EQ(run_cli("collective --json --algorithm ring --bytes 64MB" + cluster, out), 0) << out;
   std::istringstream lines(out);
   std::set<std::string> engines;
   for (std::string line; std::getline(lines, line);) {
@@ -447,9 +447,15 @@ TEST(Cli, CollectivePrintsEachEngineBesideTheClosedForm) {
   }
   EXPECT_EQ(engines, (std::set<std::string>{"evaluator", "flow", "simgrid"}));
   // The table: one row per size, 1 MB to 4 MB.
-  ASSERT_EQ(run_cli("collective --bytes 1MB:4MB --engine flow" + cluster, out), 0) << out;
+  // The table: nccl-tests' columns (size, count, type), what ran, the closed form, per engine
+  // time, algbw and busbw.
+  ASSERT_EQ(run_cli("collective --algorithm ring --bytes 1MB:4MB --engine flow" + cluster, out), 0) << out;
   EXPECT_TRUE(contains(out, "all-reduce by ring, 4 GPUs")) << out;
-  EXPECT_TRUE(contains(out, "     4000000       300.00 |       300.00    13.33    20.00")) << out;
+  EXPECT_TRUE(contains(out, "collectives: ideal")) << out;
+  EXPECT_TRUE(contains(out, "     4000000      1000000    float               ring       300.00 |     300.00    13.33    20.00")) << out;
+  // auto picks per size and says what it ran; all-to-all runs direct.
+  ASSERT_EQ(run_cli("collective --json --op all-to-all --bytes 1MB --engine flow" + cluster, out), 0) << out;
+  EXPECT_EQ(nlohmann::json::parse(out.substr(0, out.find('\n')))["algorithm"], "direct") << out;
   // What the cluster cannot run is refused with the reason.
   EXPECT_EQ(run_cli("collective --algorithm halving-doubling --gpus 3" + cluster, out), 2) << out;
   EXPECT_TRUE(contains(out, "halving-doubling needs a power-of-two group")) << out;
@@ -458,26 +464,28 @@ TEST(Cli, CollectivePrintsEachEngineBesideTheClosedForm) {
   EXPECT_TRUE(contains(out, "--op: expected one of all-reduce, reduce-scatter, all-gather, all-to-all, broadcast, reduce, got "
                             "'allreduce'; did you mean 'all-reduce'?"))
       << out;
-  EXPECT_EQ(run_cli("collective --op all-to-all" + cluster, out), 2) << out;
+  EXPECT_EQ(run_cli("collective --op all-to-all --algorithm ring" + cluster, out), 2) << out;
   EXPECT_TRUE(contains(out, "all-to-all has no algorithm `ring`; it has: direct")) << out;
   EXPECT_EQ(run_cli("collective --gpus 8" + cluster, out), 2) << out;
   EXPECT_TRUE(contains(out, "the cluster has 4 GPUs, 8 were asked for")) << out;
   EXPECT_EQ(run_cli("collective --bytes 4MB:1MB" + cluster, out), 2) << out;
   EXPECT_TRUE(contains(out, "--bytes")) << out;
   // The ring runs step by step (auto); message by message it gives the same time and says its size.
-  ASSERT_EQ(run_cli("collective --json --bytes 64MB --engine flow --model messages" + cluster, out), 0) << out;
+  ASSERT_EQ(run_cli("collective --json --algorithm ring --bytes 64MB --engine flow --model messages" + cluster, out), 0) << out;
   const auto messages = nlohmann::json::parse(out.substr(0, out.find('\n')));
   EXPECT_EQ(messages["model"], "messages");
   EXPECT_GT(messages["operators"].get<int>(), 0);
   EXPECT_NEAR(messages["time_s"].get<double>(), 4.8e-3, 1e-12);
   ASSERT_EQ(run_cli("collective --bytes 64MB --engine flow" + cluster, out), 0) << out;
   EXPECT_TRUE(contains(out, "model: steps")) << out;
-  // A tree has no step view: asked for one, the command says why.
-  EXPECT_EQ(run_cli("collective --algorithm tree --model steps" + cluster, out), 2) << out;
-  EXPECT_TRUE(contains(out, "--model") && contains(out, "message by message")) << out;
+  // A tree's step view is its pipeline (lockstep): no faster than its messages.
+  ASSERT_EQ(run_cli("collective --json --algorithm tree --bytes 64MB --engine flow --model steps" + cluster, out), 0) << out;
+  const double tree_steps = nlohmann::json::parse(out.substr(0, out.find('\n')))["time_s"].get<double>();
+  ASSERT_EQ(run_cli("collective --json --algorithm tree --bytes 64MB --engine flow --model messages" + cluster, out), 0) << out;
+  EXPECT_GE(tree_steps, nlohmann::json::parse(out.substr(0, out.find('\n')))["time_s"].get<double>() * (1 - 1e-9));
   // Condensed: a flow per ring neighbour, the same time from fewer operators; a tree has no ring
   // phases to condense.
-  ASSERT_EQ(run_cli("collective --json --bytes 64MB --engine flow --model condensed" + cluster, out), 0) << out;
+  ASSERT_EQ(run_cli("collective --json --algorithm ring --bytes 64MB --engine flow --model condensed" + cluster, out), 0) << out;
   const auto condensed = nlohmann::json::parse(out.substr(0, out.find('\n')));
   EXPECT_EQ(condensed["model"], "condensed");
   EXPECT_LT(condensed["operators"].get<int>(), messages["operators"].get<int>());

@@ -128,15 +128,24 @@ TEST(CollectiveSteps, RingAllReduceOnAThousandGpusMatchesItsClosedForm) {
   EXPECT_EQ(list[0].messages.size(), 1024u);
 }
 
-TEST(CollectiveSteps, TreesAndChainsHaveNoStepView) {
+// A tree's step view is its pipeline: every edge at once, hops up + hops down + chunks - 1 times.
+// The double binary tree of 4 ranks, by hand: tree 0 (root 0; 1 and 2 under 0; 3 under 1) and
+// tree 1 (root 3; 2 and 1 under 3; 0 under 2), depth 2, 3 edges each, up and down: 12 messages of
+// S / 2 / 3 (half the buffer per tree, 3 chunks), repeated 2 + 2 + 3 - 1 = 6 times.
+TEST(CollectiveSteps, TreesAndChainsStepAsTheirPipeline) {
   const Cluster c = one_gpu_servers(4);
-  for (auto [op, a] : {std::pair{CollectiveOp::AllReduce, CollectiveAlgorithm::Tree},
-                       {CollectiveOp::Broadcast, CollectiveAlgorithm::Ring},
-                       {CollectiveOp::Reduce, CollectiveAlgorithm::Tree}}) {
-    const CollectiveSpec sp = spec(op, a, 4);
-    EXPECT_NE(collective_steps_problem(sp, c).find("message by message"), std::string::npos);
-    EXPECT_THROW(collective_steps(sp, c), std::invalid_argument);
-  }
+  CollectiveSpec sp = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Tree, 4);
+  sp.chunks = 3;
+  const std::vector<CollectiveStep> steps = collective_steps(sp, c);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].repeats, 2 + 2 + 3 - 1);
+  ASSERT_EQ(steps[0].messages.size(), 12u);
+  EXPECT_DOUBLE_EQ(steps[0].messages[0].bytes, sp.bytes / 2 / 3);
+  // A chain (ring broadcast) of 4: 3 hops down, 1 chunk: 3 repeats of 3 messages.
+  const std::vector<CollectiveStep> chain = collective_steps(spec(CollectiveOp::Broadcast, CollectiveAlgorithm::Ring, 4), c);
+  ASSERT_EQ(chain.size(), 1u);
+  EXPECT_EQ(chain[0].repeats, 3);
+  EXPECT_EQ(chain[0].messages.size(), 3u);
   // collective_problem's reasons come first.
   EXPECT_NE(collective_steps_problem(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::HalvingDoubling, 3), c), "");
 }

@@ -364,7 +364,7 @@ TEST(StrategyOptions, TimeLimitIsWallTimeOfTheWholeCall) {
 
 // What a user could observe of a cluster: devices, links and the pairwise view.
 std::string fingerprint(const Cluster& c) {
-  std::string out = c.description + "\n";
+  std::string out = c.description + fmt::format(" nccl {} nvls {}\n", c.nccl.has_value(), c.nvlink_sharp);
   for (const Device& d : c.devices()) out += fmt::format("{} {} {} {}\n", d.name, d.server, d.memory_bytes, d.compute_speed);
   for (const Link& l : c.links()) out += fmt::format("{} {} {}\n", l.name, l.bandwidth, l.latency);
   for (DeviceId a = 0; a < c.num_devices(); ++a)

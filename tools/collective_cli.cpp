@@ -1,6 +1,7 @@
 #include "collective_cli.h"
 
 #include <cmath>
+#include <limits>
 #include <fmt/format.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "sim/collectives/algorithms.h"
 #include "sim/collectives/collective_steps.h"
 #include "sim/collectives/collectives.h"
+#include "sim/collectives/nccl.h"
 #include "sim/core/errors.h"
 #include "sim/core/execution_graph.h"
 #include "sim/core/units.h"
@@ -26,7 +28,7 @@ std::vector<std::string> op_names() {
   return out;
 }
 std::vector<std::string> algorithm_names() {
-  std::vector<std::string> out;
+  std::vector<std::string> out{"auto"};
   for (const auto& n : collective_algorithm_names()) out.emplace_back(n.name);
   return out;
 }
@@ -74,16 +76,95 @@ std::vector<DeviceId> parse_group(const CollectiveArgs& a, const Cluster& cluste
   return group;
 }
 
+// nccl-tests' data types and their sizes (its -d option).
+constexpr std::pair<const char*, int> kDataTypes[] = {{"int8", 1}, {"half", 2}, {"bfloat16", 2}, {"float", 4}, {"double", 8}};
+int type_size(const std::string& type) {
+  for (const auto& [name, size] : kDataTypes)
+    if (type == name) return size;
+  return 4;
+}
+
+constexpr const char* kModelled =
+    "Modelled: the algorithm's messages as flows sharing the fabric's links max-min fairly (flow, simgrid; the evaluator "
+    "gives each alone), and on a cluster with `collectives: nccl` (the presets) NCCL 2.18's costs: a base latency per "
+    "protocol (NVLS its own), a per-hop latency per protocol and hop kind (NVLink, network), the share of a link each "
+    "protocol reaches, one ring or tree per channel (channel c enters each server at local rank c: one per NIC), NVLS "
+    "on NVLink-SHARP servers, and `auto` choosing algorithm, protocol and channels per size by the closed form. Not "
+    "modelled: per-channel SM bandwidth caps, NCCL's in-flight slots (a message's latency is not hidden behind the "
+    "previous one's bytes), PCIe between GPU and NIC, CollNet, NVLS-tree, reductions' compute. The closed form is "
+    "contention-free under the ideal model (each pair alone) and prices each step's busiest link under NCCL's. "
+    "docs/collectives.md has the details.";
+
+// The spec of the command line (bytes 1), checked.
+CollectiveSpec spec_of(const CollectiveArgs& a, const Cluster& cluster) {
+  if (!a.group.empty() && a.gpus > 0) throw InputError("command line", "--group", "give --group or --gpus, not both");
+  CollectiveSpec spec;
+  spec.op = enum_parse<CollectiveOp>(kCollectiveOpNames, a.op, "command line", "--op");
+  spec.group = parse_group(a, cluster);
+  spec.tuned = a.algorithm == "auto";
+  if (!spec.tuned)
+    spec.algorithm = enum_parse<CollectiveAlgorithm>(collective_algorithm_names(), a.algorithm, "command line", "--algorithm");
+  if (a.protocol != "auto") {
+    spec.protocol = enum_parse<NcclProtocol>(kNcclProtocolNames, a.protocol, "command line", "--protocol");
+    spec.pin_protocol = true;
+  }
+  spec.channels = a.channels > 0 ? a.channels : 1;
+  spec.pin_channels = a.channels > 0;
+  spec.chunks = a.chunks;
+  spec.root = a.root;
+  spec.bytes = 1;
+  if (const std::string why = collective_problem(spec, cluster); !why.empty())
+    throw InputError("command line", "--op/--algorithm/--gpus/--channels", why);
+  return spec;
+}
+
+// The spec that runs at `size`: tuned where auto; a pinned algorithm with NCCL's channels unless
+// pinned and, on an NCCL cluster with the protocol left to auto, its fastest protocol (NCCL_ALGO
+// set, NCCL_PROTO not).
+CollectiveSpec resolved_at(CollectiveSpec spec, const Cluster& cluster, double size) {
+  spec.bytes = size;
+  if (spec.tuned) return nccl_tuned(spec, cluster);
+  if (!spec.pin_channels && (spec.algorithm == CollectiveAlgorithm::Ring || spec.algorithm == CollectiveAlgorithm::Tree))
+    spec.channels = nccl_channels(spec, cluster);
+  if (!cluster.nccl || spec.pin_protocol || collective_algorithm(spec.algorithm).nvls) return spec;
+  CollectiveSpec best = spec;
+  double best_time = std::numeric_limits<double>::infinity();
+  for (const auto& p : kNcclProtocolNames) {
+    CollectiveSpec candidate = spec;
+    candidate.protocol = p.value;
+    const double t = collective_closed_form(candidate, cluster);
+    if (t < best_time) best_time = t, best = candidate;
+  }
+  return best;
+}
+
 }  // namespace
 
 CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& a) {
   auto* c = app.add_subcommand(
       "collective",
       "time one collective on a cluster for a range of sizes, per engine and closed form (nccl-tests' table)");
+  c->footer(kModelled);
   c->add_option("--cluster", a.cluster, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
   c->add_option("--op", a.op, "the collective")->check(one_of(op_names()))->capture_default_str();
-  c->add_option("--algorithm", a.algorithm, "how it is decomposed into transfers (docs/parallelism.md)")
+  c->add_option("--algorithm", a.algorithm,
+                "how it is decomposed into transfers (docs/collectives.md); auto: per size, the algorithm, protocol and "
+                "channels NCCL's tuning would pick (NCCL_ALGO unset)")
       ->check(one_of(algorithm_names()))
+      ->capture_default_str();
+  std::vector<std::string> protocols{"auto"};
+  for (const auto& p : kNcclProtocolNames) protocols.emplace_back(p.name);
+  c->add_option("--protocol", a.protocol,
+                "NCCL's protocol where the cluster runs NCCL (as NCCL_PROTO); auto: the fastest for the algorithm")
+      ->check(one_of(protocols))
+      ->capture_default_str();
+  c->add_option("--channels", a.channels,
+                "rings or trees, each on 1/channels of the buffer (default: NCCL's, one per rank of a server across servers)")
+      ->check(whole_number(1, 64));
+  std::vector<std::string> types;
+  for (const auto& [name, size] : kDataTypes) types.emplace_back(name);
+  c->add_option("--type", a.type, "the data type, for nccl-tests' count column (count = size / its bytes)")
+      ->check(one_of(types))
       ->capture_default_str();
   c->add_option("--bytes", a.bytes, "one size, or FROM:TO (each size --factor times the last), per rank as in nccl-tests")
       ->capture_default_str();
@@ -111,17 +192,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& a) {
 
 int cmd_collective(const CollectiveArgs& a) {
   const Cluster cluster = load_cluster_file(a.cluster);
-  if (!a.group.empty() && a.gpus > 0)
-    throw InputError("command line", "--group", "give --group or --gpus, not both");
-  CollectiveSpec spec;
-  spec.op = enum_parse<CollectiveOp>(kCollectiveOpNames, a.op, "command line", "--op");
-  spec.algorithm = enum_parse<CollectiveAlgorithm>(collective_algorithm_names(), a.algorithm, "command line", "--algorithm");
-  spec.group = parse_group(a, cluster);
-  spec.chunks = a.chunks;
-  spec.root = a.root;
-  spec.bytes = 1;
-  if (const std::string why = collective_problem(spec, cluster); !why.empty())
-    throw InputError("command line", "--op/--algorithm/--gpus", why);
+  CollectiveSpec spec = spec_of(a, cluster);
   const std::string no_steps = collective_steps_problem(spec, cluster);
   if (a.model == "steps" && !no_steps.empty()) throw InputError("command line", "--model", no_steps);
   const bool by_steps = a.model == "steps" || (a.model == "auto" && no_steps.empty());
@@ -147,50 +218,63 @@ int cmd_collective(const CollectiveArgs& a) {
 
   const int n = static_cast<int>(spec.group.size());
   const double bus_factor = bus_bandwidth_factor(spec.op, n);
+  const int element = type_size(a.type);
   if (!a.json) {
-    std::cout << fmt::format("# {} by {}, {} GPUs of {}; {} chunk{} per message; model: {}\n", a.op, a.algorithm, n,
-                             cluster.description, a.chunks, a.chunks == 1 ? "" : "s",
+    std::cout << fmt::format("# {} by {}, {} GPUs of {}; {} chunk{} per message; collectives: {}; model: {}\n", a.op,
+                             a.algorithm, n, cluster.description, a.chunks, a.chunks == 1 ? "" : "s",
+                             cluster.nccl ? "NCCL 2.18 (docs/collectives.md)" : "ideal (line rate, no latency floor)",
                              by_steps ? "steps (each distinct step once, ranks in lockstep)"
                              : a.model == "condensed" ? "condensed (a flow per ring neighbour and phase)"
                                                       : "messages (every rank's messages)");
-    std::cout << "# size in bytes, time in us, algbw and busbw in GB/s (busbw = algbw x " << fmt::format("{:.4g}", bus_factor)
-              << "); closed form: contention-free, at the slowest pair the algorithm sends between\n";
-    std::string head = fmt::format("{:>12} {:>12}", "size", "closed form");
-    for (const auto& e : engines) head += fmt::format(" | {:>12} {:>8} {:>8}", e, "algbw", "busbw");
+    std::cout << fmt::format("# size in bytes, time in us, algbw and busbw in GB/s (busbw = algbw x {:.4g}); ran: "
+                             "algorithm, protocol, channels; closed form: {}\n",
+                             bus_factor,
+                             cluster.nccl ? "each step at its busiest link" : "contention-free, at the slowest pair the algorithm sends between");
+    std::string head = fmt::format("{:>12} {:>12} {:>8} {:>18} {:>12}", "size", "count", "type", "ran", "closed form");
+    for (const auto& e : engines) head += fmt::format(" | {:>10} {:>8} {:>8}", e, "algbw", "busbw");
     std::cout << head << "\n";
   }
   std::vector<double> walls(engines.size(), 0.0);
   for (double size : sizes) {
-    spec.bytes = size;
+    const CollectiveSpec ran_spec = resolved_at(spec, cluster, size);
     // The message-level graph is built only for that model (n^2 operators).
     std::size_t operators = 0, transfers = 0;
     EngineRuns ran;
     if (by_steps) {
-      ran = run_collective_steps(spec, cluster, which);
+      ran = run_collective_steps(ran_spec, cluster, which);
     } else {
-      const ExecutionGraph g = collective_graph(spec, cluster);
+      const ExecutionGraph g = collective_graph(ran_spec, cluster);
       operators = g.graph.num_operators();
       transfers = g.graph.num_tensors();
       // A collective's operators are communication steps, in no GPU's queue: the order does not matter.
       ran = run_engines(g, cluster, which, RunOrder::Fcfs);
     }
-    const double closed = collective_closed_form(spec, cluster);
-    const std::vector<EngineRun>& runs = ran.runs;
+    const double closed = collective_closed_form(ran_spec, cluster);
+    const auto count = static_cast<long long>(size / element);
     if (a.json) {
-      for (const auto& r : runs) {
+      for (const auto& r : ran.runs) {
         const double algbw = r.latency > 0 ? size / r.latency : 0;
-        nlohmann::json line{{"op", a.op},
-                                    {"algorithm", a.algorithm},
-                                    {"gpus", n},
-                                    {"chunks", a.chunks},
-                                    {"bytes", size},
-                                    {"engine", r.engine},
-                                    {"time_s", r.latency},
-                                    {"closed_form_s", closed},
-                                    {"algbw_bytes_per_s", algbw},
-                                    {"busbw_bytes_per_s", algbw * bus_factor},
-                                    {"wall_s", r.wall_s},
-                                    {"model", model}};
+        nlohmann::json line{
+            {"op", a.op},
+            {"algorithm", enum_name<CollectiveAlgorithm>(collective_algorithm_names(), ran_spec.algorithm)},
+            {"protocol", cluster.nccl ? nlohmann::json(enum_name<NcclProtocol>(kNcclProtocolNames, ran_spec.protocol)) : nlohmann::json()},
+            {"channels", ran_spec.channels},
+            {"gpus", n},
+            {"chunks", a.chunks},
+            {"size", size},
+            {"bytes", size},
+            {"count", count},
+            {"type", a.type},
+            {"engine", r.engine},
+            {"time_us", r.latency * 1e6},
+            {"time_s", r.latency},
+            {"algbw", algbw / 1e9},
+            {"busbw", algbw * bus_factor / 1e9},
+            {"algbw_bytes_per_s", algbw},
+            {"busbw_bytes_per_s", algbw * bus_factor},
+            {"closed_form_s", closed},
+            {"wall_s", r.wall_s},
+            {"model", model}};
         if (!by_steps) {
           line["operators"] = operators;
           line["transfers"] = transfers;
@@ -198,14 +282,15 @@ int cmd_collective(const CollectiveArgs& a) {
         std::cout << line.dump() << "\n";
       }
     } else {
-      std::string line = fmt::format("{:>12.0f} {:>12.2f}", size, closed * 1e6);
-      for (const auto& r : runs) {
+      std::string line = fmt::format("{:>12.0f} {:>12} {:>8} {:>18} {:>12.2f}", size, count, a.type,
+                                     collective_choice_text(ran_spec, cluster), closed * 1e6);
+      for (const auto& r : ran.runs) {
         const double algbw = r.latency > 0 ? size / r.latency / 1e9 : 0;
-        line += fmt::format(" | {:>12.2f} {:>8.2f} {:>8.2f}", r.latency * 1e6, algbw, algbw * bus_factor);
+        line += fmt::format(" | {:>10.2f} {:>8.2f} {:>8.2f}", r.latency * 1e6, algbw, algbw * bus_factor);
       }
       std::cout << line << "\n" << std::flush;
     }
-    for (std::size_t k = 0; k < runs.size(); ++k) walls[k] += runs[k].wall_s;
+    for (std::size_t k = 0; k < ran.runs.size(); ++k) walls[k] += ran.runs[k].wall_s;
   }
   if (!a.json) {
     std::string line = "# simulated in:";

@@ -7,8 +7,9 @@
 namespace placesim {
 
 struct CollectiveArgs {
-  std::string cluster, op = "all-reduce", algorithm = "ring", bytes = "1MiB:1GiB", engine = "all", group,
-              model = "auto";
+  std::string cluster, op = "all-reduce", algorithm = "auto", protocol = "auto", bytes = "1MiB:1GiB", engine = "all",
+              group, model = "auto", type = "float";
+  int channels = 0;  // 0: NCCL's (one per rank of a server across servers)
   double factor = 2;
   int gpus = 0, chunks = 1, root = 0;
   bool json = false;

@@ -133,6 +133,12 @@ Servers add_servers(Cluster& c, const GpuServersConfig& cfg, const std::vector<i
     if (o.gpu_memory > 0) memory[o.server] = o.gpu_memory;
     if (o.gpu_speed > 0) speed[o.server] = o.gpu_speed;
   }
+  if (cfg.collectives == CollectiveModel::Nccl) {
+    c.nccl = nccl_calibrated_costs();
+    c.fabric.notes.push_back("collectives: as NCCL 2.18 runs them (protocols, latencies, channels; docs/collectives.md)");
+  }
+  c.nvlink_sharp = cfg.nvlink_sharp;
+  if (cfg.nvlink_sharp) c.fabric.notes.push_back("NVSwitches reduce in the switch (NVLink SHARP): NVLS all-reduce");
   for (int srv = 0; srv < s.count; ++srv) s.node.push_back(c.add_node({fmt::format("server{}", srv), NodeKind::Server, srv}));
   for (int srv = 0; srv < s.count; ++srv)
     for (int g = s.first_gpu[srv]; g < s.first_gpu[srv + 1]; ++g) {

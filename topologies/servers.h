@@ -41,6 +41,12 @@ struct ConfigSource {
   [[noreturn]] void fail(const std::string& key, const std::string& what) const;
 };
 
+// How collectives run: `ideal` at line rate with no latency floor (the papers' model), `nccl` as
+// NCCL 2.18 runs them (sim/collectives/nccl.h, with the costs of nccl_calibrated_costs).
+enum class CollectiveModel { Ideal, Nccl };
+inline constexpr EnumName<CollectiveModel> kCollectiveModelNames[] = {{CollectiveModel::Ideal, "ideal"},
+                                                                      {CollectiveModel::Nccl, "nccl"}};
+
 // The GPU servers every fabric connects (each fabric's config extends it).
 struct GpuServersConfig {
   int servers = 4;
@@ -50,6 +56,8 @@ struct GpuServersConfig {
   double gpu_memory = kDefaultGpuMemory;
   double gpu_speed = 1.0;
   std::vector<ServerOverride> overrides;
+  CollectiveModel collectives = CollectiveModel::Ideal;  // how collectives run (Cluster::nccl)
+  bool nvlink_sharp = false;                             // NVSwitches that reduce (Cluster::nvlink_sharp)
   bool operator==(const GpuServersConfig&) const = default;
 };
 
@@ -82,6 +90,11 @@ OptionSchema<Config> gpu_servers_schema(std::string servers_default = "") {
   s.add({"server_overrides", "list", "per-server GPU memory and/or speed: [{server: 3, gpu_memory: 80GiB}, {servers: [4, 5], gpu_speed: 2}]",
          "none", {}, "[{server: 0, gpu_speed: 3}]"},
         parse_server_overrides);
+  s.choice("collectives", &GpuServersConfig::collectives, std::span<const EnumName<CollectiveModel>>(kCollectiveModelNames),
+           "how collectives run: ideal (line rate, no latency floor, as the papers) or nccl (NCCL's protocols, latencies and "
+           "algorithms, calibrated on nccl-tests: docs/collectives.md)",
+           "nccl");
+  s.flag("nvlink_sharp", &GpuServersConfig::nvlink_sharp, "NVSwitches reduce in the switch (NVLink SHARP): NCCL's NVLS all-reduce runs");
   s.check(check_server_overrides);
   OptionSchema<Config> out;
   out.include(s);

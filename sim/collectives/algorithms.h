@@ -16,13 +16,20 @@ namespace placesim {
 // Per level (from the server up), its rings of ranks: collective_levels' answer.
 using CollectiveLevels = std::vector<std::vector<std::vector<int>>>;
 
+// What an algorithm's shape may depend on beyond the spec.
+struct ShapeContext {
+  CollectiveLevels levels;                // collective_levels' answer for an algorithm with `levels`
+  std::vector<std::vector<int>> servers;  // the group's ranks by server (ranks_by_server)
+  bool nccl = false;                      // the cluster runs NCCL (Cluster::nccl): NCCL's trees
+};
+
 struct CollectiveAlgorithmInfo : RegistryEntry {
   std::vector<CollectiveOp> ops;  // the operations it has
   bool power_of_two = false;      // needs a group of 2^k ranks
   bool levels = false;            // runs over the fabric's levels (collective_levels)
-  // Its phases for a spec collective_problem accepts; `levels` is collective_levels' answer when
-  // `levels` is set, empty otherwise.
-  CollectiveShape (*shape)(const CollectiveSpec& spec, const CollectiveLevels& levels) = nullptr;
+  // Its phases for a spec collective_problem accepts.
+  CollectiveShape (*shape)(const CollectiveSpec& spec, const ShapeContext& context) = nullptr;
+  bool nvls = false;              // needs NVLink SHARP and the group in one server
 };
 
 // Every algorithm, in registration order: the built-ins first, in the order of

@@ -10,6 +10,7 @@
 
 #include "sim/collectives/algorithms.h"
 #include "sim/collectives/collectives.h"
+#include "sim/collectives/nccl.h"
 
 namespace placesim {
 
@@ -31,20 +32,44 @@ double phase_time(const CollectivePhase& phase, double bytes, int chunks, PairPr
   if (const auto* ring = std::get_if<RingPhase>(&phase.shape))
     return ring->steps * (c * price.alpha + bytes / ring->divisor * price.inv_b);
   if (const auto* tree = std::get_if<TreePhase>(&phase.shape)) {
-    const auto n = tree->trees.front().size();
-    const double depth = static_cast<double>(tree->chain ? n - 1 : std::bit_width(n) - 1);
+    const double depth = tree_depth(*tree);
     const double hops = (tree->up ? depth : 0) + (tree->down ? depth : 0);
     return (hops + c - 1) * (price.alpha + bytes / tree->divisor / c * price.inv_b);
   }
   return c * price.alpha + bytes / std::get<ExchangePhase>(phase.shape).divisor * price.inv_b;
 }
 
+// With NCCL costs, a phase's pairs are priced by the load they put on each link together: all of
+// a phase's messages run at once (a ring's step over every channel, a tree's edges up and down
+// with their chunks pipelined, an exchange), so 1/B is the largest link load (bytes on the wire
+// per byte of piece) over the link's bandwidth. This is what NCCL's tuning model prices (a
+// channel's rate times the channels, capped by the links) and what the flow engine finds for a
+// collective alone where every flow of a step runs at one rate.
+PairPrice link_load_price(const CollectivePhase& phase, const CollectiveSpec& spec, const Cluster& cluster) {
+  PairPrice price;
+  std::vector<double> load(cluster.links().size(), 0.0);
+  for_each_pair(phase, [&](int from, int to) {
+    const DeviceId a = spec.group[static_cast<std::size_t>(from)], b = spec.group[static_cast<std::size_t>(to)];
+    const MessageCost cost = nccl_message_cost(spec, cluster, a, b);
+    price.alpha = std::max(price.alpha, cluster.latency(a, b) + cost.overhead_s);
+    for (const RoutePath& path : cluster.paths(a, b))
+      for (int l : path.links) load[static_cast<std::size_t>(l)] += path.share * cost.wire_factor;
+  });
+  for (std::size_t l = 0; l < load.size(); ++l)
+    if (load[l] > 0) price.inv_b = std::max(price.inv_b, load[l] / cluster.link(static_cast<int>(l)).bandwidth);
+  return price;
+}
+
 // A checked spec's phases with their pairs priced once; at(bytes) is the time at any size.
 class PricedCollective {
  public:
   PricedCollective(const CollectiveSpec& spec, const Cluster& cluster)
-      : chunks_(spec.chunks), shape_(collective_shape(spec, cluster)) {
+      : spec_(spec), cluster_(cluster), shape_(collective_shape(spec, cluster)), base_(nccl_base_latency(spec, cluster)) {
     for (const CollectivePhase& phase : shape_) {
+      if (cluster.nccl) {
+        prices_.push_back(link_load_price(phase, spec, cluster));
+        continue;
+      }
       PairPrice& price = prices_.emplace_back();
       for_each_pair(phase, [&](int from, int to) {
         const DeviceId a = spec.group[static_cast<std::size_t>(from)], b = spec.group[static_cast<std::size_t>(to)];
@@ -56,14 +81,20 @@ class PricedCollective {
 
   double at(double bytes) const {
     if (bytes == 0) return 0;  // zero-byte pieces are free in every engine
-    double t = 0;
-    for (std::size_t i = 0; i < shape_.size(); ++i) t += phase_time(shape_[i], bytes, chunks_, prices_[i]);
+    double t = base_;
+    for (std::size_t i = 0; i < shape_.size(); ++i) {
+      int chunks = spec_.chunks;
+      if (const auto* tree = std::get_if<TreePhase>(&shape_[i].shape)) chunks = tree_chunks(spec_, cluster_, bytes / tree->divisor);
+      t += phase_time(shape_[i], bytes, chunks, prices_[i]);
+    }
     return t;
   }
 
  private:
-  int chunks_;
+  CollectiveSpec spec_;
+  const Cluster& cluster_;
   CollectiveShape shape_;
+  double base_;
   std::vector<PairPrice> prices_;  // per phase
 };
 
@@ -85,13 +116,16 @@ double uniform_collective_time(CollectiveOp op, CollectiveAlgorithm algorithm, i
   return t;
 }
 
-double collective_closed_form(const CollectiveSpec& spec, const Cluster& cluster) {
-  if (const std::string why = collective_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
+double collective_closed_form(const CollectiveSpec& tuned, const Cluster& cluster) {
+  if (const std::string why = collective_problem(tuned, cluster); !why.empty()) throw std::invalid_argument(why);
+  const CollectiveSpec spec = nccl_tuned(tuned, cluster);
   return PricedCollective(spec, cluster).at(spec.bytes);
 }
 
-AffineTime collective_affine_form(const CollectiveSpec& spec, const Cluster& cluster) {
-  if (const std::string why = collective_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
+AffineTime collective_affine_form(const CollectiveSpec& tuned, const Cluster& cluster) {
+  if (const std::string why = collective_problem(tuned, cluster); !why.empty()) throw std::invalid_argument(why);
+  // Tuned: the choice at the spec's size (a line through the chosen algorithm's times).
+  const CollectiveSpec spec = nccl_tuned(tuned, cluster);
   const PricedCollective priced(spec, cluster);
   return affine_in_bytes([&](double bytes) { return priced.at(bytes); });
 }

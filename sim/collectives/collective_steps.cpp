@@ -6,37 +6,40 @@
 #include <stdexcept>
 
 #include "sim/collectives/algorithms.h"
+#include "sim/collectives/nccl.h"
 
 namespace placesim {
 
 std::string collective_steps_problem(const CollectiveSpec& spec, const Cluster& cluster) {
-  if (std::string why = collective_problem(spec, cluster); !why.empty()) return why;
-  for (const CollectivePhase& phase : collective_shape(spec, cluster))
-    if (std::holds_alternative<TreePhase>(phase.shape))
-      return fmt::format("{} by {} pipelines its chunks across steps, which the step model (ranks in lockstep) cannot "
-                         "express; run it message by message",
-                         enum_name<CollectiveOp>(kCollectiveOpNames, spec.op),
-                         enum_name<CollectiveAlgorithm>(collective_algorithm_names(), spec.algorithm));
-  return "";
+  return collective_problem(spec, cluster);
 }
 
-std::vector<CollectiveStep> collective_steps(const CollectiveSpec& spec, const Cluster& cluster) {
-  if (const std::string why = collective_steps_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
-  const int c = spec.chunks;
+std::vector<CollectiveStep> collective_steps(const CollectiveSpec& tuned, const Cluster& cluster) {
+  if (const std::string why = collective_steps_problem(tuned, cluster); !why.empty()) throw std::invalid_argument(why);
+  const CollectiveSpec spec = nccl_tuned(tuned, cluster);
   std::vector<CollectiveStep> steps;
   for (const CollectivePhase& phase : collective_shape(spec, cluster)) {
     // A ring phase is one step of every ring's messages, repeated steps x chunks times; an exchange
-    // one step of its messages, repeated chunks times. Each message is 1/c of its piece.
+    // one step of its messages, repeated chunks times; a tree phase one step of every edge,
+    // repeated hops + chunks - 1 times. Each message is 1/c of its piece.
+    int c = spec.chunks;
     CollectiveStep step{phase.name, {}, c};
     double piece = spec.bytes;
     if (const auto* ring = std::get_if<RingPhase>(&phase.shape)) {
       step.repeats = std::int64_t{ring->steps} * c;
       piece /= ring->divisor;
+    } else if (const auto* tree = std::get_if<TreePhase>(&phase.shape)) {
+      piece /= tree->divisor;
+      c = tree_chunks(spec, cluster, piece);
+      const int depth = tree_depth(*tree);
+      step.repeats = std::int64_t{(tree->up ? depth : 0) + (tree->down ? depth : 0)} + c - 1;
     } else {
       piece /= std::get<ExchangePhase>(phase.shape).divisor;
     }
     for_each_pair(phase, [&](int from, int to) {
-      step.messages.push_back({spec.group[static_cast<std::size_t>(from)], spec.group[static_cast<std::size_t>(to)], piece / c});
+      const DeviceId a = spec.group[static_cast<std::size_t>(from)], b = spec.group[static_cast<std::size_t>(to)];
+      const MessageCost cost = nccl_message_cost(spec, cluster, a, b);
+      step.messages.push_back({a, b, piece / c * cost.wire_factor, cost.overhead_s});
     });
     if (!step.messages.empty() && step.repeats > 0) steps.push_back(std::move(step));
   }
@@ -53,14 +56,16 @@ ExecutionGraph step_graph(const CollectiveStep& step) {
     return it->second;
   };
   for (const CollectiveMessage& m : step.messages)
-    g.graph.add_tensor(node(send, m.src, "send"), node(receive, m.dst, "receive"), m.bytes);
+    g.graph.add_tensor(node(send, m.src, "send"), node(receive, m.dst, "receive"), m.bytes, false, 1, m.overhead_s);
   g.graph.finalize(fmt::format("collective step '{}'", step.what));
   return g;
 }
 
-EngineRuns run_collective_steps(const CollectiveSpec& spec, const Cluster& cluster, EngineSet which) {
+EngineRuns run_collective_steps(const CollectiveSpec& tuned, const Cluster& cluster, EngineSet which) {
+  const CollectiveSpec spec = nccl_tuned(tuned, cluster);
+  const double base = spec.bytes > 0 ? nccl_base_latency(spec, cluster) : 0.0;
   EngineRuns total;
-  for (std::string_view name : which.engines()) total.runs.push_back({std::string(name), 0.0, 0.0, {}, {}});
+  for (std::string_view name : which.engines()) total.runs.push_back({std::string(name), base, 0.0, {}, {}});
   // Steps equal to an earlier one (hierarchical's two intra-server phases) reuse its times.
   std::vector<std::pair<const CollectiveStep*, EngineRuns>> done;
   const std::vector<CollectiveStep> steps = collective_steps(spec, cluster);

@@ -38,7 +38,8 @@ namespace placesim {
 
 struct CollectiveMessage {
   DeviceId src = 0, dst = 0;
-  double bytes = 0;
+  double bytes = 0;         // on the wire (with NCCL costs, the protocol's bytes)
+  double overhead_s = 0;    // NCCL's per-hop latency (Tensor::overhead_s)
   bool operator==(const CollectiveMessage&) const = default;
 };
 
@@ -48,8 +49,12 @@ struct CollectiveStep {
   std::int64_t repeats = 1;                // back to back
 };
 
-// Why the spec has no step view ("" when it has): collective_problem's reasons, and tree and
-// chain algorithms.
+// Tree and chain phases pipeline their chunks: their step view is the pipeline's, every edge of
+// the trees (up and down) carrying one chunk at once, repeated hops + chunks - 1 times (the
+// closed form's count): exact where every edge runs at one rate, an upper bound elsewhere.
+// A collective's base latency (NCCL's, sim/collectives/nccl.h) is added once.
+//
+// Why the spec has no step view ("" when it has): collective_problem's reasons.
 std::string collective_steps_problem(const CollectiveSpec& spec, const Cluster& cluster);
 
 // The steps of the collective, in order. Throws std::invalid_argument with

@@ -36,11 +36,29 @@ std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluste
   if ((spec.op == CollectiveOp::Broadcast || spec.op == CollectiveOp::Reduce) &&
       (spec.root < 0 || spec.root >= static_cast<int>(n)))
     return fmt::format("the root must be a rank of the group (0 to {}), got {}", n - 1, spec.root);
+  if (spec.channels < 1 || spec.channels > 64) return fmt::format("channels must be 1 to 64, got {}", spec.channels);
+  if (spec.tuned) {  // nccl_tuned checks each algorithm it considers
+    if (!cluster.all_pairs_reachable())
+      for (DeviceId a : spec.group)
+        for (DeviceId b : spec.group)
+          if (!cluster.reachable(a, b))
+            return fmt::format("{} cannot reach {} in this cluster", cluster.device(a).name, cluster.device(b).name);
+    return "";
+  }
   if (!collective_supports(spec.op, spec.algorithm))
     return fmt::format("{} has no algorithm `{}`; it has: {}", op, alg, collective_algorithms_of(spec.op));
   const CollectiveAlgorithmInfo& algorithm = collective_algorithm(spec.algorithm);
   if (algorithm.power_of_two && !std::has_single_bit(n))
     return fmt::format("{} needs a power-of-two group, this one has {} GPUs (ring or direct take any)", alg, n);
+  if (algorithm.nvls) {
+    if (!cluster.nvlink_sharp)
+      return fmt::format("{} needs NVSwitches that reduce (nvlink_sharp: true, as the dgx-h100 preset has)", alg);
+    for (DeviceId d : spec.group)
+      if (cluster.device(d).server != cluster.device(spec.group.front()).server)
+        return fmt::format("{} runs inside one server; {} and {} are in servers {} and {}", alg,
+                           cluster.device(spec.group.front()).name, cluster.device(d).name,
+                           cluster.device(spec.group.front()).server, cluster.device(d).server);
+  }
   if (!cluster.all_pairs_reachable())
     for (DeviceId a : spec.group)
       for (DeviceId b : spec.group)

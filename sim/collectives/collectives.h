@@ -48,6 +48,7 @@
 #include "sim/core/execution_graph.h"
 #include "sim/core/graph.h"
 #include "sim/core/names.h"
+#include "sim/core/nccl_costs.h"
 
 namespace placesim {
 
@@ -63,7 +64,7 @@ inline constexpr EnumName<CollectiveOp> kCollectiveOpNames[] = {
 // algorithm's position in the registry (sim/collectives/algorithms/registry.cpp): an algorithm
 // registered after these has no enumerator, and users name every algorithm by its registered name
 // (collective_algorithm_names).
-enum class CollectiveAlgorithm : int { Ring, Tree, HalvingDoubling, Direct, Hierarchical, MultiLevel };
+enum class CollectiveAlgorithm : int { Ring, Tree, HalvingDoubling, Direct, Hierarchical, MultiLevel, Pairwise, Nvls };
 // Every registered algorithm's value and name, for options and messages.
 std::span<const EnumName<CollectiveAlgorithm>> collective_algorithm_names();
 // The registered algorithms that run `op`: what an option choosing the algorithm of an all-reduce
@@ -94,6 +95,16 @@ struct CollectiveSpec {
   int chunks = 1;               // pieces per message, >= 1
   int root = 0;                 // broadcast and reduce: the root's rank
   CollectiveDetail detail = CollectiveDetail::Messages;  // of ring phases (above)
+  // NCCL's protocol (on a cluster with NCCL costs, Cluster::nccl; ignored elsewhere) and
+  // channels: rings and trees run once per channel on 1/channels of the buffer, channel c's
+  // entering each server at its local rank c (one ring per NIC across servers).
+  NcclProtocol protocol = NcclProtocol::Simple;
+  int channels = 1;
+  // `algorithm: auto`: algorithm, protocol and channels chosen per size by NCCL's tuning
+  // (nccl_tuned, sim/collectives/nccl.h), as NCCL does when NCCL_ALGO and NCCL_PROTO are unset.
+  bool tuned = false;
+  // Tuned with NCCL_PROTO or the channel count set: the choice keeps them.
+  bool pin_protocol = false, pin_channels = false;
 };
 
 // Why the spec cannot run on the cluster ("" when it can): an empty or repeated group, a GPU the

@@ -7,6 +7,7 @@
 
 #include "sim/collectives/algorithms.h"
 #include "sim/collectives/collectives.h"
+#include "sim/collectives/nccl.h"
 
 namespace placesim {
 
@@ -15,11 +16,15 @@ namespace {
 // Builds the operators and transfers of one collective.
 class Builder {
  public:
-  Builder(ExecutionGraph& out, const CollectiveSpec& spec, const std::string& name)
-      : out_(out), spec_(spec), name_(name), n_(static_cast<int>(spec.group.size())) {}
+  Builder(ExecutionGraph& out, const CollectiveSpec& spec, const Cluster& cluster, const std::string& name)
+      : out_(out), spec_(spec), cluster_(cluster), name_(name), n_(static_cast<int>(spec.group.size())),
+        starts_(spec.group.size(), -1), base_(nccl_base_latency(spec, cluster)) {}
 
   int ranks() const { return n_; }
+  int channels() const { return spec_.channels; }
   int chunks() const { return spec_.chunks; }
+  // Chunks of a tree phase whose trees each carry `share` bytes (tree_chunks).
+  int tree_chunks_of(double share) const { return tree_chunks(spec_, cluster_, share); }
   bool condensed() const { return spec_.detail == CollectiveDetail::Condensed; }
   // Connections of different channels are independent (NCCL's channels: the double binary
   // tree's two trees may join the same two GPUs, each with its own connection).
@@ -33,7 +38,7 @@ class Builder {
   OpId start(int r, std::span<const OpId> after) {
     const OpId s = node(r, "start");
     if (!after.empty() && after[r] >= 0) out_.depend(after[r], s);
-    return s;
+    return starts_[static_cast<std::size_t>(r)] = s;
   }
   void depend(OpId from, OpId to) { out_.depend(from, to); }
   // An operator of rank r that waits for all of `pieces`.
@@ -55,6 +60,8 @@ class Builder {
   // the connection src -> dst it leaves from a sender operator of its own, which waits for `from`
   // and for the previous piece's arrival: holding `from` itself back would hold back everything
   // else that waits for it.
+  // With NCCL costs (sim/collectives/nccl.h) the piece carries its wire bytes and pays the
+  // per-hop latency, and the collective's base latency when it leaves from the rank's start.
   void send(int src, OpId from, int dst, OpId to, double bytes, std::int32_t latencies = 1) {
     auto [it, fresh] = last_arrival_.try_emplace({channel_, src, dst}, -1);
     OpId sender = from;
@@ -63,7 +70,9 @@ class Builder {
       depend(from, sender);
       depend(it->second, sender);
     }
-    out_.graph.add_tensor(sender, to, bytes, false, latencies);
+    const MessageCost cost = nccl_message_cost(spec_, cluster_, spec_.group[src], spec_.group[dst]);
+    const double overhead = cost.overhead_s * latencies + (from == starts_[static_cast<std::size_t>(src)] ? base_ : 0.0);
+    out_.graph.add_tensor(sender, to, bytes * cost.wire_factor, false, latencies, overhead);
     it->second = to;
   }
   // A message of `bytes` in spec.chunks pieces, as one step that ends when all have arrived:
@@ -81,8 +90,11 @@ class Builder {
  private:
   ExecutionGraph& out_;
   const CollectiveSpec& spec_;
+  const Cluster& cluster_;
   std::string name_;
   int n_;
+  std::vector<OpId> starts_;  // per rank: its start operator
+  double base_;               // the collective's base latency (nccl_base_latency)
   // Per connection (channel, src, dst), where its last piece landed.
   std::map<std::tuple<int, int, int>, OpId> last_arrival_;
   int channel_ = 0;
@@ -131,26 +143,36 @@ void ring_steps(Builder& b, std::span<const int> order, std::vector<std::vector<
 }
 
 // A ring phase: each ring's ranks step by step (above); each rank's part ends with its chunks.
+// Rings of one phase run at once (hierarchical's disjoint rings; NCCL's channels, whose rings
+// share ranks, each on connections of its own): each starts from where its ranks stood.
 void append_ring(Builder& b, const RingPhase& ring, double bytes, std::vector<OpId>& cur, const std::string& name,
                  const std::string& end) {
   const int c = b.chunks();
-  for (const auto& order : ring.rings) {
+  const std::vector<OpId> start = cur;
+  std::vector<std::vector<OpId>> ends(cur.size());
+  for (std::size_t r = 0; r < ring.rings.size(); ++r) {
+    const auto& order = ring.rings[r];
     if (order.size() < 2 || ring.steps == 0) continue;
+    b.set_channel(static_cast<int>(r));
     std::vector<std::vector<OpId>> chunks(order.size(), std::vector<OpId>(c));
     for (std::size_t i = 0; i < order.size(); ++i)
-      for (int k = 0; k < c; ++k) chunks[i][k] = cur[order[i]];
-    ring_steps(b, order, chunks, ring.steps, bytes / ring.divisor, name);
-    for (std::size_t i = 0; i < order.size(); ++i) cur[order[i]] = b.join(order[i], chunks[i], end);
+      for (int k = 0; k < c; ++k) chunks[i][k] = start[order[i]];
+    // Channels' rings share ranks: their operators are named apart.
+    ring_steps(b, order, chunks, ring.steps, bytes / ring.divisor, b.channels() > 1 ? fmt::format("{}.ch{}", name, r) : name);
+    for (std::size_t i = 0; i < order.size(); ++i) ends[order[i]].insert(ends[order[i]].end(), chunks[i].begin(), chunks[i].end());
   }
+  b.set_channel(0);
+  for (std::size_t r = 0; r < cur.size(); ++r)
+    if (!ends[r].empty()) cur[r] = b.join(static_cast<int>(r), ends[r], end);
 }
 
 // A tree phase: each tree on a channel of its own (NCCL's channels: the double binary tree's two
 // trees may join the same two GPUs, each with its own connection), chunk by chunk up to the root
 // and back down.
 void append_trees(Builder& b, const TreePhase& phase, double bytes, std::vector<OpId>& cur, const std::string& end) {
-  const int c = b.chunks();
   const int n = static_cast<int>(phase.trees.front().size());
   const double share = bytes / phase.divisor;
+  const int c = b.tree_chunks_of(share);
   std::vector<std::vector<OpId>> ends(cur.size());  // per rank, what its part waits for
   for (std::size_t t = 0; t < phase.trees.size(); ++t) {
     const std::vector<int>& order = phase.trees[t];
@@ -169,7 +191,7 @@ void append_trees(Builder& b, const TreePhase& phase, double bytes, std::vector<
       // Children before parents (positions in decreasing order); each child's pieces land on
       // operators of their own, so that one child's connection does not wait for the other's.
       for (int i = n - 1; i >= 1; --i) {
-        const int p = tree_parent(phase, i);
+        const int p = tree_parent(phase, t, i);
         for (int k = 0; k < c; ++k) {
           const OpId arrival = b.node(order[p], fmt::format("t{}.up.from{}.k{}", t, order[i], k));
           b.send(order[i], reduced[i][k], order[p], arrival, share / c);
@@ -188,7 +210,7 @@ void append_trees(Builder& b, const TreePhase& phase, double bytes, std::vector<
         }
       for (int i = 1; i < n; ++i)
         for (int k = 0; k < c; ++k)
-          b.send(order[tree_parent(phase, i)], got[tree_parent(phase, i)][k], order[i], got[i][k], share / c);
+          b.send(order[tree_parent(phase, t, i)], got[tree_parent(phase, t, i)][k], order[i], got[i][k], share / c);
       have = got;
     }
     for (int i = 0; i < n; ++i)
@@ -209,14 +231,15 @@ void append_exchange(Builder& b, const ExchangePhase& phase, double bytes, std::
 
 }  // namespace
 
-std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& spec, const Cluster& cluster,
+std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& tuned, const Cluster& cluster,
                                     const std::string& name, std::span<const OpId> after) {
-  if (const std::string why = collective_problem(spec, cluster); !why.empty()) throw std::invalid_argument(why);
-  if (!after.empty() && after.size() != spec.group.size())
+  if (const std::string why = collective_problem(tuned, cluster); !why.empty()) throw std::invalid_argument(why);
+  if (!after.empty() && after.size() != tuned.group.size())
     throw std::invalid_argument(fmt::format("append_collective: `after` has {} entries for {} ranks", after.size(),
-                                            spec.group.size()));
+                                            tuned.group.size()));
   const OpId first = static_cast<OpId>(out.graph.num_operators());
-  Builder b(out, spec, name);
+  const CollectiveSpec spec = nccl_tuned(tuned, cluster);
+  Builder b(out, spec, cluster, name);
   std::vector<OpId> cur(spec.group.size());
   for (int r = 0; r < b.ranks(); ++r) cur[r] = b.start(r, after);
   for (const CollectivePhase& phase : collective_shape(spec, cluster)) {
@@ -235,7 +258,7 @@ ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& clust
   ExecutionGraph g;
   append_collective(g, spec, cluster, "c0");
   g.graph.finalize(fmt::format("{} by {}", enum_name<CollectiveOp>(kCollectiveOpNames, spec.op),
-                               enum_name<CollectiveAlgorithm>(collective_algorithm_names(), spec.algorithm)));
+                               spec.tuned ? std::string("auto") : collective_choice_text(spec, cluster)));
   return g;
 }
 

@@ -20,6 +20,7 @@
 //
 // Sizes: a phase's pieces are a share of the collective's buffer `bytes`, kept as a divisor
 // (bytes / divisor) so that the views compute S / n in one rounding, as the formulas write it.
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <variant>
@@ -38,6 +39,10 @@ struct TreePhase {
   bool chain = false;                   // parent of position i: i - 1; else (i - 1) / 2
   bool up = true, down = true;          // reduce to the root, then broadcast from it
   double divisor = 1;                   // each tree's share: bytes / divisor
+  // When not empty, per tree the parent of each position (parents[t][0] unused; a parent's
+  // position is below its child's): NCCL's trees, chains inside servers under a double binary
+  // tree across them. Overrides `chain`.
+  std::vector<std::vector<int>> parents = {};
 };
 
 struct ExchangePhase {
@@ -56,8 +61,22 @@ struct CollectivePhase {
 
 using CollectiveShape = std::vector<CollectivePhase>;
 
-// The parent of tree position i (i >= 1).
-inline int tree_parent(const TreePhase& tree, int i) { return tree.chain ? i - 1 : (i - 1) / 2; }
+// The parent of position i (i >= 1) of tree t.
+inline int tree_parent(const TreePhase& tree, std::size_t t, int i) {
+  if (!tree.parents.empty()) return tree.parents[t][static_cast<std::size_t>(i)];
+  return tree.chain ? i - 1 : (i - 1) / 2;
+}
+
+// The most hops from the root to a position, over the phase's trees.
+inline int tree_depth(const TreePhase& tree) {
+  int deepest = 0;
+  for (std::size_t t = 0; t < tree.trees.size(); ++t) {
+    std::vector<int> depth(tree.trees[t].size(), 0);
+    for (int i = 1; i < static_cast<int>(depth.size()); ++i)
+      deepest = std::max(deepest, depth[static_cast<std::size_t>(i)] = depth[static_cast<std::size_t>(tree_parent(tree, t, i))] + 1);
+  }
+  return deepest;
+}
 
 // Calls visit(from, to) for every ordered pair of ranks the phase sends between: the pairs whose
 // latency and bandwidth price it.
@@ -68,10 +87,11 @@ void for_each_pair(const CollectivePhase& phase, const Visit& visit) {
       if (order.size() > 1)
         for (std::size_t j = 0; j < order.size(); ++j) visit(order[j], order[(j + 1) % order.size()]);
   } else if (const auto* tree = std::get_if<TreePhase>(&phase.shape)) {
-    for (const auto& order : tree->trees)
-      for (int i = 1; i < static_cast<int>(order.size()); ++i) {
+    for (std::size_t t = 0; t < tree->trees.size(); ++t)
+      for (int i = 1; i < static_cast<int>(tree->trees[t].size()); ++i) {
+        const auto& order = tree->trees[t];
         const int child = order[static_cast<std::size_t>(i)];
-        const int parent = order[static_cast<std::size_t>(tree_parent(*tree, i))];
+        const int parent = order[static_cast<std::size_t>(tree_parent(*tree, t, i))];
         if (tree->up) visit(child, parent);
         if (tree->down) visit(parent, child);
       }

@@ -20,12 +20,14 @@
 #include <any>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <limits>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "sim/core/graph.h"
+#include "sim/core/nccl_costs.h"
 #include "sim/core/routing.h"
 
 namespace placesim {
@@ -99,6 +101,11 @@ class Cluster {
   std::string description;  // one line, for reports
   FabricInfo fabric;
   std::shared_ptr<const ClusterRecipe> recipe;  // set by the fabric builders of topologies/
+  // The communication library's costs: when set, every collective runs as NCCL runs it
+  // (sim/collectives/nccl.h); when not, at line rate with no latency floor.
+  std::optional<NcclCosts> nccl;
+  // The servers' NVSwitches reduce in the switch (NVLink SHARP): NCCL's NVLS algorithm runs.
+  bool nvlink_sharp = false;
 
   int add_device(Device d);
   int add_link(Link l);
@@ -159,10 +166,20 @@ class Cluster {
   double latency(DeviceId src, DeviceId dst) const { return view(src, dst).latency; }
   // Time for a lone transfer: zero on the same device or for a zero-byte (control) tensor. It
   // pays the path's latency `latencies` times (Tensor::latencies).
-  double transfer_time(DeviceId src, DeviceId dst, double bytes, std::int32_t latencies = 1) const {
+  // pays the path's latency `latencies` times (Tensor::latencies), plus `overhead` seconds
+  // (Tensor::overhead_s).
+  double transfer_time(DeviceId src, DeviceId dst, double bytes, std::int32_t latencies = 1, double overhead = 0) const {
     if (src == dst || bytes <= 0) return 0.0;
     const PairView v = view(src, dst);
-    return v.latency * latencies + bytes * v.inv_bandwidth;
+    return v.latency * latencies + overhead + bytes * v.inv_bandwidth;
+  }
+  double transfer_time(DeviceId src, DeviceId dst, const Tensor& t) const {
+    return transfer_time(src, dst, t.bytes, t.latencies, t.overhead_s);
+  }
+  // What a transfer of `t` between distinct GPUs waits before its bytes move (engines: the flow's
+  // start delay).
+  double transfer_alpha(DeviceId src, DeviceId dst, const Tensor& t) const {
+    return latency(src, dst) * t.latencies + t.overhead_s;
   }
   // The pair's view as kept per pair (small clusters) or computed from its route.
   PairView view(DeviceId src, DeviceId dst) const {

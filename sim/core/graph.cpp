@@ -15,8 +15,8 @@ OpId Graph::add_operator(Operator op) {
   return static_cast<OpId>(ops_.size() - 1);
 }
 
-EdgeId Graph::add_tensor(OpId src, OpId dst, double bytes, bool gradient, std::int32_t latencies) {
-  tensors_.push_back({src, dst, bytes, gradient, latencies});
+EdgeId Graph::add_tensor(OpId src, OpId dst, double bytes, bool gradient, std::int32_t latencies, double overhead_s) {
+  tensors_.push_back({src, dst, bytes, gradient, latencies, overhead_s});
   finalized_ = false;
   return static_cast<EdgeId>(tensors_.size() - 1);
 }
@@ -73,6 +73,9 @@ void Graph::finalize(const std::string& source) {
     if (t.latencies < 1)
       throw InputError(source, fmt::format("tensor '{}' -> '{}'.latencies", ops_[t.src].name, ops_[t.dst].name),
                        fmt::format("expected a whole number >= 1, got {}", t.latencies));
+    if (!(t.overhead_s >= 0) || !std::isfinite(t.overhead_s))
+      throw InputError(source, fmt::format("tensor '{}' -> '{}'.overhead_s", ops_[t.src].name, ops_[t.dst].name),
+                       fmt::format("expected a finite number of seconds >= 0, got {}", t.overhead_s));
     ++out_offsets_[t.src + 1];
     ++in_offsets_[t.dst + 1];
   }

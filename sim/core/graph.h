@@ -43,12 +43,17 @@ struct Tensor {
   // (sim/collectives/collectives.h) sends all its steps' bytes as one flow that stands for that many
   // messages one after another on the connection.
   std::int32_t latencies = 1;
+  // Seconds the transfer waits, on top of its path's latencies, before its bytes move: what the
+  // communication library spends per message (NCCL's per-hop protocol latency, a collective's
+  // launch; sim/collectives/nccl.h). Paid once, only by a transfer between two GPUs with bytes.
+  double overhead_s = 0;
 };
 
 class Graph {
  public:
   OpId add_operator(Operator op);
-  EdgeId add_tensor(OpId src, OpId dst, double bytes, bool gradient = false, std::int32_t latencies = 1);
+  EdgeId add_tensor(OpId src, OpId dst, double bytes, bool gradient = false, std::int32_t latencies = 1,
+                    double overhead_s = 0);
 
   // Checks the graph and builds adjacency and a topological order. Throws InputError naming
   // `source` (a file name, or a description) on duplicate names, bad values, dangling edges

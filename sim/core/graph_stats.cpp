@@ -95,7 +95,7 @@ Graph largest_weakly_connected_component(const Graph& g) {
     new_id[i] = out.add_operator(std::move(o));
   }
   for (const Tensor& t : g.tensors())
-    if (component[t.src] == keep) out.add_tensor(new_id[t.src], new_id[t.dst], t.bytes, t.gradient, t.latencies);
+    if (component[t.src] == keep) out.add_tensor(new_id[t.src], new_id[t.dst], t.bytes, t.gradient, t.latencies, t.overhead_s);
   out.finalize("largest weakly connected component");
   return out;
 }

@@ -200,7 +200,7 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
         makespan = std::max(makespan, now);
         for (EdgeId e : graph_.out_edges(ev.op)) {
           const OpId j = tensors[e].dst;
-          const double arrive = now + cluster_.transfer_time(d, placement[j], tensors[e].bytes, tensors[e].latencies);
+          const double arrive = now + cluster_.transfer_time(d, placement[j], tensors[e]);
           inputs_arrive_[j] = std::max(inputs_arrive_[j], arrive);
           if (--pending_inputs_[j] == 0) {
             if (communication && communication_[j]) {
@@ -330,7 +330,7 @@ Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<cons
     compute[i] = cluster.compute_time(placement[i], graph.op(i).compute_s);
   for (EdgeId e = 0; e < static_cast<EdgeId>(transfer.size()); ++e) {
     const Tensor& t = graph.tensor(e);
-    transfer[e] = cluster.transfer_time(placement[t.src], placement[t.dst], t.bytes, t.latencies);
+    transfer[e] = cluster.transfer_time(placement[t.src], placement[t.dst], t);
   }
   return replay_order_with_costs(graph, cluster.num_devices(), placement, device_order, compute, transfer);
 }

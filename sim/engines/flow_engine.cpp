@@ -125,7 +125,7 @@ void FlowEngine::prepare_flows(std::span<const DeviceId> placement) {
     const RoutePaths paths = ensure_route(route, a, b);
     flow_of_edge_[e] = static_cast<std::int32_t>(flows_.size());
     const std::int32_t k = paths.num_paths;
-    flows_.push_back({e, num_subs, k, k, cluster_.latency(a, b) * t.latencies, paths.first_path});
+    flows_.push_back({e, num_subs, k, k, cluster_.transfer_alpha(a, b, t), paths.first_path});
     num_subs += k;
   }
   subs_.resize(num_subs);

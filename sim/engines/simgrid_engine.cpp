@@ -144,7 +144,7 @@ void Simulation::build_flows() {
     const auto flow = static_cast<std::int32_t>(result_.flows.size());
     flow_of_edge_[e] = flow;
     result_.flows.push_back({e, src, dst, t.bytes, 0.0, 0.0});
-    flow_alpha_.push_back(cluster_.latency(src, dst) * t.latencies);
+    flow_alpha_.push_back(cluster_.transfer_alpha(src, dst, t));
     flow_first_subflow_.push_back(static_cast<std::int32_t>(result_.subflows.size()));
     const auto [first, fresh] = route_first_path_.try_emplace(cluster_.route_id(src, dst), static_cast<std::int32_t>(paths_.size()));
     if (fresh)

@@ -174,9 +174,9 @@ void write_chrome_trace(const std::string& path, const Graph& graph, const Clust
   for (std::size_t k = 0; k < flows.size(); ++k) {
     const FlowRecord& f = flows[k];
     const Tensor& t = graph.tensor(f.edge);
-    // The bytes move once the route latency (each of the tensor's latencies) has elapsed, as in
-    // the SimGrid engine.
-    const double begin = std::min(f.start + cluster.latency(f.src, f.dst) * t.latencies, f.end);
+    // The bytes move once the route latency (each of the tensor's latencies) and the tensor's
+    // overhead have elapsed, as in the engines.
+    const double begin = std::min(f.start + cluster.transfer_alpha(f.src, f.dst, t), f.end);
     const std::vector<RoutePath> paths = cluster.paths(f.src, f.dst);
     on_links.clear();
     for (std::size_t p = 0; p < paths.size(); ++p) {

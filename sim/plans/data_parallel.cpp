@@ -182,7 +182,7 @@ DataParallelGraph replicate_data_parallel(const Graph& graph, std::span<const De
   for (const Tensor& t : graph.tensors())
     for (int r = 0; r < d; ++r) {
       const OpId from = t.gradient && reduced[copy(r, t.src)] >= 0 ? reduced[copy(r, t.src)] : copy(r, t.src);
-      eg.graph.add_tensor(from, copy(r, t.dst), t.bytes, t.gradient, t.latencies);
+      eg.graph.add_tensor(from, copy(r, t.dst), t.bytes, t.gradient, t.latencies, t.overhead_s);
     }
   eg.graph.finalize(fmt::format("the data-parallel iteration ({} replicas)", d));
   return out;

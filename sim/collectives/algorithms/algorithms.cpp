@@ -49,7 +49,11 @@ std::string collective_algorithms_of(CollectiveOp op) {
 
 CollectiveShape collective_shape(const CollectiveSpec& spec, const Cluster& cluster) {
   const CollectiveAlgorithmInfo& info = collective_algorithm(spec.algorithm);
-  return info.shape(spec, info.levels ? collective_levels(spec, cluster) : CollectiveLevels{});
+  ShapeContext context;
+  if (info.levels) context.levels = collective_levels(spec, cluster);
+  context.servers = ranks_by_server(spec, cluster);
+  context.nccl = cluster.nccl.has_value();
+  return info.shape(spec, context);
 }
 
 std::vector<int> ranks_in_order(int n, int first) {

@@ -5,7 +5,7 @@
 namespace placesim {
 
 namespace {
-CollectiveShape direct_shape(const CollectiveSpec& spec, const CollectiveLevels&) {
+CollectiveShape direct_shape(const CollectiveSpec& spec, const ShapeContext&) {
   const int n = static_cast<int>(spec.group.size());
   ExchangePhase all{{}, static_cast<double>(n)};
   all.messages.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(n - 1));

@@ -10,7 +10,7 @@
 namespace placesim {
 
 namespace {
-CollectiveShape halving_doubling_shape(const CollectiveSpec& spec, const CollectiveLevels&) {
+CollectiveShape halving_doubling_shape(const CollectiveSpec& spec, const ShapeContext&) {
   const int n = static_cast<int>(spec.group.size());
   const int log_n = static_cast<int>(std::bit_width(static_cast<unsigned>(n))) - 1;
   CollectiveShape shape;

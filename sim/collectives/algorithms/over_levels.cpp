@@ -10,7 +10,8 @@
 namespace placesim {
 
 namespace {
-CollectiveShape over_levels_shape(const CollectiveSpec&, const CollectiveLevels& levels) {
+CollectiveShape over_levels_shape(const CollectiveSpec&, const ShapeContext& context) {
+  const CollectiveLevels& levels = context.levels;
   const std::size_t top = levels.size() - 1;
   std::vector<double> divisor(levels.size());
   double below = 1;

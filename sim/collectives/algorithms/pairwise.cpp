@@ -5,7 +5,7 @@
 
 namespace placesim {
 namespace {
-CollectiveShape pairwise_shape(const CollectiveSpec& spec, const CollectiveLevels&) {
+CollectiveShape pairwise_shape(const CollectiveSpec& spec, const ShapeContext&) {
   const int n = static_cast<int>(spec.group.size());
   CollectiveShape shape;
   for (int k = 1; k < n; ++k) {

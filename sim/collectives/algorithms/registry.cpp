@@ -13,6 +13,7 @@ CollectiveAlgorithmInfo direct_algorithm();
 CollectiveAlgorithmInfo hierarchical_algorithm();
 CollectiveAlgorithmInfo multi_level_algorithm();
 CollectiveAlgorithmInfo pairwise_algorithm();
+CollectiveAlgorithmInfo nvls_algorithm();
 
 const Registry<CollectiveAlgorithmInfo>& collective_algorithm_registry() {
   static const Registry<CollectiveAlgorithmInfo> registry("collective algorithm", {
@@ -23,6 +24,7 @@ const Registry<CollectiveAlgorithmInfo>& collective_algorithm_registry() {
                                                                                      hierarchical_algorithm(),
                                                                                      multi_level_algorithm(),
                                                                                      pairwise_algorithm(),
+                                                                                     nvls_algorithm(),
                                                                                  });
   return registry;
 }

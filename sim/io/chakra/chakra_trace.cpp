@@ -1130,7 +1130,7 @@ ChakraTraces read_chakra_traces(const std::string& dir, const std::string& prefi
 ExecutionGraph replay_graph(const ChakraTraces& traces, const Cluster& cluster) {
   ExecutionGraph g;
   for (std::size_t u = 0; u < traces.graph.num_operators(); ++u) g.add(traces.graph.op(static_cast<OpId>(u)), traces.placement[u]);
-  for (const Tensor& t : traces.graph.tensors()) g.graph.add_tensor(t.src, t.dst, t.bytes, t.gradient, t.latencies);
+  for (const Tensor& t : traces.graph.tensors()) g.graph.add_tensor(t.src, t.dst, t.bytes, t.gradient, t.latencies, t.overhead_s);
   g.collectives = traces.collectives;
   for (const TraceCollective& c : traces.trace_collectives) {
     if (c.group.size() < 2) {  // a group of one: nothing to exchange

@@ -1,0 +1,84 @@
+// The NCCL model of sim/collectives/nccl.h.
+#include "sim/collectives/nccl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+#include <stdexcept>
+
+#include "sim/collectives/algorithms.h"
+
+namespace placesim {
+
+MessageCost nccl_message_cost(const CollectiveSpec& spec, const Cluster& cluster, DeviceId a, DeviceId b) {
+  if (!cluster.nccl) return {};
+  const NcclCosts& costs = *cluster.nccl;
+  const HopKind kind = cluster.device(a).server == cluster.device(b).server ? HopKind::NvLink : HopKind::Network;
+  const auto k = static_cast<std::size_t>(kind);
+  const bool nvls = collective_algorithm(spec.algorithm).nvls;
+  const auto p = static_cast<std::size_t>(nvls ? NcclProtocol::Simple : spec.protocol);
+  const double fraction = costs.link_efficiency[k] * (nvls ? costs.nvls_fraction : costs.protocol_fraction[p]);
+  return {1.0 / fraction, costs.hop_s[k][p]};
+}
+
+double nccl_base_latency(const CollectiveSpec& spec, const Cluster& cluster) {
+  if (!cluster.nccl) return 0;
+  if (collective_algorithm(spec.algorithm).nvls) return cluster.nccl->nvls_base_s;
+  return cluster.nccl->base_s[static_cast<std::size_t>(spec.protocol)];
+}
+
+int tree_chunks(const CollectiveSpec& spec, const Cluster& cluster, double share) {
+  if (!cluster.nccl || !(share > 0)) return spec.chunks;
+  const double needed = std::ceil(share / cluster.nccl->tree_chunk_bytes);
+  return static_cast<int>(std::clamp(needed, static_cast<double>(spec.chunks), 1e6));
+}
+
+int nccl_channels(const CollectiveSpec& spec, const Cluster& cluster) {
+  const std::vector<std::vector<int>> servers = ranks_by_server(spec, cluster);
+  if (servers.size() < 2) return 1;
+  std::size_t fewest = servers.front().size();
+  for (const auto& s : servers) fewest = std::min(fewest, s.size());
+  return static_cast<int>(std::clamp<std::size_t>(fewest, 1, 64));
+}
+
+CollectiveSpec nccl_tuned(const CollectiveSpec& spec, const Cluster& cluster) {
+  if (!spec.tuned) return spec;
+  CollectiveSpec best = spec;
+  best.tuned = false;
+  double best_time = std::numeric_limits<double>::infinity();
+  const int channels = spec.pin_channels ? spec.channels : nccl_channels(spec, cluster);
+  std::vector<NcclProtocol> protocols{NcclProtocol::Simple};
+  if (cluster.nccl) protocols = {NcclProtocol::LL, NcclProtocol::LL128, NcclProtocol::Simple};
+  if (spec.pin_protocol) protocols = {spec.protocol};
+  // NCCL's algorithms: ring, tree and NVLS for reductions and gathers; all-to-all point to point.
+  for (const CollectiveAlgorithm algorithm : {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree,
+                                              CollectiveAlgorithm::Nvls, CollectiveAlgorithm::Direct}) {
+    if (!collective_supports(spec.op, algorithm)) continue;
+    if (algorithm == CollectiveAlgorithm::Direct && spec.op != CollectiveOp::AllToAll) continue;
+    for (const NcclProtocol protocol : protocols) {
+      if (collective_algorithm(algorithm).nvls && (protocol != NcclProtocol::Simple || spec.pin_channels)) continue;
+      CollectiveSpec candidate = best;
+      candidate.algorithm = algorithm;
+      candidate.protocol = protocol;
+      candidate.channels = algorithm == CollectiveAlgorithm::Ring || algorithm == CollectiveAlgorithm::Tree ? channels : 1;
+      if (!collective_problem(candidate, cluster).empty()) continue;
+      const double t = collective_closed_form(candidate, cluster);
+      if (t < best_time) best_time = t, best = candidate;
+    }
+  }
+  if (!std::isfinite(best_time))
+    throw std::invalid_argument(fmt::format("no algorithm runs {} on this group (algorithms that run it: {})",
+                                            enum_name<CollectiveOp>(kCollectiveOpNames, spec.op), collective_algorithms_of(spec.op)));
+  return best;
+}
+
+std::string collective_choice_text(const CollectiveSpec& spec, const Cluster& cluster) {
+  std::string out(enum_name<CollectiveAlgorithm>(collective_algorithm_names(), spec.algorithm));
+  if (cluster.nccl && !collective_algorithm(spec.algorithm).nvls)
+    out += fmt::format(" {}", enum_name<NcclProtocol>(kNcclProtocolNames, spec.protocol));
+  if (spec.channels > 1) out += fmt::format(" x{}", spec.channels);
+  return out;
+}
+
+}  // namespace placesim

@@ -1,0 +1,61 @@
+#pragma once
+// NCCL as it runs: what a collective costs beyond its bytes on a cluster that carries NCCL's
+// costs (Cluster::nccl, sim/core/nccl_costs.h), and NCCL's choice of algorithm, protocol and
+// channels per size (`algorithm: auto`).
+//
+// What is modelled, in every engine and in the closed forms:
+//  - every collective pays its protocol's base latency once (NVLS its own), at each rank's
+//    first messages;
+//  - every message (a ring step, a tree hop, an exchange) pays its protocol's per-hop latency,
+//    by hop kind (NVLink inside a server, the network across), on top of its path's latency;
+//  - its bytes cross the links at the protocol's fraction of the links' data rate (the link
+//    efficiency of the hop kind times the protocol's fraction): the transfer carries
+//    bytes / fraction, so contention with other traffic is priced on what the wire carries;
+//  - channels: rings and trees run once per channel, each entering a server at a different
+//    local rank, so that across servers channel c uses NIC c (one ring per NIC);
+//  - NVLS (sim/collectives/algorithms/nvls.cpp) on servers with NVLink SHARP.
+// What is not: per-channel bandwidth caps of the GPU's SMs (a protocol's fraction stands for
+// them), NCCL's slots in flight per connection (a message's latency is not hidden behind the
+// previous one's bytes), PCIe between GPU and NIC, CollNet, NVLS-tree, and the copy engines.
+//
+// `algorithm: auto` (CollectiveSpec::tuned) picks as NCCL's tuning model does: the algorithm,
+// protocol and channel count with the least predicted time, predicted by the closed form of this
+// model (NCCL predicts with base and per-hop latencies and per-channel bandwidths of the same
+// kind; docs/collectives.md compares the two).
+#include <string>
+
+#include "sim/collectives/collectives.h"
+
+namespace placesim {
+
+inline constexpr EnumName<NcclProtocol> kNcclProtocolNames[] = {
+    {NcclProtocol::LL, "LL"}, {NcclProtocol::LL128, "LL128"}, {NcclProtocol::Simple, "Simple"}};
+
+// What one message of the collective from GPU a to GPU b costs beyond its path: bytes on the
+// wire per byte of data, and seconds of software latency. {1, 0} without NCCL costs.
+struct MessageCost {
+  double wire_factor = 1;
+  double overhead_s = 0;
+};
+MessageCost nccl_message_cost(const CollectiveSpec& spec, const Cluster& cluster, DeviceId a, DeviceId b);
+
+// The collective's base latency (0 without NCCL costs).
+double nccl_base_latency(const CollectiveSpec& spec, const Cluster& cluster);
+
+// Chunks a tree phase pipelines `share` bytes in: spec.chunks, or with NCCL costs as many
+// chunks of NcclCosts::tree_chunk_bytes as the share needs (at least spec.chunks).
+int tree_chunks(const CollectiveSpec& spec, const Cluster& cluster, double share);
+
+// The channels NCCL gives a group: one per rank of a server (one per NIC on DGX-like servers)
+// when the group spans servers; one inside a server.
+int nccl_channels(const CollectiveSpec& spec, const Cluster& cluster);
+
+// The spec with `tuned` resolved: algorithm, protocol and channels chosen for spec.bytes (the
+// spec itself when not tuned). Throws std::invalid_argument when no algorithm runs the
+// operation on this group.
+CollectiveSpec nccl_tuned(const CollectiveSpec& spec, const Cluster& cluster);
+
+// "ring LL128 x8" (algorithm, protocol where NCCL runs, channels).
+std::string collective_choice_text(const CollectiveSpec& spec, const Cluster& cluster);
+
+}  // namespace placesim

@@ -1,0 +1,144 @@
+// NCCL's model (sim/collectives/nccl.h): closed forms derived by hand on one server, the engines
+// equal to them for a collective alone, auto's choices, and the calibration file reproduced within
+// the tolerances docs/collectives.md states.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+#include "sim/collectives/collective_steps.h"
+#include "sim/collectives/collectives.h"
+#include "sim/collectives/nccl.h"
+#include "tests/test_util.h"
+
+namespace placesim {
+namespace {
+
+constexpr double kLink = 450e9;  // NVLink4 per GPU, each direction
+constexpr double kAlpha = 0.5e-6;
+
+// One server of 8 GPUs on an NVSwitch (an up and a down link per GPU), with NCCL's costs.
+// The fitted hops include NVLink's own latency (tools/fit_nccl.py fits with a path latency of 0),
+// so the calibration runs with alpha 0; the other tests add a path latency to see it paid.
+Cluster h100_server(bool sharp = true, double alpha = kAlpha) {
+  Cluster c;
+  for (int g = 0; g < 8; ++g) c.add_device({fmt::format("gpu{}", g), 0, 80e9});
+  std::vector<int> up, down;
+  for (int g = 0; g < 8; ++g) up.push_back(c.add_link({fmt::format("up{}", g), kLink, alpha / 2}));
+  for (int g = 0; g < 8; ++g) down.push_back(c.add_link({fmt::format("down{}", g), kLink, alpha / 2}));
+  for (int a = 0; a < 8; ++a)
+    for (int b = 0; b < 8; ++b)
+      if (a != b) c.set_route(a, b, {up[a], down[b]});
+  c.nccl = nccl_calibrated_costs();
+  c.nvlink_sharp = sharp;
+  c.finalize("one H100 server");
+  return c;
+}
+
+CollectiveSpec spec(CollectiveOp op, CollectiveAlgorithm a, NcclProtocol p, double bytes) {
+  CollectiveSpec s;
+  s.op = op;
+  s.algorithm = a;
+  s.protocol = p;
+  for (int g = 0; g < 8; ++g) s.group.push_back(g);
+  s.bytes = bytes;
+  return s;
+}
+
+// Every engine, message by message and by steps, against `expected`.
+void expect_engines(const CollectiveSpec& s, const Cluster& c, double expected) {
+  EXPECT_NEAR(collective_closed_form(s, c), expected, 1e-9 * expected);
+  const testutil::EngineTimes messages = testutil::run_all_engines(collective_graph(s, c), c);
+  EXPECT_NEAR(messages.flow, expected, 1e-6 * expected);
+  EXPECT_NEAR(messages.simgrid, expected, 1e-5 * expected);
+  const EngineRuns steps = run_collective_steps(s, c, EngineSet::of({kFlow}));
+  EXPECT_NEAR(*steps.latency(kFlow), expected, 1e-6 * expected);
+}
+
+// Ring all-gather by LL, by hand: base + 7 steps x (path latency + LL's hop + S/8 at LL's share
+// of the link's data rate).
+TEST(Nccl, RingByEachProtocolIsItsClosedFormInEveryEngine) {
+  const Cluster c = h100_server();
+  const NcclCosts& k = *c.nccl;
+  const double S = 4 << 20;
+  for (const auto& p : kNcclProtocolNames) {
+    const auto i = static_cast<std::size_t>(p.value);
+    const double rate = kLink * k.link_efficiency[0] * k.protocol_fraction[i];
+    const double by_hand = k.base_s[i] + 7 * (kAlpha + k.hop_s[0][i] + S / 8 / rate);
+    SCOPED_TRACE(p.name);
+    expect_engines(spec(CollectiveOp::AllGather, CollectiveAlgorithm::Ring, p.value, S), c, by_hand);
+  }
+}
+
+// NVLS, by hand: its base + one exchange: every GPU sends S (1 + 1/8) over its NVLink, at NVLS's
+// share; each message pays the path latency and Simple's hop once.
+TEST(Nccl, NvlsCarriesSOneAndAnEighthPerLinkInEveryEngine) {
+  const Cluster c = h100_server();
+  const NcclCosts& k = *c.nccl;
+  const double S = 64 << 20;
+  const double by_hand = k.nvls_base_s + kAlpha + k.hop_s[0][2] + S * 9 / 8 / (kLink * k.link_efficiency[0] * k.nvls_fraction);
+  expect_engines(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Nvls, NcclProtocol::Simple, S), c, by_hand);
+  // Without NVLink SHARP, or across servers, there is no NVLS.
+  EXPECT_NE(collective_problem(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Nvls, NcclProtocol::Simple, S), h100_server(false)), "");
+}
+
+// The ideal model is untouched: no base, no hop, line rate.
+TEST(Nccl, WithoutNcclCostsACollectiveIsItsPathsAlone) {
+  Cluster c = h100_server();
+  c.nccl.reset();
+  const double S = 8 << 20;
+  expect_engines(spec(CollectiveOp::AllGather, CollectiveAlgorithm::Ring, NcclProtocol::LL, S), c, 7 * (kAlpha + S / 8 / kLink));
+}
+
+// auto: LL for kilobytes, Simple rings for tens of megabytes of all-gather, NVLS for large all-reduces
+// (where NVLink SHARP is), a ring without it.
+TEST(Nccl, AutoPicksByTheClosedForm) {
+  const Cluster c = h100_server();
+  auto tuned = [&](CollectiveOp op, double bytes, const Cluster& on) {
+    CollectiveSpec s = spec(op, CollectiveAlgorithm::Ring, NcclProtocol::Simple, bytes);
+    s.tuned = true;
+    return nccl_tuned(s, on);
+  };
+  EXPECT_EQ(collective_choice_text(tuned(CollectiveOp::AllReduce, 1024, c), c), "ring LL");
+  EXPECT_EQ(collective_choice_text(tuned(CollectiveOp::AllGather, 64 << 20, c), c), "ring Simple");
+  EXPECT_EQ(collective_choice_text(tuned(CollectiveOp::AllReduce, 1 << 30, c), c), "nvls");
+  EXPECT_EQ(collective_choice_text(tuned(CollectiveOp::AllReduce, 1 << 30, h100_server(false)), c), "ring Simple");
+  // The choice is never slower than any candidate it had.
+  for (double bytes : {1e3, 1e5, 1e7, 1e9}) {
+    const double best = collective_closed_form(tuned(CollectiveOp::AllReduce, bytes, c), c);
+    for (const auto& p : kNcclProtocolNames)
+      EXPECT_LE(best, collective_closed_form(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, p.value, bytes), c));
+  }
+}
+
+// The calibration file, every row: within 10% from 1 MiB up and 25% below (auto, flow engine).
+TEST(Nccl, ReproducesNcclTestsOnOneH100Server) {
+  const std::string file = std::string(PLACESIM_TEST_SOURCE_DIR) + "/../shared/validation/nccl-tests_nd-h100-v5_1x8.csv";
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << file << " is absent: the calibration measurements are not available";
+  const Cluster c = h100_server(true, 0.0);
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);  // bytes,all_reduce_time_us,all_gather_time_us
+  int rows = 0;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string bytes, ar, ag;
+    std::getline(fields, bytes, ',');
+    std::getline(fields, ar, ',');
+    std::getline(fields, ag, ',');
+    const double S = std::stod(bytes), tolerance = S >= (1 << 20) ? 0.10 : 0.25;
+    for (auto [op, measured] : {std::pair{CollectiveOp::AllReduce, std::stod(ar)}, {CollectiveOp::AllGather, std::stod(ag)}}) {
+      CollectiveSpec s = spec(op, CollectiveAlgorithm::Ring, NcclProtocol::Simple, S);
+      s.tuned = true;
+      const double simulated = *run_collective_steps(s, c, EngineSet::of({kFlow})).latency(kFlow) * 1e6;
+      EXPECT_NEAR(simulated / measured, 1.0, tolerance) << enum_name<CollectiveOp>(kCollectiveOpNames, op) << " " << S;
+      ++rows;
+    }
+  }
+  EXPECT_EQ(rows, 42);
+}
+
+}  // namespace
+}  // namespace placesim
