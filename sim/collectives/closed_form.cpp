@@ -60,14 +60,35 @@ PairPrice link_load_price(const CollectivePhase& phase, const CollectiveSpec& sp
   return price;
 }
 
+// A pipelined tree under NCCL: NCCL keeps NCCL_STEPS (8) chunks in flight per connection, so once
+// the pipeline is full a chunk's latency hides behind the bytes before it. The phase takes its
+// fill, one chunk along the deepest path (each hop at its own latency, overhead and rate), then
+// c - 1 chunks at the busiest link's load.
+struct TreeFill {
+  std::vector<PairPrice> hops;  // per hop of the fill path: alpha (with overhead) and 1/B (with wire bytes)
+  double at(double chunk) const {
+    double t = 0;
+    for (const PairPrice& h : hops) t += h.alpha + chunk * h.inv_b;
+    return t;
+  }
+};
+
 // A checked spec's phases with their pairs priced once; at(bytes) is the time at any size.
 class PricedCollective {
  public:
   PricedCollective(const CollectiveSpec& spec, const Cluster& cluster)
       : spec_(spec), cluster_(cluster), shape_(collective_shape(spec, cluster)), base_(nccl_base_latency(spec, cluster)) {
-    for (const CollectivePhase& phase : shape_) {
+    fills_.resize(shape_.size());
+    for (std::size_t i = 0; i < shape_.size(); ++i) {
+      const CollectivePhase& phase = shape_[i];
       if (cluster.nccl) {
         prices_.push_back(link_load_price(phase, spec, cluster));
+        if (const auto* tree = std::get_if<TreePhase>(&phase.shape))
+          for (const auto& [from, to] : tree_fill_path(*tree)) {
+            const DeviceId a = spec.group[static_cast<std::size_t>(from)], b = spec.group[static_cast<std::size_t>(to)];
+            const MessageCost cost = nccl_message_cost(spec, cluster, a, b);
+            fills_[i].hops.push_back({cluster.latency(a, b) + cost.overhead_s, cost.wire_factor / cluster.bandwidth(a, b)});
+          }
         continue;
       }
       PairPrice& price = prices_.emplace_back();
@@ -84,7 +105,14 @@ class PricedCollective {
     double t = base_;
     for (std::size_t i = 0; i < shape_.size(); ++i) {
       int chunks = spec_.chunks;
-      if (const auto* tree = std::get_if<TreePhase>(&shape_[i].shape)) chunks = tree_chunks(spec_, cluster_, bytes / tree->divisor);
+      if (const auto* tree = std::get_if<TreePhase>(&shape_[i].shape)) {
+        chunks = tree_chunks(spec_, cluster_, bytes / tree->divisor);
+        if (cluster_.nccl) {
+          const double chunk = bytes / tree->divisor / chunks;
+          t += fills_[i].at(chunk) + (chunks - 1) * chunk * prices_[i].inv_b;
+          continue;
+        }
+      }
       t += phase_time(shape_[i], bytes, chunks, prices_[i]);
     }
     return t;
@@ -96,6 +124,7 @@ class PricedCollective {
   CollectiveShape shape_;
   double base_;
   std::vector<PairPrice> prices_;  // per phase
+  std::vector<TreeFill> fills_;    // per phase: NCCL's tree pipelines
 };
 
 }  // namespace

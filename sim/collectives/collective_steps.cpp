@@ -31,6 +31,23 @@ std::vector<CollectiveStep> collective_steps(const CollectiveSpec& tuned, const 
     } else if (const auto* tree = std::get_if<TreePhase>(&phase.shape)) {
       piece /= tree->divisor;
       c = tree_chunks(spec, cluster, piece);
+      if (cluster.nccl) {
+        // NCCL's pipeline (closed_form.cpp): the fill, one chunk hop by hop along the deepest path,
+        // then c - 1 steps of every edge at once with the latency hidden by the chunks in flight.
+        int hop = 0;
+        for (const auto& [from, to] : tree_fill_path(*tree)) {
+          const DeviceId a = spec.group[static_cast<std::size_t>(from)], b = spec.group[static_cast<std::size_t>(to)];
+          const MessageCost cost = nccl_message_cost(spec, cluster, a, b);
+          steps.push_back({fmt::format("{}.fill{}", phase.name, ++hop), {{a, b, piece / c * cost.wire_factor, cost.overhead_s}}, 1});
+        }
+        step.repeats = c - 1;
+        for_each_pair(phase, [&](int from, int to) {
+          const DeviceId a = spec.group[static_cast<std::size_t>(from)], b = spec.group[static_cast<std::size_t>(to)];
+          step.messages.push_back({a, b, piece / c * nccl_message_cost(spec, cluster, a, b).wire_factor, 0.0});
+        });
+        if (step.repeats > 0) steps.push_back(std::move(step));
+        continue;
+      }
       const int depth = tree_depth(*tree);
       step.repeats = std::int64_t{(tree->up ? depth : 0) + (tree->down ? depth : 0)} + c - 1;
     } else {

@@ -62,7 +62,9 @@ class Builder {
   // else that waits for it.
   // With NCCL costs (sim/collectives/nccl.h) the piece carries its wire bytes and pays the
   // per-hop latency, and the collective's base latency when it leaves from the rank's start.
-  void send(int src, OpId from, int dst, OpId to, double bytes, std::int32_t latencies = 1) {
+  // A pipelined chunk after the first (`in_flight`) hides its overhead behind the chunks before it
+  // (NCCL's slots in flight per connection).
+  void send(int src, OpId from, int dst, OpId to, double bytes, std::int32_t latencies = 1, bool in_flight = false) {
     auto [it, fresh] = last_arrival_.try_emplace({channel_, src, dst}, -1);
     OpId sender = from;
     if (!fresh) {
@@ -71,7 +73,7 @@ class Builder {
       depend(it->second, sender);
     }
     const MessageCost cost = nccl_message_cost(spec_, cluster_, spec_.group[src], spec_.group[dst]);
-    const double overhead = cost.overhead_s * latencies + (from == starts_[static_cast<std::size_t>(src)] ? base_ : 0.0);
+    const double overhead = (in_flight ? 0.0 : cost.overhead_s * latencies) + (from == starts_[static_cast<std::size_t>(src)] ? base_ : 0.0);
     out_.graph.add_tensor(sender, to, bytes * cost.wire_factor, false, latencies, overhead);
     it->second = to;
   }
@@ -194,7 +196,7 @@ void append_trees(Builder& b, const TreePhase& phase, double bytes, std::vector<
         const int p = tree_parent(phase, t, i);
         for (int k = 0; k < c; ++k) {
           const OpId arrival = b.node(order[p], fmt::format("t{}.up.from{}.k{}", t, order[i], k));
-          b.send(order[i], reduced[i][k], order[p], arrival, share / c);
+          b.send(order[i], reduced[i][k], order[p], arrival, share / c, 1, k > 0);
           b.depend(arrival, reduced[p][k]);
         }
       }
@@ -210,7 +212,7 @@ void append_trees(Builder& b, const TreePhase& phase, double bytes, std::vector<
         }
       for (int i = 1; i < n; ++i)
         for (int k = 0; k < c; ++k)
-          b.send(order[tree_parent(phase, t, i)], got[tree_parent(phase, t, i)][k], order[i], got[i][k], share / c);
+          b.send(order[tree_parent(phase, t, i)], got[tree_parent(phase, t, i)][k], order[i], got[i][k], share / c, 1, k > 0);
       have = got;
     }
     for (int i = 0; i < n; ++i)

@@ -42,6 +42,29 @@ int nccl_channels(const CollectiveSpec& spec, const Cluster& cluster) {
   return static_cast<int>(std::clamp<std::size_t>(fewest, 1, 64));
 }
 
+namespace {
+
+// What the tuner predicts for a candidate: its closed form, except that a tree is never predicted
+// faster in bandwidth than NCCL's tuning model has it, 0.9 of a ring's (tuning.cc: a tree's bus
+// bandwidth is the channels' times 0.9, and its algorithm bandwidth half of that, where a ring's
+// is n / (2 (n - 1)) of it). On two servers a double binary tree moves half a ring's bytes across
+// the network, which NCCL's tree does not turn into twice the bandwidth (its per-channel reduce
+// and copy bound it), so NCCL runs rings there.
+double tuning_time(const CollectiveSpec& candidate, const Cluster& cluster) {
+  const double t = collective_closed_form(candidate, cluster);
+  if (!cluster.nccl || candidate.algorithm != CollectiveAlgorithm::Tree || candidate.op != CollectiveOp::AllReduce) return t;
+  CollectiveSpec ring = candidate;
+  ring.algorithm = CollectiveAlgorithm::Ring;
+  CollectiveSpec tiny = candidate;
+  tiny.bytes = 1;
+  ring.bytes = 1;
+  const double ring_bandwidth = collective_closed_form(ring, cluster);  // at 1 byte: the ring's latency
+  ring.bytes = candidate.bytes;
+  return std::max(t, collective_closed_form(tiny, cluster) + (collective_closed_form(ring, cluster) - ring_bandwidth) / 0.9);
+}
+
+}  // namespace
+
 CollectiveSpec nccl_tuned(const CollectiveSpec& spec, const Cluster& cluster) {
   if (!spec.tuned) return spec;
   CollectiveSpec best = spec;
@@ -63,7 +86,7 @@ CollectiveSpec nccl_tuned(const CollectiveSpec& spec, const Cluster& cluster) {
       candidate.protocol = protocol;
       candidate.channels = algorithm == CollectiveAlgorithm::Ring || algorithm == CollectiveAlgorithm::Tree ? channels : 1;
       if (!collective_problem(candidate, cluster).empty()) continue;
-      const double t = collective_closed_form(candidate, cluster);
+      const double t = tuning_time(candidate, cluster);
       if (t < best_time) best_time = t, best = candidate;
     }
   }

@@ -78,6 +78,29 @@ inline int tree_depth(const TreePhase& tree) {
   return deepest;
 }
 
+// The pairs (from, to) a chunk crosses from the deepest leaf of the phase's deepest tree up to
+// the root (when `up`) and back down to it (when `down`): a pipeline's fill.
+inline std::vector<std::pair<int, int>> tree_fill_path(const TreePhase& tree) {
+  std::size_t best_tree = 0;
+  int best = 0, deepest = 0;
+  for (std::size_t t = 0; t < tree.trees.size(); ++t) {
+    std::vector<int> depth(tree.trees[t].size(), 0);
+    for (int i = 1; i < static_cast<int>(depth.size()); ++i) {
+      depth[static_cast<std::size_t>(i)] = depth[static_cast<std::size_t>(tree_parent(tree, t, i))] + 1;
+      if (depth[static_cast<std::size_t>(i)] > deepest) deepest = depth[static_cast<std::size_t>(i)], best = i, best_tree = t;
+    }
+  }
+  const auto& order = tree.trees[best_tree];
+  std::vector<std::pair<int, int>> up;
+  for (int i = best; i > 0; i = tree_parent(tree, best_tree, i))
+    up.emplace_back(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(tree_parent(tree, best_tree, i))]);
+  std::vector<std::pair<int, int>> out;
+  if (tree.up) out = up;
+  if (tree.down)
+    for (auto it = up.rbegin(); it != up.rend(); ++it) out.emplace_back(it->second, it->first);
+  return out;
+}
+
 // Calls visit(from, to) for every ordered pair of ranks the phase sends between: the pairs whose
 // latency and bandwidth price it.
 template <class Visit>
