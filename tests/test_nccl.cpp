@@ -43,6 +43,7 @@ CollectiveSpec spec(CollectiveOp op, CollectiveAlgorithm a, NcclProtocol p, doub
   s.op = op;
   s.algorithm = a;
   s.protocol = p;
+  s.pin_protocol = s.pin_channels = true;  // as NCCL_PROTO does
   for (int g = 0; g < 8; ++g) s.group.push_back(g);
   s.bytes = bytes;
   return s;
@@ -85,6 +86,16 @@ TEST(Nccl, NvlsCarriesSOneAndAnEighthPerLinkInEveryEngine) {
   EXPECT_NE(collective_problem(spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Nvls, NcclProtocol::Simple, S), h100_server(false)), "");
 }
 
+// A pinned algorithm with the protocol left free runs its fastest protocol (NCCL_ALGO set alone).
+TEST(Nccl, APinnedAlgorithmRunsItsFastestProtocol) {
+  const Cluster c = h100_server();
+  CollectiveSpec s = spec(CollectiveOp::AllGather, CollectiveAlgorithm::Ring, NcclProtocol::Simple, 1024);
+  s.pin_protocol = false;
+  EXPECT_EQ(nccl_resolved(s, c).protocol, NcclProtocol::LL);
+  s.bytes = 1 << 30;
+  EXPECT_EQ(nccl_resolved(s, c).protocol, NcclProtocol::Simple);
+}
+
 // The ideal model is untouched: no base, no hop, line rate.
 TEST(Nccl, WithoutNcclCostsACollectiveIsItsPathsAlone) {
   Cluster c = h100_server();
@@ -100,6 +111,7 @@ TEST(Nccl, AutoPicksByTheClosedForm) {
   auto tuned = [&](CollectiveOp op, double bytes, const Cluster& on) {
     CollectiveSpec s = spec(op, CollectiveAlgorithm::Ring, NcclProtocol::Simple, bytes);
     s.tuned = true;
+    s.pin_protocol = s.pin_channels = false;
     return nccl_tuned(s, on);
   };
   EXPECT_EQ(collective_choice_text(tuned(CollectiveOp::AllReduce, 1024, c), c), "ring LL");
@@ -133,6 +145,7 @@ TEST(Nccl, ReproducesNcclTestsOnOneH100Server) {
     for (auto [op, measured] : {std::pair{CollectiveOp::AllReduce, std::stod(ar)}, {CollectiveOp::AllGather, std::stod(ag)}}) {
       CollectiveSpec s = spec(op, CollectiveAlgorithm::Ring, NcclProtocol::Simple, S);
       s.tuned = true;
+      s.pin_protocol = s.pin_channels = false;
       const double simulated = *run_collective_steps(s, c, EngineSet::of({kFlow})).latency(kFlow) * 1e6;
       EXPECT_NEAR(simulated / measured, 1.0, tolerance) << enum_name<CollectiveOp>(kCollectiveOpNames, op) << " " << S;
       ++rows;

@@ -118,24 +118,10 @@ CollectiveSpec spec_of(const CollectiveArgs& a, const Cluster& cluster) {
   return spec;
 }
 
-// The spec that runs at `size`: tuned where auto; a pinned algorithm with NCCL's channels unless
-// pinned and, on an NCCL cluster with the protocol left to auto, its fastest protocol (NCCL_ALGO
-// set, NCCL_PROTO not).
+// The spec that runs at `size` (nccl_resolved).
 CollectiveSpec resolved_at(CollectiveSpec spec, const Cluster& cluster, double size) {
   spec.bytes = size;
-  if (spec.tuned) return nccl_tuned(spec, cluster);
-  if (!spec.pin_channels && (spec.algorithm == CollectiveAlgorithm::Ring || spec.algorithm == CollectiveAlgorithm::Tree))
-    spec.channels = nccl_channels(spec, cluster);
-  if (!cluster.nccl || spec.pin_protocol || collective_algorithm(spec.algorithm).nvls) return spec;
-  CollectiveSpec best = spec;
-  double best_time = std::numeric_limits<double>::infinity();
-  for (const auto& p : kNcclProtocolNames) {
-    CollectiveSpec candidate = spec;
-    candidate.protocol = p.value;
-    const double t = collective_closed_form(candidate, cluster);
-    if (t < best_time) best_time = t, best = candidate;
-  }
-  return best;
+  return nccl_resolved(spec, cluster);
 }
 
 }  // namespace

@@ -147,14 +147,14 @@ double uniform_collective_time(CollectiveOp op, CollectiveAlgorithm algorithm, i
 
 double collective_closed_form(const CollectiveSpec& tuned, const Cluster& cluster) {
   if (const std::string why = collective_problem(tuned, cluster); !why.empty()) throw std::invalid_argument(why);
-  const CollectiveSpec spec = nccl_tuned(tuned, cluster);
+  const CollectiveSpec spec = nccl_resolved(tuned, cluster);
   return PricedCollective(spec, cluster).at(spec.bytes);
 }
 
 AffineTime collective_affine_form(const CollectiveSpec& tuned, const Cluster& cluster) {
   if (const std::string why = collective_problem(tuned, cluster); !why.empty()) throw std::invalid_argument(why);
   // Tuned: the choice at the spec's size (a line through the chosen algorithm's times).
-  const CollectiveSpec spec = nccl_tuned(tuned, cluster);
+  const CollectiveSpec spec = nccl_resolved(tuned, cluster);
   const PricedCollective priced(spec, cluster);
   return affine_in_bytes([&](double bytes) { return priced.at(bytes); });
 }

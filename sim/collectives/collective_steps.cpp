@@ -16,7 +16,7 @@ std::string collective_steps_problem(const CollectiveSpec& spec, const Cluster& 
 
 std::vector<CollectiveStep> collective_steps(const CollectiveSpec& tuned, const Cluster& cluster) {
   if (const std::string why = collective_steps_problem(tuned, cluster); !why.empty()) throw std::invalid_argument(why);
-  const CollectiveSpec spec = nccl_tuned(tuned, cluster);
+  const CollectiveSpec spec = nccl_resolved(tuned, cluster);
   std::vector<CollectiveStep> steps;
   for (const CollectivePhase& phase : collective_shape(spec, cluster)) {
     // A ring phase is one step of every ring's messages, repeated steps x chunks times; an exchange
@@ -79,7 +79,7 @@ ExecutionGraph step_graph(const CollectiveStep& step) {
 }
 
 EngineRuns run_collective_steps(const CollectiveSpec& tuned, const Cluster& cluster, EngineSet which) {
-  const CollectiveSpec spec = nccl_tuned(tuned, cluster);
+  const CollectiveSpec spec = nccl_resolved(tuned, cluster);
   const double base = spec.bytes > 0 ? nccl_base_latency(spec, cluster) : 0.0;
   EngineRuns total;
   for (std::string_view name : which.engines()) total.runs.push_back({std::string(name), base, 0.0, {}, {}});

@@ -240,7 +240,7 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& t
     throw std::invalid_argument(fmt::format("append_collective: `after` has {} entries for {} ranks", after.size(),
                                             tuned.group.size()));
   const OpId first = static_cast<OpId>(out.graph.num_operators());
-  const CollectiveSpec spec = nccl_tuned(tuned, cluster);
+  const CollectiveSpec spec = nccl_resolved(tuned, cluster);
   Builder b(out, spec, cluster, name);
   std::vector<OpId> cur(spec.group.size());
   for (int r = 0; r < b.ranks(); ++r) cur[r] = b.start(r, after);

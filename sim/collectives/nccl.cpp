@@ -84,6 +84,7 @@ CollectiveSpec nccl_tuned(const CollectiveSpec& spec, const Cluster& cluster) {
       CollectiveSpec candidate = best;
       candidate.algorithm = algorithm;
       candidate.protocol = protocol;
+      candidate.pin_protocol = candidate.pin_channels = true;
       candidate.channels = algorithm == CollectiveAlgorithm::Ring || algorithm == CollectiveAlgorithm::Tree ? channels : 1;
       if (!collective_problem(candidate, cluster).empty()) continue;
       const double t = tuning_time(candidate, cluster);
@@ -93,6 +94,27 @@ CollectiveSpec nccl_tuned(const CollectiveSpec& spec, const Cluster& cluster) {
   if (!std::isfinite(best_time))
     throw std::invalid_argument(fmt::format("no algorithm runs {} on this group (algorithms that run it: {})",
                                             enum_name<CollectiveOp>(kCollectiveOpNames, spec.op), collective_algorithms_of(spec.op)));
+  return best;
+}
+
+CollectiveSpec nccl_resolved(const CollectiveSpec& spec, const Cluster& cluster) {
+  if (spec.tuned) return nccl_tuned(spec, cluster);
+  if (!cluster.nccl || (spec.pin_protocol && spec.pin_channels)) return spec;
+  CollectiveSpec out = spec;
+  if (!spec.pin_channels && (spec.algorithm == CollectiveAlgorithm::Ring || spec.algorithm == CollectiveAlgorithm::Tree) &&
+      !(spec.op == CollectiveOp::Broadcast || spec.op == CollectiveOp::Reduce))
+    out.channels = nccl_channels(spec, cluster);
+  out.pin_channels = true;
+  if (spec.pin_protocol || collective_algorithm(spec.algorithm).nvls) return out;
+  double best_time = std::numeric_limits<double>::infinity();
+  CollectiveSpec best = out;
+  for (const auto& p : kNcclProtocolNames) {
+    CollectiveSpec candidate = out;
+    candidate.protocol = p.value;
+    candidate.pin_protocol = true;
+    const double t = collective_closed_form(candidate, cluster);
+    if (t < best_time) best_time = t, best = candidate;
+  }
   return best;
 }
 

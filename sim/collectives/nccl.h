@@ -55,6 +55,12 @@ int nccl_channels(const CollectiveSpec& spec, const Cluster& cluster);
 // operation on this group.
 CollectiveSpec nccl_tuned(const CollectiveSpec& spec, const Cluster& cluster);
 
+// The spec as NCCL runs it: tuned (nccl_tuned) when `tuned`; otherwise, on a cluster with NCCL
+// costs, its algorithm with NCCL's channels (ring, tree) and its fastest protocol, unless pinned.
+// Every view of a collective (message graph, steps, closed form) runs this spec, so that every
+// plan's collectives on an NCCL cluster run as NCCL does.
+CollectiveSpec nccl_resolved(const CollectiveSpec& spec, const Cluster& cluster);
+
 // "ring LL128 x8" (algorithm, protocol where NCCL runs, channels).
 std::string collective_choice_text(const CollectiveSpec& spec, const Cluster& cluster);
 
