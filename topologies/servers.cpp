@@ -154,7 +154,7 @@ ServerRouting::ServerRouting(Servers layout) : servers_(std::move(layout)) {
 Route ServerRouting::route(DeviceId src, DeviceId dst) const {
   const int sa = servers_.server_of[src], sb = servers_.server_of[dst];
   if (sa != sb) {
-    Route r = between(sa, sb, dst);
+    Route r = between(src, sa, sb, dst);
     if (r.reachable()) r.id += static_cast<std::int64_t>(servers_.count) * max_gpus_ * max_gpus_;
     return r;
   }
@@ -174,7 +174,7 @@ std::int64_t ServerRouting::num_routes() const {
 SwitchRouting::SwitchRouting(Servers layout, std::vector<int> nic_up_stage, std::vector<int> nic_down_stage)
     : ServerRouting(std::move(layout)), nic_up_stage_(std::move(nic_up_stage)), nic_down_stage_(std::move(nic_down_stage)) {}
 
-Route SwitchRouting::between(int sa, int sb, DeviceId) const {
+Route SwitchRouting::between(DeviceId, int sa, int sb, DeviceId) const {
   Route r;
   r.id = static_cast<std::int64_t>(sa) * servers().count + sb;
   r.num_stages = 2;

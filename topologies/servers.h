@@ -122,8 +122,9 @@ class ServerRouting : public Routing {
   bool all_pairs_reachable() const override { return true; }
 
  protected:
-  // The route from server sa to GPU dst of server sb (sa != sb), its id in [0, num_routes_between()).
-  virtual Route between(int sa, int sb, DeviceId dst) const = 0;
+  // The route from GPU src of server sa to GPU dst of server sb (sa != sb), its id in
+  // [0, num_routes_between()). Most fabrics route by server; rail-optimized PXN also by the sender.
+  virtual Route between(DeviceId src, int sa, int sb, DeviceId dst) const = 0;
   virtual std::int64_t num_routes_between() const = 0;
   const Servers& servers() const { return servers_; }
 
@@ -138,7 +139,7 @@ class SwitchRouting final : public ServerRouting {
   SwitchRouting(Servers layout, std::vector<int> nic_up_stage, std::vector<int> nic_down_stage);
 
  protected:
-  Route between(int sa, int sb, DeviceId dst) const override;
+  Route between(DeviceId src, int sa, int sb, DeviceId dst) const override;
   std::int64_t num_routes_between() const override;
 
  private:

@@ -52,7 +52,7 @@ class SpineLeafRouting final : public ServerRouting {
   }
 
  protected:
-  Route between(int sa, int sb, DeviceId) const override {
+  Route between(DeviceId, int sa, int sb, DeviceId) const override {
     Route r;
     r.id = static_cast<std::int64_t>(sa) * servers().count + sb;
     const int la = sa / servers_per_leaf_, lb = sb / servers_per_leaf_;
