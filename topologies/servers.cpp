@@ -125,6 +125,8 @@ void validate_servers(const GpuServersConfig& cfg, const ConfigSource& src, long
 // server nodes, and the GPUs' up and down stages.
 Servers add_servers(Cluster& c, const GpuServersConfig& cfg, const std::vector<int>& gpus_per_server) {
   Servers s;
+  c.nvlink_sharp = cfg.nvlink_sharp;
+  c.gpu_model = cfg.gpu_model;
   s.count = static_cast<int>(gpus_per_server.size());
   s.first_gpu.assign(1, 0);
   for (int g : gpus_per_server) s.first_gpu.push_back(s.first_gpu.back() + g);
@@ -190,8 +192,9 @@ std::int64_t SwitchRouting::num_routes_between() const {
 std::vector<int> uniform_servers(const GpuServersConfig& cfg) { return std::vector<int>(cfg.servers, cfg.gpus_per_server); }
 
 std::string servers_phrase(const GpuServersConfig& cfg, int servers) {
-  return fmt::format("{} server{} x {} GPU{} (NVLink {})", servers, servers == 1 ? "" : "s", cfg.gpus_per_server,
-                     cfg.gpus_per_server == 1 ? "" : "s", format_bandwidth(cfg.nvlink_bandwidth));
+  const std::string gpus = cfg.gpu_model.empty() ? (cfg.gpus_per_server == 1 ? "GPU" : "GPUs") : cfg.gpu_model;
+  return fmt::format("{} server{} x {} {} (NVLink {}{})", servers, servers == 1 ? "" : "s", cfg.gpus_per_server, gpus,
+                     format_bandwidth(cfg.nvlink_bandwidth), cfg.nvlink_sharp ? ", NVLink SHARP" : "");
 }
 
 void note_overrides(Cluster& c, const GpuServersConfig& cfg) {
@@ -220,6 +223,24 @@ Nics add_single_nics(Cluster& c, const Servers& s, const std::vector<int>& switc
 }
 
 std::string ratio(double r) { return fmt::format("{:.4g}:1", r); }
+
+double parse_oversubscription(const YamlFields& f, std::string_view key) {
+  const std::string text = f.string(key);
+  const auto colon = text.find(':');
+  auto number = [&](std::string_view s) {
+    double v = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || !(v > 0) || !std::isfinite(v))
+      throw_field_error(f, key, fmt::format("expected a positive ratio such as 4 or '4:1', got '{}'", text));
+    return v;
+  };
+  const double r = colon == std::string::npos
+                       ? number(text)
+                       : number(std::string_view(text).substr(0, colon)) / number(std::string_view(text).substr(colon + 1));
+  // Uplinks are sized from it: a ratio of 1e-300 would make them infinitely fast.
+  check_ratio_range(r, text, f.file(), f.field(key));
+  return r;
+}
 
 }  // namespace fabric
 

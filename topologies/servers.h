@@ -50,6 +50,8 @@ struct GpuServersConfig {
   double gpu_memory = kDefaultGpuMemory;
   double gpu_speed = 1.0;
   std::vector<ServerOverride> overrides;
+  bool nvlink_sharp = false;  // NVSwitch with NVLink SHARP (NVLS): in-switch reductions
+  std::string gpu_model;      // the GPU's name, for reports ("H100-SXM5-80GB"); presets set it
   bool operator==(const GpuServersConfig&) const = default;
 };
 
@@ -83,6 +85,8 @@ OptionSchema<Config> gpu_servers_schema(std::string servers_default = "") {
          "none", {}, "[{server: 0, gpu_speed: 3}]"},
         parse_server_overrides);
   s.check(check_server_overrides);
+  s.flag("nvlink_sharp", &GpuServersConfig::nvlink_sharp, "NVSwitch with NVLink SHARP (NVLS): in-switch reductions");
+  s.text("gpu_model", &GpuServersConfig::gpu_model, "the GPU's name, for reports (presets set it)", "H100-SXM5-80GB");
   OptionSchema<Config> out;
   out.include(s);
   return out;
@@ -108,7 +112,7 @@ struct Servers {
 
 void validate_servers(const GpuServersConfig& cfg, const ConfigSource& src, long total_gpus);
 // Adds GPUs (gpu<g>, numbered across servers), their NVLink up and down links in that order,
-// server nodes, and the GPUs' up and down stages.
+// server nodes, and the GPUs' up and down stages; sets the cluster's nvlink_sharp and gpu_model.
 Servers add_servers(Cluster& c, const GpuServersConfig& cfg, const std::vector<int>& gpus_per_server);
 
 // The routing of a server fabric: within a server, GPU a's NVLink up link then GPU b's down link
@@ -158,6 +162,8 @@ struct Nics {
 };
 Nics add_single_nics(Cluster& c, const Servers& s, const std::vector<int>& switch_of_server, double bandwidth, double latency);
 std::string ratio(double r);
+// An oversubscription ratio written "4", "4:1" or "1.5"; errors name the key.
+double parse_oversubscription(const YamlFields& f, std::string_view key);
 
 }  // namespace fabric
 

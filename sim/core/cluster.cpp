@@ -149,6 +149,8 @@ void Cluster::set_routing(std::shared_ptr<const Routing> routing) {
 Cluster Cluster::restricted_to(std::span<const DeviceId> devices) const {
   Cluster c;
   c.fabric = fabric;
+  c.nvlink_sharp = nvlink_sharp;
+  c.gpu_model = gpu_model;
   c.links_ = links_;
   c.nodes_ = nodes_;
   c.paths_ = paths_;

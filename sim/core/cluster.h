@@ -98,6 +98,10 @@ class Cluster {
 
   std::string description;  // one line, for reports
   FabricInfo fabric;
+  // The servers' NVSwitches reduce in the switch (NVLink SHARP, NVLS): collectives may use it.
+  bool nvlink_sharp = false;
+  // The GPU's name as the cluster file or its preset gives it ("H100-SXM5-80GB"); empty if unsaid.
+  std::string gpu_model;
   std::shared_ptr<const ClusterRecipe> recipe;  // set by the fabric builders of topologies/
 
   int add_device(Device d);
