@@ -8,5 +8,6 @@
 #include "topologies/non_blocking.h"
 #include "topologies/nvlink_servers.h"
 #include "topologies/rail_only.h"
+#include "topologies/rail_optimized.h"
 #include "topologies/registry.h"
 #include "topologies/spine_leaf.h"

@@ -13,6 +13,7 @@
 #include "topologies/non_blocking.h"
 #include "topologies/nvlink_servers.h"
 #include "topologies/rail_only.h"
+#include "topologies/rail_optimized.h"
 #include "topologies/spine_leaf.h"
 
 namespace placesim {
@@ -26,6 +27,7 @@ const Registry<TopologyType>& topology_registry() {
       spine_leaf_topology(),
       multi_nic_topology(),
       rail_only_topology(),
+      rail_optimized_topology(),
   });
   return registry;
 }
