@@ -12,6 +12,7 @@
 #include "topologies/multi_nic.h"
 #include "topologies/non_blocking.h"
 #include "topologies/nvlink_servers.h"
+#include "topologies/presets.h"
 #include "topologies/rail_only.h"
 #include "topologies/rail_optimized.h"
 #include "topologies/spine_leaf.h"
@@ -39,6 +40,8 @@ ConfigSource yaml_config_source(const YamlFields& f) {
 }
 
 Cluster cluster_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
+  // `preset: dgx-h100` (topologies/presets.h): the preset's type and keys, the ones given beside it winning.
+  if (node.IsMap() && node["preset"]) return cluster_from_yaml(expand_preset(node, file, path), file, path);
   const YamlFields f(node, file, path);
   return topology_registry().get(f.string("type"), file, f.field("type")).from_yaml(f);
 }
