@@ -46,7 +46,7 @@ inline std::vector<DeviceId> random_placement(std::mt19937& rng, const Graph& g,
 // Every registered fabric at its defaults and with each key set to its documented example (the
 // fabric-wide cross-checks of the evaluator's view, the flow engine and the cost model all use it).
 // What a fabric needs besides its defaults: spine-leaf a size; a fat-tree spanning two pods; a
-// multi-NIC core only with pods.
+// multi-NIC core only with pods; a rail-optimized fabric two units (spines), and pods for its core.
 inline std::vector<std::pair<std::string, std::string>> registry_variants() {
   std::vector<std::pair<std::string, std::string>> out;
   for (const TopologyType& t : topology_registry()) {
@@ -54,6 +54,9 @@ inline std::vector<std::pair<std::string, std::string>> registry_variants() {
       if (t.name == "spine-leaf" && key != "servers" && key != "leaves") return "servers: 4, ";
       if (t.name == "fat-tree" && key != "servers") return "servers: 6, gpus_per_server: 1, ";
       if (t.name == "multi-nic" && key.rfind("core_", 0) == 0) return "servers_per_pod: 2, ";
+      if (t.name == "rail-optimized" && (key.rfind("core_", 0) == 0 || key == "units_per_pod"))
+        return key == "units_per_pod" ? "servers_per_unit: 2, " : "servers_per_unit: 1, units_per_pod: 2, ";
+      if (t.name == "rail-optimized" && key != "servers_per_unit") return "servers_per_unit: 2, ";
       return "";
     };
     out.emplace_back(t.name, fmt::format("{{type: {}, {}}}", t.name, base("")));

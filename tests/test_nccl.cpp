@@ -21,8 +21,7 @@ constexpr double kLink = 450e9;  // NVLink4 per GPU, each direction
 constexpr double kAlpha = 0.5e-6;
 
 // One server of 8 GPUs on an NVSwitch (an up and a down link per GPU), with NCCL's costs.
-// The fitted hops include NVLink's own latency (tools/fit_nccl.py fits with a path latency of 0),
-// so the calibration runs with alpha 0; the other tests add a path latency to see it paid.
+// The other tests' server: a path latency of its own, to see it paid beside NCCL's.
 Cluster h100_server(bool sharp = true, double alpha = kAlpha) {
   Cluster c;
   for (int g = 0; g < 8; ++g) c.add_device({fmt::format("gpu{}", g), 0, 80e9});
@@ -130,7 +129,7 @@ TEST(Nccl, AutoPicksByTheClosedForm) {
 TEST(Nccl, ReproducesNcclTestsOnOneH100Server) {
   const std::string file = std::string(PLACESIM_TEST_SOURCE_DIR) + "/../shared/validation/nccl-tests_nd-h100-v5_1x8.csv";
   if (!std::filesystem::exists(file)) GTEST_SKIP() << file << " is absent: the calibration measurements are not available";
-  const Cluster c = h100_server(true, 0.0);
+  const Cluster c = cluster_from_yaml(YAML::Load("{preset: dgx-h100, servers: 1}"), "h100.yaml");
   std::ifstream in(file);
   std::string line;
   std::getline(in, line);  // bytes,all_reduce_time_us,all_gather_time_us
@@ -160,12 +159,9 @@ TEST(Nccl, ReproducesNcclTestsOnOneH100Server) {
 namespace placesim {
 namespace {
 
-// DGX-A100-like servers on rails (8 x 200 Gb/s NICs, one per GPU, NVLink 300 GB/s) with NCCL.
+// The dgx-a100 preset: 8 x 200 Gb/s NICs, one per GPU, on the SuperPOD rail-optimized fat tree.
 Cluster a100_rails(int servers) {
-  return cluster_from_yaml(YAML::Load(fmt::format("{{type: rail-only, servers: {}, gpus_per_server: 8, nvlink_bandwidth: "
-                                                  "300GB/s, nic_bandwidth: 200Gbps, collectives: nccl}}",
-                                                  servers)),
-                           "a100.yaml");
+  return cluster_from_yaml(YAML::Load(fmt::format("{{preset: dgx-a100, servers: {}}}", servers)), "a100.yaml");
 }
 
 double busbw_of_auto(CollectiveOp op, const Cluster& c, double bytes) {

@@ -381,6 +381,9 @@ std::string base_keys(const std::string& type, const std::string& key) {
   if (type == "fat-tree" && key != "servers") base = "servers: 8, ";  // spans two pods
   if (type == "multi-nic" && (key == "core_switches" || key == "core_bandwidth" || key == "core_latency"))
     base = "servers_per_pod: 2, ";
+  // A rail-optimized fabric crosses its spines between units, its core between pods.
+  if (type == "rail-optimized" && key != "servers_per_unit")
+    base = key.rfind("core_", 0) == 0 ? "servers_per_unit: 1, units_per_pod: 2, " : "servers_per_unit: 2, ";
   return base;
 }
 

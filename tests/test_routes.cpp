@@ -171,6 +171,69 @@ void rail_only_routes(Reference& r, const RailOnlyConfig& cfg) {
     }
 }
 
+// Rail-optimized: every GPU pair's stages written out (NIC up, or PXN's NVLink up and relay; the
+// middle between two leaves; NIC down), pairs with the same stages sharing one route.
+void rail_optimized_routes(Reference& r, const RailOptimizedConfig& cfg) {
+  const int rails = cfg.gpus_per_server / cfg.gpus_per_nic, servers = r.servers();
+  const int units = (servers + cfg.servers_per_unit - 1) / cfg.servers_per_unit;
+  const int per_pod = cfg.units_per_pod > 0 ? cfg.units_per_pod : units;
+  const int pods = (units + per_pod - 1) / per_pod, cores = pods > 1 ? cfg.core_switches : 1;
+  auto leaf = [&](int u, int rail) { return fmt::format("su{}-leaf{}", u, rail); };
+  auto spine = [&](int p, int i) { return pods > 1 ? fmt::format("pod{}-spine{}", p, i) : fmt::format("spine{}", i); };
+  auto core = [&](int i, int j) { return fmt::format("core{}.{}", i, j); };
+  auto cable = [&](const std::string& from, const std::string& to) { return r.link(from + "-to-" + to); };
+  std::vector<int> up, down, gpu_up, relay;
+  for (int srv = 0; srv < servers; ++srv)
+    for (int j = 0; j < rails; ++j) {
+      up.push_back(r.one_link_stage(fmt::format("server{}-nic{}-up", srv, j)));
+      down.push_back(r.one_link_stage(fmt::format("server{}-nic{}-down", srv, j)));
+    }
+  for (int g = 0; g < r.cluster.num_devices(); ++g) {
+    const int srv = r.cluster.device(g).server, rail = (g - r.first_gpu[srv]) / cfg.gpus_per_nic;
+    gpu_up.push_back(r.one_link_stage(fmt::format("gpu{}-nvlink-up", g)));
+    relay.push_back(r.cluster.add_path_set(
+        {RoutePath{{r.link(fmt::format("gpu{}-nvlink-down", g)), r.link(fmt::format("server{}-nic{}-up", srv, rail))}, 1.0}}));
+  }
+  std::map<std::tuple<int, int, int>, int> middle;
+  auto middle_stage = [&](int ua, int ra, int ub, int rb, int dst) {
+    const int pa = ua / per_pod, pb = ub / per_pod;
+    const int pick = cfg.ecmp ? 0 : dst % (pa == pb ? cfg.spines : cfg.spines * cores);
+    const auto [it, fresh] = middle.try_emplace({ua * rails + ra, ub * rails + rb, pick}, -1);
+    if (!fresh) return it->second;
+    const std::string la = leaf(ua, ra), lb = leaf(ub, rb);
+    std::vector<RoutePath> paths;
+    for (int i = 0; i < cfg.spines; ++i)
+      for (int j = 0; j < (pa == pb ? 1 : cores); ++j) {
+        if (!cfg.ecmp && (i != pick % cfg.spines || j != pick / cfg.spines)) continue;
+        const double share = cfg.ecmp ? 1.0 / (cfg.spines * (pa == pb ? 1 : cores)) : 1.0;
+        if (pa == pb) paths.push_back({{cable(la, spine(pa, i)), cable(spine(pb, i), lb)}, share});
+        else
+          paths.push_back({{cable(la, spine(pa, i)), cable(spine(pa, i), core(i, j)), cable(core(i, j), spine(pb, i)),
+                            cable(spine(pb, i), lb)},
+                           share});
+      }
+    return it->second = r.cluster.add_path_set(std::move(paths));
+  };
+  std::map<std::vector<int>, int> routes;
+  for (DeviceId a = 0; a < r.cluster.num_devices(); ++a)
+    for (DeviceId b = 0; b < r.cluster.num_devices(); ++b) {
+      const int sa = r.cluster.device(a).server, sb = r.cluster.device(b).server;
+      if (sa == sb) continue;
+      const int local_b = b - r.first_gpu[sb];
+      const int ra = (a - r.first_gpu[sa]) / cfg.gpus_per_nic, rb = local_b / cfg.gpus_per_nic;
+      const int out = cfg.pxn ? rb : ra;
+      std::vector<int> stages;
+      if (cfg.pxn && ra != rb) stages = {gpu_up[a], relay[r.first_gpu[sa] + local_b]};
+      else stages = {up[sa * rails + out]};
+      const int ua = sa / cfg.servers_per_unit, ub = sb / cfg.servers_per_unit;
+      if (ua != ub || out != rb) stages.push_back(middle_stage(ua, out, ub, rb, sb));
+      stages.push_back(down[sb * rails + rb]);
+      auto [it, fresh] = routes.try_emplace(stages, -1);
+      if (fresh) it->second = r.cluster.add_route(stages);
+      r.cluster.use_route(a, b, it->second);
+    }
+}
+
 void multi_nic_routes(Reference& r, const MultiNicConfig& cfg) {
   const int d = cfg.nics_per_server, servers = cfg.servers;
   const BandwidthAllocation allocation =
@@ -229,6 +292,7 @@ Cluster reference_of(const Cluster& built) {
     else if (type == "fat-tree") fat_tree_routes(r, std::any_cast<const FatTreeConfig&>(config));
     else if (type == "spine-leaf") spine_leaf_routes(r, std::any_cast<const SpineLeafConfig&>(config));
     else if (type == "rail-only") rail_only_routes(r, std::any_cast<const RailOnlyConfig&>(config));
+    else if (type == "rail-optimized") rail_optimized_routes(r, std::any_cast<const RailOptimizedConfig&>(config));
     else if (type == "multi-nic") multi_nic_routes(r, std::any_cast<const MultiNicConfig&>(config));
     else throw std::logic_error("reference: no explicit construction of " + type);
   }
@@ -304,6 +368,13 @@ std::vector<std::string> small_instances() {
       "{type: multi-nic, servers: 4, nics_per_server: 2, link_bandwidth: 10GB/s, allocation: [[0, 15GB/s, 5GB/s, 0], "
       "[10GB/s, 0, 10GB/s, 0], [20GB/s, 0, 0, 0], [5GB/s, 5GB/s, 5GB/s, 0]]}",
       "{type: full-mesh, gpus: 5, latency: 1us}",
+      "{type: rail-optimized, servers: 5, gpus_per_server: 4, servers_per_unit: 2, spines: 3, nic_latency: 1us, "
+      "switch_latency: 100ns, nvlink_latency: 0.5us, oversubscription: 2}",
+      "{type: rail-optimized, servers: 5, gpus_per_server: 4, gpus_per_nic: 2, servers_per_unit: 2, units_per_pod: 2, spines: 2, "
+      "core_switches: 3, core_latency: 1us, ecmp: false}",
+      "{type: rail-optimized, servers: 4, gpus_per_server: 2, servers_per_unit: 1, units_per_pod: 2, spines: 3, core_switches: 2, "
+      "pxn: false, uplink_latency: 1us, core_bandwidth: 7GB/s}",
+      "{type: rail-optimized, servers: 3, gpus_per_server: 3, servers_per_unit: 2, ecmp: false, pxn: false}",
   };
   for (const auto& [type, yaml] : testutil::registry_variants()) out.push_back(yaml);
   return out;
@@ -370,7 +441,9 @@ TEST(Routes, TheKeptViewIsTheViewOfTheRoute) {
 TEST(Routes, AboveTheKeptViewEveryPairMatchesTheExplicitConstruction) {
   for (const char* yaml : {"{type: fat-tree, k: 16, servers: 257, gpus_per_server: 8, aggregation_bandwidth: 7GB/s, core_latency: 1us}",
                            "{type: spine-leaf, servers: 257, servers_per_leaf: 16, spines: 6, gpus_per_server: 8, ecmp: false}",
-                           "{type: rail-only, servers: 257, gpus_per_server: 8}"}) {
+                           "{type: rail-only, servers: 257, gpus_per_server: 8}",
+                           "{type: rail-optimized, servers: 257, gpus_per_server: 8, servers_per_unit: 32, units_per_pod: 4, "
+                           "spines: 4, core_switches: 2, switch_latency: 130ns}"}) {
     const Cluster built = build(yaml);
     ASSERT_GT(built.num_devices(), Cluster::kDenseViewMaxGpus);
     const Cluster ref = reference_of(built);
@@ -386,6 +459,7 @@ TEST(Routes, SixteenThousandGpusBuild) {
                            "{type: fat-tree, k: 42, servers: 16384, gpus_per_server: 1, ecmp: false}",
                            "{type: spine-leaf, servers: 2048, servers_per_leaf: 16, spines: 16, gpus_per_server: 8}",
                            "{type: rail-only, servers: 2048, gpus_per_server: 8}",
+                           "{type: rail-optimized, servers: 2048, gpus_per_server: 8, units_per_pod: 8, spines: 32}",
                            "{type: non-blocking, servers: 2048, gpus_per_server: 8}",
                            "{type: nvlink-servers, gpus: 16384, gpus_per_server: 8}"}) {
     const Cluster c = build(yaml);

@@ -608,7 +608,7 @@ TEST(Topologies, ThousandGpuFatTreeStaysSmall) {
 // The scenario files of each fabric parse and run.
 
 TEST(Topologies, ScenarioFilesRun) {
-  for (const char* name : {"fat-tree", "spine-leaf", "non-blocking", "multi-nic"}) {
+  for (const char* name : {"fat-tree", "spine-leaf", "non-blocking", "multi-nic", "rail-optimized"}) {
     SCOPED_TRACE(name);
     SweepPlan plan = load_sweep(fmt::format("{}/scenarios/{}.yaml", PLACESIM_TEST_SOURCE_DIR, name));
     ASSERT_EQ(plan.variants.size(), 1u);

@@ -23,7 +23,7 @@ import numpy as np
 
 N = 8
 LINK = 450e9            # NVLink4 per GPU, each direction (the dgx-h100 preset)
-ALPHA = 0.0             # the preset's NVLink path latency, s (added to every hop)
+ALPHA = 0.6e-6          # the dgx-h100 preset's NVLink path latency, s (2 x 300 ns, added to every hop)
 TREE_CHUNK = 512 * 1024
 PROTOCOLS = ("LL", "LL128", "Simple")
 NAMES = ["base_LL", "base_LL128", "base_Simple", "nvls_base", "hop_LL", "hop_LL128", "hop_Simple",

@@ -37,6 +37,7 @@
 #include "sim/core/units.h"
 #include "sim/config/yaml_fields.h"
 #include "topologies/registry.h"
+#include "topologies/presets.h"
 #include "topologies/topology_info.h"
 
 #ifdef PLACESIM_HAVE_MPI
@@ -624,6 +625,12 @@ int cmd_topology_types(bool json) {
   return 0;
 }
 
+int cmd_topology_presets(bool json) {
+  if (json) std::cout << presets_to_json().dump(2) << "\n";
+  else std::cout << format_presets();
+  return 0;
+}
+
 }  // namespace
 
 // The `--engine` values, from the engine registry (sim/engines/engine.h); `estimate` (a workload's
@@ -662,6 +669,8 @@ struct Cli {
   CLI::App* topo_info = nullptr;
   bool types_json = false;
   CLI::App* topo_types = nullptr;
+  bool presets_json = false;
+  CLI::App* topo_presets = nullptr;
   ReportOptions report_opts;
   PivotSpec pivot;
   bool report_no_plots = false;
@@ -768,7 +777,7 @@ void add_graph_commands(CLI::App& app, Cli& cli) {
 
 }
 
-// `strategies`, `topology info`, `topology types`.
+// `strategies`, `topology info`, `topology types`, `topology presets`.
 void add_listing_commands(CLI::App& app, Cli& cli) {
   cli.strategies = app.add_subcommand("strategies", "list the registered placement strategies and planners with their options");
   cli.strategies->add_flag("--json", cli.strategies_json, "as JSON: name, description, options (key, kind, default, help, choices, example)");
@@ -780,6 +789,9 @@ void add_listing_commands(CLI::App& app, Cli& cli) {
   cli.topo_info->add_option("--dot", cli.topo_dot, "also write a Graphviz drawing of the topology to this file");
   cli.topo_types = topology->add_subcommand("types", "list the cluster types and their keys");
   cli.topo_types->add_flag("--json", cli.types_json, "as JSON: type, aliases, description, options");
+  cli.topo_presets = topology->add_subcommand(
+      "presets", "list the cluster presets (`cluster: {preset: dgx-h100, servers: 64}`) with their figures and sources");
+  cli.topo_presets->add_flag("--json", cli.presets_json, "as JSON: name, description, type, keys, figures (key, value, source)");
 
 }
 
@@ -853,6 +865,7 @@ int run_command(Cli& cli) {
   if (*cli.plan) return cmd_plan(cli.plan_args);
   if (*cli.topo_info) return cmd_topology_info(cli.topo_path, cli.topo_dot);
   if (*cli.topo_types) return cmd_topology_types(cli.types_json);
+  if (*cli.topo_presets) return cmd_topology_presets(cli.presets_json);
   return kExitOk;
 }
 

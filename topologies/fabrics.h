@@ -7,6 +7,8 @@
 #include "topologies/multi_nic.h"
 #include "topologies/non_blocking.h"
 #include "topologies/nvlink_servers.h"
+#include "topologies/presets.h"
 #include "topologies/rail_only.h"
+#include "topologies/rail_optimized.h"
 #include "topologies/registry.h"
 #include "topologies/spine_leaf.h"

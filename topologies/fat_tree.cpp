@@ -62,7 +62,7 @@ class FatTreeRouting final : public ServerRouting {
   }
 
  protected:
-  Route between(int sa, int sb, DeviceId) const override {
+  Route between(DeviceId, int sa, int sb, DeviceId) const override {
     Route r;
     r.id = static_cast<std::int64_t>(sa) * servers().count + sb;
     const int ea = sa / t_.half, eb = sb / t_.half;

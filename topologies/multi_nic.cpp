@@ -28,7 +28,7 @@ class MultiNicRouting final : public ServerRouting {
   bool all_pairs_reachable() const override { return all_pairs_reachable_; }
 
  protected:
-  Route between(int sa, int sb, DeviceId) const override {
+  Route between(DeviceId, int sa, int sb, DeviceId) const override {
     Route r;
     const std::int64_t pair = static_cast<std::int64_t>(sa) * servers().count + sb;
     if (pair_stage_[pair] < 0) return r;

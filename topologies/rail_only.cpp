@@ -19,7 +19,7 @@ class RailRouting final : public ServerRouting {
       : ServerRouting(std::move(layout)), up_(std::move(up)), down_(std::move(down)) {}
 
  protected:
-  Route between(int sa, int sb, DeviceId dst) const override {
+  Route between(DeviceId, int sa, int sb, DeviceId dst) const override {
     const int rail = dst - servers().first_gpu[sb];
     Route r;
     r.id = (static_cast<std::int64_t>(sa) * servers().count + sb) * rails() + rail;

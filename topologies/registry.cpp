@@ -12,7 +12,9 @@
 #include "topologies/multi_nic.h"
 #include "topologies/non_blocking.h"
 #include "topologies/nvlink_servers.h"
+#include "topologies/presets.h"
 #include "topologies/rail_only.h"
+#include "topologies/rail_optimized.h"
 #include "topologies/spine_leaf.h"
 
 namespace placesim {
@@ -26,6 +28,7 @@ const Registry<TopologyType>& topology_registry() {
       spine_leaf_topology(),
       multi_nic_topology(),
       rail_only_topology(),
+      rail_optimized_topology(),
   });
   return registry;
 }
@@ -37,6 +40,8 @@ ConfigSource yaml_config_source(const YamlFields& f) {
 }
 
 Cluster cluster_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
+  // `preset: dgx-h100` (topologies/presets.h): the preset's type and keys, the ones given beside it winning.
+  if (node.IsMap() && node["preset"]) return cluster_from_yaml(expand_preset(node, file, path), file, path);
   const YamlFields f(node, file, path);
   return topology_registry().get(f.string("type"), file, f.field("type")).from_yaml(f);
 }

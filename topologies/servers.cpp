@@ -125,6 +125,8 @@ void validate_servers(const GpuServersConfig& cfg, const ConfigSource& src, long
 // server nodes, and the GPUs' up and down stages.
 Servers add_servers(Cluster& c, const GpuServersConfig& cfg, const std::vector<int>& gpus_per_server) {
   Servers s;
+  c.nvlink_sharp = cfg.nvlink_sharp;
+  c.gpu_model = cfg.gpu_model;
   s.count = static_cast<int>(gpus_per_server.size());
   s.first_gpu.assign(1, 0);
   for (int g : gpus_per_server) s.first_gpu.push_back(s.first_gpu.back() + g);
@@ -137,7 +139,6 @@ Servers add_servers(Cluster& c, const GpuServersConfig& cfg, const std::vector<i
     c.nccl = nccl_calibrated_costs();
     c.fabric.notes.push_back("collectives: as NCCL 2.18 runs them (protocols, latencies, channels; docs/collectives.md)");
   }
-  c.nvlink_sharp = cfg.nvlink_sharp;
   if (cfg.nvlink_sharp) c.fabric.notes.push_back("NVSwitches reduce in the switch (NVLink SHARP): NVLS all-reduce");
   for (int srv = 0; srv < s.count; ++srv) s.node.push_back(c.add_node({fmt::format("server{}", srv), NodeKind::Server, srv}));
   for (int srv = 0; srv < s.count; ++srv)
@@ -160,7 +161,7 @@ ServerRouting::ServerRouting(Servers layout) : servers_(std::move(layout)) {
 Route ServerRouting::route(DeviceId src, DeviceId dst) const {
   const int sa = servers_.server_of[src], sb = servers_.server_of[dst];
   if (sa != sb) {
-    Route r = between(sa, sb, dst);
+    Route r = between(src, sa, sb, dst);
     if (r.reachable()) r.id += static_cast<std::int64_t>(servers_.count) * max_gpus_ * max_gpus_;
     return r;
   }
@@ -180,7 +181,7 @@ std::int64_t ServerRouting::num_routes() const {
 SwitchRouting::SwitchRouting(Servers layout, std::vector<int> nic_up_stage, std::vector<int> nic_down_stage)
     : ServerRouting(std::move(layout)), nic_up_stage_(std::move(nic_up_stage)), nic_down_stage_(std::move(nic_down_stage)) {}
 
-Route SwitchRouting::between(int sa, int sb, DeviceId) const {
+Route SwitchRouting::between(DeviceId, int sa, int sb, DeviceId) const {
   Route r;
   r.id = static_cast<std::int64_t>(sa) * servers().count + sb;
   r.num_stages = 2;
@@ -196,8 +197,9 @@ std::int64_t SwitchRouting::num_routes_between() const {
 std::vector<int> uniform_servers(const GpuServersConfig& cfg) { return std::vector<int>(cfg.servers, cfg.gpus_per_server); }
 
 std::string servers_phrase(const GpuServersConfig& cfg, int servers) {
-  return fmt::format("{} server{} x {} GPU{} (NVLink {})", servers, servers == 1 ? "" : "s", cfg.gpus_per_server,
-                     cfg.gpus_per_server == 1 ? "" : "s", format_bandwidth(cfg.nvlink_bandwidth));
+  const std::string gpus = cfg.gpu_model.empty() ? (cfg.gpus_per_server == 1 ? "GPU" : "GPUs") : cfg.gpu_model;
+  return fmt::format("{} server{} x {} {} (NVLink {}{})", servers, servers == 1 ? "" : "s", cfg.gpus_per_server, gpus,
+                     format_bandwidth(cfg.nvlink_bandwidth), cfg.nvlink_sharp ? ", NVLink SHARP" : "");
 }
 
 void note_overrides(Cluster& c, const GpuServersConfig& cfg) {
@@ -226,6 +228,24 @@ Nics add_single_nics(Cluster& c, const Servers& s, const std::vector<int>& switc
 }
 
 std::string ratio(double r) { return fmt::format("{:.4g}:1", r); }
+
+double parse_oversubscription(const YamlFields& f, std::string_view key) {
+  const std::string text = f.string(key);
+  const auto colon = text.find(':');
+  auto number = [&](std::string_view s) {
+    double v = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || !(v > 0) || !std::isfinite(v))
+      throw_field_error(f, key, fmt::format("expected a positive ratio such as 4 or '4:1', got '{}'", text));
+    return v;
+  };
+  const double r = colon == std::string::npos
+                       ? number(text)
+                       : number(std::string_view(text).substr(0, colon)) / number(std::string_view(text).substr(colon + 1));
+  // Uplinks are sized from it: a ratio of 1e-300 would make them infinitely fast.
+  check_ratio_range(r, text, f.file(), f.field(key));
+  return r;
+}
 
 }  // namespace fabric
 

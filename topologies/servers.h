@@ -57,7 +57,8 @@ struct GpuServersConfig {
   double gpu_speed = 1.0;
   std::vector<ServerOverride> overrides;
   CollectiveModel collectives = CollectiveModel::Ideal;  // how collectives run (Cluster::nccl)
-  bool nvlink_sharp = false;                             // NVSwitches that reduce (Cluster::nvlink_sharp)
+  bool nvlink_sharp = false;  // NVSwitch with NVLink SHARP (NVLS): in-switch reductions
+  std::string gpu_model;      // the GPU's name, for reports ("H100-SXM5-80GB"); presets set it
   bool operator==(const GpuServersConfig&) const = default;
 };
 
@@ -94,8 +95,9 @@ OptionSchema<Config> gpu_servers_schema(std::string servers_default = "") {
            "how collectives run: ideal (line rate, no latency floor, as the papers) or nccl (NCCL's protocols, latencies and "
            "algorithms, calibrated on nccl-tests: docs/collectives.md)",
            "nccl");
-  s.flag("nvlink_sharp", &GpuServersConfig::nvlink_sharp, "NVSwitches reduce in the switch (NVLink SHARP): NCCL's NVLS all-reduce runs");
   s.check(check_server_overrides);
+  s.flag("nvlink_sharp", &GpuServersConfig::nvlink_sharp, "NVSwitch with NVLink SHARP (NVLS): in-switch reductions; NCCL's NVLS all-reduce runs");
+  s.text("gpu_model", &GpuServersConfig::gpu_model, "the GPU's name, for reports (presets set it)", "H100-SXM5-80GB");
   OptionSchema<Config> out;
   out.include(s);
   return out;
@@ -121,7 +123,7 @@ struct Servers {
 
 void validate_servers(const GpuServersConfig& cfg, const ConfigSource& src, long total_gpus);
 // Adds GPUs (gpu<g>, numbered across servers), their NVLink up and down links in that order,
-// server nodes, and the GPUs' up and down stages.
+// server nodes, and the GPUs' up and down stages; sets the cluster's nvlink_sharp and gpu_model.
 Servers add_servers(Cluster& c, const GpuServersConfig& cfg, const std::vector<int>& gpus_per_server);
 
 // The routing of a server fabric: within a server, GPU a's NVLink up link then GPU b's down link
@@ -135,8 +137,9 @@ class ServerRouting : public Routing {
   bool all_pairs_reachable() const override { return true; }
 
  protected:
-  // The route from server sa to GPU dst of server sb (sa != sb), its id in [0, num_routes_between()).
-  virtual Route between(int sa, int sb, DeviceId dst) const = 0;
+  // The route from GPU src of server sa to GPU dst of server sb (sa != sb), its id in
+  // [0, num_routes_between()). Most fabrics route by server; rail-optimized PXN also by the sender.
+  virtual Route between(DeviceId src, int sa, int sb, DeviceId dst) const = 0;
   virtual std::int64_t num_routes_between() const = 0;
   const Servers& servers() const { return servers_; }
 
@@ -151,7 +154,7 @@ class SwitchRouting final : public ServerRouting {
   SwitchRouting(Servers layout, std::vector<int> nic_up_stage, std::vector<int> nic_down_stage);
 
  protected:
-  Route between(int sa, int sb, DeviceId dst) const override;
+  Route between(DeviceId src, int sa, int sb, DeviceId dst) const override;
   std::int64_t num_routes_between() const override;
 
  private:
@@ -170,6 +173,8 @@ struct Nics {
 };
 Nics add_single_nics(Cluster& c, const Servers& s, const std::vector<int>& switch_of_server, double bandwidth, double latency);
 std::string ratio(double r);
+// An oversubscription ratio written "4", "4:1" or "1.5"; errors name the key.
+double parse_oversubscription(const YamlFields& f, std::string_view key);
 
 }  // namespace fabric
 

@@ -52,7 +52,7 @@ class SpineLeafRouting final : public ServerRouting {
   }
 
  protected:
-  Route between(int sa, int sb, DeviceId) const override {
+  Route between(DeviceId, int sa, int sb, DeviceId) const override {
     Route r;
     r.id = static_cast<std::int64_t>(sa) * servers().count + sb;
     const int la = sa / servers_per_leaf_, lb = sb / servers_per_leaf_;
@@ -145,28 +145,6 @@ Cluster make_spine_leaf(const SpineLeafConfig& cfg, const ConfigSource& src) {
   return c;
 }
 
-namespace {
-
-// "4", "4:1" or "1.5" -> the ratio.
-void parse_ratio(const YamlFields& f, std::string_view key, SpineLeafConfig& c) {
-  const std::string text = f.string(key);
-  const auto colon = text.find(':');
-  auto number = [&](std::string_view s) {
-    double v = 0;
-    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || !(v > 0) || !std::isfinite(v))
-      throw_field_error(f, key, fmt::format("expected a positive ratio such as 4 or '4:1', got '{}'", text));
-    return v;
-  };
-  c.oversubscription = colon == std::string::npos
-                           ? number(text)
-                           : number(std::string_view(text).substr(0, colon)) / number(std::string_view(text).substr(colon + 1));
-  // The uplinks are sized from it: a ratio of 1e-300 would make them infinitely fast.
-  check_ratio_range(c.oversubscription, text, f.file(), f.field(key));
-}
-
-}  // namespace
-
 TopologyType spine_leaf_topology() {
   using C = SpineLeafConfig;
   OptionSchema<C> s;
@@ -189,7 +167,7 @@ TopologyType spine_leaf_topology() {
   s.bandwidth("uplink_bandwidth", &C::uplink_bandwidth, "each leaf <-> spine link", "5GB/s", "from oversubscription");
   s.add({"oversubscription", "ratio", "leaf downlink : uplink capacity, 4 or '4:1' (when uplink_bandwidth is not given)", "1:1",
          {}, "4:1"},
-        parse_ratio);
+        [](const YamlFields& f, std::string_view key, C& c) { c.oversubscription = parse_oversubscription(f, key); });
   s.check([](const YamlFields& f, C&) {
     if (f.has("uplink_bandwidth") && f.has("oversubscription"))
       throw_field_error(f, "oversubscription", "give either uplink_bandwidth or oversubscription (which sizes the uplinks), not both");

@@ -151,6 +151,7 @@ Cluster Cluster::restricted_to(std::span<const DeviceId> devices) const {
   c.fabric = fabric;
   c.nccl = nccl;
   c.nvlink_sharp = nvlink_sharp;
+  c.gpu_model = gpu_model;
   c.links_ = links_;
   c.nodes_ = nodes_;
   c.paths_ = paths_;

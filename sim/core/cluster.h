@@ -100,12 +100,14 @@ class Cluster {
 
   std::string description;  // one line, for reports
   FabricInfo fabric;
+  // The servers' NVSwitches reduce in the switch (NVLink SHARP): NCCL's NVLS algorithm runs.
+  bool nvlink_sharp = false;
+  // The GPU's name as the cluster file or its preset gives it ("H100-SXM5-80GB"); empty if unsaid.
+  std::string gpu_model;
   std::shared_ptr<const ClusterRecipe> recipe;  // set by the fabric builders of topologies/
   // The communication library's costs: when set, every collective runs as NCCL runs it
   // (sim/collectives/nccl.h); when not, at line rate with no latency floor.
   std::optional<NcclCosts> nccl;
-  // The servers' NVSwitches reduce in the switch (NVLink SHARP): NCCL's NVLS algorithm runs.
-  bool nvlink_sharp = false;
 
   int add_device(Device d);
   int add_link(Link l);
