@@ -11,7 +11,8 @@ placement (m-etf's) is measured with the flow engine, in rounds that alternate, 
   cost     placesim.CostModel(graph, cluster, "flow").latency(placement), the search's latency.
 
 The overhead is the Python call's median less the C++ call's median, as a fraction of the
-latter (the issue's bound: under 10%).
+latter and of the engine's own run (EngineRun::wall_s, the flow engine alone) (the issue's bound:
+under 10%).
 
   PYTHONPATH=build/python /usr/bin/python3 bench/bench_python.py [--calls N] [--rounds R] [--check]
 """
@@ -66,8 +67,9 @@ def main():
     print(f"{'  of which the ' + a.engine + ' engine run':<40}{med['wall'] * 1e6:>10.2f}")
     print(f"{'Python placesim.evaluate(...).latency':<40}{med['py'] * 1e6:>10.2f}")
     print(f"{'Python CostModel.latency':<40}{med['cm'] * 1e6:>10.2f}")
-    print(f"overhead   {overhead * 1e6:.2f} us per call = {100 * overhead / med['cpp']:.2f}% of the C++ call")
-    if a.check and overhead >= 0.1 * med["cpp"]:
+    print(f"overhead   {overhead * 1e6:.2f} us per call = {100 * overhead / med['cpp']:.2f}% of the C++ call, "
+          f"{100 * overhead / med['wall']:.2f}% of the {a.engine} engine's run alone")
+    if a.check and overhead >= 0.1 * min(med["cpp"], med["wall"]):
         print("overhead is 10% or more of the engine's time", file=sys.stderr)
         return 1
     return 0

@@ -29,11 +29,15 @@ def main():
     # Start from m-etf's placement (one of the papers' strategies), then move one operator at a time
     # and keep the move when the flow engine says the iteration got faster and it still fits.
     start = placesim.place(graph, cluster, "m-etf").placement
+    # A move takes an operator's whole colocation class along (its members must share a GPU).
+    classes = graph.operator_arrays()["colocation_class"]
     best = placesim.evaluate(graph, cluster, start)
     placement, calls, t0 = start.copy(), 0, time.perf_counter()
     while time.perf_counter() - t0 < a.seconds:
         candidate = placement.copy()
-        candidate[rng.integers(len(candidate))] = rng.integers(cluster.num_gpus)
+        op = rng.integers(len(candidate))
+        moved = classes == classes[op] if classes[op] >= 0 else np.arange(len(candidate)) == op
+        candidate[moved] = rng.integers(cluster.num_gpus)
         e = placesim.evaluate(graph, cluster, candidate, engine="flow")
         calls += 1
         if not e.oom and e.latency < best.latency:

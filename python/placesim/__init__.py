@@ -14,6 +14,7 @@ Units are seconds, bytes and bytes per second. docs/python.md is the guide.
 """
 import json as _json
 import os as _os
+import sys as _sys
 import tempfile as _tempfile
 from dataclasses import dataclass as _dataclass, field as _field
 from typing import Any as _Any, Optional as _Optional
@@ -27,7 +28,14 @@ if _build_info.DATA_DIR and _os.path.isdir(_build_info.DATA_DIR):
 if _build_info.TORCH_PLUGIN and _os.path.exists(_build_info.TORCH_PLUGIN):
     _os.environ.setdefault("PLACESIM_TORCH_PLUGIN", _build_info.TORCH_PLUGIN)
 
-from . import _placesim  # noqa: E402
+# The extension's symbols are made global: the LibTorch plugin of the placeto strategy, which it
+# loads when a policy is first made, resolves placesim's functions from the module that loads it.
+_flags = _sys.getdlopenflags()
+_sys.setdlopenflags(_flags | _os.RTLD_GLOBAL)
+try:
+    from . import _placesim  # noqa: E402
+finally:
+    _sys.setdlopenflags(_flags)
 from . import _strategies  # noqa: E402
 from ._placesim import (  # noqa: E402,F401
     Cluster,

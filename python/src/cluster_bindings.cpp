@@ -2,7 +2,9 @@
 // (the fabric registry, topologies/registry.h); its GPUs, links and pairwise view; what
 // `placesim topology info` says of it.
 #include <filesystem>
+#include <algorithm>
 #include <fmt/format.h>
+#include <limits>
 
 #include "common.h"
 #include "topologies/registry.h"

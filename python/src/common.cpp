@@ -36,26 +36,36 @@ YAML::Node to_yaml(py::handle value) {
   // NumPy arrays as lists, NumPy scalars and other numbers by their Python value.
   if (py::hasattr(value, "tolist") && py::hasattr(value, "ndim") && value.attr("ndim").cast<int>() > 0)
     return to_yaml(value.attr("tolist")());
-  if (py::hasattr(value, "__index__")) return YAML::Node(py::str(py::int_(value)).cast<std::string>());
-  if (py::hasattr(value, "__float__")) return YAML::Node(number_text(py::float_(value).cast<double>()));
+  if (py::hasattr(value, "__index__")) return YAML::Node(py::str(py::int_(py::reinterpret_borrow<py::object>(value))).cast<std::string>());
+  if (py::hasattr(value, "__float__")) return YAML::Node(number_text(py::float_(py::reinterpret_borrow<py::object>(value)).cast<double>()));
   if (py::hasattr(value, "__fspath__")) return YAML::Node(py::str(value.attr("__fspath__")()).cast<std::string>());
   throw py::type_error(fmt::format("cannot turn a {} into a scenario value (expected a dict, list, str, number, bool or None)",
                                    py::str(value.get_type().attr("__name__")).cast<std::string>()));
 }
 
+namespace {
+
+// A Python function looked up once and kept for the process: never released (releasing it after
+// the interpreter has finalized, as a static's destructor would, crashes).
+const py::object& kept(const char* module, const char* name) {
+  return *new py::object(py::module_::import(module).attr(name));
+}
+
+}  // namespace
+
 py::object to_python(const nlohmann::json& value) {
   // json.loads reads doubles back exactly (both sides use the shortest round-trip form).
-  static py::object loads = py::module_::import("json").attr("loads");
+  static const py::object& loads = kept("json", "loads");
   return loads(value.dump());
 }
 
 py::object to_python(const nlohmann::ordered_json& value) {
-  static py::object loads = py::module_::import("json").attr("loads");
+  static const py::object& loads = kept("json", "loads");
   return loads(value.dump());
 }
 
 py::object dataframe(const py::dict& columns) {
-  static py::object frame = py::module_::import("pandas").attr("DataFrame");
+  static const py::object& frame = kept("pandas", "DataFrame");
   return frame(columns);
 }
 

@@ -3,7 +3,9 @@
 // the latency a search minimises, for tight loops.
 #include <chrono>
 #include <cmath>
+#include <algorithm>
 #include <fmt/format.h>
+#include <limits>
 
 #include "common.h"
 #include "scenarios/runner/runner.h"

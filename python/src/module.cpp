@@ -12,15 +12,19 @@ PYBIND11_MODULE(_placesim, m) {
   m.attr("__version__") = PLACESIM_VERSION;
   m.def("_version_text", &version_text);
   // Bad input is a ValueError naming the file and the field, as the CLI's one-line errors do.
-  static py::exception<InputError> input_error(m, "InputError", PyExc_ValueError);
+  // The exception types are kept for the process (never released: a static's destructor would run
+  // after the interpreter has finalized).
+  static const auto* input_error = new py::exception<InputError>(m, "InputError", PyExc_ValueError);
+  static const auto* infeasible = new py::exception<InfeasibleProblem>(m, "InfeasibleProblem", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const InputError& e) {
-      PyErr_SetString(input_error.ptr(), e.what());
+      PyErr_SetString(input_error->ptr(), e.what());
+    } catch (const InfeasibleProblem& e) {
+      PyErr_SetString(infeasible->ptr(), e.what());
     }
   });
-  py::register_exception<InfeasibleProblem>(m, "InfeasibleProblem", PyExc_RuntimeError);
   placesim::python::bind_graph(m);
   placesim::python::bind_cluster(m);
   placesim::python::bind_evaluate(m);

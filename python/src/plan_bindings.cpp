@@ -14,6 +14,7 @@
 #include "plan_cli.h"
 #include "scenarios/runner/scenario.h"
 #include "sim/collectives/algorithms.h"
+#include "sim/collectives/collectives.h"
 #include "sim/core/errors.h"
 #include "sim/engines/engine.h"
 #include "sim/models/layer_zoo.h"

@@ -67,8 +67,14 @@ std::string run_scenario(const py::handle& spec, const RunArgs& a) {
                      fmt::format("holds {} finished point{} of an earlier run; resume=True runs only the points missing, "
                                  "fresh=True deletes them and starts over (or output= names another folder)",
                                  earlier, earlier == 1 ? "" : "s"));
-  // The GIL stays held: the workers are forked from this thread, and a `python` strategy in one of
-  // them calls into the interpreter it inherited, as this thread.
+  // The GIL stays held here while the workers are forked, so that each inherits the interpreter in
+  // a consistent state; each worker then resets it as os.fork would (other threads gone, fork
+  // handlers run) and releases the GIL, which a `python` strategy takes back to call into Python
+  // (and which LibTorch, placeto's, wants released).
+  options.in_worker = [] {
+    PyOS_AfterFork_Child();
+    PyEval_SaveThread();
+  };
   std::ostringstream quiet;
   run_sweep(plan, options, a.progress ? std::cerr : static_cast<std::ostream&>(quiet));
   return options.output;

@@ -1,7 +1,9 @@
 // Strategies from Python: every registered strategy with its options as keyword arguments
 // (placesim.place), and the host of the `python` strategy (placement/strategies/python): the
 // PythonPlacer that calls a class written in Python, installed when the module is imported.
+#include <algorithm>
 #include <fmt/format.h>
+#include <limits>
 
 #include "common.h"
 #include "placement/framework/planner.h"
@@ -27,7 +29,13 @@ py::dict facts_dict(const SearchFacts& f) {
 // One strategy, made from its options as a scenario's `options:` mapping, places the graph.
 py::dict place(const GraphPtr& graph, const ClusterPtr& cluster, const std::string& strategy, const py::dict& options) {
   std::unique_ptr<Strategy> s = make_strategy(strategy, to_yaml(options), "python", "strategy");
-  PlacementResult r = s->place(*graph, *cluster);
+  PlacementResult r;
+  {
+    // Released for the strategy (LibTorch refuses to run its autograd under the GIL); a `python`
+    // strategy takes it back.
+    py::gil_scoped_release released;
+    r = s->place(*graph, *cluster);
+  }
   py::dict out;
   out["placement"] = to_array(r.placement);
   out["search_seconds"] = r.search_seconds;

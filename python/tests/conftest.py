@@ -34,3 +34,12 @@ def small():
     graph = placesim.load_graph({"builtin": "synthetic", "layers": 3, "branches": 3, "ops_per_branch": 2})
     cluster = placesim.cluster(type="nvlink-servers", gpus=4)
     return graph, cluster
+
+
+def random_placement(graph, cluster, rng):
+    """A uniformly random GPU per colocation class (and per operator outside any class)."""
+    import numpy as np
+    classes = graph.operator_arrays()["colocation_class"]
+    per_op = rng.integers(cluster.num_gpus, size=graph.num_operators)
+    per_class = rng.integers(cluster.num_gpus, size=max(graph.num_colocation_classes, 1))
+    return np.where(classes >= 0, per_class[np.maximum(classes, 0)], per_op).astype(np.int32)

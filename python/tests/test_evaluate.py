@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import placesim
-from conftest import QUICKSTART, run_cli
+from conftest import QUICKSTART, random_placement, run_cli
 
 
 def simulate_json(tmp_path, graph, placement, engine):
@@ -23,7 +23,7 @@ def simulate_json(tmp_path, graph, placement, engine):
 def test_evaluate_equals_simulate_bit_for_bit(tmp_path, quickstart, engine):
     graph, cluster = quickstart.graph, quickstart.cluster
     placements = [placesim.place(graph, cluster, "m-etf").placement,
-                  np.arange(graph.num_operators, dtype=np.int64) % cluster.num_gpus]
+                  random_placement(graph, cluster, np.random.default_rng(7)).astype(np.int64)]
     for placement in placements:
         cli = simulate_json(tmp_path, graph, placement, engine)
         mine = placesim.evaluate(graph, cluster, placement, engine=engine)
@@ -47,7 +47,7 @@ def test_evaluate_in_a_loop_matches_the_cost_model(quickstart):
     rng = np.random.default_rng(1)
     model = placesim.CostModel(graph, cluster, "flow")
     for _ in range(20):
-        p = rng.integers(cluster.num_gpus, size=graph.num_operators).astype(np.int32)
+        p = random_placement(graph, cluster, rng)
         e = placesim.evaluate(graph, cluster, p)
         assert e.engine == "flow" and e.latency == e.latencies["flow"]
         assert e.latency == model.latency(p)
@@ -57,7 +57,7 @@ def test_evaluate_in_a_loop_matches_the_cost_model(quickstart):
 
 def test_links_without_simgrid_are_the_routed_bytes(quickstart):
     graph, cluster = quickstart.graph, quickstart.cluster
-    p = np.arange(graph.num_operators) % cluster.num_gpus
+    p = random_placement(graph, cluster, np.random.default_rng(3))
     flow = placesim.evaluate(graph, cluster, p, engine="flow").links
     simgrid = placesim.evaluate(graph, cluster, p, engine="simgrid").links
     assert flow["busy_s"].isna().all() and not simgrid["busy_s"].isna().any()
