@@ -51,14 +51,19 @@ def episode(env, policy, rng_seed, greedy=False):
 
 
 def train(env, policy, seconds, batch, seed):
+    """REINFORCE with a per-step moving baseline; returns the episodes run and, as Placeto reports,
+    the best placement found on the way (by the cost: latency, and memory)."""
     optimizer = torch.optim.Adam(policy.parameters(), lr=3e-3)
     baseline = np.zeros(env.num_groups)
     started, episodes, updates = time.perf_counter(), 0, 0
+    best = None
     while time.perf_counter() - started < seconds:
         loss = 0.0
         for _ in range(batch):
             log_probs, rewards, info = episode(env, policy, seed + episodes)
             episodes += 1
+            if best is None or info["cost"] < best["cost"]:
+                best = info
             returns = np.cumsum(rewards[::-1])[::-1]  # reward to go
             baseline = 0.95 * baseline + 0.05 * returns
             advantage = torch.as_tensor(returns - baseline, dtype=torch.float32)
@@ -69,8 +74,8 @@ def train(env, policy, seconds, batch, seed):
         updates += 1
         if updates % 20 == 0:
             print(f"  {time.perf_counter() - started:6.1f} s  episode {episodes:5d}  last latency "
-                  f"{info['latency'] * 1e3:8.3f} ms", flush=True)
-    return episodes
+                  f"{info['latency'] * 1e3:8.3f} ms  best {best['latency'] * 1e3:8.3f} ms", flush=True)
+    return episodes, best
 
 
 def main():
@@ -86,27 +91,30 @@ def main():
     env = placesim.PlacementEnv(s.graph, s.cluster, engine="flow", groups=a.groups, seed=a.seed)
     print(f"graph: {s.graph.num_operators} operators in {env.num_groups} groups; cluster: {s.cluster.description}")
     policy = make_policy(env.observation_space.shape[0], env.action_space.n)
-    episodes = train(env, policy, a.seconds, a.batch, a.seed)
+    episodes, best_found = train(env, policy, a.seconds, a.batch, a.seed)
 
-    # Evaluation: from 20 random starting placements, the policy's placement (greedy) against
-    # random placement (uniform GPU per group) on the same graph, by the flow engine.
+    # Evaluation, by the flow engine: from 20 random starting placements the policy's placement,
+    # greedy (its most likely GPU each step) and sampled, against random placement (a uniform GPU
+    # per group) and single-device on the same graph.
     rng = np.random.default_rng(a.seed + 1)
     with torch.no_grad():
-        learned = [episode(env, policy, 10_000 + k, greedy=True)[2] for k in range(20)]
+        greedy = [episode(env, policy, 10_000 + k, greedy=True)[2]["latency"] for k in range(20)]
+        sampled = [episode(env, policy, 20_000 + k)[2]["latency"] for k in range(20)]
     random_latency = []
     for _ in range(200):
         group_gpu = rng.integers(env.num_gpus, size=env.num_groups)
         random_latency.append(placesim.evaluate(s.graph, s.cluster, group_gpu[env.group_of]).latency)
-    policy_latency = [i["latency"] for i in learned]
-    best = learned[int(np.argmin(policy_latency))]
-    check = placesim.evaluate(s.graph, s.cluster, best["placement"], engine="all")
-    print(f"trained on {episodes} episodes in {a.seconds:.0f} s")
-    print(f"policy           {np.mean(policy_latency) * 1e3:8.3f} ms mean, {np.min(policy_latency) * 1e3:8.3f} ms best "
-          f"(SimGrid {check.latencies['simgrid'] * 1e3:.3f} ms, peak memory {check.peak_memory / 2**30:.2f} GiB"
-          f"{', OOM' if check.oom else ''})")
-    print(f"random placement {np.mean(random_latency) * 1e3:8.3f} ms mean, {np.min(random_latency) * 1e3:8.3f} ms best of "
-          f"{len(random_latency)}")
-    beats = np.mean(policy_latency) < np.mean(random_latency)
+    single = placesim.evaluate(s.graph, s.cluster, placesim.place(s.graph, s.cluster, "single-device").placement).latency
+    check = placesim.evaluate(s.graph, s.cluster, best_found["placement"], engine="all")
+    print(f"trained on {episodes} episodes in {a.seconds:.0f} s; latency by the flow engine:")
+    print(f"policy, greedy           {np.mean(greedy) * 1e3:8.3f} ms mean of 20")
+    print(f"policy, sampled          {np.mean(sampled) * 1e3:8.3f} ms mean of 20, {np.min(sampled) * 1e3:8.3f} ms best")
+    print(f"best found in training   {best_found['latency'] * 1e3:8.3f} ms (SimGrid {check.latencies['simgrid'] * 1e3:.3f} ms, "
+          f"peak memory {check.peak_memory / 2**30:.2f} GiB{', OOM' if check.oom else ''})")
+    print(f"random placement         {np.mean(random_latency) * 1e3:8.3f} ms mean of {len(random_latency)}, "
+          f"{np.min(random_latency) * 1e3:8.3f} ms best")
+    print(f"single-device            {single * 1e3:8.3f} ms")
+    beats = max(np.mean(greedy), np.mean(sampled)) < np.mean(random_latency)
     print("the policy beats random placement" if beats else "the policy does NOT beat random placement")
     return 0 if beats else 1
 
