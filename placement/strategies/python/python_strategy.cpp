@@ -14,10 +14,14 @@ PythonPlacer& installed_placer() {
   return placer;
 }
 
-constexpr const char* kNeedsPython =
-    "strategies written in Python run when placesim is driven from Python: `python3 -c \"import placesim; "
-    "print(placesim.run_scenario('SCENARIO.yaml'))\"` with build/python on PYTHONPATH (docs/python.md); the placesim "
-    "command does not embed Python";
+// Why the strategy cannot run here, and how to run the scenario `file` instead.
+std::string needs_python(const std::string& file) {
+  return fmt::format(
+      "the python strategy runs strategies written in Python, which need placesim driven from Python (the placesim "
+      "command does not embed Python): `PYTHONPATH=build/python python3 -c \"import placesim; "
+      "print(placesim.run_scenario('{}'))\"` (docs/python.md)",
+      file.empty() ? "SCENARIO.yaml" : file);
+}
 
 }  // namespace
 
@@ -26,7 +30,7 @@ bool python_placer_installed() { return static_cast<bool>(installed_placer()); }
 
 PlacementResult PythonStrategy::place_impl(const Graph& graph, const Cluster& cluster, const Deadline& deadline) {
   const PythonPlacer& placer = installed_placer();
-  if (!placer) throw std::runtime_error(std::string("the python strategy: ") + kNeedsPython);
+  if (!placer) throw std::runtime_error(needs_python(""));
   PythonPlacement placed = placer(config_, graph, cluster, deadline);
   PlacementResult r;
   r.placement = std::move(placed.placement);
@@ -74,7 +78,7 @@ StrategyInfo python_strategy_info() {
   // the scenario, before any point runs.
   info.make = [make = info.make](const YamlFields& f) -> std::unique_ptr<Strategy> {
     std::unique_ptr<Strategy> s = make(f);
-    if (!python_placer_installed()) throw InputError(f.file(), f.path(), std::string("the python strategy: ") + kNeedsPython);
+    if (!python_placer_installed()) throw InputError(f.file(), f.path(), needs_python(f.file()));
     return s;
   };
   return info;
