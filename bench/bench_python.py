@@ -14,7 +14,7 @@ The overhead is the Python call's median less the C++ call's median, as a fracti
 latter and of the engine's own run (EngineRun::wall_s, the flow engine alone) (the issue's bound:
 under 10%).
 
-  PYTHONPATH=build/python /usr/bin/python3 bench/bench_python.py [--calls N] [--rounds R] [--check]
+  PYTHONPATH=build/python /usr/bin/python3 bench/bench_python.py [--calls 250] [--rounds 20] [--check]
 """
 import argparse
 import os
@@ -33,8 +33,8 @@ from placesim import _placesim  # noqa: E402
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=1000, help="calls per round and side")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds, each side by side")
+    parser.add_argument("--calls", type=int, default=250, help="calls per round and side")
+    parser.add_argument("--rounds", type=int, default=20, help="rounds, each side by side")
     parser.add_argument("--engine", default="flow")
     parser.add_argument("--check", action="store_true", help="exit 1 when the overhead is 10%% or more")
     a = parser.parse_args()
