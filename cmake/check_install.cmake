@@ -23,6 +23,17 @@ run_installed("round-robin" strategies)
 if(WITH_TORCH)
   run_installed("episode +1/1" placeto train --episodes 1 --graphs synthetic:1 --gpus 2 --out ${PREFIX}/p.pt)
 endif()
+# With the Python module: the installed package imports from the prefix, finds the installed data
+# and runs a scenario of the installed share/placesim.
+if(PYTHON_EXECUTABLE AND PYTHON_DIR)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=PLACESIM_DATA_DIR --unset=PLACESIM_TORCH_PLUGIN
+                          PYTHONPATH=${PREFIX}/${PYTHON_DIR} ${PYTHON_EXECUTABLE} -c
+                          "import placesim, os; assert placesim.__file__.startswith('${PREFIX}'), placesim.__file__; print(placesim.__version__, os.environ['PLACESIM_DATA_DIR']); print(len(placesim.strategies()))"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "share/placesim")
+    message(FATAL_ERROR "the installed Python module: exited ${rc}:\n${out}${err}")
+  endif()
+endif()
 foreach(file share/placesim/tools/plot_results.py share/placesim/scenarios/quickstart.yaml)
   if(NOT EXISTS ${PREFIX}/${file})
     message(FATAL_ERROR "not installed: ${file}")

@@ -6,7 +6,7 @@ first. Prints each with its length and exits 1 when there is one (ctest runs it:
 usage: tools/check_function_length.py [N] [folder ...]   (run from the repository's root)"""
 import re, sys, os
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 150
-roots = sys.argv[2:] or ['sim', 'topologies', 'placement', 'scenarios', 'tools']
+roots = sys.argv[2:] or ['sim', 'topologies', 'placement', 'scenarios', 'tools', 'python/src']
 def strip(src):
     # remove comments and strings, keep newlines
     out = []; i = 0; n = len(src)

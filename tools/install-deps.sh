@@ -20,7 +20,10 @@ packages=(
   libonnx-dev               # ONNX models in (sim/models/onnx_import.cpp): parsing and shape inference
   protobuf-compiler libprotobuf-dev  # Chakra execution traces (sim/io/chakra): protoc and the runtime
   python3-protobuf          # the tests read the Chakra traces back with Python's protobuf
-  python3-torch python3-torchvision  # tools/export_onnx.py: PyTorch and torchvision models to ONNX
+  python3-torch python3-torchvision  # tools/export_onnx.py: PyTorch and torchvision models to ONNX; the learned-placement example
+  pybind11-dev python3-dev  # the Python module placesim (python/, docs/python.md), for /usr/bin/python3
+  python3-numpy python3-pandas python3-yaml  # what the module returns (arrays, frames) and reads (strategies' args)
+  python3-pytest            # the module's tests (python/tests, run by ctest)
 )
 missing=()
 for p in "${packages[@]}"; do

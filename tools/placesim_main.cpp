@@ -409,7 +409,56 @@ int cmd_reproduce(const ReproduceArgs& a) {
 
 struct SimulateArgs {
   std::string graph_path, placement_path, cluster_path, format = "auto", engine = "both", trace, chakra, replay, replay_prefix;
+  bool json = false;
 };
+
+// `placesim simulate`'s report: the engines' latencies, the bounds, each GPU's memory and busy
+// time, the busiest links.
+void print_simulation(const std::string& graph_label, const Graph& graph, const Cluster& cluster, const Measurement& m) {
+  std::cout << fmt::format("graph           {} ({} operator{}, {} tensor{})\n", graph_label, graph.num_operators(),
+                           graph.num_operators() == 1 ? "" : "s", graph.num_tensors(),
+                           graph.num_tensors() == 1 ? "" : "s");
+  std::cout << fmt::format("cluster         {}\n", cluster.description);
+  for (const EngineRun& run : m.runs.runs)
+    std::cout << fmt::format("{:<16}{}{}\n", run.engine, format_duration(run.latency),
+                             run.engine == kEvaluator ? std::string() : fmt::format(" (simulated in {})", format_duration(run.wall_s)));
+  std::cout << fmt::format("lower bounds    critical path {}, work/GPU {}\n", format_duration(m.bounds.critical_path),
+                           format_duration(m.bounds.work_per_device));
+  for (int d = 0; d < cluster.num_devices(); ++d)
+    std::cout << fmt::format("{:<15} memory {} of {}{}, busy {}\n", cluster.device(d).name, format_bytes(m.memory[d]),
+                             format_bytes(cluster.device(d).memory_bytes),
+                             m.memory[d] > cluster.device(d).memory_bytes ? " (OOM)" : "", format_duration(m.evaluator_schedule()->busy[d]));
+  for (std::size_t k = 0; k < m.links.size() && k < 10; ++k)
+    std::cout << fmt::format("link {:<24} {} busy {:.1f}% utilisation {:.1f}%\n", m.links[k].name, format_bytes(m.links[k].bytes),
+                             100 * m.links[k].busy_fraction, 100 * m.links[k].mean_utilisation);
+}
+
+// `placesim simulate --json`: the same values, exactly (doubles in their shortest round-trip form),
+// for programs (the Python module's tests compare placesim.evaluate with it bit for bit).
+nlohmann::ordered_json simulation_json(const std::string& graph_label, const Graph& graph, const Cluster& cluster,
+                                       const Measurement& m) {
+  nlohmann::ordered_json out;
+  out["graph"] = graph_label;
+  out["operators"] = graph.num_operators();
+  out["tensors"] = graph.num_tensors();
+  out["cluster"] = cluster.description;
+  for (const EngineRun& run : m.runs.runs) {
+    out[run.engine + "_latency"] = run.latency;
+    out[run.engine + "_wall_time"] = run.wall_s;
+  }
+  out["lower_bound_critical_path"] = m.bounds.critical_path;
+  out["lower_bound_work_per_gpu"] = m.bounds.work_per_device;
+  out["memory_per_gpu"] = m.memory;
+  out["peak_memory"] = m.peak_memory;
+  out["oom"] = m.oom;
+  out["busy_per_gpu"] = m.evaluator_schedule()->busy;
+  nlohmann::ordered_json links = nlohmann::ordered_json::array();
+  for (const LinkUse& l : m.links)
+    links.push_back({{"name", l.name}, {"bytes", l.bytes}, {"busy_s", l.busy_s}, {"busy_fraction", l.busy_fraction},
+                     {"mean_utilisation", l.mean_utilisation}});
+  out["links"] = std::move(links);
+  return out;
+}
 
 int cmd_simulate(const SimulateArgs& a) {
   Graph graph;
@@ -459,22 +508,11 @@ int cmd_simulate(const SimulateArgs& a) {
   if (engines.has(kEstimate))
     throw InputError("command line", "--engine", "the estimate prices plans (`placesim plan`, a scenario's workload), not placements");
   const Measurement m = measure_placement(graph, cluster, placement, engines);
-  std::cout << fmt::format("graph           {} ({} operator{}, {} tensor{})\n", graph_label, graph.num_operators(),
-                           graph.num_operators() == 1 ? "" : "s", graph.num_tensors(),
-                           graph.num_tensors() == 1 ? "" : "s");
-  std::cout << fmt::format("cluster         {}\n", cluster.description);
-  for (const EngineRun& run : m.runs.runs)
-    std::cout << fmt::format("{:<16}{}{}\n", run.engine, format_duration(run.latency),
-                             run.engine == kEvaluator ? std::string() : fmt::format(" (simulated in {})", format_duration(run.wall_s)));
-  std::cout << fmt::format("lower bounds    critical path {}, work/GPU {}\n", format_duration(m.bounds.critical_path),
-                           format_duration(m.bounds.work_per_device));
-  for (int d = 0; d < cluster.num_devices(); ++d)
-    std::cout << fmt::format("{:<15} memory {} of {}{}, busy {}\n", cluster.device(d).name, format_bytes(m.memory[d]),
-                             format_bytes(cluster.device(d).memory_bytes),
-                             m.memory[d] > cluster.device(d).memory_bytes ? " (OOM)" : "", format_duration(m.evaluator_schedule()->busy[d]));
-  for (std::size_t k = 0; k < m.links.size() && k < 10; ++k)
-    std::cout << fmt::format("link {:<24} {} busy {:.1f}% utilisation {:.1f}%\n", m.links[k].name, format_bytes(m.links[k].bytes),
-                             100 * m.links[k].busy_fraction, 100 * m.links[k].mean_utilisation);
+  if (a.json) {
+    std::cout << simulation_json(graph_label, graph, cluster, m).dump() << "\n";
+    return m.oom ? kExitFailed : kExitOk;
+  }
+  print_simulation(graph_label, graph, cluster, m);
   if (!a.trace.empty()) {
     write_trace(a.trace, graph, cluster, placement, m);
     std::cout << "trace           " << a.trace << "\n";
@@ -720,8 +758,13 @@ void add_simulate_command(CLI::App& app, Cli& cli) {
   cli.sim->add_option("--cluster", cli.sim_args.cluster_path, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
   cli.sim->add_option("--format", cli.sim_args.format, "graph format: auto, quickp, msr, placesim");
   cli.sim->add_option("--engine", cli.sim_args.engine, engine_choices(false))->check(one_of(engine_names(false)));
-  cli.sim->add_option("--trace", cli.sim_args.trace, "write a Chrome trace (open in Perfetto)");
-  cli.sim->add_option("--chakra", cli.sim_args.chakra, "write Chakra execution traces of the iteration, one per GPU (<graph>.<rank>.et), into this directory");
+  auto* trace = cli.sim->add_option("--trace", cli.sim_args.trace, "write a Chrome trace (open in Perfetto)");
+  auto* chakra = cli.sim->add_option("--chakra", cli.sim_args.chakra, "write Chakra execution traces of the iteration, one per GPU (<graph>.<rank>.et), into this directory");
+  cli.sim->add_flag("--json", cli.sim_args.json,
+                    "print the measurement as one JSON object (latency and wall time per engine, bounds, memory and busy "
+                    "time per GPU, links), every number exact")
+      ->excludes(trace)
+      ->excludes(chakra);
   auto* replay = cli.sim->add_option("--replay", cli.sim_args.replay,
                                  "simulate the graph and placement of a directory of Chakra traces (instead of --graph, "
                                  "--placement); their collectives run as placesim's on --cluster")

@@ -12,6 +12,7 @@
 #include "placement/planners/nest/nest.h"
 #include "placement/strategies/placeto/placeto.h"
 #include "placement/framework/planner.h"
+#include "placement/strategies/python/python_strategy.h"
 #include "placement/strategies/quickp/quickp.h"
 #include "placement/strategies/random/random.h"
 #include "placement/strategies/round_robin/round_robin.h"
@@ -37,6 +38,7 @@ const Registry<StrategyInfo>& strategy_registry() {
       order_place_strategy_info(),
       celeritas_strategy_info(),
       placeto_greedy_strategy_info(),
+      python_strategy_info(),  // a strategy written in Python: made where the placesim Python module runs
 #ifdef PLACESIM_HAVE_TORCH
       placeto_strategy_info(),  // needs LibTorch
 #endif

@@ -353,6 +353,7 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   const long abort_point = options.debug_abort_point;
   run_process_pool(todo, options.jobs, [&](std::size_t index) {
     const SweepPoint& point = plan.points[index];
+    if (options.in_worker) options.in_worker();
     if (static_cast<long>(index) == abort_point) std::abort();
     const LoadedGraph& g = graphs.at(plan.variant_graph[point.variant]);
     return run_point(plan, point, {g.graph.get(), g.workload.get(), &g.warnings}, out_dir);

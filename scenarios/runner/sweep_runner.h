@@ -9,6 +9,7 @@
 // With MPI, rank r of R runs the points with index % R == r into results.rank<r>.jsonl (see
 // merge_result_shards).
 #include <cstddef>
+#include <functional>
 #include <iosfwd>
 #include <string>
 
@@ -27,6 +28,9 @@ struct SweepOptions {
   // runner kills itself with SIGKILL once this many points have been appended.
   long debug_abort_point = -1;
   long debug_stop_after = -1;
+  // Called first in each worker process, right after the fork: the Python module resets the
+  // interpreter it forked (PyOS_AfterFork_Child) and lets go of its lock there.
+  std::function<void()> in_worker;
 };
 
 struct SweepSummary {

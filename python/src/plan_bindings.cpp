@@ -1,0 +1,218 @@
+// Parallel plans and collectives from Python: placesim.plan (`placesim plan`: one plan of a
+// layer-level workload, or the plan a registered planner chooses, compiled and run on the engines)
+// and placesim.collective (`placesim collective`, run by the CLI's own code: the same rows).
+#include <algorithm>
+#include <chrono>
+#include <fmt/format.h>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "collective_cli.h"
+#include "common.h"
+#include "placement/framework/planner.h"
+#include "plan_cli.h"
+#include "scenarios/runner/scenario.h"
+#include "sim/collectives/algorithms.h"
+#include "sim/collectives/collectives.h"
+#include "sim/core/errors.h"
+#include "sim/engines/engine.h"
+#include "sim/models/layer_zoo.h"
+#include "sim/plans/layer_model.h"
+#include "sim/plans/parallel_plan.h"
+
+namespace placesim::python {
+
+namespace {
+
+// The workload `placesim plan` reads: a NEST workload file, or a zoo model at the plan's widths.
+LayerWorkload plan_workload(const PlanArgs& a) {
+  if (a.workload.empty() == a.model.empty())
+    throw InputError("python", "workload/model", "expected one of workload=FILE or model=NAME");
+  if (a.model.empty()) return load_nest_workload(a.workload);
+  models::LayerZooOptions zoo;
+  zoo.micro_batch = a.micro_batch_size;
+  zoo.sequence = a.sequence;
+  zoo.gpu = a.gpu;
+  zoo.mfu = a.mfu;
+  zoo.recompute = !a.no_recompute;
+  std::vector<int> widths{a.tp};
+  for (int w : a.stage_tp)
+    if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
+  return models::build_layer_model(a.model, zoo, widths, "python");
+}
+
+ParallelPlan plan_of(const PlanArgs& a) {
+  ParallelPlan plan;
+  plan.tp = a.tp;
+  plan.stage_tp = a.stage_tp;
+  plan.pp = a.pp;
+  plan.dp = a.dp;
+  plan.micro_batches = a.micro_batches;
+  plan.zero = a.zero;
+  plan.virtual_stages = a.virtual_stages;
+  plan.ep = a.ep;
+  plan.scatter_gather = !a.no_scatter_gather;
+  plan.sequence_parallel = a.sequence_parallel;
+  plan.schedule = enum_parse<PipelineSchedule>(kPipelineScheduleNames, a.schedule, "python", "schedule");
+  plan.gradient_algorithm =
+      enum_parse<CollectiveAlgorithm>(collective_algorithm_names(CollectiveOp::AllReduce), a.gradient_algorithm, "python",
+                                      "gradient_algorithm");
+  return plan;
+}
+
+py::list memory_rows(const ParallelPlan& plan, const CompiledPlan& layout, const Cluster& cluster) {
+  py::list rows;
+  for (int p = 0; p < plan.pp; ++p) {
+    const std::size_t i = plan_gpu_index(plan, 0, p, 0);
+    const GpuMemory& m = layout.memory[i];
+    py::dict row;
+    row[plan.virtual_stages > 1 ? "pipeline_rank" : "stage"] = p;
+    row["parameters"] = m.parameters;
+    row["gradients"] = m.gradients;
+    row["optimizer_states"] = m.optimizer_states;
+    row["activations"] = m.activations;
+    row["workspace"] = m.workspace;
+    row["total"] = m.total();
+    row["capacity"] = cluster.device(layout.gpus[i]).memory_bytes;
+    row["micro_batches_in_flight"] = layout.in_flight[p];
+    rows.append(row);
+  }
+  return rows;
+}
+
+// The plan checked, laid out, compiled and run as `placesim plan` runs it; a plan that does not
+// fit is reported with feasible False and run on no engine.
+py::dict run_plan(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster, const PlanArgs& a) {
+  if (const std::string why = plan_problem(workload, plan, cluster); !why.empty()) throw InputError("python", "plan", why);
+  const CollectiveDetail detail = enum_parse<CollectiveDetail>(kCollectiveDetailNames, a.collectives, "python", "collectives");
+  const EngineSet which = EngineSet::parse(a.engine, "python", "engine");
+  const RunOrder order = enum_parse<RunOrder>(kRunOrderNames, a.order, "python", "order");
+  const CompiledPlan layout = plan_layout(workload, plan, cluster);
+  py::dict out;
+  out["workload"] = workload.source;
+  out["plan"] = to_python(plan_to_json(plan));
+  out["gpus"] = layout.gpus;
+  out["stage_starts"] = layout.stage_starts;
+  out["memory_per_stage"] = memory_rows(plan, layout, cluster);
+  out["feasible"] = layout.infeasible.empty();
+  out["reason"] = layout.infeasible;
+  py::dict latencies, walls;
+  out["latencies"] = latencies;
+  out["wall_times"] = walls;
+  if (!layout.infeasible.empty()) return out;
+  const auto t0 = std::chrono::steady_clock::now();
+  const CompiledPlan c = compile_plan(workload, plan, cluster, detail);
+  out["compile_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out["operators"] = c.graph.graph.num_operators();
+  out["tensors"] = c.graph.graph.num_tensors();
+  EngineRuns ran;
+  {
+    py::gil_scoped_release released;
+    ran = run_engines(c.graph, cluster, which, order);
+  }
+  for (const EngineRun& r : ran.runs) {
+    latencies[py::str(r.engine)] = r.latency;
+    walls[py::str(r.engine)] = r.wall_s;
+  }
+  return out;
+}
+
+PlanArgs plan_args(const py::dict& kw) {
+  PlanArgs a;
+  auto text = [&](const char* key, std::string& field) {
+    if (kw.contains(key) && !kw[key].is_none()) field = py::str(kw[key]).cast<std::string>();
+  };
+  auto whole = [&](const char* key, int& field) {
+    if (kw.contains(key) && !kw[key].is_none()) field = kw[key].cast<int>();
+  };
+  text("workload", a.workload);
+  text("model", a.model);
+  text("schedule", a.schedule);
+  text("engine", a.engine);
+  text("order", a.order);
+  text("gradient_algorithm", a.gradient_algorithm);
+  text("collectives", a.collectives);
+  text("gpu", a.gpu);
+  whole("tp", a.tp);
+  whole("pp", a.pp);
+  whole("dp", a.dp);
+  whole("micro_batches", a.micro_batches);
+  whole("zero", a.zero);
+  whole("ep", a.ep);
+  whole("virtual_stages", a.virtual_stages);
+  whole("micro_batch_size", a.micro_batch_size);
+  whole("sequence", a.sequence);
+  if (kw.contains("stage_tp") && !kw["stage_tp"].is_none()) a.stage_tp = kw["stage_tp"].cast<std::vector<int>>();
+  if (kw.contains("mfu") && !kw["mfu"].is_none()) a.mfu = kw["mfu"].cast<double>();
+  if (kw.contains("recompute") && !kw["recompute"].is_none()) a.no_recompute = !kw["recompute"].cast<bool>();
+  if (kw.contains("scatter_gather") && !kw["scatter_gather"].is_none()) a.no_scatter_gather = !kw["scatter_gather"].cast<bool>();
+  if (kw.contains("sequence_parallel") && !kw["sequence_parallel"].is_none()) a.sequence_parallel = kw["sequence_parallel"].cast<bool>();
+  return a;
+}
+
+// A registered planner chooses the plan of a scenario-style `workload:` mapping; then it is run
+// as above, with the planner's search time and details.
+py::dict plan_with(const std::string& planner, const py::dict& workload_spec, const ClusterPtr& cluster,
+                   const py::dict& options, const py::dict& run) {
+  const WorkloadSource source = workload_source_from_yaml(to_yaml(workload_spec), "python", "workload");
+  const LayerWorkload workload = load_workload_source(source, "python");
+  std::unique_ptr<Planner> p = make_planner(planner, to_yaml(options), "python", "planner");
+  if (const std::string why = p->options_problem(workload, *cluster); !why.empty()) throw InputError("python", "planner", why);
+  const PlanResult planned = p->plan(workload, *cluster);
+  PlanArgs a = plan_args(run);
+  py::dict out = run_plan(workload, planned.plan, *cluster, a);
+  out["planner"] = planner;
+  out["search_seconds"] = planned.search_seconds;
+  out["details"] = to_python(planned.details);
+  return out;
+}
+
+// `placesim collective ... --json`, its lines returned as text.
+std::string collective_json(const py::dict& kw) {
+  CollectiveArgs a;
+  a.json = true;
+  auto text = [&](const char* key, std::string& field) {
+    if (kw.contains(key) && !kw[key].is_none()) field = py::str(kw[key]).cast<std::string>();
+  };
+  text("cluster", a.cluster);
+  text("op", a.op);
+  text("algorithm", a.algorithm);
+  text("bytes", a.bytes);
+  text("engine", a.engine);
+  text("group", a.group);
+  text("model", a.model);
+  if (kw.contains("factor") && !kw["factor"].is_none()) a.factor = kw["factor"].cast<double>();
+  if (kw.contains("gpus") && !kw["gpus"].is_none()) a.gpus = kw["gpus"].cast<int>();
+  if (kw.contains("chunks") && !kw["chunks"].is_none()) a.chunks = kw["chunks"].cast<int>();
+  if (kw.contains("root") && !kw["root"].is_none()) a.root = kw["root"].cast<int>();
+  std::ostringstream captured;
+  std::streambuf* const was = std::cout.rdbuf(captured.rdbuf());
+  try {
+    py::gil_scoped_release released;
+    cmd_collective(a);
+  } catch (...) {
+    std::cout.rdbuf(was);
+    throw;
+  }
+  std::cout.rdbuf(was);
+  return captured.str();
+}
+
+}  // namespace
+
+void bind_plans(py::module_& m) {
+  m.def(
+      "_plan",
+      [](const ClusterPtr& cluster, const py::dict& kw) {
+        const PlanArgs a = plan_args(kw);
+        const LayerWorkload workload = plan_workload(a);
+        return run_plan(workload, plan_of(a), *cluster, a);
+      },
+      py::arg("cluster"), py::arg("kw"));
+  m.def("_plan_with", &plan_with, py::arg("planner"), py::arg("workload"), py::arg("cluster"), py::arg("options"),
+        py::arg("run"));
+  m.def("_collective_json", &collective_json, py::arg("kw"));
+}
+
+}  // namespace placesim::python

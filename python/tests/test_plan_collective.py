@@ -1,0 +1,67 @@
+"""placesim.plan and placesim.collective: the CLI's commands, the same numbers."""
+import json
+import re
+
+import pytest
+
+import placesim
+from conftest import QUICKSTART, run_cli
+
+H100 = {"type": "nvlink-servers", "gpus": 8, "gpus_per_server": 4, "gpu_memory": "80GiB"}
+
+
+def test_collective_equals_the_cli_json():
+    df = placesim.collective(QUICKSTART, op="all-reduce", algorithm="ring", bytes="1MiB:4MiB", engine="all")
+    code, out, err = run_cli("collective", "--cluster", QUICKSTART, "--op", "all-reduce", "--algorithm", "ring",
+                             "--bytes", "1MiB:4MiB", "--engine", "all", "--json")
+    assert code == 0, err
+    cli = [json.loads(line) for line in out.splitlines()]
+    assert len(df) == len(cli) == 9  # 3 sizes x 3 engines
+    for row, expected in zip(df.to_dict("records"), cli):
+        for key, value in expected.items():
+            if key != "wall_s":
+                assert row[key] == value, key
+
+
+def test_collective_on_a_cluster_made_in_python():
+    c = placesim.cluster(type="fat-tree", k=4, gpus_per_server=1)
+    df = placesim.collective(c, op="all-gather", bytes="1MiB", gpus=4, engine="flow")
+    assert len(df) == 1 and df["time_s"][0] > 0 and df["gpus"][0] == 4
+
+
+def cli_latency(text, engine):
+    """The CLI's `<engine>   1.23 ms per iteration` line, in seconds."""
+    m = re.search(rf"^{engine}\s+([\d.]+) (ns|us|ms|s) per iteration", text, re.M)
+    return float(m.group(1)) * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[m.group(2)]
+
+
+def test_plan_equals_the_cli(tmp_path):
+    cluster_file = tmp_path / "c.yaml"
+    cluster_file.write_text(json.dumps({"cluster": H100}))
+    args = dict(model="gpt2", tp=2, pp=2, dp=2, micro_batches=4, zero=1, engine="all")
+    mine = placesim.plan(placesim.load_cluster(cluster_file), **args)
+    code, out, err = run_cli("plan", "--model", "gpt2", "--cluster", cluster_file, "--tp", 2, "--pp", 2, "--dp", 2,
+                             "--micro-batches", 4, "--zero", 1, "--engine", "all")
+    assert code == 0, err
+    assert mine["feasible"] and len(mine["gpus"]) == 8
+    for engine in ("evaluator", "flow", "simgrid"):
+        assert mine["latencies"][engine] == pytest.approx(cli_latency(out, engine), rel=5e-3), engine
+    assert f"{mine['operators']} operators, {mine['tensors']} tensors" in out
+
+
+def test_a_plan_that_does_not_fit_says_why():
+    small = placesim.cluster(type="nvlink-servers", gpus=2, gpu_memory="1GiB")
+    r = placesim.plan(small, model="gpt2", dp=2, engine="evaluator")
+    assert not r["feasible"] and "GiB" in r["reason"] and r["latencies"] == {}
+
+
+def test_a_planner_chooses_as_in_a_scenario(tmp_path):
+    options = {"pp": 2, "dp": 2, "zero": 1, "micro_batches": 4}
+    mine = placesim.plan(H100, model="gpt2", planner="megatron", engine="all", order="scheduler", **options)
+    df = placesim.run_scenario({"name": "megatron", "workload": {"model": "gpt2"}, "cluster": H100,
+                                "strategies": [{"name": "megatron", "options": options}],
+                                "simulation": {"engine": "all", "trace": False}, "output": str(tmp_path / "out")})
+    assert df["status"][0] == "ok"
+    for engine in ("evaluator", "flow", "simgrid"):
+        assert mine["latencies"][engine] == df[f"{engine}_latency"][0], engine
+    assert mine["plan"]["pp"] == 2 and mine["search_seconds"] >= 0
