@@ -122,8 +122,13 @@ void bind_cluster(py::module_& m) {
       .def(
           "latency_matrix", [](const Cluster& c) { return pair_matrix(c, false); },
           "Per ordered GPU pair, the latency a lone transfer pays (seconds).")
-      .def("transfer_time", &Cluster::transfer_time, py::arg("src"), py::arg("dst"), py::arg("bytes"),
-           py::arg("latencies") = 1, "Seconds for a lone transfer of `bytes` from GPU src to GPU dst.")
+      .def(
+          "transfer_time",
+          [](const Cluster& c, DeviceId src, DeviceId dst, double bytes, std::int32_t latencies) {
+            return c.transfer_time(src, dst, bytes, latencies);
+          },
+          py::arg("src"), py::arg("dst"), py::arg("bytes"), py::arg("latencies") = 1,
+          "Seconds for a lone transfer of `bytes` from GPU src to GPU dst.")
       .def("dot", &topology_dot, "The topology as a Graphviz drawing (text).");
 
   m.def(
