@@ -231,10 +231,11 @@ TEST(Cli, Item13ReproduceListSaysWhatEachReproductionIs) {
     EXPECT_EQ(m[2].str(), description + " [" + run_time + "]") << out;
     EXPECT_EQ(m[2].str().find("issue"), std::string::npos) << "no issue numbers where users read: " << m[2].str();
   }
-  // One line per file, then the families (reproduce_families), e.g. `nest` for `reproduce nest`.
+  // One line per file and one for the built-in nccl-tests, then the families (reproduce_families),
+  // e.g. `nest` for `reproduce nest`.
   const std::size_t families = out.find("\nfamilies (");
   ASSERT_NE(families, std::string::npos) << out;
-  EXPECT_EQ(std::count(out.begin(), out.begin() + static_cast<long>(families), '\n'), files) << out;
+  EXPECT_EQ(std::count(out.begin(), out.begin() + static_cast<long>(families), '\n'), files + 1) << out;
   EXPECT_TRUE(std::regex_search(out.substr(families),
                                 std::regex("\nnest +nest-experiment1, nest-experiment1-contention, nest-experiment1-scale\n")))
       << out;
@@ -639,6 +640,40 @@ TEST(Cli, PlanSaysStepTimeAndMemoryOrWhyItDoesNotFit) {
   EXPECT_TRUE(contains(out, " of 1 GiB per GPU: parameters ")) << out;
   EXPECT_EQ(run_cli("plan --workload " + workload + " --tp 3 --cluster " + (dir / "c.yaml").string(), out), 2) << out;
   EXPECT_TRUE(contains(out, "has no tensor-parallel width 3; it has: 1, 2, 4, 8")) << out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace placesim
+
+namespace placesim {
+namespace {
+
+// `reproduce nccl-tests`: every row of the calibration file beside placesim's, each within the
+// tolerance docs/collectives.md states, in the table and in nccl-tests.csv.
+TEST(Cli, ReproduceNcclTestsWritesEveryRowWithinTolerance) {
+  if (!fs::exists(fs::path(PLACESIM_TEST_SOURCE_DIR) / ".." / "shared" / "validation" / "nccl-tests_nd-h100-v5_1x8.csv"))
+    GTEST_SKIP() << "../shared/validation is absent: the nccl-tests measurements are not available";
+  const fs::path dir = testutil::fresh_temp_dir("cli-nccl-tests");
+  std::string out;
+  ASSERT_EQ(run_cli("reproduce nccl-tests --no-plots -o " + dir.string(), out), 0) << out;
+  EXPECT_TRUE(contains(out, "largest error")) << out;
+  std::ifstream csv(dir / "nccl-tests.csv");
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_EQ(line, "op,bytes,measured_us,simulated_us,error,measured_busbw_GBps,simulated_busbw_GBps,ran");
+  int rows = 0;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> f;
+    std::stringstream in(line);
+    for (std::string x; std::getline(in, x, ',');) f.push_back(x);
+    ASSERT_EQ(f.size(), 8u) << line;
+    EXPECT_LE(std::abs(std::stod(f[4])), std::stod(f[1]) >= (1 << 20) ? 0.10 : 0.25) << line;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 42);
+  ASSERT_EQ(run_cli("reproduce --list", out), 0) << out;
+  EXPECT_TRUE(contains(out, "nccl-tests")) << out;
   fs::remove_all(dir);
 }
 

@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "nccl_tests_reproduction.h"
 #include "cli_conventions.h"
 #include "collective_cli.h"
 #include "plan_cli.h"
@@ -352,12 +353,14 @@ int cmd_reproduce(const ReproduceArgs& a) {
       std::cout << fmt::format("{:<{}}  {}{}\n", names[i], width, description.empty() ? "(no description)" : description,
                                run_time.empty() ? "" : fmt::format(" [{}]", run_time));
     }
+    std::cout << fmt::format("{:<{}}  {} [2 s]\n", "nccl-tests", width, kNcclTestsDescription);
     if (!families.empty()) std::cout << "\nfamilies (`placesim reproduce FAMILY` runs each of them in turn):\n";
     for (const auto& [family, members] : families)
       std::cout << fmt::format("{:<{}}  {}\n", family, width, fmt::join(members, ", "));
     if (!a.list) throw InputError("command line", "name", "expected a reproduction name (listed above)");
     return 0;
   }
+  if (a.name == "nccl-tests") return reproduce_nccl_tests(a.output, !a.no_plots);
   if (const fs::path file = dir / (a.name + ".yaml"); fs::exists(file)) return reproduce_one(a, file, a.output);
   const auto family = families.find(a.name);
   if (family == families.end()) {

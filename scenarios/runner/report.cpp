@@ -816,6 +816,15 @@ void write_text(const fs::path& path, const std::string& text) {
   write_file_atomically(path.string(), text);
 }
 
+
+}  // namespace
+
+std::string plot_python() {
+  if (const char* env = std::getenv("PLACESIM_PYTHON"); env && *env) return env;
+  if (fs::exists("/usr/bin/python3")) return "/usr/bin/python3";
+  return "python3";
+}
+
 // python3 SCRIPT ARGS..., without a shell (paths may hold spaces). Returns the exit status, or -1
 // when python3 cannot be started.
 int run_python(const std::vector<std::string>& args) {
@@ -829,14 +838,6 @@ int run_python(const std::vector<std::string>& args) {
   int status = 0;
   if (waitpid(pid, &status, 0) < 0) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-}  // namespace
-
-std::string plot_python() {
-  if (const char* env = std::getenv("PLACESIM_PYTHON"); env && *env) return env;
-  if (fs::exists("/usr/bin/python3")) return "/usr/bin/python3";
-  return "python3";
 }
 
 int run_report(const ReportOptions& options, std::ostream& out, std::ostream& err) {

@@ -180,4 +180,8 @@ int run_report(const ReportOptions& options, std::ostream& out, std::ostream& er
 // python3-matplotlib installs), else python3 on the PATH.
 std::string plot_python();
 
+// plot_python() SCRIPT ARGS..., without a shell (paths may hold spaces). Returns the exit status,
+// or -1 when it cannot be started.
+int run_python(const std::vector<std::string>& args);
+
 }  // namespace placesim
