@@ -18,6 +18,9 @@
 #include "sim/collectives/collectives.h"
 #include "sim/core/execution_graph.h"
 #include "topologies/fabrics.h"
+#include "topologies/registry.h"
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 using namespace placesim;
 
@@ -84,8 +87,29 @@ void BM_RingAllReduce1GiBSteps(benchmark::State& state) {
   state.SetLabel(engine == 0 ? "evaluator" : engine == 1 ? "flow" : "simgrid");
 }
 
+// NCCL's model on the dgx-h100 preset: `algorithm: auto` of 1 GiB (the tuner's closed forms, then
+// the chosen algorithm's steps on the flow engine), what `placesim collective` does per size.
+// Argument: servers (of 8 GPUs). Target: under 2 s at 512 servers (4,096 GPUs).
+void BM_NcclAutoAllReduce1GiB(benchmark::State& state) {
+  const int servers = static_cast<int>(state.range(0));
+  const Cluster cluster = cluster_from_yaml(YAML::Load(fmt::format("{{preset: dgx-h100, servers: {}}}", servers)), "bench");
+  CollectiveSpec spec;
+  spec.op = CollectiveOp::AllReduce;
+  spec.tuned = true;
+  for (int g = 0; g < cluster.num_devices(); ++g) spec.group.push_back(g);
+  spec.bytes = 1 << 30;
+  double latency = 0;
+  for (auto _ : state) {
+    latency = *run_collective_steps(spec, cluster, EngineSet::of({kFlow})).latency(kFlow);
+    benchmark::ClobberMemory();
+  }
+  state.counters["simulated_s"] = latency;
+  state.counters["peak_rss_gib"] = benchutil::peak_rss_gib();
+}
+
 }  // namespace
 
+BENCHMARK(BM_NcclAutoAllReduce1GiB)->Arg(16)->Arg(128)->Arg(512)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_RingAllReduce1GiBSteps)
     ->ArgsProduct({{1024, 4096}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
