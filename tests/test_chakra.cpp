@@ -100,7 +100,7 @@ Graph four_ops() {
   g.add_operator({"c", "MatMul", 7e-6, 5e5, -1, false, 7e5});
   g.add_operator({"d", "Add", 1e-6, 0, -1});
   g.add_tensor(0, 1, 100);
-  g.add_tensor(0, 2, 1000.5);
+  g.add_tensor(0, 2, 1000.5, false, 1, 3e-6);  // with an overhead (NCCL's, Tensor::overhead_s)
   g.add_tensor(1, 3, 64);
   g.add_tensor(2, 3, 32);
   g.add_tensor(1, 2, 0);
@@ -178,6 +178,7 @@ void expect_same_graph(const Graph& a, const Graph& b) {
   for (std::size_t e = 0; e < a.num_tensors(); ++e) {
     EXPECT_EQ(a.tensor(e).bytes, b.tensor(e).bytes);
     EXPECT_EQ(a.tensor(e).latencies, b.tensor(e).latencies);
+    EXPECT_EQ(a.tensor(e).overhead_s, b.tensor(e).overhead_s);
   }
 }
 

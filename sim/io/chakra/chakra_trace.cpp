@@ -148,7 +148,7 @@ void add_exact_inputs(google::protobuf::RepeatedPtrField<pb::AttributeProto>* at
   auto* tensors = add_attr(attrs, "placesim.dep_tensors").mutable_int64_list();
   auto* producers = add_attr(attrs, "placesim.dep_srcs").mutable_int64_list();
   auto* bytes = add_attr(attrs, "placesim.dep_bytes").mutable_double_list();
-  std::vector<EdgeId> gradients, condensed;
+  std::vector<EdgeId> gradients, condensed, overheads;
   for (OpId u : ops)
     for (EdgeId e : graph.in_edges(u)) {
       tensors->add_values(e);
@@ -156,6 +156,7 @@ void add_exact_inputs(google::protobuf::RepeatedPtrField<pb::AttributeProto>* at
       bytes->add_values(graph.tensor(e).bytes);
       if (graph.tensor(e).gradient) gradients.push_back(e);
       if (graph.tensor(e).latencies != 1) condensed.push_back(e);
+      if (graph.tensor(e).overhead_s > 0) overheads.push_back(e);
     }
   // Parameter gradients (Tensor::gradient), by tensor: only where there are some.
   if (!gradients.empty()) {
@@ -168,6 +169,15 @@ void add_exact_inputs(google::protobuf::RepeatedPtrField<pb::AttributeProto>* at
     for (EdgeId e : condensed) {
       listed->add_values(e);
       listed->add_values(graph.tensor(e).latencies);
+    }
+  }
+  // NCCL's per-message overheads (Tensor::overhead_s), tensor ids and seconds: only where there are some.
+  if (!overheads.empty()) {
+    auto* ids = add_attr(attrs, "placesim.dep_overhead_tensors").mutable_int64_list();
+    auto* seconds = add_attr(attrs, "placesim.dep_overheads").mutable_double_list();
+    for (EdgeId e : overheads) {
+      ids->add_values(e);
+      seconds->add_values(graph.tensor(e).overhead_s);
     }
   }
 }
@@ -591,6 +601,7 @@ class ExactReader {
     double bytes = 0;
     bool gradient = false;
     std::int32_t latencies = 1;
+    double overhead_s = 0;
   };
 
   // The run and the counts, checked against what the files can hold at most before anything is
@@ -756,6 +767,22 @@ class ExactReader {
         edges_[e].latencies = static_cast<std::int32_t>(count);
       }
     }
+    const pb::AttributeProto* overhead_ids = find_attr(node.node.attr(), "placesim.dep_overhead_tensors");
+    const pb::AttributeProto* overheads = find_attr(node.node.attr(), "placesim.dep_overheads");
+    if ((overhead_ids == nullptr) != (overheads == nullptr))
+      throw node.error("placesim.dep_overhead_tensors and placesim.dep_overheads go together");
+    if (overhead_ids) {
+      const auto& ids = overhead_ids->int64_list().values();
+      const auto& seconds = overheads->double_list().values();
+      if (ids.size() != seconds.size()) throw node.error("placesim.dep_overheads must give one time per tensor of placesim.dep_overhead_tensors");
+      for (int i = 0; i < ids.size(); ++i) {
+        if (std::find(tensors.begin(), tensors.end(), ids[i]) == tensors.end())
+          throw node.error(fmt::format("placesim.dep_overhead_tensors names tensor {}, not one of its inputs", ids[i]));
+        if (!(seconds[i] >= 0) || !std::isfinite(seconds[i]))
+          throw node.error(fmt::format("placesim.dep_overheads gives tensor {} {} s; expected a finite time >= 0", ids[i], seconds[i]));
+        edges_[ids[i]].overhead_s = seconds[i];
+      }
+    }
   }
 
   // The graph and the collectives, once every operator, tensor and collective has been read.
@@ -766,7 +793,8 @@ class ExactReader {
     for (auto& op : ops_) out_.graph.add_operator(std::move(op));
     for (std::size_t e = 0; e < edges_.size(); ++e) {
       if (edges_[e].dst < 0) throw InputError(path, "GlobalMetadata", fmt::format("tensor {} has no consumer in the traces", e));
-      out_.graph.add_tensor(edges_[e].src, edges_[e].dst, edges_[e].bytes, edges_[e].gradient, edges_[e].latencies);
+      out_.graph.add_tensor(edges_[e].src, edges_[e].dst, edges_[e].bytes, edges_[e].gradient, edges_[e].latencies,
+                            edges_[e].overhead_s);
     }
     for (auto& [c, coll] : collectives_) {
       if (c != static_cast<std::int64_t>(out_.collectives.size()))
