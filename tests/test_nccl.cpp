@@ -203,3 +203,24 @@ TEST(Nccl, AllToAllAcrossServersIsBoundByTheNics) {
 
 }  // namespace
 }  // namespace placesim
+
+namespace placesim {
+namespace {
+
+// Message by message, a collective pays its base latency once on every path, trees included:
+// NCCL's chain tree of one server (1 chunk) by hand: base + 14 hops x (path + Simple's hop +
+// chunk on a link carrying it alone), as the closed form's fill with one chunk.
+TEST(Nccl, MessagesPayTheBaseOnceAlongATree) {
+  const Cluster c = h100_server();
+  const NcclCosts& k = *c.nccl;
+  CollectiveSpec s = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Tree, NcclProtocol::Simple, 64 * 1024);
+  const double hop = kAlpha + k.hop_s[0][2] + s.bytes / (kLink * k.link_efficiency[0]);
+  const double by_hand = k.base_s[2] + 14 * hop;
+  EXPECT_NEAR(collective_closed_form(s, c), by_hand, 1e-9 * by_hand);
+  const testutil::EngineTimes messages = testutil::run_all_engines(collective_graph(s, c), c);
+  EXPECT_NEAR(messages.evaluator, by_hand, 1e-9 * by_hand);
+  EXPECT_NEAR(messages.flow, by_hand, 1e-6 * by_hand);
+}
+
+}  // namespace
+}  // namespace placesim

@@ -4,6 +4,7 @@
 #include <map>
 #include <stdexcept>
 #include <tuple>
+#include <unordered_set>
 
 #include "sim/collectives/algorithms.h"
 #include "sim/collectives/collectives.h"
@@ -18,7 +19,7 @@ class Builder {
  public:
   Builder(ExecutionGraph& out, const CollectiveSpec& spec, const Cluster& cluster, const std::string& name)
       : out_(out), spec_(spec), cluster_(cluster), name_(name), n_(static_cast<int>(spec.group.size())),
-        starts_(spec.group.size(), -1), base_(nccl_base_latency(spec, cluster)) {}
+        base_(nccl_base_latency(spec, cluster)) {}
 
   int ranks() const { return n_; }
   int channels() const { return spec_.channels; }
@@ -38,9 +39,16 @@ class Builder {
   OpId start(int r, std::span<const OpId> after) {
     const OpId s = node(r, "start");
     if (!after.empty() && after[r] >= 0) out_.depend(after[r], s);
-    return starts_[static_cast<std::size_t>(r)] = s;
+    launching_.insert(s);
+    return s;
   }
-  void depend(OpId from, OpId to) { out_.depend(from, to); }
+  // An operator after the rank's start with nothing received in between is still in the
+  // collective's launch: a message leaving from it pays the base latency (nccl_base_latency).
+  void depend(OpId from, OpId to) {
+    out_.depend(from, to);
+    if (launching_.count(from) && !received_.count(to)) launching_.insert(to);
+    else launching_.erase(to), received_.insert(to);
+  }
   // An operator of rank r that waits for all of `pieces`.
   OpId join(int r, std::span<const OpId> pieces, const std::string& what) {
     const OpId done = node(r, what);
@@ -73,8 +81,10 @@ class Builder {
       depend(it->second, sender);
     }
     const MessageCost cost = nccl_message_cost(spec_, cluster_, spec_.group[src], spec_.group[dst]);
-    const double overhead = (in_flight ? 0.0 : cost.overhead_s * latencies) + (from == starts_[static_cast<std::size_t>(src)] ? base_ : 0.0);
+    const double overhead = (in_flight ? 0.0 : cost.overhead_s * latencies) + (launching_.count(sender) ? base_ : 0.0);
     out_.graph.add_tensor(sender, to, bytes * cost.wire_factor, false, latencies, overhead);
+    launching_.erase(to);
+    received_.insert(to);
     it->second = to;
   }
   // A message of `bytes` in spec.chunks pieces, as one step that ends when all have arrived:
@@ -95,8 +105,10 @@ class Builder {
   const Cluster& cluster_;
   std::string name_;
   int n_;
-  std::vector<OpId> starts_;  // per rank: its start operator
-  double base_;               // the collective's base latency (nccl_base_latency)
+  // Operators that wait for nothing but their rank's start (launching_), and those that wait for
+  // a message or for an operator that does (received_).
+  std::unordered_set<OpId> launching_, received_;
+  double base_;  // the collective's base latency (nccl_base_latency)
   // Per connection (channel, src, dst), where its last piece landed.
   std::map<std::tuple<int, int, int>, OpId> last_arrival_;
   int channel_ = 0;
