@@ -37,6 +37,10 @@ Cluster h100_server(bool sharp = true, double alpha = kAlpha) {
   return c;
 }
 
+Cluster a100_rails_for_channels(int servers) {
+  return cluster_from_yaml(YAML::Load(fmt::format("{{preset: dgx-a100, servers: {}}}", servers)), "a100.yaml");
+}
+
 CollectiveSpec spec(CollectiveOp op, CollectiveAlgorithm a, NcclProtocol p, double bytes) {
   CollectiveSpec s;
   s.op = op;
@@ -93,6 +97,19 @@ TEST(Nccl, APinnedAlgorithmRunsItsFastestProtocol) {
   EXPECT_EQ(nccl_resolved(s, c).protocol, NcclProtocol::LL);
   s.bytes = 1 << 30;
   EXPECT_EQ(nccl_resolved(s, c).protocol, NcclProtocol::Simple);
+}
+
+// Channels are NCCL's: on an ideal cluster auto runs one ring (NCCL's rings per NIC would be
+// priced as if each had the links alone).
+TEST(Nccl, AnIdealClusterHasOneChannel) {
+  const Cluster ideal = cluster_from_yaml(YAML::Load("{type: rail-only, servers: 4, gpus_per_server: 8}"), "ideal.yaml");
+  CollectiveSpec s;
+  s.tuned = true;
+  for (int g = 0; g < 32; ++g) s.group.push_back(g);
+  s.bytes = 1 << 30;
+  EXPECT_EQ(nccl_channels(s, ideal), 1);
+  EXPECT_EQ(nccl_tuned(s, ideal).channels, 1);
+  EXPECT_EQ(nccl_channels(s, a100_rails_for_channels(4)), 8);
 }
 
 // The ideal model is untouched: no base, no hop, line rate.

@@ -35,6 +35,7 @@ int tree_chunks(const CollectiveSpec& spec, const Cluster& cluster, double share
 }
 
 int nccl_channels(const CollectiveSpec& spec, const Cluster& cluster) {
+  if (!cluster.nccl) return 1;  // channels are NCCL's: the ideal model runs one ring or tree
   const std::vector<std::vector<int>> servers = ranks_by_server(spec, cluster);
   if (servers.size() < 2) return 1;
   std::size_t fewest = servers.front().size();

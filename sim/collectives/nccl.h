@@ -47,7 +47,7 @@ double nccl_base_latency(const CollectiveSpec& spec, const Cluster& cluster);
 int tree_chunks(const CollectiveSpec& spec, const Cluster& cluster, double share);
 
 // The channels NCCL gives a group: one per rank of a server (one per NIC on DGX-like servers)
-// when the group spans servers; one inside a server.
+// when the group spans servers; one inside a server, and one on a cluster without NCCL costs.
 int nccl_channels(const CollectiveSpec& spec, const Cluster& cluster);
 
 // The spec with `tuned` resolved: algorithm, protocol and channels chosen for spec.bytes (the
