@@ -90,8 +90,8 @@ constexpr const char* kModelled =
     "protocol (NVLS its own), a per-hop latency per protocol and hop kind (NVLink, network), the share of a link each "
     "protocol reaches, one ring or tree per channel (channel c enters each server at local rank c: one per NIC), NVLS "
     "on NVLink-SHARP servers, and `auto` choosing algorithm, protocol and channels per size by the closed form. Not "
-    "modelled: per-channel SM bandwidth caps, NCCL's in-flight slots (a message's latency is not hidden behind the "
-    "previous one's bytes), PCIe between GPU and NIC, CollNet, NVLS-tree, reductions' compute. The closed form is "
+    "modelled: per-channel SM bandwidth caps, in-flight slots for rings (trees hide a chunk's latency once their "
+    "pipeline is full; a ring step's is not hidden), PCIe between GPU and NIC, CollNet, NVLS-tree, reductions' compute. The closed form is "
     "contention-free under the ideal model (each pair alone) and prices each step's busiest link under NCCL's. "
     "docs/collectives.md has the details.";
 
@@ -166,10 +166,10 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& a) {
       ->capture_default_str();
   c->add_option("--model", a.model,
                  "steps: each distinct step once, its messages sharing the links, ranks in lockstep (fast at thousands "
-                 "of GPUs; ring, halving-doubling, direct, hierarchical, multi-level); messages: every rank's messages, ranks run "
+                 "of GPUs; trees and chains as their pipeline: every edge at once); messages: every rank's messages, ranks run "
                  "ahead (n^2 operators); condensed: messages, but each ring phase one flow per ring neighbour that pays every "
                  "step's latency (ring all-reduce, reduce-scatter, all-gather; hierarchical; multi-level: about 4n operators, as "
-                 "`simulation.collectives: condensed`); auto: steps where the algorithm has them")
+                 "`simulation.collectives: condensed`); auto: steps")
       ->check(one_of({"auto", "steps", "messages", "condensed"}))
       ->capture_default_str();
   c->add_flag("--json", a.json, "one JSON object per size and engine instead of the table");
