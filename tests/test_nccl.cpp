@@ -241,3 +241,25 @@ TEST(Nccl, MessagesPayTheBaseOnceAlongATree) {
 
 }  // namespace
 }  // namespace placesim
+
+namespace placesim {
+namespace {
+
+// A pipeline stage's send pays ncclSend's costs on an NCCL cluster, by hand: Simple's base and
+// network hop on top of the path, bytes at the network's data share.
+TEST(Nccl, PointToPointSendsPayNcclsCosts) {
+  const Cluster c = cluster_from_yaml(YAML::Load("{preset: dgx-a100, servers: 2}"), "a100.yaml");
+  const NcclCosts& k = *c.nccl;
+  const MessageCost cost = nccl_send_cost(c, 0, 8);
+  EXPECT_DOUBLE_EQ(cost.overhead_s, k.base_s[2] + k.hop_s[1][2]);
+  EXPECT_DOUBLE_EQ(cost.wire_factor, 1 / k.link_efficiency[1]);
+  const MessageCost inside = nccl_send_cost(c, 0, 1);
+  EXPECT_DOUBLE_EQ(inside.overhead_s, k.base_s[2] + k.hop_s[0][2]);
+  Cluster ideal = c;
+  ideal.nccl.reset();
+  EXPECT_EQ(nccl_send_cost(ideal, 0, 8).overhead_s, 0.0);
+  EXPECT_EQ(nccl_send_cost(ideal, 0, 8).wire_factor, 1.0);
+}
+
+}  // namespace
+}  // namespace placesim

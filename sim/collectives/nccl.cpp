@@ -22,6 +22,14 @@ MessageCost nccl_message_cost(const CollectiveSpec& spec, const Cluster& cluster
   return {1.0 / fraction, costs.hop_s[k][p]};
 }
 
+MessageCost nccl_send_cost(const Cluster& cluster, DeviceId a, DeviceId b) {
+  if (!cluster.nccl || a == b) return {};
+  const NcclCosts& costs = *cluster.nccl;
+  const auto k = static_cast<std::size_t>(cluster.device(a).server == cluster.device(b).server ? HopKind::NvLink : HopKind::Network);
+  const auto simple = static_cast<std::size_t>(NcclProtocol::Simple);
+  return {1.0 / costs.link_efficiency[k], costs.base_s[simple] + costs.hop_s[k][simple]};
+}
+
 double nccl_base_latency(const CollectiveSpec& spec, const Cluster& cluster) {
   if (!cluster.nccl) return 0;
   if (collective_algorithm(spec.algorithm).nvls) return cluster.nccl->nvls_base_s;

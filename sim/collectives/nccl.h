@@ -39,6 +39,11 @@ struct MessageCost {
 };
 MessageCost nccl_message_cost(const CollectiveSpec& spec, const Cluster& cluster, DeviceId a, DeviceId b);
 
+// What a point-to-point send (ncclSend/ncclRecv: a pipeline stage's activations, say) from GPU a
+// to GPU b costs beyond its path: Simple's base and per-hop latency and the hop kind's link
+// efficiency. {1, 0} without NCCL costs or on one GPU.
+MessageCost nccl_send_cost(const Cluster& cluster, DeviceId a, DeviceId b);
+
 // The collective's base latency (0 without NCCL costs).
 double nccl_base_latency(const CollectiveSpec& spec, const Cluster& cluster);
 

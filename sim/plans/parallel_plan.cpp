@@ -1,6 +1,7 @@
 #include "sim/plans/parallel_plan.h"
 
 #include "sim/collectives/algorithms.h"
+#include "sim/collectives/nccl.h"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -916,20 +917,27 @@ class PlanCompiler {
   // 1/tp each and all-gathered by the receiving stage's tensor-parallel group, or (sequence
   // parallelism) 1/tp each, which is what the receiving rank works on. Between stages of
   // different widths (stage_tp), each receiving rank gets 1/a from each of the a senders.
+  // A point-to-point send between stages: on an NCCL cluster it pays ncclSend's costs
+  // (nccl_send_cost).
+  void send(OpId from, OpId to, double bytes) {
+    const MessageCost cost = nccl_send_cost(cluster_, graph().placement[from], graph().placement[to]);
+    graph().graph.add_tensor(from, to, bytes * cost.wire_factor, false, 1, cost.overhead_s);
+  }
+
   void hand_over(int d, int to_stage, std::span<const OpId> from, std::span<const OpId> to, double activation_bytes,
                  const std::string& name) {
     const int tp = static_cast<int>(from.size());
     if (to.size() != from.size()) {
       for (OpId receiver : to)
-        for (OpId sender : from) graph().graph.add_tensor(sender, receiver, activation_bytes / tp);
+        for (OpId sender : from) send(sender, receiver, activation_bytes / tp);
       return;
     }
     if (tp > 1 && plan_.sequence_parallel) {  // each rank holds its part of the sequence: nothing to gather
-      for (int t = 0; t < tp; ++t) graph().graph.add_tensor(from[t], to[t], activation_bytes / tp);
+      for (int t = 0; t < tp; ++t) send(from[t], to[t], activation_bytes / tp);
       return;
     }
     if (tp == 1 || !plan_.scatter_gather) {
-      for (int t = 0; t < tp; ++t) graph().graph.add_tensor(from[t], to[t], activation_bytes);
+      for (int t = 0; t < tp; ++t) send(from[t], to[t], activation_bytes);
       return;
     }
     std::vector<OpId> received(tp);
@@ -942,7 +950,7 @@ class PlanCompiler {
       const DeviceId receiving = gpu(d, to_stage, t);
       s.group.push_back(receiving);
       received[t] = graph().add_communication_step(fmt::format("{}.t{}.received", name, t), receiving);
-      graph().graph.add_tensor(from[t], received[t], activation_bytes / tp);
+      send(from[t], received[t], activation_bytes / tp);
     }
     const std::vector<OpId> gathered = append_collective(graph(), s, cluster_, name, received);
     for (int t = 0; t < tp; ++t) graph().depend(gathered[t], to[t]);
