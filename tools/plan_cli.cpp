@@ -180,20 +180,7 @@ int cmd_plan(const PlanArgs& a) {
   const LayerWorkload workload = a.model.empty() ? load_nest_workload(a.workload) : build_zoo_model();
   const Cluster cluster = load_cluster_file(a.cluster);
   const LayerModel& model = workload.at(a.tp, "command line", "--tp");
-  ParallelPlan plan;
-  plan.tp = a.tp;
-  plan.stage_tp = a.stage_tp;
-  plan.pp = a.pp;
-  plan.dp = a.dp;
-  plan.micro_batches = a.micro_batches;
-  plan.zero = a.zero;
-  plan.virtual_stages = a.virtual_stages;
-  plan.ep = a.ep;
-  plan.scatter_gather = !a.no_scatter_gather;
-  plan.sequence_parallel = a.sequence_parallel;
-  plan.schedule = enum_parse<PipelineSchedule>(kPipelineScheduleNames, a.schedule, "command line", "--schedule");
-  plan.gradient_algorithm =
-      enum_parse<CollectiveAlgorithm>(collective_algorithm_names(CollectiveOp::AllReduce), a.gradient_algorithm, "command line", "--gradient-algorithm");
+  const ParallelPlan plan = plan_from_args(a, "command line", "--schedule", "--gradient-algorithm");
   if (const std::string why = plan_problem(workload, plan, cluster); !why.empty())
     throw InputError("command line",
                      !a.stage_tp.empty()   ? "--tp/--stage-tp/--pp/--dp/--ep/--virtual-stages/--sequence-parallel"

@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "sim/collectives/collectives.h"
+#include "sim/plans/parallel_plan.h"
+
 namespace placesim {
 
 struct PlanArgs {
@@ -27,5 +30,26 @@ struct PlanArgs {
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& args);
 // Exit 0, or 1 when the plan does not fit in GPU memory (said on stderr, nothing simulated).
 int cmd_plan(const PlanArgs& args);
+
+// The plan the arguments describe; `source` and the two field names name what a bad schedule or
+// gradient algorithm came from ("command line", "--schedule"; Python's keywords).
+inline ParallelPlan plan_from_args(const PlanArgs& a, const std::string& source, const std::string& schedule_field,
+                                   const std::string& algorithm_field) {
+  ParallelPlan plan;
+  plan.tp = a.tp;
+  plan.stage_tp = a.stage_tp;
+  plan.pp = a.pp;
+  plan.dp = a.dp;
+  plan.micro_batches = a.micro_batches;
+  plan.zero = a.zero;
+  plan.virtual_stages = a.virtual_stages;
+  plan.ep = a.ep;
+  plan.scatter_gather = !a.no_scatter_gather;
+  plan.sequence_parallel = a.sequence_parallel;
+  plan.schedule = enum_parse<PipelineSchedule>(kPipelineScheduleNames, a.schedule, source, schedule_field);
+  plan.gradient_algorithm =
+      enum_parse<CollectiveAlgorithm>(collective_algorithm_names(CollectiveOp::AllReduce), a.gradient_algorithm, source, algorithm_field);
+  return plan;
+}
 
 }  // namespace placesim

@@ -42,24 +42,7 @@ LayerWorkload plan_workload(const PlanArgs& a) {
   return models::build_layer_model(a.model, zoo, widths, "python");
 }
 
-ParallelPlan plan_of(const PlanArgs& a) {
-  ParallelPlan plan;
-  plan.tp = a.tp;
-  plan.stage_tp = a.stage_tp;
-  plan.pp = a.pp;
-  plan.dp = a.dp;
-  plan.micro_batches = a.micro_batches;
-  plan.zero = a.zero;
-  plan.virtual_stages = a.virtual_stages;
-  plan.ep = a.ep;
-  plan.scatter_gather = !a.no_scatter_gather;
-  plan.sequence_parallel = a.sequence_parallel;
-  plan.schedule = enum_parse<PipelineSchedule>(kPipelineScheduleNames, a.schedule, "python", "schedule");
-  plan.gradient_algorithm =
-      enum_parse<CollectiveAlgorithm>(collective_algorithm_names(CollectiveOp::AllReduce), a.gradient_algorithm, "python",
-                                      "gradient_algorithm");
-  return plan;
-}
+ParallelPlan plan_of(const PlanArgs& a) { return plan_from_args(a, "python", "schedule", "gradient_algorithm"); }
 
 py::list memory_rows(const ParallelPlan& plan, const CompiledPlan& layout, const Cluster& cluster) {
   py::list rows;
