@@ -39,13 +39,14 @@ class Builder {
   OpId start(int r, std::span<const OpId> after) {
     const OpId s = node(r, "start");
     if (!after.empty() && after[r] >= 0) out_.depend(after[r], s);
-    launching_.insert(s);
+    if (base_ > 0) launching_.insert(s);
     return s;
   }
   // An operator after the rank's start with nothing received in between is still in the
   // collective's launch: a message leaving from it pays the base latency (nccl_base_latency).
   void depend(OpId from, OpId to) {
     out_.depend(from, to);
+    if (base_ == 0) return;  // no base latency to place: nothing to track
     if (launching_.count(from) && !received_.count(to)) launching_.insert(to);
     else launching_.erase(to), received_.insert(to);
   }
@@ -83,8 +84,7 @@ class Builder {
     const MessageCost cost = nccl_message_cost(spec_, cluster_, spec_.group[src], spec_.group[dst]);
     const double overhead = (in_flight ? 0.0 : cost.overhead_s * latencies) + (launching_.count(sender) ? base_ : 0.0);
     out_.graph.add_tensor(sender, to, bytes * cost.wire_factor, false, latencies, overhead);
-    launching_.erase(to);
-    received_.insert(to);
+    if (base_ > 0) launching_.erase(to), received_.insert(to);
     it->second = to;
   }
   // A message of `bytes` in spec.chunks pieces, as one step that ends when all have arrived:
