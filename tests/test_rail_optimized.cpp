@@ -102,10 +102,10 @@ TEST(RailOptimized, TwoTransfersOnOneRailShareItsNic) {
 //    time shares GPU 0's NVLink up and GPU 1's NVLink down link with the relayed flow, which the
 //    NIC holds to 5 GB/s, so it gets N - 5 = 35 GB/s (max-min).
 //  - GPU 0 -> GPU 3 and GPU 0 -> GPU 2 (rail 0, own NIC 0): NICs 1 and 0, B each. Without PXN
-//    both leave through GPU 0's NIC 0; GPU 0 -> GPU 3 then crosses the spines from leaf 0 to
-//    leaf 1 of the unit as 2 sub-flows of X/2 (ECMP, 2 spines). Max-min shares NIC 0 among the 3
-//    (sub-)flows, B/3 each: the two halves end at (X/2) / (B/3) = 1.5 X/B; GPU 0 -> GPU 2 has
-//    X/2 left then, which it sends at B: it ends at 2 X/B.
+//    both leave through GPU 0's NIC 0; GPU 0 -> GPU 3 then crosses the spine tier from leaf 0 to
+//    leaf 1 of the unit (ECMP: one aggregate link of 2 uplinks, one flow). Max-min shares NIC 0
+//    between the 2 flows, B/2 each: both end at 2 X/B. (Were the transfer one sub-flow per spine,
+//    it would take 2/3 of the NIC.)
 TEST(RailOptimized, PxnRelaysOverNvlinkToTheDestinationsRail) {
   const std::string base = "{type: rail-optimized, servers: 2, gpus_per_server: 2, nvlink_bandwidth: 40GB/s, nic_bandwidth: 10GB/s";
   const Cluster c = build(base + "}");
@@ -119,20 +119,20 @@ TEST(RailOptimized, PxnRelaysOverNvlinkToTheDestinationsRail) {
   for (const FlowRecord& f : run_transfers(c, {{0, 3}, {0, 2}}).flows) EXPECT_TIME(moving(c, f), X / (10 * GB));
 
   const Cluster off = build(base + ", pxn: false}");
-  EXPECT_EQ(off.num_paths(0, 3), 2);
+  EXPECT_EQ(off.num_paths(0, 3), 1);
   EXPECT_EQ(link_names(off, 0, 3),
-            (std::vector<std::string>{"server0-nic0-up", "su0-leaf0-to-spine0", "spine0-to-su0-leaf1", "server1-nic1-down"}));
+            (std::vector<std::string>{"server0-nic0-up", "su0-leaf0-to-spines", "spines-to-su0-leaf1", "server1-nic1-down"}));
   const SimulationResult own = run_transfers(off, {{0, 3}, {0, 2}});
-  EXPECT_TIME(moving(off, own.flows[0]), 1.5 * X / (10 * GB));
+  EXPECT_TIME(moving(off, own.flows[0]), 2 * X / (10 * GB));
   EXPECT_TIME(moving(off, own.flows[1]), 2 * X / (10 * GB));
 }
 
 // Spines. Two scalable units of 2 servers with 2 GPUs (2 rails), B = 10 GB/s, 2 spines. Each GPU
 // of unit 0 sends to its peer in unit 1 (GPU k of server s -> GPU k of server s + 2): 4 flows, 2
-// per rail leaf. With ECMP each flow is 2 sub-flows, one per spine, so each of a leaf's 2
-// uplinks carries 2 sub-flows. Oversubscription r sizes an uplink U = servers_per_unit x B /
-// (spines x r) = 10/r GB/s: a sub-flow gets U/2, a flow U = 10/r. At r = 1 the flows run at the
-// NIC rate B; at r = 2 they run at B/2: the oversubscription halves the pattern.
+// per rail leaf. Oversubscription r sizes an uplink U = servers_per_unit x B / (spines x r) =
+// 10/r GB/s; with ECMP the leaf's 2 uplinks are one aggregate link of 2U, shared by the leaf's 2
+// flows: U = 10/r each. At r = 1 the flows run at the NIC rate B; at r = 2 they run at B/2: the
+// oversubscription halves the pattern.
 TEST(RailOptimized, OversubscribedSpinesHalveACrossUnitPattern) {
   std::vector<Transfer> t;
   for (int s = 0; s < 2; ++s)
@@ -142,9 +142,9 @@ TEST(RailOptimized, OversubscribedSpinesHalveACrossUnitPattern) {
     const Cluster c = build(fmt::format("{{type: rail-optimized, servers: 4, gpus_per_server: 2, servers_per_unit: 2, spines: 2, "
                                         "nic_bandwidth: 10GB/s, oversubscription: {}}}",
                                         r));
-    EXPECT_EQ(c.num_paths(0, 4), 2);
+    EXPECT_EQ(c.num_paths(0, 4), 1);
     EXPECT_DOUBLE_EQ(c.fabric.oversubscription, r);
-    EXPECT_DOUBLE_EQ(c.bandwidth(0, 4), 10 * GB);  // alone, a flow's 2 sub-flows fit in 2 uplinks of 10/r
+    EXPECT_DOUBLE_EQ(c.bandwidth(0, 4), 10 * GB);  // alone, a flow fits in the aggregate of 2 uplinks of 10/r
     for (const FlowRecord& f : run_transfers(c, t).flows) EXPECT_TIME(moving(c, f), X / (10 * GB / r));
   }
   // Static routing (spine = destination server mod 2) sends servers 0 and 1's flows on rail 0 to
@@ -157,29 +157,38 @@ TEST(RailOptimized, OversubscribedSpinesHalveACrossUnitPattern) {
 
 // Three tiers: one-GPU servers, one per unit and pod (servers_per_unit 1, units_per_pod 1), 2
 // spines per pod, 3 core switches per spine plane. Server 0 -> server 1 crosses NIC up, leaf ->
-// spine i, spine i -> core (i, j), core -> spine i of pod 1, spine -> leaf, NIC down: 2 x 3 = 6
-// equal-cost paths of 6 links. Latency: 2 NIC links (1 us each), 5 switches (0.1 us each), 2
-// uplink cables (0.5 us) and 2 core cables (2 us): 2 + 0.5 + 1 + 4 = 7.5 us. Uplinks are B / 2 =
-// 5 GB/s, core links non-blocking: a spine takes in 1 leaf x 5 GB/s, so 5/3 GB/s each. A lone
-// transfer's 6 sub-flows of X/6 each fit: it runs at B = 10 GB/s.
+// spine, spine -> core, core -> spine of pod 1, spine -> leaf, NIC down: with ECMP one path of 6
+// links, the spine and core tiers as aggregates (2 x 3 = 6 equal-cost paths spread evenly).
+// Latency: 2 NIC links (1 us each), 5 switches (0.1 us each), 2 uplink cables (0.5 us) and 2
+// core cables (2 us): 2 + 0.5 + 1 + 4 = 7.5 us. Uplinks are B / 2 = 5 GB/s (aggregate 10 GB/s),
+// core links non-blocking: a spine takes in 1 leaf x 5 GB/s, so 5/3 GB/s each (aggregate 6 x 5/3
+// = 10 GB/s). A lone transfer runs at B = 10 GB/s. Static routing takes spine 1, core (1, 0)
+// for server 1 (1 mod 2, (1 / 2) mod 3): 5 GB/s uplink, 5/3 GB/s core link.
 TEST(RailOptimized, PodsJoinThroughTheCoreTier) {
   const Cluster c = build(
       "{type: rail-optimized, servers: 2, gpus_per_server: 1, servers_per_unit: 1, units_per_pod: 1, spines: 2, core_switches: 3, "
       "nic_bandwidth: 10GB/s, nic_latency: 1us, switch_latency: 100ns, uplink_latency: 0.5us, core_latency: 2us}");
-  EXPECT_EQ(c.num_paths(0, 1), 6);
+  EXPECT_EQ(c.num_paths(0, 1), 1);
   EXPECT_EQ(link_names(c, 0, 1),
-            (std::vector<std::string>{"server0-nic0-up", "su0-leaf0-to-pod0-spine0", "pod0-spine0-to-core0.0",
-                                      "core0.0-to-pod1-spine0", "pod1-spine0-to-su1-leaf0", "server1-nic0-down"}));
+            (std::vector<std::string>{"server0-nic0-up", "su0-leaf0-to-pod0-spines", "pod0-spines-to-core", "core-to-pod1-spines",
+                                      "pod1-spines-to-su1-leaf0", "server1-nic0-down"}));
   EXPECT_NEAR(c.latency(0, 1), 7.5e-6, 1e-15);
   EXPECT_DOUBLE_EQ(c.bandwidth(0, 1), 10 * GB);
   EXPECT_TIME(moving(c, run_transfers(c, {{0, 1}}).flows[0]), X / (10 * GB));
   EXPECT_DOUBLE_EQ(c.fabric.oversubscription, 1.0);
+  const Cluster st = build(
+      "{type: rail-optimized, servers: 2, gpus_per_server: 1, servers_per_unit: 1, units_per_pod: 1, spines: 2, core_switches: 3, "
+      "nic_bandwidth: 10GB/s, ecmp: false}");
+  EXPECT_EQ(link_names(st, 0, 1),
+            (std::vector<std::string>{"server0-nic0-up", "su0-leaf0-to-pod0-spine1", "pod0-spine1-to-core1.0",
+                                      "core1.0-to-pod1-spine1", "pod1-spine1-to-su1-leaf0", "server1-nic0-down"}));
+  EXPECT_NEAR(st.bandwidth(0, 1), 5.0 / 3 * GB, 1e-3);
 }
 
 // `placesim topology info` on 2 units of 2 servers with 2 GPUs (2 rails): NVLink 50 GB/s and
 // 1 us a link, NICs 10 GB/s and 2 us, 0.5 us a switch, 2 spines, 2:1 (uplinks 2 x 10 / (2 x 2) =
-// 5 GB/s). Every pair across servers runs at the NIC rate (between leaves, 2 sub-flows of 5 GB/s
-// uplinks); the latencies tell the routes apart:
+// 5 GB/s; with ECMP one aggregate link of 10 GB/s per leaf and direction). Every pair across
+// servers runs at the NIC rate; the latencies tell the routes apart:
 //   same server                     NVLink up + down                          2 us,  4 x 2 = 8 pairs
 //   same unit, same rail            NIC up (2 + 0.5 leaf) + NIC down (2)      4.5 us, 4 server pairs x 2 = 8
 //   other unit, same rail           + up to a spine and down (2 x 0.5)        5.5 us, 8 x 2 = 16
@@ -187,7 +196,7 @@ TEST(RailOptimized, PodsJoinThroughTheCoreTier) {
 //   other unit, other rail (PXN)                                              7.5 us, 8 x 2 = 16
 // Bisection (servers 0-1 = unit 0 against unit 1): the unit's 2 leaves x 2 uplinks x 5 GB/s =
 // 20 GB/s, half its 40 GB/s of NICs. Links: 8 GPUs x 2 NVLink + 4 servers x 2 NICs x 2 + 4 leaves
-// x 2 spines x 2 = 48.
+// x 2 (one aggregate each way) = 40.
 TEST(RailOptimized, TopologyInfoFiguresAsDerivedByHand) {
   const Cluster c = build(
       "{type: rail-optimized, servers: 4, gpus_per_server: 2, servers_per_unit: 2, spines: 2, nvlink_bandwidth: 50GB/s, "
@@ -195,8 +204,8 @@ TEST(RailOptimized, TopologyInfoFiguresAsDerivedByHand) {
   const TopologyInfo info = describe_topology(c);
   EXPECT_EQ(info.gpus, 8);
   EXPECT_EQ(info.servers, 4);
-  EXPECT_EQ(info.physical_links, 48);
-  EXPECT_EQ(info.max_paths, 2);
+  EXPECT_EQ(info.physical_links, 40);
+  EXPECT_EQ(info.max_paths, 1);
   EXPECT_NEAR(info.bisection_bandwidth, 20 * GB, 1e3);
   struct Level {
     double bandwidth, latency;
@@ -222,7 +231,7 @@ TEST(RailOptimized, TopologyInfoFiguresAsDerivedByHand) {
   const Cluster pairs = build(
       "{type: rail-optimized, servers: 4, gpus_per_server: 2, gpus_per_nic: 2, servers_per_unit: 2, spines: 2, "
       "nic_bandwidth: 10GB/s, oversubscription: 2}");
-  EXPECT_EQ(link_names(pairs, 1, 4), (std::vector<std::string>{"server0-nic0-up", "su0-leaf0-to-spine0", "spine0-to-su1-leaf0",
+  EXPECT_EQ(link_names(pairs, 1, 4), (std::vector<std::string>{"server0-nic0-up", "su0-leaf0-to-spines", "spines-to-su1-leaf0",
                                                                "server2-nic0-down"}));
   EXPECT_NEAR(describe_topology(pairs).bisection_bandwidth, 10 * GB, 1e3);
 }

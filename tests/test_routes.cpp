@@ -179,8 +179,12 @@ void rail_optimized_routes(Reference& r, const RailOptimizedConfig& cfg) {
   const int per_pod = cfg.units_per_pod > 0 ? cfg.units_per_pod : units;
   const int pods = (units + per_pod - 1) / per_pod, cores = pods > 1 ? cfg.core_switches : 1;
   auto leaf = [&](int u, int rail) { return fmt::format("su{}-leaf{}", u, rail); };
-  auto spine = [&](int p, int i) { return pods > 1 ? fmt::format("pod{}-spine{}", p, i) : fmt::format("spine{}", i); };
-  auto core = [&](int i, int j) { return fmt::format("core{}.{}", i, j); };
+  // ECMP: the spine tier as one node per pod and the core tier as one node (aggregate links).
+  auto spine = [&](int p, int i) {
+    const std::string name = cfg.ecmp ? "spines" : fmt::format("spine{}", i);
+    return pods > 1 ? fmt::format("pod{}-{}", p, name) : name;
+  };
+  auto core = [&](int i, int j) { return cfg.ecmp ? std::string("core") : fmt::format("core{}.{}", i, j); };
   auto cable = [&](const std::string& from, const std::string& to) { return r.link(from + "-to-" + to); };
   std::vector<int> up, down, gpu_up, relay;
   for (int srv = 0; srv < servers; ++srv)
@@ -202,15 +206,14 @@ void rail_optimized_routes(Reference& r, const RailOptimizedConfig& cfg) {
     if (!fresh) return it->second;
     const std::string la = leaf(ua, ra), lb = leaf(ub, rb);
     std::vector<RoutePath> paths;
-    for (int i = 0; i < cfg.spines; ++i)
-      for (int j = 0; j < (pa == pb ? 1 : cores); ++j) {
+    for (int i = 0; i < (cfg.ecmp ? 1 : cfg.spines); ++i)
+      for (int j = 0; j < (pa == pb || cfg.ecmp ? 1 : cores); ++j) {
         if (!cfg.ecmp && (i != pick % cfg.spines || j != pick / cfg.spines)) continue;
-        const double share = cfg.ecmp ? 1.0 / (cfg.spines * (pa == pb ? 1 : cores)) : 1.0;
-        if (pa == pb) paths.push_back({{cable(la, spine(pa, i)), cable(spine(pb, i), lb)}, share});
+        if (pa == pb) paths.push_back({{cable(la, spine(pa, i)), cable(spine(pb, i), lb)}, 1.0});
         else
           paths.push_back({{cable(la, spine(pa, i)), cable(spine(pa, i), core(i, j)), cable(core(i, j), spine(pb, i)),
                             cable(spine(pb, i), lb)},
-                           share});
+                           1.0});
       }
     return it->second = r.cluster.add_path_set(std::move(paths));
   };

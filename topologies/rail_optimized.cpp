@@ -23,9 +23,11 @@ struct RailTiers {
   std::vector<int> nic_up, nic_down;
   // Per GPU, with PXN: its NVLink down link then its NIC's up link (the relay's second stage).
   std::vector<int> relay_out;
-  // leaf_up[l][i]: leaf l -> spine i of its pod; leaf_down[l][i]: back.
+  // leaf_up[l][i]: leaf l -> spine i of its pod; leaf_down[l][i]: back. With ECMP one entry each:
+  // the leaf's aggregate link to its pod's spine tier.
   std::vector<std::vector<int>> leaf_up, leaf_down;
-  // spine_up[p][i * cores + j]: spine i of pod p -> core (i, j); spine_down: back.
+  // spine_up[p][i * cores + j]: spine i of pod p -> core (i, j); spine_down: back. With ECMP one
+  // entry each: the pod's aggregate link to the core tier.
   std::vector<std::vector<int>> spine_up, spine_down;
 };
 
@@ -39,24 +41,22 @@ class RailOptimizedRouting final : public ServerRouting {
     if (t_.pods > 1) cross_pod_class_ = classes_++;
   }
 
-  std::int32_t generated_num_paths(std::int64_t set) const override {
-    if (!t_.ecmp) return 1;
-    return same_pod(middle_of(set)) ? t_.spines : t_.spines * t_.cores;
-  }
+  // One path between two leaves: ECMP's spine tier is an aggregate link per leaf and direction
+  // (add_switches); static routing picks one spine (and core).
+  std::int32_t generated_num_paths(std::int64_t) const override { return 1; }
 
-  double append_generated_path(std::int64_t set, std::int32_t k, std::vector<int>& links) const override {
+  double append_generated_path(std::int64_t set, std::int32_t, std::vector<int>& links) const override {
     const Middle m = middle_of(set);
     const bool one_pod = same_pod(m);
-    const int spine = t_.ecmp ? (one_pod ? k : k / t_.cores) : m.pick % t_.spines;
-    const int core = t_.ecmp ? (one_pod ? 0 : k % t_.cores) : m.pick / t_.spines;
+    const int spine = t_.ecmp ? 0 : m.pick % t_.spines;
+    const int core = t_.ecmp ? 0 : m.pick / t_.spines;
     links.push_back(t_.leaf_up[m.la][spine]);
     if (!one_pod) {
       links.push_back(t_.spine_up[m.la / t_.leaves_per_pod][spine * t_.cores + core]);
       links.push_back(t_.spine_down[m.lb / t_.leaves_per_pod][spine * t_.cores + core]);
     }
     links.push_back(t_.leaf_down[m.lb][spine]);
-    if (!t_.ecmp) return 1.0;
-    return 1.0 / (one_pod ? t_.spines : t_.spines * t_.cores);
+    return 1.0;
   }
 
   // Every link of a tier has the tier's bandwidth and latency: middles within a pod are alike,
@@ -169,7 +169,8 @@ Shape validate(const RailOptimizedConfig& cfg, const ConfigSource& src) {
   if (cfg.core_bandwidth != 0) require_positive(src, "core_bandwidth", cfg.core_bandwidth);
   s.core = cfg.core_bandwidth != 0 ? cfg.core_bandwidth : spine_down / cfg.core_switches;
   s.spine_ratio = spine_down / (cfg.core_switches * s.core);
-  const long links = 2L * s.units * s.rails * cfg.spines + 2L * s.pods * cfg.spines * cfg.core_switches;
+  const long tier_links = cfg.ecmp ? 1 : cfg.spines;  // ECMP: one aggregate per leaf (add_switches)
+  const long links = 2L * s.units * s.rails * tier_links + 2L * s.pods * tier_links * (cfg.ecmp ? 1 : cfg.core_switches);
   if (links > 8L * 1024 * 1024)
     src.fail("spines", fmt::format("{} switch-to-switch links is more than placesim builds (8 Mi): fewer spines or core switches",
                                    links));
@@ -199,37 +200,49 @@ void add_nics(Cluster& c, const RailOptimizedConfig& cfg, const Servers& s, cons
   }
 }
 
-// Leaves, spines and cores with the links between them.
+// Leaves, spines and cores with the links between them. With ECMP (adaptive routing: a transfer's
+// packets spread evenly over the spines) every spine carries the same share of a leaf's traffic,
+// so the tier is one aggregate link per leaf and direction (spines x uplink bandwidth) to a node
+// standing for the pod's spines, and one per pod and direction (spines x cores x core bandwidth)
+// to a node standing for the core tier. The capacities are those of the separate links; what the
+// aggregate adds is that a transfer is one flow from its NIC on, as a NIC serves its queue pairs,
+// rather than one sub-flow per spine, each taking a flow's share of the NIC.
 std::vector<int> add_switches(Cluster& c, const RailOptimizedConfig& cfg, const Shape& sh, RailTiers& t) {
   std::vector<int> leaf_node;
   for (int u = 0; u < sh.units; ++u)
     for (int r = 0; r < sh.rails; ++r) leaf_node.push_back(c.add_node({fmt::format("su{}-leaf{}", u, r), NodeKind::Switch, -1}));
+  const int spines = cfg.ecmp ? 1 : cfg.spines, cores = cfg.ecmp ? 1 : sh.cores;
+  const double uplink = cfg.ecmp ? cfg.spines * sh.uplink : sh.uplink;
+  const double core = cfg.ecmp ? static_cast<double>(cfg.spines) * sh.cores * sh.core : sh.core;
   std::vector<std::vector<int>> spine_node(sh.pods);
   for (int p = 0; p < sh.pods; ++p)
-    for (int i = 0; i < cfg.spines; ++i)
+    for (int i = 0; i < spines; ++i) {
+      const std::string spine = cfg.ecmp ? "spines" : fmt::format("spine{}", i);
       spine_node[p].push_back(
-          c.add_node({sh.pods > 1 ? fmt::format("pod{}-spine{}", p, i) : fmt::format("spine{}", i), NodeKind::Switch, -1}));
+          c.add_node({sh.pods > 1 ? fmt::format("pod{}-{}", p, spine) : spine, NodeKind::Switch, -1}));
+    }
   const double hop = cfg.switch_latency;
-  t.leaf_up.assign(t.leaves, std::vector<int>(cfg.spines));
+  t.leaf_up.assign(t.leaves, std::vector<int>(spines));
   t.leaf_down = t.leaf_up;
   for (int l = 0; l < t.leaves; ++l)
-    for (int i = 0; i < cfg.spines; ++i) {
+    for (int i = 0; i < spines; ++i) {
       const int spine = spine_node[l / t.leaves_per_pod][i];
-      t.leaf_up[l][i] = add_cable_link(c, leaf_node[l], spine, sh.uplink, cfg.uplink_latency + hop);
-      t.leaf_down[l][i] = add_cable_link(c, spine, leaf_node[l], sh.uplink, cfg.uplink_latency + hop);
+      t.leaf_up[l][i] = add_cable_link(c, leaf_node[l], spine, uplink, cfg.uplink_latency + hop);
+      t.leaf_down[l][i] = add_cable_link(c, spine, leaf_node[l], uplink, cfg.uplink_latency + hop);
     }
   if (sh.pods == 1) return leaf_node;
   std::vector<int> core_node;
-  for (int i = 0; i < cfg.spines; ++i)
-    for (int j = 0; j < sh.cores; ++j) core_node.push_back(c.add_node({fmt::format("core{}.{}", i, j), NodeKind::Switch, -1}));
+  for (int i = 0; i < spines; ++i)
+    for (int j = 0; j < cores; ++j)
+      core_node.push_back(c.add_node({cfg.ecmp ? std::string("core") : fmt::format("core{}.{}", i, j), NodeKind::Switch, -1}));
   t.spine_up.assign(sh.pods, std::vector<int>(core_node.size()));
   t.spine_down = t.spine_up;
   for (int p = 0; p < sh.pods; ++p)
-    for (int i = 0; i < cfg.spines; ++i)
-      for (int j = 0; j < sh.cores; ++j) {
-        const int k = i * sh.cores + j;
-        t.spine_up[p][k] = add_cable_link(c, spine_node[p][i], core_node[k], sh.core, cfg.core_latency + hop);
-        t.spine_down[p][k] = add_cable_link(c, core_node[k], spine_node[p][i], sh.core, cfg.core_latency + hop);
+    for (int i = 0; i < spines; ++i)
+      for (int j = 0; j < cores; ++j) {
+        const int k = i * cores + j;
+        t.spine_up[p][k] = add_cable_link(c, spine_node[p][i], core_node[k], core, cfg.core_latency + hop);
+        t.spine_down[p][k] = add_cable_link(c, core_node[k], spine_node[p][i], core, cfg.core_latency + hop);
       }
   return leaf_node;
 }
@@ -254,10 +267,11 @@ void describe(Cluster& c, const RailOptimizedConfig& cfg, const Shape& sh) {
               : "routing: out of the sender's own NIC, in through the destination's (another rail: through the spines)");
   c.fabric.notes.push_back("routing: NICs on one rail leaf (same unit and rail) go NIC -> leaf -> NIC; others cross the spines");
   if (cfg.ecmp)
-    c.fabric.notes.push_back(fmt::format("routing: ECMP, transfers between leaves split into {} equal sub-flows, one per spine{}",
-                                         cfg.spines,
-                                         sh.pods > 1 ? fmt::format(" ({} between pods, one per spine and core)", cfg.spines * sh.cores)
-                                                     : ""));
+    c.fabric.notes.push_back(fmt::format(
+        "routing: ECMP (adaptive routing), transfers between leaves spread evenly over the {} spines{}: one aggregate link per "
+        "leaf and direction to its pod's spine tier{}, a transfer one flow",
+        cfg.spines, sh.pods > 1 ? fmt::format(" and {} cores", cfg.spines * sh.cores) : "",
+        sh.pods > 1 ? ", one per pod and direction to the core tier" : ""));
   else
     c.fabric.notes.push_back("routing: static, spine = destination server mod spines (core = (destination / spines) mod core_switches)");
   c.fabric.notes.push_back(sh.pods > 1 ? fmt::format("tiers: leaf uplinks {}, spine uplinks {}", ratio(sh.leaf_ratio), ratio(sh.spine_ratio))
@@ -325,7 +339,9 @@ TopologyType rail_optimized_topology() {
   s.bandwidth("core_bandwidth", &C::core_bandwidth, "each spine <-> core link", "5GB/s",
               "non-blocking: a full pod's leaf uplinks into a spine over core_switches");
   s.duration("core_latency", &C::core_latency, "spine <-> core cable latency", Range::non_negative(), "1us");
-  s.flag("ecmp", &C::ecmp, "split transfers between leaves over every spine (and core) (false: spine = destination mod spines)");
+  s.flag("ecmp", &C::ecmp,
+         "adaptive routing: spread transfers between leaves evenly over every spine (and core), the tier one aggregate link per "
+         "leaf (false: static, spine = destination mod spines)");
   s.flag("pxn", &C::pxn,
          "NCCL's PXN: to a GPU on another rail, cross NVLink to the sender's GPU on that rail and leave through its NIC (false: "
          "out of the sender's own NIC, through the spines)");

@@ -14,13 +14,16 @@
 //    destination's rail. To a GPU on the sender's rail it leaves through the sender's own NIC.
 //  - `pxn: false`: out of the sender's own NIC, in through the destination's.
 //  - NIC to NIC through the rail leaf when both NICs are on one leaf (same unit and rail);
-//    otherwise up to the spines (ECMP: split equally over every spine, and every core of the
-//    plane between pods; static: spine = destination server mod spines, core plane column =
-//    (destination / spines) mod core_switches).
+//    otherwise up to the spines (ECMP, as adaptive routing: spread evenly over every spine, and
+//    every core of the plane between pods, so the tier is modelled as one aggregate link per leaf
+//    and direction, and per pod and direction to the core: a transfer is one flow; static: spine
+//    = destination server mod spines, core plane column = (destination / spines) mod
+//    core_switches, each link of its own).
 // The GPU-to-NIC PCIe hop is not modelled. Latencies: `nic_latency` on each NIC link (a transfer
 // pays the sending and the receiving NIC's), `switch_latency` for every switch crossed (on the
-// link entering it), plus each tier's cable latency. Link names: "server<s>-nic<r>-up/down",
-// "su<u>-leaf<r>", "spine<i>" (pods: "pod<p>-spine<i>"), "core<i>.<j>".
+// link entering it), plus each tier's cable latency. Node names: "su<u>-leaf<r>", "spine<i>"
+// (pods: "pod<p>-spine<i>"), "core<i>.<j>"; with ECMP "spines" ("pod<p>-spines") and "core";
+// links "server<s>-nic<r>-up/down" and "<from>-to-<to>".
 #include "topologies/registry.h"
 
 namespace placesim {
