@@ -231,11 +231,11 @@ TEST(Cli, Item13ReproduceListSaysWhatEachReproductionIs) {
     EXPECT_EQ(m[2].str(), description + " [" + run_time + "]") << out;
     EXPECT_EQ(m[2].str().find("issue"), std::string::npos) << "no issue numbers where users read: " << m[2].str();
   }
-  // One line per file and one for the built-in nccl-tests, then the families (reproduce_families),
+  // One line per file and one each for the built-in nccl-tests and validation, then the families (reproduce_families),
   // e.g. `nest` for `reproduce nest`.
   const std::size_t families = out.find("\nfamilies (");
   ASSERT_NE(families, std::string::npos) << out;
-  EXPECT_EQ(std::count(out.begin(), out.begin() + static_cast<long>(families), '\n'), files + 1) << out;
+  EXPECT_EQ(std::count(out.begin(), out.begin() + static_cast<long>(families), '\n'), files + 2) << out;
   EXPECT_TRUE(std::regex_search(out.substr(families),
                                 std::regex("\nnest +nest-experiment1, nest-experiment1-contention, nest-experiment1-scale\n")))
       << out;
@@ -510,11 +510,29 @@ TEST(Cli, PlanBuildsAModelOfTheZoo) {
   EXPECT_TRUE(contains(out, "--tp: llama2-70b cannot be split 16 ways")) << out;
   EXPECT_EQ(run_cli("plan --model gpt2 --sequence 4096" + cluster, out), 2) << out;
   EXPECT_TRUE(contains(out, "--sequence: expected at most 1024")) << out;
-  // The zoo's options need --model; one of --model and --workload is required.
+  // One of --model, --model-file and --workload is required; the zoo's options need a model.
   EXPECT_EQ(run_cli("plan --mfu 0.4" + cluster, out), 2) << out;
   EXPECT_EQ(run_cli("plan" + cluster, out), 2) << out;
-  EXPECT_TRUE(contains(out, "expected one of --workload FILE or --model NAME")) << out;
+  EXPECT_TRUE(contains(out, "expected one of --workload FILE, --model NAME or --model-file FILE")) << out;
   EXPECT_EQ(run_cli("plan --model gpt2 --mfu 1" + cluster, out), 0) << out;
+  EXPECT_EQ(run_cli("plan --model gpt2 --gpu k80" + cluster, out), 2) << out;  // no tensor cores: no kernel model
+  // A model by its dimensions, with --json: one object, its measures per engine.
+  write(dir / "m.yaml", "family: llama\nlayers: 2\nhidden: 512\nheads: 8\nkv_heads: 2\nffn_hidden: 1536\nvocab: 1000\nsequence: 256\n");
+  ASSERT_EQ(run_cli("plan --model-file " + (dir / "m.yaml").string() + " --gpu a100 --pp 2 --global-batch 8 --engine flow --json" +
+                        cluster,
+                    out),
+            0)
+      << out;
+  const auto object = nlohmann::json::parse(out.substr(out.find('{')));
+  EXPECT_GT(object["iteration_s"]["flow"].get<double>(), 0);
+  EXPECT_GT(object["mfu"]["flow"].get<double>(), 0);
+  EXPECT_LT(object["mfu"]["flow"].get<double>(), 1);
+  EXPECT_EQ(object["global_batch"].get<long>(), 8);
+  EXPECT_EQ(object["plan"]["micro_batches"].get<int>(), 8);
+  EXPECT_DOUBLE_EQ(object["peak_flops"].get<double>(), 312e12);  // bf16 on the A100
+  write(dir / "bad.yaml", "family: llama\nlayers: 2\nhidden: 500\nheads: 8\nvocab: 1000\nsequence: 256\n");
+  EXPECT_EQ(run_cli("plan --model-file " + (dir / "bad.yaml").string() + cluster, out), 2) << out;
+  EXPECT_TRUE(contains(out, "bad.yaml: heads (line 4): expected a divisor of hidden (500), got 8")) << out;
   // --trace: the evaluator's timeline with a memory counter per GPU, which rises with the
   // forwards and ends at its least (every activation freed by the backwards).
   const std::string trace = (dir / "t.json").string();

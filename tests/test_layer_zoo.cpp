@@ -34,14 +34,17 @@ TEST(LayerZoo, ParameterCountsMatchThePublishedOnes) {
 }
 
 TEST(LayerZoo, LayersCarryTheWeightsTimesAndStashesDerivedByHand) {
-  // GPT-2, one sequence of 1,024 tokens on an H100 at 50% of 989 TFLOP/s. A layer's forward:
-  // 2 x 1024 x 12 x 768^2 + 4 x 1024^2 x 768 = 17,716,740,096 FLOPs; backward 3x (recomputation).
+  // GPT-2, one sequence of 1,024 tokens on an H100 at 50% of 989.4 TFLOP/s (bf16) (--mfu, the override of
+  // the kernel model). A layer's forward: 2 x 1024 x 12 x 768^2 + 4 x 1024^2 x 768 =
+  // 17,716,740,096 FLOPs; backward 3x (recomputation).
   LayerZooOptions o;
+  o.mfu = 0.5;
+  o.fused_attention = false;  // the stash below keeps the scores
   const LayerWorkload w = build_layer_model("gpt2", o, {1, 4});
   const LayerModel& m = w.by_tensor_parallel.at(1);
   ASSERT_EQ(m.layers.size(), 14u);  // embedding, 12 layers, head
   const Layer& l = m.layers[1];
-  EXPECT_NEAR(l.forward_s, 17716740096.0 / (989e12 * 0.5), 1e-15);
+  EXPECT_NEAR(l.forward_s, 17716740096.0 / (989.4e12 * 0.5), 1e-15);
   EXPECT_NEAR(l.backward_s, 3 * l.forward_s, 1e-15);
   EXPECT_DOUBLE_EQ(l.parameter_bytes, 2 * (12.0 * 768 * 768 + 4 * 768));
   EXPECT_DOUBLE_EQ(l.stashed_bytes, 2.0 * 1024 * 768);  // the layer's input
@@ -49,7 +52,7 @@ TEST(LayerZoo, LayersCarryTheWeightsTimesAndStashesDerivedByHand) {
   EXPECT_EQ(l.tp_allreduce_forward_bytes, 0);
   // The head: 2 x 1024 x 768 x 50,257 FLOPs forward, and a backward of twice that (not recomputed).
   const Layer& head = m.layers.back();
-  EXPECT_NEAR(head.forward_s, 2.0 * 1024 * 768 * 50257 / (989e12 * 0.5), 1e-15);
+  EXPECT_NEAR(head.forward_s, 2.0 * 1024 * 768 * 50257 / (989.4e12 * 0.5), 1e-15);
   EXPECT_NEAR(head.backward_s, 2 * head.forward_s, 1e-15);
   double bytes = 0;
   for (const Layer& layer : m.layers) bytes += layer.parameter_bytes;
@@ -62,7 +65,7 @@ TEST(LayerZoo, LayersCarryTheWeightsTimesAndStashesDerivedByHand) {
   EXPECT_DOUBLE_EQ(l4.tp_allreduce_forward_bytes, 2 * 2.0 * 1024 * 768);
   // Without recomputation: Korthikanti et al.'s sbh (10 + 24/t + 5as/(ht)); at t = 1,
   // 1024 x 768 x (34 + 5 x 12 x 1024 / 768) = 89,653,248 bytes, and the backward is 2x.
-  o.recompute = false;
+  o.recompute = Recompute::None;
   const Layer kept = build_layer_model("gpt2", o, {1}).by_tensor_parallel.at(1).layers[1];
   EXPECT_DOUBLE_EQ(kept.stashed_bytes, 89653248.0);
   EXPECT_NEAR(kept.backward_s, 2 * kept.forward_s, 1e-15);
@@ -91,11 +94,12 @@ TEST(LayerZoo, MixtureOfExpertsHoldsEveryExpertButComputesTopK) {
   // token runs 2 of them: forward 2bs (41,943,040 attention + 2 x 176,160,768 + 32,768) + 4bs^2h.
   LayerZooOptions o;
   o.sequence = 1024;
+  o.mfu = 0.5;
   const Layer l = build_layer_model("mixtral-8x7b", o, {1}).by_tensor_parallel.at(1).layers[1];
   const double attention = 4096.0 * 4096 * (2 + 2.0 * 8 / 32), expert = 3.0 * 4096 * 14336;
   EXPECT_DOUBLE_EQ(l.parameter_bytes, 2 * (attention + 8 * expert + 2 * 4096 + 4096 * 8));
   const double flops = 2.0 * 1024 * (attention + 2 * expert + 4096 * 8) + 4.0 * 1024 * 1024 * 4096;
-  EXPECT_NEAR(l.forward_s, flops / (989e12 * 0.5), 1e-15);
+  EXPECT_NEAR(l.forward_s, flops / (989.4e12 * 0.5), 1e-15);
   // The experts are what expert parallelism spreads; an all-to-all sends each token's 2 copies
   // of its 4096 fp16 values: 2 x 1024 x 4096 x 2 bytes.
   EXPECT_DOUBLE_EQ(l.expert_parameter_bytes, 2 * 8 * expert);
@@ -122,11 +126,20 @@ TEST(LayerZoo, RefusesWhatItCannotBuild) {
   EXPECT_THROW(build_layer_model("gpt2", o, {1}), InputError);
   EXPECT_NO_THROW(build_layer_model("llama2-7b", o, {1}));
   o.sequence = 0;
+  o.mfu = 1.5;
+  EXPECT_THROW(build_layer_model("gpt2", o, {1}), InputError);
   o.mfu = 0;
+  o.gpu = "k80";  // no tensor cores: the kernel model does not time it
   EXPECT_THROW(build_layer_model("gpt2", o, {1}), InputError);
-  o.mfu = 0.5;
-  o.gpu = "k80";
-  EXPECT_THROW(build_layer_model("gpt2", o, {1}), InputError);
+  o.gpu = "v100";
+  o.precision = Precision::Bf16;  // Volta has no bf16
+  try {
+    build_layer_model("gpt2", o, {1});
+    FAIL() << "bf16 on a V100 was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "precision");
+    EXPECT_NE(e.reason().find("fp32, fp16"), std::string::npos) << e.what();
+  }
 }
 
 TEST(LayerZoo, APlanOfLlamaRunsOnEveryEngine) {

@@ -171,7 +171,8 @@ TEST(ModelZooGpu, PresetsAndScenarioGpus) {
   EXPECT_DOUBLE_EQ(find_gpu_preset("v100")->memory_bandwidth, 900e9);
   EXPECT_DOUBLE_EQ(find_gpu_preset("rtx3070")->peak_flops, 20.3e12);
   EXPECT_DOUBLE_EQ(find_gpu_preset("rtx4080super")->memory_bandwidth, 736e9);
-  EXPECT_DOUBLE_EQ(find_gpu_preset("a100")->memory_bandwidth, 1555e9);
+  EXPECT_DOUBLE_EQ(find_gpu_preset("a100")->memory_bandwidth, 2039e9);  // SXM4 80 GB
+  EXPECT_DOUBLE_EQ(find_gpu_preset("a100-40gb")->memory_bandwidth, 1555e9);
   EXPECT_DOUBLE_EQ(find_gpu_preset("h100")->peak_flops, 67e12);
   EXPECT_DOUBLE_EQ(find_gpu_preset("k80")->peak_flops, 4.37e12);
   for (const auto& p : gpu_presets()) EXPECT_FALSE(p.source.empty()) << p.name;

@@ -792,11 +792,12 @@ TEST(ParallelPlan, ZooSequenceParallelStashIsKorthikantisTable2) {
   // layer's input, 2sbh, and 2sbh/t.
   const double s = 2048, h = 12288, a = 96, t = 8;
   models::LayerZooOptions options;
-  options.recompute = false;
+  options.recompute = models::Recompute::None;
+  options.fused_attention = false;  // the scores, softmax and dropout kept (5as/(ht))
   const LayerModel none = models::build_layer_model("gpt3-175b", options, {8}).by_tensor_parallel.at(8);
   EXPECT_NEAR(none.layers[1].stashed_bytes, s * h * (10 + 24 / t + 5 * a * s / (h * t)), 1);
   EXPECT_NEAR(none.layers[1].sequence_parallel_stashed_bytes, s * h * (34 / t + 5 * a * s / (h * t)), 1);
-  options.recompute = true;
+  options.recompute = models::Recompute::Full;
   const LayerModel full = models::build_layer_model("gpt3-175b", options, {8}).by_tensor_parallel.at(8);
   EXPECT_NEAR(full.layers[1].stashed_bytes, 2 * s * h, 1);
   EXPECT_NEAR(full.layers[1].sequence_parallel_stashed_bytes, 2 * s * h / t, 1);

@@ -1,4 +1,5 @@
 #include "nccl_tests_reproduction.h"
+#include "validation_reproduction.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -29,15 +30,7 @@ struct Row {
   std::string ran;
 };
 
-// The measurements: $PLACESIM_SHARED_DIR/validation, else ../shared/validation beside the source tree.
-fs::path measurements() {
-  const char* env = std::getenv("PLACESIM_SHARED_DIR");
-  const fs::path root = env && *env ? fs::path(env) : data_dir().parent_path() / "shared";
-  const fs::path file = root / "validation" / "nccl-tests_nd-h100-v5_1x8.csv";
-  if (!fs::exists(file))
-    throw InputError(file.string(), "", "the nccl-tests measurements are absent (they come with ../shared; set PLACESIM_SHARED_DIR to its folder)");
-  return file;
-}
+fs::path measurements() { return validation_file("nccl-tests_nd-h100-v5_1x8.csv"); }
 
 std::vector<Row> simulate(const fs::path& file) {
   const Cluster cluster = cluster_from_yaml(YAML::Load("{preset: dgx-h100, servers: 1}"), "the dgx-h100 preset");
@@ -107,15 +100,7 @@ int reproduce_nccl_tests(const std::string& output, bool plots) {
   write_file_atomically((dir / "nccl-tests.csv").string(), csv);
   std::cerr << fmt::format("reproduce nccl-tests: wrote {}\n", (dir / "nccl-tests.csv").string());
   if (!plots) return 0;
-  const std::string script = (data_dir() / "tools" / "plot_nccl_tests.py").string();
-  const int status = run_python({script, (dir / "nccl-tests.csv").string(), "--out", dir.string()});
-  if (status != 0) {
-    std::cerr << fmt::format("reproduce nccl-tests: plots failed ({} exited with {}); tools/install-deps.sh installs "
-                             "python3-matplotlib\n",
-                             plot_python(), status);
-    return 1;
-  }
-  return 0;
+  return draw_reproduction("plot_nccl_tests.py", dir / "nccl-tests.csv", dir, "reproduce nccl-tests");
 }
 
 }  // namespace placesim

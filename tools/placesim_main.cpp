@@ -14,6 +14,7 @@
 #include <set>
 
 #include "nccl_tests_reproduction.h"
+#include "validation_reproduction.h"
 #include "cli_conventions.h"
 #include "collective_cli.h"
 #include "plan_cli.h"
@@ -39,6 +40,7 @@
 #include "sim/config/yaml_fields.h"
 #include "topologies/registry.h"
 #include "topologies/presets.h"
+#include "sim/models/gpu.h"
 #include "topologies/topology_info.h"
 
 #ifdef PLACESIM_HAVE_MPI
@@ -283,6 +285,7 @@ struct ReproduceArgs {
   int jobs = 2;
   std::size_t max_points = kDefaultMaxPoints;
   bool list = false, fresh = false, no_plots = false;
+  std::string gpu = "a100";  // reproduce validation: the GPU (a preset or a YAML file)
 };
 
 // The families of reproductions: a prefix P of names "P-..." shared by two files or more that is
@@ -354,6 +357,7 @@ int cmd_reproduce(const ReproduceArgs& a) {
                                run_time.empty() ? "" : fmt::format(" [{}]", run_time));
     }
     std::cout << fmt::format("{:<{}}  {} [2 s]\n", "nccl-tests", width, kNcclTestsDescription);
+    std::cout << fmt::format("{:<{}}  {} [2 min]\n", "validation", width, kValidationDescription);
     if (!families.empty()) std::cout << "\nfamilies (`placesim reproduce FAMILY` runs each of them in turn):\n";
     for (const auto& [family, members] : families)
       std::cout << fmt::format("{:<{}}  {}\n", family, width, fmt::join(members, ", "));
@@ -361,6 +365,8 @@ int cmd_reproduce(const ReproduceArgs& a) {
     return 0;
   }
   if (a.name == "nccl-tests") return reproduce_nccl_tests(a.output, !a.no_plots);
+  if (a.name == "validation") return reproduce_validation(a.output, !a.no_plots, a.gpu);
+  if (a.gpu != ReproduceArgs{}.gpu) throw InputError("command line", "--gpu", "only `reproduce validation` takes a GPU");
   if (const fs::path file = dir / (a.name + ".yaml"); fs::exists(file)) return reproduce_one(a, file, a.output);
   const auto family = families.find(a.name);
   if (family == families.end()) {
@@ -666,6 +672,59 @@ int cmd_topology_types(bool json) {
   return 0;
 }
 
+// `placesim gpus`: every GPU preset with one meaning (gpu.h).
+int cmd_gpus(bool json) {
+  using models::Precision;
+  nlohmann::ordered_json all = nlohmann::ordered_json::array();
+  for (const models::GpuSpec& g : models::gpu_presets()) {
+    nlohmann::ordered_json peaks = nlohmann::ordered_json::object();
+    for (const auto& p : models::kPrecisionNames)
+      if (g.has(p.value)) peaks[std::string(p.name)] = g.dense(p.value);
+    nlohmann::ordered_json j = {{"name", g.name},
+                        {"model", g.model},
+                        {"dense_flops", peaks},
+                        {"default_precision", std::string(enum_name<Precision>(models::kPrecisionNames, g.default_precision()))},
+                        {"memory_bytes", g.memory_bytes},
+                        {"memory_bandwidth", g.memory_bandwidth},
+                        {"sms", g.sms},
+                        {"boost_clock_hz", g.boost_clock_hz},
+                        {"kernel_model", g.gemm_efficiency > 0},
+                        {"source", g.source}};
+    if (g.gemm_efficiency > 0)
+      j["efficiencies"] = {{"gemm", g.gemm_efficiency},
+                           {"memory", g.memory_efficiency},
+                           {"attention_forward", g.attention_forward_efficiency},
+                           {"attention_backward", g.attention_backward_efficiency},
+                           {"kernel_gap_s", g.kernel_gap_s},
+                           {"source", g.efficiency_source}};
+    all.push_back(j);
+  }
+  if (json) {
+    std::cout << all.dump(2) << "\n";
+    return kExitOk;
+  }
+  for (const auto& j : all) {
+    std::string peaks;
+    for (const auto& [p, v] : j["dense_flops"].items()) peaks += fmt::format("{}{} {:g}", peaks.empty() ? "" : ", ", p, v.get<double>() / 1e12);
+    std::cout << fmt::format("{:<13} {}: {} TFLOP/s dense (default {}), {} at {}{}\n", j["name"].get<std::string>(),
+                             j["model"].get<std::string>(), peaks, j["default_precision"].get<std::string>(),
+                             format_bytes(j["memory_bytes"].get<double>()), format_bandwidth(j["memory_bandwidth"].get<double>()),
+                             j["sms"].get<int>() > 0 ? fmt::format(", {} SMs", j["sms"].get<int>()) : "");
+    std::cout << fmt::format("{:<13} source: {}\n", "", j["source"].get<std::string>());
+    if (j.contains("efficiencies")) {
+      const auto& e = j["efficiencies"];
+      std::cout << fmt::format("{:<13} kernel model: GEMM {:.1f}% of peak, memory {:.1f}% of bandwidth, fused attention {:.0f}%/{:.0f}% "
+                               "(forward/backward), {} a kernel; {}\n",
+                               "", 100 * e["gemm"].get<double>(), 100 * e["memory"].get<double>(),
+                               100 * e["attention_forward"].get<double>(), 100 * e["attention_backward"].get<double>(),
+                               format_duration(e["kernel_gap_s"].get<double>()), e["source"].get<std::string>());
+    } else {
+      std::cout << fmt::format("{:<13} kernel model: none (no tensor-core figures): graphs only, on the roofline\n", "");
+    }
+  }
+  return kExitOk;
+}
+
 int cmd_topology_presets(bool json) {
   if (json) std::cout << presets_to_json().dump(2) << "\n";
   else std::cout << format_presets();
@@ -712,6 +771,8 @@ struct Cli {
   CLI::App* topo_types = nullptr;
   bool presets_json = false;
   CLI::App* topo_presets = nullptr;
+  bool gpus_json = false;
+  CLI::App* gpus = nullptr;
   ReportOptions report_opts;
   PivotSpec pivot;
   bool report_no_plots = false;
@@ -838,6 +899,9 @@ void add_listing_commands(CLI::App& app, Cli& cli) {
   cli.topo_presets = topology->add_subcommand(
       "presets", "list the cluster presets (`cluster: {preset: dgx-h100, servers: 64}`) with their figures and sources");
   cli.topo_presets->add_flag("--json", cli.presets_json, "as JSON: name, description, type, keys, figures (key, value, source)");
+  cli.gpus = app.add_subcommand("gpus", "list the GPU presets (`--gpu a100`): dense peaks per precision, memory, SMs, the kernel "
+                                        "model's efficiencies, and their sources");
+  cli.gpus->add_flag("--json", cli.gpus_json, "as JSON: one object per GPU");
 
 }
 
@@ -867,6 +931,10 @@ void add_report_commands(CLI::App& app, Cli& cli) {
       ->check(whole_number(1));
   cli.reproduce->add_flag("--fresh", cli.repro.fresh, "start over instead of keeping the points a previous run finished");
   cli.reproduce->add_flag("--no-plots", cli.repro.no_plots, "tables only");
+  cli.reproduce->add_option("--gpu", cli.repro.gpu,
+                            "validation: the GPU, a preset or a YAML file ({preset: a100, gemm_efficiency: ...}): how "
+                            "tools/fit_kernels.py tries its candidates")
+      ->capture_default_str();
 
 }
 
@@ -912,6 +980,7 @@ int run_command(Cli& cli) {
   if (*cli.topo_info) return cmd_topology_info(cli.topo_path, cli.topo_dot);
   if (*cli.topo_types) return cmd_topology_types(cli.types_json);
   if (*cli.topo_presets) return cmd_topology_presets(cli.presets_json);
+  if (*cli.gpus) return cmd_gpus(cli.gpus_json);
   return kExitOk;
 }
 

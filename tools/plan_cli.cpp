@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "cli_conventions.h"
 #include "sim/engines/engine.h"
@@ -27,33 +28,54 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   auto* c = app.add_subcommand("plan", "simulate one data/tensor/pipeline-parallel plan of a layer-level workload (docs/parallelism.md)");
   auto* workload = c->add_option("--workload", a.workload, "per-layer workload (NEST's JSON, ../shared/workloads/nest)")
                        ->check(CLI::ExistingFile);
-  auto* model = c->add_option("--model", a.model, "a layer-level model of the zoo instead: " + models::layer_zoo_names())
-                    ->check(one_of([] {
-                      std::vector<std::string> names;
-                      for (const auto& shape : models::layer_zoo()) names.push_back(shape.name);
-                      return names;
-                    }()));
-  workload->excludes(model);
+  auto* zoo_model = c->add_option("--model", a.model, "a layer-level model of the zoo instead: " + models::layer_zoo_names())
+                        ->check(one_of([] {
+                          std::vector<std::string> names;
+                          for (const auto& shape : models::layer_zoo()) names.push_back(shape.name);
+                          return names;
+                        }()));
+  auto* model_file = c->add_option("--model-file", a.model_file,
+                                   "a model by its dimensions instead (YAML: family gpt|llama|mixtral, layers, hidden, heads, "
+                                   "kv_heads, ffn_hidden, vocab, sequence, ...; docs/validation.md)")
+                         ->check(CLI::ExistingFile);
+  workload->excludes(zoo_model);
+  workload->excludes(model_file);
+  zoo_model->excludes(model_file);
+  // The zoo's options mean nothing to a measured workload: cmd_plan refuses them without a model.
   // The zoo's options mean nothing to a measured workload: each needs --model.
   c->add_option("--micro-batch-size", a.micro_batch_size, "--model: sequences per micro-batch")
       ->check(whole_number(1, 1 << 16))
       ->capture_default_str()
-      ->needs(model);
+      ;
   c->add_option("--sequence", a.sequence, "--model: tokens per sequence (default and most: the model's)")
       ->check(whole_number(1, 1 << 24))
-      ->needs(model);
-  c->add_option("--gpu", a.gpu, "--model: v100, a100 or h100, for its fp16 tensor-core peak")
-      ->check(one_of([] {
-        std::vector<std::string> names;  // the presets with a tensor-core peak
-        for (const auto& gpu : models::gpu_presets())
-          if (gpu.tensor_flops > 0) names.push_back(gpu.name);
-        return names;
-      }()))
-      ->capture_default_str()
-      ->needs(model);
-  c->add_option("--mfu", a.mfu, "--model: achieved fraction of that peak")->check(number_in(Range{0, 1, true, false}))->capture_default_str()->needs(model);
-  c->add_flag("--no-recompute", a.no_recompute, "--model: keep every activation instead of recomputing the layers in the backward")
-      ->needs(model);
+      ;
+  c->add_option("--gpu", a.gpu,
+                "--model: the GPU the kernel model times the layers on: a preset (`placesim gpus`) or a YAML file ({preset: a100, "
+                "gemm_efficiency: 0.8, ...}: docs/validation.md)")
+      ->check(one_of(models::kernel_model_gpu_names()) | CLI::ExistingFile)
+      ->capture_default_str();
+  c->add_option("--precision", a.precision,
+                "--model: the matrix products' precision, fp32, tf32, fp16, bf16 or fp8 (default: the GPU's, bf16 from A100 on)")
+      ->check(one_of({"fp32", "tf32", "fp16", "bf16", "fp8"}));
+  c->add_option("--mfu", a.mfu,
+                "--model: override the kernel model: every FLOP at this fraction of the GPU's peak (an assumption; 0: the kernel model)")
+      ->check(number_in(Range{0, 1, false, false}))
+      ->capture_default_str();
+  c->add_option("--recompute", a.recompute,
+                "--model: what the backward recomputes: none, selective (the attention core) or full (every layer's forward)")
+      ->check(one_of({"none", "selective", "full"}))
+      ->capture_default_str();
+  c->add_option("--attention", a.attention, "--model: fused (FlashAttention-style) or unfused (scores, softmax, dropout apart)")
+      ->check(one_of({"fused", "unfused"}))
+      ->capture_default_str();
+  c->add_option("--global-batch", a.global_batch,
+                "sequences per iteration (sets --micro-batches to it / (micro-batch size x dp), as Megatron-LM's --global-batch-size)")
+      ->check(whole_number(1, 1L << 40));
+  c->add_flag("--distributed-optimizer", a.distributed_optimizer,
+              "Megatron's distributed optimizer: optimizer states and their update sharded over the replicas (ZeRO 1), gradients "
+              "reduce-scattered as the backward runs, parameters all-gathered after the update");
+  c->add_flag("--json", a.json, "one JSON object (iteration time, tokens/s, TFLOP/s and MFU per engine, memory) instead of the text");
   c->add_option("--cluster", a.cluster, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
   c->add_option("--tp", a.tp, "tensor-parallel width (the workload must have it)")->check(whole_number(1, 1 << 16))->capture_default_str();
   c->add_option("--stage-tp", a.stage_tp,
@@ -131,7 +153,7 @@ void write_plan_chakra(const PlanArgs& a, const CompiledPlan& c, const Cluster& 
                        const std::string& plan_label) {
   const EngineRun* run = chakra_timeline(ran);
   if (!run) throw InputError("command line", "--chakra", "no engine that ran timed the operators");
-  const std::string prefix = a.model.empty() ? std::filesystem::path(a.workload).stem().string() : a.model;
+  const std::string prefix = !a.model.empty() ? a.model : std::filesystem::path(a.workload.empty() ? a.model_file : a.workload).stem().string();
   const ChakraWritten written =
       write_chakra_traces(a.chakra, prefix, c.graph.graph, c.graph.placement, cluster.num_devices(), run->schedule->start,
                           {fmt::format("{} ({})", prefix, plan_label), run->engine, run->latency}, c.graph.collectives);
@@ -140,33 +162,137 @@ void write_plan_chakra(const PlanArgs& a, const CompiledPlan& c, const Cluster& 
                            cluster.num_devices() == 1 ? "" : "s", run->engine);
 }
 
+// `--trace`: the evaluator's run, when each stage reaches its memory peak, and the whole timeline.
+void write_plan_trace(const PlanArgs& a, const ParallelPlan& plan, const CompiledPlan& c, const Cluster& cluster, std::ostream& out) {
+  const Schedule run = Evaluator(c.graph.graph, cluster).schedule(c.graph.placement);
+  const std::vector<MemoryCurve> curves = memory_over_time(c, run.start, run.finish);
+  std::vector<GpuMemoryTrack> tracks;
+  for (std::size_t i = 0; i < curves.size(); ++i) tracks.push_back({c.gpus[i], curves[i]});
+  std::vector<std::string> peaks;
+  for (int p = 0; p < a.pp; ++p) {
+    const MemoryCurve& curve = curves[plan_gpu_index(plan, 0, p, 0)];
+    auto peak = curve.begin();
+    for (auto it = curve.begin(); it != curve.end(); ++it)
+      if (it->second > peak->second) peak = it;
+    peaks.push_back(fmt::format("{} {} at {}", a.virtual_stages > 1 ? "rank" : "stage", p, format_duration(peak->first)));
+  }
+  out << fmt::format("memory peaks    {} (evaluator)\n", fmt::join(peaks, ", "));
+  write_chrome_trace(a.trace, c.graph.graph, cluster, c.graph.placement, run.start, run.finish, {}, {}, tracks);
+  out << fmt::format("trace           {} (evaluator; open in Perfetto)\n", a.trace);
+}
+
+}  // namespace
+
+namespace {
+
+// The zoo's options need a model: with --workload they would be ignored.
+void check_model_options(const PlanArgs& a) {
+  if (a.workload.empty()) return;
+  const PlanArgs d;
+  const std::vector<std::pair<bool, const char*>> given = {
+      {a.micro_batch_size != d.micro_batch_size, "--micro-batch-size"}, {a.sequence != d.sequence, "--sequence"},
+      {a.gpu != d.gpu, "--gpu"}, {!a.precision.empty(), "--precision"}, {a.mfu != d.mfu, "--mfu"},
+      {a.recompute != d.recompute, "--recompute"}, {a.attention != d.attention, "--attention"}};
+  for (const auto& [set, flag] : given)
+    if (set)
+      throw InputError("command line", flag,
+                       "describes a model built by placesim; a --workload file brings its own times: give --model or --model-file");
+}
+
+// The workload: a NEST file, a zoo model or a model file, at the plan's widths.
+LayerWorkload plan_workload(const PlanArgs& a) {
+  if (!a.workload.empty()) return load_nest_workload(a.workload);
+  const models::TransformerShape shape = a.model.empty() ? models::load_model_file(a.model_file) : *models::find_layer_zoo(a.model);
+  try {
+    std::vector<int> widths{a.tp};
+    for (int w : a.stage_tp)
+      if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
+    return models::build_layer_model(shape, zoo_options(a, "command line"), widths, a.model.empty() ? a.model_file : "command line");
+  } catch (const InputError& e) {
+    // The zoo names its fields as a scenario would; here they are the flags.
+    const std::map<std::string, std::string> flags = {{"tp", a.stage_tp.empty() ? "--tp" : "--tp/--stage-tp"},
+                                                      {"mfu", "--mfu"}, {"sequence", "--sequence"},
+                                                      {"gpu", "--gpu"}, {"model", "--model"}, {"precision", "--precision"},
+                                                      {"micro_batch_size", "--micro-batch-size"}};
+    const auto flag = flags.find(e.field());
+    if (e.file() != "command line") throw;
+    throw InputError(e.file(), flag == flags.end() ? e.field() : flag->second, e.reason());
+  }
+}
+
+// What an iteration of the plan achieves, per engine (Megatron's measures): tokens per second
+// per GPU, model FLOP/s per GPU (Layer-level model FLOPs, no recomputation) and MFU against the
+// GPU's dense peak at the precision; the pipeline bubble (pp - 1) / (v m) of the ideal time.
+struct PlanReport {
+  long gpus = 0, sequences = 0;
+  double tokens = 0, model_flops = 0, peak = 0, bubble = 0, memory_peak = 0, capacity = 0;
+  std::vector<std::pair<std::string, double>> iteration_s;
+};
+
+PlanReport plan_report(const PlanArgs& a, const ParallelPlan& plan, const LayerModel& model, const CompiledPlan& layout,
+                       const Cluster& cluster, const EngineRuns& ran) {
+  PlanReport r;
+  r.gpus = static_cast<long>(layout.gpus.size());
+  r.sequences = static_cast<long>(model.micro_batch) * plan.micro_batches * plan.dp;
+  r.tokens = static_cast<double>(r.sequences) * model.sequence;
+  r.model_flops = model.model_flops * plan.micro_batches * plan.dp;
+  if (!a.workload.empty()) r.peak = 0;
+  else {
+    const models::LayerZooOptions zoo = zoo_options(a, "command line");
+    const models::GpuSpec gpu = models::kernel_model_gpu(a.gpu, "command line");
+    r.peak = gpu.dense(zoo.precision.value_or(gpu.default_precision()));
+  }
+  r.bubble = static_cast<double>(plan.pp - 1) / (plan.virtual_stages * plan.micro_batches);
+  for (std::size_t i = 0; i < layout.memory.size(); ++i) {
+    if (layout.memory[i].total() > r.memory_peak) r.capacity = cluster.device(layout.gpus[i]).memory_bytes;
+    r.memory_peak = std::max(r.memory_peak, layout.memory[i].total());
+  }
+  for (const EngineRun& run : ran.runs) r.iteration_s.emplace_back(run.engine, run.latency);
+  return r;
+}
+
+void print_report_text(const PlanReport& r) {
+  for (const auto& [engine, t] : r.iteration_s) {
+    std::string line = fmt::format("{:<16}", engine);
+    if (r.tokens > 0) line += fmt::format("{:.0f} tokens/s per GPU", r.tokens / t / r.gpus);
+    if (r.model_flops > 0) line += fmt::format(", {:.1f} model TFLOP/s per GPU", r.model_flops / t / r.gpus / 1e12);
+    if (r.model_flops > 0 && r.peak > 0) line += fmt::format(", MFU {:.1f}% of {:g} TFLOP/s", 100 * r.model_flops / t / r.gpus / r.peak, r.peak / 1e12);
+    if (r.tokens > 0) std::cout << line << "\n";
+  }
+  std::cout << fmt::format("bubble          {:.1f}% of the ideal time ((pp - 1) / (virtual stages x micro-batches))\n", 100 * r.bubble);
+}
+
+void print_report_json(const PlanArgs& a, const ParallelPlan& plan, const PlanReport& r) {
+  nlohmann::json j, per_engine = nlohmann::json::object(), tokens = nlohmann::json::object(), tflops = nlohmann::json::object(),
+                    mfu = nlohmann::json::object();
+  for (const auto& [engine, t] : r.iteration_s) {
+    per_engine[engine] = t;
+    if (r.tokens > 0) tokens[engine] = r.tokens / t / r.gpus;
+    if (r.model_flops > 0) tflops[engine] = r.model_flops / t / r.gpus / 1e12;
+    if (r.model_flops > 0 && r.peak > 0) mfu[engine] = r.model_flops / t / r.gpus / r.peak;
+  }
+  j["iteration_s"] = per_engine;
+  j["tokens_per_s_per_gpu"] = tokens;
+  j["model_tflops_per_gpu"] = tflops;
+  j["mfu"] = mfu;
+  j["peak_flops"] = r.peak;
+  j["pipeline_bubble"] = r.bubble;
+  j["memory_per_gpu_bytes"] = r.memory_peak;
+  j["memory_capacity_bytes"] = r.capacity;
+  j["gpus"] = r.gpus;
+  j["global_batch"] = r.sequences;
+  j["plan"] = {{"tp", plan.tp}, {"pp", plan.pp}, {"dp", plan.dp}, {"micro_batches", plan.micro_batches},
+               {"virtual_stages", plan.virtual_stages}, {"zero", plan.zero}, {"sequence_parallel", plan.sequence_parallel},
+               {"recompute", a.workload.empty() ? a.recompute : "workload's"}};
+  std::cout << j.dump() << "\n";
+}
+
 }  // namespace
 
 int cmd_plan(const PlanArgs& a) {
-  if (a.workload.empty() == a.model.empty())
-    throw InputError("command line", "--workload/--model", "expected one of --workload FILE or --model NAME");
-  models::LayerZooOptions zoo;
-  zoo.micro_batch = a.micro_batch_size;
-  zoo.sequence = a.sequence;
-  zoo.gpu = a.gpu;
-  zoo.mfu = a.mfu;
-  zoo.recompute = !a.no_recompute;
-  // The zoo names its fields as a scenario would; here they are the flags.
-  auto build_zoo_model = [&] {
-    try {
-      std::vector<int> widths{a.tp};
-      for (int w : a.stage_tp)
-        if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
-      return models::build_layer_model(a.model, zoo, widths, "command line");
-    } catch (const InputError& e) {
-      const std::map<std::string, std::string> flags = {{"tp", a.stage_tp.empty() ? "--tp" : "--tp/--stage-tp"},
-                                                        {"mfu", "--mfu"}, {"sequence", "--sequence"},
-                                                        {"gpu", "--gpu"}, {"model", "--model"},
-                                                        {"micro_batch_size", "--micro-batch-size"}};
-      const auto flag = flags.find(e.field());
-      throw InputError(e.file(), flag == flags.end() ? e.field() : flag->second, e.reason());
-    }
-  };
+  if (static_cast<int>(!a.workload.empty()) + !a.model.empty() + !a.model_file.empty() != 1)
+    throw InputError("command line", "--workload/--model/--model-file", "expected one of --workload FILE, --model NAME or --model-file FILE");
+  check_model_options(a);
   // The trace's folder is checked before anything runs: a plan of a thousand GPUs takes minutes.
   if (!a.trace.empty()) {
     const std::filesystem::path folder = std::filesystem::path(a.trace).parent_path();
@@ -177,7 +303,7 @@ int cmd_plan(const PlanArgs& a) {
       throw InputError("command line", "--trace", fmt::format("the folder '{}' does not exist", folder.string()));
   }
   check_chakra_option(a);
-  const LayerWorkload workload = a.model.empty() ? load_nest_workload(a.workload) : build_zoo_model();
+  const LayerWorkload workload = plan_workload(a);
   const Cluster cluster = load_cluster_file(a.cluster);
   const LayerModel& model = workload.at(a.tp, "command line", "--tp");
   const ParallelPlan plan = plan_from_args(a, "command line", "--schedule", "--gradient-algorithm");
@@ -192,25 +318,27 @@ int cmd_plan(const PlanArgs& a) {
   // seconds go into building its execution graph.
   const CollectiveDetail detail = enum_parse<CollectiveDetail>(kCollectiveDetailNames, a.collectives, "command line", "--collectives");
   const CompiledPlan layout = plan_layout(workload, plan, cluster);
-  std::cout << fmt::format("workload        {} ({} layers at tp {})\n", workload.source, model.layers.size(),
-                           a.stage_tp.empty() ? fmt::format("{}", a.tp) : fmt::format("{}", fmt::join(a.stage_tp, ", ")));
-  std::cout << fmt::format("cluster         {}\n", cluster.description);
+  // With --json the text goes to stderr, the object alone to stdout.
+  std::ostream& out = a.json ? std::cerr : std::cout;
+  out << fmt::format("workload        {} ({} layers at tp {})\n", workload.source, model.layers.size(),
+                     a.stage_tp.empty() ? fmt::format("{}", a.tp) : fmt::format("{}", fmt::join(a.stage_tp, ", ")));
+  out << fmt::format("cluster         {}\n", cluster.description);
   const std::string widths = a.stage_tp.empty() ? fmt::format("tp {} x pp {}", a.tp, a.pp)
                                                 : fmt::format("stage widths {} (pp {})", fmt::join(a.stage_tp, " + "), a.pp);
-  std::cout << fmt::format("plan            {} x dp {} = {} GPUs{}{}, {} micro-batches, {}{}, ZeRO {}\n", widths,
-                           a.dp, layout.gpus.size(), a.ep > 1 ? fmt::format(" (ep {})", a.ep) : "",
-                           a.sequence_parallel ? ", sequence-parallel" : "", a.micro_batches,
-                           a.virtual_stages > 1 ? "interleaved " : "", a.schedule, a.zero);
-  std::cout << fmt::format("stages          first layers {}\n", fmt::join(layout.stage_starts, ", "));
+  out << fmt::format("plan            {} x dp {} = {} GPUs{}{}, {} micro-batches, {}{}, ZeRO {}\n", widths, a.dp,
+                     layout.gpus.size(), a.ep > 1 ? fmt::format(" (ep {})", a.ep) : "",
+                     a.sequence_parallel ? ", sequence-parallel" : "", plan.micro_batches,
+                     a.virtual_stages > 1 ? "interleaved " : "", a.schedule, plan.zero);
+  out << fmt::format("stages          first layers {}\n", fmt::join(layout.stage_starts, ", "));
   for (int p = 0; p < a.pp; ++p) {
     const std::size_t i = plan_gpu_index(plan, 0, p, 0);
     const GpuMemory& m = layout.memory[i];
-    std::cout << fmt::format("memory {} {:<3}{} of {} per GPU: parameters {}, gradients {}, optimizer states {}, "
-                             "activations {} ({} in flight)\n",
-                             a.virtual_stages > 1 ? "rank" : "stage", p, format_bytes(m.total()),
-                             format_bytes(cluster.device(layout.gpus[i]).memory_bytes), format_bytes(m.parameters),
-                             format_bytes(m.gradients), format_bytes(m.optimizer_states), format_bytes(m.activations),
-                             layout.in_flight[p]);
+    out << fmt::format("memory {} {:<3}{} of {} per GPU: parameters {}, gradients {}, optimizer states {}, "
+                       "activations {} ({} in flight)\n",
+                       a.virtual_stages > 1 ? "rank" : "stage", p, format_bytes(m.total()),
+                       format_bytes(cluster.device(layout.gpus[i]).memory_bytes), format_bytes(m.parameters),
+                       format_bytes(m.gradients), format_bytes(m.optimizer_states), format_bytes(m.activations),
+                       layout.in_flight[p]);
   }
   if (!layout.infeasible.empty()) {
     std::cerr << "plan: infeasible: " << layout.infeasible << "\n";
@@ -219,33 +347,19 @@ int cmd_plan(const PlanArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   CompiledPlan c = compile_plan(workload, plan, cluster, detail);
   const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << fmt::format("graph           {} operators, {} tensors (compiled in {}){}\n", c.graph.graph.num_operators(),
-                           c.graph.graph.num_tensors(), format_duration(compile_s),
-                           a.collectives == "condensed" ? ", ring phases condensed" : "");
+  out << fmt::format("graph           {} operators, {} tensors (compiled in {}){}\n", c.graph.graph.num_operators(),
+                     c.graph.graph.num_tensors(), format_duration(compile_s),
+                     a.collectives == "condensed" ? ", ring phases condensed" : "");
   const EngineSet which = EngineSet::parse(a.engine, "command line", "--engine");
   const EngineRuns ran = run_engines(c.graph, cluster, which, enum_parse<RunOrder>(kRunOrderNames, a.order, "command line", "--order"));
   for (const EngineRun& run : ran.runs)
-    std::cout << fmt::format("{:<16}{} per iteration ({} in {})\n", run.engine, format_duration(run.latency),
-                             run.schedule ? "simulated" : "priced", format_duration(run.wall_s));
+    out << fmt::format("{:<16}{} per iteration ({} in {})\n", run.engine, format_duration(run.latency),
+                       run.schedule ? "simulated" : "priced", format_duration(run.wall_s));
+  const PlanReport report = plan_report(a, plan, model, layout, cluster, ran);
+  if (a.json) print_report_json(a, plan, report);
+  else print_report_text(report);
   if (!a.chakra.empty()) write_plan_chakra(a, c, cluster, ran, widths + fmt::format(" x dp {}", a.dp));
-  if (!a.trace.empty()) {
-    // The evaluator's run: when each stage reaches its memory peak, and the whole timeline.
-    const Schedule run = Evaluator(c.graph.graph, cluster).schedule(c.graph.placement);
-    const std::vector<MemoryCurve> curves = memory_over_time(c, run.start, run.finish);
-    std::vector<GpuMemoryTrack> tracks;
-    for (std::size_t i = 0; i < curves.size(); ++i) tracks.push_back({c.gpus[i], curves[i]});
-    std::vector<std::string> peaks;
-    for (int p = 0; p < a.pp; ++p) {
-      const MemoryCurve& curve = curves[plan_gpu_index(plan, 0, p, 0)];
-      auto peak = curve.begin();
-      for (auto it = curve.begin(); it != curve.end(); ++it)
-        if (it->second > peak->second) peak = it;
-      peaks.push_back(fmt::format("{} {} at {}", a.virtual_stages > 1 ? "rank" : "stage", p, format_duration(peak->first)));
-    }
-    std::cout << fmt::format("memory peaks    {} (evaluator)\n", fmt::join(peaks, ", "));
-    write_chrome_trace(a.trace, c.graph.graph, cluster, c.graph.placement, run.start, run.finish, {}, {}, tracks);
-    std::cout << fmt::format("trace           {} (evaluator; open in Perfetto)\n", a.trace);
-  }
+  if (!a.trace.empty()) write_plan_trace(a, plan, c, cluster, out);
   return kExitOk;
 }
 

@@ -2,10 +2,14 @@
 // `placesim plan`: one parallel plan (sim/plans/parallel_plan.h) of a layer-level workload on a
 // cluster: its step time per engine, memory per GPU, or why it does not fit.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <fmt/format.h>
 #include <string>
 #include <vector>
 
 #include "sim/collectives/collectives.h"
+#include "sim/core/errors.h"
+#include "sim/models/layer_zoo.h"
 #include "sim/plans/parallel_plan.h"
 
 namespace placesim {
@@ -18,11 +22,18 @@ struct PlanArgs {
   int virtual_stages = 1;  // interleaved 1F1B
   bool no_scatter_gather = false;
   bool sequence_parallel = false;
-  // The model zoo's layer-level models (sim/models/layer_zoo.h), instead of --workload.
+  // The model zoo's layer-level models (sim/models/layer_zoo.h), or a model by its dimensions
+  // (model_file), instead of --workload.
+  std::string model_file;
   std::string gpu = "h100";
+  std::string precision;              // "": the GPU's default
   int micro_batch_size = 1, sequence = 0;
-  double mfu = 0.5;
-  bool no_recompute = false;
+  long global_batch = 0;              // sequences per iteration; 0: micro_batches x micro_batch_size x dp
+  double mfu = 0;                     // 0: the kernel model
+  std::string recompute = "full";     // none, selective, full
+  std::string attention = "fused";    // fused, unfused
+  bool distributed_optimizer = false;  // Megatron's: ZeRO 1
+  bool json = false;
   std::string trace;  // Chrome trace of the evaluator's run, with each GPU's memory over time
   std::string chakra;  // a directory for the plan's Chakra execution traces, one per GPU
 };
@@ -41,7 +52,16 @@ inline ParallelPlan plan_from_args(const PlanArgs& a, const std::string& source,
   plan.pp = a.pp;
   plan.dp = a.dp;
   plan.micro_batches = a.micro_batches;
-  plan.zero = a.zero;
+  if (a.global_batch > 0) {
+    // Megatron's: global batch = micro-batch size x micro-batches x data-parallel replicas.
+    const long per_step = static_cast<long>(a.micro_batch_size) * a.dp;
+    if (a.global_batch % per_step != 0)
+      throw InputError(source, "--global-batch",
+                       fmt::format("expected a multiple of micro-batch size x dp = {} x {} = {}, got {}", a.micro_batch_size, a.dp,
+                                   per_step, a.global_batch));
+    plan.micro_batches = static_cast<int>(a.global_batch / per_step);
+  }
+  plan.zero = a.distributed_optimizer ? std::max(a.zero, 1) : a.zero;
   plan.virtual_stages = a.virtual_stages;
   plan.ep = a.ep;
   plan.scatter_gather = !a.no_scatter_gather;
@@ -50,6 +70,22 @@ inline ParallelPlan plan_from_args(const PlanArgs& a, const std::string& source,
   plan.gradient_algorithm =
       enum_parse<CollectiveAlgorithm>(collective_algorithm_names(CollectiveOp::AllReduce), a.gradient_algorithm, source, algorithm_field);
   return plan;
+}
+
+// The zoo's options the arguments give (their fields named as the flags, for errors).
+inline models::LayerZooOptions zoo_options(const PlanArgs& a, const std::string& source) {
+  models::LayerZooOptions zoo;
+  zoo.micro_batch = a.micro_batch_size;
+  zoo.sequence = a.sequence;
+  zoo.gpu = a.gpu;
+  if (!a.precision.empty()) zoo.precision = enum_parse<models::Precision>(models::kPrecisionNames, a.precision, source, "--precision");
+  zoo.mfu = a.mfu;
+  zoo.recompute = enum_parse<models::Recompute>(models::kRecomputeNames, a.recompute, source, "--recompute");
+  zoo.sequence_parallel = a.sequence_parallel;
+  if (a.attention != "fused" && a.attention != "unfused")
+    throw InputError(source, "--attention", fmt::format("expected fused or unfused, got '{}'", a.attention));
+  zoo.fused_attention = a.attention == "fused";
+  return zoo;
 }
 
 }  // namespace placesim

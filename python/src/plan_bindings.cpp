@@ -27,19 +27,18 @@ namespace {
 
 // The workload `placesim plan` reads: a NEST workload file, or a zoo model at the plan's widths.
 LayerWorkload plan_workload(const PlanArgs& a) {
-  if (a.workload.empty() == a.model.empty())
-    throw InputError("python", "workload/model", "expected one of workload=FILE or model=NAME");
-  if (a.model.empty()) return load_nest_workload(a.workload);
-  models::LayerZooOptions zoo;
-  zoo.micro_batch = a.micro_batch_size;
-  zoo.sequence = a.sequence;
-  zoo.gpu = a.gpu;
-  zoo.mfu = a.mfu;
-  zoo.recompute = !a.no_recompute;
+  if (static_cast<int>(!a.workload.empty()) + !a.model.empty() + !a.model_file.empty() != 1)
+    throw InputError("python", "workload/model/model_file", "expected one of workload=FILE, model=NAME or model_file=FILE");
+  if (!a.workload.empty()) return load_nest_workload(a.workload);
   std::vector<int> widths{a.tp};
   for (int w : a.stage_tp)
     if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
-  return models::build_layer_model(a.model, zoo, widths, "python");
+  const models::TransformerShape shape = a.model.empty() ? models::load_model_file(a.model_file) : [&] {
+    const models::TransformerShape* s = models::find_layer_zoo(a.model);
+    if (!s) throw InputError("python", "model", fmt::format("expected one of {}, got '{}'", models::layer_zoo_names(), a.model));
+    return *s;
+  }();
+  return models::build_layer_model(shape, zoo_options(a, "python"), widths, "python");
 }
 
 ParallelPlan plan_of(const PlanArgs& a) { return plan_from_args(a, "python", "schedule", "gradient_algorithm"); }
@@ -128,7 +127,18 @@ PlanArgs plan_args(const py::dict& kw) {
   whole("sequence", a.sequence);
   if (kw.contains("stage_tp") && !kw["stage_tp"].is_none()) a.stage_tp = kw["stage_tp"].cast<std::vector<int>>();
   if (kw.contains("mfu") && !kw["mfu"].is_none()) a.mfu = kw["mfu"].cast<double>();
-  if (kw.contains("recompute") && !kw["recompute"].is_none()) a.no_recompute = !kw["recompute"].cast<bool>();
+  if (kw.contains("recompute") && !kw["recompute"].is_none()) {
+    // True/False as before (full/none), or none, selective, full.
+    if (py::isinstance<py::bool_>(kw["recompute"])) a.recompute = kw["recompute"].cast<bool>() ? "full" : "none";
+    else a.recompute = kw["recompute"].cast<std::string>();
+  }
+  for (const char* key : {"precision", "attention", "model_file"})
+    if (kw.contains(key) && !kw[key].is_none())
+      (std::string(key) == "precision" ? a.precision : std::string(key) == "attention" ? a.attention : a.model_file) =
+          kw[key].cast<std::string>();
+  if (kw.contains("global_batch") && !kw["global_batch"].is_none()) a.global_batch = kw["global_batch"].cast<long>();
+  if (kw.contains("distributed_optimizer") && !kw["distributed_optimizer"].is_none())
+    a.distributed_optimizer = kw["distributed_optimizer"].cast<bool>();
   if (kw.contains("scatter_gather") && !kw["scatter_gather"].is_none()) a.no_scatter_gather = !kw["scatter_gather"].cast<bool>();
   if (kw.contains("sequence_parallel") && !kw["sequence_parallel"].is_none()) a.sequence_parallel = kw["sequence_parallel"].cast<bool>();
   return a;

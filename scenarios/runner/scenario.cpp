@@ -45,6 +45,7 @@ constexpr std::string_view kGraphFile = "a graph file (QuickP's, MSR's or places
 constexpr std::string_view kOnnxFile = "an ONNX file (tools/export_onnx.py writes one from a PyTorch model)";
 constexpr std::string_view kChakraDir = "a directory of Chakra traces";
 constexpr std::string_view kWorkloadFile = "a workload file (NEST's per-layer JSON)";
+constexpr std::string_view kModelFile = "a model file (YAML: family, layers, hidden, heads, ...)";
 
 }  // namespace
 
@@ -145,10 +146,10 @@ CoarseningConfig coarsening_from_yaml(const YAML::Node& node, const std::string&
 
 WorkloadSource workload_source_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
   YamlFields f(node, file, path);
-  if (f.has("file") == f.has("model"))
+  if (static_cast<int>(f.has("file")) + f.has("model") + f.has("model_file") != 1)
     throw InputError(file, path,
                      "expected exactly one of 'model' (a layer-level model: " + models::layer_zoo_names() +
-                         ") or 'file' (a per-layer workload, NEST's JSON)");
+                         "), 'model_file' (a model by its dimensions, YAML) or 'file' (a per-layer workload, NEST's JSON)");
   WorkloadSource w;
   const OptionSchema<models::LayerZooOptions> zoo = models::layer_zoo_schema();
   if (f.has("file")) {
@@ -157,15 +158,23 @@ WorkloadSource workload_source_from_yaml(const YAML::Node& node, const std::stri
     existing_input(file, f.field("file"), w.file, kWorkloadFile, false);
     return w;
   }
-  w.model = f.string("model");
   std::vector<std::string> keys = zoo.keys();
-  keys.push_back("model");
+  keys.push_back(f.has("model") ? "model" : "model_file");
   check_known_keys(f, keys);
   w.zoo = zoo.parse_known(f);
-  // The model's name and the zoo's own checks (the GPU preset, the sequence), now, naming the field.
+  fs::path model_path;
+  if (f.has("model")) {
+    w.model = f.string("model");
+  } else {
+    w.model_file = f.string("model_file");
+    model_path = existing_input(file, f.field("model_file"), w.model_file, kModelFile, false);
+  }
+  // The model and the zoo's own checks (the GPU preset, the sequence), now, naming the field.
   try {
-    models::build_layer_model(w.model, w.zoo, {1}, file);
+    if (!w.model.empty()) models::build_layer_model(w.model, w.zoo, {1}, file);
+    else models::build_layer_model(models::load_model_file(model_path.string()), w.zoo, {1}, file);
   } catch (const InputError& e) {
+    if (e.file() != file) throw;
     throw InputError(file, path + "." + e.field(), e.reason());
   }
   return w;
@@ -174,6 +183,11 @@ WorkloadSource workload_source_from_yaml(const YAML::Node& node, const std::stri
 LayerWorkload load_workload_source(const WorkloadSource& source, const std::string& scenario_file) {
   if (!source.model.empty())
     return models::build_layer_model(source.model, source.zoo, models::layer_zoo_widths(source.model), scenario_file);
+  if (!source.model_file.empty()) {
+    const models::TransformerShape shape =
+        models::load_model_file(existing_input(scenario_file, "workload.model_file", source.model_file, kModelFile, false).string());
+    return models::build_layer_model(shape, source.zoo, models::layer_widths(shape), scenario_file);
+  }
   return load_nest_workload(existing_input(scenario_file, "workload.file", source.file, kWorkloadFile, false).string());
 }
 

@@ -46,7 +46,8 @@ struct GraphSource {
 // graph: a model of the layer zoo (sim/models/layer_zoo.h) with its options, or a per-layer
 // workload file (NEST's JSON, sim/plans/layer_model.h).
 struct WorkloadSource {
-  std::string model;            // a layer-zoo model; empty when `file` is set
+  std::string model;            // a layer-zoo model; empty when `file` or `model_file` is set
+  std::string model_file;       // a model by its dimensions (layer_zoo.h, load_model_file), as given
   models::LayerZooOptions zoo;  // its options
   std::string file;             // a workload file (resolved against the scenario's folder)
 };

@@ -3,14 +3,19 @@
 #include <fmt/format.h>
 #include <optional>
 
+#include "sim/config/yaml_fields.h"
 #include "sim/core/errors.h"
 #include "sim/models/gpu.h"
+#include "sim/models/kernels.h"
 
 namespace placesim::models {
 
 namespace {
 
 constexpr double kBytesPerWeight = 2;  // fp16/bf16
+// Mixed-precision Adam per parameter (layer_zoo.h): read 16 (fp32 weight, gradient, two
+// moments), write 14 (weight, moments, the 16-bit copy), read the gradient again for clipping.
+constexpr double kOptimizerBytesPerParameter = 34;
 
 TransformerShape shape(std::string name, int layers, int hidden, int heads, int kv_heads, int ffn, int vocab,
                        int sequence, std::string description) {
@@ -27,8 +32,7 @@ TransformerShape shape(std::string name, int layers, int hidden, int heads, int 
   return s;
 }
 
-// Learned position embeddings: GPT-2, GPT-3 and BERT have a table of `sequence` rows.
-bool learned_positions(const TransformerShape& s) { return !s.rms_norm && s.name != "transformer"; }
+bool learned_positions(const TransformerShape& s) { return s.learned_positions; }
 
 double attention_weights(const TransformerShape& s) {
   const double h = s.hidden;
@@ -52,7 +56,7 @@ const std::vector<TransformerShape>& layer_zoo() {
     auto llama = [](std::string name, int layers, int hidden, int heads, int kv, int ffn, std::string what) {
       TransformerShape s = shape(std::move(name), layers, hidden, heads, kv, ffn, 32000, 4096, std::move(what));
       s.gated = s.rms_norm = true;
-      s.tied_head = false;
+      s.tied_head = s.learned_positions = false;
       return s;
     };
     z.push_back(llama("llama2-7b", 32, 4096, 32, 32, 11008, "Llama 2 7B"));
@@ -62,7 +66,9 @@ const std::vector<TransformerShape>& layer_zoo() {
     mixtral.top_k = 2;
     z.push_back(mixtral);
     z.push_back(shape("bert-large", 24, 1024, 16, 16, 4096, 30522, 512, "BERT-large (340 M)"));
-    z.push_back(shape("transformer", 6, 512, 8, 8, 2048, 32000, 128, "the base Transformer's encoder stack"));
+    TransformerShape base = shape("transformer", 6, 512, 8, 8, 2048, 32000, 128, "the base Transformer's encoder stack");
+    base.learned_positions = false;  // sinusoidal positions: no weights
+    z.push_back(base);
     return z;
   }();
   return zoo;
@@ -84,55 +90,230 @@ double layer_zoo_parameters(const TransformerShape& s) {
   return total;
 }
 
+const TransformerShape* find_layer_zoo(const std::string& name) {
+  for (const auto& s : layer_zoo())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+double model_flops_per_sequence(const TransformerShape& sh, int sequence) {
+  const double s = sequence > 0 ? sequence : sh.sequence, h = sh.hidden;
+  const double active_ffn = sh.top_k * ffn_weights(sh) + (sh.experts > 1 ? h * sh.experts : 0.0);
+  const double layer = 2 * s * (attention_weights(sh) + active_ffn) + 4 * s * s * h;
+  return 3 * (sh.layers * layer + 2 * s * h * sh.vocab);
+}
+
 OptionSchema<LayerZooOptions> layer_zoo_schema() {
-  OptionSchema<LayerZooOptions> s;
-  s.count("micro_batch_size", &LayerZooOptions::micro_batch, "sequences per micro-batch", 1, 1 << 16, "2");
-  s.count("sequence", &LayerZooOptions::sequence, "tokens per sequence (0: the model's)", 0, 1 << 24, "1024");
-  s.text("gpu", &LayerZooOptions::gpu, "GPU preset whose fp16 tensor-core peak sets the times (v100, a100, h100)", "a100");
-  s.number("mfu", &LayerZooOptions::mfu, "achieved fraction of that peak", Range{0, 1, true, false}, "0.4");
-  s.flag("recompute", &LayerZooOptions::recompute, "full activation recomputation (false: keep every activation)");
+  using O = LayerZooOptions;
+  OptionSchema<O> s;
+  s.count("micro_batch_size", &O::micro_batch, "sequences per micro-batch", 1, 1 << 16, "2");
+  s.count("sequence", &O::sequence, "tokens per sequence (0: the model's)", 0, 1 << 24, "1024");
+  s.text("gpu", &O::gpu, "GPU preset the kernel model times the layers on (`placesim gpus`)", "a100");
+  s.add({"precision", "choice", "the matrix products' precision (fp8: GEMMs in fp8 with their casts, the rest bf16)",
+         "the GPU's (bf16 from A100 on, fp16 on V100)", {"fp32", "tf32", "fp16", "bf16", "fp8"}, "fp16"},
+        [](const YamlFields& f, std::string_view k, O& o) {
+          o.precision = enum_parse<Precision>(kPrecisionNames, f.string(k), f.file(), f.field(k));
+        });
+  s.number("mfu", &O::mfu,
+           "override: every FLOP at this fraction of the GPU's peak instead of the kernel model (0: the kernel model)",
+           Range{0, 1, false, false}, "0.4");
+  s.add({"recompute", "choice", "what the backward recomputes: none, selective (the attention core) or full (true/false: full/none)",
+         "full", {"none", "selective", "full"}, "selective"},
+        [](const YamlFields& f, std::string_view k, O& o) {
+          const std::string v = f.string(k);
+          if (v == "true" || v == "false") o.recompute = v == "true" ? Recompute::Full : Recompute::None;
+          else o.recompute = enum_parse<Recompute>(kRecomputeNames, v, f.file(), f.field(k));
+        });
+  s.flag("sequence_parallel", &O::sequence_parallel,
+         "the norms and dropouts on 1/tp of the tokens (set it with the plan's sequence_parallel)");
+  s.flag("fused_attention", &O::fused_attention, "FlashAttention-style fused attention (false: scores, softmax and dropout apart)");
   return s;
 }
 
-std::vector<int> layer_zoo_widths(const std::string& model) {
+std::vector<int> layer_widths(const TransformerShape& shape) {
   std::vector<int> widths;
-  for (const auto& s : layer_zoo())
-    if (s.name == model)
-      for (int t = 1; t <= 64; ++t)
-        if (splits_into(s, t)) widths.push_back(t);
+  for (int t = 1; t <= 64; ++t)
+    if (splits_into(shape, t)) widths.push_back(t);
   return widths;
 }
 
-LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions& o, const std::vector<int>& widths,
-                                const std::string& source) {
-  const TransformerShape* found = nullptr;
-  for (const auto& s : layer_zoo())
-    if (s.name == model) found = &s;
-  if (!found) throw InputError(source, "model", fmt::format("expected one of {}, got '{}'", layer_zoo_names(), model));
-  const TransformerShape& sh = *found;
-  // The presets with a tensor-core peak.
-  std::optional<GpuSpec> gpu;
-  std::string gpus;
-  for (const GpuSpec& g : gpu_presets()) {
-    if (!(g.tensor_flops > 0)) continue;
-    gpus += (gpus.empty() ? "" : ", ") + g.name;
-    if (o.gpu == g.name) gpu = g;
+std::vector<int> layer_zoo_widths(const std::string& model) {
+  const TransformerShape* s = find_layer_zoo(model);
+  return s ? layer_widths(*s) : std::vector<int>{};
+}
+
+namespace {
+
+// The kernels of one layer's forward and backward on one GPU of t (kernels.h), and the part the
+// selective recomputation runs again (the attention core's forward).
+struct LayerKernels {
+  KernelCost forward, backward, attention_core;
+};
+
+struct KernelContext {
+  const GpuSpec& gpu;
+  Precision p;          // the matrix products'
+  double act = 2;       // bytes of a 16-bit activation (fp8 keeps activations in bf16 between GEMMs)
+  double tokens = 0;    // b x s
+  double norm_tokens = 0;  // the tokens a norm or dropout runs on (1/t with sequence parallelism)
+};
+
+// A matrix product of the layer, forward and backward, with fp8's casts of its input.
+void add_gemm(const KernelContext& c, LayerKernels& k, double m, double n, double kk) {
+  k.forward += gemm(c.gpu, c.p, m, n, kk);
+  k.backward += gemm_backward(c.gpu, c.p, m, n, kk);
+  if (c.p == Precision::Fp8) {  // the 16-bit input cast to fp8 (and its gradient in the backward)
+    k.forward += memory_bound(c.gpu, m * kk * (c.act + 1));
+    k.backward += memory_bound(c.gpu, m * n * (c.act + 1));
   }
-  if (!gpu) throw InputError(source, "gpu", fmt::format("expected one of {} (their tensor-core peaks), got '{}'", gpus, o.gpu));
-  if (!(o.mfu > 0 && o.mfu <= 1)) throw InputError(source, "mfu", fmt::format("expected a fraction in (0, 1], got {}", o.mfu));
+}
+
+// A memory-bound kernel of `elements`: forward `fwd` bytes each, backward `bwd`.
+void add_elementwise(const KernelContext& c, LayerKernels& k, double elements, double fwd, double bwd) {
+  k.forward += memory_bound(c.gpu, elements * fwd);
+  k.backward += memory_bound(c.gpu, elements * bwd);
+}
+
+LayerKernels transformer_layer_kernels(const TransformerShape& sh, const KernelContext& c, double b, double s, int t,
+                                       bool fused) {
+  LayerKernels k;
+  const double h = sh.hidden, d = h / sh.heads, heads = static_cast<double>(sh.heads) / t;
+  const double kv = static_cast<double>(sh.kv_heads) / t, T = c.tokens, a = c.act;
+  // Norm: read and write (backward: read input and gradient, write gradient).
+  add_elementwise(c, k, c.norm_tokens * h, 2 * a, 3 * a);
+  add_gemm(c, k, T, (heads + 2 * kv) * d, h);  // Q, K, V
+  if (!learned_positions(sh) && sh.name != "transformer") add_elementwise(c, k, T * (heads + kv) * d, 2 * a, 2 * a);  // rotary
+  if (fused) {
+    k.forward += fused_attention(c.gpu, c.p, b * heads, s, d, true, false);
+    k.backward += fused_attention(c.gpu, c.p, b * heads, s, d, true, true);
+  } else {
+    // Scores (QK^T), scale-mask-softmax, dropout (a byte of mask), their product with V.
+    LayerKernels core;
+    const KernelContext& cc = c;
+    core.forward += gemm(cc.gpu, cc.p, s, s, d, b * heads);
+    core.backward += gemm_backward(cc.gpu, cc.p, s, s, d, b * heads);
+    const double scores = b * heads * s * s;
+    add_elementwise(cc, core, scores, 2 * a, 3 * a);          // softmax
+    add_elementwise(cc, core, scores, 2 * a + 1, 2 * a + 1);  // dropout
+    core.forward += gemm(cc.gpu, cc.p, s, d, s, b * heads);
+    core.backward += gemm_backward(cc.gpu, cc.p, s, d, s, b * heads);
+    k.forward += core.forward;
+    k.backward += core.backward;
+    k.attention_core = core.forward;
+  }
+  add_gemm(c, k, T, h, heads * d);  // output projection
+  // Bias-dropout-add: read the input and the residual, write the sum and a byte of mask.
+  add_elementwise(c, k, c.norm_tokens * h, 3 * a + 1, 3 * a + 1);
+  add_elementwise(c, k, c.norm_tokens * h, 2 * a, 3 * a);  // the second norm
+  const double pairs = T * sh.top_k;  // token-expert pairs (T without experts)
+  if (sh.experts > 1) {
+    add_gemm(c, k, T, sh.experts, h);                        // router
+    add_elementwise(c, k, T * h * sh.top_k, 2 * a, 2 * a);   // permute the tokens to their experts and back
+  }
+  const double f = static_cast<double>(sh.ffn) / t;
+  add_gemm(c, k, pairs, (sh.gated ? 2 : 1) * f, h);
+  add_elementwise(c, k, pairs * f, (sh.gated ? 3 : 2) * a, (sh.gated ? 5 : 3) * a);  // GELU or SwiGLU
+  add_gemm(c, k, pairs, h, f);
+  add_elementwise(c, k, c.norm_tokens * h, 3 * a + 1, 3 * a + 1);  // bias-dropout-add
+  return k;
+}
+
+// The head: final norm, the vocabulary-parallel projection, the cross-entropy over fp32 logits
+// (cast, maximum, exponentials' sum, loss: about 14 bytes per logit; backward 10).
+LayerKernels head_kernels(const TransformerShape& sh, const KernelContext& c, int t) {
+  LayerKernels k;
+  const double h = sh.hidden, v = static_cast<double>(sh.vocab) / t;
+  add_elementwise(c, k, c.norm_tokens * h, 2 * c.act, 3 * c.act);
+  add_gemm(c, k, c.tokens, v, h);
+  add_elementwise(c, k, c.tokens * v, 14, 10);
+  return k;
+}
+
+// The embedding: a lookup (write the rows, backward a scatter-add in fp32) and its dropout.
+LayerKernels embedding_kernels(const TransformerShape& sh, const KernelContext& c) {
+  LayerKernels k;
+  add_elementwise(c, k, c.tokens * sh.hidden, 2 * c.act, c.act + 8);
+  add_elementwise(c, k, c.norm_tokens * sh.hidden, 2 * c.act + 1, 2 * c.act + 1);
+  return k;
+}
+
+void check_options(const LayerZooOptions& o, const TransformerShape& sh, const GpuSpec& gpu, Precision p, const std::string& source) {
+  if (!(o.mfu >= 0 && o.mfu <= 1)) throw InputError(source, "mfu", fmt::format("expected a fraction in (0, 1] (0: the kernel model), got {}", o.mfu));
+  if (!gpu.has(p))
+    throw InputError(source, "precision",
+                     fmt::format("{} has no {} peak (it has {})", gpu.model, enum_name<Precision>(kPrecisionNames, p), [&] {
+                       std::string have;
+                       for (const auto& n : kPrecisionNames)
+                         if (gpu.has(n.value)) have += (have.empty() ? "" : ", ") + std::string(n.name);
+                       return have;
+                     }()));
   if (o.micro_batch < 1) throw InputError(source, "micro_batch_size", fmt::format("expected at least 1, got {}", o.micro_batch));
   if (o.sequence < 0) throw InputError(source, "sequence", fmt::format("expected at least 1 (or 0: the model's), got {}", o.sequence));
-
   if (o.sequence > sh.sequence && learned_positions(sh))
     throw InputError(source, "sequence",
                      fmt::format("expected at most {}: {} learns a table of that many positions", sh.sequence, sh.name));
+}
+
+}  // namespace
+
+namespace {
+bool is_yaml_file(const std::string& name) {
+  return name.size() > 5 && (name.ends_with(".yaml") || name.ends_with(".yml"));
+}
+
+}  // namespace
+
+GpuSpec kernel_model_gpu(const std::string& name, const std::string& source) {
+  if (is_yaml_file(name)) {
+    // A GPU of the user's: a preset with overrides, or every figure (gpu.h, gpu_from_yaml).
+    YAML::Node root;
+    try {
+      root = YAML::LoadFile(name);
+    } catch (const YAML::Exception& e) {
+      throw InputError(name, "", fmt::format("cannot read the GPU file: {}", e.what()));
+    }
+    const bool wrapped = root.IsMap() && root["gpu"];
+    GpuSpec g = gpu_from_yaml(wrapped ? root["gpu"] : root, name, wrapped ? "gpu" : "");
+    if (!(g.sms > 0 && g.gemm_efficiency > 0 && g.memory_efficiency > 0 && g.has(g.default_precision())))
+      throw InputError(name, "", "the kernel model needs sms, a tensor-core peak (bf16_flops or fp16_flops), gemm_efficiency and "
+                                 "memory_efficiency: start from a preset (`preset: a100`) or give them");
+    return g;
+  }
+  const std::optional<GpuSpec> gpu = find_gpu_preset(name);
+  const std::vector<std::string> names = kernel_model_gpu_names();
+  if (!gpu || std::find(names.begin(), names.end(), name) == names.end()) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw InputError(source, "gpu",
+                     fmt::format("expected one of {} (the presets the kernel model times) or a GPU YAML file, got '{}'", list, name));
+  }
+  return *gpu;
+}
+
+
+LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions& o, const std::vector<int>& widths,
+                                const std::string& source) {
+  const TransformerShape* found = find_layer_zoo(model);
+  if (!found) throw InputError(source, "model", fmt::format("expected one of {}, got '{}'", layer_zoo_names(), model));
+  return build_layer_model(*found, o, widths, source);
+}
+
+LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOptions& o, const std::vector<int>& widths,
+                                const std::string& source) {
+  const GpuSpec gpu = kernel_model_gpu(o.gpu, source);
+  const Precision precision = o.precision.value_or(gpu.default_precision());
+  check_options(o, sh, gpu, precision, source);
   const double b = o.micro_batch, s = o.sequence > 0 ? o.sequence : sh.sequence, h = sh.hidden;
-  const double achieved = gpu->tensor_flops * o.mfu;
   const double activation = kBytesPerWeight * b * s * h;  // one layer's output
+  const std::string precision_name(enum_name<Precision>(kPrecisionNames, precision));
   LayerWorkload w;
   w.name = sh.name;
-  w.source = fmt::format("model zoo: {}, micro-batch {}, {} tokens, {} at {:g}% of {:g} TFLOP/s{}", sh.description, o.micro_batch,
-                         s, o.gpu, 100 * o.mfu, gpu->tensor_flops / 1e12, o.recompute ? ", full recomputation" : "");
+  w.source = fmt::format("{}: {}, micro-batch {}, {} tokens, {} {}, {}, recompute {}{}", sh.name == sh.description ? "model" : "model zoo",
+                         sh.description, o.micro_batch, s, gpu.model, precision_name,
+                         o.mfu > 0 ? fmt::format("every FLOP at {:g}% of {:g} TFLOP/s (--mfu)", 100 * o.mfu, gpu.dense(precision) / 1e12)
+                                   : fmt::format("kernel model{}", o.fused_attention ? ", fused attention" : ""),
+                         enum_name<Recompute>(kRecomputeNames, o.recompute), o.sequence_parallel ? ", sequence-parallel" : "");
+  const bool full = o.recompute == Recompute::Full;
   for (int t : widths) {
     if (!splits_into(sh, t))
       throw InputError(source, "tp",
@@ -143,15 +324,30 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
     m.name = sh.name;
     m.tensor_parallel = t;
     m.sequence = static_cast<int>(s);
-    auto time_of = [&](double forward_flops, Layer& layer, bool recomputed) {
-      layer.forward_s = forward_flops / t / achieved;
-      layer.backward_s = (recomputed ? 3 : 2) * layer.forward_s;  // recomputation runs the forward again
+    m.micro_batch = o.micro_batch;
+    m.model_flops = b * model_flops_per_sequence(sh, static_cast<int>(s));
+    const KernelContext ctx{gpu, precision, 2.0, b * s, o.sequence_parallel && t > 1 ? b * s / t : b * s};
+    // A layer's times: the kernel model's, or (mfu) its FLOPs at that fraction of the peak.
+    auto time_of = [&](const LayerKernels& k, double forward_flops, Layer& layer, bool recomputed) {
+      if (o.mfu > 0) {
+        layer.forward_s = forward_flops / t / (gpu.dense(precision) * o.mfu);
+        layer.backward_s = (recomputed ? 3 : 2) * layer.forward_s;  // recomputation runs the forward again
+        return;
+      }
+      layer.forward_s = k.forward.seconds;
+      layer.backward_s = k.backward.seconds + (recomputed ? k.forward.seconds : 0.0) +
+                         (o.recompute == Recompute::Selective ? k.attention_core.seconds : 0.0);
+    };
+    auto optimizer_of = [&](Layer& layer) {
+      layer.optimizer_s = memory_bound(gpu, layer.parameter_bytes / kBytesPerWeight * kOptimizerBytesPerParameter).seconds;
     };
     Layer embedding;
     embedding.name = "embedding";
     embedding.block = false;
     embedding.parameter_bytes =
         kBytesPerWeight * (static_cast<double>(sh.vocab) * h / t + (learned_positions(sh) ? sh.sequence * h : 0.0));
+    time_of(embedding_kernels(sh, ctx), 0, embedding, false);
+    optimizer_of(embedding);
     // Its dropout's mask, a byte per element (Korthikanti et al. 4.3: sbh, sbh/t sequence-split).
     embedding.stashed_bytes = b * s * h;
     embedding.sequence_parallel_stashed_bytes = b * s * h / t;
@@ -162,18 +358,22 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
 
     const double active_ffn = sh.top_k * ffn_weights(sh) + (sh.experts > 1 ? h * sh.experts : 0.0);
     const double forward_flops = 2 * b * s * (attention_weights(sh) + active_ffn) + 4 * b * s * s * h;
+    const LayerKernels kernels = transformer_layer_kernels(sh, ctx, b, s, t, o.fused_attention);
+    // The attention core's stash (5as/(ht) of Korthikanti et al.'s count: scores, softmax,
+    // dropout mask) is kept only when the backward needs it and attention is not fused.
+    const double core = o.recompute == Recompute::None && !o.fused_attention ? 5.0 * sh.heads * s / (h * t) : 0.0;
     for (int l = 0; l < sh.layers; ++l) {
       Layer layer;
       layer.name = fmt::format("layer{}", l);
-      time_of(forward_flops, layer, o.recompute);
+      time_of(kernels, forward_flops, layer, full);
       layer.parameter_bytes =
           kBytesPerWeight * ((attention_weights(sh) + sh.experts * ffn_weights(sh)) / t + norm_weights(sh) +
                              (sh.experts > 1 ? h * sh.experts : 0.0));
-      layer.stashed_bytes = o.recompute ? activation : s * b * h * (10 + 24.0 / t + 5.0 * sh.heads * s / (h * t));
+      optimizer_of(layer);
+      layer.stashed_bytes = full ? activation : s * b * h * (10 + 24.0 / t + core);
       // Sequence parallelism splits the rest over t too: sbh (34/t + 5as/(ht)) (their table 2),
       // and with full recomputation the stored input is the rank's part of the sequence.
-      layer.sequence_parallel_stashed_bytes =
-          o.recompute ? activation / t : s * b * h * (34.0 / t + 5.0 * sh.heads * s / (h * t));
+      layer.sequence_parallel_stashed_bytes = full ? activation / t : s * b * h * (34.0 / t + core);
       layer.output_bytes = activation;
       if (sh.experts > 1) {
         layer.expert_parameter_bytes = kBytesPerWeight * sh.experts * ffn_weights(sh) / t;
@@ -182,14 +382,20 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
         layer.expert_alltoall_bytes = sh.top_k * activation / t;
         layer.experts = sh.experts;
       }
-      if (t > 1) layer.tp_allreduce_forward_bytes = layer.tp_allreduce_backward_bytes = 2 * activation;
+      // Two all-reduces of the layer's output per pass; full recomputation runs the forward's
+      // two again in the backward.
+      if (t > 1) {
+        layer.tp_allreduce_forward_bytes = 2 * activation;
+        layer.tp_allreduce_backward_bytes = (full ? 4 : 2) * activation;
+      }
       m.layers.push_back(layer);
     }
     Layer head;
     head.name = "head";
     head.block = false;
-    time_of(2 * b * s * h * sh.vocab, head, false);  // the head is not recomputed
+    time_of(head_kernels(sh, ctx, t), 2 * b * s * h * sh.vocab, head, false);  // the head is not recomputed
     head.parameter_bytes = kBytesPerWeight * ((sh.tied_head ? 0.0 : static_cast<double>(sh.vocab) * h / t) + norm_weights(sh) / 2);
+    optimizer_of(head);
     // Korthikanti et al. 4.3: the final norm's input and the projection's (2sbh each; sequence-split
     // with sequence parallelism) and the cross-entropy's fp32 logits, 4sbV/t.
     const double logits = 4 * b * s * static_cast<double>(sh.vocab) / t;
@@ -207,6 +413,65 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
     w.by_tensor_parallel.emplace(t, std::move(m));
   }
   return w;
+}
+
+TransformerShape model_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
+  YamlFields f(node, file, path);
+  f.allow_only({"name", "family", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "sequence", "experts", "top_k",
+                "activation", "tied_embeddings"});
+  TransformerShape sh;
+  const std::string family = f.string("family");
+  if (family != "gpt" && family != "llama" && family != "mixtral")
+    throw InputError(file, f.field("family"), fmt::format("expected gpt, llama or mixtral, got '{}'", family));
+  const bool llama = family != "gpt";
+  sh.gated = sh.rms_norm = llama;
+  sh.tied_head = sh.learned_positions = !llama;
+  if (family == "mixtral") sh.experts = 8, sh.top_k = 2;
+  auto count = [&](const char* key, long min, long max) -> int {
+    const double v = f.number_or(key, 0);
+    if (!(v >= min && v <= max && v == std::floor(v)))
+      throw InputError(file, f.field(key), fmt::format("expected a whole number from {} to {}, got {}", min, max, v));
+    return static_cast<int>(v);
+  };
+  for (const char* key : {"layers", "hidden", "heads", "vocab", "sequence"})
+    if (!f.has(key)) throw InputError(file, path.empty() ? key : path + "." + key, "required: the model's dimensions");
+  sh.layers = count("layers", 1, 100000);
+  sh.hidden = count("hidden", 1, 1 << 20);
+  sh.heads = count("heads", 1, 1 << 16);
+  sh.kv_heads = f.has("kv_heads") ? count("kv_heads", 1, sh.heads) : sh.heads;
+  sh.ffn = f.has("ffn_hidden") ? count("ffn_hidden", 1, 1 << 24) : 4 * sh.hidden;
+  sh.vocab = count("vocab", 1, 1 << 24);
+  sh.sequence = count("sequence", 1, 1 << 24);
+  if (f.has("experts")) sh.experts = count("experts", 1, 4096);
+  if (f.has("top_k")) sh.top_k = count("top_k", 1, sh.experts);
+  if (sh.top_k > sh.experts)
+    throw InputError(file, f.field("top_k"), fmt::format("expected at most experts ({}), got {}", sh.experts, sh.top_k));
+  if (sh.hidden % sh.heads != 0)
+    throw InputError(file, f.field("heads"), fmt::format("expected a divisor of hidden ({}), got {}", sh.hidden, sh.heads));
+  if (sh.heads % sh.kv_heads != 0)
+    throw InputError(file, f.field("kv_heads"), fmt::format("expected a divisor of heads ({}), got {}", sh.heads, sh.kv_heads));
+  if (f.has("activation")) {
+    const std::string a = f.string("activation");
+    if (a != "gelu" && a != "swiglu") throw InputError(file, f.field("activation"), fmt::format("expected gelu or swiglu, got '{}'", a));
+    sh.gated = a == "swiglu";
+  }
+  sh.tied_head = f.boolean_or("tied_embeddings", sh.tied_head);
+  sh.name = f.string_or("name", family);
+  sh.description = sh.name;
+  return sh;
+}
+
+TransformerShape load_model_file(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw InputError(path, "", "cannot read the model file");
+  } catch (const YAML::Exception& e) {
+    throw InputError(path, "", fmt::format("not valid YAML: {}", e.msg));
+  }
+  if (!root.IsMap()) throw InputError(path, "", "expected a mapping of the model's dimensions (family, layers, hidden, ...)");
+  return model_from_yaml(root, path, "");
 }
 
 }  // namespace placesim::models

@@ -15,9 +15,17 @@
 //    them) + 4bs^2 h (scores and their weighted sum, causal or not: Megatron's count), over t;
 //    backward twice the forward, plus the forward again with full recomputation (not for the
 //    head, which is not recomputed).
-//  - time = FLOPs / (the GPU preset's dense fp16 tensor-core peak, GpuSpec::tensor_flops, x mfu):
-//    matrix products only, at one achieved fraction of the peak (memory-bound kernels, launch
-//    overheads and attention's kernels are folded into mfu). An estimate, not a measurement.
+//  - time: the layer's kernels one after another on the kernel model (sim/models/kernels.h):
+//    its matrix products (QKV, attention's two batched products unless fused, the projection,
+//    the feed-forward's), fused attention, and the memory-bound kernels (norms, bias-dropout-adds,
+//    the activation, softmax and dropout of unfused attention, rotary embeddings, fp8 casts);
+//    the backward: each product's two gradient products, the memory-bound kernels' backward
+//    (about 1.5x their bytes), plus the recomputation (the attention core, or the whole forward).
+//    `mfu` instead: the FLOPs at that fraction of the peak (the old assumption, as an override).
+//  - optimizer step (Layer::optimizer_s): mixed-precision Adam over the layer's weights on the
+//    GPU, memory-bound: 34 bytes per parameter (fp32 master weight, gradient, two moments read;
+//    weight and moments written, the 16-bit copy written, the gradient read once more for the
+//    norm clipping).
 //  - tensor parallelism (t > 1): two all-reduces of the layer's output (2bsh bytes each) in the
 //    forward and two in the backward, given as one of 4bsh bytes per pass (not in the times).
 //  - stash per micro-batch (Korthikanti et al. 2022, "Reducing activation recomputation", table
@@ -39,9 +47,12 @@
 // first three over t). With t > 1 the vocabulary-parallel embedding all-reduces its output (2bsh
 // bytes, forward) and the head its input's gradient (2bsh, backward) and its cross-entropy's
 // per-token maximum, sum and target logit (12bs bytes, forward).
+#include <optional>
 #include <string>
 #include <vector>
+#include <yaml-cpp/yaml.h>
 
+#include "sim/models/gpu.h"
 #include "sim/plans/layer_model.h"
 #include "sim/config/options.h"
 
@@ -53,6 +64,7 @@ struct TransformerShape {
   bool gated = false;         // SwiGLU feed-forward (3 matrices) instead of GELU (2)
   bool rms_norm = false;      // RMSNorm (h weights) instead of LayerNorm (2h)
   bool tied_head = true;      // output head shares the embedding's weights
+  bool learned_positions = true;  // a learned table of `sequence` positions (GPT, BERT); else rotary (Llama)
   int experts = 1, top_k = 1;  // mixture of experts: E feed-forwards, top_k used per token
   std::string description;
 };
@@ -61,28 +73,66 @@ struct TransformerShape {
 // stack of the base Transformer: its decoder's cross-attention is left out).
 const std::vector<TransformerShape>& layer_zoo();
 std::string layer_zoo_names();  // "gpt2, gpt3-175b, ..." for messages
+const TransformerShape* find_layer_zoo(const std::string& name);
+
+// A model by its dimensions (`--model-file`, a scenario's `workload: {model_file: ...}`): YAML
+// with `family` (gpt: LayerNorm, GELU, learned positions, tied embeddings; llama: RMSNorm, SwiGLU,
+// rotary, untied; mixtral: llama with experts 8, top_k 2), `layers`, `hidden`, `heads`,
+// `kv_heads` (default heads), `ffn_hidden` (default 4 x hidden), `vocab`, `sequence`, and to
+// override the family's: `experts`, `top_k`, `activation` (gelu, swiglu), `tied_embeddings`,
+// `name`. Throws InputError naming the file and the field.
+TransformerShape load_model_file(const std::string& path);
+TransformerShape model_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path = "");
+
+// What the backward recomputes (Korthikanti et al. 2022): nothing, the attention core (the
+// scores, softmax, dropout and their product with the values: what is big and cheap), or the
+// whole forward of every layer (the layer's input is kept).
+enum class Recompute { None, Selective, Full };
+inline constexpr EnumName<Recompute> kRecomputeNames[] = {
+    {Recompute::None, "none"}, {Recompute::Selective, "selective"}, {Recompute::Full, "full"}};
 
 struct LayerZooOptions {
   int micro_batch = 1;
   int sequence = 0;            // tokens per sequence; 0: the model's
-  std::string gpu = "h100";    // a GPU preset with a tensor-core peak (v100, a100, h100)
-  double mfu = 0.5;            // achieved fraction of that peak
-  bool recompute = true;       // full activation recomputation
+  std::string gpu = "h100";    // a GPU preset the kernel model times (gpu.h: kernel_model_gpu_names)
+  std::optional<Precision> precision;  // the matrix products'; unset: the GPU's default (bf16 from A100 on)
+  // 0: every time from the kernel model (sim/models/kernels.h); else the old assumption, kept as
+  // an explicit override: every FLOP at this fraction of the GPU's peak at the precision.
+  double mfu = 0;
+  Recompute recompute = Recompute::Full;
+  // Megatron's sequence parallelism: the norms and dropouts run on 1/t of the tokens (their
+  // times; the stash is the plan's, Layer::sequence_parallel_stashed_bytes).
+  bool sequence_parallel = false;
+  // Fused attention (FlashAttention: no s^2 scores in memory); false: the scores, softmax and
+  // dropout as kernels of their own, as Megatron-LM ran in 2022.
+  bool fused_attention = true;
 };
 
-// The keys of a scenario's `workload:` for a zoo model (micro_batch_size, sequence, gpu, mfu,
-// recompute), declared once.
+// The keys of a scenario's `workload:` for a zoo model (micro_batch_size, sequence, gpu,
+// precision, mfu, recompute, sequence_parallel, fused_attention), declared once.
 OptionSchema<LayerZooOptions> layer_zoo_schema();
 
 // Every tensor-parallel width from 1 to 64 the model can be split into.
 std::vector<int> layer_zoo_widths(const std::string& model);
+std::vector<int> layer_widths(const TransformerShape& shape);
 
 // The model at each tensor-parallel width in `widths` (each must divide the heads, the
 // key-value heads and the feed-forward width). Throws InputError naming `source` and the field.
 LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions& options, const std::vector<int>& widths,
                                 const std::string& source = "command line");
+LayerWorkload build_layer_model(const TransformerShape& shape, const LayerZooOptions& options, const std::vector<int>& widths,
+                                const std::string& source = "command line");
+
+// The GPU `name` stands for: a preset the kernel model times, or a YAML file (`{preset: a100,
+// gemm_efficiency: 0.8}`, or `gpu:` of that). Throws InputError naming `source` and "gpu".
+GpuSpec kernel_model_gpu(const std::string& name, const std::string& source);
 
 // Weights of the whole model, in parameters (not bytes): the published counts' check.
 double layer_zoo_parameters(const TransformerShape& shape);
+
+// Megatron's model FLOPs of one sequence's forward and backward (no recomputation; Narayanan et
+// al. 2021, appendix: 3 x the forward's matrix products, attention counted in full), which MFU is
+// measured against.
+double model_flops_per_sequence(const TransformerShape& shape, int sequence);
 
 }  // namespace placesim::models

@@ -37,6 +37,10 @@ struct Layer {
   // activationSize), which NEST's memory model holds for the micro-batch in compute
   // (ParallelPlan's memory_model: nest); 0 when the model has no such figure (the zoo's).
   double activation_bytes = 0;
+  // The optimizer's update of the layer's weights on that GPU, once per iteration (0: free, as
+  // in NEST's workloads). ZeRO 1 and up (Megatron's distributed optimizer) shard it over the
+  // replicas.
+  double optimizer_s = 0;
 };
 
 // An activation from one layer to a later one (indices into LayerModel::layers), per micro-batch.
@@ -55,6 +59,11 @@ struct LayerModel {
   // Tokens per sequence, which sequence parallelism splits over the tensor-parallel group (0:
   // not known, as in NEST's workloads).
   int sequence = 0;
+  // Sequences per micro-batch (0: not known) and Megatron's model FLOPs of one micro-batch's
+  // forward and backward over the whole model, every tensor rank together (0: not known): what
+  // a plan's model TFLOP/s and MFU are counted from.
+  int micro_batch = 0;
+  double model_flops = 0;
   std::vector<Layer> layers;
   // Empty: a chain, layer i sending output_bytes to layer i + 1.
   std::vector<LayerEdge> edges;

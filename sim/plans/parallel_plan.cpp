@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <limits>
 #include <map>
+#include <unordered_map>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -719,6 +720,7 @@ class PlanCompiler {
     if (spreads_experts_) add_expert_all_to_alls();
     link_layers_and_stages();
     add_gradient_reductions();
+    add_optimizer_steps();
     const int v = plan_.virtual_stages;
     graph().graph.finalize(fmt::format(
         "{} with tp {}, pp {}{}, dp {}{}, {} micro-batches", models_.front()->name,
@@ -764,6 +766,27 @@ class PlanCompiler {
               previous = op;
             }
           }
+          last_compute_[on] = previous;
+        }
+  }
+
+  // The optimizer's step on each GPU (Layer::optimizer_s of its layers; ZeRO 1 and up update
+  // 1/dp of them), after its last backward and its gradient reductions. With ZeRO 1 and 2 it
+  // follows the parameters' all-gathers too, where Megatron runs them after it: the same work
+  // one after another on the GPU's critical path.
+  void add_optimizer_steps() {
+    for (int d = 0; d < dp_; ++d)
+      for (int r = 0; r < pp_; ++r)
+        for (int t = 0; t < at_.width(r); ++t) {
+          double seconds = 0;
+          for (int p = r; p < stages_; p += pp_)
+            for (int k = first_layer(p); k < at_.stage_end(p); ++k) seconds += model_of(r).layers[k].optimizer_s;
+          if (plan_.zero >= 1) seconds /= dp_;
+          if (seconds <= 0) continue;
+          const DeviceId on = gpu(d, r, t);
+          const OpId step = graph().add({fmt::format("d{}.p{}.t{}.optimizer", d, r, t), "optimizer", seconds, 0.0}, on);
+          graph().depend(last_compute_.at(on), step);
+          for (OpId end : reduction_ends_[on]) graph().depend(end, step);
         }
   }
 
@@ -1047,6 +1070,8 @@ class PlanCompiler {
       for (const auto& [stage, layer] : queue.scattered)
         queue.tail = append_collective(graph(), reduction_spec(group, layer, CollectiveOp::AllGather), cluster_,
                                        fmt::format("{}.p{}.t{}.l{}.ag", group.tag, stage, group.tensor_rank, layer), queue.tail);
+    for (std::size_t r = 0; r < queue.tail.size(); ++r)
+      reduction_ends_[gpu(group.replicas[r], group.stage, group.tensor_rank)].push_back(queue.tail[r]);
   }
 
   // The buckets in the order they become ready (the backward runs from the last layer down), each
@@ -1111,6 +1136,8 @@ class PlanCompiler {
   std::vector<std::vector<Unit>> rank_orders_;  // per pipeline rank, its schedule
   long collectives_ = 0;                        // numbers the tensor-parallel and expert collectives
   std::map<std::tuple<int, int, std::string>, ReductionQueue> queues_;
+  std::unordered_map<DeviceId, OpId> last_compute_;                 // per GPU, its last compute operator
+  std::unordered_map<DeviceId, std::vector<OpId>> reduction_ends_;  // per GPU, where its reductions end
 };
 
 CompiledPlan rank_compile_plan(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster,
