@@ -29,6 +29,9 @@ struct Operator {
   // (the model zoo, ONNX imports; 0: unknown). Chakra traces carry them as num_ops for
   // ASTRA-sim's roofline; placesim's engines use compute_s alone.
   double flops = 0;
+  // What the kernel's algorithm computes where it does less than the direct count (Winograd's
+  // 3x3 convolutions: flops / 2.25), which the roofline timed; 0: flops itself.
+  double algorithm_flops = 0;
 };
 
 struct Tensor {

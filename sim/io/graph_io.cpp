@@ -763,7 +763,7 @@ class PlacesimReader final : public ElementSink {
   void add_operator(const json& op, std::size_t i) {
     const std::string path = at("operators", i);
     f_.expect_object(op, path, "an object (name, type, compute_s, memory_bytes)");
-    note_unknown(ops_unknown_, op, path, {"name", "type", "compute_s", "memory_bytes", "colocation_class", "flops"});
+    note_unknown(ops_unknown_, op, path, {"name", "type", "compute_s", "memory_bytes", "colocation_class", "flops", "algorithm_flops"});
     const std::string name_field = join(path, "name");
     std::string name = f_.string(f_.member(op, "name", path, "a non-empty name (string)"), name_field, "a non-empty name (string)");
     if (name.empty()) f_.fail(name_field, "expected a non-empty name (string)");
@@ -774,6 +774,9 @@ class PlacesimReader final : public ElementSink {
     if (const json* m = f_.optional_member(op, "memory_bytes")) memory = f_.size(*m, join(path, "memory_bytes"), "bytes", 1);
     double flops = 0;
     if (const json* v = f_.optional_member(op, "flops")) flops = f_.quantity(*v, join(path, "flops"), "floating-point operations");
+    double algorithm_flops = 0;
+    if (const json* v = f_.optional_member(op, "algorithm_flops"))
+      algorithm_flops = f_.quantity(*v, join(path, "algorithm_flops"), "floating-point operations");
     std::pair<bool, std::int64_t> raw_class{false, -1};  // (is string, value or index)
     if (const json* c = f_.optional_member(op, "colocation_class"); c && !c->is_null()) {
       const std::string field = join(path, "colocation_class");
@@ -794,6 +797,7 @@ class PlacesimReader final : public ElementSink {
     if (!inserted) f_.fail(name_field, fmt::format("duplicate operator name '{}' (first at operators[{}])", name, it->second));
     ops_.push_back({std::move(name), std::move(type), compute, memory});
     ops_.back().flops = flops;
+    ops_.back().algorithm_flops = algorithm_flops;
     raw_class_.push_back(raw_class);
   }
 
@@ -943,6 +947,7 @@ std::string to_placesim_json(const Graph& g) {
     j["memory_bytes"] = number(o.memory_bytes);
     if (o.colocation_class >= 0) j["colocation_class"] = o.colocation_class;
     if (o.flops > 0) j["flops"] = number(o.flops);  // only where known, so other graphs' files stay as they were
+    if (o.algorithm_flops > 0) j["algorithm_flops"] = number(o.algorithm_flops);
     out += (i ? ",\n    " : "\n    ") + j.dump();
   }
   out += g.num_operators() ? "\n  ],\n" : "],\n";

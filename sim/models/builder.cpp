@@ -638,10 +638,13 @@ Tid ModelBuilder::conv2d(Tid x, Tid w, int stride, bool same, std::string_view l
   const double macs = static_cast<double>(num_elements(shape)) * static_cast<double>(sw[0] * sw[1] * sw[2]);
   // cuDNN runs 3x3 stride-1 convolutions (forward and both gradients) with Winograd's
   // F(2x2, 3x3), which does 2.25x fewer multiplications than the direct method (Lavin & Gray,
-  // CVPR 2016); the roofline charges that arithmetic, while `macs` stays the direct count.
-  const double flops = 2 * macs / (sw[0] == 3 && sw[1] == 3 && stride == 1 ? 2.25 : 1.0);
+  // CVPR 2016): the roofline charges that arithmetic (algorithm_flops), `flops` stays the direct
+  // count.
+  const double flops = 2 * macs;
+  const double algorithm = sw[0] == 3 && sw[1] == 3 && stride == 1 ? flops / 2.25 : 0.0;
   const std::int32_t op = emit(leaf, "Conv2D", {x, w}, {{shape, DType::F32}}, flops, macs);
-  differentiable(op, [x, w, macs, flops](ModelBuilder& m, std::span<const Tid> dy) {
+  set_algorithm_flops(op, algorithm);
+  differentiable(op, [x, w, macs, flops, algorithm](ModelBuilder& m, std::span<const Tid> dy) {
     Tid shapes = kNoTensor;
     if (!m.fused())
       shapes = m.emit("ShapeN", "ShapeN", {x, w}, {{{4}, DType::I32}, {{4}, DType::I32}}, 0);
@@ -650,10 +653,13 @@ Tid ModelBuilder::conv2d(Tid x, Tid w, int stride, bool same, std::string_view l
       if (shapes != kNoTensor) v.push_back(m.out(shapes, 0));
       return v;
     };
-    if (m.requires_grad(x))
-      m.add_grad(x, m.emit1("Conv2DBackpropInput", "Conv2DBackpropInput", in(w), {m.tensors_[x].shape, m.tensors_[x].dtype}, flops, macs));
-    if (m.requires_grad(w))
-      m.add_grad(w, m.emit1("Conv2DBackpropFilter", "Conv2DBackpropFilter", in(x), {m.tensors_[w].shape, m.tensors_[w].dtype}, flops, macs));
+    auto gradient = [&](const char* name, std::vector<Tid> inputs, Tid like) {
+      const std::int32_t g = m.emit(name, name, std::move(inputs), {{m.tensors_[like].shape, m.tensors_[like].dtype}}, flops, macs);
+      m.set_algorithm_flops(g, algorithm);
+      return m.out(g);
+    };
+    if (m.requires_grad(x)) m.add_grad(x, gradient("Conv2DBackpropInput", in(w), x));
+    if (m.requires_grad(w)) m.add_grad(w, gradient("Conv2DBackpropFilter", in(x), w));
   });
   return out(op);
 }
@@ -754,8 +760,10 @@ Graph ModelBuilder::to_graph(const GpuSpec& gpu, const std::string& source) cons
     Operator o;
     o.name = op.name;
     o.type = op.type;
-    o.compute_s = op.kernel && (op.flops > 0 || op.bytes_moved > 0) ? roofline_seconds(gpu, op.flops, op.bytes_moved) : 0.0;
+    const double arithmetic = op.algorithm_flops > 0 ? op.algorithm_flops : op.flops;
+    o.compute_s = op.kernel && (arithmetic > 0 || op.bytes_moved > 0) ? roofline_seconds(gpu, arithmetic, op.bytes_moved) : 0.0;
     o.flops = op.kernel ? op.flops : 0.0;  // a view runs no kernel
+    o.algorithm_flops = op.kernel ? op.algorithm_flops : 0.0;
     double memory = op.resident_bytes;
     for (Tid t : op.outputs)
       if (tensors_[t].saved_for_backward) memory += tensors_[t].bytes;

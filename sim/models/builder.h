@@ -54,7 +54,10 @@ struct BuiltOp {
   std::string name;
   std::string type;
   Phase phase = Phase::Forward;
-  double flops = 0;        // floating-point operations; a multiply-add counts 2
+  double flops = 0;        // floating-point operations, counted directly; a multiply-add counts 2
+  // What the kernel's algorithm computes where it does less (Winograd: flops / 2.25), which the
+  // roofline times; 0: flops.
+  double algorithm_flops = 0;
   double macs = 0;         // multiply-accumulates of convolutions and matrix products only
   double bytes_moved = 0;  // bytes read and written (inputs + outputs)
   bool kernel = true;      // runs a GPU kernel (false: costs nothing)
@@ -135,6 +138,8 @@ class ModelBuilder {
     return out(emit(leaf, type, std::move(inputs), {std::move(output)}, flops, macs));
   }
   Tid out(std::int32_t op, int k = 0) const { return ops_[op].outputs[k]; }
+  // The arithmetic the op's algorithm does instead of its direct count (BuiltOp::algorithm_flops).
+  void set_algorithm_flops(std::int32_t op, double flops) { ops_[op].algorithm_flops = flops; }
   // Overrides the bytes an op moves (e.g. an update reading and writing its variable).
   void set_bytes_moved(std::int32_t op, double bytes) { ops_[op].bytes_moved = bytes; }
   // Marks an op as running no kernel (a view such as ONNX's Flatten or Unsqueeze): it costs nothing.

@@ -264,21 +264,26 @@ std::int32_t record_conv(const RuleNode& r) {
   for (std::size_t k = 1; k < w.size(); ++k) window *= static_cast<double>(w[k]);
   const double macs = n * window;
   // As the zoo's conv2d (builder.cpp): cuDNN runs 3x3 stride-1 convolutions with Winograd's
-  // F(2x2, 3x3), 2.25x fewer multiplications; `macs` stays the direct count.
+  // F(2x2, 3x3), 2.25x fewer multiplications, which the roofline times (algorithm_flops); `flops`
+  // and `macs` stay the direct count.
   const auto strides = attr_ints(r.node, "strides"), dilations = attr_ints(r.node, "dilations");
   const bool unit = std::all_of(strides.begin(), strides.end(), [](auto s) { return s == 1; }) &&
                     std::all_of(dilations.begin(), dilations.end(), [](auto d) { return d == 1; });
   const bool winograd = w.size() == 4 && w[2] == 3 && w[3] == 3 && unit && attr_int(r.node, "group", 1) == 1;
-  const double flops = 2 * macs / (winograd ? 2.25 : 1.0);
-  const std::int32_t op =
-      b.emit(r.leaf, r.type, r.inputs, r.outputs, flops + (r.slot.size() > 2 && r.slot[2] != kNoTensor ? n : 0), macs);
+  const double flops = 2 * macs, algorithm = winograd ? flops / 2.25 : 0.0;
+  const double bias_adds = r.slot.size() > 2 && r.slot[2] != kNoTensor ? n : 0;
+  const std::int32_t op = b.emit(r.leaf, r.type, r.inputs, r.outputs, flops + bias_adds, macs);
+  if (winograd) b.set_algorithm_flops(op, algorithm + bias_adds);
   const Tid x = r.slot[0], wt = r.slot[1], bias = r.slot.size() > 2 ? r.slot[2] : kNoTensor;
-  b.differentiable(op, [x, wt, bias, flops, macs, n](ModelBuilder& m, std::span<const Tid> dy) {
+  b.differentiable(op, [x, wt, bias, flops, algorithm, macs, n](ModelBuilder& m, std::span<const Tid> dy) {
     if (dy[0] == kNoTensor) return;
-    if (m.requires_grad(x))
-      m.add_grad(x, m.emit1("ConvBackpropInput", "ConvBackpropInput", {wt, dy[0]}, {m.tensor(x).shape, m.tensor(x).dtype}, flops, macs));
-    if (m.requires_grad(wt))
-      m.add_grad(wt, m.emit1("ConvBackpropFilter", "ConvBackpropFilter", {x, dy[0]}, {m.tensor(wt).shape, m.tensor(wt).dtype}, flops, macs));
+    auto gradient = [&](const char* name, std::vector<Tid> inputs, Tid like) {
+      const std::int32_t g = m.emit(name, name, std::move(inputs), {{m.tensor(like).shape, m.tensor(like).dtype}}, flops, macs);
+      m.set_algorithm_flops(g, algorithm);
+      return m.out(g);
+    };
+    if (m.requires_grad(x)) m.add_grad(x, gradient("ConvBackpropInput", {wt, dy[0]}, x));
+    if (m.requires_grad(wt)) m.add_grad(wt, gradient("ConvBackpropFilter", {x, dy[0]}, wt));
     if (bias != kNoTensor && m.requires_grad(bias))
       m.add_grad(bias, m.emit1("ConvBackpropBias", "ConvBackpropBias", {dy[0]}, {m.tensor(bias).shape, m.tensor(bias).dtype}, n));
   });

@@ -438,6 +438,7 @@ class ChakraWriter {
     add_attr(attrs, "placesim.colocation_class").set_int64_val(op.colocation_class);
     add_attr(attrs, "placesim.communication").set_bool_val(op.communication);
     if (op.flops > 0) add_attr(attrs, "placesim.flops").set_double_val(op.flops);  // num_ops is whole
+    if (op.algorithm_flops > 0) add_attr(attrs, "placesim.algorithm_flops").set_double_val(op.algorithm_flops);
   }
 
   // A send node, after `producer`, per output of the item to another rank.
@@ -682,6 +683,7 @@ class ExactReader {
     op.colocation_class = static_cast<std::int32_t>(colocation);
     op.communication = node.need("placesim.communication").bool_val();
     if (const pb::AttributeProto* flops = find_attr(node.node.attr(), "placesim.flops")) op.flops = flops->double_val();
+    if (const pb::AttributeProto* a = find_attr(node.node.attr(), "placesim.algorithm_flops")) op.algorithm_flops = a->double_val();
     inputs_per_op.push_back(node.need("placesim.dep_tensors").int64_list().values_size());
   }
 
