@@ -40,24 +40,33 @@ GpuSpec with_chip(GpuSpec g, int sms, double mhz) {
 
 // The kernel model's efficiencies (sim/models/kernels.h). gemm and memory were fitted once, on
 // the A100 rows of ../shared/validation/korthikanti2022_table5.csv (tools/fit_kernels.py,
-// docs/validation.md); the fused-attention fractions are FlashAttention-2's published A100
+// docs/validation.md). Other GPUs take the A100's memory fraction and its GEMM fraction scaled by
+// how their best dense BF16 matmul compares with the A100's (the "maximum achievable matmul
+// FLOPS" of Bekman's ML Engineering, compute/accelerator: A100 SXM 271.2 of 312, 86.9%; H100 SXM
+// 794.5 of 989, 80.3%; GH200 828.6 of 989, 83.6%, for the H200; B200 1,745 of 2,250, 77.6%; no
+// V100 figure: the A100's). The fused-attention fractions are FlashAttention-2's published A100
 // figures (Dao 2023: forward up to 73%, backward up to 63% of the peak; the long-sequence
 // headline, shorter sequences reach less) and FlashAttention-3's on H100 (Shah et al. 2024:
-// forward about 75% of the BF16 peak, backward about 55%). Hopper and Blackwell take the A100's
-// fitted fractions: no calibration data of theirs is given (their predictions are held out).
+// forward about 75% of the BF16 peak, backward about 55%). No calibration data of Hopper or
+// Blackwell is given: their predictions are held out.
 constexpr double kGemmEfficiency = 0.723;
 constexpr double kMemoryEfficiency = 0.735;
+constexpr double kA100Matmul = 0.869;  // the A100's best matmul, of its peak (above)
 constexpr double kKernelGap = 2e-6;  // a kernel launch's gap on a busy stream, about 2 us (CUDA launch latency)
 
-GpuSpec with_kernels(GpuSpec g, double attention_forward, double attention_backward, std::string attention_source) {
-  g.gemm_efficiency = kGemmEfficiency;
+// `matmul`: the GPU's best dense BF16 matmul as a fraction of its peak (above).
+GpuSpec with_kernels(GpuSpec g, double matmul, double attention_forward, double attention_backward, std::string attention_source) {
+  g.gemm_efficiency = kGemmEfficiency * matmul / kA100Matmul;
   g.memory_efficiency = kMemoryEfficiency;
   g.attention_forward_efficiency = attention_forward;
   g.attention_backward_efficiency = attention_backward;
   g.kernel_gap_s = kKernelGap;
-  g.efficiency_source = "GEMM and memory efficiencies fitted once on Megatron-LM's A100 iteration times "
-                        "(../shared/validation/korthikanti2022_table5.csv, docs/validation.md); fused attention: " +
-                        attention_source;
+  g.efficiency_source = fmt::format(
+      "GEMM and memory efficiencies fitted once on Megatron-LM's A100 iteration times "
+      "(../shared/validation/korthikanti2022_table5.csv, docs/validation.md), GEMM scaled by the best matmul's {:.1f}% of the "
+      "peak against the A100's 86.9% (Bekman, ML Engineering){}; fused attention: {}",
+      100 * matmul, matmul == kA100Matmul && g.name != "a100" && g.name != "a100-40gb" ? " (no figure of its own: the A100's)" : "",
+      attention_source);
   return g;
 }
 
@@ -72,7 +81,7 @@ std::vector<GpuSpec> make_presets() {
       with_kernels(with_chip(gpu("v100", "V100-SXM2-16GB", {.fp32 = 15.7, .fp16 = 125}, 900, 16,
                                  "NVIDIA V100 datasheet, SXM2: 15.7 TFLOP/s FP32, 125 TFLOP/s tensor (fp16), 900 GB/s HBM2, 16 GB"),
                              80, 1530),
-                   0.5, 0.4, "no FlashAttention-2 on Volta; assumed 50% forward, 40% backward"),
+                   kA100Matmul, 0.5, 0.4, "no FlashAttention-2 on Volta; assumed 50% forward, 40% backward"),
       gpu("rtx3070", "GeForce RTX 3070", {20.3}, 448, 8,
           "NVIDIA GeForce RTX 3070 specifications: 5,888 CUDA cores at 1.725 GHz boost (20.3 TFLOP/s FP32), 448 GB/s GDDR6, 8 GB"),
       gpu("rtx4080super", "GeForce RTX 4080 Super", {52.2}, 736, 16,
@@ -82,31 +91,31 @@ std::vector<GpuSpec> make_presets() {
                                  "NVIDIA A100 datasheet, 80 GB SXM: 19.5 TFLOP/s FP32, 156 TF32, 312 BF16/FP16 tensor (dense), "
                                  "2,039 GB/s HBM2e, 80 GB; 108 SMs at 1,410 MHz (A100 whitepaper)"),
                              108, 1410),
-                   0.70, 0.60, fa2),
+                   kA100Matmul, 0.70, 0.60, fa2),
       with_kernels(with_chip(gpu("a100-40gb", "A100-SXM4-40GB", {.fp32 = 19.5, .tf32 = 156, .fp16 = 312, .bf16 = 312}, 1555, 40,
                                  "NVIDIA A100 datasheet, 40 GB SXM: 19.5 TFLOP/s FP32, 156 TF32, 312 BF16/FP16 tensor (dense), "
                                  "1,555 GB/s HBM2, 40 GB; 108 SMs at 1,410 MHz"),
                              108, 1410),
-                   0.70, 0.60, fa2),
+                   kA100Matmul, 0.70, 0.60, fa2),
       with_kernels(with_chip(gpu("h100", "H100-SXM5-80GB", {.fp32 = 67, .tf32 = 494.7, .fp16 = 989.4, .bf16 = 989.4, .fp8 = 1978.9},
                                  3350, 80,
                                  "NVIDIA H100 datasheet, SXM5: 67 TFLOP/s FP32, 989 TF32 / 1,979 BF16 / 3,958 FP8 with sparsity "
                                  "(half dense), 3.35 TB/s HBM3, 80 GB; 132 SMs at 1,980 MHz (H100 whitepaper)"),
                              132, 1980),
-                   0.75, 0.55, fa3),
+                   0.803, 0.75, 0.55, fa3),
       with_kernels(with_chip(gpu("h200", "H200-SXM-141GB", {.fp32 = 67, .tf32 = 494.7, .fp16 = 989.4, .bf16 = 989.4, .fp8 = 1978.9},
                                  4800, 141e9 / kGiB,
                                  "NVIDIA H200 datasheet, SXM: the H100's compute (989 BF16, 1,979 FP8 dense), 4.8 TB/s HBM3e, "
                                  "141 GB; 132 SMs"),
                              132, 1980),
-                   0.75, 0.55, fa3),
+                   0.836, 0.75, 0.55, fa3),
       with_kernels(with_chip(gpu("b200", "B200 (HGX, 1,000 W)", {.fp32 = 80, .tf32 = 1100, .fp16 = 2250, .bf16 = 2250, .fp8 = 4500},
                                  8000, 180e9 / kGiB,
                                  "NVIDIA HGX B200 datasheet, per GPU: 2.2 PFLOP/s TF32, 4.5 FP16/BF16, 9 FP8 with sparsity (half "
                                  "dense), 80 TFLOP/s FP32, 8 TB/s HBM3e, 180 GB; 148 SMs (third-party die analyses; NVIDIA "
                                  "publishes no SM count or clock)"),
                              148, 0),
-                   0.75, 0.55, fa3 + " (assumed alike on Blackwell)"),
+                   0.776, 0.75, 0.55, fa3 + " (assumed alike on Blackwell)"),
   };
 }
 
