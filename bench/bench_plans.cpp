@@ -15,9 +15,11 @@
 #include "bench/bench_util.h"
 #include "sim/engines/engine.h"
 #include "sim/core/execution_graph.h"
+#include "sim/models/layer_zoo.h"
 #include "sim/plans/layer_model.h"
 #include "sim/plans/parallel_plan.h"
 #include "topologies/fabrics.h"
+#include "topologies/registry.h"
 
 using namespace placesim;
 
@@ -69,6 +71,62 @@ void BM_Gpt3Tp8Pp16Dp8(benchmark::State& state) {
                  (detail == CollectiveDetail::Condensed ? ", condensed" : ""));
 }
 
+// The zoo's GPT-3 175B on the kernel model (A100, bf16, selective recomputation, sequence
+// parallelism, distributed optimizer), tp 8 x pp 16 x dp D on {preset: dgx-a100, servers: 2D} at
+// a global batch of 64 D sequences, ring phases condensed: compile and the flow engine, end to
+// end, with the peak memory: D = 24 is 3,072 GPUs (target 1 minute), D = 48 6,144 (2 minutes,
+// 8 GB). Second benchmark: the 64-GPU plan of `placesim plan --model gpt3-175b` (tp 8, pp 8, 64
+// micro-batches, interleaved 3) with every engine (target 15 s).
+void BM_ZooGpt3Scale(benchmark::State& state) {
+  const int dp = static_cast<int>(state.range(0));
+  models::LayerZooOptions o;
+  o.gpu = "a100";
+  o.recompute = models::Recompute::Selective;
+  o.sequence_parallel = true;
+  const LayerWorkload w = models::build_layer_model("gpt3-175b", o, {8});
+  const Cluster cluster =
+      cluster_from_yaml(YAML::Load("{preset: dgx-a100, servers: " + std::to_string(2 * dp) + "}"), "the dgx-a100 preset");
+  ParallelPlan plan;
+  plan.tp = 8;
+  plan.pp = 16;
+  plan.dp = dp;
+  plan.micro_batches = 64;
+  plan.zero = 1;
+  plan.sequence_parallel = true;
+  double latency = 0, operators = 0;
+  for (auto _ : state) {
+    const CompiledPlan c = compile_plan(w, plan, cluster, CollectiveDetail::Condensed);
+    operators = static_cast<double>(c.graph.graph.num_operators());
+    latency = *run_engines(c.graph, cluster, EngineSet::of({kFlow}), RunOrder::Fcfs).latency(kFlow);
+  }
+  state.counters["simulated_s"] = latency;
+  state.counters["operators"] = operators;
+  state.counters["peak_rss_gib"] = benchutil::peak_rss_gib();
+  state.SetLabel(std::to_string(8 * 16 * dp) + " GPUs, compile + flow");
+}
+
+void BM_ZooGpt3EveryEngine(benchmark::State& state) {
+  models::LayerZooOptions o;
+  o.gpu = "a100";
+  const LayerWorkload w = models::build_layer_model("gpt3-175b", o, {8});
+  const Cluster cluster = cluster_from_yaml(YAML::Load("{preset: dgx-a100, servers: 8}"), "the dgx-a100 preset");
+  ParallelPlan plan;
+  plan.tp = 8;
+  plan.pp = 8;
+  plan.micro_batches = 64;
+  plan.virtual_stages = 3;
+  double latency = 0;
+  for (auto _ : state) {
+    const CompiledPlan c = compile_plan(w, plan, cluster, CollectiveDetail::Condensed);
+    latency = *run_engines(c.graph, cluster, EngineSet::of({kEvaluator, kFlow, kSimGrid}), RunOrder::Fcfs).latency(kSimGrid);
+  }
+  state.counters["simulated_s"] = latency;
+  state.counters["peak_rss_gib"] = benchutil::peak_rss_gib();
+  state.SetLabel("64 GPUs, compile + evaluator + flow + simgrid, condensed");
+}
+
 }  // namespace
 
+BENCHMARK(BM_ZooGpt3Scale)->Arg(24)->Arg(48)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_ZooGpt3EveryEngine)->Unit(benchmark::kSecond)->Iterations(1);
 BENCHMARK(BM_Gpt3Tp8Pp16Dp8)->ArgsProduct({{0, 1, 2, 3}, {0, 1}})->Unit(benchmark::kMillisecond)->Iterations(1);

@@ -77,7 +77,9 @@ std::span<const EnumName<CollectiveAlgorithm>> collective_algorithm_names(Collec
 // condensed: each rank sends its ring successor one flow with every step's bytes (steps x
 //   piece), paying the path latency steps x chunks times (Tensor::latencies), and the phase ends
 //   for every rank of the ring when its slowest flow has arrived: about 2n operators per phase
-//   (3n with chunks), a ring all-reduce about 4n with its starts and ends. Where every
+//   (3n with chunks), a ring all-reduce about 4n; a rank's first flow leaves from the operator
+//   it waits for (`after`, when given) and a lone phase end is the rank's end, with no start or
+//   join operator of their own. Where every
 //   flow of the ring runs at one rate this is the message-level time (each step is the same n
 //   messages at the same rate); where rates differ the phase still ends at the slowest flow, as a
 //   ring's steps are paced by its slowest link. What it loses: a long flow where the messages

@@ -35,8 +35,13 @@ class Builder {
   OpId node(int r, const std::string& what) {
     return out_.add_communication_step(fmt::format("{}.r{}.{}", name_, r, what), spec_.group[r]);
   }
-  // The rank's start: waits for `after[r]` if given.
+  // The rank's start: waits for `after[r]` if given. Condensed, it is `after[r]` itself (fewer
+  // operators for plans of thousands of GPUs: the messages leave from it).
   OpId start(int r, std::span<const OpId> after) {
+    if (condensed() && !after.empty() && after[r] >= 0) {
+      if (base_ > 0) launching_.insert(after[r]);
+      return after[r];
+    }
     const OpId s = node(r, "start");
     if (!after.empty() && after[r] >= 0) out_.depend(after[r], s);
     if (base_ > 0) launching_.insert(s);
@@ -50,8 +55,9 @@ class Builder {
     if (launching_.count(from) && !received_.count(to)) launching_.insert(to);
     else launching_.erase(to), received_.insert(to);
   }
-  // An operator of rank r that waits for all of `pieces`.
+  // An operator of rank r that waits for all of `pieces` (condensed, a lone piece stands for it).
   OpId join(int r, std::span<const OpId> pieces, const std::string& what) {
+    if (condensed() && pieces.size() == 1) return pieces.front();
     const OpId done = node(r, what);
     for (OpId p : pieces) depend(p, done);
     return done;

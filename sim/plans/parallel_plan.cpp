@@ -770,6 +770,19 @@ class PlanCompiler {
         }
   }
 
+  // append_collective with the spec resolved as NCCL runs it (nccl_resolved) once per distinct
+  // collective: a plan repeats each group's collectives for every layer and micro-batch, and
+  // pricing NCCL's protocols is what the compile would spend most of its time on.
+  std::vector<OpId> add_collective(const CollectiveSpec& spec, const Cluster& cluster, const std::string& name,
+                                   std::span<const OpId> after) {
+    const auto key = std::make_tuple(static_cast<int>(spec.op), static_cast<int>(spec.algorithm), spec.bytes, spec.root, spec.chunks,
+                                     static_cast<int>(spec.detail), static_cast<int>(spec.protocol), spec.channels,
+                                     spec.tuned * 4 + spec.pin_protocol * 2 + spec.pin_channels, spec.group);
+    auto it = resolved_.find(key);
+    if (it == resolved_.end()) it = resolved_.emplace(key, nccl_resolved(spec, cluster)).first;
+    return append_collective(graph(), it->second, cluster, name, after);
+  }
+
   // The optimizer's step on each GPU (Layer::optimizer_s of its layers; ZeRO 1 and up update
   // 1/dp of them), after its last backward and its gradient reductions. With ZeRO 1 and 2 it
   // follows the parameters' all-gathers too, where Megatron runs them after it: the same work
@@ -832,11 +845,11 @@ class PlanCompiler {
     for (int t = 0; t < tp; ++t) s.group.push_back(gpu(d, p, t));
     s.bytes = bytes;
     const std::string name = fmt::format("tp{}", collectives_++);
-    if (!plan_.sequence_parallel) return append_collective(graph(), s, cluster_, name, ops);
-    const std::vector<OpId> scattered = append_collective(graph(), s, cluster_, name + ".rs", ops);
+    if (!plan_.sequence_parallel) return add_collective(s, cluster_, name, ops);
+    const std::vector<OpId> scattered = add_collective(s, cluster_, name + ".rs", ops);
     s.op = CollectiveOp::AllGather;
-    const std::vector<OpId> gathered = append_collective(graph(), s, cluster_, name + ".ag", scattered);
-    return backward ? append_collective(graph(), s, cluster_, name + ".ag-inputs", gathered) : gathered;
+    const std::vector<OpId> gathered = add_collective(s, cluster_, name + ".ag", scattered);
+    return backward ? add_collective(s, cluster_, name + ".ag-inputs", gathered) : gathered;
   }
 
   // Each layer's tensor-parallel all-reduces, forward then backward: the cells' *_done.
@@ -884,7 +897,7 @@ class PlanCompiler {
                 std::vector<OpId> ops(ep);
                 for (int e = 0; e < ep; ++e) ops[e] = grid_(j * ep + e, p, t, i, k).*done;
                 for (const char* what : {"dispatch", "combine"})
-                  ops = append_collective(graph(), s, cluster_, fmt::format("ep{}.{}", collectives_++, what), ops);
+                  ops = add_collective(s, cluster_, fmt::format("ep{}.{}", collectives_++, what), ops);
                 for (int e = 0; e < ep; ++e) grid_(j * ep + e, p, t, i, k).*done = ops[e];
               }
             }
@@ -975,7 +988,7 @@ class PlanCompiler {
       received[t] = graph().add_communication_step(fmt::format("{}.t{}.received", name, t), receiving);
       send(from[t], received[t], activation_bytes / tp);
     }
-    const std::vector<OpId> gathered = append_collective(graph(), s, cluster_, name, received);
+    const std::vector<OpId> gathered = add_collective(s, cluster_, name, received);
     for (int t = 0; t < tp; ++t) graph().depend(gathered[t], to[t]);
   }
 
@@ -1068,7 +1081,7 @@ class PlanCompiler {
     // follows the group's last reduce-scatter (after the rank's last stage, chunk 0).
     if (group.stage < pp_)
       for (const auto& [stage, layer] : queue.scattered)
-        queue.tail = append_collective(graph(), reduction_spec(group, layer, CollectiveOp::AllGather), cluster_,
+        queue.tail = add_collective(reduction_spec(group, layer, CollectiveOp::AllGather), cluster_,
                                        fmt::format("{}.p{}.t{}.l{}.ag", group.tag, stage, group.tensor_rank, layer), queue.tail);
     for (std::size_t r = 0; r < queue.tail.size(); ++r)
       reduction_ends_[gpu(group.replicas[r], group.stage, group.tensor_rank)].push_back(queue.tail[r]);
@@ -1087,11 +1100,11 @@ class PlanCompiler {
       const std::vector<OpId> ready =
           after_both(group, per_replica(group, &LayerOps::backward_done, marks.last_backward, k), queue.tail, name);
       if (plan_.zero == 0) {
-        queue.tail = append_collective(graph(), reduction_spec(group, layer, CollectiveOp::AllReduce), cluster_, name, ready);
+        queue.tail = add_collective(reduction_spec(group, layer, CollectiveOp::AllReduce), cluster_, name, ready);
         continue;
       }
       queue.tail =
-          append_collective(graph(), reduction_spec(group, layer, CollectiveOp::ReduceScatter), cluster_, name + ".rs", ready);
+          add_collective(reduction_spec(group, layer, CollectiveOp::ReduceScatter), cluster_, name + ".rs", ready);
       if (plan_.zero < 3) {
         queue.scattered.emplace_back(p, layer);
         continue;
@@ -1101,7 +1114,7 @@ class PlanCompiler {
       // after the previous one (not queued behind the reductions).
       const std::vector<OpId> ready_for_backward = after_both(
           group, per_replica(group, &LayerOps::forward_done, marks.forward_before_backward, k), backward_gathers, name + ".agb");
-      backward_gathers = append_collective(graph(), reduction_spec(group, layer, CollectiveOp::AllGather), cluster_,
+      backward_gathers = add_collective(reduction_spec(group, layer, CollectiveOp::AllGather), cluster_,
                                            name + ".agb", ready_for_backward);
       const std::vector<OpId> backward_first = per_replica(group, &LayerOps::backward, marks.first_backward, k);
       for (std::size_t r = 0; r < backward_first.size(); ++r) graph().depend(backward_gathers[r], backward_first[r]);
@@ -1116,7 +1129,7 @@ class PlanCompiler {
     for (int k = 0; k < layer_count(p); ++k) {
       const int layer = first + k;
       if (reduced_bytes(group, layer) <= 0) continue;
-      previous = append_collective(graph(), reduction_spec(group, layer, CollectiveOp::AllGather), cluster_,
+      previous = add_collective(reduction_spec(group, layer, CollectiveOp::AllGather), cluster_,
                                    fmt::format("{}.p{}.t{}.l{}.agf", group.tag, p, group.tensor_rank, layer), previous);
       const std::vector<OpId> forward_first = per_replica(group, &LayerOps::forward, marks.first_forward, k);
       for (std::size_t r = 0; r < forward_first.size(); ++r) graph().depend(previous[r], forward_first[r]);
@@ -1136,6 +1149,7 @@ class PlanCompiler {
   std::vector<std::vector<Unit>> rank_orders_;  // per pipeline rank, its schedule
   long collectives_ = 0;                        // numbers the tensor-parallel and expert collectives
   std::map<std::tuple<int, int, std::string>, ReductionQueue> queues_;
+  std::map<std::tuple<int, int, double, int, int, int, int, int, int, std::vector<DeviceId>>, CollectiveSpec> resolved_;  // add_collective's
   std::unordered_map<DeviceId, OpId> last_compute_;                 // per GPU, its last compute operator
   std::unordered_map<DeviceId, std::vector<OpId>> reduction_ends_;  // per GPU, where its reductions end
 };
