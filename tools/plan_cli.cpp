@@ -36,7 +36,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
                         }()));
   auto* model_file = c->add_option("--model-file", a.model_file,
                                    "a model by its dimensions instead (YAML: family gpt|llama|mixtral, layers, hidden, heads, "
-                                   "kv_heads, ffn_hidden, vocab, sequence, ...; docs/validation.md)")
+                                   "kv_heads, ffn_hidden, vocab, sequence, ...; docs/parallelism.md)")
                          ->check(CLI::ExistingFile);
   workload->excludes(zoo_model);
   workload->excludes(model_file);
@@ -69,9 +69,10 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--attention", a.attention, "--model: fused (FlashAttention-style) or unfused (scores, softmax, dropout apart)")
       ->check(one_of({"fused", "unfused"}))
       ->capture_default_str();
-  c->add_option("--global-batch", a.global_batch,
-                "sequences per iteration (sets --micro-batches to it / (micro-batch size x dp), as Megatron-LM's --global-batch-size)")
-      ->check(whole_number(1, 1L << 40));
+  auto* global_batch =
+      c->add_option("--global-batch", a.global_batch,
+                    "sequences per iteration (sets --micro-batches to it / (micro-batch size x dp), as Megatron-LM's --global-batch-size)")
+          ->check(whole_number(1, 1L << 40));
   c->add_flag("--distributed-optimizer", a.distributed_optimizer,
               "Megatron's distributed optimizer: optimizer states and their update sharded over the replicas (ZeRO 1), gradients "
               "reduce-scattered as the backward runs, parameters all-gathered after the update");
@@ -85,7 +86,10 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       ->check(whole_number(1, 1 << 16));
   c->add_option("--pp", a.pp, "pipeline stages (balanced by compute)")->check(whole_number(1, 1 << 16))->capture_default_str();
   c->add_option("--dp", a.dp, "data-parallel replicas")->check(whole_number(1, 1 << 20))->capture_default_str();
-  c->add_option("--micro-batches", a.micro_batches, "micro-batches per iteration")->check(whole_number(1, 1 << 16))->capture_default_str();
+  c->add_option("--micro-batches", a.micro_batches, "micro-batches per iteration")
+      ->check(whole_number(1, 1 << 16))
+      ->capture_default_str()
+      ->excludes(global_batch);
   c->add_option("--schedule", a.schedule, "gpipe or 1f1b")->check(one_of({"gpipe", "1f1b"}))->capture_default_str();
   c->add_option("--virtual-stages", a.virtual_stages,
                 "interleaved 1F1B: stages per pipeline rank (Megatron-LM's virtual pipeline; micro-batches a multiple of pp)")
