@@ -55,7 +55,7 @@ const std::vector<TransformerShape>& layer_zoo() {
     z.push_back(shape("gpt3-175b", 96, 12288, 96, 96, 49152, 50257, 2048, "GPT-3 175B (Brown et al. 2020)"));
     auto llama = [](std::string name, int layers, int hidden, int heads, int kv, int ffn, std::string what) {
       TransformerShape s = shape(std::move(name), layers, hidden, heads, kv, ffn, 32000, 4096, std::move(what));
-      s.gated = s.rms_norm = true;
+      s.gated = s.rms_norm = s.rotary = true;
       s.tied_head = s.learned_positions = false;
       return s;
     };
@@ -182,21 +182,22 @@ LayerKernels transformer_layer_kernels(const TransformerShape& sh, const KernelC
   // Norm: read and write (backward: read input and gradient, write gradient).
   add_elementwise(c, k, c.norm_tokens * h, 2 * a, 3 * a);
   add_gemm(c, k, T, (heads + 2 * kv) * d, h);  // Q, K, V
-  if (!learned_positions(sh) && sh.name != "transformer") add_elementwise(c, k, T * (heads + kv) * d, 2 * a, 2 * a);  // rotary
+  if (sh.rotary) add_elementwise(c, k, T * (heads + kv) * d, 2 * a, 2 * a);
   if (fused) {
     k.forward += fused_attention(c.gpu, c.p, b * heads, s, d, true, false);
     k.backward += fused_attention(c.gpu, c.p, b * heads, s, d, true, true);
   } else {
-    // Scores (QK^T), scale-mask-softmax, dropout (a byte of mask), their product with V.
+    // Scores (QK^T), scale-mask-softmax, dropout (a byte of mask), their product with V: 16-bit
+    // products even in fp8 runs (Transformer Engine keeps attention in bf16).
     LayerKernels core;
-    const KernelContext& cc = c;
-    core.forward += gemm(cc.gpu, cc.p, s, s, d, b * heads);
-    core.backward += gemm_backward(cc.gpu, cc.p, s, s, d, b * heads);
+    const Precision p = c.p == Precision::Fp8 ? c.gpu.default_precision() : c.p;
+    core.forward += gemm(c.gpu, p, s, s, d, b * heads);
+    core.backward += gemm_backward(c.gpu, p, s, s, d, b * heads);
     const double scores = b * heads * s * s;
-    add_elementwise(cc, core, scores, 2 * a, 3 * a);          // softmax
-    add_elementwise(cc, core, scores, 2 * a + 1, 2 * a + 1);  // dropout
-    core.forward += gemm(cc.gpu, cc.p, s, d, s, b * heads);
-    core.backward += gemm_backward(cc.gpu, cc.p, s, d, s, b * heads);
+    add_elementwise(c, core, scores, 2 * a, 3 * a);          // softmax
+    add_elementwise(c, core, scores, 2 * a + 1, 2 * a + 1);  // dropout
+    core.forward += gemm(c.gpu, p, s, d, s, b * heads);
+    core.backward += gemm_backward(c.gpu, p, s, d, s, b * heads);
     k.forward += core.forward;
     k.backward += core.backward;
     k.attention_core = core.forward;
@@ -424,7 +425,7 @@ TransformerShape model_from_yaml(const YAML::Node& node, const std::string& file
   if (family != "gpt" && family != "llama" && family != "mixtral")
     throw InputError(file, f.field("family"), fmt::format("expected gpt, llama or mixtral, got '{}'", family));
   const bool llama = family != "gpt";
-  sh.gated = sh.rms_norm = llama;
+  sh.gated = sh.rms_norm = sh.rotary = llama;
   sh.tied_head = sh.learned_positions = !llama;
   if (family == "mixtral") sh.experts = 8, sh.top_k = 2;
   auto count = [&](const char* key, long min, long max) -> int {

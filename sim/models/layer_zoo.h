@@ -64,7 +64,8 @@ struct TransformerShape {
   bool gated = false;         // SwiGLU feed-forward (3 matrices) instead of GELU (2)
   bool rms_norm = false;      // RMSNorm (h weights) instead of LayerNorm (2h)
   bool tied_head = true;      // output head shares the embedding's weights
-  bool learned_positions = true;  // a learned table of `sequence` positions (GPT, BERT); else rotary (Llama)
+  bool learned_positions = true;  // a learned table of `sequence` positions (GPT, BERT)
+  bool rotary = false;            // rotary position embeddings applied to queries and keys (Llama)
   int experts = 1, top_k = 1;  // mixture of experts: E feed-forwards, top_k used per token
   std::string description;
 };
