@@ -206,12 +206,8 @@ void check_model_options(const PlanArgs& a) {
 // The workload: a NEST file, a zoo model or a model file, at the plan's widths.
 LayerWorkload plan_workload(const PlanArgs& a) {
   if (!a.workload.empty()) return load_nest_workload(a.workload);
-  const models::TransformerShape shape = a.model.empty() ? models::load_model_file(a.model_file) : *models::find_layer_zoo(a.model);
   try {
-    std::vector<int> widths{a.tp};
-    for (int w : a.stage_tp)
-      if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
-    return models::build_layer_model(shape, zoo_options(a, "command line"), widths, a.model.empty() ? a.model_file : "command line");
+    return model_from_args(a, "command line");
   } catch (const InputError& e) {
     // The zoo names its fields as a scenario would; here they are the flags.
     const std::map<std::string, std::string> flags = {{"tp", a.stage_tp.empty() ? "--tp" : "--tp/--stage-tp"},

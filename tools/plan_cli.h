@@ -88,4 +88,21 @@ inline models::LayerZooOptions zoo_options(const PlanArgs& a, const std::string&
   return zoo;
 }
 
+// The layer-level model the arguments name (a zoo model or a model file; not a measured
+// workload), at every width the plan runs it: tp, then each other stage width.
+inline LayerWorkload model_from_args(const PlanArgs& a, const std::string& source) {
+  std::vector<int> widths{a.tp};
+  for (int w : a.stage_tp)
+    if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
+  models::TransformerShape shape;
+  if (a.model.empty()) {
+    shape = models::load_model_file(a.model_file);
+  } else if (const models::TransformerShape* zoo = models::find_layer_zoo(a.model)) {
+    shape = *zoo;
+  } else {
+    throw InputError(source, "model", fmt::format("expected one of {}, got '{}'", models::layer_zoo_names(), a.model));
+  }
+  return models::build_layer_model(shape, zoo_options(a, source), widths, source);
+}
+
 }  // namespace placesim

@@ -30,15 +30,7 @@ LayerWorkload plan_workload(const PlanArgs& a) {
   if (static_cast<int>(!a.workload.empty()) + !a.model.empty() + !a.model_file.empty() != 1)
     throw InputError("python", "workload/model/model_file", "expected one of workload=FILE, model=NAME or model_file=FILE");
   if (!a.workload.empty()) return load_nest_workload(a.workload);
-  std::vector<int> widths{a.tp};
-  for (int w : a.stage_tp)
-    if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
-  const models::TransformerShape shape = a.model.empty() ? models::load_model_file(a.model_file) : [&] {
-    const models::TransformerShape* s = models::find_layer_zoo(a.model);
-    if (!s) throw InputError("python", "model", fmt::format("expected one of {}, got '{}'", models::layer_zoo_names(), a.model));
-    return *s;
-  }();
-  return models::build_layer_model(shape, zoo_options(a, "python"), widths, "python");
+  return model_from_args(a, "python");
 }
 
 ParallelPlan plan_of(const PlanArgs& a) { return plan_from_args(a, "python", "schedule", "gradient_algorithm"); }
