@@ -530,6 +530,20 @@ TEST(Cli, PlanBuildsAModelOfTheZoo) {
   EXPECT_EQ(object["global_batch"].get<long>(), 8);
   EXPECT_EQ(object["plan"]["micro_batches"].get<int>(), 8);
   EXPECT_DOUBLE_EQ(object["peak_flops"].get<double>(), 312e12);  // bf16 on the A100
+  // --cp: each sequence over two GPUs; the global batch stays 8 sequences (dp 1), on 4 GPUs.
+  ASSERT_EQ(run_cli("plan --model-file " + (dir / "m.yaml").string() + " --gpu a100 --pp 2 --cp 2 --global-batch 8 --engine flow --json" +
+                        cluster,
+                    out),
+            0)
+      << out;
+  const auto with_cp = nlohmann::json::parse(out.substr(out.find('{')));
+  EXPECT_EQ(with_cp["gpus"].get<long>(), 4);
+  EXPECT_EQ(with_cp["global_batch"].get<long>(), 8);
+  EXPECT_EQ(with_cp["plan"]["cp"].get<int>(), 2);
+  EXPECT_EQ(with_cp["plan"]["dp"].get<int>(), 1);
+  EXPECT_EQ(with_cp["plan"]["micro_batches"].get<int>(), 8);
+  EXPECT_EQ(run_cli("plan --model-file " + (dir / "m.yaml").string() + " --cp 3" + cluster, out), 2) << out;
+  EXPECT_TRUE(contains(out, "--cp: expected a width of at least 1 whose double divides the sequence (256 tokens")) << out;
   write(dir / "bad.yaml", "family: llama\nlayers: 2\nhidden: 500\nheads: 8\nvocab: 1000\nsequence: 256\n");
   EXPECT_EQ(run_cli("plan --model-file " + (dir / "bad.yaml").string() + cluster, out), 2) << out;
   EXPECT_TRUE(contains(out, "bad.yaml: heads (line 4): expected a divisor of hidden (500), got 8")) << out;
@@ -543,7 +557,7 @@ TEST(Cli, PlanBuildsAModelOfTheZoo) {
   ASSERT_EQ(run_cli("plan --model gpt2 --pp 2 --stage-tp 1,2 --micro-batches 4 --engine evaluator" + cluster, out), 0) << out;
   EXPECT_TRUE(contains(out, "plan            stage widths 1 + 2 (pp 2) x dp 1 = 3 GPUs")) << out;
   EXPECT_EQ(run_cli("plan --model gpt2 --pp 2 --stage-tp 2,2" + cluster, out), 2) << out;
-  EXPECT_TRUE(contains(out, "--tp/--stage-tp/--pp/--dp/--ep/--virtual-stages/--sequence-parallel: tp (1) must be the first "
+  EXPECT_TRUE(contains(out, "--tp/--stage-tp/--pp/--dp/--cp/--ep/--virtual-stages/--sequence-parallel: tp (1) must be the first "
                             "stage's width in stage_tp (2)"))
       << out;
   std::ifstream in(trace);

@@ -96,6 +96,11 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       ->check(whole_number(1, 1024))
       ->capture_default_str();
   c->add_option("--zero", a.zero, "ZeRO stage over the replicas")->check(whole_number(0, 3))->capture_default_str();
+  c->add_option("--cp", a.cp,
+                "--model: context-parallel width (ring attention): each sequence split over cp GPUs, which pass their keys and "
+                "values around; the plan runs tp x pp x dp x cp GPUs")
+      ->check(whole_number(1, 1 << 16))
+      ->capture_default_str();
   c->add_option("--ep", a.ep, "expert-parallel width, carved out of the replicas (divides --dp)")
       ->check(whole_number(1, 1 << 16))
       ->capture_default_str();
@@ -196,7 +201,7 @@ void check_model_options(const PlanArgs& a) {
   const std::vector<std::pair<bool, const char*>> given = {
       {a.micro_batch_size != d.micro_batch_size, "--micro-batch-size"}, {a.sequence != d.sequence, "--sequence"},
       {a.gpu != d.gpu, "--gpu"}, {!a.precision.empty(), "--precision"}, {a.mfu != d.mfu, "--mfu"},
-      {a.recompute != d.recompute, "--recompute"}, {a.attention != d.attention, "--attention"}};
+      {a.recompute != d.recompute, "--recompute"}, {a.attention != d.attention, "--attention"}, {a.cp != d.cp, "--cp"}};
   for (const auto& [set, flag] : given)
     if (set)
       throw InputError("command line", flag,
@@ -213,7 +218,7 @@ LayerWorkload plan_workload(const PlanArgs& a) {
     const std::map<std::string, std::string> flags = {{"tp", a.stage_tp.empty() ? "--tp" : "--tp/--stage-tp"},
                                                       {"mfu", "--mfu"}, {"sequence", "--sequence"},
                                                       {"gpu", "--gpu"}, {"model", "--model"}, {"precision", "--precision"},
-                                                      {"micro_batch_size", "--micro-batch-size"}};
+                                                      {"micro_batch_size", "--micro-batch-size"}, {"context_parallel", "--cp"}};
     const auto flag = flags.find(e.field());
     if (e.file() != "command line") throw;
     throw InputError(e.file(), flag == flags.end() ? e.field() : flag->second, e.reason());
@@ -233,7 +238,7 @@ PlanReport plan_report(const PlanArgs& a, const ParallelPlan& plan, const LayerM
                        const Cluster& cluster, const EngineRuns& ran) {
   PlanReport r;
   r.gpus = static_cast<long>(layout.gpus.size());
-  r.sequences = static_cast<long>(model.micro_batch) * plan.micro_batches * plan.dp;
+  r.sequences = static_cast<long>(model.micro_batch) * plan.micro_batches * (plan.dp / plan.cp);  // a context group shares them
   r.tokens = static_cast<double>(r.sequences) * model.sequence;
   r.model_flops = model.model_flops * plan.micro_batches * plan.dp;
   if (!a.workload.empty()) r.peak = 0;
@@ -281,7 +286,7 @@ void print_report_json(const PlanArgs& a, const ParallelPlan& plan, const PlanRe
   j["memory_capacity_bytes"] = r.capacity;
   j["gpus"] = r.gpus;
   j["global_batch"] = r.sequences;
-  j["plan"] = {{"tp", plan.tp}, {"pp", plan.pp}, {"dp", plan.dp}, {"micro_batches", plan.micro_batches},
+  j["plan"] = {{"tp", plan.tp}, {"pp", plan.pp}, {"dp", plan.dp / plan.cp}, {"cp", plan.cp}, {"micro_batches", plan.micro_batches},
                {"virtual_stages", plan.virtual_stages}, {"zero", plan.zero}, {"sequence_parallel", plan.sequence_parallel},
                {"recompute", a.workload.empty() ? a.recompute : "workload's"}};
   std::cout << j.dump() << "\n";
@@ -309,10 +314,10 @@ int cmd_plan(const PlanArgs& a) {
   const ParallelPlan plan = plan_from_args(a, "command line", "--schedule", "--gradient-algorithm");
   if (const std::string why = plan_problem(workload, plan, cluster); !why.empty())
     throw InputError("command line",
-                     !a.stage_tp.empty()   ? "--tp/--stage-tp/--pp/--dp/--ep/--virtual-stages/--sequence-parallel"
-                     : a.virtual_stages > 1  ? "--tp/--pp/--dp/--ep/--micro-batches/--virtual-stages/--schedule"
-                     : a.sequence_parallel ? "--tp/--pp/--dp/--ep/--sequence-parallel"
-                                           : "--tp/--pp/--dp/--ep",
+                     !a.stage_tp.empty()   ? "--tp/--stage-tp/--pp/--dp/--cp/--ep/--virtual-stages/--sequence-parallel"
+                     : a.virtual_stages > 1  ? "--tp/--pp/--dp/--cp/--ep/--micro-batches/--virtual-stages/--schedule"
+                     : a.sequence_parallel ? "--tp/--pp/--dp/--cp/--ep/--sequence-parallel"
+                                           : "--tp/--pp/--dp/--cp/--ep",
                      why);
   // The layout (stages, GPUs, memory at the peak) first: a plan that does not fit is said before
   // seconds go into building its execution graph.
@@ -325,7 +330,8 @@ int cmd_plan(const PlanArgs& a) {
   out << fmt::format("cluster         {}\n", cluster.description);
   const std::string widths = a.stage_tp.empty() ? fmt::format("tp {} x pp {}", a.tp, a.pp)
                                                 : fmt::format("stage widths {} (pp {})", fmt::join(a.stage_tp, " + "), a.pp);
-  out << fmt::format("plan            {} x dp {} = {} GPUs{}{}, {} micro-batches, {}{}, ZeRO {}\n", widths, a.dp,
+  out << fmt::format("plan            {} x dp {}{} = {} GPUs{}{}, {} micro-batches, {}{}, ZeRO {}\n", widths, a.dp,
+                     a.cp > 1 ? fmt::format(" x cp {}", a.cp) : "",
                      layout.gpus.size(), a.ep > 1 ? fmt::format(" (ep {})", a.ep) : "",
                      a.sequence_parallel ? ", sequence-parallel" : "", plan.micro_batches,
                      a.virtual_stages > 1 ? "interleaved " : "", a.schedule, plan.zero);

@@ -18,6 +18,7 @@ struct PlanArgs {
   std::string workload, model, cluster, schedule = "1f1b", engine = "all", order = "fcfs", gradient_algorithm = "ring",
       collectives = "messages";
   int tp = 1, pp = 1, dp = 1, micro_batches = 1, zero = 0, ep = 1;
+  int cp = 1;  // context parallelism: the plan runs dp x cp copies of the weights (ParallelPlan::cp)
   std::vector<int> stage_tp;  // per stage, its own tensor-parallel width (ParallelPlan::stage_tp)
   int virtual_stages = 1;  // interleaved 1F1B
   bool no_scatter_gather = false;
@@ -50,7 +51,10 @@ inline ParallelPlan plan_from_args(const PlanArgs& a, const std::string& source,
   plan.tp = a.tp;
   plan.stage_tp = a.stage_tp;
   plan.pp = a.pp;
-  plan.dp = a.dp;
+  plan.dp = a.dp * a.cp;  // the plan's replicas count the context ranks (ParallelPlan::cp)
+  plan.cp = a.cp;
+  // Megatron-core's order: each context group beside its tensor ranks.
+  if (a.cp > 1 && a.stage_tp.empty()) plan.gpus = gpus_in_order(a.tp, a.pp, plan.dp, GpuOrder::TpPpDp, a.cp);
   plan.micro_batches = a.micro_batches;
   if (a.global_batch > 0) {
     // Megatron's: global batch = micro-batch size x micro-batches x data-parallel replicas.
@@ -82,6 +86,7 @@ inline models::LayerZooOptions zoo_options(const PlanArgs& a, const std::string&
   zoo.mfu = a.mfu;
   zoo.recompute = enum_parse<models::Recompute>(models::kRecomputeNames, a.recompute, source, "--recompute");
   zoo.sequence_parallel = a.sequence_parallel;
+  zoo.context_parallel = a.cp;
   if (a.attention != "fused" && a.attention != "unfused")
     throw InputError(source, "--attention", fmt::format("expected fused or unfused, got '{}'", a.attention));
   zoo.fused_attention = a.attention == "fused";

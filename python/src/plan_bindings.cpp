@@ -114,6 +114,7 @@ PlanArgs plan_args(const py::dict& kw) {
   whole("micro_batches", a.micro_batches);
   whole("zero", a.zero);
   whole("ep", a.ep);
+  whole("cp", a.cp);
   whole("virtual_stages", a.virtual_stages);
   whole("micro_batch_size", a.micro_batch_size);
   whole("sequence", a.sequence);

@@ -169,6 +169,19 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
         load += network.reduction(tp_group, layer.tp_allreduce_forward_bytes, CollectiveAlgorithm::Ring, 0) +
                 network.reduction(tp_group, layer.tp_allreduce_backward_bytes, CollectiveAlgorithm::Ring, 0);
       }
+      // Context parallelism: each attention layer's key-value ring (a ring all-gather of cp blocks,
+      // half a ring all-reduce's time; the backward's with the gradients, twice the bytes) runs
+      // beside the layer's compute, as the engines compile it: only what outlasts the compute counts.
+      if (plan.cp > 1) {
+        std::vector<DeviceId> cp_group;
+        for (int c = 0; c < plan.cp; ++c) cp_group.push_back(gpu(d / plan.cp * plan.cp + c, p, 0));
+        for (int l = starts[p]; l < end_of(p); ++l) {
+          const Layer& layer = model.layers[l];
+          const double blocks = plan.cp * layer.context_exchange_bytes;
+          load += std::max(0.0, network.reduction(cp_group, blocks, CollectiveAlgorithm::Ring, 0) / 2 - layer.forward_s * scale) +
+                  std::max(0.0, network.reduction(cp_group, 2 * blocks, CollectiveAlgorithm::Ring, 0) / 2 - layer.backward_s * scale);
+        }
+      }
       // Experts the plan spreads (a workload built for ep 1 has the all-to-alls apart, not in its
       // times): each expert layer's dispatch and combine in both passes, among the replicas of
       // this one's expert group (on tensor rank 0, as the sends).

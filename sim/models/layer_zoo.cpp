@@ -127,6 +127,9 @@ OptionSchema<LayerZooOptions> layer_zoo_schema() {
   s.flag("sequence_parallel", &O::sequence_parallel,
          "the norms and dropouts on 1/tp of the tokens (set it with the plan's sequence_parallel)");
   s.flag("fused_attention", &O::fused_attention, "FlashAttention-style fused attention (false: scores, softmax and dropout apart)");
+  s.count("context_parallel", &O::context_parallel,
+          "context-parallel width the layers are built for: each GPU runs 1/cp of every sequence (set it with the plan's cp)", 1,
+          1 << 16, "2");
   return s;
 }
 
@@ -174,8 +177,12 @@ void add_elementwise(const KernelContext& c, LayerKernels& k, double elements, d
   k.backward += memory_bound(c.gpu, elements * bwd);
 }
 
+// `s` is the whole sequence; with context parallelism (`context` > 1) the GPU holds s / context of
+// its tokens (c.tokens) and runs ring attention: one fused kernel per step of the ring, each on a
+// block of s / context queries against as many keys, causal (the diagonal one) or half of a
+// block (the others, under Megatron's load-balanced split): 1/context of the causal attention.
 LayerKernels transformer_layer_kernels(const TransformerShape& sh, const KernelContext& c, double b, double s, int t,
-                                       bool fused) {
+                                       bool fused, int context) {
   LayerKernels k;
   const double h = sh.hidden, d = h / sh.heads, heads = static_cast<double>(sh.heads) / t;
   const double kv = static_cast<double>(sh.kv_heads) / t, T = c.tokens, a = c.act;
@@ -184,8 +191,10 @@ LayerKernels transformer_layer_kernels(const TransformerShape& sh, const KernelC
   add_gemm(c, k, T, (heads + 2 * kv) * d, h);  // Q, K, V
   if (sh.rotary) add_elementwise(c, k, T * (heads + kv) * d, 2 * a, 2 * a);
   if (fused) {
-    k.forward += fused_attention(c.gpu, c.p, b * heads, s, d, true, false);
-    k.backward += fused_attention(c.gpu, c.p, b * heads, s, d, true, true);
+    for (int step = 0; step < context; ++step) {
+      k.forward += fused_attention(c.gpu, c.p, b * heads, s / context, d, true, false);
+      k.backward += fused_attention(c.gpu, c.p, b * heads, s / context, d, true, true);
+    }
   } else {
     // Scores (QK^T), scale-mask-softmax, dropout (a byte of mask), their product with V: 16-bit
     // products even in fp8 runs (Transformer Engine keeps attention in bf16).
@@ -250,6 +259,14 @@ void check_options(const LayerZooOptions& o, const TransformerShape& sh, const G
                      }()));
   if (o.micro_batch < 1) throw InputError(source, "micro_batch_size", fmt::format("expected at least 1, got {}", o.micro_batch));
   if (o.sequence < 0) throw InputError(source, "sequence", fmt::format("expected at least 1 (or 0: the model's), got {}", o.sequence));
+  if (o.context_parallel < 1 || (o.context_parallel > 1 && static_cast<long>(o.sequence > 0 ? o.sequence : sh.sequence) % (2 * o.context_parallel) != 0))
+    throw InputError(source, "context_parallel",
+                     fmt::format("expected a width of at least 1 whose double divides the sequence ({} tokens: Megatron splits it into "
+                                 "2 x cp chunks), got {}",
+                                 o.sequence > 0 ? o.sequence : sh.sequence, o.context_parallel));
+  if (o.context_parallel > 1 && !o.fused_attention)
+    throw InputError(source, "context_parallel", "context parallelism runs ring attention in fused kernels (Transformer Engine's): not "
+                                                 "with unfused attention");
   if (o.sequence > sh.sequence && learned_positions(sh))
     throw InputError(source, "sequence",
                      fmt::format("expected at most {}: {} learns a table of that many positions", sh.sequence, sh.name));
@@ -304,16 +321,19 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
   const GpuSpec gpu = kernel_model_gpu(o.gpu, source);
   const Precision precision = o.precision.value_or(gpu.default_precision());
   check_options(o, sh, gpu, precision, source);
-  const double b = o.micro_batch, s = o.sequence > 0 ? o.sequence : sh.sequence, h = sh.hidden;
+  const double b = o.micro_batch, whole = o.sequence > 0 ? o.sequence : sh.sequence, h = sh.hidden;
+  const int cp = o.context_parallel;
+  const double s = whole / cp;  // the tokens of each sequence on a GPU (context parallelism: its part)
   const double activation = kBytesPerWeight * b * s * h;  // one layer's output
   const std::string precision_name(enum_name<Precision>(kPrecisionNames, precision));
   LayerWorkload w;
   w.name = sh.name;
   w.source = fmt::format("{}: {}, micro-batch {}, {} tokens, {} {}, {}, recompute {}{}", sh.name == sh.description ? "model" : "model zoo",
-                         sh.description, o.micro_batch, s, gpu.model, precision_name,
+                         sh.description, o.micro_batch, whole, gpu.model, precision_name,
                          o.mfu > 0 ? fmt::format("every FLOP at {:g}% of {:g} TFLOP/s (--mfu)", 100 * o.mfu, gpu.dense(precision) / 1e12)
                                    : fmt::format("kernel model{}", o.fused_attention ? ", fused attention" : ""),
-                         enum_name<Recompute>(kRecomputeNames, o.recompute), o.sequence_parallel ? ", sequence-parallel" : "");
+                         enum_name<Recompute>(kRecomputeNames, o.recompute),
+                         fmt::format("{}{}", o.sequence_parallel ? ", sequence-parallel" : "", cp > 1 ? fmt::format(", context-parallel {}", cp) : ""));
   const bool full = o.recompute == Recompute::Full;
   for (int t : widths) {
     if (!splits_into(sh, t))
@@ -324,9 +344,10 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
     LayerModel m;
     m.name = sh.name;
     m.tensor_parallel = t;
-    m.sequence = static_cast<int>(s);
+    m.sequence = static_cast<int>(whole);
     m.micro_batch = o.micro_batch;
-    m.model_flops = b * model_flops_per_sequence(sh, static_cast<int>(s));
+    m.context_parallel = cp;
+    m.model_flops = b * model_flops_per_sequence(sh, static_cast<int>(whole)) / cp;  // this GPU's part
     const KernelContext ctx{gpu, precision, 2.0, b * s, o.sequence_parallel && t > 1 ? b * s / t : b * s};
     // A layer's times: the kernel model's, or (mfu) its FLOPs at that fraction of the peak.
     auto time_of = [&](const LayerKernels& k, double forward_flops, Layer& layer, bool recomputed) {
@@ -358,8 +379,9 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
     m.layers.push_back(embedding);
 
     const double active_ffn = sh.top_k * ffn_weights(sh) + (sh.experts > 1 ? h * sh.experts : 0.0);
-    const double forward_flops = 2 * b * s * (attention_weights(sh) + active_ffn) + 4 * b * s * s * h;
-    const LayerKernels kernels = transformer_layer_kernels(sh, ctx, b, s, t, o.fused_attention);
+    // Megatron's attention count, 4 b s^2 h for the whole sequence: 1/cp of it on each context rank.
+    const double forward_flops = 2 * b * s * (attention_weights(sh) + active_ffn) + 4 * b * s * whole * h;
+    const LayerKernels kernels = transformer_layer_kernels(sh, ctx, b, whole, t, o.fused_attention, cp);
     // The attention core's stash (5as/(ht) of Korthikanti et al.'s count: scores, softmax,
     // dropout mask) is kept only when the backward needs it and attention is not fused.
     const double core = o.recompute == Recompute::None && !o.fused_attention ? 5.0 * sh.heads * s / (h * t) : 0.0;
@@ -376,6 +398,8 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
       // and with full recomputation the stored input is the rank's part of the sequence.
       layer.sequence_parallel_stashed_bytes = full ? activation / t : s * b * h * (34.0 / t + core);
       layer.output_bytes = activation;
+      // Ring attention's block: this GPU's keys and values (16-bit, its kv_heads / t heads).
+      if (cp > 1) layer.context_exchange_bytes = 2 * kBytesPerWeight * b * s * sh.kv_heads / t * (h / sh.heads);
       if (sh.experts > 1) {
         layer.expert_parameter_bytes = kBytesPerWeight * sh.experts * ffn_weights(sh) / t;
         // Each token to its top_k experts; with tp > 1 Megatron-core requires sequence parallelism

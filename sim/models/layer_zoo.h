@@ -39,6 +39,11 @@
 //    routing a GPU computes as many token-expert pairs at every ep, so the times do not change.
 // Not modelled: imbalanced routing.
 //  - output: 2bsh bytes to the next layer.
+//  - context parallelism (LayerZooOptions::context_parallel = c, ring attention): everything
+//    above with s/c tokens in place of s, except the attention: c fused kernels of s/c queries
+//    against as many keys (1/c of the causal attention; Megatron's count 4 b (s/c) s h FLOPs);
+//    the keys and values of the GPU's tokens, 2 b (s/c) (g/t) (h/a) x 2 bytes, go around the
+//    context ranks (Layer::context_exchange_bytes); model_flops is the GPU's 1/c share.
 // The embedding (V h weights over t, plus the learned position table of GPT and BERT, of the
 // model's maximum sequence; a lookup: no FLOPs counted) is the first layer and the output
 // head (V h weights unless tied, 2bshV FLOPs forward) the last, each split over t. Their stash
@@ -107,10 +112,14 @@ struct LayerZooOptions {
   // Fused attention (FlashAttention: no s^2 scores in memory); false: the scores, softmax and
   // dropout as kernels of their own, as Megatron-LM ran in 2022.
   bool fused_attention = true;
+  // Context parallelism (ring attention, ParallelPlan::cp): each GPU runs 1/context_parallel of
+  // every sequence's tokens (twice it must divide the sequence; fused attention only), passing its
+  // keys and values around the context ranks (Layer::context_exchange_bytes).
+  int context_parallel = 1;
 };
 
 // The keys of a scenario's `workload:` for a zoo model (micro_batch_size, sequence, gpu,
-// precision, mfu, recompute, sequence_parallel, fused_attention), declared once.
+// precision, mfu, recompute, sequence_parallel, fused_attention, context_parallel), declared once.
 OptionSchema<LayerZooOptions> layer_zoo_schema();
 
 // Every tensor-parallel width from 1 to 64 the model can be split into.

@@ -41,6 +41,12 @@ struct Layer {
   // in NEST's workloads). ZeRO 1 and up (Megatron's distributed optimizer) shard it over the
   // replicas.
   double optimizer_s = 0;
+  // Context parallelism (LayerModel::context_parallel > 1, ring attention): the key and value
+  // block of this GPU's part of the sequence, per micro-batch, which the forward passes around the
+  // context ranks (an all-gather of cp blocks by ring) while the attention runs on the blocks it
+  // has, and the backward passes again with the keys' and values' gradients (twice the bytes).
+  // 0: no attention, or no context parallelism.
+  double context_exchange_bytes = 0;
 };
 
 // An activation from one layer to a later one (indices into LayerModel::layers), per micro-batch.
@@ -64,6 +70,10 @@ struct LayerModel {
   // a plan's model TFLOP/s and MFU are counted from.
   int micro_batch = 0;
   double model_flops = 0;
+  // The context-parallel width the values are for (ParallelPlan::cp): each GPU holds 1/cp of every
+  // sequence's tokens (Megatron's load-balanced split of a causal sequence into 2 cp chunks), so
+  // its times, activations and model_flops are for that part (`sequence` stays the whole).
+  int context_parallel = 1;
   std::vector<Layer> layers;
   // Empty: a chain, layer i sending output_bytes to layer i + 1.
   std::vector<LayerEdge> edges;

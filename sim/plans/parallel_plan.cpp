@@ -29,6 +29,16 @@ std::vector<DeviceId> gpus_in_order(int tp, int pp, int dp, GpuOrder order) {
   return gpus_in_order(std::vector<int>(static_cast<std::size_t>(std::max(pp, 0)), tp), dp, order);
 }
 
+std::vector<DeviceId> gpus_in_order(int tp, int pp, int dp, GpuOrder order, int cp) {
+  if (cp <= 1 || order == GpuOrder::TpDpPp) return gpus_in_order(tp, pp, dp, order);  // tp-dp-pp has them there already
+  std::vector<DeviceId> gpus(static_cast<std::size_t>(tp) * pp * dp);
+  for (int d = 0; d < dp; ++d)
+    for (int p = 0; p < pp; ++p)
+      for (int t = 0; t < tp; ++t)
+        gpus[static_cast<std::size_t>((d * pp + p) * tp + t)] = static_cast<DeviceId>(((d / cp * pp + p) * cp + d % cp) * tp + t);
+  return gpus;
+}
+
 std::vector<DeviceId> gpus_in_order(std::span<const int> widths, int dp, GpuOrder order) {
   std::vector<DeviceId> gpus;
   if (order == GpuOrder::TpPpDp) return gpus;
@@ -166,6 +176,21 @@ std::string experts_problem(const LayerModel& model, const ParallelPlan& plan) {
     for (const Layer& l : model.layers)
       if (l.expert_parameter_bytes > 0 && l.experts % plan.ep != 0)
         return fmt::format("ep {} does not divide the {} experts of {} ({})", plan.ep, l.experts, model.name, l.name);
+  return "";
+}
+
+// Why the plan's context parallelism does not fit the model: cp must divide dp and be the width
+// the model was built for (its times and activations are for 1/cp of the sequence).
+std::string context_problem(const LayerModel& model, const ParallelPlan& plan) {
+  if (plan.cp < 1 || plan.dp % plan.cp != 0)
+    return fmt::format("cp must divide dp (dp counts the context ranks: data-parallel x cp), got cp {} and dp {}", plan.cp, plan.dp);
+  if (model.context_parallel != plan.cp)
+    return model.context_parallel == 1
+               ? fmt::format("cp {} but {} was built for the whole sequence on each GPU (context-parallel width 1): build the model "
+                             "at cp {} (--cp, or a scenario workload's context_parallel: a zoo model or a model file, not a measured workload)",
+                             plan.cp, model.name, plan.cp)
+               : fmt::format("{} was built for context-parallel width {}, the plan has cp {}", model.name, model.context_parallel,
+                             plan.cp);
   return "";
 }
 
@@ -362,6 +387,7 @@ std::string rank_plan_problem(const RankModels& models, const ParallelPlan& plan
   const LayerModel& model = *models.front();
   if (std::string why = counts_problem(model, plan); !why.empty()) return why;
   if (std::string why = experts_problem(model, plan); !why.empty()) return why;
+  if (std::string why = context_problem(model, plan); !why.empty()) return why;
   if (std::string why = widths_problem(models, plan); !why.empty()) return why;
   if (std::string why = sequence_parallel_problem(model, plan); !why.empty()) return why;
   for (const LayerModel* mine : models)
@@ -716,6 +742,7 @@ class PlanCompiler {
   CompiledPlan compile() && {
     add_compute();
     add_stashes();
+    if (plan_.cp > 1) add_context_exchanges();
     add_tensor_parallel_collectives();
     if (spreads_experts_) add_expert_all_to_alls();
     link_layers_and_stages();
@@ -725,7 +752,8 @@ class PlanCompiler {
     graph().graph.finalize(fmt::format(
         "{} with tp {}, pp {}{}, dp {}{}, {} micro-batches", models_.front()->name,
         plan_.stage_tp.empty() ? fmt::format("{}", plan_.tp) : fmt::format("{}", fmt::join(plan_.stage_tp, "/")), pp_,
-        v > 1 ? fmt::format(" x {} interleaved", v) : "", dp_, plan_.ep > 1 ? fmt::format(", ep {}", plan_.ep) : "",
+        v > 1 ? fmt::format(" x {} interleaved", v) : "", dp_,
+        fmt::format("{}{}", plan_.cp > 1 ? fmt::format(" (cp {})", plan_.cp) : "", plan_.ep > 1 ? fmt::format(", ep {}", plan_.ep) : ""),
         micro_batches_));
     return std::move(out_);
   }
@@ -862,8 +890,9 @@ class PlanCompiler {
             const Layer& layer = model_of(p).layers[first + k];
             std::vector<OpId> f(tp), b(tp);
             for (int t = 0; t < tp; ++t) {
-              f[t] = grid_(d, p, t, i, k).forward;
-              b[t] = grid_(d, p, t, i, k).backward;
+              const LayerOps& cell = grid_(d, p, t, i, k);  // *_done: a context exchange's join, if any
+              f[t] = cell.forward_done >= 0 ? cell.forward_done : cell.forward;
+              b[t] = cell.backward_done >= 0 ? cell.backward_done : cell.backward;
             }
             const std::vector<OpId> fd = tp_allreduce(d, p, f, layer.tp_allreduce_forward_bytes, false);
             const std::vector<OpId> bd = tp_allreduce(d, p, b, layer.tp_allreduce_backward_bytes, true);
@@ -872,6 +901,53 @@ class PlanCompiler {
               grid_(d, p, t, i, k).backward_done = bd[t];
             }
           }
+      }
+  }
+
+  // Context parallelism: each attention layer's key-value ring among the cp replicas of a context
+  // group (same stage and tensor rank), beside the layer's compute: in the forward an all-gather
+  // of the ranks' blocks by ring, from when the layer before it has computed (the layer's own
+  // projections make its keys and values; the ring overlaps the layer, where Megatron overlaps it
+  // with the attention's blocks alone: a bound of the overlap), joined with the layer's compute
+  // before what follows it; in the backward the same with the keys' and values' gradients too
+  // (twice the bytes), from the next layer's backward. A stage's edge layers start their ring after
+  // their own compute (nothing before them on the stage to start from).
+  void add_context_exchanges() {
+    const int cp = plan_.cp;
+    for (int j = 0; j < dp_ / cp; ++j)
+      for (int p = 0; p < stages_; ++p) {
+        const int first = first_layer(p), count = layer_count(p);
+        for (int t = 0; t < at_.width(p); ++t)
+          for (int i = 0; i < micro_batches_; ++i)
+            for (int k = 0; k < count; ++k) {
+              const double bytes = model_of(p).layers[first + k].context_exchange_bytes;
+              if (bytes <= 0) continue;
+              CollectiveSpec s;
+              s.detail = detail_;
+              s.op = CollectiveOp::AllGather;
+              s.algorithm = CollectiveAlgorithm::Ring;
+              for (int c = 0; c < cp; ++c) s.group.push_back(gpu(j * cp + c, p, t));
+              for (const bool forward : {true, false}) {
+                s.bytes = (forward ? 1 : 2) * cp * bytes;
+                std::vector<OpId> from(cp);
+                for (int c = 0; c < cp; ++c) {
+                  const int before = forward ? k - 1 : k + 1;  // the layer the pass ran just before
+                  const bool inside = before >= 0 && before < count;
+                  const LayerOps& cell = grid_(j * cp + c, p, t, i, inside ? before : k);
+                  from[c] = forward ? cell.forward : cell.backward;
+                }
+                const std::vector<OpId> ring =
+                    add_collective(s, cluster_, fmt::format("cp{}.{}", collectives_++, forward ? "kv" : "kv-grad"), from);
+                for (int c = 0; c < cp; ++c) {
+                  LayerOps& cell = grid_(j * cp + c, p, t, i, k);
+                  const OpId join = graph().add_communication_step(
+                      fmt::format("d{}.p{}.t{}.{}{}.{}.cp-join", j * cp + c, p, t, forward ? 'F' : 'B', i, first + k), gpu(j * cp + c, p, t));
+                  graph().depend(forward ? cell.forward : cell.backward, join);
+                  graph().depend(ring[c], join);
+                  (forward ? cell.forward_done : cell.backward_done) = join;
+                }
+              }
+            }
       }
   }
 

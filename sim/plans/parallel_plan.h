@@ -121,6 +121,14 @@ struct ParallelPlan {
   // stage and tensor rank), twice per pass. The experts' gradients are reduced among the dp/ep
   // replicas holding the same experts (equal d mod ep), the rest among all dp.
   int ep = 1;
+  // Context parallelism (Megatron-core's cp, ring attention), carved out of the replicas like ep:
+  // cp divides dp, and replicas cp*j .. cp*j + cp - 1 run the same micro-batches, each on 1/cp of
+  // every sequence (the model built at that width, LayerModel::context_parallel), passing their
+  // key-value blocks around (Layer::context_exchange_bytes) beside the layers' compute. So dp
+  // counts every copy of the weights, the context ranks included (Megatron's dp x cp): the
+  // gradients are reduced and ZeRO shards over all of them, as Megatron's distributed optimizer
+  // does; the iteration runs dp / cp x micro_batches x micro-batch size sequences.
+  int cp = 1;
   // Interleaved 1F1B (Megatron-LM's virtual pipeline): each pipeline rank p holds this many
   // stages, p, p + pp, p + 2 pp, ..., of pp x virtual_stages in all, and runs them in Megatron's
   // interleaved order, which shrinks the bubble about virtual_stages times for more transfers
@@ -246,6 +254,11 @@ std::size_t plan_gpu_index(const ParallelPlan& plan, int d, int p, int t);
 // The GPUs of a plan (ParallelPlan::gpus) with its GPUs 0 .. tp*pp*dp - 1 in `order`: empty for
 // TpPpDp (the default), else GPU (p*dp + d)*tp + t at replica d, stage p, rank t.
 std::vector<DeviceId> gpus_in_order(int tp, int pp, int dp, GpuOrder order);
+// The same with context parallelism (ParallelPlan::cp, replicas cp*j .. cp*j + cp - 1 a context
+// group): each group's ranks next to each other inside the order, after the tensor ranks, as
+// Megatron-core orders them (tp-cp-...): tp-pp-dp puts GPU ((j*pp + p)*cp + c)*tp + t at replica
+// cp*j + c, stage p, rank t; tp-dp-pp has them there already.
+std::vector<DeviceId> gpus_in_order(int tp, int pp, int dp, GpuOrder order, int cp);
 // The same with each pipeline rank's own width (ParallelPlan::stage_tp): rank p's tensor ranks
 // inside each replica's block of sum(widths) GPUs (TpPpDp), or ranks' blocks of dp x width with
 // the replicas inside (TpDpPp).

@@ -63,9 +63,10 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   plan.tp = c.tp;
   plan.pp = c.pp;
   plan.stage_tp = c.stage_tp;
-  const long per_replica = plan.gpus_per_replica();
-  const std::string replica = c.stage_tp.empty() ? fmt::format("tp {} x pp {}", c.tp, c.pp)
-                                                 : fmt::format("stage widths {}", fmt::join(c.stage_tp, " + "));
+  const long per_replica = plan.gpus_per_replica() * c.cp;  // a data-parallel replica's GPUs, its context ranks included
+  const std::string replica = (c.stage_tp.empty() ? fmt::format("tp {} x pp {}", c.tp, c.pp)
+                                                  : fmt::format("stage widths {}", fmt::join(c.stage_tp, " + "))) +
+                              (c.cp > 1 ? fmt::format(" x cp {}", c.cp) : "");
   // By default as many replicas as fit, in whole expert-parallel groups.
   const int dp = c.dp > 0 ? c.dp : static_cast<int>(n / per_replica / c.ep * c.ep);
   if (c.dp == 0 && dp == 0)
@@ -74,7 +75,8 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   if (dp < 1 || per_replica * dp > n)
     throw std::invalid_argument(fmt::format("megatron: {} x dp {} needs {} GPUs, the cluster has {}", replica,
                                             c.dp > 0 ? std::to_string(c.dp) : "(at least 1)", per_replica * std::max(dp, 1), n));
-  plan.dp = dp;
+  plan.dp = dp * c.cp;
+  plan.cp = c.cp;
   plan.ep = c.ep;
   plan.zero = c.zero;
   plan.schedule = c.schedule;
@@ -94,8 +96,8 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   plan.assumptions = c;
   plan.nest_baseline_pricing = c.nest_baseline_pricing;
   plan.gpus = plan.stage_tp.empty() || static_cast<int>(plan.stage_tp.size()) != c.pp
-                  ? gpus_in_order(c.tp, c.pp, dp, c.order)
-                  : gpus_in_order(plan.stage_tp, dp, c.order);
+                  ? gpus_in_order(c.tp, c.pp, plan.dp, c.order, c.cp)
+                  : gpus_in_order(plan.stage_tp, plan.dp, c.order);
   std::vector<int> layers;
   const int stages = c.pp * c.virtual_stages;
   for (int p = 0; p < stages; ++p)
@@ -112,7 +114,7 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   // all-reduces then cross the NICs.
   long across = 0;
   std::string first;
-  for (int d = 0; d < dp; ++d)
+  for (int d = 0; d < plan.dp; ++d)
     for (int p = 0; p < c.pp; ++p) {
       std::vector<int> servers;
       for (int t = 0; t < plan.width(p); ++t) {
@@ -162,6 +164,10 @@ OptionSchema<MegatronConfig> megatron_schema() {
   s.count("pp", &MegatronConfig::pp, "pipeline stages (the blocks split evenly)", 1, 1 << 16, "4");
   s.count("dp", &MegatronConfig::dp, "data-parallel replicas (0: as many as the cluster holds)", 0, 1 << 20, "2");
   s.count("ep", &MegatronConfig::ep, "expert-parallel width, carved out of the replicas (divides dp)", 1, 1 << 16, "2");
+  s.count("cp", &MegatronConfig::cp,
+          "context-parallel width (ring attention): each sequence over cp GPUs next to the tensor ranks; the workload must be "
+          "built for it (context_parallel)",
+          1, 1 << 16, "2");
   s.count("zero", &MegatronConfig::zero, "ZeRO stage over the replicas (0-3)", 0, 3, "1");
   s.count("micro_batches", &MegatronConfig::micro_batches, "micro-batches per replica and iteration", 1, 1 << 20, "8");
   s.count("global_micro_batches", &MegatronConfig::global_micro_batches,

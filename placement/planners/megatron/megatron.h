@@ -34,6 +34,7 @@ struct MegatronConfig : PlanAssumptions {
   int tp = 1, pp = 1;
   int dp = 0;  // 0: as many replicas as the cluster holds, floor(GPUs / (tp x pp))
   int ep = 1;
+  int cp = 1;  // context-parallel width: the plan runs dp x cp copies (ParallelPlan::cp)
   int zero = 0;
   int micro_batches = 1;  // per replica
   int global_micro_batches = 0;   // micro-batches per iteration over all replicas (0: micro_batches each)
