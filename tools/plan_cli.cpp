@@ -73,9 +73,14 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       c->add_option("--global-batch", a.global_batch,
                     "sequences per iteration (sets --micro-batches to it / (micro-batch size x dp), as Megatron-LM's --global-batch-size)")
           ->check(whole_number(1, 1L << 40));
-  c->add_flag("--distributed-optimizer", a.distributed_optimizer,
+  auto* distributed = c->add_flag("--distributed-optimizer", a.distributed_optimizer,
               "Megatron's distributed optimizer: optimizer states and their update sharded over the replicas (ZeRO 1), gradients "
-              "reduce-scattered as the backward runs, parameters all-gathered after the update");
+              "reduce-scattered as the backward runs, the updated parameters all-gathered as the next forward runs "
+              "(--overlap-grad-reduce --overlap-param-gather)");
+  c->add_flag("--no-overlap-param-gather", a.no_overlap_param_gather,
+              "with --distributed-optimizer: all-gather the updated parameters after the update, before the next forward "
+              "(Megatron without --overlap-param-gather)")
+      ->needs(distributed);
   c->add_flag("--json", a.json, "one JSON object (iteration time, tokens/s, TFLOP/s and MFU per engine, memory) instead of the text");
   c->add_option("--cluster", a.cluster, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
   c->add_option("--tp", a.tp, "tensor-parallel width (the workload must have it)")->check(whole_number(1, 1 << 16))->capture_default_str();
@@ -288,6 +293,7 @@ void print_report_json(const PlanArgs& a, const ParallelPlan& plan, const PlanRe
   j["global_batch"] = r.sequences;
   j["plan"] = {{"tp", plan.tp}, {"pp", plan.pp}, {"dp", plan.dp / plan.cp}, {"cp", plan.cp}, {"micro_batches", plan.micro_batches},
                {"virtual_stages", plan.virtual_stages}, {"zero", plan.zero}, {"sequence_parallel", plan.sequence_parallel},
+               {"overlap_param_gather", plan.overlap_param_gather},
                {"recompute", a.workload.empty() ? a.recompute : "workload's"}};
   std::cout << j.dump() << "\n";
 }

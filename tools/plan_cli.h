@@ -33,7 +33,8 @@ struct PlanArgs {
   double mfu = 0;                     // 0: the kernel model
   std::string recompute = "full";     // none, selective, full
   std::string attention = "fused";    // fused, unfused
-  bool distributed_optimizer = false;  // Megatron's: ZeRO 1
+  bool distributed_optimizer = false;  // Megatron's: ZeRO 1, its parameter gathers overlapping the next forward
+  bool no_overlap_param_gather = false;  // ZeRO 1 and 2: the gathers after the optimizer step
   bool json = false;
   std::string trace;  // Chrome trace of the evaluator's run, with each GPU's memory over time
   std::string chakra;  // a directory for the plan's Chakra execution traces, one per GPU
@@ -66,6 +67,7 @@ inline ParallelPlan plan_from_args(const PlanArgs& a, const std::string& source,
     plan.micro_batches = static_cast<int>(a.global_batch / per_step);
   }
   plan.zero = a.distributed_optimizer ? std::max(a.zero, 1) : a.zero;
+  plan.overlap_param_gather = a.distributed_optimizer && !a.no_overlap_param_gather;
   plan.virtual_stages = a.virtual_stages;
   plan.ep = a.ep;
   plan.scatter_gather = !a.no_scatter_gather;

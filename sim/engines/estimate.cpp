@@ -256,7 +256,9 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
             zero3;
         backward += layer.backward_s * scale;
         done = std::max(done, backward) + overlapped * all_reduce;
-        if (plan.zero > 0) after += (1 - overlapped) * all_reduce;  // (0 x an impossible group's infinity: none)
+        // (0 x an impossible group's infinity: none); ZeRO 1 and 2's gathers overlapping the
+        // next forward (overlap_param_gather) are not charged, as ZeRO 3's prefetches are not.
+        if (plan.zero > 0 && !(plan.overlap_param_gather && plan.zero < 3)) after += (1 - overlapped) * all_reduce;
       }
       rank = done - backward + after;
     } else {

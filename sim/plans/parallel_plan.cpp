@@ -1152,10 +1152,11 @@ class PlanCompiler {
     if (group.replicas.size() < 2) return;
     ReductionQueue& queue = queues_[{group.stage % pp_, group.tensor_rank, group.tag}];
     reduce_buckets(group, marks, queue);
-    if (plan_.zero == 3) gather_before_forwards(group, marks);
+    // ZeRO 3, and ZeRO 1 and 2 whose gathers overlap the (next) forward: before each layer's first.
+    if (plan_.zero == 3 || (plan_.zero > 0 && plan_.overlap_param_gather)) gather_before_forwards(group, marks);
     // ZeRO 1 and 2: the updated parameters are all-gathered after the optimizer step, which
     // follows the group's last reduce-scatter (after the rank's last stage, chunk 0).
-    if (group.stage < pp_)
+    if (group.stage < pp_ && !plan_.overlap_param_gather)
       for (const auto& [stage, layer] : queue.scattered)
         queue.tail = add_collective(reduction_spec(group, layer, CollectiveOp::AllGather), cluster_,
                                        fmt::format("{}.p{}.t{}.l{}.ag", group.tag, stage, group.tensor_rank, layer), queue.tail);

@@ -22,11 +22,13 @@
 //    another, as NCCL runs a communicator's on its stream, in the order their buckets are ready
 //    (the last layer first): ZeRO 0 an all-reduce of the layer's gradients; ZeRO 1 and 2 a
 //    reduce-scatter, and after the group's last one (the optimizer step) an all-gather of each
-//    layer's updated parameters; ZeRO 3 a reduce-scatter, and an all-gather of the layer's
+//    layer's updated parameters (overlap_param_gather: before the layer's
+//    first forward instead); ZeRO 3 a reduce-scatter, and an all-gather of the layer's
 //    parameters before its first forward (in layer order, one after another) and again (after
 //    the forward before the stage's first backward) before its first backward (in backward
 //    order, one after another): prefetches, not queued behind the reductions.
-// The optimizer step takes no time.
+// The optimizer step (Layer::optimizer_s; ZeRO 1 and up: 1/dp of it) follows the GPU's last
+// backward and its group's reductions (with overlap_param_gather: the reduce-scatters alone).
 //
 //  - with expert parallelism, a layer's all-to-alls after its tensor-parallel all-reduce (the
 //    layer's compute is not split around them), among the replicas of its expert-parallel group.
@@ -115,6 +117,12 @@ struct ParallelPlan {
   int micro_batches = 1;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   int zero = 0;  // ZeRO stage 0-3, over the dp replicas
+  // ZeRO 1 and 2 as Megatron's distributed optimizer runs them with --overlap-param-gather: the
+  // updated parameters' all-gathers overlap the next iteration's forward instead of following the
+  // optimizer step. In the one iteration simulated (its steady state), each layer's gather runs
+  // before the layer's first forward, in layer order, one after another (as ZeRO 3's prefetches),
+  // and the optimizer step follows the reduce-scatters alone. False: the gathers after the step.
+  bool overlap_param_gather = false;
   // Expert parallelism, carved out of the replicas as Megatron-core and DeepSpeed-MoE do: ep
   // divides dp, and replicas ep*j .. ep*j + ep - 1 each hold 1/ep of every layer's experts
   // (LayerModel::expert_parallel 1) and exchange their tokens by all-to-all (direct, among equal

@@ -79,6 +79,7 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   plan.cp = c.cp;
   plan.ep = c.ep;
   plan.zero = c.zero;
+  plan.overlap_param_gather = c.overlap_param_gather;
   plan.schedule = c.schedule;
   plan.virtual_stages = c.virtual_stages;
   plan.gradient_algorithm = c.gradient_algorithm;
@@ -172,6 +173,9 @@ OptionSchema<MegatronConfig> megatron_schema() {
   s.count("micro_batches", &MegatronConfig::micro_batches, "micro-batches per replica and iteration", 1, 1 << 20, "8");
   s.count("global_micro_batches", &MegatronConfig::global_micro_batches,
           "micro-batches per iteration over all replicas, split evenly (0: micro_batches per replica)", 0, 1 << 24, "64");
+  s.flag("overlap_param_gather", &MegatronConfig::overlap_param_gather,
+         "ZeRO 1 and 2 as Megatron's distributed optimizer with --overlap-param-gather: the updated parameters' all-gathers "
+         "overlap the next forward (before each layer's first forward) instead of following the optimizer step");
   s.choice("schedule", &MegatronConfig::schedule, std::span<const EnumName<PipelineSchedule>>(kPipelineScheduleNames),
            "pipeline schedule");
   s.count("virtual_stages", &MegatronConfig::virtual_stages,

@@ -36,6 +36,7 @@ struct MegatronConfig : PlanAssumptions {
   int ep = 1;
   int cp = 1;  // context-parallel width: the plan runs dp x cp copies (ParallelPlan::cp)
   int zero = 0;
+  bool overlap_param_gather = false;  // ParallelPlan::overlap_param_gather
   int micro_batches = 1;  // per replica
   int global_micro_batches = 0;   // micro-batches per iteration over all replicas (0: micro_batches each)
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
