@@ -397,6 +397,11 @@ TEST(Megatron, EveryOptionTakesEffect) {
     // Sequence parallelism needs tensor parallelism: compared with the same tp without it.
     MegatronConfig base;
     if (doc.key == "sequence_parallel") node["tp"] = base.tp = 2;
+    // Tensor-parallel overlap is of sequence parallelism's collectives: compared with it alone.
+    if (doc.key == "tp_comm_overlap") {
+      node["tp"] = base.tp = 2;
+      node["sequence_parallel"] = base.sequence_parallel = true;
+    }
     const MegatronConfig parsed = schema.parse(YamlFields(node, "test", "options"));
     EXPECT_NE(parsed, base) << doc.key << ": " << doc.example;
   }

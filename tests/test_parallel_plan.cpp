@@ -775,6 +775,36 @@ TEST(ParallelPlan, SequenceParallelismReduceScattersThenAllGathers) {
   EXPECT_DOUBLE_EQ(compile_plan(model, plan, cluster).memory[0].activations, 8e6);
 }
 
+TEST(ParallelPlan, TensorParallelOverlapRunsTheCollectivesBesideTheLayer) {
+  // Three layers (1 ms forward, 2 ms backward) at tp 2 with sequence parallelism, the middle one
+  // with X bytes of tensor-parallel traffic in the forward and Y in the backward, on two GPUs at
+  // 10 GB/s: its forward's reduce-scatter and all-gather take X / 10 GB/s, its backward's (with the
+  // inputs' all-gather) 1.5 Y / 10 GB/s. After the layer: 9 ms + both. Beside it
+  // (tp_comm_overlap): 1 + max(1, forward's) + 1 + 2 + max(2, backward's) + 2 ms.
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  ParallelPlan plan;
+  plan.tp = 2;
+  plan.sequence_parallel = true;
+  struct Case {
+    double x, y, after, beside;
+  };
+  for (const Case& c : {Case{5e6, 10e6, 11 * ms, 9 * ms}, Case{30e6, 40e6, 18 * ms, 15 * ms}}) {
+    SCOPED_TRACE(c.x);
+    LayerModel model = uniform_model(3, 1 * ms, 2 * ms);
+    model.tensor_parallel = 2;
+    model.layers[1].tp_allreduce_forward_bytes = c.x;
+    model.layers[1].tp_allreduce_backward_bytes = c.y;
+    plan.tp_comm_overlap = false;
+    EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), c.after);
+    plan.tp_comm_overlap = true;
+    EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), c.beside);
+  }
+  plan.sequence_parallel = false;  // Megatron's overlap is of sequence parallelism's collectives
+  LayerModel model = uniform_model(3, ms, ms);
+  model.tensor_parallel = 2;
+  EXPECT_NE(plan_problem(model, plan, cluster).find("needs sequence_parallel"), std::string::npos);
+}
+
 TEST(ParallelPlan, SequenceParallelismNeedsTensorParallelismAndItsActivations) {
   const Cluster cluster = testutil::dedicated_mesh(2, kBw);
   ParallelPlan plan;

@@ -111,8 +111,12 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       ->capture_default_str();
   c->add_flag("--no-scatter-gather", a.no_scatter_gather,
               "between stages each tensor rank sends the whole activation (default: 1/tp, all-gathered by the next stage)");
-  c->add_flag("--sequence-parallel", a.sequence_parallel,
+  auto* sequence_parallel = c->add_flag("--sequence-parallel", a.sequence_parallel,
               "Megatron's sequence parallelism (--tp >= 2): reduce-scatters and all-gathers, activations split along the sequence");
+  c->add_flag("--tp-comm-overlap", a.tp_comm_overlap,
+              "Megatron's --tp-comm-overlap (with --sequence-parallel): each layer's tensor-parallel reduce-scatters and all-gathers "
+              "beside its compute rather than after it (a bound: docs/parallelism.md)")
+      ->needs(sequence_parallel);
   c->add_option("--gradient-algorithm", a.gradient_algorithm, "collective algorithm of the gradient reduction")
       ->check(one_of({"ring", "tree", "halving-doubling", "direct", "hierarchical", "multi-level"}))
       ->capture_default_str();
@@ -293,7 +297,7 @@ void print_report_json(const PlanArgs& a, const ParallelPlan& plan, const PlanRe
   j["global_batch"] = r.sequences;
   j["plan"] = {{"tp", plan.tp}, {"pp", plan.pp}, {"dp", plan.dp / plan.cp}, {"cp", plan.cp}, {"micro_batches", plan.micro_batches},
                {"virtual_stages", plan.virtual_stages}, {"zero", plan.zero}, {"sequence_parallel", plan.sequence_parallel},
-               {"overlap_param_gather", plan.overlap_param_gather},
+               {"overlap_param_gather", plan.overlap_param_gather}, {"tp_comm_overlap", plan.tp_comm_overlap},
                {"recompute", a.workload.empty() ? a.recompute : "workload's"}};
   std::cout << j.dump() << "\n";
 }

@@ -23,6 +23,7 @@ struct PlanArgs {
   int virtual_stages = 1;  // interleaved 1F1B
   bool no_scatter_gather = false;
   bool sequence_parallel = false;
+  bool tp_comm_overlap = false;  // ParallelPlan::tp_comm_overlap
   // The model zoo's layer-level models (sim/models/layer_zoo.h), or a model by its dimensions
   // (model_file), instead of --workload.
   std::string model_file;
@@ -72,6 +73,7 @@ inline ParallelPlan plan_from_args(const PlanArgs& a, const std::string& source,
   plan.ep = a.ep;
   plan.scatter_gather = !a.no_scatter_gather;
   plan.sequence_parallel = a.sequence_parallel;
+  plan.tp_comm_overlap = a.tp_comm_overlap;
   plan.schedule = enum_parse<PipelineSchedule>(kPipelineScheduleNames, a.schedule, source, schedule_field);
   plan.gradient_algorithm =
       enum_parse<CollectiveAlgorithm>(collective_algorithm_names(CollectiveOp::AllReduce), a.gradient_algorithm, source, algorithm_field);

@@ -132,6 +132,7 @@ PlanArgs plan_args(const py::dict& kw) {
   if (kw.contains("global_batch") && !kw["global_batch"].is_none()) a.global_batch = kw["global_batch"].cast<long>();
   if (kw.contains("distributed_optimizer") && !kw["distributed_optimizer"].is_none())
     a.distributed_optimizer = kw["distributed_optimizer"].cast<bool>();
+  if (kw.contains("tp_comm_overlap") && !kw["tp_comm_overlap"].is_none()) a.tp_comm_overlap = kw["tp_comm_overlap"].cast<bool>();
   if (kw.contains("overlap_param_gather") && !kw["overlap_param_gather"].is_none())
     a.no_overlap_param_gather = !kw["overlap_param_gather"].cast<bool>();
   if (kw.contains("scatter_gather") && !kw["scatter_gather"].is_none()) a.no_scatter_gather = !kw["scatter_gather"].cast<bool>();

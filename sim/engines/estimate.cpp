@@ -166,8 +166,12 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
       for (int r = 0; r < plan.tp; ++r) tp_group.push_back(gpu(d, p, r));
       for (int l = starts[p]; l < end_of(p); ++l) {
         const Layer& layer = model.layers[l];
-        load += network.reduction(tp_group, layer.tp_allreduce_forward_bytes, CollectiveAlgorithm::Ring, 0) +
-                network.reduction(tp_group, layer.tp_allreduce_backward_bytes, CollectiveAlgorithm::Ring, 0);
+        const double forward = network.reduction(tp_group, layer.tp_allreduce_forward_bytes, CollectiveAlgorithm::Ring, 0),
+                     backward = network.reduction(tp_group, layer.tp_allreduce_backward_bytes, CollectiveAlgorithm::Ring, 0);
+        // tp_comm_overlap: beside the layer's compute, as the engines compile it (the stage's edge
+        // layers too, here).
+        load += plan.tp_comm_overlap ? std::max(0.0, forward - layer.forward_s * scale) + std::max(0.0, backward - layer.backward_s * scale)
+                                     : forward + backward;
       }
       // Context parallelism: each attention layer's key-value ring (a ring all-gather of cp blocks,
       // half a ring all-reduce's time; the backward's with the gradients, twice the bytes) runs

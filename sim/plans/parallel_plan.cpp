@@ -215,6 +215,9 @@ std::string widths_problem(const RankModels& models, const ParallelPlan& plan) {
 
 // Why the plan's sequence parallelism cannot run (or "" without it).
 std::string sequence_parallel_problem(const LayerModel& model, const ParallelPlan& plan) {
+  if (plan.tp_comm_overlap && !plan.sequence_parallel)
+    return "tp_comm_overlap overlaps sequence parallelism's all-gathers and reduce-scatters with the GEMMs beside them (as "
+           "Megatron's --tp-comm-overlap): it needs sequence_parallel";
   if (!plan.sequence_parallel) return "";
   if (plan.mixed_widths())
     return "sequence parallelism hands a stage's sequence shards to the next stage's ranks one to one: the stages' widths "
@@ -880,28 +883,47 @@ class PlanCompiler {
     return backward ? add_collective(s, cluster_, name + ".ag-inputs", gathered) : gathered;
   }
 
-  // Each layer's tensor-parallel all-reduces, forward then backward: the cells' *_done.
+  // Each layer's tensor-parallel all-reduces, forward then backward: the cells' *_done. With
+  // tp_comm_overlap they run beside the layer's compute instead of after it (Transformer Engine's
+  // all-gathers and reduce-scatters split into chunks pipelined with the GEMMs next to them): from
+  // where the layer starts (the layer before it done; a stage's edge layers, with nothing before
+  // them on the stage, after their own compute) to a join with the compute. A bound on the
+  // overlap: TE hides them behind their GEMMs alone, and its communication takes SMs from them.
   void add_tensor_parallel_collectives() {
     for (int d = 0; d < dp_; ++d)
       for (int p = 0; p < stages_; ++p) {
-        const int first = first_layer(p), count = layer_count(p), tp = at_.width(p);
-        for (int i = 0; i < micro_batches_; ++i)
-          for (int k = 0; k < count; ++k) {
-            const Layer& layer = model_of(p).layers[first + k];
-            std::vector<OpId> f(tp), b(tp);
-            for (int t = 0; t < tp; ++t) {
-              const LayerOps& cell = grid_(d, p, t, i, k);  // *_done: a context exchange's join, if any
-              f[t] = cell.forward_done >= 0 ? cell.forward_done : cell.forward;
-              b[t] = cell.backward_done >= 0 ? cell.backward_done : cell.backward;
-            }
-            const std::vector<OpId> fd = tp_allreduce(d, p, f, layer.tp_allreduce_forward_bytes, false);
-            const std::vector<OpId> bd = tp_allreduce(d, p, b, layer.tp_allreduce_backward_bytes, true);
-            for (int t = 0; t < tp; ++t) {
-              grid_(d, p, t, i, k).forward_done = fd[t];
-              grid_(d, p, t, i, k).backward_done = bd[t];
-            }
-          }
+        const int count = layer_count(p);
+        for (int i = 0; i < micro_batches_; ++i) {
+          for (int k = 0; k < count; ++k) tensor_parallel_collective(d, p, i, k, true);
+          for (int k = count - 1; k >= 0; --k) tensor_parallel_collective(d, p, i, k, false);  // backward order
+        }
       }
+  }
+
+  void tensor_parallel_collective(int d, int p, int i, int k, bool forward) {
+    const int tp = at_.width(p), before = forward ? k - 1 : k + 1;  // the layer the pass ran just before
+    const Layer& layer = model_of(p).layers[first_layer(p) + k];
+    const double bytes = forward ? layer.tp_allreduce_forward_bytes : layer.tp_allreduce_backward_bytes;
+    const bool beside = plan_.tp_comm_overlap && tp > 1 && bytes > 0 && before >= 0 && before < layer_count(p);
+    OpId LayerOps::*const op = forward ? &LayerOps::forward : &LayerOps::backward;
+    OpId LayerOps::*const done = forward ? &LayerOps::forward_done : &LayerOps::backward_done;
+    std::vector<OpId> compute(tp), from(tp);
+    for (int t = 0; t < tp; ++t) {
+      const LayerOps& cell = grid_(d, p, t, i, k);  // *_done: a context exchange's join, if any
+      compute[t] = cell.*done >= 0 ? cell.*done : cell.*op;
+      from[t] = beside ? grid_(d, p, t, i, before).*done : compute[t];
+    }
+    std::vector<OpId> ended = tp_allreduce(d, p, from, bytes, !forward);
+    for (int t = 0; t < tp; ++t) {
+      if (beside) {
+        const OpId join = graph().add_communication_step(
+            fmt::format("d{}.p{}.t{}.{}{}.{}.tp-join", d, p, t, forward ? 'F' : 'B', i, first_layer(p) + k), gpu(d, p, t));
+        graph().depend(compute[t], join);
+        graph().depend(ended[t], join);
+        ended[t] = join;
+      }
+      grid_(d, p, t, i, k).*done = ended[t];
+    }
   }
 
   // Context parallelism: each attention layer's key-value ring among the cp replicas of a context

@@ -162,6 +162,11 @@ struct ParallelPlan {
   // Layer::sequence_parallel_stashed_bytes, and stages hand over 1/tp of the activation per rank
   // with no all-gather (the next layer's own all-gather does it).
   bool sequence_parallel = false;
+  // Megatron's --tp-comm-overlap (Transformer Engine's userbuffers; needs sequence_parallel): each
+  // layer's tensor-parallel reduce-scatters and all-gathers run beside its compute, from where the
+  // layer starts to a join with it, rather than after it (a bound on the overlap: TE pipelines
+  // them with the GEMMs next to them alone, and its communication takes SMs from the GEMMs).
+  bool tp_comm_overlap = false;
   // Per stage, its own tensor-parallel width (pp entries; not interleaved); empty: tp for every
   // stage. Stage p runs the workload's layers as measured or built at its width, on a group of
   // that many GPUs; where neighbouring stages differ, each rank of the receiving stage gets 1/a

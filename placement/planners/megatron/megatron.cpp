@@ -85,6 +85,7 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   plan.gradient_algorithm = c.gradient_algorithm;
   plan.scatter_gather = c.scatter_gather;
   plan.sequence_parallel = c.sequence_parallel;
+  plan.tp_comm_overlap = c.tp_comm_overlap;
   if (c.global_micro_batches > 0) {
     if (c.global_micro_batches % dp != 0)
       throw std::invalid_argument(fmt::format(
@@ -189,6 +190,9 @@ OptionSchema<MegatronConfig> megatron_schema() {
   s.flag("sequence_parallel", &MegatronConfig::sequence_parallel,
          "Megatron's sequence parallelism (tp >= 2): tensor-parallel reduce-scatters and all-gathers, activations split "
          "along the sequence");
+  s.flag("tp_comm_overlap", &MegatronConfig::tp_comm_overlap,
+         "Megatron's --tp-comm-overlap (with sequence_parallel): each layer's tensor-parallel reduce-scatters and all-gathers "
+         "beside its compute rather than after it");
   s.choice("order", &MegatronConfig::order, std::span<const EnumName<GpuOrder>>(kGpuOrderNames),
            "GPU order, innermost first: tp-pp-dp (replicas outermost) or tp-dp-pp (Megatron-LM's default)");
   s.add({"stage_tp", "list",
@@ -228,6 +232,10 @@ OptionSchema<MegatronConfig> megatron_schema() {
     if (f.has("global_micro_batches") && f.has("micro_batches"))
       throw InputError(f.file(), f.field("global_micro_batches"),
                        "expected one of micro_batches (per replica) or global_micro_batches (over all replicas), not both");
+    if (c.tp_comm_overlap && !c.sequence_parallel)
+      throw InputError(f.file(), f.field("tp_comm_overlap"),
+                       "Megatron's tensor-parallel overlap runs sequence parallelism's all-gathers and reduce-scatters beside the GEMMs: "
+                       "it needs sequence_parallel: true");
     if (c.sequence_parallel && c.tp < 2)
       throw InputError(f.file(), f.field("sequence_parallel"),
                        "sequence parallelism splits the tensor-parallel group's work: it needs tp >= 2");
