@@ -14,6 +14,8 @@
 #include <set>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "sim/models/builtin_graphs.h"
 #include "sim/core/errors.h"
 #include "sim/engines/evaluator.h"
@@ -434,4 +436,20 @@ TEST(SimGridTrace, ScheduleWithoutFlowsAndUnwritablePath) {
   }
   EXPECT_EQ(x, 3);
   EXPECT_THROW(write_chrome_trace("/nonexistent-dir/trace.json", g, c, placement, start, finish, {}), InputError);
+  // A path ending in .gz: the same JSON, gzip'd.
+  const auto gz = std::filesystem::temp_directory_path() / fmt::format("placesim_trace2_{}.json.gz", ::getpid());
+  write_chrome_trace(gz.string(), g, c, placement, start, finish, {});
+  std::string text;
+  {
+    gzFile in_gz = gzopen(gz.c_str(), "rb");
+    ASSERT_NE(in_gz, nullptr);
+    char buffer[4096];
+    for (int n; (n = gzread(in_gz, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+    gzclose(in_gz);
+  }
+  std::ifstream raw(gz, std::ios::binary);
+  EXPECT_EQ(raw.get(), 0x1f);  // gzip's magic
+  std::filesystem::remove(gz);
+  EXPECT_EQ(nlohmann::json::parse(text), trace);
+  EXPECT_THROW(write_chrome_trace("/nonexistent-dir/trace.json.gz", g, c, placement, start, finish, {}), InputError);
 }

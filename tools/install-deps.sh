@@ -19,6 +19,7 @@ packages=(
   libtorch-dev              # LibTorch: Placeto's policy network (optional: CMake skips it when absent)
   libonnx-dev               # ONNX models in (sim/models/onnx_import.cpp): parsing and shape inference
   protobuf-compiler libprotobuf-dev  # Chakra execution traces (sim/io/chakra): protoc and the runtime
+  zlib1g-dev                # gzip'd timelines (`--trace FILE.json.gz`, sim/io/trace.cpp), which Perfetto opens
   python3-protobuf          # the tests read the Chakra traces back with Python's protobuf
   python3-torch python3-torchvision  # tools/export_onnx.py: PyTorch and torchvision models to ONNX; the learned-placement example
   pybind11-dev python3-dev  # the Python module placesim (python/, docs/python.md), for /usr/bin/python3

@@ -822,7 +822,7 @@ void add_simulate_command(CLI::App& app, Cli& cli) {
   cli.sim->add_option("--cluster", cli.sim_args.cluster_path, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
   cli.sim->add_option("--format", cli.sim_args.format, "graph format: auto, quickp, msr, placesim");
   cli.sim->add_option("--engine", cli.sim_args.engine, engine_choices(false))->check(one_of(engine_names(false)));
-  auto* trace = cli.sim->add_option("--trace", cli.sim_args.trace, "write a Chrome trace (open in Perfetto)");
+  auto* trace = cli.sim->add_option("--trace", cli.sim_args.trace, "write a Chrome trace (open in Perfetto; gzip'd when the file ends in .gz)");
   auto* chakra = cli.sim->add_option("--chakra", cli.sim_args.chakra, "write Chakra execution traces of the iteration, one per GPU (<graph>.<rank>.et), into this directory");
   cli.sim->add_flag("--json", cli.sim_args.json,
                     "print the measurement as one JSON object (latency and wall time per engine, bounds, memory and busy "

@@ -25,7 +25,8 @@ struct GpuMemoryTrack {
 // begin to move) until the last of its sub-flows crossing that link has arrived (given
 // `subflows`, as SimulationResult has them; without them, until the flow's end): one slice per
 // flow and link, whose args give the flow's bytes on that link. Timestamps are written in
-// microseconds. `memory`, when given, becomes a process "GPU memory" with a counter per GPU (in
+// microseconds; a path ending in .gz is written gzip'd (Perfetto opens it as it is), else plain
+// JSON, either streamed event by event. `memory`, when given, becomes a process "GPU memory" with a counter per GPU (in
 // GiB). Throws InputError if `path` cannot be written, std::invalid_argument if the spans do not
 // match the graph.
 void write_chrome_trace(const std::string& path, const Graph& graph, const Cluster& cluster,
