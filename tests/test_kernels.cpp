@@ -135,6 +135,11 @@ TEST(Kernels, TheLayersTimesComeFromTheirKernels) {
   const double fp8 = build_layer_model(sh, o, {1}).by_tensor_parallel.at(1).layers[1].forward_s;
   EXPECT_LT(fp8, bf16);
   EXPECT_GT(fp8, bf16 / 2);
+  // The head stays 16-bit in an fp8 run (Megatron's output layer is not Transformer Engine's).
+  o.precision = Precision::Bf16;
+  const double head_bf16 = build_layer_model(sh, o, {1}).by_tensor_parallel.at(1).layers.back().forward_s;
+  o.precision = Precision::Fp8;
+  EXPECT_DOUBLE_EQ(build_layer_model(sh, o, {1}).by_tensor_parallel.at(1).layers.back().forward_s, head_bf16);
 }
 
 TEST(Kernels, TheOptimizerStepEndsTheIterationOnEveryEngine) {

@@ -117,6 +117,9 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
               "Megatron's --tp-comm-overlap (with --sequence-parallel): each layer's tensor-parallel reduce-scatters and all-gathers "
               "beside its compute rather than after it (a bound: docs/parallelism.md)")
       ->needs(sequence_parallel);
+  c->add_flag("--overlap-p2p-comm", a.overlap_p2p_comm,
+              "pipeline sends beside the sender's next operator (Megatron's --overlap-p2p-comm); default: the sender waits until "
+              "its activation (gradient) has arrived, as Megatron's batch_isend_irecv and wait");
   c->add_option("--gradient-algorithm", a.gradient_algorithm, "collective algorithm of the gradient reduction")
       ->check(one_of({"ring", "tree", "halving-doubling", "direct", "hierarchical", "multi-level"}))
       ->capture_default_str();
@@ -133,8 +136,8 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       ->check(one_of({"fcfs", "scheduler"}))
       ->capture_default_str();
   c->add_option("--trace", a.trace,
-                "write the evaluator's timeline of the iteration to FILE (Chrome trace JSON, for Perfetto), with each GPU's "
-                "memory over time");
+                "write the evaluator's timeline of the iteration to FILE (Chrome trace JSON, for Perfetto; gzip'd when FILE ends "
+                "in .gz, about a tenth of the size), with each GPU's memory over time");
   c->add_option("--chakra", a.chakra,
                 "write the plan's execution graph as Chakra execution traces into this directory, one per GPU "
                 "(<workload>.<rank>.et, its collectives as collective nodes), from the timeline of SimGrid when it ran, else "
@@ -254,7 +257,10 @@ PlanReport plan_report(const PlanArgs& a, const ParallelPlan& plan, const LayerM
   else {
     const models::LayerZooOptions zoo = zoo_options(a, "command line");
     const models::GpuSpec gpu = models::kernel_model_gpu(a.gpu, "command line");
-    r.peak = gpu.dense(zoo.precision.value_or(gpu.default_precision()));
+    // An fp8 run's MFU is of the 16-bit peak, as Megatron-LM and NeMo report it (fp8 GEMMs with
+    // the rest in bf16): comparable with a bf16 run's.
+    const models::Precision p = zoo.precision.value_or(gpu.default_precision());
+    r.peak = gpu.dense(p == models::Precision::Fp8 ? gpu.default_precision() : p);
   }
   r.bubble = static_cast<double>(plan.pp - 1) / (plan.virtual_stages * plan.micro_batches);
   for (std::size_t i = 0; i < layout.memory.size(); ++i) {

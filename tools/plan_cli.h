@@ -24,6 +24,7 @@ struct PlanArgs {
   bool no_scatter_gather = false;
   bool sequence_parallel = false;
   bool tp_comm_overlap = false;  // ParallelPlan::tp_comm_overlap
+  bool overlap_p2p_comm = false;  // !ParallelPlan::blocking_sends
   // The model zoo's layer-level models (sim/models/layer_zoo.h), or a model by its dimensions
   // (model_file), instead of --workload.
   std::string model_file;
@@ -74,6 +75,7 @@ inline ParallelPlan plan_from_args(const PlanArgs& a, const std::string& source,
   plan.scatter_gather = !a.no_scatter_gather;
   plan.sequence_parallel = a.sequence_parallel;
   plan.tp_comm_overlap = a.tp_comm_overlap;
+  plan.blocking_sends = !a.overlap_p2p_comm;
   plan.schedule = enum_parse<PipelineSchedule>(kPipelineScheduleNames, a.schedule, source, schedule_field);
   plan.gradient_algorithm =
       enum_parse<CollectiveAlgorithm>(collective_algorithm_names(CollectiveOp::AllReduce), a.gradient_algorithm, source, algorithm_field);

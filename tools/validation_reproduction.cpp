@@ -101,6 +101,7 @@ ValidationRun run_row(const TableRow& r, bool selective, const std::string& gpu)
   plan.micro_batches = count("global_batch") / (o.micro_batch * plan.dp);
   plan.virtual_stages = count("virtual_stages");
   plan.sequence_parallel = selective;
+  plan.blocking_sends = true;  // Megatron-LM's pipeline sends wait for their arrival
   const int stages = plan.pp * plan.virtual_stages;
   if (shape.layers % stages != 0)
     throw InputError(kTable, r.model, fmt::format("{} layers do not split evenly over {} stages", shape.layers, stages));

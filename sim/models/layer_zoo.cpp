@@ -229,12 +229,16 @@ LayerKernels transformer_layer_kernels(const TransformerShape& sh, const KernelC
 }
 
 // The head: final norm, the vocabulary-parallel projection, the cross-entropy over fp32 logits
-// (cast, maximum, exponentials' sum, loss: about 14 bytes per logit; backward 10).
+// (cast, maximum, exponentials' sum, loss: about 14 bytes per logit; backward 10). In an fp8 run
+// the projection stays 16-bit: Megatron's output layer is its own column-parallel linear, not
+// Transformer Engine's, so fp8 does not reach it.
 LayerKernels head_kernels(const TransformerShape& sh, const KernelContext& c, int t) {
   LayerKernels k;
   const double h = sh.hidden, v = static_cast<double>(sh.vocab) / t;
   add_elementwise(c, k, c.norm_tokens * h, 2 * c.act, 3 * c.act);
-  add_gemm(c, k, c.tokens, v, h);
+  KernelContext sixteen_bit = c;
+  if (c.p == Precision::Fp8) sixteen_bit.p = c.gpu.default_precision();
+  add_gemm(sixteen_bit, k, c.tokens, v, h);
   add_elementwise(c, k, c.tokens * v, 14, 10);
   return k;
 }

@@ -740,6 +740,8 @@ class PlanCompiler {
         grid_(at_, dp_, micro_batches_) {
     for (int p = 0; p < pp_; ++p)
       rank_orders_.push_back(schedule_of(plan.schedule, p, pp_, micro_batches_, plan.virtual_stages));
+    for (int p = 0; p < stages_; ++p) max_width_ = std::max(max_width_, at_.width(p));
+    if (plan.blocking_sends) unit_next_.assign(unit_index(dp_, 0, 0, 0, true), -1);
   }
 
   CompiledPlan compile() && {
@@ -780,6 +782,7 @@ class PlanCompiler {
         for (int t = 0; t < at_.width(r); ++t) {
           const DeviceId on = gpu(d, r, t);
           OpId previous = -1;
+          long sending_unit = -1;  // the unit just placed, whose last operator sends on
           for (const Unit& u : rank_orders_[r]) {
             const int p = u.chunk * pp_ + r;  // the unit's stage
             const int first = first_layer(p), count = layer_count(p);
@@ -794,8 +797,10 @@ class PlanCompiler {
               LayerOps& cell = grid_(d, p, t, u.micro_batch, kk);
               (u.forward ? cell.forward : cell.backward) = op;
               if (previous >= 0) graph().depend(previous, op);  // the schedule's order on this GPU
+              if (k == 0 && sending_unit >= 0 && plan_.blocking_sends) unit_next_[static_cast<std::size_t>(sending_unit)] = op;
               previous = op;
             }
+            sending_unit = static_cast<long>(unit_index(d, p, t, u.micro_batch, u.forward));
           }
           last_compute_[on] = previous;
         }
@@ -1042,9 +1047,20 @@ class PlanCompiler {
         first[t] = grid_(d, p + 1, t, i, 0).forward;
         gradient[t] = grid_(d, p + 1, t, i, 0).backward_done;
       }
-      hand_over(d, p + 1, sent, first, activation_bytes, fmt::format("act.d{}.p{}.m{}", d, p, i));
-      hand_over(d, p, gradient, last, activation_bytes, fmt::format("actgrad.d{}.p{}.m{}", d, p + 1, i));
+      std::vector<OpId> after_sent(mine, -1), after_gradient(next, -1);  // blocking sends: the senders' next operators
+      if (plan_.blocking_sends) {
+        for (int t = 0; t < mine; ++t) after_sent[t] = unit_next_[unit_index(d, p, t, i, true)];
+        for (int t = 0; t < next; ++t) after_gradient[t] = unit_next_[unit_index(d, p + 1, t, i, false)];
+      }
+      hand_over(d, p + 1, sent, first, after_sent, activation_bytes, fmt::format("act.d{}.p{}.m{}", d, p, i));
+      hand_over(d, p, gradient, last, after_gradient, activation_bytes, fmt::format("actgrad.d{}.p{}.m{}", d, p + 1, i));
     }
+  }
+
+  // Where a unit (replica d, stage s, tensor rank t, micro-batch i, a pass) is in unit_next_;
+  // unit_index(dp_, 0, 0, 0, true) is their number.
+  std::size_t unit_index(int d, int s, int t, int i, bool forward) const {
+    return ((((static_cast<std::size_t>(d) * stages_ + s) * max_width_ + t) * micro_batches_ + i) * 2) + (forward ? 0 : 1);
   }
 
   // Activations to the next stage, gradients back: rank t to rank t, whole, or (scatter-gather)
@@ -1053,25 +1069,34 @@ class PlanCompiler {
   // different widths (stage_tp), each receiving rank gets 1/a from each of the a senders.
   // A point-to-point send between stages: on an NCCL cluster it pays ncclSend's costs
   // (nccl_send_cost).
-  void send(OpId from, OpId to, double bytes) {
+  // With blocking sends (`after`: the sender's next operator, -1: none) the transfer ends in a
+  // step on the receiver's GPU that `after` waits for too.
+  void send(OpId from, OpId to, double bytes, OpId after = -1) {
     const MessageCost cost = nccl_send_cost(cluster_, graph().placement[from], graph().placement[to]);
-    graph().graph.add_tensor(from, to, bytes * cost.wire_factor, false, 1, cost.overhead_s);
+    if (after < 0) {
+      graph().graph.add_tensor(from, to, bytes * cost.wire_factor, false, 1, cost.overhead_s);
+      return;
+    }
+    const OpId arrived = graph().add_communication_step(fmt::format("sent{}.arrived", sends_++), graph().placement[to]);
+    graph().graph.add_tensor(from, arrived, bytes * cost.wire_factor, false, 1, cost.overhead_s);
+    graph().depend(arrived, to);
+    graph().depend(arrived, after);
   }
 
-  void hand_over(int d, int to_stage, std::span<const OpId> from, std::span<const OpId> to, double activation_bytes,
-                 const std::string& name) {
+  void hand_over(int d, int to_stage, std::span<const OpId> from, std::span<const OpId> to, std::span<const OpId> after,
+                 double activation_bytes, const std::string& name) {
     const int tp = static_cast<int>(from.size());
     if (to.size() != from.size()) {
       for (OpId receiver : to)
-        for (OpId sender : from) send(sender, receiver, activation_bytes / tp);
+        for (int t = 0; t < tp; ++t) send(from[t], receiver, activation_bytes / tp, after[t]);
       return;
     }
     if (tp > 1 && plan_.sequence_parallel) {  // each rank holds its part of the sequence: nothing to gather
-      for (int t = 0; t < tp; ++t) send(from[t], to[t], activation_bytes / tp);
+      for (int t = 0; t < tp; ++t) send(from[t], to[t], activation_bytes / tp, after[t]);
       return;
     }
     if (tp == 1 || !plan_.scatter_gather) {
-      for (int t = 0; t < tp; ++t) send(from[t], to[t], activation_bytes);
+      for (int t = 0; t < tp; ++t) send(from[t], to[t], activation_bytes, after[t]);
       return;
     }
     std::vector<OpId> received(tp);
@@ -1085,6 +1110,7 @@ class PlanCompiler {
       s.group.push_back(receiving);
       received[t] = graph().add_communication_step(fmt::format("{}.t{}.received", name, t), receiving);
       send(from[t], received[t], activation_bytes / tp);
+      if (after[t] >= 0) graph().depend(received[t], after[t]);  // a blocking send waits for its part's arrival
     }
     const std::vector<OpId> gathered = add_collective(s, cluster_, name, received);
     for (int t = 0; t < tp; ++t) graph().depend(gathered[t], to[t]);
@@ -1247,6 +1273,9 @@ class PlanCompiler {
   LayerGrid grid_;
   std::vector<std::vector<Unit>> rank_orders_;  // per pipeline rank, its schedule
   long collectives_ = 0;                        // numbers the tensor-parallel and expert collectives
+  long sends_ = 0;                              // numbers blocking sends' arrivals
+  int max_width_ = 1;                           // the widest stage's tensor-parallel width
+  std::vector<OpId> unit_next_;                 // blocking sends: per unit (unit_index), the operator after it on its GPU
   std::map<std::tuple<int, int, std::string>, ReductionQueue> queues_;
   std::map<std::tuple<int, int, double, int, int, int, int, int, int, std::vector<DeviceId>>, CollectiveSpec> resolved_;  // add_collective's
   std::unordered_map<DeviceId, OpId> last_compute_;                 // per GPU, its last compute operator

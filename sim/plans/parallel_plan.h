@@ -167,6 +167,11 @@ struct ParallelPlan {
   // layer starts to a join with it, rather than after it (a bound on the overlap: TE pipelines
   // them with the GEMMs next to them alone, and its communication takes SMs from the GEMMs).
   bool tp_comm_overlap = false;
+  // Megatron's point-to-point sends between stages block the sender (batch_isend_irecv, then a
+  // wait on every request): the sender's next operator waits until the activation (its gradient)
+  // has arrived. False: the send runs beside the sender's next operator (Megatron's
+  // --overlap-p2p-comm, interleaved schedules only there). The receiver waits for it either way.
+  bool blocking_sends = false;
   // Per stage, its own tensor-parallel width (pp entries; not interleaved); empty: tp for every
   // stage. Stage p runs the workload's layers as measured or built at its width, on a group of
   // that many GPUs; where neighbouring stages differ, each rank of the receiving stage gets 1/a
