@@ -19,6 +19,22 @@ TEST(Graph, TopologicalOrderAndRank) {
   EXPECT_DOUBLE_EQ(critical_path(g), 15e-6);
 }
 
+TEST(Graph, NamesWithoutTheirIndexAreFoundByAScan) {
+  // A graph whose names are unique by construction (a compiled plan) skips the index and its
+  // check: find() still answers, and a copy keeps the choice.
+  Graph g;
+  g.add_operator({"a", "op", 1e-6, 0});
+  g.add_operator({"a", "op", 1e-6, 0});  // not checked without the index
+  g.add_operator({"c", "op", 1e-6, 0});
+  g.finalize("test", /*index_names=*/false);
+  EXPECT_EQ(g.find("c"), 2);
+  EXPECT_EQ(g.find("a"), 0);
+  EXPECT_EQ(g.find("z"), std::nullopt);
+  const Graph copy = g;
+  EXPECT_EQ(copy.find("c"), 2);
+  EXPECT_THROW(g.finalize("test"), InputError);  // with the index, the repeat is an error
+}
+
 TEST(Graph, CycleIsReportedWithOperatorNames) {
   Graph g;
   for (const char* n : {"a", "b", "c", "d"}) g.add_operator({n, "op", 1.0, 0.0});

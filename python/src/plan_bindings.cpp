@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -93,6 +94,17 @@ py::dict run_plan(const LayerWorkload& workload, const ParallelPlan& plan, const
 }
 
 PlanArgs plan_args(const py::dict& kw) {
+  // Every keyword is one of the CLI's options: a misspelt one is said, not dropped.
+  static const std::vector<std::string> known = {
+      "workload", "model", "model_file", "schedule", "engine", "order", "gradient_algorithm", "collectives", "gpu", "tp", "pp", "dp",
+      "cp", "micro_batches", "zero", "ep", "virtual_stages", "micro_batch_size", "sequence", "stage_tp", "mfu", "recompute",
+      "precision", "attention", "global_batch", "distributed_optimizer", "overlap_param_gather", "tp_comm_overlap",
+      "overlap_p2p_comm", "scatter_gather", "sequence_parallel"};
+  for (const auto& [key, value] : kw) {
+    const std::string name = py::str(key).cast<std::string>();
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      throw InputError("python", name, fmt::format("unknown keyword of plan; expected one of {}", fmt::join(known, ", ")));
+  }
   PlanArgs a;
   auto text = [&](const char* key, std::string& field) {
     if (kw.contains(key) && !kw[key].is_none()) field = py::str(kw[key]).cast<std::string>();
@@ -132,6 +144,7 @@ PlanArgs plan_args(const py::dict& kw) {
   if (kw.contains("global_batch") && !kw["global_batch"].is_none()) a.global_batch = kw["global_batch"].cast<long>();
   if (kw.contains("distributed_optimizer") && !kw["distributed_optimizer"].is_none())
     a.distributed_optimizer = kw["distributed_optimizer"].cast<bool>();
+  if (kw.contains("overlap_p2p_comm") && !kw["overlap_p2p_comm"].is_none()) a.overlap_p2p_comm = kw["overlap_p2p_comm"].cast<bool>();
   if (kw.contains("tp_comm_overlap") && !kw["tp_comm_overlap"].is_none()) a.tp_comm_overlap = kw["tp_comm_overlap"].cast<bool>();
   if (kw.contains("overlap_param_gather") && !kw["overlap_param_gather"].is_none())
     a.no_overlap_param_gather = !kw["overlap_param_gather"].cast<bool>();

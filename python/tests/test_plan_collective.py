@@ -49,6 +49,24 @@ def test_plan_equals_the_cli(tmp_path):
     assert f"{mine['operators']} operators, {mine['tensors']} tensors" in out
 
 
+def test_the_training_features_equal_the_cli(tmp_path):
+    # Context parallelism, tensor-parallel overlap and the distributed optimizer by keyword, as the flags.
+    cluster_file = tmp_path / "c.yaml"
+    cluster_file.write_text(json.dumps({"cluster": H100}))
+    args = dict(model="gpt2", tp=2, cp=2, dp=2, micro_batches=2, sequence_parallel=True, tp_comm_overlap=True,
+                distributed_optimizer=True, engine="flow")
+    mine = placesim.plan(placesim.load_cluster(cluster_file), **args)
+    code, out, err = run_cli("plan", "--model", "gpt2", "--cluster", cluster_file, "--tp", 2, "--cp", 2, "--dp", 2,
+                             "--micro-batches", 2, "--sequence-parallel", "--tp-comm-overlap", "--distributed-optimizer",
+                             "--engine", "flow")
+    assert code == 0, err
+    assert mine["feasible"] and len(mine["gpus"]) == 8  # tp 2 x dp 2 x cp 2
+    assert mine["latencies"]["flow"] == pytest.approx(cli_latency(out, "flow"), rel=5e-3)
+    # A misspelt keyword is said, not dropped.
+    with pytest.raises(placesim.InputError, match="context_parallel: unknown keyword of plan"):
+        placesim.plan(placesim.load_cluster(cluster_file), model="gpt2", context_parallel=2)
+
+
 def test_a_plan_that_does_not_fit_says_why():
     small = placesim.cluster(type="nvlink-servers", gpus=2, gpu_memory="1GiB")
     r = placesim.plan(small, model="gpt2", dp=2, engine="evaluator")

@@ -17,6 +17,7 @@ Graph::Graph(const Graph& other)
       out_edges_(other.out_edges_),
       in_edges_(other.in_edges_),
       topo_(other.topo_),
+      names_indexed_(other.names_indexed_),
       num_classes_(other.num_classes_),
       finalized_(other.finalized_) {
   if (other.by_name_.empty()) return;
@@ -44,6 +45,11 @@ EdgeId Graph::add_tensor(OpId src, OpId dst, double bytes, bool gradient, std::i
 }
 
 std::optional<OpId> Graph::find(std::string_view name) const {
+  if (!names_indexed_) {
+    for (OpId i = 0; i < static_cast<OpId>(ops_.size()); ++i)
+      if (ops_[i].name == name) return i;
+    return std::nullopt;
+  }
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return std::nullopt;
   return it->second;
@@ -62,15 +68,16 @@ void check_value(double v, const std::string& source, Field field) {
 
 }  // namespace
 
-void Graph::finalize(const std::string& source) {
+void Graph::finalize(const std::string& source, bool index_names) {
   const auto n = static_cast<OpId>(ops_.size());
   by_name_.clear();
-  by_name_.reserve(ops_.size());
+  names_indexed_ = index_names;
+  if (index_names) by_name_.reserve(ops_.size());
   int max_class = -1;
   for (OpId i = 0; i < n; ++i) {
     const Operator& o = ops_[i];
     if (o.name.empty()) throw InputError(source, fmt::format("operator #{}.name", i), "expected a non-empty name");
-    if (!by_name_.emplace(o.name, i).second)
+    if (index_names && !by_name_.emplace(o.name, i).second)
       throw InputError(source, fmt::format("operator '{}'", o.name), "duplicate operator name");
     check_value(o.compute_s, source, [&] { return fmt::format("operator '{}'.compute", o.name); });
     check_value(o.memory_bytes, source, [&] { return fmt::format("operator '{}'.memory", o.name); });

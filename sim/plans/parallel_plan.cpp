@@ -759,7 +759,8 @@ class PlanCompiler {
         plan_.stage_tp.empty() ? fmt::format("{}", plan_.tp) : fmt::format("{}", fmt::join(plan_.stage_tp, "/")), pp_,
         v > 1 ? fmt::format(" x {} interleaved", v) : "", dp_,
         fmt::format("{}{}", plan_.cp > 1 ? fmt::format(" (cp {})", plan_.cp) : "", plan_.ep > 1 ? fmt::format(", ep {}", plan_.ep) : ""),
-        micro_batches_));
+        micro_batches_),
+        /*index_names=*/false);  // the names are unique by construction (replica, stage, rank, micro-batch, layer)
     return std::move(out_);
   }
 
@@ -920,15 +921,19 @@ class PlanCompiler {
     }
     std::vector<OpId> ended = tp_allreduce(d, p, from, bytes, !forward);
     for (int t = 0; t < tp; ++t) {
-      if (beside) {
-        const OpId join = graph().add_communication_step(
-            fmt::format("d{}.p{}.t{}.{}{}.{}.tp-join", d, p, t, forward ? 'F' : 'B', i, first_layer(p) + k), gpu(d, p, t));
-        graph().depend(compute[t], join);
-        graph().depend(ended[t], join);
-        ended[t] = join;
-      }
+      if (beside) ended[t] = join(compute[t], ended[t], "tp", d, p, t, i, first_layer(p) + k, forward);
       grid_(d, p, t, i, k).*done = ended[t];
     }
+  }
+
+  // A step on replica d, stage p, rank t after both a layer's compute and the communication that
+  // ran beside it (`what`: cp, tp): what follows the layer waits for it.
+  OpId join(OpId compute, OpId communication, const char* what, int d, int p, int t, int i, int layer, bool forward) {
+    const OpId step = graph().add_communication_step(
+        fmt::format("d{}.p{}.t{}.{}{}.{}.{}-join", d, p, t, forward ? 'F' : 'B', i, layer, what), gpu(d, p, t));
+    graph().depend(compute, step);
+    graph().depend(communication, step);
+    return step;
   }
 
   // Context parallelism: each attention layer's key-value ring among the cp replicas of a context
@@ -967,11 +972,8 @@ class PlanCompiler {
                     add_collective(s, cluster_, fmt::format("cp{}.{}", collectives_++, forward ? "kv" : "kv-grad"), from);
                 for (int c = 0; c < cp; ++c) {
                   LayerOps& cell = grid_(j * cp + c, p, t, i, k);
-                  const OpId join = graph().add_communication_step(
-                      fmt::format("d{}.p{}.t{}.{}{}.{}.cp-join", j * cp + c, p, t, forward ? 'F' : 'B', i, first + k), gpu(j * cp + c, p, t));
-                  graph().depend(forward ? cell.forward : cell.backward, join);
-                  graph().depend(ring[c], join);
-                  (forward ? cell.forward_done : cell.backward_done) = join;
+                  (forward ? cell.forward_done : cell.backward_done) =
+                      join(forward ? cell.forward : cell.backward, ring[c], "cp", j * cp + c, p, t, i, first + k, forward);
                 }
               }
             }
