@@ -50,6 +50,9 @@ OptionSchema<PlanAssumptions> plan_assumptions_schema() {
            "reads the layers' times in: seconds, or nest (NEST's DP: its per-layer milliseconds read as seconds beside "
            "communication in seconds, the times x the workload's nest_dp_time_scale; a NEST workload only); the other "
            "engines keep seconds");
+  s.flag("overlap_p2p_comm", &PlanAssumptions::overlap_p2p_comm,
+         "pipeline sends beside the sender's next operator (Megatron's --overlap-p2p-comm); false: the sender waits until its "
+         "activation (gradient) has arrived, as Megatron-LM's sends do");
   return s;
 }
 

@@ -109,6 +109,10 @@ struct PlanAssumptions {
   MemoryModel memory_model = MemoryModel::Placesim;
   RecomputeCharge recompute = RecomputeCharge::None;
   ComputeUnits compute_units = ComputeUnits::Seconds;
+  // Pipeline sends beside the sender's next operator (Megatron's --overlap-p2p-comm); false: the
+  // sender waits for their arrival, as Megatron-LM's do. Every planner sets the plan's
+  // blocking_sends from it, so the plans a scenario compares run their sends alike.
+  bool overlap_p2p_comm = false;
   bool operator==(const PlanAssumptions&) const = default;
 };
 

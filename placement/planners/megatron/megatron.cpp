@@ -194,9 +194,6 @@ OptionSchema<MegatronConfig> megatron_schema() {
   s.flag("tp_comm_overlap", &MegatronConfig::tp_comm_overlap,
          "Megatron's --tp-comm-overlap (with sequence_parallel): each layer's tensor-parallel reduce-scatters and all-gathers "
          "beside its compute rather than after it");
-  s.flag("overlap_p2p_comm", &MegatronConfig::overlap_p2p_comm,
-         "pipeline sends beside the sender's next operator (Megatron's --overlap-p2p-comm); false: the sender waits until its "
-         "activation (gradient) has arrived, as Megatron-LM's sends do by default");
   s.choice("order", &MegatronConfig::order, std::span<const EnumName<GpuOrder>>(kGpuOrderNames),
            "GPU order, innermost first: tp-pp-dp (replicas outermost) or tp-dp-pp (Megatron-LM's default)");
   s.add({"stage_tp", "list",

@@ -45,7 +45,6 @@ struct MegatronConfig : PlanAssumptions {
   bool scatter_gather = true;  // ParallelPlan::scatter_gather
   bool sequence_parallel = false;  // ParallelPlan::sequence_parallel
   bool tp_comm_overlap = false;    // ParallelPlan::tp_comm_overlap
-  bool overlap_p2p_comm = false;   // !ParallelPlan::blocking_sends: Megatron-LM's pipeline sends block by default
   GpuOrder order = GpuOrder::TpPpDp;  // GPU order, innermost first
   // Per stage, its own tensor-parallel width (ParallelPlan::stage_tp; pp entries, the first tp);
   // empty: tp for every stage, as Megatron-LM has it.

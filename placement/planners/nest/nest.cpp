@@ -28,6 +28,7 @@ ParallelPlan nest_plan(int tp, int replicas, int stages, int zero, int expert_pa
                        CollectiveAlgorithm gradient_algorithm, GpuOrder order, const PlanAssumptions& assumptions) {
   ParallelPlan plan;
   plan.assumptions = assumptions;
+  plan.blocking_sends = !assumptions.overlap_p2p_comm;
   plan.tp = tp;
   plan.pp = stages;
   plan.dp = replicas * expert_parallel;
