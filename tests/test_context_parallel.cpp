@@ -89,6 +89,19 @@ TEST(ContextParallel, TheWidthMustFitTheSequenceAndFusedAttention) {
   EXPECT_EQ(plan_problem(model, plan, cluster), "");
   plan.dp = 3;
   EXPECT_NE(plan_problem(model, plan, cluster), "");
+  // Sequence parallelism splits a GPU's part of the sequence: 12 tokens over cp 2 are 6 per GPU,
+  // which tp 4 does not divide (tp 2 does).
+  LayerModel twelve = three_layers(1e6);
+  twelve.sequence = 12;
+  twelve.tensor_parallel = 4;
+  ParallelPlan sp;
+  sp.tp = 4;
+  sp.dp = sp.cp = 2;
+  sp.sequence_parallel = true;
+  const Cluster eight = testutil::dedicated_mesh(8, 1e9);
+  EXPECT_NE(plan_problem(twelve, sp, eight).find("the 6 tokens"), std::string::npos) << plan_problem(twelve, sp, eight);
+  twelve.tensor_parallel = sp.tp = 2;
+  EXPECT_EQ(plan_problem(twelve, sp, eight), "");
 }
 
 TEST(ContextParallel, TheRingHidesBehindTheLayerUntilItOutlastsIt) {

@@ -59,7 +59,8 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
                 "--model: the matrix products' precision, fp32, tf32, fp16, bf16 or fp8 (default: the GPU's, bf16 from A100 on)")
       ->check(one_of({"fp32", "tf32", "fp16", "bf16", "fp8"}));
   c->add_option("--mfu", a.mfu,
-                "--model: override the kernel model: every FLOP at this fraction of the GPU's peak (an assumption; 0: the kernel model)")
+                "--model: override the kernel model: every FLOP at this fraction of the GPU's peak at the precision (an fp8 run's "
+                "16-bit peak, which MFU is reported against; an assumption; 0: the kernel model)")
       ->check(number_in(Range{0, 1, false, false}))
       ->capture_default_str();
   c->add_option("--recompute", a.recompute,

@@ -50,7 +50,8 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& plan) {
   j["tp"] = plan.tp;
   if (!plan.stage_tp.empty()) j["stage_tp"] = plan.stage_tp;
   j["pp"] = plan.pp;
-  j["dp"] = plan.dp;
+  j["dp"] = plan.dp;  // every copy of the weights: the context ranks included
+  if (plan.cp > 1) j["cp"] = plan.cp;
   j["ep"] = plan.ep;
   j["zero"] = plan.zero;
   j["micro_batches"] = plan.micro_batches;
@@ -59,6 +60,9 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& plan) {
   j["gradient_algorithm"] = std::string(enum_name<CollectiveAlgorithm>(collective_algorithm_names(), plan.gradient_algorithm));
   j["scatter_gather"] = plan.scatter_gather;
   if (plan.sequence_parallel) j["sequence_parallel"] = true;
+  if (plan.tp_comm_overlap) j["tp_comm_overlap"] = true;
+  if (plan.overlap_param_gather) j["overlap_param_gather"] = true;
+  if (plan.blocking_sends) j["blocking_sends"] = true;
   j["stage_starts"] = plan.stage_starts;
   j["gpus"] = plan.gpus;
   // The assumptions it is priced under, where they are not placesim's own.

@@ -146,8 +146,11 @@ PlanArgs plan_args(const py::dict& kw) {
     a.distributed_optimizer = kw["distributed_optimizer"].cast<bool>();
   if (kw.contains("overlap_p2p_comm") && !kw["overlap_p2p_comm"].is_none()) a.overlap_p2p_comm = kw["overlap_p2p_comm"].cast<bool>();
   if (kw.contains("tp_comm_overlap") && !kw["tp_comm_overlap"].is_none()) a.tp_comm_overlap = kw["tp_comm_overlap"].cast<bool>();
-  if (kw.contains("overlap_param_gather") && !kw["overlap_param_gather"].is_none())
+  if (kw.contains("overlap_param_gather") && !kw["overlap_param_gather"].is_none()) {
     a.no_overlap_param_gather = !kw["overlap_param_gather"].cast<bool>();
+    if (!a.no_overlap_param_gather && !a.distributed_optimizer)
+      throw InputError("python", "overlap_param_gather", "Megatron's distributed optimizer overlaps its gathers: give distributed_optimizer=True too");
+  }
   if (kw.contains("scatter_gather") && !kw["scatter_gather"].is_none()) a.no_scatter_gather = !kw["scatter_gather"].cast<bool>();
   if (kw.contains("sequence_parallel") && !kw["sequence_parallel"].is_none()) a.sequence_parallel = kw["sequence_parallel"].cast<bool>();
   return a;

@@ -334,7 +334,8 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
   w.name = sh.name;
   w.source = fmt::format("{}: {}, micro-batch {}, {} tokens, {} {}, {}, recompute {}{}", sh.name == sh.description ? "model" : "model zoo",
                          sh.description, o.micro_batch, whole, gpu.model, precision_name,
-                         o.mfu > 0 ? fmt::format("every FLOP at {:g}% of {:g} TFLOP/s (--mfu)", 100 * o.mfu, gpu.dense(precision) / 1e12)
+                         o.mfu > 0 ? fmt::format("every FLOP at {:g}% of {:g} TFLOP/s (--mfu)", 100 * o.mfu,
+                                                          gpu.dense(precision == Precision::Fp8 ? gpu.default_precision() : precision) / 1e12)
                                    : fmt::format("kernel model{}", o.fused_attention ? ", fused attention" : ""),
                          enum_name<Recompute>(kRecomputeNames, o.recompute),
                          fmt::format("{}{}", o.sequence_parallel ? ", sequence-parallel" : "", cp > 1 ? fmt::format(", context-parallel {}", cp) : ""));
@@ -354,9 +355,11 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
     m.model_flops = b * model_flops_per_sequence(sh, static_cast<int>(whole)) / cp;  // this GPU's part
     const KernelContext ctx{gpu, precision, 2.0, b * s, o.sequence_parallel && t > 1 ? b * s / t : b * s};
     // A layer's times: the kernel model's, or (mfu) its FLOPs at that fraction of the peak.
+    // `mfu` is of the peak MFU is reported against: an fp8 run's 16-bit peak (plan's report).
+    const double mfu_peak = gpu.dense(precision == Precision::Fp8 ? gpu.default_precision() : precision);
     auto time_of = [&](const LayerKernels& k, double forward_flops, Layer& layer, bool recomputed) {
       if (o.mfu > 0) {
-        layer.forward_s = forward_flops / t / (gpu.dense(precision) * o.mfu);
+        layer.forward_s = forward_flops / t / (mfu_peak * o.mfu);
         layer.backward_s = (recomputed ? 3 : 2) * layer.forward_s;  // recomputation runs the forward again
         return;
       }

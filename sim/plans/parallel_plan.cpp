@@ -218,6 +218,9 @@ std::string sequence_parallel_problem(const LayerModel& model, const ParallelPla
   if (plan.tp_comm_overlap && !plan.sequence_parallel)
     return "tp_comm_overlap overlaps sequence parallelism's all-gathers and reduce-scatters with the GEMMs beside them (as "
            "Megatron's --tp-comm-overlap): it needs sequence_parallel";
+  if (plan.tp_comm_overlap && plan_spreads_experts(model, plan))
+    return "tp_comm_overlap with experts spread over ep replicas is not modelled (the layer's all-to-alls sit between its "
+           "tensor-parallel collectives and the next layer)";
   if (!plan.sequence_parallel) return "";
   if (plan.mixed_widths())
     return "sequence parallelism hands a stage's sequence shards to the next stage's ranks one to one: the stages' widths "
@@ -225,10 +228,12 @@ std::string sequence_parallel_problem(const LayerModel& model, const ParallelPla
   for (int p = 0; p < plan.pp; ++p) {
     const int w = plan.width(p);
     if (w < 2) return "sequence parallelism splits the tensor-parallel group's work: it needs tp >= 2";
-    if (model.sequence > 0 && model.sequence % w != 0)
+    // A GPU's tokens: its part of the sequence with context parallelism.
+    const int tokens = model.sequence / std::max(1, model.context_parallel);
+    if (model.sequence > 0 && tokens % w != 0)
       return fmt::format("sequence parallelism splits each sequence over the tensor-parallel group: tp {} does not divide "
-                         "the {} tokens of {}'s sequences",
-                         w, model.sequence, model.name);
+                         "the {} tokens of {}'s sequences{}",
+                         w, tokens, model.name, model.context_parallel > 1 ? " on a GPU (its part under context parallelism)" : "");
   }
   for (const Layer& l : model.layers)
     if (l.stashed_bytes > 0 && l.sequence_parallel_stashed_bytes <= 0)
@@ -747,9 +752,9 @@ class PlanCompiler {
   CompiledPlan compile() && {
     add_compute();
     add_stashes();
-    if (plan_.cp > 1) add_context_exchanges();
     add_tensor_parallel_collectives();
     if (spreads_experts_) add_expert_all_to_alls();
+    if (plan_.cp > 1) add_context_exchanges();
     link_layers_and_stages();
     add_gradient_reductions();
     add_optimizer_steps();
@@ -937,13 +942,14 @@ class PlanCompiler {
   }
 
   // Context parallelism: each attention layer's key-value ring among the cp replicas of a context
-  // group (same stage and tensor rank), beside the layer's compute: in the forward an all-gather
-  // of the ranks' blocks by ring, from when the layer before it has computed (the layer's own
-  // projections make its keys and values; the ring overlaps the layer, where Megatron overlaps it
-  // with the attention's blocks alone: a bound of the overlap), joined with the layer's compute
-  // before what follows it; in the backward the same with the keys' and values' gradients too
+  // group (same stage and tensor rank), beside the layer: in the forward an all-gather of the
+  // ranks' blocks by ring, from when the layer before it is done (its compute and collectives; the
+  // layer's own projections make its keys and values), joined with the layer's compute and
+  // collectives before what follows it (Megatron overlaps it with the attention's blocks alone:
+  // a bound of the overlap); in the backward the same with the keys' and values' gradients too
   // (twice the bytes), from the next layer's backward. A stage's edge layers start their ring after
-  // their own compute (nothing before them on the stage to start from).
+  // their own compute (nothing before them on the stage to start from). Runs after the
+  // tensor-parallel and expert passes, whose ends it joins.
   void add_context_exchanges() {
     const int cp = plan_.cp;
     for (int j = 0; j < dp_ / cp; ++j)
@@ -964,16 +970,16 @@ class PlanCompiler {
                 std::vector<OpId> from(cp);
                 for (int c = 0; c < cp; ++c) {
                   const int before = forward ? k - 1 : k + 1;  // the layer the pass ran just before
-                  const bool inside = before >= 0 && before < count;
-                  const LayerOps& cell = grid_(j * cp + c, p, t, i, inside ? before : k);
-                  from[c] = forward ? cell.forward : cell.backward;
+                  const LayerOps& cell = grid_(j * cp + c, p, t, i, before >= 0 && before < count ? before : k);
+                  from[c] = before >= 0 && before < count ? (forward ? cell.forward_done : cell.backward_done)
+                                                          : (forward ? cell.forward : cell.backward);
                 }
                 const std::vector<OpId> ring =
                     add_collective(s, cluster_, fmt::format("cp{}.{}", collectives_++, forward ? "kv" : "kv-grad"), from);
                 for (int c = 0; c < cp; ++c) {
                   LayerOps& cell = grid_(j * cp + c, p, t, i, k);
-                  (forward ? cell.forward_done : cell.backward_done) =
-                      join(forward ? cell.forward : cell.backward, ring[c], "cp", j * cp + c, p, t, i, first + k, forward);
+                  OpId& done = forward ? cell.forward_done : cell.backward_done;  // its tensor-parallel and expert collectives'
+                  done = join(done, ring[c], "cp", j * cp + c, p, t, i, first + k, forward);
                 }
               }
             }
