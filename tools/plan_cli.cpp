@@ -260,8 +260,7 @@ PlanReport plan_report(const PlanArgs& a, const ParallelPlan& plan, const LayerM
     const models::GpuSpec gpu = models::kernel_model_gpu(a.gpu, "command line");
     // An fp8 run's MFU is of the 16-bit peak, as Megatron-LM and NeMo report it (fp8 GEMMs with
     // the rest in bf16): comparable with a bf16 run's.
-    const models::Precision p = zoo.precision.value_or(gpu.default_precision());
-    r.peak = gpu.dense(p == models::Precision::Fp8 ? gpu.default_precision() : p);
+    r.peak = gpu.dense(gpu.outside_fp8(zoo.precision.value_or(gpu.default_precision())));
   }
   r.bubble = static_cast<double>(plan.pp - 1) / (plan.virtual_stages * plan.micro_batches);
   for (std::size_t i = 0; i < layout.memory.size(); ++i) {

@@ -53,6 +53,9 @@ struct GpuSpec {
   // The precision a command takes when none is given: bf16 where the chip has it (A100 and
   // later), else fp16 on tensor cores (V100), else fp32.
   Precision default_precision() const;
+  // What an fp8 run keeps outside its fp8 matrix products (attention, the output layer, the peak
+  // MFU is reported against): the 16-bit default; any other precision is itself.
+  Precision outside_fp8(Precision p) const { return p == Precision::Fp8 ? default_precision() : p; }
 };
 
 // K80 (one GK210 die), V100 (SXM2 32 GB), RTX 3070, RTX 4080 Super, A100 (SXM4 80 GB; a100-40gb), H100 (SXM5

@@ -65,11 +65,11 @@ KernelCost fused_attention(const GpuSpec& gpu, Precision p, double batch_heads, 
   const double forward = 4 * batch_heads * sequence * sequence * head_dim * (causal ? 0.5 : 1.0);
   c.flops = backward ? 2.5 * forward : forward;
   // Q, K, V and the output (and in the backward their gradients) cross memory once.
-  c.bytes = (backward ? 8 : 4) * batch_heads * sequence * head_dim * precision_bytes(p == Precision::Fp8 ? Precision::Bf16 : p);
+  c.bytes = (backward ? 8 : 4) * batch_heads * sequence * head_dim * precision_bytes(gpu.outside_fp8(p));
   c.kernels = 1;
   const double efficiency = backward ? gpu.attention_backward_efficiency : gpu.attention_forward_efficiency;
   // fp8 attention is not modelled: it runs at the 16-bit peak.
-  const double peak = gpu.dense(p == Precision::Fp8 || p == Precision::Fp32 ? gpu.default_precision() : p);
+  const double peak = gpu.dense(p == Precision::Fp32 ? gpu.default_precision() : gpu.outside_fp8(p));
   c.seconds = std::max(c.flops / (peak * efficiency), c.bytes / (gpu.memory_bandwidth * gpu.memory_efficiency)) + gpu.kernel_gap_s;
   return c;
 }

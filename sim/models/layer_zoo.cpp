@@ -199,7 +199,7 @@ LayerKernels transformer_layer_kernels(const TransformerShape& sh, const KernelC
     // Scores (QK^T), scale-mask-softmax, dropout (a byte of mask), their product with V: 16-bit
     // products even in fp8 runs (Transformer Engine keeps attention in bf16).
     LayerKernels core;
-    const Precision p = c.p == Precision::Fp8 ? c.gpu.default_precision() : c.p;
+    const Precision p = c.gpu.outside_fp8(c.p);
     core.forward += gemm(c.gpu, p, s, s, d, b * heads);
     core.backward += gemm_backward(c.gpu, p, s, s, d, b * heads);
     const double scores = b * heads * s * s;
@@ -237,7 +237,7 @@ LayerKernels head_kernels(const TransformerShape& sh, const KernelContext& c, in
   const double h = sh.hidden, v = static_cast<double>(sh.vocab) / t;
   add_elementwise(c, k, c.norm_tokens * h, 2 * c.act, 3 * c.act);
   KernelContext sixteen_bit = c;
-  if (c.p == Precision::Fp8) sixteen_bit.p = c.gpu.default_precision();
+  sixteen_bit.p = c.gpu.outside_fp8(c.p);
   add_gemm(sixteen_bit, k, c.tokens, v, h);
   add_elementwise(c, k, c.tokens * v, 14, 10);
   return k;
@@ -330,12 +330,13 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
   const double s = whole / cp;  // the tokens of each sequence on a GPU (context parallelism: its part)
   const double activation = kBytesPerWeight * b * s * h;  // one layer's output
   const std::string precision_name(enum_name<Precision>(kPrecisionNames, precision));
+  // `mfu` is of the peak MFU is reported against: an fp8 run's 16-bit peak (plan's report).
+  const double mfu_peak = gpu.dense(gpu.outside_fp8(precision));
   LayerWorkload w;
   w.name = sh.name;
   w.source = fmt::format("{}: {}, micro-batch {}, {} tokens, {} {}, {}, recompute {}{}", sh.name == sh.description ? "model" : "model zoo",
                          sh.description, o.micro_batch, whole, gpu.model, precision_name,
-                         o.mfu > 0 ? fmt::format("every FLOP at {:g}% of {:g} TFLOP/s (--mfu)", 100 * o.mfu,
-                                                          gpu.dense(precision == Precision::Fp8 ? gpu.default_precision() : precision) / 1e12)
+                         o.mfu > 0 ? fmt::format("every FLOP at {:g}% of {:g} TFLOP/s (--mfu)", 100 * o.mfu, mfu_peak / 1e12)
                                    : fmt::format("kernel model{}", o.fused_attention ? ", fused attention" : ""),
                          enum_name<Recompute>(kRecomputeNames, o.recompute),
                          fmt::format("{}{}", o.sequence_parallel ? ", sequence-parallel" : "", cp > 1 ? fmt::format(", context-parallel {}", cp) : ""));
@@ -355,8 +356,6 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
     m.model_flops = b * model_flops_per_sequence(sh, static_cast<int>(whole)) / cp;  // this GPU's part
     const KernelContext ctx{gpu, precision, 2.0, b * s, o.sequence_parallel && t > 1 ? b * s / t : b * s};
     // A layer's times: the kernel model's, or (mfu) its FLOPs at that fraction of the peak.
-    // `mfu` is of the peak MFU is reported against: an fp8 run's 16-bit peak (plan's report).
-    const double mfu_peak = gpu.dense(precision == Precision::Fp8 ? gpu.default_precision() : precision);
     auto time_of = [&](const LayerKernels& k, double forward_flops, Layer& layer, bool recomputed) {
       if (o.mfu > 0) {
         layer.forward_s = forward_flops / t / (mfu_peak * o.mfu);

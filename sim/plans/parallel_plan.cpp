@@ -920,8 +920,7 @@ class PlanCompiler {
     OpId LayerOps::*const done = forward ? &LayerOps::forward_done : &LayerOps::backward_done;
     std::vector<OpId> compute(tp), from(tp);
     for (int t = 0; t < tp; ++t) {
-      const LayerOps& cell = grid_(d, p, t, i, k);  // *_done: a context exchange's join, if any
-      compute[t] = cell.*done >= 0 ? cell.*done : cell.*op;
+      compute[t] = grid_(d, p, t, i, k).*op;  // the first pass to set *_done (experts and context rings come after)
       from[t] = beside ? grid_(d, p, t, i, before).*done : compute[t];
     }
     std::vector<OpId> ended = tp_allreduce(d, p, from, bytes, !forward);
