@@ -26,12 +26,8 @@ struct Lower {
 }  // namespace
 
 FlowEngine::FlowEngine(const Graph& graph, const Cluster& cluster)
-    : graph_(graph), cluster_(cluster), rank_(computation_rank(graph)) {
+    : graph_(graph), cluster_(cluster) {
   const auto n = static_cast<std::int32_t>(graph.num_operators());
-  // The evaluator's priorities: the same order, from the same function.
-  by_priority_ = rank_priority_order(graph, rank_);
-  priority_.resize(n);
-  for (std::int32_t k = 0; k < n; ++k) priority_[by_priority_[k]] = k;
   communication_ = communication_steps(graph);
 
   const auto num_links = cluster.links().size();
@@ -44,15 +40,22 @@ FlowEngine::FlowEngine(const Graph& graph, const Cluster& cluster)
 
   const int d = cluster.num_devices();
   pending_inputs_.resize(n);
-  start_.resize(n);
-  finish_.resize(n);
-  ready_time_.resize(n);
   device_busy_.resize(d);
   device_touched_.resize(d);
   touched_.reserve(d);
   cursor_.resize(d);
   flow_of_edge_.resize(graph.num_tensors());
-  events_.reserve(n + 1);
+  // events_ grows as it needs: it holds what is running or waiting out a latency, far fewer than
+  // the operators (reserving one per operator took 16 bytes each at 6,144 GPUs' 31 M).
+}
+
+// The evaluator's priorities (the same order, from the same function), computed on the first run
+// that dispatches by them: FCFS and fixed orders never read them.
+void FlowEngine::ensure_priorities() {
+  if (!by_priority_.empty() || graph_.num_operators() == 0) return;
+  by_priority_ = rank_priority_order(graph_, computation_rank(graph_));
+  priority_.resize(by_priority_.size());
+  for (std::int32_t k = 0; k < static_cast<std::int32_t>(by_priority_.size()); ++k) priority_[by_priority_[k]] = k;
 }
 
 double FlowEngine::latency(std::span<const DeviceId> placement) {
@@ -111,6 +114,10 @@ void FlowEngine::prepare_flows(std::span<const DeviceId> placement) {
   unreachable_ = false;
   std::int32_t num_subs = 0;
   const auto tensors = graph_.tensors();
+  // Sized once rather than grown by doubling: at thousands of GPUs the flows are tens of millions.
+  std::size_t crossing = 0;
+  for (const Tensor& t : tensors) crossing += placement[t.src] != placement[t.dst] && t.bytes > 0;
+  flows_.reserve(crossing);
   for (EdgeId e = 0; e < static_cast<EdgeId>(tensors.size()); ++e) {
     const Tensor& t = tensors[e];
     const DeviceId a = placement[t.src], b = placement[t.dst];
@@ -384,8 +391,10 @@ void FlowEngine::reset_run(std::span<const DeviceId> placement, const std::vecto
   } else {
     std::fill(cursor_.begin(), cursor_.end(), 0);
   }
-  std::fill(start_.begin(), start_.end(), kInf);
-  std::fill(finish_.begin(), finish_.end(), kInf);
+  // assign, not fill: a schedule written last run took these vectors with it.
+  start_.assign(graph_.num_operators(), kInf);
+  finish_.assign(graph_.num_operators(), kInf);
+  if constexpr (M == GpuQueue::Rank) ensure_priorities();
   if (out) {
     out->device_order.assign(num_devices, {});
     out->busy.assign(num_devices, 0.0);
@@ -394,7 +403,6 @@ void FlowEngine::reset_run(std::span<const DeviceId> placement, const std::vecto
 
 template <GpuQueue M>
 void FlowEngine::make_ready(OpId op, double now) {
-  ready_time_[op] = now;
   if (!communication_.empty() && communication_[op]) {
     // A communication step completes now, without its GPU.
     start_[op] = now;
@@ -505,11 +513,12 @@ void FlowEngine::happen(double now) {
 }
 
 template <GpuQueue M>
-void FlowEngine::write_schedule(Schedule& out) const {
+void FlowEngine::write_schedule(Schedule& out) {
   const auto n = static_cast<OpId>(graph_.num_operators());
   out.latency = makespan_;
-  out.start = start_;
-  out.finish = finish_;
+  // Moved, not copied: at thousands of GPUs a copy is 16 bytes per operator held twice.
+  out.start = std::move(start_);
+  out.finish = std::move(finish_);
   if constexpr (M == GpuQueue::Rank) {
     for (OpId i = 0; i < n; ++i) out.busy[placement_[i]] += cluster_.compute_time(placement_[i], graph_.op(i).compute_s);
   } else {

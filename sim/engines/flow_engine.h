@@ -90,7 +90,8 @@ class FlowEngine {
   template <GpuQueue M>
   void happen(double now);
   template <GpuQueue M>
-  void write_schedule(Schedule& out) const;
+  void write_schedule(Schedule& out);  // takes start_ and finish_
+  void ensure_priorities();
   void prepare_flows(std::span<const DeviceId> placement);
   struct RoutePaths {
     std::int32_t first_path, num_paths;  // in paths_
@@ -111,7 +112,6 @@ class FlowEngine {
 
   const Graph& graph_;
   const Cluster& cluster_;
-  std::vector<double> rank_;
   std::vector<std::int32_t> priority_;  // as the evaluator: position in decreasing-rank order
   std::vector<OpId> by_priority_;
   std::vector<double> link_bandwidth_;
@@ -179,7 +179,7 @@ class FlowEngine {
   bool unreachable_ = false;
 
   std::vector<std::int32_t> pending_inputs_;
-  std::vector<double> start_, finish_, ready_time_;
+  std::vector<double> start_, finish_;
   std::vector<std::uint8_t> device_busy_, device_touched_;
   std::vector<std::int32_t> touched_;
   std::vector<std::size_t> cursor_;  // Fixed: per GPU, next position in its order
