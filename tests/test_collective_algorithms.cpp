@@ -53,10 +53,12 @@ CollectiveSpec spec_of(const Case& c, int n, int chunks) {
 
 class EveryAlgorithm : public testing::TestWithParam<Case> {};
 
-// NVLS runs in one server whose switches reduce; every other algorithm on one-GPU servers.
+// NVLS runs in one server whose switches reduce; NVLS-tree and every other algorithm on one-GPU
+// servers (NVLS-tree's on switches that reduce: a double binary tree there).
 Cluster cluster_for(const Case& which) {
   Cluster c = testutil::one_gpu_servers(8, kB, kNicAlpha);
-  if (collective_algorithm(which.algorithm).nvls) {
+  c.nvlink_sharp = collective_algorithm(which.algorithm).across_servers;
+  if (collective_algorithm(which.algorithm).nvls && !collective_algorithm(which.algorithm).across_servers) {
     c = Cluster{};
     for (int g = 0; g < 8; ++g) c.add_device({fmt::format("gpu{}", g), 0, 1e9});
     std::vector<int> up, down;

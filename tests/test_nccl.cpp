@@ -263,3 +263,82 @@ TEST(Nccl, PointToPointSendsPayNcclsCosts) {
 
 }  // namespace
 }  // namespace placesim
+
+namespace placesim {
+namespace {
+
+Cluster h100_servers(int servers) {
+  return cluster_from_yaml(YAML::Load(fmt::format("{{preset: dgx-h100, servers: {}}}", servers)), "h100.yaml");
+}
+
+CollectiveSpec nvls_tree_spec(int gpus, double bytes) {
+  CollectiveSpec s;
+  s.op = CollectiveOp::AllReduce;
+  s.algorithm = CollectiveAlgorithm::NvlsTree;
+  for (int g = 0; g < gpus; ++g) s.group.push_back(g);
+  s.bytes = bytes;
+  return s;
+}
+
+// NVLS-tree on 2 DGX H100 (m = 8 GPUs each), by hand: inside a server each GPU sends what the
+// switch moves, S (1 + 1/8) (the star's 2 S 7/8 at 9/14); across, each GPU's NIC carries its
+// slice's two trees on 2 servers: the slice S/8, half up and half down in each direction. Bytes
+// on the wire are those over each hop kind's data share (NVLS's inside, Simple's across).
+TEST(Nccl, NvlsTreeMovesTheSwitchsBytesInsideAndASlicePerNicAcross) {
+  const Cluster c = h100_servers(2);
+  const NcclCosts& k = *c.nccl;
+  const double S = 256 << 20;
+  const CollectiveSpec s = nvls_tree_spec(16, S);
+  ASSERT_EQ(collective_problem(s, c), "");
+  EXPECT_EQ(collective_choice_text(nccl_resolved(s, c), c), "nvls-tree x8");
+  const ExecutionGraph g = collective_graph(s, c);
+  std::vector<double> inside(16, 0), across(16, 0), into(16, 0);
+  for (const Tensor& t : g.graph.tensors()) {
+    const DeviceId a = g.placement[t.src], b = g.placement[t.dst];
+    if (a == b || !(t.bytes > 0)) continue;
+    if (c.device(a).server == c.device(b).server) {
+      inside[a] += t.bytes * k.link_efficiency[0] * k.nvls_fraction;
+      into[b] += t.bytes * k.link_efficiency[0] * k.nvls_fraction;
+    } else {
+      across[a] += t.bytes * k.link_efficiency[1];
+    }
+  }
+  for (int gpu = 0; gpu < 16; ++gpu) {
+    EXPECT_NEAR(inside[gpu], S * 9 / 8, 1e-9 * S) << gpu;
+    EXPECT_NEAR(into[gpu], S * 9 / 8, 1e-9 * S) << gpu;
+    EXPECT_NEAR(across[gpu], S / 8, 1e-9 * S) << gpu;
+  }
+  // The engines run what the closed form prices (the pipelined trees' lockstep bound, within 3%).
+  const double closed = collective_closed_form(s, c);
+  const double flow = *run_engines(g, c, EngineSet::of({kFlow}), RunOrder::Fcfs).latency(kFlow);
+  EXPECT_NEAR(flow, closed, 0.03 * closed);
+  // On 2 servers it passes the network's bound: more bus bandwidth than the NICs' line rate, as
+  // nccl-tests show on NVLink-SHARP servers (NVIDIA/nccl-tests#153), where a ring stays below it.
+  const double nics = 8 * 50e9;
+  EXPECT_GT(bus_bandwidth_factor(s.op, 16) * S / closed, nics);
+  CollectiveSpec ring = s;
+  ring.algorithm = CollectiveAlgorithm::Ring;
+  EXPECT_LT(bus_bandwidth_factor(s.op, 16) * S / collective_closed_form(ring, c), nics);
+}
+
+// Auto takes NVLS-tree where it is the fastest: large all-reduces across NVLink-SHARP servers, not
+// small ones (its NVLS base latency); NVLS-tree needs two servers, the same GPUs in each and
+// switches that reduce.
+TEST(Nccl, NvlsTreeIsAutosForLargeAllReducesAcrossSharpServers) {
+  const Cluster c = h100_servers(2);
+  CollectiveSpec s = nvls_tree_spec(16, 1 << 30);
+  s.tuned = true;
+  EXPECT_EQ(nccl_tuned(s, c).algorithm, CollectiveAlgorithm::NvlsTree);
+  s.bytes = 1 << 20;
+  EXPECT_NE(nccl_tuned(s, c).algorithm, CollectiveAlgorithm::NvlsTree);
+  EXPECT_NE(collective_problem(nvls_tree_spec(8, 1 << 20), c), "");    // one server: NVLS's
+  EXPECT_NE(collective_problem(nvls_tree_spec(12, 1 << 20), c), "");   // 8 and 4 GPUs
+  EXPECT_NE(collective_problem(nvls_tree_spec(16, 1 << 20), a100_rails_for_channels(2)), "");  // no NVLink SHARP
+  CollectiveSpec pinned = nvls_tree_spec(16, 1 << 20);
+  pinned.pin_channels = true;
+  pinned.channels = 4;
+  EXPECT_NE(collective_problem(pinned, c), "");  // one slice per GPU of a server
+}
+
+}  // namespace
+}  // namespace placesim

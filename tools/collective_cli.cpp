@@ -89,9 +89,9 @@ constexpr const char* kModelled =
     "gives each alone), and on a cluster with `collectives: nccl` (the presets) NCCL 2.18's costs: a base latency per "
     "protocol (NVLS its own), a per-hop latency per protocol and hop kind (NVLink, network), the share of a link each "
     "protocol reaches, one ring or tree per channel (channel c enters each server at local rank c: one per NIC), NVLS "
-    "on NVLink-SHARP servers, and `auto` choosing algorithm, protocol and channels per size by the closed form. Not "
+    "on NVLink-SHARP servers and NVLS-tree across them (the switch's reduction as a star of its bytes), and `auto` choosing algorithm, protocol and channels per size by the closed form. Not "
     "modelled: per-channel SM bandwidth caps, in-flight slots for rings (trees hide a chunk's latency once their "
-    "pipeline is full; a ring step's is not hidden), PCIe between GPU and NIC, CollNet, NVLS-tree, reductions' compute. The closed form is "
+    "pipeline is full; a ring step's is not hidden), PCIe between GPU and NIC, CollNet, reductions' compute. The closed form is "
     "contention-free under the ideal model (each pair alone) and prices each step's busiest link under NCCL's. "
     "docs/collectives.md has the details.";
 

@@ -29,7 +29,8 @@ struct CollectiveAlgorithmInfo : RegistryEntry {
   bool levels = false;            // runs over the fabric's levels (collective_levels)
   // Its phases for a spec collective_problem accepts.
   CollectiveShape (*shape)(const CollectiveSpec& spec, const ShapeContext& context) = nullptr;
-  bool nvls = false;              // needs NVLink SHARP and the group in one server
+  bool nvls = false;              // needs NVLink SHARP; the group in one server unless across_servers
+  bool across_servers = false;    // nvls: reduces in each server's switch, then across servers (NVLS-tree)
 };
 
 // Every algorithm, in registration order: the built-ins first, in the order of
@@ -42,6 +43,12 @@ std::string collective_algorithms_of(CollectiveOp op);
 
 // The phases of a spec that collective_problem accepts.
 CollectiveShape collective_shape(const CollectiveSpec& spec, const Cluster& cluster);
+
+// Bytes of a message of a tree phase from GPU a to GPU b per byte of its share: the phase's
+// in_server_scale between two GPUs of one server, else 1.
+inline double in_server_scale(const TreePhase& tree, const Cluster& cluster, DeviceId a, DeviceId b) {
+  return cluster.device(a).server == cluster.device(b).server ? tree.in_server_scale : 1.0;
+}
 
 // Ranks first, first + 1, ... (mod n): a ring's or a tree's order.
 std::vector<int> ranks_in_order(int n, int first = 0);

@@ -48,12 +48,14 @@ double phase_time(const CollectivePhase& phase, double bytes, int chunks, PairPr
 PairPrice link_load_price(const CollectivePhase& phase, const CollectiveSpec& spec, const Cluster& cluster) {
   PairPrice price;
   std::vector<double> load(cluster.links().size(), 0.0);
+  const auto* tree = std::get_if<TreePhase>(&phase.shape);
   for_each_pair(phase, [&](int from, int to) {
     const DeviceId a = spec.group[static_cast<std::size_t>(from)], b = spec.group[static_cast<std::size_t>(to)];
     const MessageCost cost = nccl_message_cost(spec, cluster, a, b);
+    const double wire = cost.wire_factor * (tree ? in_server_scale(*tree, cluster, a, b) : 1.0);
     price.alpha = std::max(price.alpha, cluster.latency(a, b) + cost.overhead_s);
     for (const RoutePath& path : cluster.paths(a, b))
-      for (int l : path.links) load[static_cast<std::size_t>(l)] += path.share * cost.wire_factor;
+      for (int l : path.links) load[static_cast<std::size_t>(l)] += path.share * wire;
   });
   for (std::size_t l = 0; l < load.size(); ++l)
     if (load[l] > 0) price.inv_b = std::max(price.inv_b, load[l] / cluster.link(static_cast<int>(l)).bandwidth);
@@ -87,15 +89,17 @@ class PricedCollective {
           for (const auto& [from, to] : tree_fill_path(*tree)) {
             const DeviceId a = spec.group[static_cast<std::size_t>(from)], b = spec.group[static_cast<std::size_t>(to)];
             const MessageCost cost = nccl_message_cost(spec, cluster, a, b);
-            fills_[i].hops.push_back({cluster.latency(a, b) + cost.overhead_s, cost.wire_factor / cluster.bandwidth(a, b)});
+            const double wire = cost.wire_factor * in_server_scale(*tree, cluster, a, b);
+            fills_[i].hops.push_back({cluster.latency(a, b) + cost.overhead_s, wire / cluster.bandwidth(a, b)});
           }
         continue;
       }
       PairPrice& price = prices_.emplace_back();
+      const auto* tree = std::get_if<TreePhase>(&phase.shape);
       for_each_pair(phase, [&](int from, int to) {
         const DeviceId a = spec.group[static_cast<std::size_t>(from)], b = spec.group[static_cast<std::size_t>(to)];
         price.alpha = std::max(price.alpha, cluster.latency(a, b));
-        price.inv_b = std::max(price.inv_b, 1.0 / cluster.bandwidth(a, b));
+        price.inv_b = std::max(price.inv_b, (tree ? in_server_scale(*tree, cluster, a, b) : 1.0) / cluster.bandwidth(a, b));
       });
     }
   }

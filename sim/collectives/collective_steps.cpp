@@ -38,12 +38,14 @@ std::vector<CollectiveStep> collective_steps(const CollectiveSpec& tuned, const 
         for (const auto& [from, to] : tree_fill_path(*tree)) {
           const DeviceId a = spec.group[static_cast<std::size_t>(from)], b = spec.group[static_cast<std::size_t>(to)];
           const MessageCost cost = nccl_message_cost(spec, cluster, a, b);
-          steps.push_back({fmt::format("{}.fill{}", phase.name, ++hop), {{a, b, piece / c * cost.wire_factor, cost.overhead_s}}, 1});
+          const double bytes = piece / c * cost.wire_factor * in_server_scale(*tree, cluster, a, b);
+          steps.push_back({fmt::format("{}.fill{}", phase.name, ++hop), {{a, b, bytes, cost.overhead_s}}, 1});
         }
         step.repeats = c - 1;
         for_each_pair(phase, [&](int from, int to) {
           const DeviceId a = spec.group[static_cast<std::size_t>(from)], b = spec.group[static_cast<std::size_t>(to)];
-          step.messages.push_back({a, b, piece / c * nccl_message_cost(spec, cluster, a, b).wire_factor, 0.0});
+          const double wire = nccl_message_cost(spec, cluster, a, b).wire_factor * in_server_scale(*tree, cluster, a, b);
+          step.messages.push_back({a, b, piece / c * wire, 0.0});
         });
         if (step.repeats > 0) steps.push_back(std::move(step));
         continue;
@@ -53,10 +55,12 @@ std::vector<CollectiveStep> collective_steps(const CollectiveSpec& tuned, const 
     } else {
       piece /= std::get<ExchangePhase>(phase.shape).divisor;
     }
+    const auto* tree = std::get_if<TreePhase>(&phase.shape);
     for_each_pair(phase, [&](int from, int to) {
       const DeviceId a = spec.group[static_cast<std::size_t>(from)], b = spec.group[static_cast<std::size_t>(to)];
       const MessageCost cost = nccl_message_cost(spec, cluster, a, b);
-      step.messages.push_back({a, b, piece / c * cost.wire_factor, cost.overhead_s});
+      const double scale = tree ? in_server_scale(*tree, cluster, a, b) : 1.0;
+      step.messages.push_back({a, b, piece / c * cost.wire_factor * scale, cost.overhead_s});
     });
     if (!step.messages.empty() && step.repeats > 0) steps.push_back(std::move(step));
   }

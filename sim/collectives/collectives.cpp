@@ -50,9 +50,20 @@ std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluste
   const CollectiveAlgorithmInfo& algorithm = collective_algorithm(spec.algorithm);
   if (algorithm.power_of_two && !std::has_single_bit(n))
     return fmt::format("{} needs a power-of-two group, this one has {} GPUs (ring or direct take any)", alg, n);
-  if (algorithm.nvls) {
-    if (!cluster.nvlink_sharp)
-      return fmt::format("{} needs NVSwitches that reduce (nvlink_sharp: true, as the dgx-h100 preset has)", alg);
+  if (algorithm.nvls && !cluster.nvlink_sharp)
+    return fmt::format("{} needs NVSwitches that reduce (nvlink_sharp: true, as the dgx-h100 preset has)", alg);
+  if (algorithm.nvls && algorithm.across_servers) {
+    const std::vector<std::vector<int>> servers = ranks_by_server(spec, cluster);
+    if (servers.size() < 2)
+      return fmt::format("{} runs across servers (NCCL runs it on two or more); this group is in one server: use nvls", alg);
+    for (const auto& s : servers)
+      if (s.size() != servers.front().size())
+        return fmt::format("{} needs the same number of the group's GPUs in every server; they hold {} and {}", alg,
+                           servers.front().size(), s.size());
+    if (spec.pin_channels && spec.channels != static_cast<int>(servers.front().size()))
+      return fmt::format("{} runs one slice per GPU of a server: {} channels here, not {}", alg, servers.front().size(),
+                         spec.channels);
+  } else if (algorithm.nvls) {
     for (DeviceId d : spec.group)
       if (cluster.device(d).server != cluster.device(spec.group.front()).server)
         return fmt::format("{} runs inside one server; {} and {} are in servers {} and {}", alg,

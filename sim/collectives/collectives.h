@@ -64,7 +64,7 @@ inline constexpr EnumName<CollectiveOp> kCollectiveOpNames[] = {
 // algorithm's position in the registry (sim/collectives/algorithms/registry.cpp): an algorithm
 // registered after these has no enumerator, and users name every algorithm by its registered name
 // (collective_algorithm_names).
-enum class CollectiveAlgorithm : int { Ring, Tree, HalvingDoubling, Direct, Hierarchical, MultiLevel, Pairwise, Nvls };
+enum class CollectiveAlgorithm : int { Ring, Tree, HalvingDoubling, Direct, Hierarchical, MultiLevel, Pairwise, Nvls, NvlsTree };
 // Every registered algorithm's value and name, for options and messages.
 std::span<const EnumName<CollectiveAlgorithm>> collective_algorithm_names();
 // The registered algorithms that run `op`: what an option choosing the algorithm of an all-reduce

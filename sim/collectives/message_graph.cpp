@@ -27,6 +27,10 @@ class Builder {
   // Chunks of a tree phase whose trees each carry `share` bytes (tree_chunks).
   int tree_chunks_of(double share) const { return tree_chunks(spec_, cluster_, share); }
   bool condensed() const { return spec_.detail == CollectiveDetail::Condensed; }
+  // Bytes of a tree message from rank src to rank dst per byte of share (TreePhase::in_server_scale).
+  double tree_scale(const TreePhase& phase, int src, int dst) const {
+    return in_server_scale(phase, cluster_, spec_.group[src], spec_.group[dst]);
+  }
   // Connections of different channels are independent (NCCL's channels: the double binary
   // tree's two trees may join the same two GPUs, each with its own connection).
   void set_channel(int channel) { channel_ = channel; }
@@ -214,7 +218,7 @@ void append_trees(Builder& b, const TreePhase& phase, double bytes, std::vector<
         const int p = tree_parent(phase, t, i);
         for (int k = 0; k < c; ++k) {
           const OpId arrival = b.node(order[p], fmt::format("t{}.up.from{}.k{}", t, order[i], k));
-          b.send(order[i], reduced[i][k], order[p], arrival, share / c, 1, k > 0);
+          b.send(order[i], reduced[i][k], order[p], arrival, share / c * b.tree_scale(phase, order[i], order[p]), 1, k > 0);
           b.depend(arrival, reduced[p][k]);
         }
       }
@@ -228,9 +232,11 @@ void append_trees(Builder& b, const TreePhase& phase, double bytes, std::vector<
           got[i][k] = b.node(order[i], fmt::format("t{}.down.k{}", t, k));
           b.depend(have[i][k], got[i][k]);
         }
-      for (int i = 1; i < n; ++i)
-        for (int k = 0; k < c; ++k)
-          b.send(order[tree_parent(phase, t, i)], got[tree_parent(phase, t, i)][k], order[i], got[i][k], share / c, 1, k > 0);
+      for (int i = 1; i < n; ++i) {
+        const int p = tree_parent(phase, t, i);
+        const double bytes_per_chunk = share / c * b.tree_scale(phase, order[p], order[i]);
+        for (int k = 0; k < c; ++k) b.send(order[p], got[p][k], order[i], got[i][k], bytes_per_chunk, 1, k > 0);
+      }
       have = got;
     }
     for (int i = 0; i < n; ++i)

@@ -18,7 +18,9 @@ MessageCost nccl_message_cost(const CollectiveSpec& spec, const Cluster& cluster
   const auto k = static_cast<std::size_t>(kind);
   const bool nvls = collective_algorithm(spec.algorithm).nvls;
   const auto p = static_cast<std::size_t>(nvls ? NcclProtocol::Simple : spec.protocol);
-  const double fraction = costs.link_efficiency[k] * (nvls ? costs.nvls_fraction : costs.protocol_fraction[p]);
+  // NVLS's share is of what the switch moves; NVLS-tree's network hops are Simple's.
+  const bool through_switch = nvls && kind == HopKind::NvLink;
+  const double fraction = costs.link_efficiency[k] * (through_switch ? costs.nvls_fraction : costs.protocol_fraction[p]);
   return {1.0 / fraction, costs.hop_s[k][p]};
 }
 
@@ -58,7 +60,9 @@ namespace {
 // bandwidth is the channels' times 0.9, and its algorithm bandwidth half of that, where a ring's
 // is n / (2 (n - 1)) of it). On two servers a double binary tree moves half a ring's bytes across
 // the network, which NCCL's tree does not turn into twice the bandwidth (its per-channel reduce
-// and copy bound it), so NCCL runs rings there.
+// and copy bound it), so NCCL runs rings there. NVLS-tree is priced by its closed form alone: the
+// switch reduces inside the server, so on few servers it goes beyond the network's bound, as
+// NCCL's maintainers describe it and nccl-tests show (NVIDIA/nccl-tests#153, #196).
 double tuning_time(const CollectiveSpec& candidate, const Cluster& cluster) {
   const double t = collective_closed_form(candidate, cluster);
   if (!cluster.nccl || candidate.algorithm != CollectiveAlgorithm::Tree || candidate.op != CollectiveOp::AllReduce) return t;
@@ -83,9 +87,10 @@ CollectiveSpec nccl_tuned(const CollectiveSpec& spec, const Cluster& cluster) {
   std::vector<NcclProtocol> protocols{NcclProtocol::Simple};
   if (cluster.nccl) protocols = {NcclProtocol::LL, NcclProtocol::LL128, NcclProtocol::Simple};
   if (spec.pin_protocol) protocols = {spec.protocol};
-  // NCCL's algorithms: ring, tree and NVLS for reductions and gathers; all-to-all point to point.
-  for (const CollectiveAlgorithm algorithm : {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree,
-                                              CollectiveAlgorithm::Nvls, CollectiveAlgorithm::Direct}) {
+  // NCCL's algorithms: ring, tree, NVLS and NVLS-tree for reductions and gathers; all-to-all point
+  // to point.
+  for (const CollectiveAlgorithm algorithm : {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree, CollectiveAlgorithm::Nvls,
+                                              CollectiveAlgorithm::NvlsTree, CollectiveAlgorithm::Direct}) {
     if (!collective_supports(spec.op, algorithm)) continue;
     if (algorithm == CollectiveAlgorithm::Direct && spec.op != CollectiveOp::AllToAll) continue;
     for (const NcclProtocol protocol : protocols) {
@@ -94,7 +99,7 @@ CollectiveSpec nccl_tuned(const CollectiveSpec& spec, const Cluster& cluster) {
       candidate.algorithm = algorithm;
       candidate.protocol = protocol;
       candidate.pin_protocol = candidate.pin_channels = true;
-      candidate.channels = algorithm == CollectiveAlgorithm::Ring || algorithm == CollectiveAlgorithm::Tree ? channels : 1;
+      candidate.channels = algorithm == CollectiveAlgorithm::Nvls || algorithm == CollectiveAlgorithm::Direct ? 1 : channels;
       if (!collective_problem(candidate, cluster).empty()) continue;
       const double t = tuning_time(candidate, cluster);
       if (t < best_time) best_time = t, best = candidate;
@@ -110,7 +115,10 @@ CollectiveSpec nccl_resolved(const CollectiveSpec& spec, const Cluster& cluster)
   if (spec.tuned) return nccl_tuned(spec, cluster);
   if (!cluster.nccl || (spec.pin_protocol && spec.pin_channels)) return spec;
   CollectiveSpec out = spec;
-  if (!spec.pin_channels && (spec.algorithm == CollectiveAlgorithm::Ring || spec.algorithm == CollectiveAlgorithm::Tree) &&
+  // NVLS-tree's slices, one per GPU of a server, are its channels (shown as such).
+  if (!spec.pin_channels &&
+      (spec.algorithm == CollectiveAlgorithm::Ring || spec.algorithm == CollectiveAlgorithm::Tree ||
+       spec.algorithm == CollectiveAlgorithm::NvlsTree) &&
       !(spec.op == CollectiveOp::Broadcast || spec.op == CollectiveOp::Reduce))
     out.channels = nccl_channels(spec, cluster);
   out.pin_channels = true;

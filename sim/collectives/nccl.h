@@ -13,10 +13,11 @@
 //    bytes / fraction, so contention with other traffic is priced on what the wire carries;
 //  - channels: rings and trees run once per channel, each entering a server at a different
 //    local rank, so that across servers channel c uses NIC c (one ring per NIC);
-//  - NVLS (sim/collectives/algorithms/nvls.cpp) on servers with NVLink SHARP.
+//  - NVLS (sim/collectives/algorithms/nvls.cpp) on servers with NVLink SHARP, and NVLS-tree
+//    (sim/collectives/algorithms/nvls_tree.cpp) across them.
 // What is not: per-channel bandwidth caps of the GPU's SMs (a protocol's fraction stands for
 // them), NCCL's slots in flight per connection (a message's latency is not hidden behind the
-// previous one's bytes), PCIe between GPU and NIC, CollNet, NVLS-tree, and the copy engines.
+// previous one's bytes), PCIe between GPU and NIC, CollNet, and the copy engines.
 //
 // `algorithm: auto` (CollectiveSpec::tuned) picks as NCCL's tuning model does: the algorithm,
 // protocol and channel count with the least predicted time, predicted by the closed form of this

@@ -43,6 +43,10 @@ struct TreePhase {
   // position is below its child's): NCCL's trees, chains inside servers under a double binary
   // tree across them. Overrides `chain`.
   std::vector<std::vector<int>> parents = {};
+  // Bytes of a message between two GPUs of one server, per byte of the tree's share: NVLS-tree's
+  // stars stand for the NVSwitch's reduction and multicast, which move fewer bytes than a copy
+  // to each GPU (sim/collectives/algorithms/nvls_tree.cpp). 1 for every other tree.
+  double in_server_scale = 1;
 };
 
 struct ExchangePhase {

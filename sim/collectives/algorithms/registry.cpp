@@ -14,6 +14,7 @@ CollectiveAlgorithmInfo hierarchical_algorithm();
 CollectiveAlgorithmInfo multi_level_algorithm();
 CollectiveAlgorithmInfo pairwise_algorithm();
 CollectiveAlgorithmInfo nvls_algorithm();
+CollectiveAlgorithmInfo nvls_tree_algorithm();
 
 const Registry<CollectiveAlgorithmInfo>& collective_algorithm_registry() {
   static const Registry<CollectiveAlgorithmInfo> registry("collective algorithm", {
@@ -25,6 +26,7 @@ const Registry<CollectiveAlgorithmInfo>& collective_algorithm_registry() {
                                                                                      multi_level_algorithm(),
                                                                                      pairwise_algorithm(),
                                                                                      nvls_algorithm(),
+                                                                                     nvls_tree_algorithm(),
                                                                                  });
   return registry;
 }
