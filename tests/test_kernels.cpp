@@ -8,6 +8,8 @@
 #include "sim/models/gpu.h"
 #include "sim/models/kernels.h"
 #include "sim/models/layer_zoo.h"
+#include "sim/models/onnx_import.h"
+#include "sim/models/zoo.h"
 #include "sim/plans/parallel_plan.h"
 #include "tests/test_util.h"
 
@@ -217,6 +219,16 @@ TEST(Kernels, GpuPresetsHaveOneMeaningEach) {
   EXPECT_DOUBLE_EQ(bf16.peak_flops, 312e12);
   EXPECT_DOUBLE_EQ(find_gpu_preset("a100")->peak_flops, 19.5e12);
   EXPECT_THROW(gpu_from_yaml(YAML::Load("{preset: a100, precision: fp8}"), "g.yaml", "gpu"), InputError);
+  // A zoo graph's and an ONNX import's `precision` key is the same rate, given once.
+  const ModelConfig zoo = model_config_from_yaml(YAML::Load("{model: gpt2, layers: 1, gpu: a100, precision: bf16}"), "s.yaml", "graph");
+  EXPECT_DOUBLE_EQ(zoo.gpu.peak_flops, 312e12);
+  EXPECT_THROW(model_config_from_yaml(YAML::Load("{model: gpt2, gpu: {preset: a100, precision: bf16}, precision: bf16}"), "s.yaml", "graph"),
+               InputError);
+  EXPECT_THROW(model_config_from_yaml(YAML::Load("{model: gpt2, gpu: k80, precision: bf16}"), "s.yaml", "graph"), InputError);
+  const OnnxImportOptions onnx =
+      onnx_import_schema().parse(YamlFields(YAML::Load("{onnx: m.onnx, gpu: h100, precision: fp8}"), "s.yaml", "graph"));
+  EXPECT_DOUBLE_EQ(onnx.gpu.peak_flops, find_gpu_preset("h100")->dense(Precision::Fp8));
+  EXPECT_DOUBLE_EQ(onnx_import_schema().parse(YamlFields(YAML::Load("{onnx: m.onnx, gpu: h100}"), "s.yaml", "graph")).gpu.peak_flops, 67e12);
   for (const auto& name : kernel_model_gpu_names()) {
     const GpuSpec g = *find_gpu_preset(name);
     EXPECT_GT(g.gemm_efficiency, 0) << name;

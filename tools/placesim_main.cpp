@@ -550,7 +550,7 @@ int cmd_simulate(const SimulateArgs& a) {
 }
 
 struct GenerateArgs {
-  std::string model, output, style = "tensorflow", optimizer = "adam", gpu = "rtx3070";
+  std::string model, output, style = "tensorflow", optimizer = "adam", gpu = "rtx3070", precision;
   long batch = 0, seq = 0, layers = 0, heads = 0, hidden = 0, ffn = 0, vocab = 0, image = 0, classes = 0;
   double efficiency = 0;
 };
@@ -569,6 +569,11 @@ int cmd_generate(const GenerateArgs& a) {
     throw InputError("command line", "--gpu", "malformed YAML: " + e.msg);
   }
   c.gpu = models::gpu_from_yaml(gpu, "command line", "--gpu");
+  if (!a.precision.empty()) {
+    if (gpu.IsMap() && gpu["precision"]) throw InputError("command line", "--precision", "given twice: here and in --gpu's precision");
+    models::set_roofline_precision(c.gpu, enum_parse<models::Precision>(models::kPrecisionNames, a.precision, "command line", "--precision"),
+                                   "command line", "--precision");
+  }
   if (a.efficiency > 0) c.gpu.efficiency = a.efficiency;
   models::validate_gpu(c.gpu, "command line", "--gpu");
   c = models::resolve_model_config(c, "command line", "");
@@ -867,6 +872,9 @@ void add_graph_commands(CLI::App& app, Cli& cli) {
   cli.generate->add_option("--optimizer", cli.gen.optimizer, "adam or sgd");
   cli.generate->add_option("--gpu", cli.gen.gpu,
                        "GPU preset (" + models::gpu_preset_names() + ") or a mapping '{flops: 30TFLOP/s, memory_bandwidth: 1TB/s}'");
+  cli.generate->add_option("--precision", cli.gen.precision,
+                           "the roofline's rate: the GPU's dense peak at fp32, tf32, fp16, bf16 or fp8 (default fp32: the zoo's "
+                           "graphs are fp32 training graphs, their tensors fp32 whatever the rate)");
   cli.generate->add_option("--efficiency", cli.gen.efficiency, "achieved fraction of the GPU's peaks (default: the preset's)")
       ->check(number_in({0, 1, /*min_open=*/true, /*max_open=*/false}));
 

@@ -162,6 +162,14 @@ std::string gpu_preset_names() {
   return out;
 }
 
+void set_roofline_precision(GpuSpec& gpu, Precision p, const std::string& file, const std::string& field) {
+  if (!gpu.has(p))
+    throw InputError(file, field,
+                     fmt::format("{} has no {} peak{}", gpu.model.empty() ? gpu.name : gpu.model, enum_name<Precision>(kPrecisionNames, p),
+                                 gpu.name == "custom" ? " (a custom GPU gives flops)" : ""));
+  gpu.peak_flops = gpu.dense(p);
+}
+
 double roofline_seconds(const GpuSpec& gpu, double flops, double bytes_moved) {
   const double compute = flops / (gpu.peak_flops * gpu.efficiency);
   const double memory = bytes_moved / (gpu.memory_bandwidth * gpu.efficiency);
@@ -215,12 +223,8 @@ GpuSpec gpu_from_yaml(const YAML::Node& node, const std::string& file, const std
   // The roofline's rate: the preset's dense peak at `precision` (fp32 unless given), or `flops`.
   if (f.has("precision")) {
     if (f.has("flops")) throw InputError(file, f.field("precision"), "give either precision (a preset's peak) or flops, not both");
-    const Precision p = enum_parse<Precision>(kPrecisionNames, f.string("precision"), file, f.field("precision"));
-    if (!g.has(p))
-      throw InputError(file, f.field("precision"),
-                       fmt::format("{} has no {} peak{}", g.model.empty() ? g.name : g.model, enum_name<Precision>(kPrecisionNames, p),
-                                   g.name == "custom" ? " (a custom GPU gives flops)" : ""));
-    g.peak_flops = g.dense(p);
+    set_roofline_precision(g, enum_parse<Precision>(kPrecisionNames, f.string("precision"), file, f.field("precision")), file,
+                           f.field("precision"));
   }
   if (f.has("flops")) g.peak_flops = parse_flops(f.string("flops"), file, f.field("flops"));
   g.memory_bandwidth = f.bandwidth_or("memory_bandwidth", g.memory_bandwidth);

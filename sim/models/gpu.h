@@ -66,6 +66,11 @@ std::string gpu_preset_names();  // "k80, v100, ..." for messages
 // The presets the kernel model can time (those with a tensor-core peak and fitted efficiencies).
 std::vector<std::string> kernel_model_gpu_names();
 
+// Times the roofline at the GPU's dense peak at `p` (a graph's operators at bf16 on tensor cores,
+// say; their tensors keep the bytes they were recorded with). Throws InputError naming `file` and
+// `field` when the GPU has no such peak.
+void set_roofline_precision(GpuSpec& gpu, Precision p, const std::string& file, const std::string& field);
+
 // The roofline time of one kernel, in seconds.
 double roofline_seconds(const GpuSpec& gpu, double flops, double bytes_moved);
 

@@ -28,6 +28,15 @@ const OptionSchema<OnnxImportOptions>& onnx_import_schema() {
           [](const YamlFields& f, std::string_view k, OnnxImportOptions& o) {
             o.gpu = gpu_from_yaml(f.node(k), f.file(), f.field(k));
           });
+    {
+      OptionDoc doc{"precision", "choice",
+                    "the roofline's rate: the GPU's dense peak at this precision (tensors keep the ONNX file's types)",
+                    "fp32", {}, "bf16"};
+      for (const auto& p : kPrecisionNames) doc.choices.emplace_back(p.name);
+      s.add(std::move(doc), [](const YamlFields& f, std::string_view k, OnnxImportOptions& o) {
+        o.precision = enum_parse<Precision>(kPrecisionNames, f.string(k), f.file(), f.field(k));
+      });
+    }
     s.flag("training", &OnnxImportOptions::training, "one training iteration (forward, backward, optimizer); false: forward only");
     s.choice("unsupported", &OnnxImportOptions::unsupported, std::span<const EnumName<UnsupportedOps>>(kUnsupportedOpsNames),
              "a node needing a gradient that placesim has no rule for: an error, or kept forward-only with a warning");
@@ -35,6 +44,10 @@ const OptionSchema<OnnxImportOptions>& onnx_import_schema() {
              "the update per parameter (Adam keeps two fp32 slots)");
     s.check([](const YamlFields& f, OnnxImportOptions& o) {
       if (o.onnx.empty()) throw InputError(f.file(), f.field("onnx"), "expected the path of an .onnx file");
+      if (!o.precision) return;
+      if (f.has("gpu") && f.node("gpu").IsMap() && f.node("gpu")["precision"])
+        throw InputError(f.file(), f.field("precision"), "given twice: here and in gpu.precision; give it once");
+      set_roofline_precision(o.gpu, *o.precision, f.file(), f.field("precision"));
     });
     return s;
   }();

@@ -11,6 +11,7 @@
 // seconds; memory and tensor sizes are bytes (parameters and optimizer state in fp32).
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 #include <yaml-cpp/yaml.h>
@@ -32,6 +33,7 @@ struct OnnxImportOptions {
   std::string onnx;              // the .onnx file (a scenario resolves it against its own folder)
   std::int64_t batch = 0;        // the first dimension of every graph input; 0: as the file has it
   GpuSpec gpu = *find_gpu_preset("rtx3070");  // the zoo's default
+  std::optional<Precision> precision;          // the roofline's peak (set_roofline_precision); unset: fp32's
   bool training = true;          // forward, backward and optimizer; false: the forward graph alone
   UnsupportedOps unsupported = UnsupportedOps::Error;
   OptimizerKind optimizer = OptimizerKind::Adam;

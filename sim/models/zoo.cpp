@@ -160,7 +160,8 @@ OptimizerKind parse_optimizer(std::string_view text, const std::string& file, co
 
 ModelConfig model_config_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
   YamlFields f(node, file, path);
-  f.allow_only({"model", "batch", "seq", "layers", "heads", "hidden", "ffn", "vocab", "image", "classes", "style", "optimizer", "gpu"});
+  f.allow_only({"model", "batch", "seq", "layers", "heads", "hidden", "ffn", "vocab", "image", "classes", "style", "optimizer", "gpu",
+                "precision"});
   ModelConfig c;
   c.model = f.string("model");
   for (const auto& key : kSizeKeys) {
@@ -172,6 +173,12 @@ ModelConfig model_config_from_yaml(const YAML::Node& node, const std::string& fi
   if (f.has("style")) c.style = parse_graph_style(f.string("style"), file, f.field("style"));
   if (f.has("optimizer")) c.optimizer = parse_optimizer(f.string("optimizer"), file, f.field("optimizer"));
   if (f.has("gpu")) c.gpu = gpu_from_yaml(f.node("gpu"), file, path + ".gpu");
+  if (f.has("precision")) {
+    if (f.has("gpu") && f.node("gpu").IsMap() && f.node("gpu")["precision"])
+      throw InputError(file, f.field("precision"), "given twice: here and in gpu.precision; give it once");
+    set_roofline_precision(c.gpu, enum_parse<Precision>(kPrecisionNames, f.string("precision"), file, f.field("precision")), file,
+                           f.field("precision"));
+  }
   // Errors name the key as written (`graph.seq`), so resolve against the same path.
   return resolve_model_config(c, file, path);
 }
