@@ -210,10 +210,17 @@ TEST(Megatron, WhatTheWorkloadOrClusterCannotTakeIsRefusedWhenPlanned) {
   EXPECT_NE(m.find("workload={model: gpt2}"), std::string::npos) << m;
   EXPECT_NE(m.find("24 pipeline stages for the 12 blocks of gpt2"), std::string::npos) << m;
   // Sequence parallelism splits each sequence over the tensor-parallel group.
-  m = planned("workload: {model: gpt2, sequence: 1001}\n" + cluster +
+  m = planned("workload: {model: gpt2, sequence: 1001, sequence_parallel: true}\n" + cluster +
               "strategies: [{name: megatron, options: {tp: 2, sequence_parallel: true}}]");
   EXPECT_NE(m.find("tp 2 does not divide the 1001 tokens of gpt2"), std::string::npos) << m;
-  EXPECT_NO_THROW(plan_sweep(YAML::Load("workload: {model: gpt2, sequence: 1000}\n" + cluster +
+  // The model's norms must be timed as the plan runs them: both sequence-parallel, or neither.
+  m = planned("workload: {model: gpt2, sequence: 1000}\n" + cluster +
+              "strategies: [{name: megatron, options: {tp: 2, sequence_parallel: true}}]");
+  EXPECT_NE(m.find("gpt2 was built with its norms and dropouts on every token"), std::string::npos) << m;
+  m = planned("workload: {model: gpt2, sequence: 1000, sequence_parallel: true}\n" + cluster +
+              "strategies: [{name: megatron, options: {tp: 2}}]");
+  EXPECT_NE(m.find("gpt2 was built for sequence parallelism"), std::string::npos) << m;
+  EXPECT_NO_THROW(plan_sweep(YAML::Load("workload: {model: gpt2, sequence: 1000, sequence_parallel: true}\n" + cluster +
                                         "strategies: [{name: megatron, options: {tp: 2, sequence_parallel: true}}]"),
                              "s.yaml"));
   // NEST's measured workloads have no activations with sequence parallelism.

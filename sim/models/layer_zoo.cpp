@@ -125,7 +125,7 @@ OptionSchema<LayerZooOptions> layer_zoo_schema() {
           else o.recompute = enum_parse<Recompute>(kRecomputeNames, v, f.file(), f.field(k));
         });
   s.flag("sequence_parallel", &O::sequence_parallel,
-         "the norms and dropouts on 1/tp of the tokens (set it with the plan's sequence_parallel)");
+         "the norms and dropouts on 1/tp of the tokens: the plan's sequence_parallel must agree (refused otherwise)");
   s.flag("fused_attention", &O::fused_attention, "FlashAttention-style fused attention (false: scores, softmax and dropout apart)");
   s.count("context_parallel", &O::context_parallel,
           "context-parallel width the layers are built for: each GPU runs 1/cp of every sequence (set it with the plan's cp)", 1,
@@ -353,6 +353,7 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
     m.sequence = static_cast<int>(whole);
     m.micro_batch = o.micro_batch;
     m.context_parallel = cp;
+    m.built_sequence_parallel = o.sequence_parallel;
     m.model_flops = b * model_flops_per_sequence(sh, static_cast<int>(whole)) / cp;  // this GPU's part
     const KernelContext ctx{gpu, precision, 2.0, b * s, o.sequence_parallel && t > 1 ? b * s / t : b * s};
     // A layer's times: the kernel model's, or (mfu) its FLOPs at that fraction of the peak.

@@ -4,6 +4,7 @@
 // plans (sim/plans/parallel_plan.h) split into pipeline stages, tensor-parallel groups and replicas.
 // Units: seconds and bytes, per device of a tensor-parallel group of the model's width.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,10 @@ struct LayerModel {
   // sequence's tokens (Megatron's load-balanced split of a causal sequence into 2 cp chunks), so
   // its times, activations and model_flops are for that part (`sequence` stays the whole).
   int context_parallel = 1;
+  // Whether the layers' norms and dropouts were timed on 1/tp of the tokens (sequence
+  // parallelism) where that is known (the layer zoo; unset for measured workloads): a plan must
+  // agree (sequence_parallel_problem).
+  std::optional<bool> built_sequence_parallel;
   std::vector<Layer> layers;
   // Empty: a chain, layer i sending output_bytes to layer i + 1.
   std::vector<LayerEdge> edges;
