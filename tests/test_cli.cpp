@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include "scenarios/runner/scenario.h"
 #include "tests/test_util.h"
@@ -706,6 +707,42 @@ TEST(Cli, ReproduceNcclTestsWritesEveryRowWithinTolerance) {
   EXPECT_EQ(rows, 42);
   ASSERT_EQ(run_cli("reproduce --list", out), 0) << out;
   EXPECT_TRUE(contains(out, "nccl-tests")) << out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace placesim
+
+namespace placesim {
+namespace {
+
+// `simulation.trace: gzip` writes each point's timeline gzip'd, recorded under its .json.gz name;
+// anything but true, false or gzip is refused naming the key.
+TEST(Cli, RunWritesGzippedTimelinesWhenAsked) {
+  const fs::path dir = testutil::fresh_temp_dir("cli-run-gzip");
+  write(dir / "s.yaml", "graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\n"
+                        "strategies: [round-robin]\nsimulation: {engine: evaluator, trace: gzip}\n");
+  std::string out;
+  ASSERT_EQ(run_cli("run " + (dir / "s.yaml").string() + " -o " + (dir / "out").string(), out), 0) << out;
+  const fs::path gz = dir / "out" / "trace-round-robin.json.gz";
+  ASSERT_TRUE(fs::exists(gz)) << out;
+  EXPECT_FALSE(fs::exists(dir / "out" / "trace-round-robin.json"));
+  std::string text;
+  gzFile in = gzopen(gz.c_str(), "rb");
+  ASSERT_NE(in, nullptr);
+  char buffer[4096];
+  for (int n; (n = gzread(in, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+  gzclose(in);
+  EXPECT_TRUE(nlohmann::json::parse(text).contains("traceEvents"));
+  std::ifstream records(dir / "out" / "results.jsonl");
+  std::string line;
+  std::getline(records, line);
+  EXPECT_EQ(nlohmann::json::parse(line)["trace_file"], "trace-round-robin.json.gz");
+  write(dir / "bad.yaml", "graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\n"
+                          "strategies: [round-robin]\nsimulation: {engine: evaluator, trace: zip}\n");
+  EXPECT_EQ(run_cli("run " + (dir / "bad.yaml").string() + " -o " + (dir / "out2").string(), out), 2) << out;
+  EXPECT_TRUE(contains(out, "expected true, false or gzip, got 'zip'")) << out;
+  EXPECT_TRUE(contains(out, "simulation.trace")) << out;
   fs::remove_all(dir);
 }
 

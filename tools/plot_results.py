@@ -32,6 +32,7 @@ strategies in the scenario's order) as JSON, for tests. Needs Debian's python3-m
 (tools/install-deps.sh installs it).
 """
 import argparse
+import gzip
 import json
 import os
 import re
@@ -818,7 +819,8 @@ def plot_gantt(records, styles, out_dir, written, described, formats, wanted):
     if r is None:
         status("gantt: no trace file to draw" + (f" for strategy {wanted}" if wanted else "") + ", skipped")
         return
-    with open(r["trace_file"]) as f:
+    opener = gzip.open if r["trace_file"].endswith(".gz") else open  # simulation.trace: gzip
+    with opener(r["trace_file"], "rt") as f:
         trace = json.load(f)
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
     process = {}

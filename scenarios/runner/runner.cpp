@@ -159,7 +159,7 @@ PointOutcome measure_and_record(const Scenario& scenario, const StrategySpec& sp
   if (const Schedule* s = m.evaluator_schedule()) recorded.busy_per_gpu = s->busy;
   recorded.links = m.links;
   if (scenario.simulation.trace && m.timeline()) {
-    recorded.trace_file = "trace-" + file_safe(file_stem) + ".json";
+    recorded.trace_file = "trace-" + file_safe(file_stem) + (scenario.simulation.trace_gzip ? ".json.gz" : ".json");
     write_trace((folder / recorded.trace_file).string(), g.graph, what.cluster, {g.placement.begin(), g.placement.end()}, m,
                 what.plan);
   }

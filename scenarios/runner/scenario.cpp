@@ -398,7 +398,16 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
     if (sim.has("collectives"))
       s.simulation.collectives = enum_parse<CollectiveDetail>(kCollectiveDetailNames, sim.string_or("collectives", ""),
                                                               file, sim.field("collectives"));
-    s.simulation.trace = sim.boolean_or("trace", true);
+    // true, false, or gzip: the timelines written gzip'd (trace-<label>.json.gz; Perfetto opens them as they are).
+    if (sim.has("trace") && sim.string("trace") == "gzip") {
+      s.simulation.trace = s.simulation.trace_gzip = true;
+    } else {
+      try {
+        s.simulation.trace = sim.boolean_or("trace", true);
+      } catch (const InputError&) {
+        throw InputError(file, sim.field("trace"), fmt::format("expected true, false or gzip, got '{}'", sim.string("trace")));
+      }
+    }
     const long repetitions = sim.integer_or("repetitions", 1);
     if (repetitions < 1 || repetitions > 1'000'000)
       throw InputError(file, sim.field("repetitions"), fmt::format("expected a whole number >= 1, got {}", repetitions));

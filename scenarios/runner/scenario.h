@@ -80,6 +80,7 @@ struct SimulationSpec {
   // message, or condensed to a flow per ring neighbour for plans of hundreds of replicas.
   CollectiveDetail collectives = CollectiveDetail::Messages;
   bool trace = true;             // write a Chrome trace per strategy
+  bool trace_gzip = false;       // `trace: gzip`: written gzip'd (trace-<label>.json.gz)
   int repetitions = 1;           // runs of each (sweep point, strategy, seed)
   std::vector<long> seeds;       // each is one run of every strategy that takes a `seed` option
   // Wall-clock limit of one point (search and engines), `simulation.time_limit`; a point over it
