@@ -501,3 +501,34 @@ TEST(Megatron, StagesOfDifferentWidthsNeedAnEngine) {
       << check("[1, 2]");
   EXPECT_EQ(check("[1, 1]"), "");
 }
+
+namespace {
+
+// The default dp fills the cluster with replicas whose copies (dp x cp) form whole expert
+// groups: cp 2 x ep 2 on 8 GPUs of tp 4 is one replica (dp 1, two copies), not none.
+TEST(Megatron, DefaultReplicasCountTheirContextRanksForExpertGroups) {
+  models::LayerZooOptions o;
+  o.gpu = "h100";
+  o.sequence = 4096;
+  o.context_parallel = 2;
+  const LayerWorkload w = models::build_layer_model("mixtral-8x7b", o, {4});
+  MegatronConfig c;
+  c.tp = 4;
+  c.cp = 2;
+  c.ep = 2;
+  c.micro_batches = 1;
+  const PlanResult r = Megatron(c).plan(w, testutil::dedicated_mesh(8, 100e9));
+  EXPECT_EQ(r.plan.dp, 2);  // 1 replica x cp 2
+  EXPECT_EQ(r.plan.ep, 2);
+  EXPECT_EQ(r.details["gpus_used"], 8);
+  // ep 4 needs two replicas' copies (16 GPUs): said as such on 8.
+  c.ep = 4;
+  try {
+    Megatron(c).plan(w, testutil::dedicated_mesh(8, 100e9));
+    FAIL() << "an expert group of 4 copies was planned on 8 GPUs of tp 4 x cp 2";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("needs 16 GPUs, the cluster has 8"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

@@ -378,6 +378,24 @@ TEST(ParallelPlan, ActivationsCrossStagesAsTransfers) {
   EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 20 * ms);
 }
 
+// Blocking sends (Megatron-LM's): a GPU's last send blocks what follows it too. 1F1B, 2 stages of
+// one layer (f = 1 ms, b = 2 ms), 1 micro-batch, 10 MB at 10 GB/s (1 ms), stage 1's optimizer
+// step 5 ms: stage 0 F 0-1; stage 1 F 2-3, B 3-5, its gradients reach stage 0 at 6 and its step
+// waits for that, 6-11 (stage 0's B 6-8). Sends beside the next operator: the step 5-10, stage
+// 0 done at 8: 10 ms.
+TEST(ParallelPlan, AGpusLastSendBlocksItsOptimizerStep) {
+  LayerModel model = uniform_model(2, 1 * ms, 2 * ms, 10e6);
+  model.layers[1].optimizer_s = 5 * ms;
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  ParallelPlan plan;
+  plan.pp = 2;
+  plan.micro_batches = 1;
+  plan.blocking_sends = true;
+  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 11 * ms);
+  plan.blocking_sends = false;
+  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 10 * ms);
+}
+
 TEST(ParallelPlan, GradientReductionOverlapsTheBackwardPass) {
   // One stage, 3 layers of 1 ms forward and backward, 2 replicas, 10 MB of gradients per layer
   // (a 2-GPU ring all-reduce: 2 steps of 5 MB each way at 10 GB/s, 1 ms alone). By hand: F 0-3,

@@ -817,6 +817,14 @@ class PlanCompiler {
             }
             sending_unit = static_cast<long>(unit_index(d, p, t, u.micro_batch, u.forward));
           }
+          // The GPU's last unit blocks too (a backward's gradients to the stage before): what
+          // follows it (the optimizer's step) waits at a step of its own for the arrival.
+          if (plan_.blocking_sends && pp_ > 1 && sending_unit >= 0 && previous >= 0) {
+            const OpId sent = graph().add_communication_step(fmt::format("d{}.p{}.t{}.sent", d, r, t), on);
+            graph().depend(previous, sent);
+            unit_next_[static_cast<std::size_t>(sending_unit)] = sent;
+            previous = sent;
+          }
           last_compute_[on] = previous;
         }
   }

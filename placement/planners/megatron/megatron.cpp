@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <numeric>
 #include <stdexcept>
 
 #include "sim/core/errors.h"
@@ -67,11 +68,14 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   const std::string replica = (c.stage_tp.empty() ? fmt::format("tp {} x pp {}", c.tp, c.pp)
                                                   : fmt::format("stage widths {}", fmt::join(c.stage_tp, " + "))) +
                               (c.cp > 1 ? fmt::format(" x cp {}", c.cp) : "");
-  // By default as many replicas as fit, in whole expert-parallel groups.
-  const int dp = c.dp > 0 ? c.dp : static_cast<int>(n / per_replica / c.ep * c.ep);
+  // By default as many replicas as fit whose copies (dp x cp, the context ranks included) form
+  // whole expert-parallel groups, as plan_problem asks of ep.
+  int dp = c.dp;
+  if (dp == 0)
+    for (dp = static_cast<int>(n / per_replica); dp > 0 && (static_cast<long>(dp) * c.cp) % c.ep != 0;) --dp;
   if (c.dp == 0 && dp == 0)
     throw std::invalid_argument(fmt::format("megatron: one replica group of {} x ep {} needs {} GPUs, the cluster has {}",
-                                            replica, c.ep, per_replica * c.ep, n));
+                                            replica, c.ep, per_replica * (c.ep / std::gcd(c.ep, c.cp)), n));
   if (dp < 1 || per_replica * dp > n)
     throw std::invalid_argument(fmt::format("megatron: {} x dp {} needs {} GPUs, the cluster has {}", replica,
                                             c.dp > 0 ? std::to_string(c.dp) : "(at least 1)", per_replica * std::max(dp, 1), n));
