@@ -225,6 +225,8 @@ TEST(Kernels, GpuPresetsHaveOneMeaningEach) {
   EXPECT_THROW(model_config_from_yaml(YAML::Load("{model: gpt2, gpu: {preset: a100, precision: bf16}, precision: bf16}"), "s.yaml", "graph"),
                InputError);
   EXPECT_THROW(model_config_from_yaml(YAML::Load("{model: gpt2, gpu: k80, precision: bf16}"), "s.yaml", "graph"), InputError);
+  EXPECT_THROW(model_config_from_yaml(YAML::Load("{model: gpt2, gpu: {preset: h100, flops: 10TFLOP/s}, precision: bf16}"), "s.yaml", "graph"),
+               InputError);
   const OnnxImportOptions onnx =
       onnx_import_schema().parse(YamlFields(YAML::Load("{onnx: m.onnx, gpu: h100, precision: fp8}"), "s.yaml", "graph"));
   EXPECT_DOUBLE_EQ(onnx.gpu.peak_flops, find_gpu_preset("h100")->dense(Precision::Fp8));

@@ -220,6 +220,9 @@ TEST(Megatron, WhatTheWorkloadOrClusterCannotTakeIsRefusedWhenPlanned) {
   m = planned("workload: {model: gpt2, sequence: 1000, sequence_parallel: true}\n" + cluster +
               "strategies: [{name: megatron, options: {tp: 2}}]");
   EXPECT_NE(m.find("gpt2 was built for sequence parallelism"), std::string::npos) << m;
+  m = planned("workload: {model: gpt2, sequence: 1000, sequence_parallel: true}\n" + cluster +
+              "strategies: [{name: megatron, options: {pp: 2, dp: 1, stage_tp: [1, 2], micro_batches: 2}}]");
+  EXPECT_NE(m.find("gpt2 was built for sequence parallelism"), std::string::npos) << m;  // every stage's model, not the first's
   EXPECT_NO_THROW(plan_sweep(YAML::Load("workload: {model: gpt2, sequence: 1000, sequence_parallel: true}\n" + cluster +
                                         "strategies: [{name: megatron, options: {tp: 2, sequence_parallel: true}}]"),
                              "s.yaml"));

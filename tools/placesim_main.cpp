@@ -570,7 +570,8 @@ int cmd_generate(const GenerateArgs& a) {
   }
   c.gpu = models::gpu_from_yaml(gpu, "command line", "--gpu");
   if (!a.precision.empty()) {
-    if (gpu.IsMap() && gpu["precision"]) throw InputError("command line", "--precision", "given twice: here and in --gpu's precision");
+    if (gpu.IsMap() && (gpu["precision"] || gpu["flops"]))
+      throw InputError("command line", "--precision", "--gpu gives the roofline's rate already (its precision or flops): give one");
     models::set_roofline_precision(c.gpu, enum_parse<models::Precision>(models::kPrecisionNames, a.precision, "command line", "--precision"),
                                    "command line", "--precision");
   }

@@ -121,8 +121,10 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_flag("--overlap-p2p-comm", a.overlap_p2p_comm,
               "pipeline sends beside the sender's next operator (Megatron's --overlap-p2p-comm); default: the sender waits until "
               "its activation (gradient) has arrived, as Megatron's batch_isend_irecv and wait");
+  std::vector<std::string> all_reduces;
+  for (const auto& n : collective_algorithm_names(CollectiveOp::AllReduce)) all_reduces.emplace_back(n.name);
   c->add_option("--gradient-algorithm", a.gradient_algorithm, "collective algorithm of the gradient reduction")
-      ->check(one_of({"ring", "tree", "halving-doubling", "direct", "hierarchical", "multi-level"}))
+      ->check(one_of(std::move(all_reduces)))
       ->capture_default_str();
   c->add_option("--collectives", a.collectives,
                 "ring phases message by message, or condensed to a flow per ring neighbour (plans of hundreds of replicas)")

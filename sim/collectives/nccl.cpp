@@ -94,7 +94,9 @@ CollectiveSpec nccl_tuned(const CollectiveSpec& spec, const Cluster& cluster) {
     if (!collective_supports(spec.op, algorithm)) continue;
     if (algorithm == CollectiveAlgorithm::Direct && spec.op != CollectiveOp::AllToAll) continue;
     for (const NcclProtocol protocol : protocols) {
-      if (collective_algorithm(algorithm).nvls && (protocol != NcclProtocol::Simple || spec.pin_channels)) continue;
+      // NVLS runs no channels of NCCL's rings; NVLS-tree's are its slices (collective_problem checks a pinned count).
+      if (collective_algorithm(algorithm).nvls && (protocol != NcclProtocol::Simple || (algorithm == CollectiveAlgorithm::Nvls && spec.pin_channels)))
+        continue;
       CollectiveSpec candidate = best;
       candidate.algorithm = algorithm;
       candidate.protocol = protocol;

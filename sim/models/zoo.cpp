@@ -174,8 +174,8 @@ ModelConfig model_config_from_yaml(const YAML::Node& node, const std::string& fi
   if (f.has("optimizer")) c.optimizer = parse_optimizer(f.string("optimizer"), file, f.field("optimizer"));
   if (f.has("gpu")) c.gpu = gpu_from_yaml(f.node("gpu"), file, path + ".gpu");
   if (f.has("precision")) {
-    if (f.has("gpu") && f.node("gpu").IsMap() && f.node("gpu")["precision"])
-      throw InputError(file, f.field("precision"), "given twice: here and in gpu.precision; give it once");
+    if (f.has("gpu") && f.node("gpu").IsMap() && (f.node("gpu")["precision"] || f.node("gpu")["flops"]))
+      throw InputError(file, f.field("precision"), "gpu gives the roofline's rate already (its precision or flops): give one");
     set_roofline_precision(c.gpu, enum_parse<Precision>(kPrecisionNames, f.string("precision"), file, f.field("precision")), file,
                            f.field("precision"));
   }

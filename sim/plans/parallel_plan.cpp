@@ -213,6 +213,21 @@ std::string widths_problem(const RankModels& models, const ParallelPlan& plan) {
   return "";
 }
 
+// Why a pipeline rank's model, built knowing whether its norms and dropouts run on 1/tp of the
+// tokens (the layer zoo), does not agree with the plan's sequence parallelism. Only at widths
+// above 1: one GPU's norms see every token either way.
+std::string built_sequence_parallel_problem(const LayerModel& model, const ParallelPlan& plan) {
+  if (!model.built_sequence_parallel || *model.built_sequence_parallel == plan.sequence_parallel || model.tensor_parallel < 2)
+    return "";
+  return plan.sequence_parallel
+             ? fmt::format("sequence parallelism, but {} was built with its norms and dropouts on every token: build it with "
+                           "sequence parallelism too (a scenario workload's sequence_parallel: true beside the plan's)",
+                           model.name)
+             : fmt::format("{} was built for sequence parallelism (its norms and dropouts on 1/tp of the tokens) but the plan "
+                           "has none: set the plan's sequence_parallel, or build the workload without it",
+                           model.name);
+}
+
 // Why the plan's sequence parallelism cannot run (or "" without it).
 std::string sequence_parallel_problem(const LayerModel& model, const ParallelPlan& plan) {
   if (plan.tp_comm_overlap && !plan.sequence_parallel)
@@ -221,15 +236,6 @@ std::string sequence_parallel_problem(const LayerModel& model, const ParallelPla
   if (plan.tp_comm_overlap && plan_spreads_experts(model, plan))
     return "tp_comm_overlap with experts spread over ep replicas is not modelled (the layer's all-to-alls sit between its "
            "tensor-parallel collectives and the next layer)";
-  // Only where tp > 1: one GPU's norms see every token either way.
-  if (model.built_sequence_parallel && *model.built_sequence_parallel != plan.sequence_parallel && model.tensor_parallel > 1)
-    return plan.sequence_parallel
-               ? fmt::format("sequence parallelism, but {} was built with its norms and dropouts on every token: build it with "
-                             "sequence parallelism too (a scenario workload's sequence_parallel: true beside the plan's)",
-                             model.name)
-               : fmt::format("{} was built for sequence parallelism (its norms and dropouts on 1/tp of the tokens) but the plan "
-                             "has none: set the plan's sequence_parallel, or build the workload without it",
-                             model.name);
   if (!plan.sequence_parallel) return "";
   if (plan.mixed_widths())
     return "sequence parallelism hands a stage's sequence shards to the next stage's ranks one to one: the stages' widths "
@@ -406,6 +412,8 @@ std::string rank_plan_problem(const RankModels& models, const ParallelPlan& plan
   if (std::string why = experts_problem(model, plan); !why.empty()) return why;
   if (std::string why = context_problem(model, plan); !why.empty()) return why;
   if (std::string why = widths_problem(models, plan); !why.empty()) return why;
+  for (const LayerModel* mine : models)
+    if (std::string why = built_sequence_parallel_problem(*mine, plan); !why.empty()) return why;
   if (std::string why = sequence_parallel_problem(model, plan); !why.empty()) return why;
   for (const LayerModel* mine : models)
     if (std::string why = assumptions_problem(*mine, plan); !why.empty()) return why;
