@@ -128,6 +128,22 @@ TEST(Kernels, TheLayersTimesComeFromTheirKernels) {
   // Model FLOPs of the micro-batch: 3 x (2 layers x forward + the head's 2bshV).
   const LayerModel m = build_layer_model(sh, o, {1}).by_tensor_parallel.at(1);
   EXPECT_DOUBLE_EQ(m.model_flops, 3 * (2 * flops + 2 * b * s * 1024 * 1000));
+  // Counting causal attention half: 3 x 2 layers x 2bs^2h less; a bidirectional model's the same.
+  EXPECT_DOUBLE_EQ(m.causal_model_flops, m.model_flops - 3 * 2 * 2 * b * s * s * 1024);
+  TransformerShape encoder = sh;
+  encoder.causal = false;
+  const LayerModel bidirectional = build_layer_model(encoder, o, {1}).by_tensor_parallel.at(1);
+  EXPECT_DOUBLE_EQ(bidirectional.causal_model_flops, bidirectional.model_flops);
+  // Fused, a bidirectional layer's attention is the whole s x s product, a causal one's half.
+  o.fused_attention = true;
+  const double causal_attention = fused_attention(a100, Precision::Fp16, b * heads, s, d, true, false).seconds;
+  const double whole_attention = fused_attention(a100, Precision::Fp16, b * heads, s, d, false, false).seconds;
+  EXPECT_NEAR(build_layer_model(encoder, o, {1}).by_tensor_parallel.at(1).layers[1].forward_s -
+                  build_layer_model(sh, o, {1}).by_tensor_parallel.at(1).layers[1].forward_s,
+              whole_attention - causal_attention, 1e-12);
+  EXPECT_FALSE(find_layer_zoo("bert-large")->causal);
+  EXPECT_TRUE(find_layer_zoo("llama2-7b")->causal);
+  o.fused_attention = false;
   // fp8: the products at twice the peak, with casts: an H100 layer's forward is faster than at
   // bf16 but not twice as fast.
   o.gpu = "h100";

@@ -246,6 +246,7 @@ LayerWorkload plan_workload(const PlanArgs& a) {
 struct PlanReport {
   long gpus = 0, sequences = 0;
   double tokens = 0, model_flops = 0, peak = 0, bubble = 0, memory_peak = 0, capacity = 0;
+  double causal_model_flops = 0;  // with causal attention counted half (0: not known, or no less than model_flops)
   std::vector<std::pair<std::string, double>> iteration_s;
 };
 
@@ -256,6 +257,8 @@ PlanReport plan_report(const PlanArgs& a, const ParallelPlan& plan, const LayerM
   r.sequences = static_cast<long>(model.micro_batch) * plan.micro_batches * (plan.dp / plan.cp);  // a context group shares them
   r.tokens = static_cast<double>(r.sequences) * model.sequence;
   r.model_flops = model.model_flops * plan.micro_batches * plan.dp;
+  if (model.causal_model_flops > 0 && model.causal_model_flops < model.model_flops)
+    r.causal_model_flops = model.causal_model_flops * plan.micro_batches * plan.dp;
   if (!a.workload.empty()) r.peak = 0;
   else {
     const models::LayerZooOptions zoo = zoo_options(a, "command line");
@@ -279,6 +282,9 @@ void print_report_text(const PlanReport& r) {
     if (r.tokens > 0) line += fmt::format("{:.0f} tokens/s per GPU", r.tokens / t / r.gpus);
     if (r.model_flops > 0) line += fmt::format(", {:.1f} model TFLOP/s per GPU", r.model_flops / t / r.gpus / 1e12);
     if (r.model_flops > 0 && r.peak > 0) line += fmt::format(", MFU {:.1f}% of {:g} TFLOP/s", 100 * r.model_flops / t / r.gpus / r.peak, r.peak / 1e12);
+    // Megatron's formula counts causal attention whole; beside it, what the masked attention computes.
+    if (r.causal_model_flops > 0 && r.peak > 0)
+      line += fmt::format(" ({:.1f}% counting causal attention half)", 100 * r.causal_model_flops / t / r.gpus / r.peak);
     if (r.tokens > 0) std::cout << line << "\n";
   }
   std::cout << fmt::format("bubble          {:.1f}% of the ideal time ((pp - 1) / (virtual stages x micro-batches))\n", 100 * r.bubble);
@@ -286,17 +292,19 @@ void print_report_text(const PlanReport& r) {
 
 void print_report_json(const PlanArgs& a, const ParallelPlan& plan, const PlanReport& r) {
   nlohmann::json j, per_engine = nlohmann::json::object(), tokens = nlohmann::json::object(), tflops = nlohmann::json::object(),
-                    mfu = nlohmann::json::object();
+                    mfu = nlohmann::json::object(), mfu_causal = nlohmann::json::object();
   for (const auto& [engine, t] : r.iteration_s) {
     per_engine[engine] = t;
     if (r.tokens > 0) tokens[engine] = r.tokens / t / r.gpus;
     if (r.model_flops > 0) tflops[engine] = r.model_flops / t / r.gpus / 1e12;
     if (r.model_flops > 0 && r.peak > 0) mfu[engine] = r.model_flops / t / r.gpus / r.peak;
+    if (r.causal_model_flops > 0 && r.peak > 0) mfu_causal[engine] = r.causal_model_flops / t / r.gpus / r.peak;
   }
   j["iteration_s"] = per_engine;
   j["tokens_per_s_per_gpu"] = tokens;
   j["model_tflops_per_gpu"] = tflops;
   j["mfu"] = mfu;
+  j["mfu_causal"] = mfu_causal;  // causal attention counted half ({} where the model is bidirectional or not known)
   j["peak_flops"] = r.peak;
   j["pipeline_bubble"] = r.bubble;
   j["memory_per_gpu_bytes"] = r.memory_peak;

@@ -65,9 +65,12 @@ const std::vector<TransformerShape>& layer_zoo() {
     mixtral.experts = 8;
     mixtral.top_k = 2;
     z.push_back(mixtral);
-    z.push_back(shape("bert-large", 24, 1024, 16, 16, 4096, 30522, 512, "BERT-large (340 M)"));
+    TransformerShape bert = shape("bert-large", 24, 1024, 16, 16, 4096, 30522, 512, "BERT-large (340 M)");
+    bert.causal = false;  // an encoder: every token attends to every token
+    z.push_back(bert);
     TransformerShape base = shape("transformer", 6, 512, 8, 8, 2048, 32000, 128, "the base Transformer's encoder stack");
     base.learned_positions = false;  // sinusoidal positions: no weights
+    base.causal = false;
     z.push_back(base);
     return z;
   }();
@@ -96,10 +99,10 @@ const TransformerShape* find_layer_zoo(const std::string& name) {
   return nullptr;
 }
 
-double model_flops_per_sequence(const TransformerShape& sh, int sequence) {
+double model_flops_per_sequence(const TransformerShape& sh, int sequence, bool causal_half) {
   const double s = sequence > 0 ? sequence : sh.sequence, h = sh.hidden;
   const double active_ffn = sh.top_k * ffn_weights(sh) + (sh.experts > 1 ? h * sh.experts : 0.0);
-  const double layer = 2 * s * (attention_weights(sh) + active_ffn) + 4 * s * s * h;
+  const double layer = 2 * s * (attention_weights(sh) + active_ffn) + 4 * s * s * h * (causal_half && sh.causal ? 0.5 : 1.0);
   return 3 * (sh.layers * layer + 2 * s * h * sh.vocab);
 }
 
@@ -180,7 +183,8 @@ void add_elementwise(const KernelContext& c, LayerKernels& k, double elements, d
 // `s` is the whole sequence; with context parallelism (`context` > 1) the GPU holds s / context of
 // its tokens (c.tokens) and runs ring attention: one fused kernel per step of the ring, each on a
 // block of s / context queries against as many keys, causal (the diagonal one) or half of a
-// block (the others, under Megatron's load-balanced split): 1/context of the causal attention.
+// block (the others, under Megatron's load-balanced split): 1/context of the causal attention
+// (of a bidirectional model's, every block whole).
 LayerKernels transformer_layer_kernels(const TransformerShape& sh, const KernelContext& c, double b, double s, int t,
                                        bool fused, int context) {
   LayerKernels k;
@@ -192,8 +196,8 @@ LayerKernels transformer_layer_kernels(const TransformerShape& sh, const KernelC
   if (sh.rotary) add_elementwise(c, k, T * (heads + kv) * d, 2 * a, 2 * a);
   if (fused) {
     for (int step = 0; step < context; ++step) {
-      k.forward += fused_attention(c.gpu, c.p, b * heads, s / context, d, true, false);
-      k.backward += fused_attention(c.gpu, c.p, b * heads, s / context, d, true, true);
+      k.forward += fused_attention(c.gpu, c.p, b * heads, s / context, d, sh.causal, false);
+      k.backward += fused_attention(c.gpu, c.p, b * heads, s / context, d, sh.causal, true);
     }
   } else {
     // Scores (QK^T), scale-mask-softmax, dropout (a byte of mask), their product with V: 16-bit
@@ -355,6 +359,7 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
     m.context_parallel = cp;
     m.built_sequence_parallel = o.sequence_parallel;
     m.model_flops = b * model_flops_per_sequence(sh, static_cast<int>(whole)) / cp;  // this GPU's part
+    m.causal_model_flops = b * model_flops_per_sequence(sh, static_cast<int>(whole), true) / cp;
     const KernelContext ctx{gpu, precision, 2.0, b * s, o.sequence_parallel && t > 1 ? b * s / t : b * s};
     // A layer's times: the kernel model's, or (mfu) its FLOPs at that fraction of the peak.
     auto time_of = [&](const LayerKernels& k, double forward_flops, Layer& layer, bool recomputed) {

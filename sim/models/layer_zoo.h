@@ -71,6 +71,7 @@ struct TransformerShape {
   bool tied_head = true;      // output head shares the embedding's weights
   bool learned_positions = true;  // a learned table of `sequence` positions (GPT, BERT)
   bool rotary = false;            // rotary position embeddings applied to queries and keys (Llama)
+  bool causal = true;             // decoders' masked attention (GPT, Llama); false: bidirectional (BERT, encoders)
   int experts = 1, top_k = 1;  // mixture of experts: E feed-forwards, top_k used per token
   std::string description;
 };
@@ -142,7 +143,8 @@ double layer_zoo_parameters(const TransformerShape& shape);
 
 // Megatron's model FLOPs of one sequence's forward and backward (no recomputation; Narayanan et
 // al. 2021, appendix: 3 x the forward's matrix products, attention counted in full), which MFU is
-// measured against.
-double model_flops_per_sequence(const TransformerShape& shape, int sequence);
+// measured against. `causal_half`: a causal model's attention scores and context counted half, the
+// products its masked attention computes (a bidirectional model's are whole either way).
+double model_flops_per_sequence(const TransformerShape& shape, int sequence, bool causal_half = false);
 
 }  // namespace placesim::models

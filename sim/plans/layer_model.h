@@ -71,6 +71,10 @@ struct LayerModel {
   // a plan's model TFLOP/s and MFU are counted from.
   int micro_batch = 0;
   double model_flops = 0;
+  // The same with a causal model's attention scores and context counted half (what its masked
+  // attention computes; 0: not known). Megatron's formula counts them whole, which overstates a
+  // long-sequence run's MFU.
+  double causal_model_flops = 0;
   // The context-parallel width the values are for (ParallelPlan::cp): each GPU holds 1/cp of every
   // sequence's tokens (Megatron's load-balanced split of a causal sequence into 2 cp chunks), so
   // its times, activations and model_flops are for that part (`sequence` stays the whole).
