@@ -50,6 +50,14 @@ inline double in_server_scale(const TreePhase& tree, const Cluster& cluster, Dev
   return cluster.device(a).server == cluster.device(b).server ? tree.in_server_scale : 1.0;
 }
 
+// A tree over the servers of a group in heap order of a binary tree (server_order: server
+// indices by heap slot; a slot's parent is slot (slot - 1) / 2), each server's ranks starting at
+// its c-th (modulo its size): that rank hangs below the parent slot's first, the server's others
+// below it, as a chain (NCCL's tree) or all directly (`star`: NVLS-tree's switch). Returns the
+// ranks in tree order and the position of each one's parent.
+std::pair<std::vector<int>, std::vector<int>> servers_tree(const std::vector<std::vector<int>>& servers,
+                                                           const std::vector<int>& server_order, int c, bool star);
+
 // Ranks first, first + 1, ... (mod n): a ring's or a tree's order.
 std::vector<int> ranks_in_order(int n, int first = 0);
 

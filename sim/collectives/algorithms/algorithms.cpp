@@ -56,6 +56,23 @@ CollectiveShape collective_shape(const CollectiveSpec& spec, const Cluster& clus
   return info.shape(spec, context);
 }
 
+std::pair<std::vector<int>, std::vector<int>> servers_tree(const std::vector<std::vector<int>>& servers,
+                                                           const std::vector<int>& server_order, int c, bool star) {
+  std::vector<int> order, parent;
+  std::vector<int> head(server_order.size());  // position of each heap slot's first rank
+  for (std::size_t slot = 0; slot < server_order.size(); ++slot) {
+    const auto& ranks = servers[static_cast<std::size_t>(server_order[slot])];
+    const int m = static_cast<int>(ranks.size());
+    head[slot] = static_cast<int>(order.size());
+    for (int j = 0; j < m; ++j) {
+      order.push_back(ranks[static_cast<std::size_t>((c + j) % m)]);
+      if (j == 0) parent.push_back(slot == 0 ? 0 : head[(slot - 1) / 2]);
+      else parent.push_back(star ? head[slot] : static_cast<int>(order.size()) - 2);
+    }
+  }
+  return {std::move(order), std::move(parent)};
+}
+
 std::vector<int> ranks_in_order(int n, int first) {
   std::vector<int> order(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = (first + i) % n;

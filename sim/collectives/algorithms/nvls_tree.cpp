@@ -17,26 +17,6 @@ namespace placesim {
 
 namespace {
 
-// Slice c's tree over `servers` in heap order of a binary tree (server_order): each server's GPU
-// c (its c-th rank, modulo its size) on the tree, its other ranks below it. Returns the ranks in
-// tree order and their parents.
-std::pair<std::vector<int>, std::vector<int>> star_tree(const std::vector<std::vector<int>>& servers,
-                                                        const std::vector<int>& server_order, int c) {
-  std::vector<int> order, parent;
-  std::vector<int> head(server_order.size());  // position of each heap slot's rank on the tree
-  for (std::size_t slot = 0; slot < server_order.size(); ++slot) {
-    const auto& ranks = servers[static_cast<std::size_t>(server_order[slot])];
-    const int m = static_cast<int>(ranks.size());
-    head[slot] = static_cast<int>(order.size());
-    for (int j = 0; j < m; ++j) {
-      order.push_back(ranks[static_cast<std::size_t>((c + j) % m)]);
-      if (j > 0) parent.push_back(head[slot]);
-      else parent.push_back(slot == 0 ? 0 : head[(slot - 1) / 2]);
-    }
-  }
-  return {std::move(order), std::move(parent)};
-}
-
 CollectiveShape nvls_tree_shape(const CollectiveSpec& spec, const ShapeContext& context) {
   std::vector<std::vector<int>> servers = context.servers;
   if (servers.empty())  // a uniform switch (uniform_collective_time): one rank per server
@@ -47,7 +27,7 @@ CollectiveShape nvls_tree_shape(const CollectiveSpec& spec, const ShapeContext& 
   TreePhase phase{{}, false, true, true, 2.0 * m};
   for (int c = 0; c < m; ++c)
     for (const auto* server_order : {&forward, &backward}) {
-      auto [order, parent] = star_tree(servers, *server_order, c);
+      auto [order, parent] = servers_tree(servers, *server_order, c, /*star=*/true);
       phase.trees.push_back(std::move(order));
       phase.parents.push_back(std::move(parent));
     }

@@ -14,26 +14,6 @@ namespace placesim {
 
 namespace {
 
-// NCCL's tree of one channel: `servers` in heap order of a binary tree (server_order), each
-// server's chain from its local rank c. Returns the ranks in tree order and their parents.
-std::pair<std::vector<int>, std::vector<int>> nccl_tree(const std::vector<std::vector<int>>& servers,
-                                                        const std::vector<int>& server_order, int c) {
-  std::vector<int> order, parent;
-  std::vector<int> head(servers.size());  // position of each heap slot's first rank
-  for (std::size_t slot = 0; slot < server_order.size(); ++slot) {
-    const auto& ranks = servers[static_cast<std::size_t>(server_order[slot])];
-    const int m = static_cast<int>(ranks.size());
-    head[slot] = static_cast<int>(order.size());
-    for (int j = 0; j < m; ++j) {
-      order.push_back(ranks[static_cast<std::size_t>((c + j) % m)]);
-      // The chain's first rank hangs below the parent server's first; the others below the one before.
-      if (j > 0) parent.push_back(static_cast<int>(order.size()) - 2);
-      else parent.push_back(slot == 0 ? 0 : head[(slot - 1) / 2]);
-    }
-  }
-  return {std::move(order), std::move(parent)};
-}
-
 CollectiveShape tree_shape(const CollectiveSpec& spec, const ShapeContext& context) {
   using Op = CollectiveOp;
   const int n = static_cast<int>(spec.group.size());
@@ -53,7 +33,7 @@ CollectiveShape tree_shape(const CollectiveSpec& spec, const ShapeContext& conte
   TreePhase phase{{}, false, true, true, static_cast<double>(trees_per_channel * std::max(1, spec.channels))};
   for (int c = 0; c < std::max(1, spec.channels); ++c)
     for (int t = 0; t < trees_per_channel; ++t) {
-      auto [order, parent] = nccl_tree(context.servers, t == 0 ? forward : backward, c);
+      auto [order, parent] = servers_tree(context.servers, t == 0 ? forward : backward, c, /*star=*/false);
       phase.trees.push_back(std::move(order));
       phase.parents.push_back(std::move(parent));
     }
