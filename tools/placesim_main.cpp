@@ -569,12 +569,9 @@ int cmd_generate(const GenerateArgs& a) {
     throw InputError("command line", "--gpu", "malformed YAML: " + e.msg);
   }
   c.gpu = models::gpu_from_yaml(gpu, "command line", "--gpu");
-  if (!a.precision.empty()) {
-    if (gpu.IsMap() && (gpu["precision"] || gpu["flops"]))
-      throw InputError("command line", "--precision", "--gpu gives the roofline's rate already (its precision or flops): give one");
+  if (!a.precision.empty())
     models::set_roofline_precision(c.gpu, enum_parse<models::Precision>(models::kPrecisionNames, a.precision, "command line", "--precision"),
-                                   "command line", "--precision");
-  }
+                                   "command line", "--precision", gpu, "--gpu");
   if (a.efficiency > 0) c.gpu.efficiency = a.efficiency;
   models::validate_gpu(c.gpu, "command line", "--gpu");
   c = models::resolve_model_config(c, "command line", "");

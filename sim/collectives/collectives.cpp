@@ -56,10 +56,7 @@ std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluste
     const std::vector<std::vector<int>> servers = ranks_by_server(spec, cluster);
     if (servers.size() < 2)
       return fmt::format("{} runs across servers (NCCL runs it on two or more); this group is in one server: use nvls", alg);
-    for (const auto& s : servers)
-      if (s.size() != servers.front().size())
-        return fmt::format("{} needs the same number of the group's GPUs in every server; they hold {} and {}", alg,
-                           servers.front().size(), s.size());
+    if (std::string why = uneven_servers_problem(servers, alg); !why.empty()) return why;
     if (spec.pin_channels && spec.channels != static_cast<int>(servers.front().size()))
       return fmt::format("{} runs one slice per GPU of a server: {} channels here, not {}", alg, servers.front().size(),
                          spec.channels);
@@ -94,13 +91,18 @@ std::vector<std::vector<int>> ranks_by_server(const CollectiveSpec& spec, const 
   return out;
 }
 
+std::string uneven_servers_problem(const std::vector<std::vector<int>>& servers, std::string_view algorithm) {
+  for (const auto& s : servers)
+    if (s.size() != servers.front().size())
+      return fmt::format("{} needs the same number of the group's GPUs in every server; they hold {} and {}", algorithm,
+                         servers.front().size(), s.size());
+  return "";
+}
+
 std::vector<std::vector<std::vector<int>>> collective_levels(const CollectiveSpec& spec, const Cluster& cluster) {
   const std::string name(enum_name<CollectiveAlgorithm>(collective_algorithm_names(), spec.algorithm));
   const std::vector<std::vector<int>> servers = ranks_by_server(spec, cluster);
-  for (const auto& s : servers)
-    if (s.size() != servers.front().size())
-      throw std::invalid_argument(fmt::format("{} needs the same number of the group's GPUs in every server; they hold {} and {}",
-                                              name, servers.front().size(), s.size()));
+  if (const std::string why = uneven_servers_problem(servers, name); !why.empty()) throw std::invalid_argument(why);
   std::vector<std::vector<std::vector<int>>> levels{servers};
   // A group's ranks in canonical order: its children's, in order (a server's: rank order).
   std::vector<std::vector<int>> groups = servers;

@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/core/cluster.h"
@@ -124,6 +125,8 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& s
 // The group's ranks by server (servers in increasing order, ranks in rank order): hierarchical's
 // rings inside each server.
 std::vector<std::vector<int>> ranks_by_server(const CollectiveSpec& spec, const Cluster& cluster);
+// Why `algorithm` cannot run on servers holding different numbers of the group's ranks (or "").
+std::string uneven_servers_problem(const std::vector<std::vector<int>>& servers, std::string_view algorithm);
 
 // The levels of hierarchical and multi-level, from the server up: per level its rings (ranks of
 // the group, in ring order), every ring of a level the same size. Level 0 is each server's ranks;

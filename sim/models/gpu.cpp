@@ -162,7 +162,10 @@ std::string gpu_preset_names() {
   return out;
 }
 
-void set_roofline_precision(GpuSpec& gpu, Precision p, const std::string& file, const std::string& field) {
+void set_roofline_precision(GpuSpec& gpu, Precision p, const std::string& file, const std::string& field,
+                            const YAML::Node& given_as, std::string_view given_field) {
+  if (given_as.IsMap() && (given_as["precision"] || given_as["flops"]))
+    throw InputError(file, field, fmt::format("{} gives the roofline's rate already (its precision or flops): give one", given_field));
   if (!gpu.has(p))
     throw InputError(file, field,
                      fmt::format("{} has no {} peak{}", gpu.model.empty() ? gpu.name : gpu.model, enum_name<Precision>(kPrecisionNames, p),

@@ -68,8 +68,10 @@ std::vector<std::string> kernel_model_gpu_names();
 
 // Times the roofline at the GPU's dense peak at `p` (a graph's operators at bf16 on tensor cores,
 // say; their tensors keep the bytes they were recorded with). Throws InputError naming `file` and
-// `field` when the GPU has no such peak.
-void set_roofline_precision(GpuSpec& gpu, Precision p, const std::string& file, const std::string& field);
+// `field` when the GPU has no such peak, or when `given_as` (what the GPU was given as, named
+// `given_field`; null: a default) is a mapping that sets the rate itself (precision or flops).
+void set_roofline_precision(GpuSpec& gpu, Precision p, const std::string& file, const std::string& field,
+                            const YAML::Node& given_as = YAML::Node(), std::string_view given_field = "gpu");
 
 // The roofline time of one kernel, in seconds.
 double roofline_seconds(const GpuSpec& gpu, double flops, double bytes_moved);

@@ -44,10 +44,8 @@ const OptionSchema<OnnxImportOptions>& onnx_import_schema() {
              "the update per parameter (Adam keeps two fp32 slots)");
     s.check([](const YamlFields& f, OnnxImportOptions& o) {
       if (o.onnx.empty()) throw InputError(f.file(), f.field("onnx"), "expected the path of an .onnx file");
-      if (!o.precision) return;
-      if (f.has("gpu") && f.node("gpu").IsMap() && (f.node("gpu")["precision"] || f.node("gpu")["flops"]))
-        throw InputError(f.file(), f.field("precision"), "gpu gives the roofline's rate already (its precision or flops): give one");
-      set_roofline_precision(o.gpu, *o.precision, f.file(), f.field("precision"));
+      if (o.precision)
+        set_roofline_precision(o.gpu, *o.precision, f.file(), f.field("precision"), f.has("gpu") ? f.node("gpu") : YAML::Node());
     });
     return s;
   }();

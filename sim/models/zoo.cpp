@@ -173,12 +173,9 @@ ModelConfig model_config_from_yaml(const YAML::Node& node, const std::string& fi
   if (f.has("style")) c.style = parse_graph_style(f.string("style"), file, f.field("style"));
   if (f.has("optimizer")) c.optimizer = parse_optimizer(f.string("optimizer"), file, f.field("optimizer"));
   if (f.has("gpu")) c.gpu = gpu_from_yaml(f.node("gpu"), file, path + ".gpu");
-  if (f.has("precision")) {
-    if (f.has("gpu") && f.node("gpu").IsMap() && (f.node("gpu")["precision"] || f.node("gpu")["flops"]))
-      throw InputError(file, f.field("precision"), "gpu gives the roofline's rate already (its precision or flops): give one");
+  if (f.has("precision"))
     set_roofline_precision(c.gpu, enum_parse<Precision>(kPrecisionNames, f.string("precision"), file, f.field("precision")), file,
-                           f.field("precision"));
-  }
+                           f.field("precision"), f.has("gpu") ? f.node("gpu") : YAML::Node());
   // Errors name the key as written (`graph.seq`), so resolve against the same path.
   return resolve_model_config(c, file, path);
 }
