@@ -15,7 +15,6 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <zlib.h>
 
 #include "scenarios/runner/scenario.h"
 #include "tests/test_util.h"
@@ -727,13 +726,9 @@ TEST(Cli, RunWritesGzippedTimelinesWhenAsked) {
   const fs::path gz = dir / "out" / "trace-round-robin.json.gz";
   ASSERT_TRUE(fs::exists(gz)) << out;
   EXPECT_FALSE(fs::exists(dir / "out" / "trace-round-robin.json"));
-  std::string text;
-  gzFile in = gzopen(gz.c_str(), "rb");
-  ASSERT_NE(in, nullptr);
-  char buffer[4096];
-  for (int n; (n = gzread(in, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
-  gzclose(in);
-  EXPECT_TRUE(nlohmann::json::parse(text).contains("traceEvents"));
+  const std::optional<std::string> text = testutil::read_gzip_file(gz);
+  ASSERT_TRUE(text.has_value());
+  EXPECT_TRUE(nlohmann::json::parse(*text).contains("traceEvents"));
   std::ifstream records(dir / "out" / "results.jsonl");
   std::string line;
   std::getline(records, line);

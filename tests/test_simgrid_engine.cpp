@@ -14,7 +14,6 @@
 #include <set>
 #include <unistd.h>
 
-#include <zlib.h>
 
 #include "sim/models/builtin_graphs.h"
 #include "sim/core/errors.h"
@@ -439,17 +438,11 @@ TEST(SimGridTrace, ScheduleWithoutFlowsAndUnwritablePath) {
   // A path ending in .gz: the same JSON, gzip'd.
   const auto gz = std::filesystem::temp_directory_path() / fmt::format("placesim_trace2_{}.json.gz", ::getpid());
   write_chrome_trace(gz.string(), g, c, placement, start, finish, {});
-  std::string text;
-  {
-    gzFile in_gz = gzopen(gz.c_str(), "rb");
-    ASSERT_NE(in_gz, nullptr);
-    char buffer[4096];
-    for (int n; (n = gzread(in_gz, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
-    gzclose(in_gz);
-  }
+  const std::optional<std::string> text = testutil::read_gzip_file(gz);
+  ASSERT_TRUE(text.has_value());
   std::ifstream raw(gz, std::ios::binary);
   EXPECT_EQ(raw.get(), 0x1f);  // gzip's magic
   std::filesystem::remove(gz);
-  EXPECT_EQ(nlohmann::json::parse(text), trace);
+  EXPECT_EQ(nlohmann::json::parse(*text), trace);
   EXPECT_THROW(write_chrome_trace("/nonexistent-dir/trace.json.gz", g, c, placement, start, finish, {}), InputError);
 }

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <zlib.h>
 
 #include "placement/framework/strategy.h"
 #include "scenarios/runner/results_store.h"
@@ -25,6 +26,17 @@
 #include "topologies/fabrics.h"
 
 namespace placesim::testutil {
+
+// The text of a gzip'd file (a timeline written to FILE.json.gz); nullopt when it cannot be opened.
+inline std::optional<std::string> read_gzip_file(const std::filesystem::path& path) {
+  gzFile in = gzopen(path.c_str(), "rb");
+  if (!in) return std::nullopt;
+  std::string text;
+  char buffer[4096];
+  for (int n; (n = gzread(in, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+  gzclose(in);
+  return text;
+}
 
 // Runs a shell command and returns its exit code, or 128 + the signal that killed it; stdout and
 // stderr go to `output`.
