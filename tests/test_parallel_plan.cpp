@@ -396,6 +396,53 @@ TEST(ParallelPlan, AGpusLastSendBlocksItsOptimizerStep) {
   EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 10 * ms);
 }
 
+// The rendezvous: NCCL's send waits for its receive, which Megatron posts between its schedule's
+// steps. 1F1B, 2 stages of one layer, stage 0 slow (f = b = 3 ms), stage 1 fast (1 ms), 2
+// micro-batches, 10 MB at 10 GB/s (1 ms). Stage 0: F0 0-3, its send 3-4, F1 4-7, its send 7-8.
+// Stage 1: F0 4-5, B0 5-6; its gradient waits for stage 0 to post the receive, after F1 (7): 7-8.
+// F1 8-9, B1 9-10; its gradient waits for the receive stage 0 posts after B0 (8-11): 11-12, and
+// B1 runs 12-15. Without the rendezvous that send went at 10 (14 ms); sends beside the next
+// operator: stage 0 F1 3-6, B0 7-10, B1 10-13 (13 ms).
+TEST(ParallelPlan, BlockingSendsWaitForTheirReceiverToPostItsReceive) {
+  LayerModel model = uniform_model(2, 1 * ms, 1 * ms, 10e6);
+  model.layers[0].forward_s = model.layers[0].backward_s = 3 * ms;
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  ParallelPlan plan;
+  plan.pp = 2;
+  plan.micro_batches = 2;
+  plan.blocking_sends = true;
+  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 15 * ms);
+  plan.blocking_sends = false;
+  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 13 * ms);
+}
+
+// Interleaved, as Megatron runs it (pp 2, v 2, 4 micro-batches, 4 layers of f = 1 ms and b =
+// 2 ms, nothing to send): rank 0 warms up with F(s0,0) F(s0,1) F(s2,0) F(s2,1), rank 1 with
+// F(s1,0) F(s1,1); then steps of a forward and a backward, one exchange after each (rank 0
+// [F(s0,2) B(s2,0)] [F(s0,3) B(s2,1)] [F(s2,2) B(s0,0)] [F(s2,3) B(s0,1)], rank 1 [F(s3,0)
+// B(s3,0)] ... [F(s3,3) B(s3,3)]), then the remaining backwards. By hand, blocking: rank 0's
+// warm-up ends at 4, but its step [F(s0,2) B(s2,0)] waits for the exchange with rank 1's
+// [F(s3,0) B(s3,0)] (3-6): F(s0,2) 6-7, B(s2,0) 7-9; the steps then run in lockstep, 3 ms each
+// (9, 12, 15, 18), and the cool-down ends at 27 ms. Sends beside the next operator: F(s0,2)
+// runs at 4-5 and B(s2,0) at 6-8, and the pipeline ends at 27 ms too.
+TEST(ParallelPlan, InterleavedBlockingSendsExchangeOncePerStep) {
+  const LayerModel model = uniform_model(4, 1 * ms, 2 * ms);
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  ParallelPlan plan;
+  plan.pp = 2;
+  plan.virtual_stages = 2;
+  plan.micro_batches = 4;
+  for (const auto& [blocking, forward, backward] : {std::tuple{true, 6 * ms, 7 * ms}, std::tuple{false, 4 * ms, 6 * ms}}) {
+    SCOPED_TRACE(blocking);
+    plan.blocking_sends = blocking;
+    const CompiledPlan c = compile_plan(model, plan, cluster);
+    EXPECT_ALL_ENGINES(run(c, cluster), 27 * ms);
+    const Schedule s = FlowEngine(c.graph.graph, cluster).schedule(c.graph.placement, GpuQueue::Fcfs);
+    EXPECT_NEAR(s.start[*c.graph.graph.find("d0.p0.t0.F2.0")], forward, 1e-12);
+    EXPECT_NEAR(s.start[*c.graph.graph.find("d0.p2.t0.B0.2")], backward, 1e-12);
+  }
+}
+
 TEST(ParallelPlan, GradientReductionOverlapsTheBackwardPass) {
   // One stage, 3 layers of 1 ms forward and backward, 2 replicas, 10 MB of gradients per layer
   // (a 2-GPU ring all-reduce: 2 steps of 5 MB each way at 10 GB/s, 1 ms alone). By hand: F 0-3,

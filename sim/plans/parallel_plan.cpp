@@ -487,6 +487,9 @@ struct Unit {
   bool forward;
   int micro_batch;
   int chunk = 0;  // interleaved 1F1B: which of the rank's stages (stage chunk * pp + p)
+  // Interleaved 1F1B's steady state: a backward paired with the forward before it, as Megatron
+  // runs them: both, then one exchange of both's sends and the next pair's receives.
+  bool paired = false;
 };
 
 // Interleaved 1F1B on pipeline rank p of pp, m micro-batches (a multiple of pp), v stages per
@@ -507,6 +510,7 @@ std::vector<Unit> interleaved_schedule(int p, int pp, int m, int v) {
   for (int j = 0; j < total - warmup; ++j) {
     order.push_back(unit(warmup + j, true));
     order.push_back(unit(j, false));
+    order.back().paired = true;
   }
   for (int k = total - warmup; k < total; ++k) order.push_back(unit(k, false));
   return order;
@@ -737,6 +741,25 @@ struct ReductionGroup {
 // GPUs' communicator. `tail`: per replica, the end of the group's last collective (empty: none
 // yet). `scattered`: (stage, layer) reduce-scattered (ZeRO 1, 2), whose all-gathers follow the
 // group's last reduce-scatter.
+// The gates of one blocking send (ParallelPlan::blocking_sends; -1: none): the sender's operator
+// after the send (`after`), the last of the sender's exchange step where not the sending
+// operator (`ready`), the receiver's operator after which it posts the receive (`posted`) and
+// the first of the receiver's step that waits for it where not the receiving one (`step_start`).
+struct SendGates {
+  OpId after = -1, ready = -1, posted = -1, step_start = -1;
+};
+
+// The gates of the blocking sends between two stages: after and ready per sending rank, posted
+// and step_start per receiving rank.
+struct Handshake {
+  Handshake(int senders, int receivers)
+      : after(senders, -1), ready(senders, -1), posted(receivers, -1), step_start(receivers, -1) {}
+  SendGates gates(int sender, std::size_t receiver) const {
+    return {after[sender], ready[sender], posted[receiver], step_start[receiver]};
+  }
+  std::vector<OpId> after, ready, posted, step_start;
+};
+
 struct ReductionQueue {
   std::vector<OpId> tail;
   std::vector<std::pair<int, int>> scattered;
@@ -763,7 +786,12 @@ class PlanCompiler {
     for (int p = 0; p < pp_; ++p)
       rank_orders_.push_back(schedule_of(plan.schedule, p, pp_, micro_batches_, plan.virtual_stages));
     for (int p = 0; p < stages_; ++p) max_width_ = std::max(max_width_, at_.width(p));
-    if (plan.blocking_sends) unit_next_.assign(unit_index(dp_, 0, 0, 0, true), -1);
+    if (plan.blocking_sends) {
+      unit_next_.assign(unit_index(dp_, 0, 0, 0, true), -1);
+      unit_previous_.assign(unit_next_.size(), -1);
+      unit_step_end_.assign(unit_next_.size(), -1);
+      unit_step_start_.assign(unit_next_.size(), -1);
+    }
   }
 
   CompiledPlan compile() && {
@@ -802,39 +830,59 @@ class PlanCompiler {
     for (int p = 0; p < stages_; ++p) recomputes[p] = stage_recomputes(model_of(p), plan_, p, stages_);
     for (int d = 0; d < dp_; ++d)
       for (int r = 0; r < pp_; ++r)
-        for (int t = 0; t < at_.width(r); ++t) {
-          const DeviceId on = gpu(d, r, t);
-          OpId previous = -1;
-          long sending_unit = -1;  // the unit just placed, whose last operator sends on
-          for (const Unit& u : rank_orders_[r]) {
-            const int p = u.chunk * pp_ + r;  // the unit's stage
-            const int first = first_layer(p), count = layer_count(p);
-            for (int k = 0; k < count; ++k) {
-              const int kk = u.forward ? k : count - 1 - k;  // backward runs the layers in reverse
-              const Layer& layer = model_of(r).layers[first + kk];
-              const OpId op =
-                  graph().add({fmt::format("d{}.p{}.t{}.{}{}.{}", d, p, t, u.forward ? 'F' : 'B', u.micro_batch, first + kk),
-                               u.forward ? "forward" : "backward",
-                               u.forward ? layer.forward_s : layer.backward_s * (recomputes[p] ? 2 : 1), 0.0},
-                              on);
-              LayerOps& cell = grid_(d, p, t, u.micro_batch, kk);
-              (u.forward ? cell.forward : cell.backward) = op;
-              if (previous >= 0) graph().depend(previous, op);  // the schedule's order on this GPU
-              if (k == 0 && sending_unit >= 0 && plan_.blocking_sends) unit_next_[static_cast<std::size_t>(sending_unit)] = op;
-              previous = op;
-            }
-            sending_unit = static_cast<long>(unit_index(d, p, t, u.micro_batch, u.forward));
+        for (int t = 0; t < at_.width(r); ++t) add_gpu_compute(d, r, t, recomputes);
+  }
+
+  // The units of pipeline rank r on replica d's GPU of tensor rank t. With blocking sends, each
+  // unit's place between the pipeline's exchanges (unit_next_, unit_previous_, unit_step_end_):
+  // Megatron exchanges after every unit of 1F1B, and in the interleaved schedule's steady state
+  // after each forward and the backward that follows it (one batched send and receive of both).
+  void add_gpu_compute(int d, int r, int t, const std::vector<bool>& recomputes) {
+    const DeviceId on = gpu(d, r, t);
+    OpId previous = -1;
+    std::vector<std::size_t> sending;  // the units of the exchange step just placed, which send on
+    OpId step_start = -1;  // the first operator of the exchange step being placed
+    for (const Unit& u : rank_orders_[r]) {
+      const int p = u.chunk * pp_ + r;  // the unit's stage
+      const int first = first_layer(p), count = layer_count(p);
+      const std::size_t unit = unit_index(d, p, t, u.micro_batch, u.forward);
+      const bool paired = plan_.blocking_sends && u.paired;
+      for (int k = 0; k < count; ++k) {
+        const int kk = u.forward ? k : count - 1 - k;  // backward runs the layers in reverse
+        const Layer& layer = model_of(r).layers[first + kk];
+        const OpId op =
+            graph().add({fmt::format("d{}.p{}.t{}.{}{}.{}", d, p, t, u.forward ? 'F' : 'B', u.micro_batch, first + kk),
+                         u.forward ? "forward" : "backward",
+                         u.forward ? layer.forward_s : layer.backward_s * (recomputes[p] ? 2 : 1), 0.0},
+                        on);
+        LayerOps& cell = grid_(d, p, t, u.micro_batch, kk);
+        (u.forward ? cell.forward : cell.backward) = op;
+        if (previous >= 0) graph().depend(previous, op);  // the schedule's order on this GPU
+        if (k == 0 && plan_.blocking_sends) {
+          if (paired) {  // the forward's exchange step: its receive was posted with the forward's
+            unit_previous_[unit] = unit_previous_[sending.back()];
+            unit_step_start_[unit] = step_start;
+          } else {
+            for (std::size_t s : sending) unit_next_[s] = op;
+            sending.clear();
+            unit_previous_[unit] = previous;
+            step_start = op;
           }
-          // The GPU's last unit blocks too (a backward's gradients to the stage before): what
-          // follows it (the optimizer's step) waits at a step of its own for the arrival.
-          if (plan_.blocking_sends && pp_ > 1 && sending_unit >= 0 && previous >= 0) {
-            const OpId sent = graph().add_communication_step(fmt::format("d{}.p{}.t{}.sent", d, r, t), on);
-            graph().depend(previous, sent);
-            unit_next_[static_cast<std::size_t>(sending_unit)] = sent;
-            previous = sent;
-          }
-          last_compute_[on] = previous;
         }
+        previous = op;
+      }
+      if (paired) unit_step_end_[sending.back()] = previous;  // the forward sends after this backward
+      sending.push_back(unit);
+    }
+    // The GPU's last unit blocks too (a backward's gradients to the stage before): what
+    // follows it (the optimizer's step) waits at a step of its own for the arrival.
+    if (plan_.blocking_sends && pp_ > 1 && !sending.empty() && previous >= 0) {
+      const OpId sent = graph().add_communication_step(fmt::format("d{}.p{}.t{}.sent", d, r, t), on);
+      graph().depend(previous, sent);
+      for (std::size_t s : sending) unit_next_[s] = sent;
+      previous = sent;
+    }
+    last_compute_[on] = previous;
   }
 
   // append_collective with the spec resolved as NCCL runs it (nccl_resolved) once per distinct
@@ -1079,13 +1127,25 @@ class PlanCompiler {
         first[t] = grid_(d, p + 1, t, i, 0).forward;
         gradient[t] = grid_(d, p + 1, t, i, 0).backward_done;
       }
-      std::vector<OpId> after_sent(mine, -1), after_gradient(next, -1);  // blocking sends: the senders' next operators
+      // Blocking sends: the senders' next operators, and the receivers' operators after which
+      // they post their receives (the rendezvous).
+      Handshake forward(mine, next), backward(next, mine);
       if (plan_.blocking_sends) {
-        for (int t = 0; t < mine; ++t) after_sent[t] = unit_next_[unit_index(d, p, t, i, true)];
-        for (int t = 0; t < next; ++t) after_gradient[t] = unit_next_[unit_index(d, p + 1, t, i, false)];
+        for (int t = 0; t < mine; ++t) {
+          forward.after[t] = unit_next_[unit_index(d, p, t, i, true)];
+          forward.ready[t] = unit_step_end_[unit_index(d, p, t, i, true)];
+          backward.posted[t] = unit_previous_[unit_index(d, p, t, i, false)];
+          backward.step_start[t] = unit_step_start_[unit_index(d, p, t, i, false)];
+        }
+        for (int t = 0; t < next; ++t) {
+          backward.after[t] = unit_next_[unit_index(d, p + 1, t, i, false)];
+          backward.ready[t] = unit_step_end_[unit_index(d, p + 1, t, i, false)];
+          forward.posted[t] = unit_previous_[unit_index(d, p + 1, t, i, true)];
+          forward.step_start[t] = unit_step_start_[unit_index(d, p + 1, t, i, true)];
+        }
       }
-      hand_over(d, p + 1, sent, first, after_sent, activation_bytes, fmt::format("act.d{}.p{}.m{}", d, p, i));
-      hand_over(d, p, gradient, last, after_gradient, activation_bytes, fmt::format("actgrad.d{}.p{}.m{}", d, p + 1, i));
+      hand_over(d, p + 1, sent, first, forward, activation_bytes, fmt::format("act.d{}.p{}.m{}", d, p, i));
+      hand_over(d, p, gradient, last, backward, activation_bytes, fmt::format("actgrad.d{}.p{}.m{}", d, p + 1, i));
     }
   }
 
@@ -1101,34 +1161,44 @@ class PlanCompiler {
   // different widths (stage_tp), each receiving rank gets 1/a from each of the a senders.
   // A point-to-point send between stages: on an NCCL cluster it pays ncclSend's costs
   // (nccl_send_cost).
-  // With blocking sends (`after`: the sender's next operator, -1: none) the transfer ends in a
-  // step on the receiver's GPU that `after` waits for too.
-  void send(OpId from, OpId to, double bytes, OpId after = -1) {
+  // With blocking sends (SendGates::after >= 0) the transfer ends in a step on the receiver's GPU
+  // that the sender's next operator waits for too (and the first of the receiver's exchange step),
+  // and it starts at the sender's exchange once the receiver has posted its receive: NCCL's send
+  // waits for its receive, and Megatron posts a stage's receives with its sends, between the
+  // schedule's steps, and waits for all of them before the next step.
+  void send(OpId from, OpId to, double bytes, const SendGates& gates = {}) {
     const MessageCost cost = nccl_send_cost(cluster_, graph().placement[from], graph().placement[to]);
-    if (after < 0) {
+    if (gates.after < 0) {
       graph().graph.add_tensor(from, to, bytes * cost.wire_factor, false, 1, cost.overhead_s);
       return;
     }
-    const OpId arrived = graph().add_communication_step(fmt::format("sent{}.arrived", sends_++), graph().placement[to]);
+    const int n = sends_++;
+    if (gates.ready >= 0 || gates.posted >= 0) {  // the exchange: a step on the sender's GPU after all of them
+      const OpId exchange = graph().add_communication_step(fmt::format("sent{}.exchange", n), graph().placement[from]);
+      for (OpId before : {from, gates.ready, gates.posted})
+        if (before >= 0) graph().depend(before, exchange);
+      from = exchange;
+    }
+    const OpId arrived = graph().add_communication_step(fmt::format("sent{}.arrived", n), graph().placement[to]);
     graph().graph.add_tensor(from, arrived, bytes * cost.wire_factor, false, 1, cost.overhead_s);
-    graph().depend(arrived, to);
-    graph().depend(arrived, after);
+    for (OpId waits : {to, gates.after, gates.step_start})
+      if (waits >= 0) graph().depend(arrived, waits);
   }
 
-  void hand_over(int d, int to_stage, std::span<const OpId> from, std::span<const OpId> to, std::span<const OpId> after,
+  void hand_over(int d, int to_stage, std::span<const OpId> from, std::span<const OpId> to, const Handshake& blocking,
                  double activation_bytes, const std::string& name) {
     const int tp = static_cast<int>(from.size());
     if (to.size() != from.size()) {
-      for (OpId receiver : to)
-        for (int t = 0; t < tp; ++t) send(from[t], receiver, activation_bytes / tp, after[t]);
+      for (std::size_t j = 0; j < to.size(); ++j)
+        for (int t = 0; t < tp; ++t) send(from[t], to[j], activation_bytes / tp, blocking.gates(t, j));
       return;
     }
     if (tp > 1 && plan_.sequence_parallel) {  // each rank holds its part of the sequence: nothing to gather
-      for (int t = 0; t < tp; ++t) send(from[t], to[t], activation_bytes / tp, after[t]);
+      for (int t = 0; t < tp; ++t) send(from[t], to[t], activation_bytes / tp, blocking.gates(t, t));
       return;
     }
     if (tp == 1 || !plan_.scatter_gather) {
-      for (int t = 0; t < tp; ++t) send(from[t], to[t], activation_bytes, after[t]);
+      for (int t = 0; t < tp; ++t) send(from[t], to[t], activation_bytes, blocking.gates(t, t));
       return;
     }
     std::vector<OpId> received(tp);
@@ -1141,11 +1211,13 @@ class PlanCompiler {
       const DeviceId receiving = gpu(d, to_stage, t);
       s.group.push_back(receiving);
       received[t] = graph().add_communication_step(fmt::format("{}.t{}.received", name, t), receiving);
-      send(from[t], received[t], activation_bytes / tp);
-      if (after[t] >= 0) graph().depend(received[t], after[t]);  // a blocking send waits for its part's arrival
+      send(from[t], received[t], activation_bytes / tp, blocking.gates(t, t));
     }
     const std::vector<OpId> gathered = add_collective(s, cluster_, name, received);
-    for (int t = 0; t < tp; ++t) graph().depend(gathered[t], to[t]);
+    for (int t = 0; t < tp; ++t) {
+      graph().depend(gathered[t], to[t]);
+      if (blocking.step_start[t] >= 0) graph().depend(gathered[t], blocking.step_start[t]);  // gathered within the exchange
+    }
   }
 
   // Gradient reduction across replicas, a bucket per layer, after its last backward; ZeRO's
@@ -1308,6 +1380,9 @@ class PlanCompiler {
   long sends_ = 0;                              // numbers blocking sends' arrivals
   int max_width_ = 1;                           // the widest stage's tensor-parallel width
   std::vector<OpId> unit_next_;                 // blocking sends: per unit (unit_index), the operator after it on its GPU
+  std::vector<OpId> unit_previous_;             // the one before its exchange step (-1: none)
+  std::vector<OpId> unit_step_end_;             // its exchange step's last operator, where not its own (-1)
+  std::vector<OpId> unit_step_start_;           // its exchange step's first operator, where not its own (-1)
   std::map<std::tuple<int, int, std::string>, ReductionQueue> queues_;
   std::map<std::tuple<int, int, double, int, int, int, int, int, int, std::vector<DeviceId>>, CollectiveSpec> resolved_;  // add_collective's
   std::unordered_map<DeviceId, OpId> last_compute_;                 // per GPU, its last compute operator

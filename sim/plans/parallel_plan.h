@@ -173,8 +173,12 @@ struct ParallelPlan {
   bool tp_comm_overlap = false;
   // Megatron's point-to-point sends between stages block the sender (batch_isend_irecv, then a
   // wait on every request): the sender's next operator waits until the activation (its gradient)
-  // has arrived. False: the send runs beside the sender's next operator (Megatron's
-  // --overlap-p2p-comm, interleaved schedules only there). The receiver waits for it either way.
+  // has arrived. And they rendezvous: a transfer starts once the receiver has posted its receive,
+  // which Megatron does between the schedule's steps (1F1B: after each unit; interleaved 1F1B's
+  // steady state: after each forward and the backward that follows it, both sent at once after
+  // the backward, and the next step waits for both receives). False: the send runs beside the
+  // sender's next operator, its receive posted early (Megatron's --overlap-p2p-comm, interleaved
+  // schedules only there). The receiver waits for it either way.
   bool blocking_sends = false;
   // Per stage, its own tensor-parallel width (pp entries; not interleaved); empty: tp for every
   // stage. Stage p runs the workload's layers as measured or built at its width, on a group of
