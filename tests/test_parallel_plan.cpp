@@ -469,6 +469,23 @@ TEST(ParallelPlan, GradientReductionOverlapsTheBackwardPass) {
   }
 }
 
+TEST(ParallelPlan, GradientReductionWithoutOverlapWaitsForTheBackward) {
+  // As above, Megatron's default (no --overlap-grad-reduce): the three all-reduces wait for the
+  // GPU's last backward (6 ms) and run one after another on the group's stream, 1 ms each: 9 ms.
+  // NEST's estimate, overlapped: the last layer's 1 ms is exposed; not overlapped, all 3 ms.
+  const LayerModel model = uniform_model(3, 1 * ms, 1 * ms, 0, 10e6);
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  ParallelPlan plan;
+  plan.dp = 2;
+  plan.overlap_grad_reduce = false;
+  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 9 * ms);
+  const double exposed = nest_estimate(model, plan, NestNetwork::aware(cluster), NestReduction::Overlapped).gradient_reduction;
+  plan.overlap_grad_reduce = true;
+  const double overlapped = nest_estimate(model, plan, NestNetwork::aware(cluster), NestReduction::Overlapped).gradient_reduction;
+  EXPECT_NEAR(overlapped, 1 * ms, 1e-6);
+  EXPECT_NEAR(exposed, 3 * overlapped, 1e-12);
+}
+
 TEST(ParallelPlan, GradientBucketsOfOneGroupRunOneAfterAnother) {
   // As above with 20 MB of gradients per layer (2 ms alone). F 0-3, B(l2) 3-4, B(l1) 4-5, B(l0)
   // 5-6. Layer 1's bucket is ready at 5 but waits for layer 2's (4-6) on the group's stream:

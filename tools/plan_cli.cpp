@@ -82,6 +82,9 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
               "with --distributed-optimizer: all-gather the updated parameters after the update, before the next forward "
               "(Megatron without --overlap-param-gather)")
       ->needs(distributed);
+  c->add_flag("--no-overlap-grad-reduce", a.no_overlap_grad_reduce,
+              "reduce the gradients after the backward, all buckets at once (Megatron without --overlap-grad-reduce, its "
+              "default; its local DDP of 2021); default: each layer's bucket as soon as its backward has run");
   c->add_flag("--json", a.json, "one JSON object (iteration time, tokens/s, TFLOP/s and MFU per engine, memory) instead of the text");
   c->add_option("--cluster", a.cluster, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
   c->add_option("--tp", a.tp, "tensor-parallel width (the workload must have it)")->check(whole_number(1, 1 << 16))->capture_default_str();
@@ -313,7 +316,8 @@ void print_report_json(const PlanArgs& a, const ParallelPlan& plan, const PlanRe
   j["global_batch"] = r.sequences;
   j["plan"] = {{"tp", plan.tp}, {"pp", plan.pp}, {"dp", plan.dp / plan.cp}, {"cp", plan.cp}, {"micro_batches", plan.micro_batches},
                {"virtual_stages", plan.virtual_stages}, {"zero", plan.zero}, {"sequence_parallel", plan.sequence_parallel},
-               {"overlap_param_gather", plan.overlap_param_gather}, {"tp_comm_overlap", plan.tp_comm_overlap},
+               {"overlap_param_gather", plan.overlap_param_gather}, {"overlap_grad_reduce", plan.overlap_grad_reduce},
+               {"tp_comm_overlap", plan.tp_comm_overlap},
                {"recompute", a.workload.empty() ? a.recompute : "workload's"}};
   std::cout << j.dump() << "\n";
 }

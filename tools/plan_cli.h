@@ -37,6 +37,7 @@ struct PlanArgs {
   std::string attention = "fused";    // fused, unfused
   bool distributed_optimizer = false;  // Megatron's: ZeRO 1, its parameter gathers overlapping the next forward
   bool no_overlap_param_gather = false;  // ZeRO 1 and 2: the gathers after the optimizer step
+  bool no_overlap_grad_reduce = false;   // the gradient reductions after the backward
   bool json = false;
   std::string trace;  // Chrome trace of the evaluator's run, with each GPU's memory over time
   std::string chakra;  // a directory for the plan's Chakra execution traces, one per GPU
@@ -70,6 +71,7 @@ inline ParallelPlan plan_from_args(const PlanArgs& a, const std::string& source,
   }
   plan.zero = a.distributed_optimizer ? std::max(a.zero, 1) : a.zero;
   plan.overlap_param_gather = a.distributed_optimizer && !a.no_overlap_param_gather;
+  plan.overlap_grad_reduce = !a.no_overlap_grad_reduce;
   plan.virtual_stages = a.virtual_stages;
   plan.ep = a.ep;
   plan.scatter_gather = !a.no_scatter_gather;

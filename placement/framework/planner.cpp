@@ -62,6 +62,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& plan) {
   if (plan.sequence_parallel) j["sequence_parallel"] = true;
   if (plan.tp_comm_overlap) j["tp_comm_overlap"] = true;
   if (plan.overlap_param_gather) j["overlap_param_gather"] = true;
+  if (!plan.overlap_grad_reduce) j["overlap_grad_reduce"] = false;
   if (plan.blocking_sends) j["blocking_sends"] = true;
   j["stage_starts"] = plan.stage_starts;
   j["gpus"] = plan.gpus;

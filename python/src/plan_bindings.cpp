@@ -98,7 +98,7 @@ PlanArgs plan_args(const py::dict& kw) {
   static const std::vector<std::string> known = {
       "workload", "model", "model_file", "schedule", "engine", "order", "gradient_algorithm", "collectives", "gpu", "tp", "pp", "dp",
       "cp", "micro_batches", "zero", "ep", "virtual_stages", "micro_batch_size", "sequence", "stage_tp", "mfu", "recompute",
-      "precision", "attention", "global_batch", "distributed_optimizer", "overlap_param_gather", "tp_comm_overlap",
+      "precision", "attention", "global_batch", "distributed_optimizer", "overlap_param_gather", "overlap_grad_reduce", "tp_comm_overlap",
       "overlap_p2p_comm", "scatter_gather", "sequence_parallel"};
   for (const auto& [key, value] : kw) {
     const std::string name = py::str(key).cast<std::string>();
@@ -151,6 +151,8 @@ PlanArgs plan_args(const py::dict& kw) {
     if (!a.no_overlap_param_gather && !a.distributed_optimizer)
       throw InputError("python", "overlap_param_gather", "Megatron's distributed optimizer overlaps its gathers: give distributed_optimizer=True too");
   }
+  if (kw.contains("overlap_grad_reduce") && !kw["overlap_grad_reduce"].is_none())
+    a.no_overlap_grad_reduce = !kw["overlap_grad_reduce"].cast<bool>();
   if (kw.contains("scatter_gather") && !kw["scatter_gather"].is_none()) a.no_scatter_gather = !kw["scatter_gather"].cast<bool>();
   if (kw.contains("sequence_parallel") && !kw["sequence_parallel"].is_none()) a.sequence_parallel = kw["sequence_parallel"].cast<bool>();
   return a;

@@ -259,12 +259,12 @@ NestEstimate nest_estimate(const LayerModel& model, const ParallelPlan& plan, co
              network.reduction(nest_replica_group(plan, 0, r, plan.ep), experts / plan.ep, plan.gradient_algorithm, plan.zero)) /
             zero3;
         backward += layer.backward_s * scale;
-        done = std::max(done, backward) + overlapped * all_reduce;
+        done = (plan.overlap_grad_reduce ? std::max(done, backward) : done) + overlapped * all_reduce;
         // (0 x an impossible group's infinity: none); ZeRO 1 and 2's gathers overlapping the
         // next forward (overlap_param_gather) are not charged, as ZeRO 3's prefetches are not.
         if (plan.zero > 0 && !(plan.overlap_param_gather && plan.zero < 3)) after += (1 - overlapped) * all_reduce;
       }
-      rank = done - backward + after;
+      rank = (plan.overlap_grad_reduce ? done - backward : done) + after;
     } else {
       for (const auto& [dense, experts] : buckets)
         rank += network.reduction(nest_replica_group(plan, 0, r, 1), dense, plan.gradient_algorithm, plan.zero) +

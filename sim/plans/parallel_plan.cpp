@@ -1284,6 +1284,14 @@ class PlanCompiler {
     return ops;
   }
 
+  // Per replica of the group, its GPU's last operator of the schedule (its last backward, or the
+  // step after it that waits for its last send).
+  std::vector<OpId> last_computes(const ReductionGroup& group) const {
+    std::vector<OpId> ops;
+    for (int d : group.replicas) ops.push_back(last_compute_.at(gpu(d, group.stage, group.tensor_rank)));
+    return ops;
+  }
+
   // Per replica, a communication step after both `ready` and `queued` (empty: `ready` itself).
   std::vector<OpId> after_both(const ReductionGroup& group, std::vector<OpId> ready, const std::vector<OpId>& queued,
                                const std::string& name) {
@@ -1326,8 +1334,9 @@ class PlanCompiler {
       const int layer = first + k;
       if (reduced_bytes(group, layer) <= 0) continue;
       const std::string name = fmt::format("{}.p{}.t{}.l{}", group.tag, p, group.tensor_rank, layer);
-      const std::vector<OpId> ready =
-          after_both(group, per_replica(group, &LayerOps::backward_done, marks.last_backward, k), queue.tail, name);
+      const std::vector<OpId> ready = after_both(
+          group, plan_.overlap_grad_reduce ? per_replica(group, &LayerOps::backward_done, marks.last_backward, k) : last_computes(group),
+          queue.tail, name);
       if (plan_.zero == 0) {
         queue.tail = add_collective(reduction_spec(group, layer, CollectiveOp::AllReduce), cluster_, name, ready);
         continue;

@@ -16,7 +16,8 @@
 //    backward, micro-batches in order) or 1F1B (stage p runs min(pp - p - 1, m) forwards, then
 //    one forward and one backward in turn, then the remaining backwards);
 //  - the gradient reduction across replicas, one bucket per layer, ready when the layer's last
-//    backward has run and overlapping the backward of the layers before it (collectives are
+//    backward has run and overlapping the backward of the layers before it (overlap_grad_reduce;
+//    else ready when the GPU's last backward has run; collectives are
 //    communication steps, which never wait for their GPU: Operator::communication). The
 //    collectives of one data-parallel group (a stage's tensor rank across replicas) run one after
 //    another, as NCCL runs a communicator's on its stream, in the order their buckets are ready
@@ -127,6 +128,10 @@ struct ParallelPlan {
   // before the layer's first forward, in layer order, one after another (as ZeRO 3's prefetches),
   // and the optimizer step follows the reduce-scatters alone. False: the gathers after the step.
   bool overlap_param_gather = false;
+  // The gradient reductions overlap the backward (Megatron's --overlap-grad-reduce, PyTorch DDP's
+  // buckets): each layer's once its last backward has run. False: all of them after the GPU's
+  // last backward (and its last send), as Megatron runs them by default and its local DDP did.
+  bool overlap_grad_reduce = true;
   // Expert parallelism, carved out of the replicas as Megatron-core and DeepSpeed-MoE do: ep
   // divides dp, and replicas ep*j .. ep*j + ep - 1 each hold 1/ep of every layer's experts
   // (LayerModel::expert_parallel 1) and exchange their tokens by all-to-all (direct, among equal

@@ -84,6 +84,7 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   plan.ep = c.ep;
   plan.zero = c.zero;
   plan.overlap_param_gather = c.overlap_param_gather;
+  plan.overlap_grad_reduce = c.overlap_grad_reduce;
   plan.schedule = c.schedule;
   plan.virtual_stages = c.virtual_stages;
   plan.gradient_algorithm = c.gradient_algorithm;
@@ -182,6 +183,9 @@ OptionSchema<MegatronConfig> megatron_schema() {
   s.flag("overlap_param_gather", &MegatronConfig::overlap_param_gather,
          "ZeRO 1 and 2 as Megatron's distributed optimizer with --overlap-param-gather: the updated parameters' all-gathers "
          "overlap the next forward (before each layer's first forward) instead of following the optimizer step");
+  s.flag("overlap_grad_reduce", &MegatronConfig::overlap_grad_reduce,
+         "each layer's gradient reduction as soon as its backward has run (Megatron's --overlap-grad-reduce); false: all of "
+         "them after the GPU's last backward (Megatron's default)");
   s.choice("schedule", &MegatronConfig::schedule, std::span<const EnumName<PipelineSchedule>>(kPipelineScheduleNames),
            "pipeline schedule");
   s.count("virtual_stages", &MegatronConfig::virtual_stages,
