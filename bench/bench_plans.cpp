@@ -104,14 +104,16 @@ void BM_ZooGpt3Scale(benchmark::State& state) {
     return;
   }
   const ParallelPlan plan = plan_of_scale(dp);
-  double latency = 0, operators = 0;
+  double latency = 0, operators = 0, tensors = 0;
   for (auto _ : state) {
     const CompiledPlan c = compile_plan(w, plan, cluster, CollectiveDetail::Condensed);
     operators = static_cast<double>(c.graph.graph.num_operators());
+    tensors = static_cast<double>(c.graph.graph.num_tensors());
     latency = *run_engines(c.graph, cluster, EngineSet::of({kFlow}), RunOrder::Fcfs).latency(kFlow);
   }
   state.counters["simulated_s"] = latency;
   state.counters["operators"] = operators;
+  state.counters["tensors"] = tensors;
   state.counters["peak_rss_gib"] = benchutil::peak_rss_gib();
   state.SetLabel(std::to_string(8 * 16 * dp) + " GPUs, compile + flow");
 }
