@@ -115,12 +115,15 @@ struct CollectiveSpec {
 // power of two, hierarchical on servers holding different numbers of the group's GPUs.
 std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluster);
 
-// Appends the collective to `out`. `after`, when not empty, holds per rank an operator (on that
-// rank's GPU, or -1 for none) the rank's part waits for. Returns per rank the operator at which
-// the rank holds its result. Operator names start with `name` (unique in the graph). Throws
-// std::invalid_argument with collective_problem's reason.
+// Appends the collective to `out`. `after`, when not empty, holds per rank an operator (on any
+// GPU, or -1 for none) the rank's part waits for. Returns per rank the operator at which the rank
+// holds its result: on the rank's GPU, or, with `results_on_ranks` false, possibly one step
+// for all (a condensed ring's barrier, which spares a step per rank: half a plan's operators),
+// for callers that send nothing from it (or send from a step on the rank's GPU after it).
+// Operator names start with `name` (unique in the graph). Throws std::invalid_argument with
+// collective_problem's reason.
 std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& spec, const Cluster& cluster,
-                                    const std::string& name, std::span<const OpId> after = {});
+                                    const std::string& name, std::span<const OpId> after = {}, bool results_on_ranks = true);
 
 // The group's ranks by server (servers in increasing order, ranks in rank order): hierarchical's
 // rings inside each server.

@@ -83,13 +83,15 @@ class Builder {
   // per-hop latency, and the collective's base latency when it leaves from the rank's start.
   // A pipelined chunk after the first (`in_flight`) hides its overhead behind the chunks before it
   // (NCCL's slots in flight per connection).
+  // A message leaves from an operator on its rank's GPU: `from` on another (a condensed ring's
+  // barrier) gets a sender step too.
   void send(int src, OpId from, int dst, OpId to, double bytes, std::int32_t latencies = 1, bool in_flight = false) {
     auto [it, fresh] = last_arrival_.try_emplace({channel_, src, dst}, -1);
     OpId sender = from;
-    if (!fresh) {
+    if (!fresh || out_.placement[from] != spec_.group[src]) {
       sender = node(src, fmt::format("send{}", ++senders_));
       depend(from, sender);
-      depend(it->second, sender);
+      if (!fresh) depend(it->second, sender);
     }
     const MessageCost cost = nccl_message_cost(spec_, cluster_, spec_.group[src], spec_.group[dst]);
     const double overhead = (in_flight ? 0.0 : cost.overhead_s * latencies) + (launching_.count(sender) ? base_ : 0.0);
@@ -143,12 +145,11 @@ void ring_steps(Builder& b, std::span<const int> order, std::vector<std::vector<
       b.send(order[i], sender, order[(i + 1) % m], arrivals[(i + 1) % m], piece_bytes * steps,
              static_cast<std::int32_t>(std::int64_t{steps} * c));
     }
+    // What follows waits for the barrier itself, from any GPU (a zero-byte dependency is free):
+    // no end step per rank, which were half a plan's operators; a later message of a rank
+    // leaves from a sender step on its GPU (Builder::send).
     for (int i = 0; i < m; ++i) b.depend(arrivals[i], barrier);
-    for (int i = 0; i < m; ++i) {
-      const OpId end = b.node(order[i], phase + ".end");
-      b.depend(barrier, end);
-      cur[i].assign(c, end);
-    }
+    for (int i = 0; i < m; ++i) cur[i].assign(c, barrier);
     return;
   }
   for (int s = 1; s <= steps; ++s) {
@@ -258,7 +259,7 @@ void append_exchange(Builder& b, const ExchangePhase& phase, double bytes, std::
 }  // namespace
 
 std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& tuned, const Cluster& cluster,
-                                    const std::string& name, std::span<const OpId> after) {
+                                    const std::string& name, std::span<const OpId> after, bool results_on_ranks) {
   if (const std::string why = collective_problem(tuned, cluster); !why.empty()) throw std::invalid_argument(why);
   if (!after.empty() && after.size() != tuned.group.size())
     throw std::invalid_argument(fmt::format("append_collective: `after` has {} entries for {} ranks", after.size(),
@@ -276,6 +277,13 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& t
     else
       append_exchange(b, std::get<ExchangePhase>(phase.shape), spec.bytes, cur, phase.name);
   }
+  if (results_on_ranks)
+    for (int r = 0; r < b.ranks(); ++r)
+      if (out.placement[cur[r]] != spec.group[r]) {  // a condensed ring's barrier, on its first rank's GPU
+        const OpId end = b.node(r, "end");
+        b.depend(cur[r], end);
+        cur[r] = end;
+      }
   out.collectives.push_back({name, spec.op, spec.group, spec.bytes, first, static_cast<OpId>(out.graph.num_operators())});
   return cur;
 }

@@ -895,7 +895,9 @@ class PlanCompiler {
                                      spec.tuned * 4 + spec.pin_protocol * 2 + spec.pin_channels, spec.group);
     auto it = resolved_.find(key);
     if (it == resolved_.end()) it = resolved_.emplace(key, nccl_resolved(spec, cluster)).first;
-    return append_collective(graph(), it->second, cluster, name, after);
+    // Its results may be held by one step for all ranks (a condensed ring's barrier): whatever
+    // leaves a rank after it leaves from a step on the rank's GPU (send).
+    return append_collective(graph(), it->second, cluster, name, after, /*results_on_ranks=*/false);
   }
 
   // The optimizer's step on each GPU (Layer::optimizer_s of its layers; ZeRO 1 and up update
@@ -1144,8 +1146,8 @@ class PlanCompiler {
           forward.step_start[t] = unit_step_start_[unit_index(d, p + 1, t, i, true)];
         }
       }
-      hand_over(d, p + 1, sent, first, forward, activation_bytes, fmt::format("act.d{}.p{}.m{}", d, p, i));
-      hand_over(d, p, gradient, last, backward, activation_bytes, fmt::format("actgrad.d{}.p{}.m{}", d, p + 1, i));
+      hand_over(d, p, p + 1, sent, first, forward, activation_bytes, fmt::format("act.d{}.p{}.m{}", d, p, i));
+      hand_over(d, p + 1, p, gradient, last, backward, activation_bytes, fmt::format("actgrad.d{}.p{}.m{}", d, p + 1, i));
     }
   }
 
@@ -1166,18 +1168,26 @@ class PlanCompiler {
   // and it starts at the sender's exchange once the receiver has posted its receive: NCCL's send
   // waits for its receive, and Megatron posts a stage's receives with its sends, between the
   // schedule's steps, and waits for all of them before the next step.
-  void send(OpId from, OpId to, double bytes, const SendGates& gates = {}) {
-    const MessageCost cost = nccl_send_cost(cluster_, graph().placement[from], graph().placement[to]);
-    if (gates.after < 0) {
+  // The transfer leaves `sender`, the GPU that holds `from`'s result: `from` itself, or, where it
+  // is elsewhere (a tensor-parallel collective's last step) or the send waits for more, a step on
+  // `sender` after it.
+  void send(OpId from, DeviceId sender, OpId to, double bytes, const SendGates& gates = {}) {
+    const MessageCost cost = nccl_send_cost(cluster_, sender, graph().placement[to]);
+    const bool elsewhere = graph().placement[from] != sender;
+    if (gates.after < 0 && !elsewhere) {
       graph().graph.add_tensor(from, to, bytes * cost.wire_factor, false, 1, cost.overhead_s);
       return;
     }
     const int n = sends_++;
-    if (gates.ready >= 0 || gates.posted >= 0) {  // the exchange: a step on the sender's GPU after all of them
-      const OpId exchange = graph().add_communication_step(fmt::format("sent{}.exchange", n), graph().placement[from]);
+    if (elsewhere || gates.ready >= 0 || gates.posted >= 0) {  // the exchange: a step on the sender's GPU after all of them
+      const OpId exchange = graph().add_communication_step(fmt::format("sent{}.exchange", n), sender);
       for (OpId before : {from, gates.ready, gates.posted})
         if (before >= 0) graph().depend(before, exchange);
       from = exchange;
+    }
+    if (gates.after < 0) {
+      graph().graph.add_tensor(from, to, bytes * cost.wire_factor, false, 1, cost.overhead_s);
+      return;
     }
     const OpId arrived = graph().add_communication_step(fmt::format("sent{}.arrived", n), graph().placement[to]);
     graph().graph.add_tensor(from, arrived, bytes * cost.wire_factor, false, 1, cost.overhead_s);
@@ -1185,20 +1195,20 @@ class PlanCompiler {
       if (waits >= 0) graph().depend(arrived, waits);
   }
 
-  void hand_over(int d, int to_stage, std::span<const OpId> from, std::span<const OpId> to, const Handshake& blocking,
+  void hand_over(int d, int from_stage, int to_stage, std::span<const OpId> from, std::span<const OpId> to, const Handshake& blocking,
                  double activation_bytes, const std::string& name) {
     const int tp = static_cast<int>(from.size());
     if (to.size() != from.size()) {
       for (std::size_t j = 0; j < to.size(); ++j)
-        for (int t = 0; t < tp; ++t) send(from[t], to[j], activation_bytes / tp, blocking.gates(t, j));
+        for (int t = 0; t < tp; ++t) send(from[t], gpu(d, from_stage, t), to[j], activation_bytes / tp, blocking.gates(t, j));
       return;
     }
     if (tp > 1 && plan_.sequence_parallel) {  // each rank holds its part of the sequence: nothing to gather
-      for (int t = 0; t < tp; ++t) send(from[t], to[t], activation_bytes / tp, blocking.gates(t, t));
+      for (int t = 0; t < tp; ++t) send(from[t], gpu(d, from_stage, t), to[t], activation_bytes / tp, blocking.gates(t, t));
       return;
     }
     if (tp == 1 || !plan_.scatter_gather) {
-      for (int t = 0; t < tp; ++t) send(from[t], to[t], activation_bytes, blocking.gates(t, t));
+      for (int t = 0; t < tp; ++t) send(from[t], gpu(d, from_stage, t), to[t], activation_bytes, blocking.gates(t, t));
       return;
     }
     std::vector<OpId> received(tp);
@@ -1211,7 +1221,7 @@ class PlanCompiler {
       const DeviceId receiving = gpu(d, to_stage, t);
       s.group.push_back(receiving);
       received[t] = graph().add_communication_step(fmt::format("{}.t{}.received", name, t), receiving);
-      send(from[t], received[t], activation_bytes / tp, blocking.gates(t, t));
+      send(from[t], gpu(d, from_stage, t), received[t], activation_bytes / tp, blocking.gates(t, t));
     }
     const std::vector<OpId> gathered = add_collective(s, cluster_, name, received);
     for (int t = 0; t < tp; ++t) {
