@@ -378,6 +378,16 @@ TEST(ParallelPlan, ActivationsCrossStagesAsTransfers) {
   EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 20 * ms);
 }
 
+// The plan on 2 GPUs at kBw, every engine, its sends blocking their sender (Megatron's), then
+// beside the sender's next operator.
+void expect_blocking_then_beside(const LayerModel& model, ParallelPlan plan, double blocking, double beside) {
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  plan.blocking_sends = true;
+  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), blocking);
+  plan.blocking_sends = false;
+  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), beside);
+}
+
 // Blocking sends (Megatron-LM's): a GPU's last send blocks what follows it too. 1F1B, 2 stages of
 // one layer (f = 1 ms, b = 2 ms), 1 micro-batch, 10 MB at 10 GB/s (1 ms), stage 1's optimizer
 // step 5 ms: stage 0 F 0-1; stage 1 F 2-3, B 3-5, its gradients reach stage 0 at 6 and its step
@@ -386,14 +396,10 @@ TEST(ParallelPlan, ActivationsCrossStagesAsTransfers) {
 TEST(ParallelPlan, AGpusLastSendBlocksItsOptimizerStep) {
   LayerModel model = uniform_model(2, 1 * ms, 2 * ms, 10e6);
   model.layers[1].optimizer_s = 5 * ms;
-  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
   ParallelPlan plan;
   plan.pp = 2;
   plan.micro_batches = 1;
-  plan.blocking_sends = true;
-  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 11 * ms);
-  plan.blocking_sends = false;
-  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 10 * ms);
+  expect_blocking_then_beside(model, plan, 11 * ms, 10 * ms);
 }
 
 // The rendezvous: NCCL's send waits for its receive, which Megatron posts between its schedule's
@@ -406,14 +412,10 @@ TEST(ParallelPlan, AGpusLastSendBlocksItsOptimizerStep) {
 TEST(ParallelPlan, BlockingSendsWaitForTheirReceiverToPostItsReceive) {
   LayerModel model = uniform_model(2, 1 * ms, 1 * ms, 10e6);
   model.layers[0].forward_s = model.layers[0].backward_s = 3 * ms;
-  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
   ParallelPlan plan;
   plan.pp = 2;
   plan.micro_batches = 2;
-  plan.blocking_sends = true;
-  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 15 * ms);
-  plan.blocking_sends = false;
-  EXPECT_ALL_ENGINES(run(compile_plan(model, plan, cluster), cluster), 13 * ms);
+  expect_blocking_then_beside(model, plan, 15 * ms, 13 * ms);
 }
 
 // Interleaved, as Megatron runs it (pp 2, v 2, 4 micro-batches, 4 layers of f = 1 ms and b =
