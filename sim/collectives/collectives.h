@@ -77,10 +77,12 @@ std::span<const EnumName<CollectiveAlgorithm>> collective_algorithm_names(Collec
 //   phase: n^2 operators, 130,000 per bucket at 256 ranks.
 // condensed: each rank sends its ring successor one flow with every step's bytes (steps x
 //   piece), paying the path latency steps x chunks times (Tensor::latencies), and the phase ends
-//   for every rank of the ring when its slowest flow has arrived: about 2n operators per phase
-//   (3n with chunks), a ring all-reduce about 4n; a rank's first flow leaves from the operator
-//   it waits for (`after`, when given) and a lone phase end is the rank's end, with no start or
-//   join operator of their own. Where every
+//   for every rank of the ring when its slowest flow has arrived, at a barrier the ranks go on
+//   from: about n operators per phase (each rank's arrival and the barrier; 2n with chunks), a
+//   ring all-reduce about 3n (its second phase leaves from a step per rank), and n more where each
+//   rank's result must be on its GPU (append_collective's results_on_ranks); a rank's first flow
+//   leaves from the operator it waits for (`after`, when given), with no start or join operator
+//   of its own. Where every
 //   flow of the ring runs at one rate this is the message-level time (each step is the same n
 //   messages at the same rate); where rates differ the phase still ends at the slowest flow, as a
 //   ring's steps are paced by its slowest link. What it loses: a long flow where the messages
@@ -118,7 +120,7 @@ std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluste
 // Appends the collective to `out`. `after`, when not empty, holds per rank an operator (on any
 // GPU, or -1 for none) the rank's part waits for. Returns per rank the operator at which the rank
 // holds its result: on the rank's GPU, or, with `results_on_ranks` false, possibly one step
-// for all (a condensed ring's barrier, which spares a step per rank: half a plan's operators),
+// for all (a condensed ring's barrier, which spares a step per rank: a fifth of a plan's operators),
 // for callers that send nothing from it (or send from a step on the rank's GPU after it).
 // Operator names start with `name` (unique in the graph). Throws std::invalid_argument with
 // collective_problem's reason.

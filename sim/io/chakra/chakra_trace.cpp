@@ -231,12 +231,11 @@ class ChakraWriter {
     std::vector<std::size_t> topo_position(graph_.num_operators());
     for (std::size_t i = 0; i < graph_.topological_order().size(); ++i) topo_position[graph_.topological_order()[i]] = i;
     item_of_.resize(graph_.num_operators());
-    std::map<std::pair<int, int>, std::size_t> collective_item;  // (collective, rank) -> item
     for (OpId u : graph_.topological_order()) {
       const int r = placement_[u];
       std::size_t i = items_.size();
       if (collective_of_[u] >= 0) {
-        auto [it, fresh] = collective_item.try_emplace({collective_of_[u], r}, items_.size());
+        auto [it, fresh] = collective_item_.try_emplace({collective_of_[u], r}, items_.size());
         i = it->second;
         if (fresh) items_.push_back({r, collective_of_[u], {}, start_[u], start_[u], topo_position[u]});
       } else {
@@ -276,7 +275,7 @@ class ChakraWriter {
     std::vector<int> waiting(items_.size(), 0);
     std::vector<std::vector<std::size_t>> next(items_.size());
     for (const Tensor& t : graph_.tensors()) {
-      const std::size_t a = item_of_[t.src], b = item_of_[t.dst];
+      const std::size_t b = item_of_[t.dst], a = source_item(t, items_[b].rank);
       if (a != b && items_[a].rank == items_[b].rank) {
         next[a].push_back(b);
         ++waiting[b];
@@ -340,6 +339,16 @@ class ChakraWriter {
     return collective_of_[t.src] >= 0 && collective_of_[t.src] == collective_of_[t.dst];
   }
 
+  // The item an operator of rank r waits for through tensor t: its source's, or, for a control
+  // dependency on a collective's step held by another rank (a condensed ring's barrier, which
+  // every rank goes on from), the rank's own part of that collective.
+  std::size_t source_item(const Tensor& t, int r) const {
+    const std::size_t from = item_of_[t.src];
+    if (t.bytes > 0 || collective_of_[t.src] < 0 || items_[from].rank == r) return from;
+    const auto own = collective_item_.find({collective_of_[t.src], r});
+    return own == collective_item_.end() ? from : own->second;
+  }
+
   // Rank r's nodes: per item, receives of its inputs from other ranks, its own node, and sends of
   // its outputs to other ranks.
   void trace_rank(int r) {
@@ -371,7 +380,7 @@ class ChakraWriter {
     for (OpId u : items_[i].ops)
       for (EdgeId e : graph_.in_edges(u)) {
         const Tensor& t = graph_.tensor(e);
-        const std::size_t from_item = item_of_[t.src];
+        const std::size_t from_item = source_item(t, r);
         if (from_item == i || inside_collective(t)) continue;
         if (items_[from_item].rank == r) {
           deps.push_back(node_of_item_[from_item]);
@@ -448,7 +457,7 @@ class ChakraWriter {
       for (EdgeId e : graph_.out_edges(u)) {
         const Tensor& t = graph_.tensor(e);
         const int to = placement_[t.dst];
-        if (to == r || inside_collective(t)) continue;
+        if (to == r || inside_collective(t) || items_[source_item(t, to)].rank == to) continue;
         pb::Node& send = rank.add(pb::COMM_SEND_NODE, fmt::format("send {} -> {}", graph_.op(u).name, graph_.op(t.dst).name),
                                   start_[u] + graph_.op(u).compute_s);
         send.add_data_deps(producer);
@@ -512,6 +521,7 @@ class ChakraWriter {
   std::vector<int> collective_of_;                         // per operator: its collective, or -1
   std::map<std::vector<DeviceId>, int> process_group_;     // group of ranks -> its pg_name
   std::vector<Item> items_;
+  std::map<std::pair<int, int>, std::size_t> collective_item_;  // (collective, rank) -> item
   std::vector<std::size_t> item_of_;                       // per operator
   std::vector<std::vector<std::size_t>> rank_order_;       // per rank, its items in order
   std::vector<RankTrace> trace_;                           // per rank
