@@ -516,6 +516,11 @@ TEST(Cli, PlanBuildsAModelOfTheZoo) {
   EXPECT_TRUE(contains(out, "expected one of --workload FILE, --model NAME or --model-file FILE")) << out;
   EXPECT_EQ(run_cli("plan --model gpt2 --mfu 1" + cluster, out), 0) << out;
   EXPECT_EQ(run_cli("plan --model gpt2 --gpu k80" + cluster, out), 2) << out;  // no tensor cores: no kernel model
+  // Megatron overlaps the parameters' gathers only with the gradients' reductions.
+  const std::string distributed = "plan --model gpt2 --dp 2 --distributed-optimizer --no-overlap-grad-reduce --engine flow";
+  EXPECT_EQ(run_cli(distributed + cluster, out), 2) << out;
+  EXPECT_TRUE(contains(out, "--no-overlap-grad-reduce: Megatron overlaps the distributed optimizer's parameter gathers only")) << out;
+  EXPECT_EQ(run_cli(distributed + " --no-overlap-param-gather" + cluster, out), 0) << out;
   // A model by its dimensions, with --json: one object, its measures per engine.
   write(dir / "m.yaml", "family: llama\nlayers: 2\nhidden: 512\nheads: 8\nkv_heads: 2\nffn_hidden: 1536\nvocab: 1000\nsequence: 256\n");
   ASSERT_EQ(run_cli("plan --model-file " + (dir / "m.yaml").string() + " --gpu a100 --pp 2 --global-batch 8 --engine flow --json" +

@@ -164,6 +164,10 @@ TEST(Megatron, ScenarioOptionsAreCheckedWhenParsed) {
                                                 "virtual_stages: 2, schedule: gpipe}}]")
                 .find("must be 1f1b"),
             std::string::npos);
+  EXPECT_NE(parse_error(std::string(workload) + "strategies: [{name: megatron, options: {zero: 1, overlap_param_gather: true, "
+                                                "overlap_grad_reduce: false}}]")
+                .find("strategies[0].options.overlap_grad_reduce"),
+            std::string::npos);
   EXPECT_NE(parse_error(std::string(workload) + "strategies: [quickp]").find("places the operators of a graph"),
             std::string::npos);
   EXPECT_NE(parse_error("graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 4, bandwidth: 10GB/s}\n"

@@ -72,6 +72,10 @@ inline ParallelPlan plan_from_args(const PlanArgs& a, const std::string& source,
   plan.zero = a.distributed_optimizer ? std::max(a.zero, 1) : a.zero;
   plan.overlap_param_gather = a.distributed_optimizer && !a.no_overlap_param_gather;
   plan.overlap_grad_reduce = !a.no_overlap_grad_reduce;
+  if (plan.overlap_param_gather && !plan.overlap_grad_reduce)
+    throw InputError(source, "--no-overlap-grad-reduce",
+                     "Megatron overlaps the distributed optimizer's parameter gathers only with the gradients' reductions "
+                     "(--overlap-param-gather needs --overlap-grad-reduce): add --no-overlap-param-gather");
   plan.virtual_stages = a.virtual_stages;
   plan.ep = a.ep;
   plan.scatter_gather = !a.no_scatter_gather;

@@ -245,6 +245,10 @@ OptionSchema<MegatronConfig> megatron_schema() {
       throw InputError(f.file(), f.field("tp_comm_overlap"),
                        "Megatron's tensor-parallel overlap runs sequence parallelism's all-gathers and reduce-scatters beside the GEMMs: "
                        "it needs sequence_parallel: true");
+    if (c.overlap_param_gather && !c.overlap_grad_reduce)
+      throw InputError(f.file(), f.field("overlap_grad_reduce"),
+                       "Megatron overlaps the parameters' gathers only with the gradients' reductions (--overlap-param-gather "
+                       "needs --overlap-grad-reduce): set overlap_param_gather: false too");
     if (c.sequence_parallel && c.tp < 2)
       throw InputError(f.file(), f.field("sequence_parallel"),
                        "sequence parallelism splits the tensor-parallel group's work: it needs tp >= 2");
