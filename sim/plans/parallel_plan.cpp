@@ -741,10 +741,17 @@ struct ReductionGroup {
 // GPUs' communicator. `tail`: per replica, the end of the group's last collective (empty: none
 // yet). `scattered`: (stage, layer) reduce-scattered (ZeRO 1, 2), whose all-gathers follow the
 // group's last reduce-scatter.
+// A unit on its GPU: its stage, micro-batch and pass (stage -1: none).
+struct UnitRef {
+  int stage = -1, micro_batch = 0;
+  bool forward = true;
+};
+
 // The gates of one blocking send (ParallelPlan::blocking_sends; -1: none): the sender's operator
-// after the send (`after`), the last of the sender's exchange step where not the sending
-// operator (`ready`), the receiver's operator after which it posts the receive (`posted`) and
-// the first of the receiver's step that waits for it where not the receiving one (`step_start`).
+// after the send (`after`), the end of the sender's exchange step where not the sending unit's
+// (`ready`: the paired backward's, its collectives included), the receiver's operator after which
+// it posts the receive (`posted`: the end of the unit before its step) and the first of the
+// receiver's step that waits for it where not the receiving one (`step_start`).
 struct SendGates {
   OpId after = -1, ready = -1, posted = -1, step_start = -1;
 };
@@ -788,8 +795,8 @@ class PlanCompiler {
     for (int p = 0; p < stages_; ++p) max_width_ = std::max(max_width_, at_.width(p));
     if (plan.blocking_sends) {
       unit_next_.assign(unit_index(dp_, 0, 0, 0, true), -1);
-      unit_previous_.assign(unit_next_.size(), -1);
-      unit_step_end_.assign(unit_next_.size(), -1);
+      unit_previous_.assign(unit_next_.size(), UnitRef{});
+      unit_paired_.assign(unit_next_.size(), UnitRef{});
       unit_step_start_.assign(unit_next_.size(), -1);
     }
   }
@@ -834,7 +841,7 @@ class PlanCompiler {
   }
 
   // The units of pipeline rank r on replica d's GPU of tensor rank t. With blocking sends, each
-  // unit's place between the pipeline's exchanges (unit_next_, unit_previous_, unit_step_end_):
+  // unit's place between the pipeline's exchanges (unit_next_, unit_previous_, unit_paired_):
   // Megatron exchanges after every unit of 1F1B, and in the interleaved schedule's steady state
   // after each forward and the backward that follows it (one batched send and receive of both).
   void add_gpu_compute(int d, int r, int t, const std::vector<bool>& recomputes) {
@@ -842,6 +849,7 @@ class PlanCompiler {
     OpId previous = -1;
     std::vector<std::size_t> sending;  // the units of the exchange step just placed, which send on
     OpId step_start = -1;  // the first operator of the exchange step being placed
+    UnitRef placed;        // the unit just placed
     for (const Unit& u : rank_orders_[r]) {
       const int p = u.chunk * pp_ + r;  // the unit's stage
       const int first = first_layer(p), count = layer_count(p);
@@ -865,14 +873,15 @@ class PlanCompiler {
           } else {
             for (std::size_t s : sending) unit_next_[s] = op;
             sending.clear();
-            unit_previous_[unit] = previous;
+            unit_previous_[unit] = placed;
             step_start = op;
           }
         }
         previous = op;
       }
-      if (paired) unit_step_end_[sending.back()] = previous;  // the forward sends after this backward
+      if (paired) unit_paired_[sending.back()] = {p, u.micro_batch, false};  // the forward sends after this backward
       sending.push_back(unit);
+      placed = {p, u.micro_batch, u.forward};
     }
     // The GPU's last unit blocks too (a backward's gradients to the stage before): what
     // follows it (the optimizer's step) waits at a step of its own for the arrival.
@@ -1135,20 +1144,28 @@ class PlanCompiler {
       if (plan_.blocking_sends) {
         for (int t = 0; t < mine; ++t) {
           forward.after[t] = unit_next_[unit_index(d, p, t, i, true)];
-          forward.ready[t] = unit_step_end_[unit_index(d, p, t, i, true)];
-          backward.posted[t] = unit_previous_[unit_index(d, p, t, i, false)];
+          forward.ready[t] = done_of(d, t, unit_paired_[unit_index(d, p, t, i, true)]);
+          backward.posted[t] = done_of(d, t, unit_previous_[unit_index(d, p, t, i, false)]);
           backward.step_start[t] = unit_step_start_[unit_index(d, p, t, i, false)];
         }
         for (int t = 0; t < next; ++t) {
           backward.after[t] = unit_next_[unit_index(d, p + 1, t, i, false)];
-          backward.ready[t] = unit_step_end_[unit_index(d, p + 1, t, i, false)];
-          forward.posted[t] = unit_previous_[unit_index(d, p + 1, t, i, true)];
+          backward.ready[t] = done_of(d, t, unit_paired_[unit_index(d, p + 1, t, i, false)]);
+          forward.posted[t] = done_of(d, t, unit_previous_[unit_index(d, p + 1, t, i, true)]);
           forward.step_start[t] = unit_step_start_[unit_index(d, p + 1, t, i, true)];
         }
       }
       hand_over(d, p, p + 1, sent, first, forward, activation_bytes, fmt::format("act.d{}.p{}.m{}", d, p, i));
       hand_over(d, p + 1, p, gradient, last, backward, activation_bytes, fmt::format("actgrad.d{}.p{}.m{}", d, p + 1, i));
     }
+  }
+
+  // Where a unit of replica d and tensor rank t ends: its last layer's forward, or its first
+  // layer's backward, and their tensor-parallel collectives (-1: none).
+  OpId done_of(int d, int t, const UnitRef& u) const {
+    if (u.stage < 0) return -1;
+    return u.forward ? grid_(d, u.stage, t, u.micro_batch, layer_count(u.stage) - 1).forward_done
+                     : grid_(d, u.stage, t, u.micro_batch, 0).backward_done;
   }
 
   // Where a unit (replica d, stage s, tensor rank t, micro-batch i, a pass) is in unit_next_;
@@ -1399,8 +1416,8 @@ class PlanCompiler {
   long sends_ = 0;                              // numbers blocking sends' arrivals
   int max_width_ = 1;                           // the widest stage's tensor-parallel width
   std::vector<OpId> unit_next_;                 // blocking sends: per unit (unit_index), the operator after it on its GPU
-  std::vector<OpId> unit_previous_;             // the one before its exchange step (-1: none)
-  std::vector<OpId> unit_step_end_;             // its exchange step's last operator, where not its own (-1)
+  std::vector<UnitRef> unit_previous_;          // the unit before its exchange step (none: the first)
+  std::vector<UnitRef> unit_paired_;            // a forward's: the backward of its exchange step (none: alone)
   std::vector<OpId> unit_step_start_;           // its exchange step's first operator, where not its own (-1)
   std::map<std::tuple<int, int, std::string>, ReductionQueue> queues_;
   std::map<std::tuple<int, int, double, int, int, int, int, int, int, std::vector<DeviceId>>, CollectiveSpec> resolved_;  // add_collective's
