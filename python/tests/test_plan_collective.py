@@ -62,6 +62,15 @@ def test_the_training_features_equal_the_cli(tmp_path):
     assert code == 0, err
     assert mine["feasible"] and len(mine["gpus"]) == 8  # tp 2 x dp 2 x cp 2
     assert mine["latencies"]["flow"] == pytest.approx(cli_latency(out, "flow"), rel=5e-3)
+    # The gradient reductions after the backward (Megatron's default), as --no-overlap-grad-reduce.
+    after = placesim.plan(placesim.load_cluster(cluster_file), model="gpt2", dp=2, micro_batches=2,
+                          overlap_grad_reduce=False, engine="flow")
+    code, out, err = run_cli("plan", "--model", "gpt2", "--cluster", cluster_file, "--dp", 2, "--micro-batches", 2,
+                             "--no-overlap-grad-reduce", "--engine", "flow")
+    assert code == 0, err
+    assert after["latencies"]["flow"] == pytest.approx(cli_latency(out, "flow"), rel=5e-3)
+    overlapped = placesim.plan(placesim.load_cluster(cluster_file), model="gpt2", dp=2, micro_batches=2, engine="flow")
+    assert after["latencies"]["flow"] > overlapped["latencies"]["flow"]
     # A misspelt keyword is said, not dropped.
     with pytest.raises(placesim.InputError, match="context_parallel: unknown keyword of plan"):
         placesim.plan(placesim.load_cluster(cluster_file), model="gpt2", context_parallel=2)
