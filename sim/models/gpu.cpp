@@ -49,8 +49,8 @@ GpuSpec with_chip(GpuSpec g, int sms, double mhz) {
 // headline, shorter sequences reach less) and FlashAttention-3's on H100 (Shah et al. 2024:
 // forward about 75% of the BF16 peak, backward about 55%). No calibration data of Hopper or
 // Blackwell is given: their predictions are held out.
-constexpr double kGemmEfficiency = 0.758;
-constexpr double kMemoryEfficiency = 0.665;
+constexpr double kGemmEfficiency = 0.761;
+constexpr double kMemoryEfficiency = 0.660;
 constexpr double kA100Matmul = 0.869;  // the A100's best matmul, of its peak (above)
 constexpr double kKernelGap = 2e-6;  // a kernel launch's gap on a busy stream, about 2 us (CUDA launch latency)
 
