@@ -146,7 +146,7 @@ void ring_steps(Builder& b, std::span<const int> order, std::vector<std::vector<
              static_cast<std::int32_t>(std::int64_t{steps} * c));
     }
     // What follows waits for the barrier itself, from any GPU (a zero-byte dependency is free):
-    // no end step per rank, which were half a plan's operators; a later message of a rank
+    // no end step per rank (a fifth of a plan's operators); a later message of a rank
     // leaves from a sender step on its GPU (Builder::send).
     for (int i = 0; i < m; ++i) b.depend(arrivals[i], barrier);
     for (int i = 0; i < m; ++i) cur[i].assign(c, barrier);

@@ -736,11 +736,6 @@ struct ReductionGroup {
   std::string tag;
 };
 
-// The collectives of one data-parallel group (pipeline rank, tensor rank, tag) run one after
-// another, as NCCL runs a communicator's on its stream; interleaved, a rank's stages share their
-// GPUs' communicator. `tail`: per replica, the end of the group's last collective (empty: none
-// yet). `scattered`: (stage, layer) reduce-scattered (ZeRO 1, 2), whose all-gathers follow the
-// group's last reduce-scatter.
 // A unit on its GPU: its stage, micro-batch and pass (stage -1: none).
 struct UnitRef {
   int stage = -1, micro_batch = 0;
@@ -767,6 +762,11 @@ struct Handshake {
   std::vector<OpId> after, ready, posted, step_start;
 };
 
+// The collectives of one data-parallel group (pipeline rank, tensor rank, tag) run one after
+// another, as NCCL runs a communicator's on its stream; interleaved, a rank's stages share their
+// GPUs' communicator. `tail`: per replica, the end of the group's last collective (empty: none
+// yet). `scattered`: (stage, layer) reduce-scattered (ZeRO 1, 2), whose all-gathers follow the
+// group's last reduce-scatter.
 struct ReductionQueue {
   std::vector<OpId> tail;
   std::vector<std::pair<int, int>> scattered;
