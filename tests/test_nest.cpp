@@ -216,6 +216,10 @@ TEST(Nest, NestsAssumptionsChangeThePlanByHand) {
   const NestSearch nest_memory = nest_search(w, cluster, config, true);
   ASSERT_TRUE(nest_memory.why_none.empty()) << nest_memory.why_none;
   EXPECT_EQ(degrees(nest_memory), (std::pair{2, 1}));
+  EXPECT_TRUE(nest_memory.plan.overlap_grad_reduce);
+  // Every planner's plans carry the reductions' overlap as given (Megatron's default, none).
+  config.overlap_grad_reduce = false;
+  EXPECT_FALSE(nest_search(w, cluster, config, true).plan.overlap_grad_reduce);
   // A workload that gives no operator's output is refused, naming the option.
   LayerWorkload plain = uniform_chain(4, 1e8, 50e6);
   EXPECT_THROW(nest_search(plain, cluster, config, true), std::invalid_argument);

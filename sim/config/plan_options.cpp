@@ -53,6 +53,9 @@ OptionSchema<PlanAssumptions> plan_assumptions_schema() {
   s.flag("overlap_p2p_comm", &PlanAssumptions::overlap_p2p_comm,
          "pipeline sends beside the sender's next operator (Megatron's --overlap-p2p-comm); false: the sender waits until its "
          "activation (gradient) has arrived, as Megatron-LM's sends do");
+  s.flag("overlap_grad_reduce", &PlanAssumptions::overlap_grad_reduce,
+         "each layer's gradient reduction as soon as its backward has run (Megatron's --overlap-grad-reduce); false: all of "
+         "them after the GPU's last backward (Megatron's default), in every planner's plans alike");
   return s;
 }
 

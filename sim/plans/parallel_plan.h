@@ -114,6 +114,10 @@ struct PlanAssumptions {
   // sender waits for their arrival, as Megatron-LM's do. Every planner sets the plan's
   // blocking_sends from it, so the plans a scenario compares run their sends alike.
   bool overlap_p2p_comm = false;
+  // Each layer's gradient reduction as soon as its backward has run (Megatron's
+  // --overlap-grad-reduce); false: all after the GPU's last backward. Every planner sets the
+  // plan's overlap_grad_reduce from it.
+  bool overlap_grad_reduce = true;
   bool operator==(const PlanAssumptions&) const = default;
 };
 

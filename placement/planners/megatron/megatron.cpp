@@ -183,9 +183,6 @@ OptionSchema<MegatronConfig> megatron_schema() {
   s.flag("overlap_param_gather", &MegatronConfig::overlap_param_gather,
          "ZeRO 1 and 2 as Megatron's distributed optimizer with --overlap-param-gather: the updated parameters' all-gathers "
          "overlap the next forward (before each layer's first forward) instead of following the optimizer step");
-  s.flag("overlap_grad_reduce", &MegatronConfig::overlap_grad_reduce,
-         "each layer's gradient reduction as soon as its backward has run (Megatron's --overlap-grad-reduce); false: all of "
-         "them after the GPU's last backward (Megatron's default)");
   s.choice("schedule", &MegatronConfig::schedule, std::span<const EnumName<PipelineSchedule>>(kPipelineScheduleNames),
            "pipeline schedule");
   s.count("virtual_stages", &MegatronConfig::virtual_stages,

@@ -37,7 +37,6 @@ struct MegatronConfig : PlanAssumptions {
   int cp = 1;  // context-parallel width: the plan runs dp x cp copies (ParallelPlan::cp)
   int zero = 0;
   bool overlap_param_gather = false;  // ParallelPlan::overlap_param_gather
-  bool overlap_grad_reduce = true;    // ParallelPlan::overlap_grad_reduce
   int micro_batches = 1;  // per replica
   int global_micro_batches = 0;   // micro-batches per iteration over all replicas (0: micro_batches each)
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;

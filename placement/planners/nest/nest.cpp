@@ -29,6 +29,7 @@ ParallelPlan nest_plan(int tp, int replicas, int stages, int zero, int expert_pa
   ParallelPlan plan;
   plan.assumptions = assumptions;
   plan.blocking_sends = !assumptions.overlap_p2p_comm;
+  plan.overlap_grad_reduce = assumptions.overlap_grad_reduce;
   plan.tp = tp;
   plan.pp = stages;
   plan.dp = replicas * expert_parallel;
