@@ -1191,11 +1191,7 @@ class PlanCompiler {
   void send(OpId from, DeviceId sender, OpId to, double bytes, const SendGates& gates = {}) {
     const MessageCost cost = nccl_send_cost(cluster_, sender, graph().placement[to]);
     const bool elsewhere = graph().placement[from] != sender;
-    if (gates.after < 0 && !elsewhere) {
-      graph().graph.add_tensor(from, to, bytes * cost.wire_factor, false, 1, cost.overhead_s);
-      return;
-    }
-    const int n = sends_++;
+    const int n = gates.after >= 0 || elsewhere ? sends_++ : -1;  // names its steps
     if (elsewhere || gates.ready >= 0 || gates.posted >= 0) {  // the exchange: a step on the sender's GPU after all of them
       const OpId exchange = graph().add_communication_step(fmt::format("sent{}.exchange", n), sender);
       for (OpId before : {from, gates.ready, gates.posted})
