@@ -109,6 +109,43 @@ TEST(LayerZoo, MixtureOfExpertsHoldsEveryExpertButComputesTopK) {
   EXPECT_EQ(dense.expert_alltoall_bytes, 0);
 }
 
+TEST(LayerZoo, GroupedQueryAndGatedLayersKeepTheirOwnStash) {
+  // Korthikanti et al.'s count term by term, without recomputation, fused attention (no scores
+  // kept), per sbh bytes: whole on each tensor rank, the norms' inputs (4), the QKV and first
+  // feed-forward products' inputs (4), two dropout masks (2, GPT's; Llama trains without
+  // dropout: none); split over t, the queries (2), keys and values (4 g/a), the projection's
+  // input (2), the feed-forward's activations.
+  // Llama 2 7B (g = a, SwiGLU of f = 11,008: 6f/h = 16.125; no dropout) at s = 1024, h = 4096:
+  //   t = 1: 8 + 8 + 16.125 = 32.125 sbh; t = 4: 8 + 24.125 / 4 = 14.03125 sbh;
+  //   sequence parallel, t = 4: 32.125 / 4 sbh. Its embedding keeps no mask.
+  LayerZooOptions o;
+  o.sequence = 1024;
+  o.mfu = 0.5;
+  o.recompute = Recompute::None;
+  const double sbh = 1024.0 * 4096;
+  const LayerWorkload llama = build_layer_model("llama2-7b", o, {1, 4});
+  EXPECT_DOUBLE_EQ(llama.by_tensor_parallel.at(1).layers[1].stashed_bytes, 32.125 * sbh);
+  EXPECT_DOUBLE_EQ(llama.by_tensor_parallel.at(4).layers[1].stashed_bytes, 14.03125 * sbh);
+  EXPECT_DOUBLE_EQ(llama.by_tensor_parallel.at(4).layers[1].sequence_parallel_stashed_bytes, 32.125 / 4 * sbh);
+  EXPECT_EQ(llama.by_tensor_parallel.at(1).layers.front().stashed_bytes, 0);
+  // Mixtral (8 key-value heads of 32: 4 g/a = 1; SwiGLU of 14,336 for each of 2 experts a token
+  // runs: 2 x 6 x 3.5 = 42): 8 + 4 + 1 + 42 = 55 sbh at t = 1.
+  EXPECT_DOUBLE_EQ(build_layer_model("mixtral-8x7b", o, {1}).by_tensor_parallel.at(1).layers[1].stashed_bytes, 55 * sbh);
+  // GPT's layer keeps their 34 sbh (g = a, a GELU feed-forward of 4h: 4 x 4 = 16), h = 768.
+  EXPECT_DOUBLE_EQ(build_layer_model("gpt2", o, {1}).by_tensor_parallel.at(1).layers[1].stashed_bytes, 34 * 1024.0 * 768);
+  // A model file's `dropout: true` gives a Llama back its masks (and their kernels): 34.125 sbh,
+  // and a forward that writes them is slower.
+  const char* dims = "family: llama\nlayers: 2\nhidden: 4096\nheads: 32\nffn_hidden: 11008\nvocab: 32000\nsequence: 1024\n";
+  o.mfu = 0;
+  const Layer without = build_layer_model(model_from_yaml(YAML::Load(dims), "m.yaml"), o, {1}).by_tensor_parallel.at(1).layers[1];
+  const Layer with = build_layer_model(model_from_yaml(YAML::Load(std::string(dims) + "dropout: true\n"), "m.yaml"), o, {1})
+                         .by_tensor_parallel.at(1)
+                         .layers[1];
+  EXPECT_DOUBLE_EQ(without.stashed_bytes, 32.125 * sbh);
+  EXPECT_DOUBLE_EQ(with.stashed_bytes, 34.125 * sbh);
+  EXPECT_GT(with.forward_s, without.forward_s);
+}
+
 TEST(LayerZoo, RefusesWhatItCannotBuild) {
   LayerZooOptions o;
   try {

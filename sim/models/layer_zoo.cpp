@@ -56,7 +56,7 @@ const std::vector<TransformerShape>& layer_zoo() {
     auto llama = [](std::string name, int layers, int hidden, int heads, int kv, int ffn, std::string what) {
       TransformerShape s = shape(std::move(name), layers, hidden, heads, kv, ffn, 32000, 4096, std::move(what));
       s.gated = s.rms_norm = s.rotary = true;
-      s.tied_head = s.learned_positions = false;
+      s.tied_head = s.learned_positions = s.dropout = false;
       return s;
     };
     z.push_back(llama("llama2-7b", 32, 4096, 32, 32, 11008, "Llama 2 7B"));
@@ -207,8 +207,8 @@ LayerKernels transformer_layer_kernels(const TransformerShape& sh, const KernelC
     core.forward += gemm(c.gpu, p, s, s, d, b * heads);
     core.backward += gemm_backward(c.gpu, p, s, s, d, b * heads);
     const double scores = b * heads * s * s;
-    add_elementwise(c, core, scores, 2 * a, 3 * a);          // softmax
-    add_elementwise(c, core, scores, 2 * a + 1, 2 * a + 1);  // dropout
+    add_elementwise(c, core, scores, 2 * a, 3 * a);                          // softmax
+    if (sh.dropout) add_elementwise(c, core, scores, 2 * a + 1, 2 * a + 1);  // dropout
     core.forward += gemm(c.gpu, p, s, d, s, b * heads);
     core.backward += gemm_backward(c.gpu, p, s, d, s, b * heads);
     k.forward += core.forward;
@@ -216,8 +216,9 @@ LayerKernels transformer_layer_kernels(const TransformerShape& sh, const KernelC
     k.attention_core = core.forward;
   }
   add_gemm(c, k, T, h, heads * d);  // output projection
-  // Bias-dropout-add: read the input and the residual, write the sum and a byte of mask.
-  add_elementwise(c, k, c.norm_tokens * h, 3 * a + 1, 3 * a + 1);
+  // Bias-dropout-add: read the input and the residual, write the sum (and a byte of mask).
+  const double residual_add = 3 * a + (sh.dropout ? 1 : 0);
+  add_elementwise(c, k, c.norm_tokens * h, residual_add, residual_add);
   add_elementwise(c, k, c.norm_tokens * h, 2 * a, 3 * a);  // the second norm
   const double pairs = T * sh.top_k;  // token-expert pairs (T without experts)
   if (sh.experts > 1) {
@@ -228,7 +229,7 @@ LayerKernels transformer_layer_kernels(const TransformerShape& sh, const KernelC
   add_gemm(c, k, pairs, (sh.gated ? 2 : 1) * f, h);
   add_elementwise(c, k, pairs * f, (sh.gated ? 3 : 2) * a, (sh.gated ? 5 : 3) * a);  // GELU or SwiGLU
   add_gemm(c, k, pairs, h, f);
-  add_elementwise(c, k, c.norm_tokens * h, 3 * a + 1, 3 * a + 1);  // bias-dropout-add
+  add_elementwise(c, k, c.norm_tokens * h, residual_add, residual_add);  // bias-dropout-add
   return k;
 }
 
@@ -251,7 +252,7 @@ LayerKernels head_kernels(const TransformerShape& sh, const KernelContext& c, in
 LayerKernels embedding_kernels(const TransformerShape& sh, const KernelContext& c) {
   LayerKernels k;
   add_elementwise(c, k, c.tokens * sh.hidden, 2 * c.act, c.act + 8);
-  add_elementwise(c, k, c.norm_tokens * sh.hidden, 2 * c.act + 1, 2 * c.act + 1);
+  if (sh.dropout) add_elementwise(c, k, c.norm_tokens * sh.hidden, 2 * c.act + 1, 2 * c.act + 1);
   return k;
 }
 
@@ -324,6 +325,28 @@ LayerWorkload build_layer_model(const std::string& model, const LayerZooOptions&
   return build_layer_model(*found, o, widths, source);
 }
 
+namespace {
+
+// What a layer keeps for its backward without recomputation, in units of sbh bytes (s tokens, b
+// sequences, hidden h): Korthikanti et al.'s count (their table 2) term by term, so that it holds
+// for grouped-query attention and any feed-forward, not only GPT's layer (as many key-value heads
+// as heads, a GELU feed-forward of 4h: 10 + 24/t). Kept whole by each tensor rank: the two
+// norms' inputs (2 + 2), the inputs of the QKV and the first feed-forward product (2 + 2), the
+// two dropout masks (1 + 1; none without dropout). Split over the t ranks: the queries (2), the keys and values
+// (2 + 2, of g/a of the heads), the projection's input (2), and the feed-forward's 16-bit
+// activations of width f: its first product's output and the activation's (2f + 2f; gated, the
+// first product is twice as wide: 4f + 2f), for each of a token's top_k experts. The attention
+// core (5as/h, unfused) is counted apart.
+struct LayerStash {
+  double whole = 0, split = 0;
+};
+LayerStash layer_stash(const TransformerShape& sh) {
+  const double feed_forward = sh.top_k * (sh.gated ? 6.0 : 4.0) * sh.ffn / sh.hidden;
+  return {8.0 + (sh.dropout ? 2.0 : 0.0), 4.0 + 4.0 * sh.kv_heads / sh.heads + feed_forward};
+}
+
+}  // namespace
+
 LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOptions& o, const std::vector<int>& widths,
                                 const std::string& source) {
   const GpuSpec gpu = kernel_model_gpu(o.gpu, source);
@@ -383,8 +406,8 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
     time_of(embedding_kernels(sh, ctx), 0, embedding, false);
     optimizer_of(embedding);
     // Its dropout's mask, a byte per element (Korthikanti et al. 4.3: sbh, sbh/t sequence-split).
-    embedding.stashed_bytes = b * s * h;
-    embedding.sequence_parallel_stashed_bytes = b * s * h / t;
+    embedding.stashed_bytes = sh.dropout ? b * s * h : 0.0;
+    embedding.sequence_parallel_stashed_bytes = embedding.stashed_bytes / t;
     embedding.output_bytes = activation;
     // The vocabulary-parallel lookup: each rank holds V/t rows, so the ranks' outputs are summed.
     if (t > 1) embedding.tp_allreduce_forward_bytes = activation;
@@ -394,9 +417,12 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
     // Megatron's attention count, 4 b s^2 h for the whole sequence: 1/cp of it on each context rank.
     const double forward_flops = 2 * b * s * (attention_weights(sh) + active_ffn) + 4 * b * s * whole * h;
     const LayerKernels kernels = transformer_layer_kernels(sh, ctx, b, whole, t, o.fused_attention, cp);
-    // The attention core's stash (5as/(ht) of Korthikanti et al.'s count: scores, softmax,
-    // dropout mask) is kept only when the backward needs it and attention is not fused.
-    const double core = o.recompute == Recompute::None && !o.fused_attention ? 5.0 * sh.heads * s / (h * t) : 0.0;
+    // The attention core's stash (5as/(ht) of Korthikanti et al.'s count: the softmax's output,
+    // the dropout's mask and output; 2as/(ht) without dropout) is kept only when the backward
+    // needs it and attention is not fused.
+    const double core =
+        o.recompute == Recompute::None && !o.fused_attention ? (sh.dropout ? 5.0 : 2.0) * sh.heads * s / (h * t) : 0.0;
+    const LayerStash stash = layer_stash(sh);
     for (int l = 0; l < sh.layers; ++l) {
       Layer layer;
       layer.name = fmt::format("layer{}", l);
@@ -405,10 +431,10 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
           kBytesPerWeight * ((attention_weights(sh) + sh.experts * ffn_weights(sh)) / t + norm_weights(sh) +
                              (sh.experts > 1 ? h * sh.experts : 0.0));
       optimizer_of(layer);
-      layer.stashed_bytes = full ? activation : s * b * h * (10 + 24.0 / t + core);
-      // Sequence parallelism splits the rest over t too: sbh (34/t + 5as/(ht)) (their table 2),
+      layer.stashed_bytes = full ? activation : s * b * h * (stash.whole + stash.split / t + core);
+      // Sequence parallelism splits the rest over t too (their table 2: GPT's sbh (34/t + 5as/(ht))),
       // and with full recomputation the stored input is the rank's part of the sequence.
-      layer.sequence_parallel_stashed_bytes = full ? activation / t : s * b * h * (34.0 / t + core);
+      layer.sequence_parallel_stashed_bytes = full ? activation / t : s * b * h * ((stash.whole + stash.split) / t + core);
       layer.output_bytes = activation;
       // Ring attention's block: this GPU's keys and values (16-bit, its kv_heads / t heads).
       if (cp > 1) layer.context_exchange_bytes = 2 * kBytesPerWeight * b * s * sh.kv_heads / t * (h / sh.heads);
@@ -455,14 +481,14 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
 TransformerShape model_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path) {
   YamlFields f(node, file, path);
   f.allow_only({"name", "family", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "sequence", "experts", "top_k",
-                "activation", "tied_embeddings"});
+                "activation", "tied_embeddings", "dropout"});
   TransformerShape sh;
   const std::string family = f.string("family");
   if (family != "gpt" && family != "llama" && family != "mixtral")
     throw InputError(file, f.field("family"), fmt::format("expected gpt, llama or mixtral, got '{}'", family));
   const bool llama = family != "gpt";
   sh.gated = sh.rms_norm = sh.rotary = llama;
-  sh.tied_head = sh.learned_positions = !llama;
+  sh.tied_head = sh.learned_positions = sh.dropout = !llama;
   if (family == "mixtral") sh.experts = 8, sh.top_k = 2;
   auto count = [&](const char* key, long min, long max) -> int {
     const double v = f.number_or(key, 0);
@@ -493,6 +519,7 @@ TransformerShape model_from_yaml(const YAML::Node& node, const std::string& file
     sh.gated = a == "swiglu";
   }
   sh.tied_head = f.boolean_or("tied_embeddings", sh.tied_head);
+  sh.dropout = f.boolean_or("dropout", sh.dropout);
   sh.name = f.string_or("name", family);
   sh.description = sh.name;
   return sh;

@@ -29,9 +29,10 @@
 //  - tensor parallelism (t > 1): two all-reduces of the layer's output (2bsh bytes each) in the
 //    forward and two in the backward, given as one of 4bsh bytes per pass (not in the times).
 //  - stash per micro-batch (Korthikanti et al. 2022, "Reducing activation recomputation", table
-//    2): with full recomputation the layer's input, 2bsh bytes; without it
-//    sbh (10 + 24/t + 5as/(ht)), their count for GPT's layer (4h GELU feed-forward, as many key
-//    and value heads as heads), applied to every model as an estimate.
+//    2): with full recomputation the layer's input, 2bsh bytes; without it their count term by
+//    term, sbh (10 + (4 + 4g/a + 4k f/h)/t + 5as/(ht)) for k top_k experts (k = 1 without) and
+//    6k f/h in place of 4k f/h when gated: for GPT's layer (g = a, f = 4h) their 10 + 24/t;
+//    without dropout (TransformerShape::dropout) 8 in place of 10 and 2as/(ht) of 5as/(ht).
 //  - experts: the E feed-forwards' weights are the layer's expert_parameter_bytes, which expert
 //    parallelism spreads over ep GPUs (ParallelPlan::ep); each all-to-all (dispatch and combine,
 //    in each pass) sends every token's top_k copies, 2bsh top_k / t bytes per GPU (with t > 1,
@@ -72,6 +73,9 @@ struct TransformerShape {
   bool learned_positions = true;  // a learned table of `sequence` positions (GPT, BERT)
   bool rotary = false;            // rotary position embeddings applied to queries and keys (Llama)
   bool causal = true;             // decoders' masked attention (GPT, Llama); false: bidirectional (BERT, encoders)
+  // Hidden and attention dropout (GPT, BERT); Llama and Mixtral train without it, so no mask is
+  // written or kept (PyTorch's dropout at p = 0 returns its input).
+  bool dropout = true;
   int experts = 1, top_k = 1;  // mixture of experts: E feed-forwards, top_k used per token
   std::string description;
 };
@@ -84,10 +88,10 @@ const TransformerShape* find_layer_zoo(const std::string& name);
 
 // A model by its dimensions (`--model-file`, a scenario's `workload: {model_file: ...}`): YAML
 // with `family` (gpt: LayerNorm, GELU, learned positions, tied embeddings; llama: RMSNorm, SwiGLU,
-// rotary, untied; mixtral: llama with experts 8, top_k 2), `layers`, `hidden`, `heads`,
-// `kv_heads` (default heads), `ffn_hidden` (default 4 x hidden), `vocab`, `sequence`, and to
-// override the family's: `experts`, `top_k`, `activation` (gelu, swiglu), `tied_embeddings`,
-// `name`. Throws InputError naming the file and the field.
+// rotary, untied, no dropout; mixtral: llama with experts 8, top_k 2), `layers`, `hidden`,
+// `heads`, `kv_heads` (default heads), `ffn_hidden` (default 4 x hidden), `vocab`, `sequence`, and
+// to override the family's: `experts`, `top_k`, `activation` (gelu, swiglu), `tied_embeddings`,
+// `dropout`, `name`. Throws InputError naming the file and the field.
 TransformerShape load_model_file(const std::string& path);
 TransformerShape model_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path = "");
 
