@@ -547,6 +547,17 @@ TEST(Cli, PlanBuildsAModelOfTheZoo) {
   EXPECT_EQ(with_cp["plan"]["cp"].get<int>(), 2);
   EXPECT_EQ(with_cp["plan"]["dp"].get<int>(), 1);
   EXPECT_EQ(with_cp["plan"]["micro_batches"].get<int>(), 8);
+  // --stage-split even: Megatron-LM's layout, 6 blocks over 4 stages as 2, 2, 1, 1 (the embedding
+  // with the first, the head with the last): first layers 0, 3, 5, 6, where balancing the stages'
+  // compute (the default) gives 0, 2, 4, 6. More stages than blocks are refused, naming the flag.
+  write(dir / "m6.yaml", "family: llama\nlayers: 6\nhidden: 512\nheads: 8\nvocab: 1000\nsequence: 256\n");
+  const std::string six = "plan --model-file " + (dir / "m6.yaml").string() + " --gpu a100 --micro-batches 4 --engine evaluator";
+  ASSERT_EQ(run_cli(six + " --pp 4 --stage-split even" + cluster, out), 0) << out;
+  EXPECT_TRUE(contains(out, "first layers 0, 3, 5, 6\n")) << out;
+  ASSERT_EQ(run_cli(six + " --pp 4" + cluster, out), 0) << out;
+  EXPECT_TRUE(contains(out, "first layers 0, 2, 4, 6\n")) << out;
+  EXPECT_EQ(run_cli(six + " --pp 7 --stage-split even" + cluster, out), 2) << out;
+  EXPECT_TRUE(contains(out, "--stage-split: megatron: 7 pipeline stages for the 6 blocks")) << out;
   EXPECT_EQ(run_cli("plan --model-file " + (dir / "m.yaml").string() + " --cp 3" + cluster, out), 2) << out;
   EXPECT_TRUE(contains(out, "--cp: expected a width of at least 1 whose double divides the sequence (256 tokens")) << out;
   write(dir / "bad.yaml", "family: llama\nlayers: 2\nhidden: 500\nheads: 8\nvocab: 1000\nsequence: 256\n");

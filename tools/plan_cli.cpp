@@ -42,14 +42,11 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   workload->excludes(model_file);
   zoo_model->excludes(model_file);
   // The zoo's options mean nothing to a measured workload: cmd_plan refuses them without a model.
-  // The zoo's options mean nothing to a measured workload: each needs --model.
   c->add_option("--micro-batch-size", a.micro_batch_size, "--model: sequences per micro-batch")
       ->check(whole_number(1, 1 << 16))
-      ->capture_default_str()
-      ;
+      ->capture_default_str();
   c->add_option("--sequence", a.sequence, "--model: tokens per sequence (default and most: the model's)")
-      ->check(whole_number(1, 1 << 24))
-      ;
+      ->check(whole_number(1, 1 << 24));
   c->add_option("--gpu", a.gpu,
                 "--model: the GPU the kernel model times the layers on: a preset (`placesim gpus`) or a YAML file ({preset: a100, "
                 "gemm_efficiency: 0.8, ...}: docs/validation.md)")
@@ -100,6 +97,12 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       ->capture_default_str()
       ->excludes(global_batch);
   c->add_option("--schedule", a.schedule, "gpipe or 1f1b")->check(one_of({"gpipe", "1f1b"}))->capture_default_str();
+  c->add_option("--stage-split", a.stage_split,
+                "how the layers are split over the pp x v stages: balanced (their compute, the default) or even (Megatron-LM's: "
+                "the blocks evenly, the first blocks mod pp x v stages one more, the embedding with the first, the head with the "
+                "last; what a Megatron or NeMo run was split into)")
+      ->check(one_of({"balanced", "even"}))
+      ->capture_default_str();
   c->add_option("--virtual-stages", a.virtual_stages,
                 "interleaved 1F1B: stages per pipeline rank (Megatron-LM's virtual pipeline; micro-batches a multiple of pp)")
       ->check(whole_number(1, 1024))
@@ -341,7 +344,8 @@ int cmd_plan(const PlanArgs& a) {
   const LayerWorkload workload = plan_workload(a);
   const Cluster cluster = load_cluster_file(a.cluster);
   const LayerModel& model = workload.at(a.tp, "command line", "--tp");
-  const ParallelPlan plan = plan_from_args(a, "command line", "--schedule", "--gradient-algorithm");
+  ParallelPlan plan = plan_from_args(a, "command line", "--schedule", "--gradient-algorithm");
+  apply_stage_split(plan, a, model, "command line", "--stage-split");
   if (const std::string why = plan_problem(workload, plan, cluster); !why.empty())
     throw InputError("command line",
                      !a.stage_tp.empty()   ? "--tp/--stage-tp/--pp/--dp/--cp/--ep/--virtual-stages/--sequence-parallel"

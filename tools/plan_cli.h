@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "placement/planners/megatron/megatron.h"
 #include "sim/collectives/collectives.h"
 #include "sim/core/errors.h"
 #include "sim/models/layer_zoo.h"
@@ -21,6 +22,7 @@ struct PlanArgs {
   int cp = 1;  // context parallelism: the plan runs dp x cp copies of the weights (ParallelPlan::cp)
   std::vector<int> stage_tp;  // per stage, its own tensor-parallel width (ParallelPlan::stage_tp)
   int virtual_stages = 1;  // interleaved 1F1B
+  std::string stage_split = "balanced";  // balanced (the stages' compute, by DP) or even (Megatron-LM's)
   bool no_scatter_gather = false;
   bool sequence_parallel = false;
   bool tp_comm_overlap = false;  // ParallelPlan::tp_comm_overlap
@@ -86,6 +88,21 @@ inline ParallelPlan plan_from_args(const PlanArgs& a, const std::string& source,
   plan.gradient_algorithm =
       enum_parse<CollectiveAlgorithm>(collective_algorithm_names(CollectiveOp::AllReduce), a.gradient_algorithm, source, algorithm_field);
   return plan;
+}
+
+// The stages' first layers the arguments ask for: `even`, Megatron-LM's layout (the blocks
+// evenly over the pp x v stages, the first blocks mod pp x v stages one more; the embedding with
+// the first, the head with the last: what a Megatron or NeMo run was split into); `balanced`
+// (the default), none: plan_layout balances the stages' compute (balanced_stages).
+inline void apply_stage_split(ParallelPlan& plan, const PlanArgs& a, const LayerModel& model, const std::string& source,
+                              const std::string& field) {
+  if (a.stage_split == "balanced") return;
+  if (a.stage_split != "even") throw InputError(source, field, fmt::format("expected balanced or even, got '{}'", a.stage_split));
+  try {
+    plan.stage_starts = megatron_stages(model, plan.pp * plan.virtual_stages, MegatronSplit::Even);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(source, field, e.what());
+  }
 }
 
 // The zoo's options the arguments give (their fields named as the flags, for errors).

@@ -267,7 +267,8 @@ def plan(cluster, *, workload=None, model: _Optional[str] = None, planner: _Opti
     Without ``planner``, the plan is given: ``plan(c, model="gpt2", tp=2, pp=2, dp=2,
     micro_batches=8, zero=1, schedule="1f1b", engine="all")`` with the CLI's options as keywords
     (workload=FILE instead of model; micro_batch_size, sequence, gpu, mfu, recompute, stage_tp,
-    virtual_stages, ep, sequence_parallel, scatter_gather, gradient_algorithm, collectives, order).
+    virtual_stages, stage_split, ep, sequence_parallel, scatter_gather, gradient_algorithm, collectives,
+    order; every ``plan`` option of the CLI has its keyword, a ``--no-X`` flag as ``X=False``).
 
     With ``planner`` (``megatron``, ``nest``, ``nest-unaware``, ``mcmc-plan``), the planner chooses
     it for ``workload`` (a scenario's ``workload:`` mapping, or the ``model`` name) with its options

@@ -8,6 +8,8 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <type_traits>
+#include <vector>
 
 #include "collective_cli.h"
 #include "common.h"
@@ -93,68 +95,83 @@ py::dict run_plan(const LayerWorkload& workload, const ParallelPlan& plan, const
   return out;
 }
 
+// A keyword of placesim.plan: its name and how it sets the CLI's arguments. The table below is
+// the one list of the keywords: an unknown one is said, not dropped, and a new one is one row.
+struct PlanKeyword {
+  const char* name;
+  void (*set)(PlanArgs&, const py::handle&);
+};
+
+template <auto Field>
+void set_field(PlanArgs& a, const py::handle& value) {
+  using T = std::remove_reference_t<decltype(a.*Field)>;
+  if constexpr (std::is_same_v<T, std::string>) a.*Field = py::str(value).cast<std::string>();
+  else a.*Field = value.cast<T>();
+}
+
+// A keyword that says yes where the CLI's flag says no (overlap_grad_reduce=False: --no-overlap-grad-reduce).
+template <auto Field>
+void set_negated(PlanArgs& a, const py::handle& value) {
+  a.*Field = !value.cast<bool>();
+}
+
+void set_recompute(PlanArgs& a, const py::handle& value) {
+  // True/False as before (full/none), or none, selective, full.
+  if (py::isinstance<py::bool_>(value)) a.recompute = value.cast<bool>() ? "full" : "none";
+  else a.recompute = value.cast<std::string>();
+}
+
+constexpr PlanKeyword kPlanKeywords[] = {
+    {"workload", set_field<&PlanArgs::workload>},
+    {"model", set_field<&PlanArgs::model>},
+    {"model_file", set_field<&PlanArgs::model_file>},
+    {"schedule", set_field<&PlanArgs::schedule>},
+    {"engine", set_field<&PlanArgs::engine>},
+    {"order", set_field<&PlanArgs::order>},
+    {"gradient_algorithm", set_field<&PlanArgs::gradient_algorithm>},
+    {"collectives", set_field<&PlanArgs::collectives>},
+    {"gpu", set_field<&PlanArgs::gpu>},
+    {"tp", set_field<&PlanArgs::tp>},
+    {"pp", set_field<&PlanArgs::pp>},
+    {"dp", set_field<&PlanArgs::dp>},
+    {"cp", set_field<&PlanArgs::cp>},
+    {"micro_batches", set_field<&PlanArgs::micro_batches>},
+    {"zero", set_field<&PlanArgs::zero>},
+    {"ep", set_field<&PlanArgs::ep>},
+    {"virtual_stages", set_field<&PlanArgs::virtual_stages>},
+    {"stage_split", set_field<&PlanArgs::stage_split>},
+    {"micro_batch_size", set_field<&PlanArgs::micro_batch_size>},
+    {"sequence", set_field<&PlanArgs::sequence>},
+    {"stage_tp", set_field<&PlanArgs::stage_tp>},
+    {"mfu", set_field<&PlanArgs::mfu>},
+    {"recompute", set_recompute},
+    {"precision", set_field<&PlanArgs::precision>},
+    {"attention", set_field<&PlanArgs::attention>},
+    {"global_batch", set_field<&PlanArgs::global_batch>},
+    {"distributed_optimizer", set_field<&PlanArgs::distributed_optimizer>},
+    {"overlap_param_gather", set_negated<&PlanArgs::no_overlap_param_gather>},
+    {"overlap_grad_reduce", set_negated<&PlanArgs::no_overlap_grad_reduce>},
+    {"tp_comm_overlap", set_field<&PlanArgs::tp_comm_overlap>},
+    {"overlap_p2p_comm", set_field<&PlanArgs::overlap_p2p_comm>},
+    {"scatter_gather", set_negated<&PlanArgs::no_scatter_gather>},
+    {"sequence_parallel", set_field<&PlanArgs::sequence_parallel>},
+};
+
 PlanArgs plan_args(const py::dict& kw) {
-  // Every keyword is one of the CLI's options: a misspelt one is said, not dropped.
-  static const std::vector<std::string> known = {
-      "workload", "model", "model_file", "schedule", "engine", "order", "gradient_algorithm", "collectives", "gpu", "tp", "pp", "dp",
-      "cp", "micro_batches", "zero", "ep", "virtual_stages", "micro_batch_size", "sequence", "stage_tp", "mfu", "recompute",
-      "precision", "attention", "global_batch", "distributed_optimizer", "overlap_param_gather", "overlap_grad_reduce", "tp_comm_overlap",
-      "overlap_p2p_comm", "scatter_gather", "sequence_parallel"};
   for (const auto& [key, value] : kw) {
     const std::string name = py::str(key).cast<std::string>();
-    if (std::find(known.begin(), known.end(), name) == known.end())
+    if (std::none_of(std::begin(kPlanKeywords), std::end(kPlanKeywords), [&](const PlanKeyword& k) { return name == k.name; })) {
+      std::vector<std::string> known;
+      for (const PlanKeyword& k : kPlanKeywords) known.emplace_back(k.name);
       throw InputError("python", name, fmt::format("unknown keyword of plan; expected one of {}", fmt::join(known, ", ")));
+    }
   }
   PlanArgs a;
-  auto text = [&](const char* key, std::string& field) {
-    if (kw.contains(key) && !kw[key].is_none()) field = py::str(kw[key]).cast<std::string>();
-  };
-  auto whole = [&](const char* key, int& field) {
-    if (kw.contains(key) && !kw[key].is_none()) field = kw[key].cast<int>();
-  };
-  text("workload", a.workload);
-  text("model", a.model);
-  text("schedule", a.schedule);
-  text("engine", a.engine);
-  text("order", a.order);
-  text("gradient_algorithm", a.gradient_algorithm);
-  text("collectives", a.collectives);
-  text("gpu", a.gpu);
-  whole("tp", a.tp);
-  whole("pp", a.pp);
-  whole("dp", a.dp);
-  whole("micro_batches", a.micro_batches);
-  whole("zero", a.zero);
-  whole("ep", a.ep);
-  whole("cp", a.cp);
-  whole("virtual_stages", a.virtual_stages);
-  whole("micro_batch_size", a.micro_batch_size);
-  whole("sequence", a.sequence);
-  if (kw.contains("stage_tp") && !kw["stage_tp"].is_none()) a.stage_tp = kw["stage_tp"].cast<std::vector<int>>();
-  if (kw.contains("mfu") && !kw["mfu"].is_none()) a.mfu = kw["mfu"].cast<double>();
-  if (kw.contains("recompute") && !kw["recompute"].is_none()) {
-    // True/False as before (full/none), or none, selective, full.
-    if (py::isinstance<py::bool_>(kw["recompute"])) a.recompute = kw["recompute"].cast<bool>() ? "full" : "none";
-    else a.recompute = kw["recompute"].cast<std::string>();
-  }
-  for (const char* key : {"precision", "attention", "model_file"})
-    if (kw.contains(key) && !kw[key].is_none())
-      (std::string(key) == "precision" ? a.precision : std::string(key) == "attention" ? a.attention : a.model_file) =
-          kw[key].cast<std::string>();
-  if (kw.contains("global_batch") && !kw["global_batch"].is_none()) a.global_batch = kw["global_batch"].cast<long>();
-  if (kw.contains("distributed_optimizer") && !kw["distributed_optimizer"].is_none())
-    a.distributed_optimizer = kw["distributed_optimizer"].cast<bool>();
-  if (kw.contains("overlap_p2p_comm") && !kw["overlap_p2p_comm"].is_none()) a.overlap_p2p_comm = kw["overlap_p2p_comm"].cast<bool>();
-  if (kw.contains("tp_comm_overlap") && !kw["tp_comm_overlap"].is_none()) a.tp_comm_overlap = kw["tp_comm_overlap"].cast<bool>();
-  if (kw.contains("overlap_param_gather") && !kw["overlap_param_gather"].is_none()) {
-    a.no_overlap_param_gather = !kw["overlap_param_gather"].cast<bool>();
-    if (!a.no_overlap_param_gather && !a.distributed_optimizer)
-      throw InputError("python", "overlap_param_gather", "Megatron's distributed optimizer overlaps its gathers: give distributed_optimizer=True too");
-  }
-  if (kw.contains("overlap_grad_reduce") && !kw["overlap_grad_reduce"].is_none())
-    a.no_overlap_grad_reduce = !kw["overlap_grad_reduce"].cast<bool>();
-  if (kw.contains("scatter_gather") && !kw["scatter_gather"].is_none()) a.no_scatter_gather = !kw["scatter_gather"].cast<bool>();
-  if (kw.contains("sequence_parallel") && !kw["sequence_parallel"].is_none()) a.sequence_parallel = kw["sequence_parallel"].cast<bool>();
+  for (const PlanKeyword& k : kPlanKeywords)
+    if (kw.contains(k.name) && !kw[k.name].is_none()) k.set(a, kw[k.name]);
+  if (kw.contains("overlap_param_gather") && !kw["overlap_param_gather"].is_none() && !a.no_overlap_param_gather &&
+      !a.distributed_optimizer)
+    throw InputError("python", "overlap_param_gather", "Megatron's distributed optimizer overlaps its gathers: give distributed_optimizer=True too");
   return a;
 }
 
@@ -214,7 +231,9 @@ void bind_plans(py::module_& m) {
       [](const ClusterPtr& cluster, const py::dict& kw) {
         const PlanArgs a = plan_args(kw);
         const LayerWorkload workload = plan_workload(a);
-        return run_plan(workload, plan_of(a), *cluster, a);
+        ParallelPlan plan = plan_of(a);
+        apply_stage_split(plan, a, workload.at(a.tp, "python", "tp"), "python", "stage_split");
+        return run_plan(workload, plan, *cluster, a);
       },
       py::arg("cluster"), py::arg("kw"));
   m.def("_plan_with", &plan_with, py::arg("planner"), py::arg("workload"), py::arg("cluster"), py::arg("options"),

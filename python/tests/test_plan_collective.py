@@ -76,6 +76,22 @@ def test_the_training_features_equal_the_cli(tmp_path):
         placesim.plan(placesim.load_cluster(cluster_file), model="gpt2", context_parallel=2)
 
 
+def test_every_option_of_the_cli_plan_is_a_keyword():
+    # The keywords are the CLI's options under Python's names (--no-overlap-grad-reduce:
+    # overlap_grad_reduce=False); what only a command line has (the cluster file, printing, traces)
+    # is left out. A keyword the CLI lacks, or an option with no keyword, fails here.
+    code, out, err = run_cli("plan", "--help")
+    assert code == 0, err
+    options = set(re.findall(r"^  --([a-z0-9-]+)", out, re.M))  # an option opens its line; its help is indented further
+    cli_only = {"help", "cluster", "json", "trace", "chakra"}
+    expected = {o[3:] if o.startswith("no-") else o for o in options - cli_only}
+    expected = {o.replace("-", "_") for o in expected}
+    with pytest.raises(placesim.InputError) as refused:
+        placesim.plan(placesim.cluster(type="nvlink-servers", gpus=2), not_a_keyword=1)
+    known = set(re.search(r"expected one of (.*)", str(refused.value)).group(1).split(", "))
+    assert known == expected
+
+
 def test_a_plan_that_does_not_fit_says_why():
     small = placesim.cluster(type="nvlink-servers", gpus=2, gpu_memory="1GiB")
     r = placesim.plan(small, model="gpt2", dp=2, engine="evaluator")
