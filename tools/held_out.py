@@ -8,7 +8,9 @@ the published figure (an iteration time in seconds, or tokens/s per GPU, convert
 batch: seconds = global batch x sequence / (tokens/s per GPU x GPUs)). The script prints the
 table of docs/validation.md (measured, predicted, error) with the mean absolute error per GPU
 and overall, and writes it as CSV. Where a source leaves a setting out, the row takes what its
-launch script or recipe uses, as its `note` says. Usage (after the build; a few minutes):
+launch script or recipe uses (docs/validation.md says which). A plan that does not fit in GPU
+memory is printed with placesim's reason and left out of the means. Usage (after the build;
+about ten minutes, the 1T and 530B rows the longest):
 
     /usr/bin/python3 tools/held_out.py [--placesim build/placesim] [--only SUBSTRING] [-o held-out.csv]
 """
@@ -70,11 +72,11 @@ def narayanan_seconds(batch, layers, hidden, tflops, gpus, seq=2048, vocab=51200
 
 
 def row(source, model, gpus, gbs, mbs, flags, gpu="a100", tp=1, pp=1, cp=1, vp=1, seconds=None, tokens_per_gpu=None,
-        cluster=None, note="", label=None):
+        cluster=None, label=None):
     if seconds is None:
         seconds = gbs * MODELS[model]["sequence"] / (tokens_per_gpu * gpus)
     return dict(source=source, model=model, gpus=gpus, gbs=gbs, mbs=mbs, tp=tp, pp=pp, cp=cp, vp=vp, gpu=gpu,
-                flags=flags, measured=seconds, cluster=cluster, note=note, label=label or model)
+                flags=flags, measured=seconds, cluster=cluster, label=label or model)
 
 
 def narayanan(model, gpus, batch, tflops, mbs, tp, pp=1, vp=1, local_ddp=False):
@@ -138,7 +140,7 @@ def predict(placesim, r, work):
         f.write(yaml_of(dict(name=r["model"], **MODELS[r["model"]])))
     cluster = dict(r["cluster"] or {"preset": "dgx-a100" if r["gpu"] == "a100" else "dgx-h100"})
     cluster["servers"] = r["gpus"] // 8
-    cluster_file = os.path.join(work, f"cluster-{r['gpus']}-{abs(hash(str(cluster)))}.yaml")
+    cluster_file = os.path.join(work, f"cluster-{r['label']}-{r['gpus']}.yaml")
     with open(cluster_file, "w") as f:
         f.write("cluster:\n" + "".join(f"  {k}: {v}\n" for k, v in cluster.items()))
     dp = r["gpus"] // (r["tp"] * r["pp"] * r["cp"])
