@@ -42,10 +42,6 @@ MODELS = {
     # BLOOM: vocabulary 250,880, tied embeddings, no dropout; ALiBi, where family gpt keeps a learned
     # position table (2,048 x 14,336 weights, 0.02% of the model).
     "bloom-176b": dict(family="gpt", layers=70, hidden=14336, heads=112, vocab=250880, sequence=2048, dropout=False),
-    "llama2-7b": dict(family="llama", layers=32, hidden=4096, heads=32, kv_heads=32, ffn_hidden=11008, vocab=32000,
-                      sequence=4096),
-    "llama2-13b": dict(family="llama", layers=40, hidden=5120, heads=40, kv_heads=40, ffn_hidden=13824, vocab=32000,
-                       sequence=4096),
     "llama2-70b": dict(family="llama", layers=80, hidden=8192, heads=64, kv_heads=8, ffn_hidden=28672, vocab=32000,
                        sequence=4096),
     "llama3-8b": dict(family="llama", layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336, vocab=128256,
@@ -134,19 +130,15 @@ ROWS = [
 ]
 
 
-def yaml_of(mapping):
-    return "\n".join(f"{k}: {str(v).lower() if isinstance(v, bool) else v}" for k, v in mapping.items()) + "\n"
-
-
 def predict(placesim, r, work):
     model_file = os.path.join(work, r["model"] + ".yaml")
-    with open(model_file, "w") as f:
-        f.write(yaml_of(dict(name=r["model"], **MODELS[r["model"]])))
+    with open(model_file, "w") as f:  # JSON is YAML: placesim reads both files as YAML
+        json.dump(dict(name=r["model"], **MODELS[r["model"]]), f)
     cluster = dict(r["cluster"] or {"preset": "dgx-a100" if r["gpu"] == "a100" else "dgx-h100"})
     cluster["servers"] = r["gpus"] // 8
     cluster_file = os.path.join(work, f"cluster-{r['label']}-{r['gpus']}.yaml")
     with open(cluster_file, "w") as f:
-        f.write("cluster:\n" + "".join(f"  {k}: {v}\n" for k, v in cluster.items()))
+        json.dump({"cluster": cluster}, f)
     dp = r["gpus"] // (r["tp"] * r["pp"] * r["cp"])
     cmd = [placesim, "plan", "--model-file", model_file, "--gpu", r["gpu"], "--cluster", cluster_file,
            "--tp", str(r["tp"]), "--pp", str(r["pp"]), "--dp", str(dp), "--cp", str(r["cp"]),
@@ -178,17 +170,17 @@ def main():
         for r in rows:
             t0 = time.time()
             predicted, cmd = predict(args.placesim, r, work)
+            head = f"{r['label']:<16} {r['gpu']:<5} {r['gpus']:>5} {r['measured']:>8.2f}s"
             if isinstance(predicted, str):  # the plan does not fit: no time, and not in the means
                 out.writerow([r["source"], r["label"], r["gpu"], r["gpus"], f"{r['measured']:.4f}", "", predicted])
-                print(f"{r['label']:<16} {r['gpu']:<5} {r['gpus']:>5} {r['measured']:>8.2f}s {'-':>9} {'-':>7}  {predicted}")
-                continue
-            error = predicted / r["measured"] - 1
-            results.append((r, error))
-            out.writerow([r["source"], r["label"], r["gpu"], r["gpus"], f"{r['measured']:.4f}", f"{predicted:.4f}",
-                          f"{error:.4f}"])
+                print(f"{head} {'-':>9} {'-':>7}  {predicted}", flush=True)
+            else:
+                error = predicted / r["measured"] - 1
+                results.append((r, error))
+                out.writerow([r["source"], r["label"], r["gpu"], r["gpus"], f"{r['measured']:.4f}", f"{predicted:.4f}",
+                              f"{error:.4f}"])
+                print(f"{head} {predicted:>8.2f}s {100 * error:>+6.1f}%  ({time.time() - t0:.0f} s)", flush=True)
             f.flush()
-            print(f"{r['label']:<16} {r['gpu']:<5} {r['gpus']:>5} {r['measured']:>8.2f}s {predicted:>8.2f}s "
-                  f"{100 * error:>+6.1f}%  ({time.time() - t0:.0f} s)", flush=True)
             if args.commands:
                 print("   ", " ".join(cmd))
     groups = {}
