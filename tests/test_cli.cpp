@@ -566,7 +566,7 @@ TEST(Cli, PlanBuildsAModelOfTheZoo) {
   // --trace: the evaluator's timeline with a memory counter per GPU, which rises with the
   // forwards and ends at its least (every activation freed by the backwards).
   const std::string trace = (dir / "t.json").string();
-  ASSERT_EQ(run_cli("plan --model gpt2 --pp 2 --dp 2 --micro-batches 4 --engine evaluator --trace " + trace + cluster, out), 0)
+  ASSERT_EQ(run_cli("plan --model gpt2 --pp 2 --dp 2 --micro-batches 4 --engine evaluator --full-graph --trace " + trace + cluster, out), 0)
       << out;
   EXPECT_TRUE(contains(out, "memory peaks    stage 0 at ")) << out;
   // --stage-tp: each stage at its own width, the zoo's model built at every width asked for.

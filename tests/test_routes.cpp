@@ -488,10 +488,10 @@ TEST(Routes, SixteenThousandGpusBuild) {
 }
 
 TEST(Routes, LimitsNameWhatGrows) {
-  EXPECT_INPUT_ERROR(build("{type: non-blocking, servers: 2049, gpus_per_server: 8}"), "servers",
-                     "16392 GPUs is more than placesim handles (16384)");
-  EXPECT_INPUT_ERROR(build("{type: fat-tree, k: 40, gpus_per_server: 2}"), "k",
-                     "a full k=40 fat-tree has 16000 servers of 2 GPUs, more than placesim handles (16384 GPUs)");
+  EXPECT_INPUT_ERROR(build("{type: non-blocking, servers: 32769, gpus_per_server: 8}"), "servers",
+                     "262152 GPUs is more than placesim handles (262144)");
+  EXPECT_INPUT_ERROR(build("{type: fat-tree, k: 128, gpus_per_server: 2}"), "k",
+                     "a full k=128 fat-tree has 524288 servers of 2 GPUs, more than placesim handles (262144 GPUs)");
   EXPECT_EQ(build("{type: fat-tree, k: 32, gpus_per_server: 2}").num_devices(), 16384);  // a full k=32 tree
   EXPECT_INPUT_ERROR(build("{type: multi-nic, servers: 1025, gpus_per_server: 4}"), "servers",
                      "4100 GPUs is more than a multi-nic cluster takes (4096");

@@ -515,7 +515,7 @@ TEST(Topologies, ImpossibleShapesAndBadUnitsNameTheField) {
   expect("type: fat-tree\nk: 4\nnic_bandwidth: 0GB/s\n", "cluster.nic_bandwidth");
   expect("type: fat-tree\nk: 4\nnic_bandwidth: 25 Gb/h\n", "unknown bandwidth unit 'Gb/h'");
   expect("type: fat-tree\nk: 4\ncore_latency: soon\n", "cluster.core_latency");
-  expect("type: fat-tree\nk: 40\n", "give `servers:`");
+  expect("type: fat-tree\nk: 128\n", "give `servers:`");
   expect("type: fat-tree\nk: 4\necmp: maybe\n", "cluster.ecmp");
   expect("type: fat-tree\nk: 4\nradix: 4\n", "unknown key");
   expect("type: spine-leaf\nleaves: 2\nservers: 9\nservers_per_leaf: 4\n", "2 leaves of 4 servers hold 8 servers, not 9");
@@ -527,7 +527,7 @@ TEST(Topologies, ImpossibleShapesAndBadUnitsNameTheField) {
          "cluster.server_overrides[0].server (line 3): server 2 does not exist");
   expect("type: non-blocking\nservers: 2\nserver_overrides: [{server: 1}]\n", "gpu_memory and/or gpu_speed");
   expect("type: non-blocking\nservers: 2\ngpu_speed: 0\n", "cluster.gpu_speed");
-  expect("type: non-blocking\nservers: 4097\ngpus_per_server: 4\n", "more than placesim handles");
+  expect("type: non-blocking\nservers: 65537\ngpus_per_server: 4\n", "more than placesim handles");
   expect("type: multi-nic\nservers: 2\nnics_per_server: 2\nlink_bandwidth: 10GB/s\nallocation: [[0, 30GB/s], [5GB/s, 0]]\n",
          "cluster.allocation[0]");
   expect("type: multi-nic\nservers: 2\nnics_per_server: 2\nlink_bandwidth: 10GB/s\nallocation: [[0, 30GB/s], [5GB/s, 0]]\n",

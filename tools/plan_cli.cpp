@@ -17,6 +17,7 @@
 #include "sim/models/gpu.h"
 #include "sim/models/layer_zoo.h"
 #include "sim/plans/parallel_plan.h"
+#include "sim/plans/plan_run.h"
 #include "sim/io/chakra/chakra_trace.h"
 #include "sim/io/trace.h"
 #include "sim/core/units.h"
@@ -133,12 +134,22 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       ->check(one_of(std::move(all_reduces)))
       ->capture_default_str();
   c->add_option("--collectives", a.collectives,
-                "ring phases message by message, or condensed to a flow per ring neighbour (plans of hundreds of replicas)")
-      ->check(one_of({"messages", "condensed"}))
+                "ring phases message by message, or condensed to a flow per ring neighbour; auto: messages, condensed when the "
+                "graph would hold more than 20 million operators (said when it does)")
+      ->check(one_of({"auto", "messages", "condensed"}))
       ->capture_default_str();
-  c->add_option("--engine", a.engine, "evaluator, flow, simgrid, estimate (NEST's analytical estimate) or all")
-      ->check(one_of({std::string(kEvaluator), std::string(kFlow), std::string(kSimGrid), std::string(kEstimate), "all"}))
+  c->add_option("--engine", a.engine,
+                "evaluator, flow, simgrid, estimate (NEST's analytical estimate) or all; auto: evaluator, flow and simgrid, "
+                "simgrid left out above 2 million operators (said when it is)")
+      ->check(one_of({"auto", std::string(kEvaluator), std::string(kFlow), std::string(kSimGrid), std::string(kEstimate), "all"}))
       ->capture_default_str();
+  auto* full_graph = c->add_flag("--full-graph", a.full_graph,
+                                 "build and simulate every data-parallel replica (default: one block of replicas standing for "
+                                 "all that run alike, exact where the fabric is symmetric: docs/parallelism.md)");
+  c->add_flag("--fold", a.fold,
+              "fold the replicas even where the fabric treats them differently (approximate: each transfer at its slowest "
+              "copy's time); default: exact folds, else the full graph when it is small")
+      ->excludes(full_graph);
   c->add_option("--order", a.order,
                 "fcfs: every engine runs each GPU's operators first come, first served on its own arrival times; scheduler: "
                 "the evaluator's list schedule, which the flow engine and SimGrid replay under contention")
@@ -194,10 +205,15 @@ void write_plan_chakra(const PlanArgs& a, const CompiledPlan& c, const Cluster& 
 
 // `--trace`: the evaluator's run, when each stage reaches its memory peak, and the whole timeline.
 void write_plan_trace(const PlanArgs& a, const ParallelPlan& plan, const CompiledPlan& c, const Cluster& cluster, std::ostream& out) {
-  const Schedule run = Evaluator(c.graph.graph, cluster).schedule(c.graph.placement);
+  std::optional<FoldedNetwork> network;
+  if (c.graph.fold) network = fold_network(c.graph.graph, c.graph.placement, *c.graph.fold, cluster);
+  const Schedule run = network ? Evaluator(c.graph.graph, cluster, *network).schedule(c.graph.placement)
+                               : Evaluator(c.graph.graph, cluster).schedule(c.graph.placement);
   const std::vector<MemoryCurve> curves = memory_over_time(c, run.start, run.finish);
   std::vector<GpuMemoryTrack> tracks;
-  for (std::size_t i = 0; i < curves.size(); ++i) tracks.push_back({c.gpus[i], curves[i]});
+  // Folded, the block of replicas simulated: the others run the same.
+  for (std::size_t i = 0; i < curves.size(); ++i)
+    if (!c.graph.fold || i < c.graph.fold->representatives.size()) tracks.push_back({c.gpus[i], curves[i]});
   std::vector<std::string> peaks;
   for (int p = 0; p < a.pp; ++p) {
     const MemoryCurve& curve = curves[plan_gpu_index(plan, 0, p, 0)];
@@ -208,7 +224,8 @@ void write_plan_trace(const PlanArgs& a, const ParallelPlan& plan, const Compile
   }
   out << fmt::format("memory peaks    {} (evaluator)\n", fmt::join(peaks, ", "));
   write_chrome_trace(a.trace, c.graph.graph, cluster, c.graph.placement, run.start, run.finish, {}, {}, tracks);
-  out << fmt::format("trace           {} (evaluator; open in Perfetto)\n", a.trace);
+  out << fmt::format("trace           {} (evaluator{}; open in Perfetto)\n", a.trace,
+                     c.graph.fold ? fmt::format(", the {} GPUs simulated", c.graph.fold->representatives.size()) : "");
 }
 
 }  // namespace
@@ -296,7 +313,7 @@ void print_report_text(const PlanReport& r) {
   std::cout << fmt::format("bubble          {:.1f}% of the ideal time ((pp - 1) / (virtual stages x micro-batches))\n", 100 * r.bubble);
 }
 
-void print_report_json(const PlanArgs& a, const ParallelPlan& plan, const PlanReport& r) {
+void print_report_json(const PlanArgs& a, const ParallelPlan& plan, const PlanReport& r, const PlanRun& run) {
   nlohmann::json j, per_engine = nlohmann::json::object(), tokens = nlohmann::json::object(), tflops = nlohmann::json::object(),
                     mfu = nlohmann::json::object(), mfu_causal = nlohmann::json::object();
   for (const auto& [engine, t] : r.iteration_s) {
@@ -317,6 +334,12 @@ void print_report_json(const PlanArgs& a, const ParallelPlan& plan, const PlanRe
   j["memory_capacity_bytes"] = r.capacity;
   j["gpus"] = r.gpus;
   j["global_batch"] = r.sequences;
+  // What was simulated: the folded graph stands for `copies` copies of its block of replicas.
+  j["folding"] = {{"replicas_simulated", run.fold.replicas}, {"copies", run.fold.copies}, {"exact", run.fold.exact},
+                  {"reason", run.fold.reason}};
+  j["graph"] = {{"operators", run.compiled.graph.graph.num_operators()}, {"tensors", run.compiled.graph.graph.num_tensors()},
+                {"collectives", enum_name<CollectiveDetail>(kCollectiveDetailNames, run.detail)},
+                {"compile_s", run.compile_s}, {"notes", run.notes}};
   j["plan"] = {{"tp", plan.tp}, {"pp", plan.pp}, {"dp", plan.dp / plan.cp}, {"cp", plan.cp}, {"micro_batches", plan.micro_batches},
                {"virtual_stages", plan.virtual_stages}, {"zero", plan.zero}, {"sequence_parallel", plan.sequence_parallel},
                {"overlap_param_gather", plan.overlap_param_gather}, {"overlap_grad_reduce", plan.overlap_grad_reduce},
@@ -355,7 +378,6 @@ int cmd_plan(const PlanArgs& a) {
                      why);
   // The layout (stages, GPUs, memory at the peak) first: a plan that does not fit is said before
   // seconds go into building its execution graph.
-  const CollectiveDetail detail = enum_parse<CollectiveDetail>(kCollectiveDetailNames, a.collectives, "command line", "--collectives");
   const CompiledPlan layout = plan_layout(workload, plan, cluster);
   // With --json the text goes to stderr, the object alone to stdout.
   std::ostream& out = a.json ? std::cerr : std::cout;
@@ -384,19 +406,31 @@ int cmd_plan(const PlanArgs& a) {
     std::cerr << "plan: infeasible: " << layout.infeasible << "\n";
     return kExitFailed;
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  CompiledPlan c = compile_plan(workload, plan, cluster, detail);
-  const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  PlanRunOptions options = plan_run_options(a, "command line");
+  // Chakra traces are one per GPU of the cluster: every replica's.
+  if (!a.chakra.empty() && options.fold != FoldMode::Full) {
+    options.fold = FoldMode::Full;
+    out << "folding         the full graph: --chakra writes every GPU's trace\n";
+  }
+  PlanRun simulated;
+  try {
+    simulated = simulate_plan(workload, plan, cluster, options);
+  } catch (const GraphTooLarge& e) {
+    std::cerr << "plan: too large for this machine: " << e.what() << "\n";
+    return kExitFailed;
+  }
+  const CompiledPlan& c = simulated.compiled;
+  const EngineRuns& ran = simulated.runs;
+  if (a.chakra.empty()) out << fmt::format("folding         {}\n", simulated.fold.reason);
+  for (const std::string& note : simulated.notes) out << fmt::format("                {}\n", note);
   out << fmt::format("graph           {} operators, {} tensors (compiled in {}){}\n", c.graph.graph.num_operators(),
-                     c.graph.graph.num_tensors(), format_duration(compile_s),
-                     a.collectives == "condensed" ? ", ring phases condensed" : "");
-  const EngineSet which = EngineSet::parse(a.engine, "command line", "--engine");
-  const EngineRuns ran = run_engines(c.graph, cluster, which, enum_parse<RunOrder>(kRunOrderNames, a.order, "command line", "--order"));
+                     c.graph.graph.num_tensors(), format_duration(simulated.compile_s),
+                     simulated.detail == CollectiveDetail::Condensed ? ", ring phases condensed" : "");
   for (const EngineRun& run : ran.runs)
     out << fmt::format("{:<16}{} per iteration ({} in {})\n", run.engine, format_duration(run.latency),
                        run.schedule ? "simulated" : "priced", format_duration(run.wall_s));
   const PlanReport report = plan_report(a, plan, model, layout, cluster, ran);
-  if (a.json) print_report_json(a, plan, report);
+  if (a.json) print_report_json(a, plan, report, simulated);
   else print_report_text(report);
   if (!a.chakra.empty()) write_plan_chakra(a, c, cluster, ran, widths + fmt::format(" x dp {}", a.dp));
   if (!a.trace.empty()) write_plan_trace(a, plan, c, cluster, out);

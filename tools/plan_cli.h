@@ -12,12 +12,15 @@
 #include "sim/core/errors.h"
 #include "sim/models/layer_zoo.h"
 #include "sim/plans/parallel_plan.h"
+#include "sim/plans/plan_run.h"
 
 namespace placesim {
 
 struct PlanArgs {
-  std::string workload, model, cluster, schedule = "1f1b", engine = "all", order = "fcfs", gradient_algorithm = "ring",
-      collectives = "messages";
+  std::string workload, model, cluster, schedule = "1f1b", engine = "auto", order = "fcfs", gradient_algorithm = "ring",
+      collectives = "auto";
+  bool full_graph = false;  // every replica built and simulated (FoldMode::Full)
+  bool fold = false;        // the replicas folded even where the fold approximates (FoldMode::Folded)
   int tp = 1, pp = 1, dp = 1, micro_batches = 1, zero = 0, ep = 1;
   int cp = 1;  // context parallelism: the plan runs dp x cp copies of the weights (ParallelPlan::cp)
   std::vector<int> stage_tp;  // per stage, its own tensor-parallel width (ParallelPlan::stage_tp)
@@ -46,6 +49,19 @@ struct PlanArgs {
 };
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& args);
+// How the arguments ask the plan to be simulated (sim/plans/plan_run.h): `auto` collectives and
+// engines left unset, for simulate_plan to choose by the graph's size.
+inline PlanRunOptions plan_run_options(const PlanArgs& a, const std::string& source) {
+  const bool cli = source == "command line";
+  PlanRunOptions o;
+  if (a.collectives != "auto")
+    o.detail = enum_parse<CollectiveDetail>(kCollectiveDetailNames, a.collectives, source, cli ? "--collectives" : "collectives");
+  if (a.engine != "auto") o.engines = EngineSet::parse(a.engine, source, cli ? "--engine" : "engine");
+  o.order = enum_parse<RunOrder>(kRunOrderNames, a.order, source, cli ? "--order" : "order");
+  o.fold = a.full_graph ? FoldMode::Full : a.fold ? FoldMode::Folded : FoldMode::Auto;
+  return o;
+}
+
 // Exit 0, or 1 when the plan does not fit in GPU memory (said on stderr, nothing simulated).
 int cmd_plan(const PlanArgs& args);
 

@@ -21,8 +21,8 @@ namespace placesim {
 constexpr double kDefaultGpuMemory = 16.0 * 1024 * 1024 * 1024;
 // The most GPUs a server fabric takes. Routes are computed when asked, so a cluster costs time and
 // memory in proportion to its links, not to its GPU pairs (bench_topology's BM_BuildCluster); the
-// limit is the largest size the tests build (tests/test_routes.cpp).
-constexpr int kMaxClusterGpus = 16384;
+// limit is twice the largest the benchmarks build (131,072 GPUs: bench/bench_plans.cpp).
+constexpr int kMaxClusterGpus = 262144;
 
 // A per-server change, so heterogeneous clusters can be described; 0 keeps the cluster's value.
 struct ServerOverride {

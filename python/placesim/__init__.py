@@ -262,7 +262,11 @@ def run_scenario(spec, output: _Optional[str] = None, *, jobs: int = 1, resume: 
 def plan(cluster, *, workload=None, model: _Optional[str] = None, planner: _Optional[str] = None, **options) -> dict:
     """``placesim plan``: one parallel plan of a layer-level workload, laid out, checked against GPU
     memory, compiled and run on the engines. Returns a dict: plan, gpus, stage_starts,
-    memory_per_stage, feasible (and reason), operators, tensors, latencies and wall_times per engine.
+    memory_per_stage, feasible (and reason), operators, tensors, collectives (messages or condensed,
+    as run), folding (replicas_simulated, copies, exact, reason: its data-parallel replicas folded
+    into one block standing for all, exact where the fabric is symmetric; full_graph=True builds
+    every one, fold=True folds even approximately), notes (defaults chosen by size), latencies and
+    wall_times per engine.
 
     Without ``planner``, the plan is given: ``plan(c, model="gpt2", tp=2, pp=2, dp=2,
     micro_batches=8, zero=1, schedule="1f1b", engine="all")`` with the CLI's options as keywords
@@ -279,7 +283,7 @@ def plan(cluster, *, workload=None, model: _Optional[str] = None, planner: _Opti
         if workload is not None:
             kw["workload"] = _os.fspath(workload)
         return _placesim._plan(c, kw)
-    run = {k: options.pop(k) for k in ("engine", "order", "collectives") if k in options}
+    run = {k: options.pop(k) for k in ("engine", "order", "collectives", "full_graph", "fold") if k in options}
     spec = workload if isinstance(workload, dict) else ({"model": model} if model else {"file": _os.fspath(workload)})
     return _placesim._plan_with(planner, spec, c, options, run)
 

@@ -62,9 +62,7 @@ py::list memory_rows(const ParallelPlan& plan, const CompiledPlan& layout, const
 // fit is reported with feasible False and run on no engine.
 py::dict run_plan(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster, const PlanArgs& a) {
   if (const std::string why = plan_problem(workload, plan, cluster); !why.empty()) throw InputError("python", "plan", why);
-  const CollectiveDetail detail = enum_parse<CollectiveDetail>(kCollectiveDetailNames, a.collectives, "python", "collectives");
-  const EngineSet which = EngineSet::parse(a.engine, "python", "engine");
-  const RunOrder order = enum_parse<RunOrder>(kRunOrderNames, a.order, "python", "order");
+  const PlanRunOptions options = plan_run_options(a, "python");
   const CompiledPlan layout = plan_layout(workload, plan, cluster);
   py::dict out;
   out["workload"] = workload.source;
@@ -78,16 +76,28 @@ py::dict run_plan(const LayerWorkload& workload, const ParallelPlan& plan, const
   out["latencies"] = latencies;
   out["wall_times"] = walls;
   if (!layout.infeasible.empty()) return out;
-  const auto t0 = std::chrono::steady_clock::now();
-  const CompiledPlan c = compile_plan(workload, plan, cluster, detail);
-  out["compile_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  out["operators"] = c.graph.graph.num_operators();
-  out["tensors"] = c.graph.graph.num_tensors();
-  EngineRuns ran;
+  PlanRun simulated;
   {
     py::gil_scoped_release released;
-    ran = run_engines(c.graph, cluster, which, order);
+    try {
+      simulated = simulate_plan(workload, plan, cluster, options);
+    } catch (const GraphTooLarge& e) {
+      throw InputError("python", "plan", fmt::format("too large for this machine: {}", e.what()));
+    }
   }
+  const CompiledPlan& c = simulated.compiled;
+  const EngineRuns& ran = simulated.runs;
+  out["compile_seconds"] = simulated.compile_s;
+  out["operators"] = c.graph.graph.num_operators();
+  out["tensors"] = c.graph.graph.num_tensors();
+  out["collectives"] = std::string(enum_name<CollectiveDetail>(kCollectiveDetailNames, simulated.detail));
+  py::dict folding;
+  folding["replicas_simulated"] = simulated.fold.replicas;
+  folding["copies"] = simulated.fold.copies;
+  folding["exact"] = simulated.fold.exact;
+  folding["reason"] = simulated.fold.reason;
+  out["folding"] = folding;
+  out["notes"] = simulated.notes;
   for (const EngineRun& r : ran.runs) {
     latencies[py::str(r.engine)] = r.latency;
     walls[py::str(r.engine)] = r.wall_s;
@@ -155,6 +165,8 @@ constexpr PlanKeyword kPlanKeywords[] = {
     {"overlap_p2p_comm", set_field<&PlanArgs::overlap_p2p_comm>},
     {"scatter_gather", set_negated<&PlanArgs::no_scatter_gather>},
     {"sequence_parallel", set_field<&PlanArgs::sequence_parallel>},
+    {"full_graph", set_field<&PlanArgs::full_graph>},
+    {"fold", set_field<&PlanArgs::fold>},
 };
 
 PlanArgs plan_args(const py::dict& kw) {

@@ -18,6 +18,7 @@
 #include "sim/io/trace.h"
 #include "sim/plans/data_parallel.h"
 #include "sim/plans/parallel_plan.h"
+#include "sim/plans/plan_folding.h"
 #include "topologies/registry.h"
 
 namespace placesim {
@@ -364,9 +365,19 @@ PointOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spec, 
       throw std::invalid_argument(fmt::format(
           "engine estimate: NEST's estimate prices one tensor-parallel width, this plan's stages have {}; run it on an engine",
           fmt::join(plan.stage_tp, ", ")));
-    const CompiledPlan compiled = estimate_only ? plan_layout(workload, plan, cluster)
-                                                : compile_plan(workload, plan, cluster, scenario.simulation.collectives);
+    // Its replicas folded (sim/plans/plan_folding.h) when there is an execution graph to build.
+    std::optional<FoldChoice> fold;
+    if (!estimate_only && plan_layout(workload, plan, cluster).infeasible.empty())
+      // Chakra traces are one per GPU: every replica's.
+      fold = choose_fold(workload, plan, cluster, scenario.simulation.collectives,
+                         scenario.simulation.full_graph || scenario.chakra ? FoldMode::Full : FoldMode::Auto);
+    const CompiledPlan compiled = estimate_only || !fold ? plan_layout(workload, plan, cluster)
+                                                         : compile_plan(workload, plan, cluster, scenario.simulation.collectives,
+                                                                        fold->replicas);
     PointMeasurement recorded = searched(planned.search_seconds, planned.facts, planned.details);
+    if (fold)
+      recorded.strategy_report["folding"] = {{"replicas_simulated", fold->replicas}, {"copies", fold->copies},
+                                             {"exact", fold->exact}, {"reason", fold->reason}};
     nlohmann::ordered_json as_json = plan_to_json(plan);
     as_json["stage_starts"] = compiled.stage_starts;
     as_json["gpus"] = compiled.gpus;

@@ -386,7 +386,8 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
 
   if (f.has("simulation")) {
     YamlFields sim(f.node("simulation"), file, "simulation");
-    sim.allow_only({"engine", "order", "collectives", "trace", "repetitions", "seeds", "time_limit"});
+    sim.allow_only({"engine", "order", "collectives", "full_graph", "trace", "repetitions", "seeds", "time_limit"});
+    s.simulation.full_graph = sim.boolean_or("full_graph", false);
     if (sim.has("time_limit") && sim.string("time_limit") != "none") {
       s.simulation.time_limit_s = sim.duration_or("time_limit", 0);
       if (!(s.simulation.time_limit_s > 0))

@@ -79,6 +79,10 @@ struct SimulationSpec {
   // How the ring phases of every collective run (plans' and data_parallel's): message by
   // message, or condensed to a flow per ring neighbour for plans of hundreds of replicas.
   CollectiveDetail collectives = CollectiveDetail::Messages;
+  // A plan's data-parallel replicas (sim/plans/plan_folding.h): folded, exact where the fabric is
+  // symmetric (else the full graph when small, else folded approximately, as `placesim plan`), or
+  // every one built (`full_graph: true`).
+  bool full_graph = false;
   bool trace = true;             // write a Chrome trace per strategy
   bool trace_gzip = false;       // `trace: gzip`: written gzip'd (trace-<label>.json.gz)
   int repetitions = 1;           // runs of each (sweep point, strategy, seed)

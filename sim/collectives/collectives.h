@@ -124,8 +124,20 @@ std::string collective_problem(const CollectiveSpec& spec, const Cluster& cluste
 // for callers that send nothing from it (or send from a step on the rank's GPU after it).
 // Operator names start with `name` (unique in the graph). Throws std::invalid_argument with
 // collective_problem's reason.
+//
+// Folded (sim/core/folding.h): with `represented` (0 < represented < ranks, dividing them) only
+// ranks 0 .. represented - 1 get operators, `after` and the result have that many entries, and
+// rank r's messages to rank r' land on the operator of rank r' mod represented, their bytes
+// going to group[r'] (Tensor::route_to): the graph stands for every block of `represented`
+// ranks, which the algorithm must treat alike (collective_fold_problem).
 std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& spec, const Cluster& cluster,
-                                    const std::string& name, std::span<const OpId> after = {}, bool results_on_ranks = true);
+                                    const std::string& name, std::span<const OpId> after = {}, bool results_on_ranks = true,
+                                    int represented = 0);
+
+// Why the collective cannot be folded to its first `represented` ranks ("" when it can, or when
+// represented is 0 or every rank): its ranks are not whole blocks, or moving every rank on by a
+// block does not map its phases (as NCCL's tuning resolves them) onto themselves -- a tree's root.
+std::string collective_fold_problem(const CollectiveSpec& spec, const Cluster& cluster, int represented);
 
 // The group's ranks by server (servers in increasing order, ranks in rank order): hierarchical's
 // rings inside each server.
@@ -140,8 +152,9 @@ std::string uneven_servers_problem(const std::vector<std::vector<int>>& servers,
 // std::invalid_argument saying why the group is not regular (collective_problem's reason).
 std::vector<std::vector<std::vector<int>>> collective_levels(const CollectiveSpec& spec, const Cluster& cluster);
 
-// The collective alone, finalized.
-ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& cluster);
+// The collective alone, finalized. With `represented` (as append_collective's), folded: ranks
+// 0 .. represented - 1 stand for every block of as many ranks (ExecutionGraph::fold).
+ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& cluster, int represented = 0);
 
 // The closed form of a collective among `ranks` GPUs whose every connection has latency `alpha`
 // (s) and `bandwidth` (bytes/s): what collective_closed_form computes from the slowest pair the

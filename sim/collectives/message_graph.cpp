@@ -1,9 +1,11 @@
 // The message graph of a collective: its phases (sim/collectives/shape.h) as the operators and
 // transfers of an execution graph, by the two rules of sim/collectives/collectives.h.
 #include <fmt/format.h>
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "sim/collectives/algorithms.h"
@@ -17,11 +19,20 @@ namespace {
 // Builds the operators and transfers of one collective.
 class Builder {
  public:
-  Builder(ExecutionGraph& out, const CollectiveSpec& spec, const Cluster& cluster, const std::string& name)
+  Builder(ExecutionGraph& out, const CollectiveSpec& spec, const Cluster& cluster, const std::string& name, int represented)
       : out_(out), spec_(spec), cluster_(cluster), name_(name), n_(static_cast<int>(spec.group.size())),
-        base_(nccl_base_latency(spec, cluster)) {}
+        represented_(represented), base_(nccl_base_latency(spec, cluster)) {}
 
   int ranks() const { return n_; }
+  // Folded (sim/core/folding.h): the ranks whose operators are built, 0 .. represented - 1; rank
+  // r stands where rank r mod represented does, a whole number of blocks on (every rank without
+  // folding).
+  int represented() const { return represented_; }
+  bool built(int r) const { return r < represented_; }
+  int local(int r) const { return r % represented_; }
+  // Rank r as rank `of` sees it: r moved back by the blocks `of` is on (a sender's name at its
+  // receiver's representative).
+  int seen_from(int r, int of) const { return ((r - (of - local(of))) % n_ + n_) % n_; }
   int channels() const { return spec_.channels; }
   int chunks() const { return spec_.chunks; }
   // Chunks of a tree phase whose trees each carry `share` bytes (tree_chunks).
@@ -35,7 +46,7 @@ class Builder {
   // tree's two trees may join the same two GPUs, each with its own connection).
   void set_channel(int channel) { channel_ = channel; }
 
-  // A zero-compute operator of rank r.
+  // A zero-compute operator of rank r (a built one).
   OpId node(int r, const std::string& what) {
     return out_.add_communication_step(fmt::format("{}.r{}.{}", name_, r, what), spec_.group[r]);
   }
@@ -85,6 +96,7 @@ class Builder {
   // (NCCL's slots in flight per connection).
   // A message leaves from an operator on its rank's GPU: `from` on another (a condensed ring's
   // barrier) gets a sender step too.
+  // Folded, `to` is on dst's representative (rank local(dst)) and the bytes go to dst's GPU.
   void send(int src, OpId from, int dst, OpId to, double bytes, std::int32_t latencies = 1, bool in_flight = false) {
     auto [it, fresh] = last_arrival_.try_emplace({channel_, src, dst}, -1);
     OpId sender = from;
@@ -95,7 +107,7 @@ class Builder {
     }
     const MessageCost cost = nccl_message_cost(spec_, cluster_, spec_.group[src], spec_.group[dst]);
     const double overhead = (in_flight ? 0.0 : cost.overhead_s * latencies) + (launching_.count(sender) ? base_ : 0.0);
-    out_.graph.add_tensor(sender, to, bytes * cost.wire_factor, false, latencies, overhead);
+    out_.graph.add_tensor(sender, to, bytes * cost.wire_factor, false, latencies, overhead, built(dst) ? -1 : spec_.group[dst]);
     if (base_ > 0) launching_.erase(to), received_.insert(to);
     it->second = to;
   }
@@ -105,7 +117,7 @@ class Builder {
   void message(int src, OpId from, int dst, OpId done, double bytes, const std::string& what) {
     const int c = spec_.chunks;
     for (int k = 0; k < c; ++k) {
-      const OpId arrival = c == 1 ? done : node(dst, fmt::format("{}.from{}.k{}", what, src, k));
+      const OpId arrival = c == 1 ? done : node(local(dst), fmt::format("{}.from{}.k{}", what, seen_from(src, dst), k));
       send(src, from, dst, arrival, bytes / c);
       if (c > 1) depend(arrival, done);
     }
@@ -116,7 +128,7 @@ class Builder {
   const CollectiveSpec& spec_;
   const Cluster& cluster_;
   std::string name_;
-  int n_;
+  int n_, represented_;
   // Operators that wait for nothing but their rank's start (launching_), and those that wait for
   // a message or for an operator that does (received_).
   std::unordered_set<OpId> launching_, received_;
@@ -130,39 +142,54 @@ class Builder {
 // Ranks in `order` (a sub-group, as indices into the spec's group) pass S / |order| per step
 // around the ring for `steps` steps, chunk by chunk: cur[i][k] is where chunk k stands at order[i].
 // Each step's piece of rank order[i] goes to order[i + 1].
+// Folded, only the positions of built ranks are filled; a send to a rank that is not built lands
+// on its representative's operator (`at`: the position of each built rank in the ring).
 void ring_steps(Builder& b, std::span<const int> order, std::vector<std::vector<OpId>>& cur, int steps,
                 double piece_bytes, const std::string& phase) {
   const int m = static_cast<int>(order.size());
-  const int c = static_cast<int>(cur.front().size());
+  const int c = b.chunks();
+  std::vector<int> at(static_cast<std::size_t>(b.represented()), -1);
+  for (int i = 0; i < m; ++i)
+    if (b.built(order[i])) at[order[i]] = i;
+  // The position holding what rank order[i]'s operators stand for.
+  auto position = [&](int i) { return at[b.local(order[i])]; };
   if (b.condensed() && steps > 0) {
     // One flow per rank to its successor with every step's bytes and latencies; the phase ends
     // for all when the last flow has arrived (CollectiveDetail::Condensed).
-    const OpId barrier = b.node(order[0], phase + ".all");
-    std::vector<OpId> arrivals(m);
-    for (int i = 0; i < m; ++i) arrivals[i] = b.node(order[i], phase + ".in");
+    const OpId barrier = b.node(order[position(0)], phase + ".all");
+    std::vector<OpId> arrivals(m, -1);
+    for (int i = 0; i < m; ++i)
+      if (b.built(order[i])) arrivals[i] = b.node(order[i], phase + ".in");
     for (int i = 0; i < m; ++i) {
+      if (!b.built(order[i])) continue;
       const OpId sender = c == 1 ? cur[i][0] : b.join(order[i], cur[i], phase + ".out");
-      b.send(order[i], sender, order[(i + 1) % m], arrivals[(i + 1) % m], piece_bytes * steps,
+      b.send(order[i], sender, order[(i + 1) % m], arrivals[position((i + 1) % m)], piece_bytes * steps,
              static_cast<std::int32_t>(std::int64_t{steps} * c));
     }
     // What follows waits for the barrier itself, from any GPU (a zero-byte dependency is free):
     // no end step per rank (a fifth of a plan's operators); a later message of a rank
     // leaves from a sender step on its GPU (Builder::send).
-    for (int i = 0; i < m; ++i) b.depend(arrivals[i], barrier);
+    for (int i = 0; i < m; ++i)
+      if (arrivals[i] >= 0) b.depend(arrivals[i], barrier);
     for (int i = 0; i < m; ++i) cur[i].assign(c, barrier);
     return;
   }
   for (int s = 1; s <= steps; ++s) {
-    std::vector<std::vector<OpId>> next(m, std::vector<OpId>(c));
+    std::vector<std::vector<OpId>> next(m);  // the built positions' only (a folded ring of thousands)
     for (int i = 0; i < m; ++i)
-      for (int k = 0; k < c; ++k) next[i][k] = b.node(order[i], fmt::format("{}.s{}.k{}", phase, s, k));
+      if (b.built(order[i])) {
+        next[i].resize(c);
+        for (int k = 0; k < c; ++k) next[i][k] = b.node(order[i], fmt::format("{}.s{}.k{}", phase, s, k));
+      }
     for (int i = 0; i < m; ++i) {
+      if (!b.built(order[i])) continue;
       const int to = (i + 1) % m;
-      for (int k = 0; k < c; ++k) b.send(order[i], cur[i][k], order[to], next[to][k], piece_bytes / c);
+      for (int k = 0; k < c; ++k) b.send(order[i], cur[i][k], order[to], next[position(to)][k], piece_bytes / c);
     }
     // What a rank had stays with it (the reduction adds to it).
     for (int i = 0; i < m; ++i)
-      for (int k = 0; k < c; ++k) b.depend(cur[i][k], next[i][k]);
+      if (b.built(order[i]))
+        for (int k = 0; k < c; ++k) b.depend(cur[i][k], next[i][k]);
     cur = std::move(next);
   }
 }
@@ -178,13 +205,16 @@ void append_ring(Builder& b, const RingPhase& ring, double bytes, std::vector<Op
   for (std::size_t r = 0; r < ring.rings.size(); ++r) {
     const auto& order = ring.rings[r];
     if (order.size() < 2 || ring.steps == 0) continue;
+    // Folded: a ring of ranks that are not built is a copy of one that is.
+    if (std::none_of(order.begin(), order.end(), [&](int rank) { return b.built(rank); })) continue;
     b.set_channel(static_cast<int>(r));
-    std::vector<std::vector<OpId>> chunks(order.size(), std::vector<OpId>(c));
+    std::vector<std::vector<OpId>> chunks(order.size());
     for (std::size_t i = 0; i < order.size(); ++i)
-      for (int k = 0; k < c; ++k) chunks[i][k] = start[order[i]];
+      if (b.built(order[i])) chunks[i].assign(c, start[order[i]]);
     // Channels' rings share ranks: their operators are named apart.
     ring_steps(b, order, chunks, ring.steps, bytes / ring.divisor, b.channels() > 1 ? fmt::format("{}.ch{}", name, r) : name);
-    for (std::size_t i = 0; i < order.size(); ++i) ends[order[i]].insert(ends[order[i]].end(), chunks[i].begin(), chunks[i].end());
+    for (std::size_t i = 0; i < order.size(); ++i)
+      if (b.built(order[i])) ends[order[i]].insert(ends[order[i]].end(), chunks[i].begin(), chunks[i].end());
   }
   b.set_channel(0);
   for (std::size_t r = 0; r < cur.size(); ++r)
@@ -252,23 +282,92 @@ void append_trees(Builder& b, const TreePhase& phase, double bytes, std::vector<
 void append_exchange(Builder& b, const ExchangePhase& phase, double bytes, std::vector<OpId>& cur,
                      const std::string& name) {
   std::vector<OpId> next = b.next_step(cur, name);
-  for (const auto& [from, to] : phase.messages) b.message(from, cur[from], to, next[to], bytes / phase.divisor, name);
+  for (const auto& [from, to] : phase.messages)
+    if (b.built(from)) b.message(from, cur[from], to, next[b.local(to)], bytes / phase.divisor, name);
   cur = std::move(next);
 }
 
 }  // namespace
 
+namespace {
+
+// Whether rotating the ranks by `block` (r -> r + block mod n) maps the phase onto itself.
+std::string phase_fold_problem(const CollectivePhase& phase, int n, int block) {
+  auto moved = [&](int r) { return (r + block) % n; };
+  if (std::holds_alternative<TreePhase>(phase.shape))
+    return fmt::format("its {} phase is a tree, rooted at one rank: its copies are not alike", phase.name);
+  if (const auto* exchange = std::get_if<ExchangePhase>(&phase.shape)) {
+    std::unordered_set<std::uint64_t> messages;
+    auto key = [](int a, int b) { return static_cast<std::uint64_t>(a) << 32 | static_cast<std::uint32_t>(b); };
+    for (const auto& [a, b] : exchange->messages) messages.insert(key(a, b));
+    for (const auto& [a, b] : exchange->messages)
+      if (!messages.count(key(moved(a), moved(b))))
+        return fmt::format("its {} phase sends rank {} to rank {} but not rank {} to rank {}", phase.name, a, b, moved(a), moved(b));
+    return "";
+  }
+  // Rings: each one maps onto itself (a ring through every block), or lies within one block of
+  // ranks and maps onto another such ring.
+  const auto& ring = std::get<RingPhase>(phase.shape);
+  std::map<std::vector<int>, bool> within;  // rings inside one block, by their ranks moved to block 0
+  for (const auto& order : ring.rings) {
+    if (order.size() < 2) continue;
+    const int q = order.front() / block;
+    if (std::all_of(order.begin(), order.end(), [&](int r) { return r / block == q; })) {
+      std::vector<int> at_zero;
+      for (int r : order) at_zero.push_back(r - q * block);
+      within[at_zero] = true;
+    }
+  }
+  for (const auto& order : ring.rings) {
+    if (order.size() < 2) continue;
+    const int q = order.front() / block;
+    if (std::all_of(order.begin(), order.end(), [&](int r) { return r / block == q; })) {
+      std::vector<int> at_zero;
+      for (int r : order) at_zero.push_back(r - q * block);
+      if (q > 0 && !within.count(at_zero))
+        return fmt::format("its {} phase has a ring of ranks {}.. that no ring of the first block's ranks repeats", phase.name,
+                           order.front());
+      continue;
+    }
+    std::unordered_map<int, int> next;
+    for (std::size_t i = 0; i < order.size(); ++i) next[order[i]] = order[(i + 1) % order.size()];
+    for (const auto& [r, s] : next) {
+      const auto it = next.find(moved(r));
+      if (it == next.end() || it->second != moved(s))
+        return fmt::format("its {} phase passes rank {} to rank {}, but rank {} not to rank {}", phase.name, r, s, moved(r), moved(s));
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string collective_fold_problem(const CollectiveSpec& tuned, const Cluster& cluster, int represented) {
+  const int n = static_cast<int>(tuned.group.size());
+  if (represented <= 0 || represented >= n) return "";
+  if (n % represented != 0) return fmt::format("{} ranks are not whole blocks of {}", n, represented);
+  const CollectiveSpec spec = nccl_resolved(tuned, cluster);
+  for (const CollectivePhase& phase : collective_shape(spec, cluster))
+    if (std::string why = phase_fold_problem(phase, n, represented); !why.empty())
+      return fmt::format("{} by {}: {}", enum_name<CollectiveOp>(kCollectiveOpNames, spec.op), collective_choice_text(spec, cluster), why);
+  return "";
+}
+
 std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& tuned, const Cluster& cluster,
-                                    const std::string& name, std::span<const OpId> after, bool results_on_ranks) {
+                                    const std::string& name, std::span<const OpId> after, bool results_on_ranks,
+                                    int represented) {
   if (const std::string why = collective_problem(tuned, cluster); !why.empty()) throw std::invalid_argument(why);
-  if (!after.empty() && after.size() != tuned.group.size())
-    throw std::invalid_argument(fmt::format("append_collective: `after` has {} entries for {} ranks", after.size(),
-                                            tuned.group.size()));
+  const int n = static_cast<int>(tuned.group.size());
+  const int built = represented <= 0 ? n : represented;
+  if (const std::string why = collective_fold_problem(tuned, cluster, built); !why.empty())
+    throw std::invalid_argument(fmt::format("append_collective: cannot fold to {} of {} ranks: {}", built, n, why));
+  if (!after.empty() && static_cast<int>(after.size()) != built)
+    throw std::invalid_argument(fmt::format("append_collective: `after` has {} entries for {} ranks", after.size(), built));
   const OpId first = static_cast<OpId>(out.graph.num_operators());
   const CollectiveSpec spec = nccl_resolved(tuned, cluster);
-  Builder b(out, spec, cluster, name);
-  std::vector<OpId> cur(spec.group.size());
-  for (int r = 0; r < b.ranks(); ++r) cur[r] = b.start(r, after);
+  Builder b(out, spec, cluster, name, built);
+  std::vector<OpId> cur(static_cast<std::size_t>(built));
+  for (int r = 0; r < built; ++r) cur[r] = b.start(r, after);
   for (const CollectivePhase& phase : collective_shape(spec, cluster)) {
     if (const auto* ring = std::get_if<RingPhase>(&phase.shape))
       append_ring(b, *ring, spec.bytes, cur, phase.name, phase.end_name());
@@ -278,7 +377,7 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& t
       append_exchange(b, std::get<ExchangePhase>(phase.shape), spec.bytes, cur, phase.name);
   }
   if (results_on_ranks)
-    for (int r = 0; r < b.ranks(); ++r)
+    for (int r = 0; r < built; ++r)
       if (out.placement[cur[r]] != spec.group[r]) {  // a condensed ring's barrier, on its first rank's GPU
         const OpId end = b.node(r, "end");
         b.depend(cur[r], end);
@@ -288,9 +387,16 @@ std::vector<OpId> append_collective(ExecutionGraph& out, const CollectiveSpec& t
   return cur;
 }
 
-ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& cluster) {
+ExecutionGraph collective_graph(const CollectiveSpec& spec, const Cluster& cluster, int represented) {
   ExecutionGraph g;
-  append_collective(g, spec, cluster, "c0");
+  const int n = static_cast<int>(spec.group.size());
+  append_collective(g, spec, cluster, "c0", {}, true, represented);
+  if (represented > 0 && represented < n) {
+    const std::vector<DeviceId> reps(spec.group.begin(), spec.group.begin() + represented);
+    g.fold = std::make_shared<Folding>(make_folding(
+        n / represented, reps, [&](int i, int j) { return spec.group[static_cast<std::size_t>(j * represented + i)]; },
+        cluster.num_devices(), fmt::format("{} ranks as {} copies of the first {}", n, n / represented, represented)));
+  }
   g.graph.finalize(fmt::format("{} by {}", enum_name<CollectiveOp>(kCollectiveOpNames, spec.op),
                                spec.tuned ? std::string("auto") : collective_choice_text(spec, cluster)));
   return g;

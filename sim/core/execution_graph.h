@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/core/cluster.h"
+#include "sim/core/folding.h"
 #include "sim/core/graph.h"
 
 namespace placesim {
@@ -34,6 +35,8 @@ struct ExecutionGraph {
   // The parallel plan the graph was compiled from (compile_plan, plan_layout), which the estimate
   // engine prices; null for a placed graph.
   std::shared_ptr<const PlanOrigin> plan;
+  // Set when the graph is one copy standing for many (sim/core/folding.h); null: the whole work.
+  std::shared_ptr<const Folding> fold;
   OpId add(Operator op, DeviceId gpu);
   // A step of a collective on `gpu` (Operator::communication: no GPU time, in no GPU's order).
   OpId add_communication_step(std::string name, DeviceId gpu) {

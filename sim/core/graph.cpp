@@ -38,8 +38,9 @@ OpId Graph::add_operator(Operator op) {
   return static_cast<OpId>(ops_.size() - 1);
 }
 
-EdgeId Graph::add_tensor(OpId src, OpId dst, double bytes, bool gradient, std::int32_t latencies, double overhead_s) {
-  tensors_.push_back({src, dst, bytes, gradient, latencies, overhead_s});
+EdgeId Graph::add_tensor(OpId src, OpId dst, double bytes, bool gradient, std::int32_t latencies, double overhead_s,
+                         DeviceId route_to) {
+  tensors_.push_back({src, dst, bytes, gradient, latencies, overhead_s, route_to});
   finalized_ = false;
   return static_cast<EdgeId>(tensors_.size() - 1);
 }

@@ -50,6 +50,10 @@ struct Tensor {
   // communication library spends per message (NCCL's per-hop protocol latency, a collective's
   // launch; sim/collectives/nccl.h). Paid once, only by a transfer between two GPUs with bytes.
   double overhead_s = 0;
+  // A folded graph's transfer into another copy (sim/core/folding.h): the GPU its bytes go to,
+  // where `dst` is that GPU's representative's operator (a ring's last rank sending to the next
+  // replica's first, which the representative's own first rank stands for). -1: dst's GPU.
+  DeviceId route_to = -1;
 };
 
 class Graph {
@@ -63,7 +67,7 @@ class Graph {
 
   OpId add_operator(Operator op);
   EdgeId add_tensor(OpId src, OpId dst, double bytes, bool gradient = false, std::int32_t latencies = 1,
-                    double overhead_s = 0);
+                    double overhead_s = 0, DeviceId route_to = -1);
 
   // Checks the graph and builds adjacency and a topological order. Throws InputError naming
   // `source` (a file name, or a description) on duplicate names, bad values, dangling edges

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include "sim/engines/evaluator.h"
@@ -23,13 +24,26 @@ const std::vector<std::vector<OpId>>& fixed_order(const EngineRequest& r, std::s
   return *r.order;
 }
 
+// A folded graph's network: the request's, or computed here (`own` keeps it).
+const FoldedNetwork* network_of(const PlacedGraph& g, const Cluster& c, const EngineRequest& r, std::optional<FoldedNetwork>& own) {
+  if (!g.fold) return nullptr;
+  if (r.network) return r.network;
+  own = fold_network(g.graph, g.placement, *g.fold, c);
+  return &*own;
+}
+
 class EvaluatorEngine final : public Engine {
  public:
   EngineRun run(const PlacedGraph& g, const Cluster& c, const EngineRequest& r) const override {
     const auto t0 = std::chrono::steady_clock::now();
     EngineRun out;
-    out.schedule = r.queue == GpuQueue::Fixed ? replay_order(g.graph, c, g.placement, fixed_order(r, kEvaluator))
-                                              : Evaluator(g.graph, c).schedule(g.placement, r.queue);
+    std::optional<FoldedNetwork> own;
+    if (const FoldedNetwork* network = network_of(g, c, r, own))
+      out.schedule = r.queue == GpuQueue::Fixed ? replay_order(g.graph, c, *network, g.placement, fixed_order(r, kEvaluator))
+                                                : Evaluator(g.graph, c, *network).schedule(g.placement, r.queue);
+    else
+      out.schedule = r.queue == GpuQueue::Fixed ? replay_order(g.graph, c, g.placement, fixed_order(r, kEvaluator))
+                                                : Evaluator(g.graph, c).schedule(g.placement, r.queue);
     out.latency = out.schedule->latency;
     out.wall_s = seconds_since(t0);
     return out;
@@ -41,7 +55,9 @@ class FlowEngineAdapter final : public Engine {
   EngineRun run(const PlacedGraph& g, const Cluster& c, const EngineRequest& r) const override {
     const auto t0 = std::chrono::steady_clock::now();
     EngineRun out;
-    FlowEngine flow(g.graph, c);
+    std::optional<FoldedNetwork> own;
+    const FoldedNetwork* network = network_of(g, c, r, own);
+    FlowEngine flow = network ? FlowEngine(g.graph, c, *network) : FlowEngine(g.graph, c);
     out.schedule = r.queue == GpuQueue::Fixed ? flow.replay(g.placement, fixed_order(r, kFlow))
                                               : flow.schedule(g.placement, r.queue);
     out.latency = out.schedule->latency;
@@ -68,7 +84,7 @@ class SimGridEngineAdapter final : public Engine {
     const std::vector<std::vector<OpId>> own =
         r.queue == GpuQueue::Fcfs ? operators_by_gpu(g, c.num_devices()) : std::vector<std::vector<OpId>>{};
     SimulationResult result =
-        simulate(g.graph, c, g.placement, r.queue == GpuQueue::Fcfs ? own : fixed_order(r, kSimGrid), r.queue);
+        simulate(g.graph, c, g.placement, r.queue == GpuQueue::Fcfs ? own : fixed_order(r, kSimGrid), r.queue, g.fold);
     out.latency = result.latency;
     out.wall_s = result.wall_seconds;
     Schedule timeline;

@@ -88,6 +88,14 @@ const std::optional<double> EngineRuns::latency(std::string_view engine) const {
 
 EngineRuns run_engines(const PlacedGraph& graph, const Cluster& cluster, EngineSet which, RunOrder order) {
   EngineRuns out;
+  // A folded graph's network once for all engines (the estimate needs none).
+  std::optional<FoldedNetwork> network;
+  if (graph.fold && !which.estimate_only()) {
+    network = fold_network(graph.graph, graph.placement, *graph.fold, cluster);
+    out.fold = FoldSummary{graph.fold->copies, graph.fold->description, network->routes, network->split_routes,
+                           static_cast<std::int64_t>(network->class_bandwidth.size()), network->first_split};
+  }
+  const FoldedNetwork* folded = network ? &*network : nullptr;
   // Under the scheduler's order the evaluator's per-GPU order comes first; it is the evaluator's
   // own run when asked for, else its host time counts in the first engine that replays it.
   std::optional<EngineRun> scheduled;
@@ -95,7 +103,7 @@ EngineRuns run_engines(const PlacedGraph& graph, const Cluster& cluster, EngineS
   const auto& registry = engine_registry();
   auto schedule_first = [&] {
     if (scheduled) return;
-    scheduled = registry.get(kEvaluator, "", "engine").make()->run(graph, cluster, {GpuQueue::Rank, nullptr});
+    scheduled = registry.get(kEvaluator, "", "engine").make()->run(graph, cluster, {GpuQueue::Rank, nullptr, folded});
     if (!which.has(kEvaluator)) unclaimed_wall = scheduled->wall_s;
   };
   for (std::string_view name : which.engines()) {
@@ -106,9 +114,9 @@ EngineRuns run_engines(const PlacedGraph& graph, const Cluster& cluster, EngineS
     auto takes = [&](GpuQueue q) { return std::find(info.queues.begin(), info.queues.end(), q) != info.queues.end(); };
     EngineRun run;
     if (info.queues.empty()) {
-      run = engine->run(graph, cluster, {});
+      run = engine->run(graph, cluster, {GpuQueue::Fcfs, nullptr, folded});
     } else if (order == RunOrder::Fcfs) {
-      run = engine->run(graph, cluster, {GpuQueue::Fcfs, nullptr});
+      run = engine->run(graph, cluster, {GpuQueue::Fcfs, nullptr, folded});
     } else if (name == kEvaluator) {
       schedule_first();
       run = *scheduled;
@@ -116,7 +124,7 @@ EngineRuns run_engines(const PlacedGraph& graph, const Cluster& cluster, EngineS
       if (!takes(GpuQueue::Fixed))
         throw std::invalid_argument(fmt::format("the {} engine cannot replay the scheduler's order", name));
       schedule_first();
-      run = engine->run(graph, cluster, {GpuQueue::Fixed, &scheduled->schedule->device_order});
+      run = engine->run(graph, cluster, {GpuQueue::Fixed, &scheduled->schedule->device_order, folded});
       run.wall_s += unclaimed_wall;
       unclaimed_wall = 0;
     }

@@ -26,6 +26,7 @@
 #include "sim/core/names.h"
 #include "sim/core/registry.h"
 #include "sim/engines/evaluator.h"
+#include "sim/engines/folded_network.h"
 #include "sim/engines/simgrid_engine.h"
 
 namespace placesim {
@@ -52,7 +53,8 @@ struct PlacedGraph {
   const Graph& graph;
   std::span<const DeviceId> placement;
   const PlanOrigin* plan = nullptr;  // the plan it was compiled from, for the estimate
-  PlacedGraph(const ExecutionGraph& g) : graph(g.graph), placement(g.placement), plan(g.plan.get()) {}  // NOLINT: a view
+  const Folding* fold = nullptr;     // the copies it stands for (sim/core/folding.h), or null
+  PlacedGraph(const ExecutionGraph& g) : graph(g.graph), placement(g.placement), plan(g.plan.get()), fold(g.fold.get()) {}  // NOLINT: a view
   PlacedGraph(const Graph& g, std::span<const DeviceId> p) : graph(g), placement(p) {}
 };
 
@@ -60,6 +62,9 @@ struct EngineRequest {
   GpuQueue queue = GpuQueue::Fcfs;
   // GpuQueue::Fixed: per GPU, its operators in the order to run them.
   const std::vector<std::vector<OpId>>* order = nullptr;
+  // A folded graph's network (fold_network), computed once for every engine of a run; null: the
+  // engine computes it when the graph is folded.
+  const FoldedNetwork* network = nullptr;
 };
 
 // What one engine measured.
@@ -72,6 +77,16 @@ struct EngineRun {
   std::optional<Schedule> schedule;
   // SimGrid's flows, sub-flows and link statistics.
   std::optional<SimulationResult> network;
+};
+
+// What a run of a folded graph (sim/core/folding.h) stood for: how many copies, whether the fold
+// was exact (every route's copies alike) and, if not, the first route whose copies differ.
+struct FoldSummary {
+  int copies = 1;
+  std::string description;
+  std::int64_t routes = 0, split_routes = 0, link_classes = 0;
+  std::string first_split;
+  bool exact() const { return split_routes == 0; }
 };
 
 class Engine {
@@ -122,6 +137,7 @@ class EngineSet {
 
 struct EngineRuns {
   std::vector<EngineRun> runs;  // one per engine asked, in registry order
+  std::optional<FoldSummary> fold;  // set when the graph was folded
   const EngineRun* find(std::string_view engine) const;
   const std::optional<double> latency(std::string_view engine) const;
 };

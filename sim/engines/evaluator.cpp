@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "sim/core/errors.h"
+#include "sim/engines/folded_network.h"
 
 namespace placesim {
 
@@ -56,6 +57,18 @@ Evaluator::Evaluator(const Graph& graph, const Cluster& cluster)
   device_busy_.resize(d);
   device_touched_.resize(d);
   touched_.reserve(d);
+}
+
+Evaluator::Evaluator(const Graph& graph, const Cluster& cluster, const FoldedNetwork& network) : Evaluator(graph, cluster) {
+  network_ = &network;
+}
+
+void Evaluator::prepare_folded(std::span<const DeviceId> placement) {
+  const auto tensors = graph_.tensors();
+  folded_time_.resize(tensors.size());
+  for (std::size_t e = 0; e < tensors.size(); ++e)
+    folded_time_[e] =
+        folded_transfer_time(*network_, cluster_, placement[tensors[e].src], route_destination(tensors[e], placement), tensors[e]).seconds;
 }
 
 double Evaluator::latency(std::span<const DeviceId> placement) {
@@ -142,6 +155,7 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
   std::fill(device_busy_.begin(), device_busy_.end(), 0);
   std::fill(device_touched_.begin(), device_touched_.end(), 0);
   const bool communication = !communication_.empty();
+  if (network_) prepare_folded(placement);
   // A communication step whose inputs have all arrived at `t` completes at `t`, as a finish event.
   auto communicate = [&](OpId op, double t) {
     start_[op] = finish_[op] = t;
@@ -200,7 +214,7 @@ double Evaluator::run(std::span<const DeviceId> placement, Schedule* out, double
         makespan = std::max(makespan, now);
         for (EdgeId e : graph_.out_edges(ev.op)) {
           const OpId j = tensors[e].dst;
-          const double arrive = now + cluster_.transfer_time(d, placement[j], tensors[e]);
+          const double arrive = now + (network_ ? folded_time_[e] : cluster_.transfer_time(d, placement[j], tensors[e]));
           inputs_arrive_[j] = std::max(inputs_arrive_[j], arrive);
           if (--pending_inputs_[j] == 0) {
             if (communication && communication_[j]) {
@@ -331,6 +345,19 @@ Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<cons
   for (EdgeId e = 0; e < static_cast<EdgeId>(transfer.size()); ++e) {
     const Tensor& t = graph.tensor(e);
     transfer[e] = cluster.transfer_time(placement[t.src], placement[t.dst], t);
+  }
+  return replay_order_with_costs(graph, cluster.num_devices(), placement, device_order, compute, transfer);
+}
+
+Schedule replay_order(const Graph& graph, const Cluster& cluster, const FoldedNetwork& network,
+                      std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>& device_order) {
+  check_device_order(graph, cluster.num_devices(), placement, device_order);
+  std::vector<double> compute(graph.num_operators()), transfer(graph.num_tensors());
+  for (OpId i = 0; i < static_cast<OpId>(compute.size()); ++i)
+    compute[i] = cluster.compute_time(placement[i], graph.op(i).compute_s);
+  for (EdgeId e = 0; e < static_cast<EdgeId>(transfer.size()); ++e) {
+    const Tensor& t = graph.tensor(e);
+    transfer[e] = folded_transfer_time(network, cluster, placement[t.src], route_destination(t, placement), t).seconds;
   }
   return replay_order_with_costs(graph, cluster.num_devices(), placement, device_order, compute, transfer);
 }

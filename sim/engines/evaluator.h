@@ -39,9 +39,14 @@ struct LowerBounds {
   double best() const { return critical_path > work_per_device ? critical_path : work_per_device; }
 };
 
+struct FoldedNetwork;  // sim/engines/folded_network.h
+
 class Evaluator {
  public:
   Evaluator(const Graph& graph, const Cluster& cluster);
+  // A folded graph (sim/core/folding.h): each transfer takes its slowest sub-orbit's time
+  // (folded_transfer_time). `network` must outlive the evaluator.
+  Evaluator(const Graph& graph, const Cluster& cluster, const FoldedNetwork& network);
 
   // Iteration latency of a placement. After the first call it allocates nothing.
   double latency(std::span<const DeviceId> placement);
@@ -83,6 +88,10 @@ class Evaluator {
 
   const Graph& graph_;
   const Cluster& cluster_;
+  const FoldedNetwork* network_ = nullptr;
+  // Folded: per tensor, its transfer's time (for the placement of the last run's folded setup).
+  std::vector<double> folded_time_;
+  void prepare_folded(std::span<const DeviceId> placement);
   std::vector<double> rank_;
   std::vector<std::int32_t> priority_;  // position of each operator in decreasing-rank order
   LowerBounds bounds_;
@@ -120,6 +129,9 @@ class Evaluator {
 // Throws std::invalid_argument if the order deadlocks (is inconsistent with the graph).
 Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
                       const std::vector<std::vector<OpId>>& device_order);
+// The same for a folded graph, each transfer at its slowest sub-orbit's time.
+Schedule replay_order(const Graph& graph, const Cluster& cluster, const FoldedNetwork& network,
+                      std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>& device_order);
 
 // The same replay with durations given instead of the cluster's: compute[i] for operator i on its
 // GPU, transfer[e] from the finish of tensor e's producer to its arrival at the consumer, in any one

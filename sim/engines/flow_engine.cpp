@@ -25,6 +25,16 @@ struct Lower {
 };
 }  // namespace
 
+FlowEngine::FlowEngine(const Graph& graph, const Cluster& cluster, const FoldedNetwork& network) : FlowEngine(graph, cluster) {
+  network_ = &network;
+  link_bandwidth_ = network.class_bandwidth;
+  const std::size_t num_links = link_bandwidth_.size();
+  active_.assign(num_links, {});
+  link_mark_.assign(num_links, 0);
+  link_cap_.resize(num_links);
+  link_count_.resize(num_links);
+}
+
 FlowEngine::FlowEngine(const Graph& graph, const Cluster& cluster)
     : graph_(graph), cluster_(cluster) {
   const auto n = static_cast<std::int32_t>(graph.num_operators());
@@ -95,11 +105,51 @@ FlowEngine::RoutePaths FlowEngine::ensure_route(std::int64_t route, DeviceId src
   for (const RoutePath& p : paths) {
     paths_.push_back({static_cast<std::int32_t>(path_links_.size()), static_cast<std::int32_t>(p.links.size()), p.share});
     path_links_.insert(path_links_.end(), p.links.begin(), p.links.end());
+    path_weights_.resize(path_links_.size(), 1.0);
   }
   classes_.resize(paths_.size(), PathClass{0, 0, 0, kInf, 0, 0, -1});
   targets_.resize(paths_.size());
   class_used_.resize(paths_.size(), 0);
   return it->second;
+}
+
+FlowEngine::RoutePaths FlowEngine::ensure_sub_orbit(std::int32_t s) {
+  const auto [it, fresh] = route_paths_.try_emplace(s, RoutePaths{static_cast<std::int32_t>(paths_.size()), 0});
+  if (!fresh) return it->second;
+  const FoldedNetwork::SubOrbit& orbit = network_->sub_orbits[static_cast<std::size_t>(s)];
+  it->second.num_paths = static_cast<std::int32_t>(orbit.paths.size());
+  for (const FoldedNetwork::Path& p : orbit.paths) {
+    paths_.push_back({static_cast<std::int32_t>(path_links_.size()), static_cast<std::int32_t>(p.links.size()), p.share});
+    for (const FoldedNetwork::WeightedLink& w : p.links) {
+      path_links_.push_back(w.link_class);
+      path_weights_.push_back(w.weight);
+    }
+  }
+  classes_.resize(paths_.size(), PathClass{0, 0, 0, kInf, 0, 0, -1});
+  targets_.resize(paths_.size());
+  class_used_.resize(paths_.size(), 0);
+  return it->second;
+}
+
+void FlowEngine::add_flows(EdgeId e, DeviceId a, DeviceId b) {
+  const Tensor& t = graph_.tensor(e);
+  const auto lead = static_cast<std::int32_t>(flows_.size());
+  std::int32_t num_subs = flows_.empty() ? 0 : flows_.back().first_sub + flows_.back().num_subs;
+  auto add = [&](const RoutePaths& paths, double alpha) {
+    flows_.push_back({e, num_subs, paths.num_paths, paths.num_paths, alpha, paths.first_path, lead, 0, 0});
+    num_subs += paths.num_paths;
+  };
+  if (!network_) {
+    add(ensure_route(cluster_.route_id(a, b), a, b), cluster_.transfer_alpha(a, b, t));
+  } else {
+    const FoldedNetwork::RouteSpan* span = network_->find(a, b);
+    if (!span) throw std::logic_error("flow engine: a folded transfer whose route its network lacks");
+    for (std::int32_t k = 0; k < span->count; ++k) {
+      const FoldedNetwork::SubOrbit& s = network_->sub_orbits[static_cast<std::size_t>(span->first + k)];
+      add(ensure_sub_orbit(span->first + k), cluster_.transfer_alpha(s.src, s.dst, t));
+    }
+  }
+  flows_[lead].num_flows = flows_[lead].flows_left = static_cast<std::int32_t>(flows_.size()) - lead;
 }
 
 // One flow per cross-GPU tensor with bytes, its sub-flows laid out flow by flow.
@@ -112,29 +162,25 @@ void FlowEngine::prepare_flows(std::span<const DeviceId> placement) {
   used_classes_.clear();
   flows_.clear();
   unreachable_ = false;
-  std::int32_t num_subs = 0;
   const auto tensors = graph_.tensors();
   // Sized once rather than grown by doubling: at thousands of GPUs the flows are tens of millions.
   std::size_t crossing = 0;
-  for (const Tensor& t : tensors) crossing += placement[t.src] != placement[t.dst] && t.bytes > 0;
+  for (const Tensor& t : tensors) crossing += placement[t.src] != route_destination(t, placement) && t.bytes > 0;
   flows_.reserve(crossing);
   for (EdgeId e = 0; e < static_cast<EdgeId>(tensors.size()); ++e) {
     const Tensor& t = tensors[e];
-    const DeviceId a = placement[t.src], b = placement[t.dst];
+    const DeviceId a = placement[t.src], b = route_destination(t, placement);
     flow_of_edge_[e] = -1;
     if (a == b || !(t.bytes > 0)) continue;
-    const std::int64_t route = cluster_.route_id(a, b);
-    if (route < 0) {  // never arrives
+    if (cluster_.route_id(a, b) < 0) {  // never arrives
       unreachable_ = true;
       flow_of_edge_[e] = -2;
       continue;
     }
-    const RoutePaths paths = ensure_route(route, a, b);
     flow_of_edge_[e] = static_cast<std::int32_t>(flows_.size());
-    const std::int32_t k = paths.num_paths;
-    flows_.push_back({e, num_subs, k, k, cluster_.transfer_alpha(a, b, t), paths.first_path});
-    num_subs += k;
+    add_flows(e, a, b);
   }
+  const std::int32_t num_subs = flows_.empty() ? 0 : flows_.back().first_sub + flows_.back().num_subs;
   subs_.resize(num_subs);
   for (std::int32_t f = 0; f < static_cast<std::int32_t>(flows_.size()); ++f) {
     const Flow& flow = flows_[f];
@@ -269,7 +315,12 @@ void FlowEngine::solve(double now) {
   for (const std::int32_t l : comp_links_) {
     link_cap_[l] = link_bandwidth_[l];
     link_count_[l] = 0;
-    for (const std::int32_t cls : active_[l]) link_count_[l] += classes_[cls].count;
+  }
+  // Whole numbers of weighted sub-flows: exact in any order of summation.
+  for (const std::int32_t cls : comp_classes_) {
+    const PathRec& p = paths_[cls];
+    for (std::int32_t k = 0; k < p.num_links; ++k)
+      link_count_[path_links_[p.first_link + k]] += classes_[cls].count * path_weights_[p.first_link + k];
   }
   std::size_t unfixed = comp_classes_.size();
   while (unfixed > 0) {
@@ -288,8 +339,9 @@ void FlowEngine::solve(double now) {
         const PathRec& p = paths_[cls];
         for (std::int32_t k = 0; k < p.num_links; ++k) {
           const std::int32_t m = path_links_[p.first_link + k];
-          link_cap_[m] = std::max(0.0, link_cap_[m] - share * c.count);
-          link_count_[m] -= c.count;
+          const double weight = path_weights_[p.first_link + k];
+          link_cap_[m] = std::max(0.0, link_cap_[m] - share * c.count * weight);
+          link_count_[m] -= c.count * weight;
         }
       }
   }
@@ -478,8 +530,10 @@ void FlowEngine::finish_op(OpId op, double now) {
     if (flow == -1) {
       deliver<M>(tensors[e].dst, now);
     } else if (flow >= 0) {
-      if (flows_[flow].alpha > 0) push_event({now + flows_[flow].alpha, kSend, flow});
-      else start_flow(flow, now);
+      for (std::int32_t f = flow; f < flow + flows_[flow].num_flows; ++f) {
+        if (flows_[f].alpha > 0) push_event({now + flows_[f].alpha, kSend, f});
+        else start_flow(f, now);
+      }
     }
   }
 }
@@ -507,7 +561,7 @@ void FlowEngine::happen(double now) {
       const std::int32_t s = finish_subflow(heap_.front(), now);
       progress = true;
       Flow& f = flows_[subs_[s].flow];
-      if (--f.subs_left == 0) deliver<M>(tensors[f.edge].dst, now);
+      if (--f.subs_left == 0 && --flows_[f.lead].flows_left == 0) deliver<M>(tensors[f.edge].dst, now);
     }
   }
 }

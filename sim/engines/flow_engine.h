@@ -36,6 +36,7 @@
 
 #include "sim/core/cluster.h"
 #include "sim/engines/evaluator.h"
+#include "sim/engines/folded_network.h"
 #include "sim/core/graph.h"
 
 namespace placesim {
@@ -43,6 +44,10 @@ namespace placesim {
 class FlowEngine {
  public:
   FlowEngine(const Graph& graph, const Cluster& cluster);
+  // A folded graph (sim/core/folding.h) on the classes of its network: each transfer one flow
+  // per sub-orbit of its route, on weighted paths over link classes (sim/engines/folded_network.h);
+  // it arrives when all have. `network` must outlive the engine.
+  FlowEngine(const Graph& graph, const Cluster& cluster, const FoldedNetwork& network);
 
   // Iteration latency with rank priority under contention (the search's cost model). +infinity
   // when a tensor crosses between GPUs the cluster cannot reach.
@@ -98,6 +103,10 @@ class FlowEngine {
   };
   // The paths of route `route` (the route of src -> dst), expanded on its first use.
   RoutePaths ensure_route(std::int64_t route, DeviceId src, DeviceId dst);
+  // The weighted paths of sub-orbit `s` of the folded network, expanded on its first use.
+  RoutePaths ensure_sub_orbit(std::int32_t s);
+  // Appends the flow (or, folded, the flows of each sub-orbit) of tensor e from GPU a to GPU b.
+  void add_flows(EdgeId e, DeviceId a, DeviceId b);
   void start_flow(std::int32_t flow, double now);
   // Finishes the class's first sub-flow; returns it.
   std::int32_t finish_subflow(std::int32_t cls, double now);
@@ -112,6 +121,7 @@ class FlowEngine {
 
   const Graph& graph_;
   const Cluster& cluster_;
+  const FoldedNetwork* network_ = nullptr;  // folded: links are its classes
   std::vector<std::int32_t> priority_;  // as the evaluator: position in decreasing-rank order
   std::vector<OpId> by_priority_;
   std::vector<double> link_bandwidth_;
@@ -121,9 +131,12 @@ class FlowEngine {
     std::int32_t first_link, num_links;
     double share;
   };
-  std::unordered_map<std::int64_t, RoutePaths> route_paths_;  // by Cluster route id
+  std::unordered_map<std::int64_t, RoutePaths> route_paths_;  // by Cluster route id (folded: by sub-orbit)
   std::vector<PathRec> paths_;
   std::vector<std::int32_t> path_links_;
+  // Per entry of path_links_: how many flows the path's one stands for on that link (folded: the
+  // sub-orbit's copies crossing one link of the class; else 1).
+  std::vector<double> path_weights_;
 
   // Per evaluation (buffers reused).
   // communication_steps(graph); empty when there is none.
@@ -141,12 +154,14 @@ class FlowEngine {
   Schedule* out_ = nullptr;
   double makespan_ = 0;
   std::int32_t finished_ = 0;
-  std::vector<std::int32_t> flow_of_edge_;  // per tensor: its flow, -1 (free) or -2 (unreachable)
+  std::vector<std::int32_t> flow_of_edge_;  // per tensor: its (first) flow, -1 (free) or -2 (unreachable)
   struct Flow {
     EdgeId edge;
     std::int32_t first_sub, num_subs, subs_left;
     double alpha;
     std::int32_t first_path;  // its route's, in paths_
+    // A folded tensor's flows (one per sub-orbit) are consecutive; the first counts those left.
+    std::int32_t lead, num_flows, flows_left;
   };
   std::vector<Flow> flows_;
   struct Sub {
@@ -174,7 +189,7 @@ class FlowEngine {
   std::vector<std::int64_t> link_mark_;  // per link: epoch of the last solve that visited it
   std::int64_t epoch_ = 0;                // never wraps: one per solve
   std::vector<double> link_cap_;
-  std::vector<std::int32_t> link_count_;
+  std::vector<double> link_count_;  // sub-flows on the link, each by its weight (whole numbers)
   std::vector<std::int32_t> comp_links_, comp_classes_, saturated_;
   bool unreachable_ = false;
 

@@ -57,15 +57,20 @@ constexpr double kPayloadUnitsPerByte = 65536.0;
 // Input validation (cheap, O(operators + tensors)), run before SimGrid or fork is involved.
 
 void validate_inputs(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
-                     const std::vector<std::vector<OpId>>& device_order, GpuQueue queue) {
+                     const std::vector<std::vector<OpId>>& device_order, GpuQueue queue, const Folding* fold) {
   if (queue == GpuQueue::Rank)
     throw std::invalid_argument("the SimGrid engine runs a fixed per-GPU order or first come, first served, not by rank");
   check_device_order(graph, cluster.num_devices(), placement, device_order);
-  for (const Tensor& t : graph.tensors())
-    if (t.bytes > 0 && !cluster.reachable(placement[t.src], placement[t.dst]))
+  for (const Tensor& t : graph.tensors()) {
+    const DeviceId a = placement[t.src], b = t.route_to >= 0 ? t.route_to : placement[t.dst];
+    if (t.bytes > 0 && !cluster.reachable(a, b))
       throw std::invalid_argument(fmt::format(
           "tensor '{}' -> '{}' goes from GPU {} to GPU {}, which the cluster cannot reach (no bandwidth between them)",
-          graph.op(t.src).name, graph.op(t.dst).name, placement[t.src], placement[t.dst]));
+          graph.op(t.src).name, graph.op(t.dst).name, a, b));
+    if (t.bytes > 0 && a != b && fold && (!fold->covers(a) || !fold->covers(b)))
+      throw std::invalid_argument(fmt::format("tensor '{}' -> '{}' goes from GPU {} to GPU {}, which the folding does not cover",
+                                              graph.op(t.src).name, graph.op(t.dst).name, a, b));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -75,13 +80,14 @@ void validate_inputs(const Graph& graph, const Cluster& cluster, std::span<const
 class Simulation {
  public:
   Simulation(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
-             const std::vector<std::vector<OpId>>& device_order, GpuQueue queue)
-      : graph_(graph), cluster_(cluster), placement_(placement), device_order_(device_order), queue_(queue) {}
+             const std::vector<std::vector<OpId>>& device_order, GpuQueue queue, const Folding* fold)
+      : graph_(graph), cluster_(cluster), placement_(placement), device_order_(device_order), queue_(queue), fold_(fold) {}
 
   SimulationResult run();
 
  private:
   void build_flows();
+  void add_flow(EdgeId e, DeviceId src, DeviceId dst, double units);
   void build_platform();
   void gpu_actor(DeviceId gpu);
   void flow_actor(std::int32_t flow);
@@ -94,6 +100,7 @@ class Simulation {
   std::span<const DeviceId> placement_;
   const std::vector<std::vector<OpId>>& device_order_;
   GpuQueue queue_;
+  const Folding* fold_;  // folded: each transfer sent once per copy
   // FCFS: per GPU, the operators whose inputs have all arrived, earliest (then lowest id) first.
   using ReadyOp = std::pair<double, OpId>;
   std::vector<std::priority_queue<ReadyOp, std::vector<ReadyOp>, std::greater<>>> ready_;
@@ -102,7 +109,9 @@ class Simulation {
   std::unique_ptr<sg4::Engine> engine_;
   SimulationResult result_;
   std::vector<std::int32_t> pending_inputs_;  // per operator: inputs not arrived yet
-  std::vector<std::int32_t> flow_of_edge_;    // per tensor: index in result_.flows, or -1
+  std::vector<std::int32_t> flow_of_edge_;    // per tensor: index in result_.flows of its (first) flow, or -1
+  std::vector<std::int32_t> flows_of_edge_;   // per tensor with flows: how many (a folded one's copies)
+  std::vector<std::int32_t> flows_left_;      // per tensor: its flows still on their way
   std::vector<double> flow_alpha_;            // per flow: route latency slept before sending
   std::vector<double> flow_bandwidth_start_;  // per flow: when its bytes started to move
   std::vector<std::int32_t> flow_first_subflow_;  // per flow, plus one past the end: its sub-flows
@@ -132,36 +141,48 @@ void Simulation::build_flows() {
   const std::size_t n = graph_.num_operators();
   pending_inputs_.assign(n, 0);
   flow_of_edge_.assign(graph_.num_tensors(), -1);
+  flows_of_edge_.assign(graph_.num_tensors(), 0);
+  flows_left_.assign(graph_.num_tensors(), 0);
   for (EdgeId e = 0; e < static_cast<EdgeId>(graph_.num_tensors()); ++e) {
     const Tensor& t = graph_.tensor(e);
     ++pending_inputs_[t.dst];
-    const DeviceId src = placement_[t.src], dst = placement_[t.dst];
-    if (src == dst || !(t.bytes > 0)) continue;
+    const DeviceId from = placement_[t.src], to = t.route_to >= 0 ? t.route_to : placement_[t.dst];
+    if (from == to || !(t.bytes > 0)) continue;
     const double units = std::round(t.bytes * kPayloadUnitsPerByte);
     if (!(units < 1.8e19))  // below 2^64
       throw std::invalid_argument(fmt::format("tensor {} -> {} is too large for SimGrid ({} bytes)",
                                               graph_.op(t.src).name, graph_.op(t.dst).name, t.bytes));
-    const auto flow = static_cast<std::int32_t>(result_.flows.size());
-    flow_of_edge_[e] = flow;
-    result_.flows.push_back({e, src, dst, t.bytes, 0.0, 0.0});
-    flow_alpha_.push_back(cluster_.transfer_alpha(src, dst, t));
-    flow_first_subflow_.push_back(static_cast<std::int32_t>(result_.subflows.size()));
-    const auto [first, fresh] = route_first_path_.try_emplace(cluster_.route_id(src, dst), static_cast<std::int32_t>(paths_.size()));
-    if (fresh)
-      for (RoutePath& p : cluster_.paths(src, dst)) paths_.push_back({std::move(p.links), p.share, nullptr});
-    const int num_paths = cluster_.num_paths(src, dst);
-    for (int k = 0; k < num_paths; ++k) {
-      const std::int32_t path = first->second + k;
-      const double share = paths_[path].share;
-      result_.subflows.push_back({flow, k, num_paths == 1 ? t.bytes : t.bytes * share, 0.0});
-      subflow_path_.push_back(path);
-      // A sub-flow carries at least one payload unit (1/65536 byte).
-      const double sub_units = num_paths == 1 ? units : std::round(t.bytes * share * kPayloadUnitsPerByte);
-      subflow_payload_.push_back(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(sub_units)));
+    flow_of_edge_[e] = static_cast<std::int32_t>(result_.flows.size());
+    flows_of_edge_[e] = flows_left_[e] = fold_ ? fold_->copies : 1;
+    for (int j = 0; j < flows_of_edge_[e]; ++j) {
+      const DeviceId src = fold_ ? fold_->copy_of(from, j) : from, dst = fold_ ? fold_->copy_of(to, j) : to;
+      add_flow(e, src, dst, units);
     }
   }
   flow_first_subflow_.push_back(static_cast<std::int32_t>(result_.subflows.size()));
   flow_bandwidth_start_.assign(result_.flows.size(), 0.0);
+}
+
+// One flow of tensor e from GPU src to GPU dst, `units` payload units in all, with its sub-flows.
+void Simulation::add_flow(EdgeId e, DeviceId src, DeviceId dst, double units) {
+  const Tensor& t = graph_.tensor(e);
+  const auto flow = static_cast<std::int32_t>(result_.flows.size());
+  result_.flows.push_back({e, src, dst, t.bytes, 0.0, 0.0});
+  flow_alpha_.push_back(cluster_.transfer_alpha(src, dst, t));
+  flow_first_subflow_.push_back(static_cast<std::int32_t>(result_.subflows.size()));
+  const auto [first, fresh] = route_first_path_.try_emplace(cluster_.route_id(src, dst), static_cast<std::int32_t>(paths_.size()));
+  if (fresh)
+    for (RoutePath& p : cluster_.paths(src, dst)) paths_.push_back({std::move(p.links), p.share, nullptr});
+  const int num_paths = cluster_.num_paths(src, dst);
+  for (int k = 0; k < num_paths; ++k) {
+    const std::int32_t path = first->second + k;
+    const double share = paths_[path].share;
+    result_.subflows.push_back({flow, k, num_paths == 1 ? t.bytes : t.bytes * share, 0.0});
+    subflow_path_.push_back(path);
+    // A sub-flow carries at least one payload unit (1/65536 byte).
+    const double sub_units = num_paths == 1 ? units : std::round(t.bytes * share * kPayloadUnitsPerByte);
+    subflow_payload_.push_back(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(sub_units)));
+  }
 }
 
 void Simulation::build_platform() {
@@ -256,10 +277,12 @@ void Simulation::forward_outputs(OpId op) {
       deliver(graph_.tensor(e).dst);  // same GPU, or a zero-byte control dependency: free
       continue;
     }
-    result_.flows[flow].start = result_.finish[op];
     // A short-lived actor per flow creates its communication just in time (SimGrid 3.32 slows
     // down quadratically with many started activities) and lets the GPU move on.
-    sg4::Actor::create("flow", hosts_[placement_[op]], [this, flow] { flow_actor(flow); });
+    for (std::int32_t f = flow; f < flow + flows_of_edge_[e]; ++f) {
+      result_.flows[f].start = result_.finish[op];
+      sg4::Actor::create("flow", hosts_[placement_[op]], [this, f] { flow_actor(f); });
+    }
   }
 }
 
@@ -285,7 +308,7 @@ void Simulation::flow_actor(std::int32_t flow) {
     }
   }
   f.end = sg4::Engine::get_clock();
-  deliver(graph_.tensor(f.edge).dst);
+  if (--flows_left_[f.edge] == 0) deliver(graph_.tensor(f.edge).dst);
 }
 
 // Per-link bytes, and busy time as the union of the bandwidth phases of the sub-flows crossing it.
@@ -546,12 +569,12 @@ bool write_all(int fd, const std::vector<char>& bytes) {
 
 // In the child: simulate, send the result or the error, and leave without running atexit
 // handlers or flushing stdio buffers inherited from the parent.
-[[noreturn]] void run_child(int fd, const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
+[[noreturn]] void run_child(int fd, const Graph& graph, const Cluster& cluster, const Folding* fold, std::span<const DeviceId> placement,
                             const std::vector<std::vector<OpId>>& device_order, GpuQueue queue) {
   std::vector<char> message;
   int code = 0;
   try {
-    message = encode_result(Simulation(graph, cluster, placement, device_order, queue).run());
+    message = encode_result(Simulation(graph, cluster, placement, device_order, queue, fold).run());
   } catch (const std::exception& e) {
     message = encode_error(e.what());
     code = 1;
@@ -567,18 +590,18 @@ bool write_all(int fd, const std::vector<char>& bytes) {
 }  // namespace
 
 SimulationResult simulate_in_process(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
-                                     const std::vector<std::vector<OpId>>& device_order, GpuQueue queue) {
-  validate_inputs(graph, cluster, placement, device_order, queue);
+                                     const std::vector<std::vector<OpId>>& device_order, GpuQueue queue, const Folding* fold) {
+  validate_inputs(graph, cluster, placement, device_order, queue, fold);
   const auto t0 = std::chrono::steady_clock::now();
-  SimulationResult r = Simulation(graph, cluster, placement, device_order, queue).run();
+  SimulationResult r = Simulation(graph, cluster, placement, device_order, queue, fold).run();
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
 SimulationResult simulate(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
-                          const std::vector<std::vector<OpId>>& device_order, GpuQueue queue) {
+                          const std::vector<std::vector<OpId>>& device_order, GpuQueue queue, const Folding* fold) {
   // Bad input is the caller's error: report it here as std::invalid_argument, not from the child.
-  validate_inputs(graph, cluster, placement, device_order, queue);
+  validate_inputs(graph, cluster, placement, device_order, queue, fold);
   const auto t0 = std::chrono::steady_clock::now();
 
   // The child inherits unflushed stdio buffers, and SimGrid flushes them on shutdown: without
@@ -603,7 +626,7 @@ SimulationResult simulate(const Graph& graph, const Cluster& cluster, std::span<
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(6);  // the parent died before prctl
     ::close(fds[0]);
-    run_child(fds[1], graph, cluster, placement, device_order, queue);
+    run_child(fds[1], graph, cluster, fold, placement, device_order, queue);
   }
   ::close(fds[1]);
 

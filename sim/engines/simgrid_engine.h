@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "sim/core/cluster.h"
+#include "sim/core/folding.h"
 #include "sim/core/graph.h"
 #include "sim/engines/gpu_queue.h"
 
@@ -71,13 +72,17 @@ struct SimulationResult {
 // operators whose inputs have all arrived under contention, the one ready first; device_order is then
 // only checked, and the order that ran can be read from the start times). Throws std::runtime_error if the child fails,
 // std::invalid_argument on an invalid placement or order, or a tensor between unreachable GPUs.
+// A folded graph (`fold`, sim/core/folding.h) sends each transfer's bytes once per copy, every
+// copy on its own route of the cluster, and delivers them when the last copy has arrived: the
+// folded network's flows as they are, not its classes (what checks the flow engine's classes).
 SimulationResult simulate(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
-                          const std::vector<std::vector<OpId>>& device_order, GpuQueue queue = GpuQueue::Fixed);
+                          const std::vector<std::vector<OpId>>& device_order, GpuQueue queue = GpuQueue::Fixed,
+                          const Folding* fold = nullptr);
 
 // Runs the simulation in this process. SimGrid permits this once per process; use `simulate`.
 SimulationResult simulate_in_process(const Graph& graph, const Cluster& cluster,
                                      std::span<const DeviceId> placement,
                                      const std::vector<std::vector<OpId>>& device_order,
-                                     GpuQueue queue = GpuQueue::Fixed);
+                                     GpuQueue queue = GpuQueue::Fixed, const Folding* fold = nullptr);
 
 }  // namespace placesim

@@ -6,7 +6,7 @@ namespace placesim::plans {
 
 void PlanCompiler::add_context_exchanges() {
   const int cp = plan_.cp;
-  for (int j = 0; j < dp_ / cp; ++j)
+  for (int j = 0; j < replicas_ / cp; ++j)
     for (int p = 0; p < stages_; ++p) {
       const int first = first_layer(p), count = layer_count(p);
       for (int t = 0; t < at_.width(p); ++t)
@@ -42,7 +42,7 @@ void PlanCompiler::add_context_exchanges() {
 
 void PlanCompiler::add_expert_all_to_alls() {
   const int ep = plan_.ep;
-  for (int j = 0; j < dp_ / ep; ++j)
+  for (int j = 0; j < replicas_ / ep; ++j)
     for (int p = 0; p < stages_; ++p) {
       const int first = first_layer(p), count = layer_count(p);
       for (int t = 0; t < at_.width(p); ++t)

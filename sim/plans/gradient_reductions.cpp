@@ -12,11 +12,13 @@ void PlanCompiler::add_gradient_reductions() {
       for (int t = 0; t < at_.width(p); ++t) {
         ReductionGroup all{p, t, {}, false, "grad"};
         for (int d = 0; d < dp_; ++d) all.replicas.push_back(d);
+        all.built = replicas_;
         reduce(all, marks);
         if (spreads_experts_)
           for (int e = 0; e < plan_.ep; ++e) {
             ReductionGroup shard{p, t, {}, true, fmt::format("grad.e{}", e)};
             for (int d = e; d < dp_; d += plan_.ep) shard.replicas.push_back(d);
+            shard.built = replicas_ / plan_.ep;
             reduce(shard, marks);
           }
       }
@@ -56,20 +58,20 @@ CollectiveSpec PlanCompiler::reduction_spec(const ReductionGroup& group, int lay
 
 std::vector<OpId> PlanCompiler::per_replica(const ReductionGroup& group, OpId LayerOps::*which, int i, int k) const {
   std::vector<OpId> ops;
-  for (int d : group.replicas) ops.push_back(grid_(d, group.stage, group.tensor_rank, i, k).*which);
+  for (int r = 0; r < group.built; ++r) ops.push_back(grid_(group.replicas[r], group.stage, group.tensor_rank, i, k).*which);
   return ops;
 }
 
 std::vector<OpId> PlanCompiler::last_computes(const ReductionGroup& group) const {
   std::vector<OpId> ops;
-  for (int d : group.replicas) ops.push_back(last_compute_.at(gpu(d, group.stage, group.tensor_rank)));
+  for (int r = 0; r < group.built; ++r) ops.push_back(last_compute_.at(gpu(group.replicas[r], group.stage, group.tensor_rank)));
   return ops;
 }
 
 std::vector<OpId> PlanCompiler::after_both(const ReductionGroup& group, std::vector<OpId> ready, const std::vector<OpId>& queued,
                              const std::string& name) {
   if (queued.empty()) return ready;
-  std::vector<OpId> both(group.replicas.size());
+  std::vector<OpId> both(static_cast<std::size_t>(group.built));
   for (std::size_t r = 0; r < both.size(); ++r) {
     const int d = group.replicas[r];
     both[r] = graph().add_communication_step(fmt::format("{}.r{}.queued", name, d), gpu(d, group.stage, group.tensor_rank));
@@ -89,7 +91,7 @@ void PlanCompiler::reduce(const ReductionGroup& group, const StageMarks& marks) 
   // follows the group's last reduce-scatter (after the rank's last stage, chunk 0).
   if (group.stage < pp_ && !plan_.overlap_param_gather)
     for (const auto& [stage, layer] : queue.scattered)
-      queue.tail = add_collective(reduction_spec(group, layer, CollectiveOp::AllGather), cluster_,
+      queue.tail = add_group_collective(group, reduction_spec(group, layer, CollectiveOp::AllGather),
                                      fmt::format("{}.p{}.t{}.l{}.ag", group.tag, stage, group.tensor_rank, layer), queue.tail);
   for (std::size_t r = 0; r < queue.tail.size(); ++r)
     reduction_ends_[gpu(group.replicas[r], group.stage, group.tensor_rank)].push_back(queue.tail[r]);
@@ -106,11 +108,11 @@ void PlanCompiler::reduce_buckets(const ReductionGroup& group, const StageMarks&
         group, plan_.overlap_grad_reduce ? per_replica(group, &LayerOps::backward_done, marks.last_backward, k) : last_computes(group),
         queue.tail, name);
     if (plan_.zero == 0) {
-      queue.tail = add_collective(reduction_spec(group, layer, CollectiveOp::AllReduce), cluster_, name, ready);
+      queue.tail = add_group_collective(group, reduction_spec(group, layer, CollectiveOp::AllReduce), name, ready);
       continue;
     }
     queue.tail =
-        add_collective(reduction_spec(group, layer, CollectiveOp::ReduceScatter), cluster_, name + ".rs", ready);
+        add_group_collective(group, reduction_spec(group, layer, CollectiveOp::ReduceScatter), name + ".rs", ready);
     if (plan_.zero < 3) {
       queue.scattered.emplace_back(p, layer);
       continue;
@@ -120,7 +122,7 @@ void PlanCompiler::reduce_buckets(const ReductionGroup& group, const StageMarks&
     // after the previous one (not queued behind the reductions).
     const std::vector<OpId> ready_for_backward = after_both(
         group, per_replica(group, &LayerOps::forward_done, marks.forward_before_backward, k), backward_gathers, name + ".agb");
-    backward_gathers = add_collective(reduction_spec(group, layer, CollectiveOp::AllGather), cluster_,
+    backward_gathers = add_group_collective(group, reduction_spec(group, layer, CollectiveOp::AllGather),
                                          name + ".agb", ready_for_backward);
     const std::vector<OpId> backward_first = per_replica(group, &LayerOps::backward, marks.first_backward, k);
     for (std::size_t r = 0; r < backward_first.size(); ++r) graph().depend(backward_gathers[r], backward_first[r]);
@@ -133,7 +135,7 @@ void PlanCompiler::gather_before_forwards(const ReductionGroup& group, const Sta
   for (int k = 0; k < layer_count(p); ++k) {
     const int layer = first + k;
     if (reduced_bytes(group, layer) <= 0) continue;
-    previous = add_collective(reduction_spec(group, layer, CollectiveOp::AllGather), cluster_,
+    previous = add_group_collective(group, reduction_spec(group, layer, CollectiveOp::AllGather),
                                  fmt::format("{}.p{}.t{}.l{}.agf", group.tag, p, group.tensor_rank, layer), previous);
     const std::vector<OpId> forward_first = per_replica(group, &LayerOps::forward, marks.first_forward, k);
     for (std::size_t r = 0; r < forward_first.size(); ++r) graph().depend(previous[r], forward_first[r]);

@@ -5,7 +5,7 @@
 namespace placesim::plans {
 
 void PlanCompiler::add_optimizer_steps() {
-  for (int d = 0; d < dp_; ++d)
+  for (int d = 0; d < replicas_; ++d)
     for (int r = 0; r < pp_; ++r)
       for (int t = 0; t < at_.width(r); ++t) {
         double seconds = 0;

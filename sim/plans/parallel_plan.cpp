@@ -159,5 +159,14 @@ CompiledPlan compile_plan(const LayerWorkload& workload, const ParallelPlan& pla
   return with_origin(rank_compile_plan(checked_models(workload, plan, cluster), plan, cluster, detail),
                      model_at_width(workload, plan), plan);
 }
+CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster, CollectiveDetail detail,
+                          int replicas) {
+  return with_origin(rank_compile_plan(checked_models(model, plan, cluster), plan, cluster, detail, replicas), &model, plan);
+}
+CompiledPlan compile_plan(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster,
+                          CollectiveDetail detail, int replicas) {
+  return with_origin(rank_compile_plan(checked_models(workload, plan, cluster), plan, cluster, detail, replicas),
+                     model_at_width(workload, plan), plan);
+}
 
 }  // namespace placesim

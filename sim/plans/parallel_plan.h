@@ -376,5 +376,13 @@ CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, con
 // workload's model of its width.
 CompiledPlan compile_plan(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster,
                           CollectiveDetail detail = CollectiveDetail::Messages);
+// The same with replicas 0 .. replicas - 1 only, folded (ExecutionGraph::fold): the graph stands
+// for dp / replicas copies of that block, which must be one of fold_blocks (sim/plans/plan_folding.h,
+// whose choose_fold picks it); replicas 0 or dp: the full graph. CompiledPlan::memory keeps every
+// GPU; CompiledPlan::activations the block's.
+CompiledPlan compile_plan(const LayerModel& model, const ParallelPlan& plan, const Cluster& cluster, CollectiveDetail detail,
+                          int replicas);
+CompiledPlan compile_plan(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster,
+                          CollectiveDetail detail, int replicas);
 
 }  // namespace placesim

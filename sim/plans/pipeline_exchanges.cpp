@@ -7,7 +7,7 @@
 namespace placesim::plans {
 
 void PlanCompiler::link_layers_and_stages() {
-  for (int d = 0; d < dp_; ++d)
+  for (int d = 0; d < replicas_; ++d)
     for (int p = 0; p < stages_; ++p) {
       chain_layers(d, p);
       if (p + 1 < stages_) hand_over_to_next(d, p);

@@ -72,6 +72,9 @@ struct ReductionGroup {
   std::vector<int> replicas;
   bool experts = false;
   std::string tag;
+  // Folded: the first `built` replicas are compiled, the others are their copies (all of them
+  // otherwise).
+  int built = 0;
 };
 
 // A unit on its GPU: its stage, micro-batch and pass (stage -1: none).
@@ -115,7 +118,10 @@ struct ReductionQueue {
 // engines' ties, so the order is part of the result.
 class PlanCompiler {
  public:
-  PlanCompiler(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster, CollectiveDetail detail);
+  // `replicas`: compile replicas 0 .. replicas - 1 only, folded (sim/core/folding.h): a block of
+  // whole context and expert groups standing for every block of as many (0: every replica).
+  PlanCompiler(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster, CollectiveDetail detail,
+               int replicas = 0);
 
   CompiledPlan compile() &&;
 
@@ -140,7 +146,12 @@ class PlanCompiler {
   // collective: a plan repeats each group's collectives for every layer and micro-batch, and
   // pricing NCCL's protocols is what the compile would spend most of its time on.
   std::vector<OpId> add_collective(const CollectiveSpec& spec, const Cluster& cluster, const std::string& name,
-                                   std::span<const OpId> after);
+                                   std::span<const OpId> after, int represented = 0);
+  // A collective of a replica group: folded, over its built replicas only.
+  std::vector<OpId> add_group_collective(const ReductionGroup& group, const CollectiveSpec& spec, const std::string& name,
+                                         std::span<const OpId> after);
+  // The folding of the compiled replicas (replicas_ < dp_).
+  Folding folding() const;
 
   // The optimizer's step on each GPU (Layer::optimizer_s of its layers; ZeRO 1 and up update
   // 1/dp of them), after its last backward and its gradient reductions. With ZeRO 1 and 2 it
@@ -274,7 +285,9 @@ class PlanCompiler {
   const ParallelPlan& plan_;
   const Cluster& cluster_;
   const CollectiveDetail detail_;
-  const int pp_, dp_, micro_batches_;
+  const int pp_, dp_;
+  const int replicas_;  // compiled: dp_, or a block of them (folded)
+  const int micro_batches_;
   const int stages_;  // pp x virtual_stages (interleaved 1F1B: pipeline rank p holds stages p, p + pp, ...)
   const bool spreads_experts_;
   CompiledPlan out_;

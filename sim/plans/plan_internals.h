@@ -84,6 +84,6 @@ struct PlanIndex {
 CompiledPlan rank_plan_layout(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster);
 // compile_plan of a checked plan (plan_compiler.cpp).
 CompiledPlan rank_compile_plan(const RankModels& models, const ParallelPlan& plan, const Cluster& cluster,
-                               CollectiveDetail detail);
+                               CollectiveDetail detail, int replicas = 0);
 
 }  // namespace placesim::plans

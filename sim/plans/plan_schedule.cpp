@@ -54,7 +54,7 @@ void PlanCompiler::add_compute() {
   // price), before the layer's backward: the backward operator takes both.
   std::vector<bool> recomputes(static_cast<std::size_t>(stages_));
   for (int p = 0; p < stages_; ++p) recomputes[p] = stage_recomputes(model_of(p), plan_, p, stages_);
-  for (int d = 0; d < dp_; ++d)
+  for (int d = 0; d < replicas_; ++d)
     for (int r = 0; r < pp_; ++r)
       for (int t = 0; t < at_.width(r); ++t) add_gpu_compute(d, r, t, recomputes);
 }
@@ -110,7 +110,7 @@ void PlanCompiler::add_gpu_compute(int d, int r, int t, const std::vector<bool>&
 }
 
 void PlanCompiler::add_stashes() {
-  for (int d = 0; d < dp_; ++d)
+  for (int d = 0; d < replicas_; ++d)
     for (int p = 0; p < stages_; ++p) {
       const int first = first_layer(p), count = layer_count(p);
       if (plan_.assumptions.memory_model == MemoryModel::Nest) {

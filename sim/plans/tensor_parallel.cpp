@@ -22,7 +22,7 @@ std::vector<OpId> PlanCompiler::tp_allreduce(int d, int p, const std::vector<OpI
 }
 
 void PlanCompiler::add_tensor_parallel_collectives() {
-  for (int d = 0; d < dp_; ++d)
+  for (int d = 0; d < replicas_; ++d)
     for (int p = 0; p < stages_; ++p) {
       const int count = layer_count(p);
       for (int i = 0; i < micro_batches_; ++i) {

@@ -1,0 +1,64 @@
+#include "sim/plans/plan_run.h"
+
+#include <chrono>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+#include "sim/core/units.h"
+
+namespace placesim {
+
+double available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    double kib = 0;
+    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+PlanRun simulate_plan(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster,
+                      const PlanRunOptions& options) {
+  PlanRun run;
+  run.detail = options.detail.value_or(CollectiveDetail::Messages);
+  run.fold = choose_fold(workload, plan, cluster, run.detail, options.fold);
+  if (!options.detail && run.fold.chosen.operators > kMessagesAutoMaxOperators) {
+    run.notes.push_back(fmt::format("collectives condensed: message by message the graph would hold about {:.3g} million "
+                                    "operators (above {:.0f} million; --collectives messages to keep them)",
+                                    run.fold.chosen.operators / 1e6, kMessagesAutoMaxOperators / 1e6));
+    run.detail = CollectiveDetail::Condensed;
+    run.fold = choose_fold(workload, plan, cluster, run.detail, options.fold);
+  }
+  const double available = options.available_bytes > 0 ? options.available_bytes : available_memory_bytes();
+  if (available > 0 && run.fold.chosen.bytes > 0.8 * available)
+    throw GraphTooLarge(fmt::format(
+        "the {} would hold about {:.3g} million operators and {:.3g} million tensors, about {} in memory, and this machine has "
+        "{} available{}",
+        run.fold.replicas == plan.dp ? "full graph" : "folded graph", run.fold.chosen.operators / 1e6,
+        run.fold.chosen.tensors / 1e6, format_bytes(run.fold.chosen.bytes), format_bytes(available),
+        run.fold.replicas == plan.dp && options.fold == FoldMode::Full ? ": leave out --full-graph to fold its replicas"
+        : run.detail == CollectiveDetail::Messages                      ? ": --collectives condensed makes it smaller"
+                                                                        : ""));
+  if (options.engines) {
+    run.engines = *options.engines;
+  } else {
+    run.engines = EngineSet::of({kEvaluator, kFlow, kSimGrid});
+    if (run.fold.chosen.operators > kSimGridAutoMaxOperators) {
+      run.engines = EngineSet::of({kEvaluator, kFlow});
+      run.notes.push_back(fmt::format("simgrid left out: about {:.3g} million operators, above the {:.0f} million it runs by "
+                                      "default (--engine simgrid or all to run it)",
+                                      run.fold.chosen.operators / 1e6, kSimGridAutoMaxOperators / 1e6));
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  run.compiled = compile_plan(workload, plan, cluster, run.detail, run.fold.replicas);
+  run.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  run.runs = run_engines(run.compiled.graph, cluster, run.engines, options.order);
+  return run;
+}
+
+}  // namespace placesim
