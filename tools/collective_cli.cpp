@@ -1,6 +1,8 @@
 #include "collective_cli.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <limits>
 #include <fmt/format.h>
 #include <iostream>
@@ -15,11 +17,16 @@
 #include "sim/core/errors.h"
 #include "sim/core/execution_graph.h"
 #include "sim/core/units.h"
+#include "sim/engines/folded_network.h"
 #include "topologies/registry.h"
 
 namespace placesim {
 
 namespace {
+
+// `--engine auto` leaves SimGrid out of a size whose message graph holds more than this (it runs
+// some 200,000 operators a second; the flow engine, millions).
+constexpr double kSimGridAutoOperators = 2e5;
 
 
 std::vector<std::string> op_names() {
@@ -161,9 +168,14 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& a) {
       ->check(whole_number(1, 1 << 16))
       ->capture_default_str();
   c->add_option("--root", a.root, "broadcast and reduce: the root's rank")->check(whole_number(0))->capture_default_str();
-  c->add_option("--engine", a.engine, "evaluator, flow, simgrid or all")
-      ->check(one_of({std::string(kEvaluator), std::string(kFlow), std::string(kSimGrid), "all"}))
+  c->add_option("--engine", a.engine,
+                "evaluator, flow, simgrid or all; auto: all three, simgrid left out of a size whose graph holds more than "
+                "200,000 operators (said when it is)")
+      ->check(one_of({"auto", std::string(kEvaluator), std::string(kFlow), std::string(kSimGrid), "all"}))
       ->capture_default_str();
+  c->add_flag("--full-graph", a.full_graph,
+              "messages and condensed: build every rank's operators (default: one block of servers standing for every "
+              "block the fabric treats alike, exact: docs/collectives.md)");
   c->add_option("--model", a.model,
                  "steps: each distinct step once, its messages sharing the links, ranks in lockstep (fast at thousands "
                  "of GPUs; trees and chains as their pipeline: every edge at once); messages: every rank's messages, ranks run "
@@ -198,9 +210,10 @@ int cmd_collective(const CollectiveArgs& a) {
   }
   const char* model = by_steps ? "steps" : a.model == "condensed" ? "condensed" : "messages";
   const std::vector<double> sizes = parse_sizes(a.bytes, a.factor);
-  const EngineSet which = EngineSet::parse(a.engine, "command line", "--engine");
-  if (which.has(kEstimate)) throw InputError("command line", "--engine", "the estimate prices plans, not a collective alone");
-  const std::vector<std::string_view> engines = which.engines();
+  const bool auto_engines = a.engine == "auto";
+  const EngineSet asked = auto_engines ? EngineSet::of({kEvaluator, kFlow, kSimGrid}) : EngineSet::parse(a.engine, "command line", "--engine");
+  if (asked.has(kEstimate)) throw InputError("command line", "--engine", "the estimate prices plans, not a collective alone");
+  const std::vector<std::string_view> engines = asked.engines();
 
   const int n = static_cast<int>(spec.group.size());
   const double bus_factor = bus_bandwidth_factor(spec.op, n);
@@ -221,20 +234,41 @@ int cmd_collective(const CollectiveArgs& a) {
     std::cout << head << "\n";
   }
   std::vector<double> walls(engines.size(), 0.0);
+  std::vector<bool> ran_any(engines.size(), false);
+  std::vector<std::string> notes;  // said once after the table
   for (double size : sizes) {
     const CollectiveSpec ran_spec = resolved_at(spec, cluster, size);
-    // The message-level graph is built only for that model (n^2 operators).
+    // The message-level graph is built only for that model (n^2 operators), folded to a block of
+    // servers where every block runs alike.
     std::size_t operators = 0, transfers = 0;
+    int copies = 1;
     EngineRuns ran;
-    if (by_steps) {
-      ran = run_collective_steps(ran_spec, cluster, which);
-    } else {
-      const ExecutionGraph g = collective_graph(ran_spec, cluster);
-      operators = g.graph.num_operators();
-      transfers = g.graph.num_tensors();
-      // A collective's operators are communication steps, in no GPU's queue: the order does not matter.
-      ran = run_engines(g, cluster, which, RunOrder::Fcfs);
+    std::optional<ExecutionGraph> g;
+    if (!by_steps) {
+      const int block = a.full_graph ? 0 : collective_fold_block(ran_spec, cluster);
+      g = collective_graph(ran_spec, cluster, block);
+      if (g->fold) copies = g->fold->copies;
+      operators = g->graph.num_operators();
+      transfers = g->graph.num_tensors();
     }
+    EngineSet which = asked;
+    // SimGrid sends every copy of a folded graph's transfers; the step model's graphs hold a
+    // message each and two operators per GPU of a step.
+    double simgrid_work = static_cast<double>(operators) + static_cast<double>(transfers) * (copies - 1);
+    if (by_steps && auto_engines) {
+      simgrid_work = 0;
+      for (const CollectiveStep& step : collective_steps(ran_spec, cluster)) simgrid_work += 3.0 * static_cast<double>(step.messages.size());
+    }
+    if (auto_engines && simgrid_work > kSimGridAutoOperators) {
+      which = EngineSet::of({kEvaluator, kFlow});
+      const std::string note = fmt::format("# simgrid left out of sizes whose graph holds more than {} operators and transfers "
+                                           "(--engine simgrid or all to run it)",
+                                           static_cast<long>(kSimGridAutoOperators));
+      if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
+    }
+    if (by_steps) ran = run_collective_steps(ran_spec, cluster, which);
+    // A collective's operators are communication steps, in no GPU's queue: the order does not matter.
+    else ran = run_engines(*g, cluster, which, RunOrder::Fcfs);
     const double closed = collective_closed_form(ran_spec, cluster);
     const auto count = static_cast<long long>(size / element);
     if (a.json) {
@@ -264,24 +298,33 @@ int cmd_collective(const CollectiveArgs& a) {
         if (!by_steps) {
           line["operators"] = operators;
           line["transfers"] = transfers;
+          line["copies"] = copies;  // folded: the graph stands for this many blocks of servers
         }
         std::cout << line.dump() << "\n";
       }
     } else {
       std::string line = fmt::format("{:>12.0f} {:>12} {:>8} {:>18} {:>12.2f}", size, count, a.type,
                                      collective_choice_text(ran_spec, cluster), closed * 1e6);
-      for (const auto& r : ran.runs) {
-        const double algbw = r.latency > 0 ? size / r.latency / 1e9 : 0;
-        line += fmt::format(" | {:>10.2f} {:>8.2f} {:>8.2f}", r.latency * 1e6, algbw, algbw * bus_factor);
+      for (const std::string_view e : engines) {
+        const EngineRun* r = ran.find(e);
+        if (!r) {
+          line += fmt::format(" | {:>10} {:>8} {:>8}", "-", "-", "-");
+          continue;
+        }
+        const double algbw = r->latency > 0 ? size / r->latency / 1e9 : 0;
+        line += fmt::format(" | {:>10.2f} {:>8.2f} {:>8.2f}", r->latency * 1e6, algbw, algbw * bus_factor);
       }
       std::cout << line << "\n" << std::flush;
     }
-    for (std::size_t k = 0; k < ran.runs.size(); ++k) walls[k] += ran.runs[k].wall_s;
+    for (std::size_t k = 0; k < engines.size(); ++k)
+      if (const EngineRun* r = ran.find(engines[k])) walls[k] += r->wall_s, ran_any[k] = true;
   }
   if (!a.json) {
+    for (const std::string& note : notes) std::cout << note << "\n";
     std::string line = "# simulated in:";
     for (std::size_t k = 0; k < engines.size(); ++k)
-      line += fmt::format(" {} {}{}", engines[k], format_duration(walls[k]), k + 1 < engines.size() ? "," : "");
+      line += fmt::format(" {} {}{}", engines[k], ran_any[k] ? format_duration(walls[k]) : std::string("(not run)"),
+                          k + 1 < engines.size() ? "," : "");
     std::cout << line << "\n";
   }
   return kExitOk;

@@ -7,12 +7,13 @@
 namespace placesim {
 
 struct CollectiveArgs {
-  std::string cluster, op = "all-reduce", algorithm = "auto", protocol = "auto", bytes = "1MiB:1GiB", engine = "all",
+  std::string cluster, op = "all-reduce", algorithm = "auto", protocol = "auto", bytes = "1MiB:1GiB", engine = "auto",
               group, model = "auto", type = "float";
   int channels = 0;  // 0: NCCL's (one per rank of a server across servers)
   double factor = 2;
   int gpus = 0, chunks = 1, root = 0;
   bool json = false;
+  bool full_graph = false;  // message models: every rank built (default: one block of servers standing for all alike)
 };
 
 // Declares the command and its options on `app`.

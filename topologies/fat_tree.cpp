@@ -18,6 +18,7 @@ namespace {
 // d-mod-k picks for the destination server (i = dst mod k/2, j = (dst / (k/2)) mod k/2).
 class FatTreeRouting final : public ServerRouting {
  public:
+  bool routes_by_server() const override { return true; }  // one NIC per server
   struct Tiers {
     int half = 0, edges = 0;
     bool ecmp = true;

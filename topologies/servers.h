@@ -152,6 +152,7 @@ class ServerRouting : public Routing {
 class SwitchRouting final : public ServerRouting {
  public:
   SwitchRouting(Servers layout, std::vector<int> nic_up_stage, std::vector<int> nic_down_stage);
+  bool routes_by_server() const override { return true; }  // one NIC per server
 
  protected:
   Route between(DeviceId src, int sa, int sb, DeviceId dst) const override;

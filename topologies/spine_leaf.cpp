@@ -18,6 +18,7 @@ namespace {
 // the destination server picks (dst mod spines).
 class SpineLeafRouting final : public ServerRouting {
  public:
+  bool routes_by_server() const override { return true; }  // one NIC per server
   // up[l][j]: leaf l -> spine j; down[l][j]: spine j -> leaf l.
   SpineLeafRouting(Servers layout, const Nics& nics, int servers_per_leaf, int leaves, bool ecmp,
                    std::vector<std::vector<int>> up, std::vector<std::vector<int>> down)

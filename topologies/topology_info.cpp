@@ -80,19 +80,35 @@ TopologyInfo describe_topology(const Cluster& c) {
   std::map<std::pair<double, double>, BandwidthLevel> exact;
   BandwidthLevel* level = nullptr;
   std::int64_t level_route = 0;
-  for (DeviceId a = 0; a < info.gpus; ++a)
-    for (DeviceId b = 0; b < info.gpus; ++b) {
-      if (a == b) continue;
-      const std::int64_t route = c.route_id(a, b);
-      if (level == nullptr || route != level_route) {
-        info.max_paths = std::max(info.max_paths, c.num_paths(a, b));
-        auto [it, fresh] = exact.try_emplace({-c.bandwidth(a, b), c.latency(a, b)});
-        if (fresh) it->second = {c.bandwidth(a, b), c.latency(a, b), 0, a, b};
-        level = &it->second;
-        level_route = route;
-      }
-      ++level->pairs;
+  auto count = [&](DeviceId a, DeviceId b, long pairs) {
+    const std::int64_t route = c.route_id(a, b);
+    if (level == nullptr || route != level_route) {
+      info.max_paths = std::max(info.max_paths, c.num_paths(a, b));
+      auto [it, fresh] = exact.try_emplace({-c.bandwidth(a, b), c.latency(a, b)});
+      if (fresh) it->second = {c.bandwidth(a, b), c.latency(a, b), 0, a, b};
+      level = &it->second;
+      level_route = route;
     }
+    level->pairs += pairs;
+  };
+  if (c.routes_by_server()) {
+    // Every GPU pair within a server, and between two servers one pair standing for all of theirs:
+    // servers x servers routes, not GPUs x GPUs (16,384 GPUs: 4 million, not 268).
+    std::vector<std::vector<DeviceId>> by_server(static_cast<std::size_t>(info.servers));
+    for (DeviceId g = 0; g < info.gpus; ++g) by_server[static_cast<std::size_t>(c.device(g).server)].push_back(g);
+    for (const auto& gpus : by_server)
+      for (const DeviceId a : gpus)
+        for (const DeviceId b : gpus)
+          if (a != b) count(a, b, 1);
+    for (const auto& from : by_server)
+      for (const auto& to : by_server)
+        if (&from != &to && !from.empty() && !to.empty())
+          count(from.front(), to.front(), static_cast<long>(from.size() * to.size()));
+  } else {
+    for (DeviceId a = 0; a < info.gpus; ++a)
+      for (DeviceId b = 0; b < info.gpus; ++b)
+        if (a != b) count(a, b, 1);
+  }
   for (const auto& [key, found] : exact) {
     if (!info.levels.empty() && close(info.levels.back().bandwidth, found.bandwidth) &&
         close(info.levels.back().latency, found.latency))

@@ -151,6 +151,8 @@ class Cluster {
   bool reachable(DeviceId src, DeviceId dst) const { return src == dst || route_id(src, dst) >= 0; }
   // Every GPU reaches every other (as of finalize): groups need no pairwise check.
   bool all_pairs_reachable() const { return all_pairs_reachable_; }
+  // GPUs of two servers route as their servers do (Routing::routes_by_server).
+  bool routes_by_server() const { return routing_ && routing_->routes_by_server(); }
   // Route ids are below this.
   std::int64_t num_routes() const { return routing_->num_routes(); }
   // Number of paths of the pair's route (0 if unreachable).

@@ -43,6 +43,9 @@ class Routing {
   // Route ids are in [0, num_routes()).
   virtual std::int64_t num_routes() const = 0;
   virtual bool all_pairs_reachable() const = 0;
+  // Whether GPUs of different servers route as their servers do (one NIC per server): any GPU of
+  // server A to any GPU of server B alike, so a walk over the pairs can take servers instead.
+  virtual bool routes_by_server() const { return false; }
 
   // Generated path sets (stage ids < 0); a routing that generates none keeps these.
   virtual std::int32_t generated_num_paths(std::int64_t set) const;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 
@@ -299,6 +300,43 @@ FoldedNetwork fold_network(const Graph& graph, std::span<const DeviceId> placeme
     first = end;
   }
   return out;
+}
+
+int collective_fold_block(const CollectiveSpec& spec, const Cluster& cluster, std::string* why) {
+  auto say = [&](std::string text) {
+    if (why) *why = std::move(text);
+    return 0;
+  };
+  const int n = static_cast<int>(spec.group.size());
+  // Consecutive ranks fill each server alike.
+  int per_server = 0;
+  for (int r = 0; r < n; ++r)
+    if (cluster.device(spec.group[static_cast<std::size_t>(r)]).server != cluster.device(spec.group[0]).server) break;
+    else ++per_server;
+  for (int r = 0; r < n; ++r)
+    if (cluster.device(spec.group[static_cast<std::size_t>(r)]).server !=
+        cluster.device(spec.group[static_cast<std::size_t>(r - r % per_server)]).server)
+      return say("the group's servers do not hold its ranks in equal consecutive runs");
+  if (n % per_server != 0 || n / per_server < 2) return say("the group is one server's");
+  std::string first_problem;
+  int smallest = 0;
+  std::optional<ExecutionGraph> folded;
+  for (int b = per_server; b < n; b += per_server) {
+    if (n % b != 0) continue;
+    if (!folded) {
+      if (std::string problem = collective_fold_problem(spec, cluster, b); !problem.empty()) {
+        if (first_problem.empty()) first_problem = std::move(problem);
+        continue;
+      }
+      smallest = b;
+      folded = collective_graph(spec, cluster, b);
+    }
+    if (b % smallest != 0) continue;
+    std::string split;
+    if (fold_exact_in_blocks(folded->graph, folded->placement, *folded->fold, cluster, b / smallest, &split)) return b;
+    if (first_problem.empty()) first_problem = std::move(split);
+  }
+  return say(first_problem.empty() ? "no block of its servers repeats" : first_problem);
 }
 
 FoldedTransferTime folded_transfer_time(const FoldedNetwork& network, const Cluster& cluster, DeviceId src, DeviceId dst,

@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/collectives/collectives.h"
 #include "sim/core/cluster.h"
 #include "sim/core/folding.h"
 #include "sim/core/graph.h"
@@ -92,6 +93,12 @@ FoldedNetwork fold_network(const Graph& graph, std::span<const DeviceId> placeme
 // copies differ.
 bool fold_exact_in_blocks(const Graph& graph, std::span<const DeviceId> placement, const Folding& fold, const Cluster& cluster,
                           int group, std::string* why = nullptr);
+
+// The ranks a collective's message graph is built for (collective_graph's `represented`): the
+// fewest whole servers' ranks (each server holding as many consecutive ranks) whose blocks the
+// algorithm treats alike and whose copies see the network alike; 0 when none do (a tree, an
+// uneven group, a fabric without that symmetry): the whole group. `why` says which.
+int collective_fold_block(const CollectiveSpec& spec, const Cluster& cluster, std::string* why = nullptr);
 
 // A lone transfer's time on its slowest sub-orbit (the evaluator's, contention-free), and whether
 // the sub-orbits' times differ.

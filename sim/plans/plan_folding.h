@@ -27,9 +27,10 @@ enum class FoldMode {
 };
 inline constexpr EnumName<FoldMode> kFoldModeNames[] = {{FoldMode::Auto, "auto"}, {FoldMode::Full, "full"}, {FoldMode::Folded, "folded"}};
 
-// 1.5 GiB: the full graph Auto compiles rather than fold approximately (a 3,072-GPU plan of 24
-// million tensors needs 3.5 GiB whole; folded, a tenth of it).
-inline constexpr double kFullGraphLimitBytes = 1.5 * (1 << 30);
+// 8 GiB, a third of this kind of machine: the largest full graph Auto compiles rather than fold
+// approximately. Exact where it can be (Narayanan et al.'s 530B plan on 2,520 A100s, 7.7 GB whole,
+// 36 s, against 3 s folded, 1e-7 apart: docs/parallelism.md); --fold for the speed.
+inline constexpr double kFullGraphLimitBytes = 8.0 * (1 << 30);
 
 // What the compiled graph holds per operator and per tensor, with the engines' state while they
 // run (measured on plans of 64 to 3,072 GPUs: bench/bench_plans.cpp).

@@ -47,11 +47,13 @@ PlanRun simulate_plan(const LayerWorkload& workload, const ParallelPlan& plan, c
     run.engines = *options.engines;
   } else {
     run.engines = EngineSet::of({kEvaluator, kFlow, kSimGrid});
-    if (run.fold.chosen.operators > kSimGridAutoMaxOperators) {
+    // SimGrid sends each transfer of a folded graph once per copy.
+    const double work = run.fold.chosen.operators + run.fold.chosen.tensors * (run.fold.copies - 1);
+    if (work > kSimGridAutoMaxOperators) {
       run.engines = EngineSet::of({kEvaluator, kFlow});
-      run.notes.push_back(fmt::format("simgrid left out: about {:.3g} million operators, above the {:.0f} million it runs by "
-                                      "default (--engine simgrid or all to run it)",
-                                      run.fold.chosen.operators / 1e6, kSimGridAutoMaxOperators / 1e6));
+      run.notes.push_back(fmt::format("simgrid left out: about {:.3g} million operators and transfers (every copy's), above the "
+                                      "{:.0f} million it runs by default (--engine simgrid or all to run it)",
+                                      work / 1e6, kSimGridAutoMaxOperators / 1e6));
     }
   }
   const auto t0 = std::chrono::steady_clock::now();

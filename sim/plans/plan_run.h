@@ -12,9 +12,10 @@
 
 namespace placesim {
 
-// Above this many operators, `auto` engines leave SimGrid out (it runs some 200,000 operators a
-// second where the flow engine runs millions: bench/bench_plans.cpp) and `auto` collectives
-// condense the ring phases (message by message, a ring of n ranks is n^2 operators).
+// Above this many operators (and, folded, transfers of every copy, which SimGrid sends each),
+// `auto` engines leave SimGrid out (it runs some 200,000 operators a second where the flow engine
+// runs millions: bench/bench_plans.cpp); above the second, `auto` collectives condense the ring
+// phases (message by message, a ring of n ranks is n^2 operators).
 inline constexpr double kSimGridAutoMaxOperators = 2e6;
 inline constexpr double kMessagesAutoMaxOperators = 2e7;
 
