@@ -135,7 +135,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       ->capture_default_str();
   c->add_option("--collectives", a.collectives,
                 "ring phases message by message, or condensed to a flow per ring neighbour; auto: messages, condensed when the "
-                "graph would hold more than 20 million operators (said when it does)")
+                "graph would hold more than 5 million operators (said when it does)")
       ->check(one_of({"auto", "messages", "condensed"}))
       ->capture_default_str();
   c->add_option("--engine", a.engine,

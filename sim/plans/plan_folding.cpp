@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -114,10 +115,25 @@ GraphEstimate size_of(const CompiledPlan& c, double factor) {
   return e;
 }
 
-// How many times the plan's micro-batches are few_micro_batches': what its graph grows by (a bound:
-// the gradient reductions and optimizer steps do not grow).
-double micro_batch_factor(const ParallelPlan& plan) {
-  return static_cast<double>(plan.micro_batches) / few_micro_batches(plan).micro_batches;
+// The graph compiled at `replicas` grown to the plan's micro-batches: from its size at few of them
+// (`few`, compiled already when given) and, where the plan has at least twice as many, at twice as
+// many, along the line through both (what the micro-batches add is linear in them; the gradient
+// reductions and optimizer steps are not); else scaled, a bound.
+GraphEstimate grown(const LayerWorkload& workload, const ParallelPlan& plan, const Cluster& cluster, CollectiveDetail detail,
+                    int replicas, const CompiledPlan* few) {
+  const ParallelPlan one = few_micro_batches(plan);
+  std::optional<CompiledPlan> own;
+  if (!few) few = &own.emplace(compile_plan(workload, one, cluster, detail, replicas));
+  const double m = plan.micro_batches, m0 = one.micro_batches;
+  if (m < 2 * m0) return size_of(*few, m / m0);
+  ParallelPlan two = plan;
+  two.micro_batches = static_cast<int>(2 * m0);
+  const GraphEstimate a = size_of(*few, 1), b = size_of(compile_plan(workload, two, cluster, detail, replicas), 1);
+  GraphEstimate e;
+  e.operators = a.operators + (b.operators - a.operators) * (m - m0) / m0;
+  e.tensors = a.tensors + (b.tensors - a.tensors) * (m - m0) / m0;
+  e.bytes = e.operators * kBytesPerOperator + e.tensors * kBytesPerTensor;
+  return e;
 }
 
 }  // namespace
@@ -146,16 +162,15 @@ GraphEstimate estimate_graph(const LayerWorkload& workload, const ParallelPlan& 
                              CollectiveDetail detail, int replicas) {
   const ParallelPlan few = few_micro_batches(plan);
   if (replicas > 0 && replicas < plan.dp)
-    return size_of(compile_plan(workload, few, cluster, detail, replicas), micro_batch_factor(plan));
+    return grown(workload, plan, cluster, detail, replicas, nullptr);
   if (const std::vector<int> blocks = fold_blocks(plan, cluster); !blocks.empty())
-    return size_of(compile_plan(workload, few, cluster, detail, blocks.front()),
-                   micro_batch_factor(plan) * plan.dp / blocks.front());
+    return scaled(grown(workload, plan, cluster, detail, blocks.front(), nullptr), static_cast<double>(plan.dp) / blocks.front());
   // No block to fold into: the full graph at few micro-batches, unless that alone would be large
   // (a bound of its compute operators: each GPU's layers, forward and backward, over ten steps each).
   const long gpus = plan.gpus_per_replica() * plan.dp;
   const double layers = static_cast<double>(workload.by_tensor_parallel.begin()->second.layers.size());
   const double per_micro_batch = static_cast<double>(gpus) * layers / plan.pp * 2 * 10;
-  if (per_micro_batch * few.micro_batches < 2e7) return size_of(compile_plan(workload, few, cluster, detail), micro_batch_factor(plan));
+  if (per_micro_batch * few.micro_batches < 2e7) return grown(workload, plan, cluster, detail, 0, nullptr);
   GraphEstimate e;
   e.operators = per_micro_batch * plan.micro_batches;
   e.tensors = 2 * e.operators;
@@ -179,7 +194,7 @@ FoldChoice choose_fold(const LayerWorkload& workload, const ParallelPlan& plan, 
   // and gives the sizes.
   const int smallest = blocks.front();
   const CompiledPlan c = compile_plan(workload, few_micro_batches(plan), cluster, detail, smallest);
-  choice.full = size_of(c, micro_batch_factor(plan) * plan.dp / smallest);
+  choice.full = scaled(grown(workload, plan, cluster, detail, smallest, &c), static_cast<double>(plan.dp) / smallest);
   std::string first_split;
   for (const int b : blocks) {
     if (b % smallest != 0 || (plan.dp / smallest) % (b / smallest) != 0) continue;

@@ -17,7 +17,7 @@ namespace placesim {
 // runs millions: bench/bench_plans.cpp); above the second, `auto` collectives condense the ring
 // phases (message by message, a ring of n ranks is n^2 operators).
 inline constexpr double kSimGridAutoMaxOperators = 2e6;
-inline constexpr double kMessagesAutoMaxOperators = 2e7;
+inline constexpr double kMessagesAutoMaxOperators = 5e6;
 
 struct PlanRunOptions {
   std::optional<CollectiveDetail> detail;  // unset: auto (messages, condensed above kMessagesAutoMaxOperators)
