@@ -237,3 +237,14 @@ TEST(FoldingPlans, AnApproximateFoldIsSaidAndStaysClose) {
   EXPECT_NE(a, b);  // not exact (0.04% apart here: the copies' rates are shared, not each its own)
   EXPECT_NEAR(a, b, 0.005 * b);
 }
+
+// Hierarchical's rings inside each server repeat from block to block, its rings across servers
+// pass through every block: it folds to one server's ranks, with the whole ring's times.
+TEST(Folding, HierarchicalFoldsToOneServer) {
+  const Cluster c = cluster_of("{type: non-blocking, servers: 4, gpus_per_server: 4, nic_bandwidth: 25GB/s}");
+  CollectiveSpec s = ring_all_reduce(16, 16e6, CollectiveDetail::Messages);
+  s.algorithm = CollectiveAlgorithm::Hierarchical;
+  EXPECT_EQ(collective_fold_problem(s, c, 4), "");
+  EXPECT_EQ(collective_fold_block(s, c), 4);
+  expect_close(latencies(collective_graph(s, c, 4), c), latencies(collective_graph(s, c), c), 1e-9);
+}

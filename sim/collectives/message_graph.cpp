@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
@@ -174,23 +175,24 @@ void ring_steps(Builder& b, std::span<const int> order, std::vector<std::vector<
     for (int i = 0; i < m; ++i) cur[i].assign(c, barrier);
     return;
   }
+  // The built positions, once: a folded ring of thousands of ranks builds a few of them per step.
+  std::vector<int> built;
+  for (int i = 0; i < m; ++i)
+    if (b.built(order[i])) built.push_back(i);
+  std::vector<std::vector<OpId>> next(m);
   for (int s = 1; s <= steps; ++s) {
-    std::vector<std::vector<OpId>> next(m);  // the built positions' only (a folded ring of thousands)
-    for (int i = 0; i < m; ++i)
-      if (b.built(order[i])) {
-        next[i].resize(c);
-        for (int k = 0; k < c; ++k) next[i][k] = b.node(order[i], fmt::format("{}.s{}.k{}", phase, s, k));
-      }
-    for (int i = 0; i < m; ++i) {
-      if (!b.built(order[i])) continue;
+    for (const int i : built) {
+      next[i].resize(c);
+      for (int k = 0; k < c; ++k) next[i][k] = b.node(order[i], fmt::format("{}.s{}.k{}", phase, s, k));
+    }
+    for (const int i : built) {
       const int to = (i + 1) % m;
       for (int k = 0; k < c; ++k) b.send(order[i], cur[i][k], order[to], next[position(to)][k], piece_bytes / c);
     }
     // What a rank had stays with it (the reduction adds to it).
-    for (int i = 0; i < m; ++i)
-      if (b.built(order[i]))
-        for (int k = 0; k < c; ++k) b.depend(cur[i][k], next[i][k]);
-    cur = std::move(next);
+    for (const int i : built)
+      for (int k = 0; k < c; ++k) b.depend(cur[i][k], next[i][k]);
+    for (const int i : built) std::swap(cur[i], next[i]);
   }
 }
 
@@ -308,23 +310,21 @@ std::string phase_fold_problem(const CollectivePhase& phase, int n, int block) {
   // Rings: each one maps onto itself (a ring through every block), or lies within one block of
   // ranks and maps onto another such ring.
   const auto& ring = std::get<RingPhase>(phase.shape);
-  std::map<std::vector<int>, bool> within;  // rings inside one block, by their ranks moved to block 0
+  // A ring inside one block of ranks, as its ranks moved to block 0 (empty: it crosses blocks).
+  auto at_block_zero = [&](const std::vector<int>& order) {
+    const int q = order.front() / block;
+    std::vector<int> at_zero;
+    if (std::all_of(order.begin(), order.end(), [&](int r) { return r / block == q; }))
+      for (int r : order) at_zero.push_back(r - q * block);
+    return at_zero;
+  };
+  std::set<std::vector<int>> within;  // the rings inside block 0
+  for (const auto& order : ring.rings)
+    if (order.size() >= 2 && order.front() < block) within.insert(at_block_zero(order));
   for (const auto& order : ring.rings) {
     if (order.size() < 2) continue;
-    const int q = order.front() / block;
-    if (std::all_of(order.begin(), order.end(), [&](int r) { return r / block == q; })) {
-      std::vector<int> at_zero;
-      for (int r : order) at_zero.push_back(r - q * block);
-      within[at_zero] = true;
-    }
-  }
-  for (const auto& order : ring.rings) {
-    if (order.size() < 2) continue;
-    const int q = order.front() / block;
-    if (std::all_of(order.begin(), order.end(), [&](int r) { return r / block == q; })) {
-      std::vector<int> at_zero;
-      for (int r : order) at_zero.push_back(r - q * block);
-      if (q > 0 && !within.count(at_zero))
+    if (const std::vector<int> at_zero = at_block_zero(order); !at_zero.empty()) {
+      if (order.front() >= block && !within.count(at_zero))
         return fmt::format("its {} phase has a ring of ranks {}.. that no ring of the first block's ranks repeats", phase.name,
                            order.front());
       continue;

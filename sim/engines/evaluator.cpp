@@ -336,30 +336,31 @@ void check_device_order(const Graph& graph, int num_devices, std::span<const Dev
   throw std::invalid_argument(fmt::format("device_order deadlocks: only {} of {} operators can run", done, n));
 }
 
-Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
-                      const std::vector<std::vector<OpId>>& device_order) {
+namespace {
+// replay_order with each transfer's time from `transfer_time(tensor)`.
+template <class TransferTime>
+Schedule replay_order_timed(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
+                            const std::vector<std::vector<OpId>>& device_order, const TransferTime& transfer_time) {
   check_device_order(graph, cluster.num_devices(), placement, device_order);
   std::vector<double> compute(graph.num_operators()), transfer(graph.num_tensors());
   for (OpId i = 0; i < static_cast<OpId>(compute.size()); ++i)
     compute[i] = cluster.compute_time(placement[i], graph.op(i).compute_s);
-  for (EdgeId e = 0; e < static_cast<EdgeId>(transfer.size()); ++e) {
-    const Tensor& t = graph.tensor(e);
-    transfer[e] = cluster.transfer_time(placement[t.src], placement[t.dst], t);
-  }
+  for (EdgeId e = 0; e < static_cast<EdgeId>(transfer.size()); ++e) transfer[e] = transfer_time(graph.tensor(e));
   return replay_order_with_costs(graph, cluster.num_devices(), placement, device_order, compute, transfer);
+}
+}  // namespace
+
+Schedule replay_order(const Graph& graph, const Cluster& cluster, std::span<const DeviceId> placement,
+                      const std::vector<std::vector<OpId>>& device_order) {
+  return replay_order_timed(graph, cluster, placement, device_order,
+                            [&](const Tensor& t) { return cluster.transfer_time(placement[t.src], placement[t.dst], t); });
 }
 
 Schedule replay_order(const Graph& graph, const Cluster& cluster, const FoldedNetwork& network,
                       std::span<const DeviceId> placement, const std::vector<std::vector<OpId>>& device_order) {
-  check_device_order(graph, cluster.num_devices(), placement, device_order);
-  std::vector<double> compute(graph.num_operators()), transfer(graph.num_tensors());
-  for (OpId i = 0; i < static_cast<OpId>(compute.size()); ++i)
-    compute[i] = cluster.compute_time(placement[i], graph.op(i).compute_s);
-  for (EdgeId e = 0; e < static_cast<EdgeId>(transfer.size()); ++e) {
-    const Tensor& t = graph.tensor(e);
-    transfer[e] = folded_transfer_time(network, cluster, placement[t.src], route_destination(t, placement), t).seconds;
-  }
-  return replay_order_with_costs(graph, cluster.num_devices(), placement, device_order, compute, transfer);
+  return replay_order_timed(graph, cluster, placement, device_order, [&](const Tensor& t) {
+    return folded_transfer_time(network, cluster, placement[t.src], route_destination(t, placement), t).seconds;
+  });
 }
 
 Schedule replay_order_with_costs(const Graph& graph, int num_devices, std::span<const DeviceId> placement,
