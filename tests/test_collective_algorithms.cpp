@@ -117,8 +117,7 @@ TEST_P(EveryAlgorithm, ClosedFormIsTheEvaluatorOnAUniformSwitch) {
 // Phases without pipelined trees have a lockstep view; on the switch every message of a step runs
 // at one rate, so the steps take the message-level time.
 // Pipelined trees step in lockstep, every edge carrying a chunk at once, hops + chunks - 1 times:
-// the evaluator's steps are the closed form, and the flow engine's lockstep is no faster than the
-// messages, which run ahead.
+// the flow engine's lockstep is no faster than the messages, which run ahead.
 TEST_P(EveryAlgorithm, StepsAreTheMessageTimeWhereTheyExist) {
   const Cluster c = cluster_for(GetParam());
   const CollectiveSpec s = spec_of(GetParam(), 8, 2);
@@ -128,12 +127,16 @@ TEST_P(EveryAlgorithm, StepsAreTheMessageTimeWhereTheyExist) {
   });
   const EngineRuns steps = run_collective_steps(s, c, EngineSet::of({kEvaluator, kFlow}));
   const testutil::EngineTimes messages = testutil::run_all_engines(collective_graph(s, c), c);
+  // The evaluator's steps are floored at their busiest link (busiest_link_time): the contended
+  // time where a step's messages run at one rate, no faster than its messages, each alone.
+  EXPECT_GE(*steps.latency(kEvaluator), messages.evaluator * (1 - 1e-9));
   if (pipelined) {
-    EXPECT_NEAR(*steps.latency(kEvaluator), collective_closed_form(s, c), 1e-9 * messages.evaluator);
+    EXPECT_GE(*steps.latency(kEvaluator), collective_closed_form(s, c) * (1 - 1e-9));
+    EXPECT_NEAR(*steps.latency(kEvaluator), *steps.latency(kFlow), 1e-6 * *steps.latency(kFlow));
     EXPECT_GE(*steps.latency(kFlow), messages.flow * (1 - 1e-9));
     return;
   }
-  EXPECT_NEAR(*steps.latency(kEvaluator), messages.evaluator, 1e-9 * messages.evaluator);
+  EXPECT_NEAR(*steps.latency(kEvaluator), messages.flow, 1e-6 * messages.flow);
   EXPECT_NEAR(*steps.latency(kFlow), messages.flow, 1e-6 * messages.flow);
 }
 

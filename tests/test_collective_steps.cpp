@@ -57,11 +57,15 @@ Cluster two_servers_of_four() {
   return make_non_blocking(cfg);
 }
 
-// The step view and the message-level graph give the same times on every engine.
+// The step view and the message-level graph give the same times on the flow engine and SimGrid.
+// The evaluator's steps are floored at their busiest link (busiest_link_time): where each step's
+// messages run at one rate that is the contended time, the flow engine's, which the evaluator's
+// messages, each alone, may undercut.
 void expect_same_as_messages(const CollectiveSpec& sp, const Cluster& c, const std::string& what) {
   const EngineRuns steps = run_collective_steps(sp, c, EngineSet::of({kEvaluator, kFlow, kSimGrid}));
   const EngineRuns messages = run_engines(collective_graph(sp, c), c, EngineSet::of({kEvaluator, kFlow, kSimGrid}), RunOrder::Fcfs);
-  EXPECT_NEAR(*steps.latency(kEvaluator), *messages.latency(kEvaluator), 1e-9 * *messages.latency(kEvaluator)) << what;
+  EXPECT_NEAR(*steps.latency(kEvaluator), *messages.latency(kFlow), 1e-9 * *messages.latency(kFlow)) << what;
+  EXPECT_GE(*steps.latency(kEvaluator), *messages.latency(kEvaluator) * (1 - 1e-9)) << what;
   EXPECT_NEAR(*steps.latency(kFlow), *messages.latency(kFlow), 1e-9 * *messages.latency(kFlow)) << what;
   EXPECT_NEAR(*steps.latency(kSimGrid), *messages.latency(kSimGrid), 1e-6 * *messages.latency(kSimGrid)) << what;
 }

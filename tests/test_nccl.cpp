@@ -342,3 +342,38 @@ TEST(Nccl, NvlsTreeIsAutosForLargeAllReducesAcrossSharpServers) {
 
 }  // namespace
 }  // namespace placesim
+
+namespace placesim {
+namespace {
+
+// An all-reduce over N servers, each reducing inside for free (NVLS), still has every server send
+// and receive 2 S (N - 1) / N through its NICs (Patarasuk and Yuan's bound, the server as one
+// node): bus bandwidth (2 (n - 1) / n) S / t over n = N m ranks is at most
+// (n - 1) / n x N / (N - 1) x the server's NIC bandwidth. No engine, by steps or message by
+// message, may beat it; the evaluator's NVLS-tree step once ran at 2.8x it on 64 DGX H100s.
+TEST(Nccl, NoEngineBeatsTheServersNics) {
+  struct Fabric {
+    const char* yaml;
+    double nics;  // bytes/s out of a server: 8 NICs of 400 or 200 Gb/s
+  };
+  for (const Fabric& f : {Fabric{"{preset: dgx-h100, servers: 4}", 8 * 50e9}, Fabric{"{preset: dgx-a100, servers: 4}", 8 * 25e9}}) {
+    const Cluster c = cluster_from_yaml(YAML::Load(f.yaml), "fabric.yaml");
+    const int n = c.num_devices(), servers = n / 8;
+    const double bound = (n - 1.0) / n * servers / (servers - 1.0) * f.nics;
+    for (const auto& [algorithm, name] : collective_algorithm_names(CollectiveOp::AllReduce)) {
+      CollectiveSpec s = spec(CollectiveOp::AllReduce, algorithm, NcclProtocol::Simple, 256 << 20);
+      s.group.clear();
+      for (int g = 0; g < n; ++g) s.group.push_back(g);
+      s.channels = 8;
+      if (!collective_problem(s, c).empty()) continue;
+      const auto busbw = [&](double t) { return s.bytes / t * bus_bandwidth_factor(CollectiveOp::AllReduce, n); };
+      const EngineRuns steps = run_collective_steps(s, c, EngineSet::of({kEvaluator, kFlow}));
+      for (const EngineRun& r : steps.runs) EXPECT_LE(busbw(r.latency), bound) << f.yaml << " " << name << " steps on " << r.engine;
+      const EngineRuns messages = run_engines(collective_graph(s, c), c, EngineSet::of({kFlow}), RunOrder::Fcfs);
+      EXPECT_LE(busbw(*messages.latency(kFlow)), bound) << f.yaml << " " << name << " messages on the flow engine";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace placesim

@@ -93,7 +93,7 @@ int type_size(const std::string& type) {
 
 constexpr const char* kModelled =
     "Modelled: the algorithm's messages as flows sharing the fabric's links max-min fairly (flow, simgrid; the evaluator "
-    "gives each alone), and on a cluster with `collectives: nccl` (the presets) NCCL 2.18's costs: a base latency per "
+    "gives each alone, a step no less than its busiest link's bytes need), and on a cluster with `collectives: nccl` (the presets) NCCL 2.18's costs: a base latency per "
     "protocol (NVLS its own), a per-hop latency per protocol and hop kind (NVLink, network), the share of a link each "
     "protocol reaches, one ring or tree per channel (channel c enters each server at local rank c: one per NIC), NVLS "
     "on NVLink-SHARP servers and NVLS-tree across them (the switch's reduction as a star of its bytes), and `auto` choosing algorithm, protocol and channels per size by the closed form. Not "

@@ -102,6 +102,15 @@ py::dict run_plan(const LayerWorkload& workload, const ParallelPlan& plan, const
     latencies[py::str(r.engine)] = r.latency;
     walls[py::str(r.engine)] = r.wall_s;
   }
+  // Where each engine's iteration went (seconds; the parts sum to its latency).
+  py::dict breakdown;
+  for (const auto& [engine, b] : simulated.breakdown) {
+    py::dict parts;
+    parts["slowest_gpu"] = b.gpu;
+    for (const auto& [name, seconds] : b.parts()) parts[py::str(name)] = seconds;
+    breakdown[py::str(engine)] = parts;
+  }
+  out["breakdown"] = breakdown;
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include "sim/io/trace.h"
 #include "sim/plans/data_parallel.h"
 #include "sim/plans/parallel_plan.h"
+#include "sim/plans/plan_breakdown.h"
 #include "sim/plans/plan_folding.h"
 #include "topologies/registry.h"
 
@@ -158,6 +159,15 @@ PointOutcome measure_and_record(const Scenario& scenario, const StrategySpec& sp
   recorded.peak_memory = m.peak_memory;
   recorded.oom = m.oom;
   if (const Schedule* s = m.evaluator_schedule()) recorded.busy_per_gpu = s->busy;
+  // A plan's iteration, where it went per engine that scheduled (sim/plans/plan_breakdown.h).
+  if (what.plan)
+    for (const EngineRun& r : m.runs.runs)
+      if (r.schedule) {
+        const TimeBreakdown b = time_breakdown(g.graph, g.placement, *r.schedule, r.latency);
+        nlohmann::json parts = {{"slowest_gpu", b.gpu}};
+        for (const auto& [name, seconds] : b.parts()) parts[name] = seconds;
+        recorded.strategy_report["breakdown"][r.engine] = parts;
+      }
   recorded.links = m.links;
   if (scenario.simulation.trace && m.timeline()) {
     recorded.trace_file = "trace-" + file_safe(file_stem) + (scenario.simulation.trace_gzip ? ".json.gz" : ".json");

@@ -8,7 +8,9 @@
 // (one send and one receive step per GPU, a tensor per message), so the flow engine and SimGrid
 // share the fabric's links among the step's flows max-min fair, and multi-NIC striping and
 // per-destination allocations apply as for any transfer; the evaluator gives each message
-// alpha + bytes / B alone. The collective takes the sum over steps of repeats x step time.
+// alpha + bytes / B alone, and the step no less than its busiest link's bytes over its bandwidth
+// plus a message's latency (busiest_link_time), so that no engine runs faster than the links.
+// The collective takes the sum over steps of repeats x step time.
 //
 // What this assumes: every rank starts a step when the whole previous step has ended (lockstep).
 // Message by message, a rank goes on as soon as its own messages of the step have arrived. The
@@ -63,6 +65,10 @@ std::vector<CollectiveStep> collective_steps(const CollectiveSpec& spec, const C
 
 // One step as an execution graph: per GPU that sends a send step, per GPU that receives a
 // receive step (communication steps, sim/core/graph.h), a tensor per message. Finalized.
+// The least time the step's messages take on the links they share: the largest latency (with
+// overhead) of its messages plus its busiest link's bytes over that link's bandwidth.
+double busiest_link_time(const CollectiveStep& step, const Cluster& cluster);
+
 ExecutionGraph step_graph(const CollectiveStep& step);
 
 // The collective's time on each chosen engine: each step run once, times its repeats. The wall

@@ -60,6 +60,8 @@ PlanRun simulate_plan(const LayerWorkload& workload, const ParallelPlan& plan, c
   run.compiled = compile_plan(workload, plan, cluster, run.detail, run.fold.replicas);
   run.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   run.runs = run_engines(run.compiled.graph, cluster, run.engines, options.order);
+  for (const EngineRun& r : run.runs.runs)
+    if (r.schedule) run.breakdown.emplace_back(r.engine, time_breakdown(run.compiled.graph.graph, run.compiled.graph.placement, *r.schedule, r.latency));
   return run;
 }
 

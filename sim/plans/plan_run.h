@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sim/engines/engine.h"
+#include "sim/plans/plan_breakdown.h"
 #include "sim/plans/plan_folding.h"
 
 namespace placesim {
@@ -36,6 +37,9 @@ struct PlanRun {
   CompiledPlan compiled;
   double compile_s = 0;
   EngineRuns runs;
+  // Where each engine's iteration went (sim/plans/plan_breakdown.h), for the engines that
+  // scheduled operators (the estimate prices the plan without a schedule).
+  std::vector<std::pair<std::string, TimeBreakdown>> breakdown;
 };
 
 // The graph would not fit in memory: what() is the one line that says so (its estimated
