@@ -234,7 +234,9 @@ TEST(FoldingPlans, AnApproximateFoldIsSaidAndStaysClose) {
   const EngineSet flow = EngineSet::of({kFlow});
   const double a = *run_engines(folded.graph, c, flow, RunOrder::Fcfs).latency(kFlow);
   const double b = *run_engines(full.graph, c, flow, RunOrder::Fcfs).latency(kFlow);
-  EXPECT_NE(a, b);  // not exact (0.04% apart here: the copies' rates are shared, not each its own)
+  // Not exact by construction (the copies' rates are shared, not each its own), though the
+  // iteration may not show it: 0.04% apart with 16-bit gradient reductions, the same bits with
+  // fp32 ones (their rings then set the pace alike in both).
   EXPECT_NEAR(a, b, 0.005 * b);
 }
 

@@ -561,6 +561,39 @@ TEST(ParallelPlan, ZeroStagesChangeMemoryAndTrafficAsStated) {
   }
 }
 
+// Megatron-LM's bytes per parameter (its distributed optimizer's table), for one layer of 1 GB of
+// 16-bit parameters (0.5 G parameters) on d = 4 replicas: bf16 keeps fp32 main gradients (4
+// bytes, 2 GB) and reduces them in fp32; fp16 keeps 16-bit gradients and an fp32 copy with the
+// optimizer. Without ZeRO: bf16 2 + 4 + 12 = 18 bytes (9 GB), fp16 2 + 2 + 16 = 20 (10 GB); the
+// distributed optimizer (ZeRO 1): bf16 6 + 12/d (3 + 1.5 GB), fp16 4 + 16/d (2 + 2 GB). A
+// reduce-scatter of fp32 gradients moves twice the bytes; the parameters' all-gather stays 16-bit:
+// 2 x 3/4 x 2 GB + 3/4 x 1 GB per GPU, 4 x 2.25 = 9 GB in all (16-bit gradients: 6 GB).
+TEST(ParallelPlan, MainGradientsAreMegatronsBytesPerParameter) {
+  struct Expect {
+    MainGradients gradients;
+    int zero;
+    double total, bytes_sent;
+  };
+  const Expect expected[] = {{MainGradients::Fp32, 0, 9e9, 12e9},      {MainGradients::Fp32Copy, 0, 10e9, 6e9},
+                             {MainGradients::Fp32, 1, 4.5e9, 9e9},      {MainGradients::Fp32Copy, 1, 4e9, 6e9},
+                             {MainGradients::AsParameters, 1, 3.5e9, 6e9}};
+  const Cluster cluster = testutil::dedicated_mesh(4, kBw, 0.0, 100e9);
+  for (const Expect& e : expected) {
+    LayerModel model = uniform_model(1, 1 * ms, 1 * ms, 0, 1e9);
+    model.main_gradients = e.gradients;
+    ParallelPlan plan;
+    plan.dp = 4;
+    plan.zero = e.zero;
+    const CompiledPlan c = compile_plan(model, plan, cluster);
+    const std::string what = fmt::format("{} zero {}", enum_name<MainGradients>(kMainGradientsNames, e.gradients), e.zero);
+    EXPECT_NEAR(c.memory[0].total(), e.total, 1) << what;
+    double sent = 0;
+    for (const Tensor& t : c.graph.graph.tensors())
+      if (c.graph.placement[t.src] != c.graph.placement[t.dst]) sent += t.bytes;
+    EXPECT_NEAR(sent, e.bytes_sent, 1e3) << what;
+  }
+}
+
 // NCCL runs reduce-scatter and all-gather by ring whichever algorithm its all-reduces take: with
 // ZeRO a plan whose gradient algorithm has no reduce-scatter (tree, hierarchical, multi-level)
 // compiles its reduce-scatters and all-gathers by ring, message for message the ring plan's;

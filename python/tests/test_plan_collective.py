@@ -47,6 +47,11 @@ def test_plan_equals_the_cli(tmp_path):
     for engine in ("evaluator", "flow", "simgrid"):
         assert mine["latencies"][engine] == pytest.approx(cli_latency(out, engine), rel=5e-3), engine
     assert f"{mine['operators']} operators, {mine['tensors']} tensors" in out
+    # Where each engine's iteration went: the parts sum to its latency.
+    for engine in ("evaluator", "flow", "simgrid"):
+        parts = {k: v for k, v in mine["breakdown"][engine].items() if k != "slowest_gpu"}
+        assert parts["compute"] > 0 and parts["data_parallel"] >= 0
+        assert sum(parts.values()) == pytest.approx(mine["latencies"][engine], rel=1e-9), engine
 
 
 def test_the_training_features_equal_the_cli(tmp_path):

@@ -377,6 +377,11 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
     LayerModel m;
     m.name = sh.name;
     m.tensor_parallel = t;
+    // Megatron-LM's gradients at the precision: fp32 main gradients reduced in fp32 under bf16
+    // (and fp8, whose weights are bf16), an fp32 copy beside 16-bit ones under fp16.
+    m.main_gradients = precision == Precision::Fp16                              ? MainGradients::Fp32Copy
+                       : precision == Precision::Bf16 || precision == Precision::Fp8 ? MainGradients::Fp32
+                                                                                     : MainGradients::AsParameters;
     m.sequence = static_cast<int>(whole);
     m.micro_batch = o.micro_batch;
     m.context_parallel = cp;

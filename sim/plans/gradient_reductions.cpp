@@ -53,6 +53,9 @@ CollectiveSpec PlanCompiler::reduction_spec(const ReductionGroup& group, int lay
   s.algorithm = op == CollectiveOp::AllReduce ? plan_.gradient_algorithm : zero_collective_algorithm(plan_.gradient_algorithm);
   for (int d : group.replicas) s.group.push_back(gpu(d, group.stage, group.tensor_rank));
   s.bytes = reduced_bytes(group, layer);
+  // fp32 main gradients are reduced in fp32 (Megatron's bf16 path): twice the 16-bit parameters'
+  // bytes; the parameters' all-gathers stay 16-bit.
+  if (op != CollectiveOp::AllGather && model_of(group.stage).main_gradients == MainGradients::Fp32) s.bytes *= 2;
   return s;
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/names.h"
+
 namespace placesim {
 
 struct Layer {
@@ -56,8 +58,24 @@ struct LayerEdge {
   double bytes = 0;
 };
 
+// Where mixed-precision training keeps its gradients (Megatron-LM's table of bytes per parameter,
+// docs/parallelism.md "Gradients in fp32"):
+// - as_parameters: 16-bit gradients, reduced in 16 bits, and no fp32 copy (DeepSpeed's ZeRO
+//   count, 2 + 2 + 12 bytes per parameter with Adam; NEST's workloads);
+// - fp32_copy: Megatron's fp16 path: 16-bit gradients reduced in 16 bits, the optimizer keeping an
+//   fp32 copy of them beside its master weights and moments (2 + 2 + 16 bytes; distributed
+//   optimizer 4 + 16/d);
+// - fp32: Megatron's bf16 path (accumulate_allreduce_grads_in_fp32, on under bf16; Megatron-Core's
+//   grad_reduce_in_fp32): fp32 main gradients, reduced in fp32, twice a 16-bit reduction's bytes
+//   (2 + 4 + 12 bytes; distributed optimizer 6 + 12/d).
+enum class MainGradients { AsParameters, Fp32Copy, Fp32 };
+inline constexpr EnumName<MainGradients> kMainGradientsNames[] = {
+    {MainGradients::AsParameters, "as_parameters"}, {MainGradients::Fp32Copy, "fp32_copy"}, {MainGradients::Fp32, "fp32"}};
+
 struct LayerModel {
   std::string name;
+  // The gradients' precision (above): the zoo's follows Megatron-LM at the model's precision.
+  MainGradients main_gradients = MainGradients::AsParameters;
   int tensor_parallel = 1;  // the width the layers' values are for
   // The expert-parallel width the values are for: 1 when every GPU holds all experts (the plan
   // spreads them, ParallelPlan::ep); more when the workload was built for that width (NEST's

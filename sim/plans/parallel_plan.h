@@ -36,7 +36,9 @@
 //
 // Memory per GPU, mixed precision (PlanAssumptions::optimizer: Adam, 2 + 2 + 12 bytes per
 // parameter, by default; SGD 2 + 2): parameters P, gradients P and optimizer states 6P (Adam) or
-// none (SGD), where P is the stage's parameter bytes (2 per parameter);
+// none (SGD), where P is the stage's parameter bytes (2 per parameter); with fp32 main gradients
+// (LayerModel::main_gradients, Megatron's bf16) gradients 2P, reduced in fp32; with Megatron's
+// fp16 copy of them the optimizer states 2P more;
 // an expert layer's experts count 1/ep of theirs; ZeRO shards them over dp/ep replicas and the
 // rest over dp. ZeRO 1 divides the optimizer states by dp, ZeRO 2 also the gradients, ZeRO 3 also the
 // parameters (and adds a buffer of its largest layer's gathered parameters). Activations: the
@@ -340,15 +342,18 @@ inline StageActivations stage_activations(double stashed, double every_output, d
 // `experts` (the GPU's 1/ep share) parameter bytes, `stash` bytes per micro-batch in flight, and
 // ZeRO 3's gather buffer (its largest layer's parameters less the GPU's own shard); `workspace`,
 // NEST's memory model's (StageActivations).
+// The gradients are the model's MainGradients: fp32 ones take twice the 16-bit parameters' bytes,
+// and Megatron's fp16 path keeps an fp32 copy of them with the optimizer's states.
 // (Inline: planners call it in their innermost loop.)
 inline GpuMemory gpu_memory(double dense, double experts, double stash, double gather_buffer, const ParallelPlan& plan,
-                            int in_flight, double workspace = 0) {
+                            MainGradients main_gradients, int in_flight, double workspace = 0) {
   const double params = dense + experts;
   const double sharded = dense / plan.dp + experts / (plan.dp / plan.ep);  // what ZeRO keeps of them
   GpuMemory mem;
   mem.parameters = plan.zero >= 3 ? sharded + gather_buffer : params;
-  mem.gradients = plan.zero >= 2 ? sharded : params;
-  mem.optimizer_states = optimizer_state_factor(plan.assumptions.optimizer) * (plan.zero >= 1 ? sharded : params);
+  mem.gradients = (main_gradients == MainGradients::Fp32 ? 2.0 : 1.0) * (plan.zero >= 2 ? sharded : params);
+  const double states = optimizer_state_factor(plan.assumptions.optimizer) + (main_gradients == MainGradients::Fp32Copy ? 2.0 : 0.0);
+  mem.optimizer_states = states * (plan.zero >= 1 ? sharded : params);
   mem.activations = in_flight * stash;
   mem.workspace = workspace;
   return mem;

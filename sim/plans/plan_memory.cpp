@@ -45,7 +45,7 @@ StageActivations stage_activations(const LayerModel& model, int first, int end, 
 
 GpuMemory stage_memory(const LayerModel& model, int first, int end, const ParallelPlan& plan, int in_flight) {
   const StageSums sums = stage_sums(model, first, end, plan);
-  return gpu_memory(sums.dense, sums.experts, sums.stash, sums.buffer, plan, in_flight, sums.workspace);
+  return gpu_memory(sums.dense, sums.experts, sums.stash, sums.buffer, plan, model.main_gradients, in_flight, sums.workspace);
 }
 
 namespace plans {
@@ -91,7 +91,7 @@ CompiledPlan rank_plan_layout(const RankModels& models, const ParallelPlan& plan
         rank.buffer = std::max(rank.buffer, one.buffer);
         stash[c] = one.stash;
       }
-      mem = gpu_memory(rank.dense, rank.experts, 0.0, rank.buffer, plan, 0);
+      mem = gpu_memory(rank.dense, rank.experts, 0.0, rank.buffer, plan, models[p]->main_gradients, 0);
       double held = 0;
       int units = 0;
       for (const Unit& u : schedule_of(plan.schedule, p, pp, m, v)) {

@@ -275,7 +275,7 @@ class CaseSolver {
     const StageActivations held = stage_activations(stash_[j] - stash_[i], outputs_[j] - outputs_[i], entering,
                                                     model_.nest_recomputation, plan_.assumptions.memory_model);
     return gpu_memory(parameters_[j] - parameters_[i], experts_[j] - experts_[i], held.stash, largest_buffer, plan_,
-                      in_flight, held.workspace)
+                      model_.main_gradients, in_flight, held.workspace)
         .total();
   }
 
