@@ -3,6 +3,7 @@
 // of one on every engine.
 #include <gtest/gtest.h>
 
+#include "sim/config/yaml_fields.h"
 #include "sim/core/errors.h"
 #include "sim/core/execution_graph.h"
 #include "sim/models/layer_zoo.h"
@@ -196,4 +197,26 @@ TEST(LayerZoo, APlanOfLlamaRunsOnEveryEngine) {
   EXPECT_GT(r.evaluator, 0);
   EXPECT_GE(r.flow, r.evaluator * (1 - 1e-9));
   EXPECT_NEAR(r.simgrid, r.flow, 1e-6 * r.flow);
+}
+
+// Megatron-LM's gradients at each precision, unless the model says otherwise (a scenario's
+// workload.main_gradients, plan's --main-gradients).
+TEST(LayerZoo, MainGradientsFollowMegatronAtThePrecision) {
+  using placesim::MainGradients;
+  const auto gradients = [](placesim::models::LayerZooOptions o) {
+    return placesim::models::build_layer_model("gpt2", o, {1}).by_tensor_parallel.at(1).main_gradients;
+  };
+  placesim::models::LayerZooOptions o;
+  o.gpu = "a100";
+  EXPECT_EQ(gradients(o), MainGradients::Fp32);  // the A100's default, bf16
+  o.precision = placesim::models::Precision::Fp16;
+  EXPECT_EQ(gradients(o), MainGradients::Fp32Copy);
+  o.precision = placesim::models::Precision::Fp8;
+  o.gpu = "h100";
+  EXPECT_EQ(gradients(o), MainGradients::Fp32);
+  o.main_gradients = MainGradients::AsParameters;
+  EXPECT_EQ(gradients(o), MainGradients::AsParameters);
+  const LayerZooOptions parsed = layer_zoo_schema().parse(YamlFields(YAML::Load("{main_gradients: fp32_copy}"), "s.yaml", "workload"));
+  EXPECT_EQ(parsed.main_gradients, MainGradients::Fp32Copy);
+  EXPECT_THROW(layer_zoo_schema().parse(YamlFields(YAML::Load("{main_gradients: fp64}"), "s.yaml", "workload")), InputError);
 }

@@ -26,6 +26,28 @@
 
 namespace placesim {
 
+namespace {
+
+// Variability's options (sim/engines/variability.h).
+void add_variability_options(CLI::App* c, PlanArgs& a) {
+  c->add_option("--gpu-speed-cv", a.gpu_speed_cv,
+                 "variability: each GPU's compute takes 1 + cv Z times as long (Z standard normal, per GPU, seeded; Sinha et "
+                 "al. measured 8% average variation among GPUs of one SKU: about cv 0.03 over 1,000 GPUs); every replica is "
+                 "then built")
+      ->check(number_in(Range{0, 0.5}))
+      ->capture_default_str();
+  c->add_option("--kernel-jitter-cv", a.kernel_jitter_cv,
+                "variability: each operator run takes 1 + cv Z times as long, independently (seeded)")
+      ->check(number_in(Range{0, 0.5}))
+      ->capture_default_str();
+  c->add_option("--seeds", a.seeds, "with variability: run this many seeds (from --seed) and report the mean and spread")
+      ->check(whole_number(1, 10000))
+      ->capture_default_str();
+  c->add_option("--seed", a.seed, "with variability: the first seed")->check(whole_number(0))->capture_default_str();
+}
+
+}  // namespace
+
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   auto* c = app.add_subcommand("plan", "simulate one data/tensor/pipeline-parallel plan of a layer-level workload (docs/parallelism.md)");
   auto* workload = c->add_option("--workload", a.workload, "per-layer workload (NEST's JSON, ../shared/workloads/nest)")
@@ -66,6 +88,11 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
                 "--model: what the backward recomputes: none, selective (the attention core) or full (every layer's forward)")
       ->check(one_of({"none", "selective", "full"}))
       ->capture_default_str();
+  c->add_option("--main-gradients", a.main_gradients,
+                 "--model: where the gradients are kept and reduced: fp32 (fp32 main gradients, reduced in fp32), fp32_copy "
+                 "(16-bit with an fp32 copy in the optimizer) or as_parameters (16-bit, no copy; the ZeRO paper's count) "
+                 "(default: Megatron-LM's at the precision: bf16 and fp8 fp32, fp16 fp32_copy)")
+      ->check(one_of({"fp32", "fp32_copy", "as_parameters"}));
   c->add_option("--attention", a.attention, "--model: fused (FlashAttention-style) or unfused (scores, softmax, dropout apart)")
       ->check(one_of({"fused", "unfused"}))
       ->capture_default_str();
@@ -151,6 +178,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
               "fold the replicas even where the fabric treats them differently (approximate: each transfer at its slowest "
               "copy's time); default: exact folds, else the full graph when it is small")
       ->excludes(full_graph);
+  add_variability_options(c, a);
   c->add_option("--order", a.order,
                 "fcfs: every engine runs each GPU's operators first come, first served on its own arrival times; scheduler: "
                 "the evaluator's list schedule, which the flow engine and SimGrid replay under contention")
@@ -240,7 +268,7 @@ void check_model_options(const PlanArgs& a) {
   const std::vector<std::pair<bool, const char*>> given = {
       {a.micro_batch_size != d.micro_batch_size, "--micro-batch-size"}, {a.sequence != d.sequence, "--sequence"},
       {a.gpu != d.gpu, "--gpu"}, {!a.precision.empty(), "--precision"}, {a.mfu != d.mfu, "--mfu"},
-      {a.recompute != d.recompute, "--recompute"}, {a.attention != d.attention, "--attention"}, {a.cp != d.cp, "--cp"}};
+      {a.recompute != d.recompute, "--recompute"}, {a.attention != d.attention, "--attention"}, {!a.main_gradients.empty(), "--main-gradients"}, {a.cp != d.cp, "--cp"}};
   for (const auto& [set, flag] : given)
     if (set)
       throw InputError("command line", flag,
@@ -341,6 +369,11 @@ void print_report_text(const PlanReport& r, const ParallelPlan& plan, const Plan
     for (const auto& [name, t] : r.iteration_s)
       if (name == engine) std::cout << fmt::format("{:<16}{}\n", engine + " time", breakdown_text(b, t));
   if (const std::string warning = bubble_warning(r, plan); !warning.empty()) std::cout << "warning         " << warning << "\n";
+  for (const auto& [engine, samples] : run.seed_latencies) {
+    const Spread s = spread_of(samples);
+    std::cout << fmt::format("{:<16}{} seeds: mean {}, standard deviation {}, {} to {}\n", engine + " seeds", samples.size(),
+                             format_duration(s.mean), format_duration(s.stddev), format_duration(s.min), format_duration(s.max));
+  }
 }
 
 void print_report_json(const PlanArgs& a, const ParallelPlan& plan, const PlanReport& r, const PlanRun& run) {
@@ -368,6 +401,14 @@ void print_report_json(const PlanArgs& a, const ParallelPlan& plan, const PlanRe
     breakdown[engine] = parts;
   }
   j["breakdown"] = breakdown;
+  // With variability: each engine's iteration over the seeds (iteration_s is the first seed's).
+  nlohmann::json seeds = nlohmann::json::object();
+  for (const auto& [engine, samples] : run.seed_latencies) {
+    const Spread s = spread_of(samples);
+    seeds[engine] = {{"mean_s", s.mean}, {"stddev_s", s.stddev}, {"min_s", s.min}, {"max_s", s.max}, {"iteration_s", samples}};
+  }
+  j["variability"] = {{"gpu_speed_cv", a.gpu_speed_cv}, {"kernel_jitter_cv", a.kernel_jitter_cv}, {"first_seed", a.seed},
+                      {"seeds", a.seeds}, {"per_engine", seeds}};
   j["memory_per_component_bytes"] = {{"parameters", r.memory.parameters}, {"gradients", r.memory.gradients},
                                      {"optimizer_states", r.memory.optimizer_states}, {"activations", r.memory.activations},
                                      {"workspace", r.memory.workspace}};

@@ -21,6 +21,9 @@ struct PlanArgs {
       collectives = "auto";
   bool full_graph = false;  // every replica built and simulated (FoldMode::Full)
   bool fold = false;        // the replicas folded even where the fold approximates (FoldMode::Folded)
+  double gpu_speed_cv = 0, kernel_jitter_cv = 0;  // variability (sim/engines/variability.h); 0: none
+  int seeds = 1;
+  std::uint64_t seed = 1;
   int tp = 1, pp = 1, dp = 1, micro_batches = 1, zero = 0, ep = 1;
   int cp = 1;  // context parallelism: the plan runs dp x cp copies of the weights (ParallelPlan::cp)
   std::vector<int> stage_tp;  // per stage, its own tensor-parallel width (ParallelPlan::stage_tp)
@@ -35,6 +38,7 @@ struct PlanArgs {
   std::string model_file;
   std::string gpu = "h100";
   std::string precision;              // "": the GPU's default
+  std::string main_gradients;         // "": Megatron-LM's at the precision
   int micro_batch_size = 1, sequence = 0;
   long global_batch = 0;              // sequences per iteration; 0: micro_batches x micro_batch_size x dp
   double mfu = 0;                     // 0: the kernel model
@@ -59,6 +63,10 @@ inline PlanRunOptions plan_run_options(const PlanArgs& a, const std::string& sou
   if (a.engine != "auto") o.engines = EngineSet::parse(a.engine, source, cli ? "--engine" : "engine");
   o.order = enum_parse<RunOrder>(kRunOrderNames, a.order, source, cli ? "--order" : "order");
   o.fold = a.full_graph ? FoldMode::Full : a.fold ? FoldMode::Folded : FoldMode::Auto;
+  o.variability = {a.gpu_speed_cv, a.kernel_jitter_cv, a.seed};
+  o.seeds = a.seeds;
+  if (a.seeds > 1 && !o.variability.any())
+    throw InputError(source, cli ? "--seeds" : "seeds", "more than one seed needs variability: give --gpu-speed-cv or --kernel-jitter-cv");
   return o;
 }
 
@@ -135,6 +143,8 @@ inline models::LayerZooOptions zoo_options(const PlanArgs& a, const std::string&
   if (a.attention != "fused" && a.attention != "unfused")
     throw InputError(source, "--attention", fmt::format("expected fused or unfused, got '{}'", a.attention));
   zoo.fused_attention = a.attention == "fused";
+  if (!a.main_gradients.empty())
+    zoo.main_gradients = enum_parse<MainGradients>(kMainGradientsNames, a.main_gradients, source, "--main-gradients");
   return zoo;
 }
 

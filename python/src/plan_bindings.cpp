@@ -111,6 +111,10 @@ py::dict run_plan(const LayerWorkload& workload, const ParallelPlan& plan, const
     breakdown[py::str(engine)] = parts;
   }
   out["breakdown"] = breakdown;
+  // With variability: per engine, each seed's iteration time (latencies are the first seed's).
+  py::dict seeds;
+  for (const auto& [engine, samples] : simulated.seed_latencies) seeds[py::str(engine)] = samples;
+  out["seed_latencies"] = seeds;
   return out;
 }
 
@@ -165,6 +169,11 @@ constexpr PlanKeyword kPlanKeywords[] = {
     {"mfu", set_field<&PlanArgs::mfu>},
     {"recompute", set_recompute},
     {"precision", set_field<&PlanArgs::precision>},
+    {"main_gradients", set_field<&PlanArgs::main_gradients>},
+    {"gpu_speed_cv", set_field<&PlanArgs::gpu_speed_cv>},
+    {"kernel_jitter_cv", set_field<&PlanArgs::kernel_jitter_cv>},
+    {"seeds", set_field<&PlanArgs::seeds>},
+    {"seed", set_field<&PlanArgs::seed>},
     {"attention", set_field<&PlanArgs::attention>},
     {"global_batch", set_field<&PlanArgs::global_batch>},
     {"distributed_optimizer", set_field<&PlanArgs::distributed_optimizer>},

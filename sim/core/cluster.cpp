@@ -80,6 +80,12 @@ class RestrictedRouting final : public Routing {
 }  // namespace
 
 
+void Cluster::set_compute_speed(DeviceId d, double speed) {
+  if (!(speed > 0) || !std::isfinite(speed))
+    throw std::invalid_argument(fmt::format("GPU {}: a compute speed of {} cannot be set", d, speed));
+  devices_[static_cast<std::size_t>(d)].compute_speed = speed;
+}
+
 int Cluster::add_device(Device d) {
   devices_.push_back(std::move(d));
   return num_devices() - 1;

@@ -142,6 +142,8 @@ class Cluster {
   int num_servers() const;
   std::span<const Device> devices() const { return devices_; }
   const Device& device(DeviceId d) const { return devices_[d]; }
+  // A GPU's compute speed changed (variability's perturbed copies, a straggler): > 0.
+  void set_compute_speed(DeviceId d, double speed);
   std::span<const Link> links() const { return links_; }
   const Link& link(int id) const { return links_[id]; }
   std::span<const TopologyNode> nodes() const { return nodes_; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 #include <fmt/format.h>
 
 #include "sim/core/errors.h"
@@ -164,6 +165,12 @@ void Graph::finalize(const std::string& source, bool index_names) {
                      fmt::format("the graph has a cycle: {} ({} operators on it)", text, cycle.size()));
   }
   finalized_ = true;
+}
+
+void Graph::set_compute_s(OpId id, double seconds) {
+  if (seconds < 0 || !std::isfinite(seconds) || ops_[id].communication)
+    throw std::invalid_argument(fmt::format("operator '{}': a compute time of {} s cannot be set", ops_[id].name, seconds));
+  ops_[id].compute_s = seconds;
 }
 
 double Graph::total_compute() const {

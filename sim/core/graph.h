@@ -93,6 +93,10 @@ class Graph {
   std::span<const OpId> topological_order() const { return topo_; }
   std::optional<OpId> find(std::string_view name) const;
 
+  // A compute operator's time changed in place (variability's perturbed copies): seconds >= 0,
+  // not a communication step; the graph's shape is untouched.
+  void set_compute_s(OpId id, double seconds);
+
   double total_compute() const;
   double total_memory() const;
   double total_tensor_bytes() const;

@@ -130,6 +130,13 @@ OptionSchema<LayerZooOptions> layer_zoo_schema() {
   s.flag("sequence_parallel", &O::sequence_parallel,
          "the norms and dropouts on 1/tp of the tokens: the plan's sequence_parallel must agree (refused otherwise)");
   s.flag("fused_attention", &O::fused_attention, "FlashAttention-style fused attention (false: scores, softmax and dropout apart)");
+  s.add({"main_gradients", "choice",
+         "where the gradients are kept and reduced: fp32 (fp32 main gradients reduced in fp32), fp32_copy (16-bit, with an fp32 "
+         "copy in the optimizer) or as_parameters (16-bit, no copy: the ZeRO paper's 2 + 2 + 12 bytes per parameter)",
+         "Megatron-LM's at the precision (bf16, fp8: fp32; fp16: fp32_copy)", {"fp32", "fp32_copy", "as_parameters"}, "as_parameters"},
+        [](const YamlFields& f, std::string_view k, O& o) {
+          o.main_gradients = enum_parse<MainGradients>(kMainGradientsNames, f.string(k), f.file(), f.field(k));
+        });
   s.count("context_parallel", &O::context_parallel,
           "context-parallel width the layers are built for: each GPU runs 1/cp of every sequence (set it with the plan's cp)", 1,
           1 << 16, "2");
@@ -379,7 +386,8 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
     m.tensor_parallel = t;
     // Megatron-LM's gradients at the precision: fp32 main gradients reduced in fp32 under bf16
     // (and fp8, whose weights are bf16), an fp32 copy beside 16-bit ones under fp16.
-    m.main_gradients = precision == Precision::Fp16                              ? MainGradients::Fp32Copy
+    m.main_gradients = o.main_gradients                                             ? *o.main_gradients
+                       : precision == Precision::Fp16                              ? MainGradients::Fp32Copy
                        : precision == Precision::Bf16 || precision == Precision::Fp8 ? MainGradients::Fp32
                                                                                      : MainGradients::AsParameters;
     m.sequence = static_cast<int>(whole);

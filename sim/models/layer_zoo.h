@@ -121,10 +121,14 @@ struct LayerZooOptions {
   // every sequence's tokens (twice it must divide the sequence; fused attention only), passing its
   // keys and values around the context ranks (Layer::context_exchange_bytes).
   int context_parallel = 1;
+  // Where the gradients are kept and reduced (LayerModel::main_gradients); unset: Megatron-LM's at
+  // the precision (bf16, fp8: fp32; fp16: fp32_copy). as_parameters is the ZeRO paper's count.
+  std::optional<MainGradients> main_gradients;
 };
 
 // The keys of a scenario's `workload:` for a zoo model (micro_batch_size, sequence, gpu,
-// precision, mfu, recompute, sequence_parallel, fused_attention, context_parallel), declared once.
+// precision, mfu, recompute, sequence_parallel, fused_attention, context_parallel, main_gradients),
+// declared once.
 OptionSchema<LayerZooOptions> layer_zoo_schema();
 
 // Every tensor-parallel width from 1 to 64 the model can be split into.

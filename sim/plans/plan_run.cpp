@@ -1,9 +1,11 @@
 #include "sim/plans/plan_run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "sim/core/units.h"
 
@@ -25,13 +27,23 @@ PlanRun simulate_plan(const LayerWorkload& workload, const ParallelPlan& plan, c
                       const PlanRunOptions& options) {
   PlanRun run;
   run.detail = options.detail.value_or(CollectiveDetail::Messages);
-  run.fold = choose_fold(workload, plan, cluster, run.detail, options.fold);
+  if (options.seeds < 1 || (options.seeds > 1 && !options.variability.any()))
+    throw std::invalid_argument("more than one seed needs variability (a per-GPU speed or per-kernel jitter cv above 0)");
+  const FoldMode fold_mode = options.variability.any() ? FoldMode::Full : options.fold;
+  // With variability no two GPUs run alike: no replica stands for another.
+  const auto say_why_full = [&] {
+    if (options.variability.any() && options.fold != FoldMode::Full)
+      run.fold.reason = "the full graph: with variability (--gpu-speed-cv, --kernel-jitter-cv) no two GPUs run alike";
+  };
+  run.fold = choose_fold(workload, plan, cluster, run.detail, fold_mode);
+  say_why_full();
   if (!options.detail && run.fold.chosen.operators > kMessagesAutoMaxOperators) {
     run.notes.push_back(fmt::format("collectives condensed: message by message the graph would hold about {:.3g} million "
                                     "operators (above {:.0f} million; --collectives messages to keep them)",
                                     run.fold.chosen.operators / 1e6, kMessagesAutoMaxOperators / 1e6));
     run.detail = CollectiveDetail::Condensed;
-    run.fold = choose_fold(workload, plan, cluster, run.detail, options.fold);
+    run.fold = choose_fold(workload, plan, cluster, run.detail, fold_mode);
+    say_why_full();
   }
   const double available = options.available_bytes > 0 ? options.available_bytes : available_memory_bytes();
   if (available > 0 && run.fold.chosen.bytes > 0.8 * available)
@@ -59,7 +71,28 @@ PlanRun simulate_plan(const LayerWorkload& workload, const ParallelPlan& plan, c
   const auto t0 = std::chrono::steady_clock::now();
   run.compiled = compile_plan(workload, plan, cluster, run.detail, run.fold.replicas);
   run.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  run.runs = run_engines(run.compiled.graph, cluster, run.engines, options.order);
+  if (!options.variability.any()) {
+    run.runs = run_engines(run.compiled.graph, cluster, run.engines, options.order);
+  } else {
+    // Each seed's draws on a copy of the graph and the cluster; the first seed's run is kept.
+    const ExecutionGraph& g = run.compiled.graph;
+    for (int s = 0; s < options.seeds; ++s) {
+      Variability v = options.variability;
+      v.seed += static_cast<std::uint64_t>(s);
+      const VariabilityDraw draw = draw_variability(v, cluster.num_devices(), g.graph);
+      const Cluster slowed = perturbed_cluster(cluster, draw);
+      const Graph jittered = perturbed_graph(g.graph, draw);
+      PlacedGraph placed(jittered, g.placement);
+      placed.plan = g.plan.get();
+      EngineRuns ran = run_engines(placed, slowed, run.engines, options.order);
+      for (const EngineRun& r : ran.runs) {
+        auto it = std::find_if(run.seed_latencies.begin(), run.seed_latencies.end(), [&](const auto& e) { return e.first == r.engine; });
+        if (it == run.seed_latencies.end()) it = run.seed_latencies.insert(run.seed_latencies.end(), {r.engine, {}});
+        it->second.push_back(r.latency);
+      }
+      if (s == 0) run.runs = std::move(ran);
+    }
+  }
   for (const EngineRun& r : run.runs.runs)
     if (r.schedule) run.breakdown.emplace_back(r.engine, time_breakdown(run.compiled.graph.graph, run.compiled.graph.placement, *r.schedule, r.latency));
   return run;

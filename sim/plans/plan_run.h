@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sim/engines/engine.h"
+#include "sim/engines/variability.h"
 #include "sim/plans/plan_breakdown.h"
 #include "sim/plans/plan_folding.h"
 
@@ -26,6 +27,10 @@ struct PlanRunOptions {
   std::optional<EngineSet> engines;  // unset: auto (evaluator, flow, and simgrid up to kSimGridAutoMaxOperators)
   RunOrder order = RunOrder::Fcfs;
   double available_bytes = 0;  // the memory the graph may take; 0: what this machine has available
+  // Seeded per-GPU speed and per-kernel jitter (sim/engines/variability.h), run for `seeds` seeds
+  // from variability.seed: every replica is built (GPUs no longer run alike, so nothing folds).
+  Variability variability;
+  int seeds = 1;
 };
 
 struct PlanRun {
@@ -40,6 +45,9 @@ struct PlanRun {
   // Where each engine's iteration went (sim/plans/plan_breakdown.h), for the engines that
   // scheduled operators (the estimate prices the plan without a schedule).
   std::vector<std::pair<std::string, TimeBreakdown>> breakdown;
+  // With variability: per engine, the iteration time of each seed (runs and breakdown are the
+  // first seed's).
+  std::vector<std::pair<std::string, std::vector<double>>> seed_latencies;
 };
 
 // The graph would not fit in memory: what() is the one line that says so (its estimated
