@@ -395,11 +395,7 @@ void print_report_json(const PlanArgs& a, const ParallelPlan& plan, const PlanRe
   j["pipeline_bubble"] = r.bubble;
   // Where the time went, per engine that scheduled: the parts sum to iteration_s.
   nlohmann::json breakdown = nlohmann::json::object();
-  for (const auto& [engine, b] : run.breakdown) {
-    nlohmann::json parts = {{"slowest_gpu", b.gpu}};
-    for (const auto& [name, seconds] : b.parts()) parts[name] = seconds;
-    breakdown[engine] = parts;
-  }
+  for (const auto& [engine, b] : run.breakdown) breakdown[engine] = breakdown_json(b);
   j["breakdown"] = breakdown;
   // With variability: each engine's iteration over the seeds (iteration_s is the first seed's).
   nlohmann::json seeds = nlohmann::json::object();

@@ -104,12 +104,7 @@ py::dict run_plan(const LayerWorkload& workload, const ParallelPlan& plan, const
   }
   // Where each engine's iteration went (seconds; the parts sum to its latency).
   py::dict breakdown;
-  for (const auto& [engine, b] : simulated.breakdown) {
-    py::dict parts;
-    parts["slowest_gpu"] = b.gpu;
-    for (const auto& [name, seconds] : b.parts()) parts[py::str(name)] = seconds;
-    breakdown[py::str(engine)] = parts;
-  }
+  for (const auto& [engine, b] : simulated.breakdown) breakdown[py::str(engine)] = to_python(breakdown_json(b));
   out["breakdown"] = breakdown;
   // With variability: per engine, each seed's iteration time (latencies are the first seed's).
   py::dict seeds;

@@ -162,12 +162,8 @@ PointOutcome measure_and_record(const Scenario& scenario, const StrategySpec& sp
   // A plan's iteration, where it went per engine that scheduled (sim/plans/plan_breakdown.h).
   if (what.plan)
     for (const EngineRun& r : m.runs.runs)
-      if (r.schedule) {
-        const TimeBreakdown b = time_breakdown(g.graph, g.placement, *r.schedule, r.latency);
-        nlohmann::json parts = {{"slowest_gpu", b.gpu}};
-        for (const auto& [name, seconds] : b.parts()) parts[name] = seconds;
-        recorded.strategy_report["breakdown"][r.engine] = parts;
-      }
+      if (r.schedule)
+        recorded.strategy_report["breakdown"][r.engine] = breakdown_json(time_breakdown(g.graph, g.placement, *r.schedule, r.latency));
   recorded.links = m.links;
   if (scenario.simulation.trace && m.timeline()) {
     recorded.trace_file = "trace-" + file_safe(file_stem) + (scenario.simulation.trace_gzip ? ".json.gz" : ".json");

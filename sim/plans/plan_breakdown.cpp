@@ -1,6 +1,7 @@
 #include "sim/plans/plan_breakdown.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <tuple>
 
@@ -112,6 +113,12 @@ std::vector<std::pair<std::string, double>> TimeBreakdown::parts() const {
           {"expert", expert},
           {"data_parallel", data_parallel},
           {"other_communication", other_communication}};
+}
+
+nlohmann::json breakdown_json(const TimeBreakdown& b) {
+  nlohmann::json parts = {{"slowest_gpu", b.gpu}};
+  for (const auto& [name, seconds] : b.parts()) parts[name] = seconds;
+  return parts;
 }
 
 TimeBreakdown time_breakdown(const Graph& g, std::span<const DeviceId> placement, const Schedule& schedule, double latency) {

@@ -14,6 +14,7 @@
 //   another stage's compute: the pipeline's bubble, or a slower peer).
 // Time after the slowest GPU's last operator until the iteration ends (a reduction nobody on it
 // waits for) goes to the kind of the communication that ends last.
+#include <nlohmann/json_fwd.hpp>
 #include <span>
 #include <string>
 #include <vector>
@@ -34,6 +35,10 @@ struct TimeBreakdown {
   // (name, seconds) in a fixed order: the names of --json's `breakdown`.
   std::vector<std::pair<std::string, double>> parts() const;
 };
+
+// {"slowest_gpu": g, "compute": s, ...}: the parts by name, as plan --json, Python and scenario
+// records write them.
+nlohmann::json breakdown_json(const TimeBreakdown& b);
 
 // The breakdown of one engine's schedule of the placed graph, whose makespan is `latency`.
 TimeBreakdown time_breakdown(const Graph& graph, std::span<const DeviceId> placement, const Schedule& schedule, double latency);

@@ -1,6 +1,5 @@
 #include "sim/plans/plan_run.h"
 
-#include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
 #include <fstream>
@@ -85,11 +84,10 @@ PlanRun simulate_plan(const LayerWorkload& workload, const ParallelPlan& plan, c
       PlacedGraph placed(jittered, g.placement);
       placed.plan = g.plan.get();
       EngineRuns ran = run_engines(placed, slowed, run.engines, options.order);
-      for (const EngineRun& r : ran.runs) {
-        auto it = std::find_if(run.seed_latencies.begin(), run.seed_latencies.end(), [&](const auto& e) { return e.first == r.engine; });
-        if (it == run.seed_latencies.end()) it = run.seed_latencies.insert(run.seed_latencies.end(), {r.engine, {}});
-        it->second.push_back(r.latency);
-      }
+      // Every seed runs the same engines, in registry order.
+      if (s == 0)
+        for (const EngineRun& r : ran.runs) run.seed_latencies.push_back({r.engine, {}});
+      for (std::size_t k = 0; k < ran.runs.size(); ++k) run.seed_latencies[k].second.push_back(ran.runs[k].latency);
       if (s == 0) run.runs = std::move(ran);
     }
   }
