@@ -125,11 +125,11 @@ TimeBreakdown time_breakdown(const Graph& g, std::span<const DeviceId> placement
   TimeBreakdown out;
   // The slowest GPU and its operators in the order they ran.
   double last = -1;
-  for (OpId op = 0; op < g.num_operators(); ++op)
+  for (OpId op = 0; op < static_cast<OpId>(g.num_operators()); ++op)
     if (!g.op(op).communication && schedule.finish[op] > last) last = schedule.finish[op], out.gpu = placement[op];
   if (out.gpu < 0) return out;
   std::vector<OpId> order;
-  for (OpId op = 0; op < g.num_operators(); ++op)
+  for (OpId op = 0; op < static_cast<OpId>(g.num_operators()); ++op)
     if (!g.op(op).communication && placement[op] == out.gpu) order.push_back(op);
   std::sort(order.begin(), order.end(), [&](OpId a, OpId b) {
     return std::tie(schedule.start[a], schedule.finish[a], a) < std::tie(schedule.start[b], schedule.finish[b], b);
@@ -145,7 +145,7 @@ TimeBreakdown time_breakdown(const Graph& g, std::span<const DeviceId> placement
   // After the last operator: whatever ends last (a reduction no operator of this GPU waits for).
   if (latency > now) {
     OpId latest = -1;
-    for (OpId op = 0; op < g.num_operators(); ++op)
+    for (OpId op = 0; op < static_cast<OpId>(g.num_operators()); ++op)
       if (latest < 0 || schedule.finish[op] > schedule.finish[latest]) latest = op;
     attribution.idle(out.gpu, now, latency, latest, true, out);
   }
