@@ -18,6 +18,7 @@
 #include "cli_conventions.h"
 #include "collective_cli.h"
 #include "plan_cli.h"
+#include "search_cli.h"
 #include "version.h"
 #include "placeto_cli.h"
 #include "placement/framework/planner.h"
@@ -787,6 +788,8 @@ struct Cli {
   CLI::App* collective = nullptr;
   PlanArgs plan_args;
   CLI::App* plan = nullptr;
+  SearchArgs search_args;
+  CLI::App* search = nullptr;
 };
 
 // `run` and `merge`.
@@ -983,6 +986,7 @@ int run_command(Cli& cli) {
   }
   if (*cli.collective) return cmd_collective(cli.collective_args);
   if (*cli.plan) return cmd_plan(cli.plan_args);
+  if (*cli.search) return cmd_search(cli.search_args);
   if (*cli.topo_info) return cmd_topology_info(cli.topo_path, cli.topo_dot);
   if (*cli.topo_types) return cmd_topology_types(cli.types_json);
   if (*cli.topo_presets) return cmd_topology_presets(cli.presets_json);
@@ -1004,6 +1008,7 @@ int main(int argc, char** argv) {
   add_placeto_commands(app);
   cli.collective = add_collective_command(app, cli.collective_args);
   cli.plan = add_plan_command(app, cli.plan_args);
+  cli.search = add_search_command(app, cli.search_args);
 
   try {
     if (const CLI::App* incomplete = check_command_words(app, argc, argv)) {

@@ -46,6 +46,25 @@ void add_variability_options(CLI::App* c, PlanArgs& a) {
   c->add_option("--seed", a.seed, "with variability: the first seed")->check(whole_number(0))->capture_default_str();
 }
 
+// How the layers are split into stages: --stage-split, --stage-starts, --virtual-stages.
+void add_stage_options(CLI::App* c, PlanArgs& a) {
+  c->add_option("--stage-split", a.stage_split,
+                "how the layers are split over the pp x v stages: balanced (their compute, the default) or even (Megatron-LM's: "
+                "the blocks evenly, the first blocks mod pp x v stages one more, the embedding with the first, the head with the "
+                "last; what a Megatron or NeMo run was split into)")
+      ->check(one_of({"balanced", "even"}))
+      ->capture_default_str();
+  c->add_option("--stage-starts", a.stage_starts,
+                "each of the pp x v stages' first layer, comma-separated, from 0 (e.g. 0,19,40,61: what a planner chose, "
+                "as `nest` and `search` print it); default: by --stage-split")
+      ->delimiter(',')
+      ->check(whole_number(0, 1 << 20));
+  c->add_option("--virtual-stages", a.virtual_stages,
+                "interleaved 1F1B: stages per pipeline rank (Megatron-LM's virtual pipeline; micro-batches a multiple of pp)")
+      ->check(whole_number(1, 1024))
+      ->capture_default_str();
+}
+
 }  // namespace
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
@@ -126,16 +145,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       ->capture_default_str()
       ->excludes(global_batch);
   c->add_option("--schedule", a.schedule, "gpipe or 1f1b")->check(one_of({"gpipe", "1f1b"}))->capture_default_str();
-  c->add_option("--stage-split", a.stage_split,
-                "how the layers are split over the pp x v stages: balanced (their compute, the default) or even (Megatron-LM's: "
-                "the blocks evenly, the first blocks mod pp x v stages one more, the embedding with the first, the head with the "
-                "last; what a Megatron or NeMo run was split into)")
-      ->check(one_of({"balanced", "even"}))
-      ->capture_default_str();
-  c->add_option("--virtual-stages", a.virtual_stages,
-                "interleaved 1F1B: stages per pipeline rank (Megatron-LM's virtual pipeline; micro-batches a multiple of pp)")
-      ->check(whole_number(1, 1024))
-      ->capture_default_str();
+  add_stage_options(c, a);
   c->add_option("--zero", a.zero, "ZeRO stage over the replicas")->check(whole_number(0, 3))->capture_default_str();
   c->add_option("--cp", a.cp,
                 "--model: context-parallel width (ring attention): each sequence split over cp GPUs, which pass their keys and "
@@ -312,14 +322,7 @@ PlanReport plan_report(const PlanArgs& a, const ParallelPlan& plan, const LayerM
   r.model_flops = model.model_flops * plan.micro_batches * plan.dp;
   if (model.causal_model_flops > 0 && model.causal_model_flops < model.model_flops)
     r.causal_model_flops = model.causal_model_flops * plan.micro_batches * plan.dp;
-  if (!a.workload.empty()) r.peak = 0;
-  else {
-    const models::LayerZooOptions zoo = zoo_options(a, "command line");
-    const models::GpuSpec gpu = models::kernel_model_gpu(a.gpu, "command line");
-    // An fp8 run's MFU is of the 16-bit peak, as Megatron-LM and NeMo report it (fp8 GEMMs with
-    // the rest in bf16): comparable with a bf16 run's.
-    r.peak = gpu.dense(gpu.outside_fp8(zoo.precision.value_or(gpu.default_precision())));
-  }
+  r.peak = plan_throughput(a, plan, model, 1, 1).peak_flops;  // one formula of the peak with placesim.plan and search
   r.bubble = static_cast<double>(plan.pp - 1) / (plan.virtual_stages * plan.micro_batches);
   for (std::size_t i = 0; i < layout.memory.size(); ++i) {
     if (layout.memory[i].total() > r.memory_peak) r.capacity = cluster.device(layout.gpus[i]).memory_bytes, r.memory = layout.memory[i];
@@ -452,7 +455,8 @@ int cmd_plan(const PlanArgs& a) {
   apply_stage_split(plan, a, model, "command line", "--stage-split");
   if (const std::string why = plan_problem(workload, plan, cluster); !why.empty())
     throw InputError("command line",
-                     !a.stage_tp.empty()   ? "--tp/--stage-tp/--pp/--dp/--cp/--ep/--virtual-stages/--sequence-parallel"
+                     !a.stage_starts.empty() ? "--stage-starts/--pp/--virtual-stages"
+                     : !a.stage_tp.empty()   ? "--tp/--stage-tp/--pp/--dp/--cp/--ep/--virtual-stages/--sequence-parallel"
                      : a.virtual_stages > 1  ? "--tp/--pp/--dp/--cp/--ep/--micro-batches/--virtual-stages/--schedule"
                      : a.sequence_parallel ? "--tp/--pp/--dp/--cp/--ep/--sequence-parallel"
                                            : "--tp/--pp/--dp/--cp/--ep",

@@ -27,6 +27,7 @@ struct PlanArgs {
   int tp = 1, pp = 1, dp = 1, micro_batches = 1, zero = 0, ep = 1;
   int cp = 1;  // context parallelism: the plan runs dp x cp copies of the weights (ParallelPlan::cp)
   std::vector<int> stage_tp;  // per stage, its own tensor-parallel width (ParallelPlan::stage_tp)
+  std::vector<int> stage_starts;  // each stage's first layer (ParallelPlan::stage_starts); empty: by stage_split
   int virtual_stages = 1;  // interleaved 1F1B
   std::string stage_split = "balanced";  // balanced (the stages' compute, by DP) or even (Megatron-LM's)
   bool no_scatter_gather = false;
@@ -103,6 +104,7 @@ inline ParallelPlan plan_from_args(const PlanArgs& a, const std::string& source,
                      "Megatron overlaps the distributed optimizer's parameter gathers only with the gradients' reductions "
                      "(--overlap-param-gather needs --overlap-grad-reduce): add --no-overlap-param-gather");
   plan.virtual_stages = a.virtual_stages;
+  plan.stage_starts = a.stage_starts;
   plan.ep = a.ep;
   plan.scatter_gather = !a.no_scatter_gather;
   plan.sequence_parallel = a.sequence_parallel;
@@ -121,6 +123,8 @@ inline ParallelPlan plan_from_args(const PlanArgs& a, const std::string& source,
 inline void apply_stage_split(ParallelPlan& plan, const PlanArgs& a, const LayerModel& model, const std::string& source,
                               const std::string& field) {
   if (a.stage_split == "balanced") return;
+  if (!a.stage_starts.empty())
+    throw InputError(source, field, "the stage starts are given: a split of the layers would replace them (leave out one of the two)");
   if (a.stage_split != "even") throw InputError(source, field, fmt::format("expected balanced or even, got '{}'", a.stage_split));
   try {
     plan.stage_starts = megatron_stages(model, plan.pp * plan.virtual_stages, MegatronSplit::Even);
@@ -146,6 +150,28 @@ inline models::LayerZooOptions zoo_options(const PlanArgs& a, const std::string&
   if (!a.main_gradients.empty())
     zoo.main_gradients = enum_parse<MainGradients>(kMainGradientsNames, a.main_gradients, source, "--main-gradients");
   return zoo;
+}
+
+// Megatron's measures of an iteration of `latency` seconds on `gpus` GPUs: tokens per second per
+// GPU, model FLOP/s per GPU (the layer model's FLOPs, no recomputation) and MFU against the GPU's
+// dense peak at the precision (an fp8 run's 16-bit peak, as Megatron-LM and NeMo report it; 0 for
+// a measured workload, whose GPU placesim does not know).
+struct PlanThroughput {
+  double tokens_per_s_per_gpu = 0, model_flops_per_gpu = 0, mfu = 0, peak_flops = 0;
+};
+inline PlanThroughput plan_throughput(const PlanArgs& a, const ParallelPlan& plan, const LayerModel& model, double gpus,
+                                      double latency) {
+  PlanThroughput t;
+  const double sequences = static_cast<double>(model.micro_batch) * plan.micro_batches * (plan.dp / plan.cp);  // a context group shares them
+  t.tokens_per_s_per_gpu = sequences * model.sequence / latency / gpus;
+  t.model_flops_per_gpu = model.model_flops * plan.micro_batches * plan.dp / latency / gpus;
+  if (a.workload.empty()) {
+    const models::LayerZooOptions zoo = zoo_options(a, "command line");
+    const models::GpuSpec gpu = models::kernel_model_gpu(a.gpu, "command line");
+    t.peak_flops = gpu.dense(gpu.outside_fp8(zoo.precision.value_or(gpu.default_precision())));
+    t.mfu = t.model_flops_per_gpu / t.peak_flops;
+  }
+  return t;
 }
 
 // The layer-level model the arguments name (a zoo model or a model file; not a measured

@@ -58,7 +58,7 @@ __all__ = [
     "load_graph", "zoo", "zoo_models", "import_onnx", "make_graph",
     "load_cluster", "cluster", "topology_types",
     "evaluate", "strategies", "place", "register_strategy",
-    "load_scenario", "run_scenario", "read_results", "plan", "collective", "version",
+    "load_scenario", "run_scenario", "read_results", "plan", "search", "collective", "version",
 ]
 
 
@@ -317,6 +317,35 @@ def collective(cluster, op: str = "all-reduce", algorithm: str = "ring", bytes="
                   factor=factor, gpus=gpus, group=group, chunks=chunks, root=root, engine=engine, model=model)
         text = _placesim._collective_json(kw)
     return pd.DataFrame([_json.loads(line) for line in text.splitlines() if line.strip()])
+
+
+def search(cluster, *, global_batch: int, model: _Optional[str] = None, model_file=None, gpus: int = 0, top: int = 10,
+           exhaustive: bool = False, **options) -> dict:
+    """``placesim search``: every Megatron-style configuration of ``model`` (a zoo name) or
+    ``model_file`` on ``gpus`` GPUs of the cluster (0: all) at ``global_batch`` sequences per
+    iteration, pruned by memory, ranked by NEST's estimate, the ``top`` best simulated on the flow
+    engine (``exhaustive=True``: then every one whose lower bound is below the best). The space's
+    knobs as lists: tp, pp, cp, ep, virtual_stages, micro_batch_size, recompute ("none",
+    "selective", "full"), sequence_parallel and tp_comm_overlap ("on", "off"), optimizer ("none",
+    "distributed", "zero2", "zero3"); and gpu, precision, sequence, attention, main_gradients,
+    threads, engine. Returns ``search --json``'s object as a dict (counts, phases and their
+    seconds, proven_best, plans: each with iteration_s, tokens_per_s_per_gpu, mfu,
+    memory_per_gpu_bytes, breakdown and the ``placesim plan`` command that re-runs it) with
+    ``frame``: the plans as a DataFrame, one row each, the plan's knobs as columns."""
+    import pandas as pd
+    with _tempfile.TemporaryDirectory(prefix="placesim-") as folder:
+        kw = dict(cluster=_cluster_file(_as_cluster(cluster), folder), model=model,
+                  model_file=None if model_file is None else _os.fspath(model_file), gpus=gpus,
+                  global_batch=global_batch, top=top, exhaustive=exhaustive, **options)
+        result = _json.loads(_placesim._search_json(kw))
+    rows = []
+    for p in result["plans"]:
+        row = {k: v for k, v in p.items() if k not in ("plan", "breakdown", "memory_per_component_bytes")}
+        row.update(p["plan"])
+        row.update({f"{k}_s": v for k, v in p["breakdown"].items() if k != "slowest_gpu"})
+        rows.append(row)
+    result["frame"] = pd.DataFrame(rows)
+    return result
 
 
 from .env import PlacementEnv  # noqa: E402

@@ -15,6 +15,7 @@
 #include "common.h"
 #include "placement/framework/planner.h"
 #include "plan_cli.h"
+#include "search_cli.h"
 #include "scenarios/runner/scenario.h"
 #include "sim/collectives/algorithms.h"
 #include "sim/collectives/collectives.h"
@@ -98,10 +99,20 @@ py::dict run_plan(const LayerWorkload& workload, const ParallelPlan& plan, const
   folding["reason"] = simulated.fold.reason;
   out["folding"] = folding;
   out["notes"] = simulated.notes;
+  // Megatron's measures per engine, as `placesim plan` prints them.
+  py::dict tokens, tflops, mfu;
+  const LayerModel& model = workload.at(plan.tp, "python", "tp");
   for (const EngineRun& r : ran.runs) {
     latencies[py::str(r.engine)] = r.latency;
     walls[py::str(r.engine)] = r.wall_s;
+    const PlanThroughput t = plan_throughput(a, plan, model, static_cast<double>(layout.gpus.size()), r.latency);
+    tokens[py::str(r.engine)] = t.tokens_per_s_per_gpu;
+    tflops[py::str(r.engine)] = t.model_flops_per_gpu / 1e12;
+    if (t.peak_flops > 0) mfu[py::str(r.engine)] = t.mfu;
   }
+  out["tokens_per_s_per_gpu"] = tokens;
+  out["model_tflops_per_gpu"] = tflops;
+  out["mfu"] = mfu;  // {} for a measured workload (its GPU's peak is not known)
   // Where each engine's iteration went (seconds; the parts sum to its latency).
   py::dict breakdown;
   for (const auto& [engine, b] : simulated.breakdown) breakdown[py::str(engine)] = to_python(breakdown_json(b));
@@ -158,6 +169,7 @@ constexpr PlanKeyword kPlanKeywords[] = {
     {"ep", set_field<&PlanArgs::ep>},
     {"virtual_stages", set_field<&PlanArgs::virtual_stages>},
     {"stage_split", set_field<&PlanArgs::stage_split>},
+    {"stage_starts", set_field<&PlanArgs::stage_starts>},
     {"micro_batch_size", set_field<&PlanArgs::micro_batch_size>},
     {"sequence", set_field<&PlanArgs::sequence>},
     {"stage_tp", set_field<&PlanArgs::stage_tp>},
@@ -217,6 +229,55 @@ py::dict plan_with(const std::string& planner, const py::dict& workload_spec, co
   return out;
 }
 
+// `placesim search --json`: the keywords as its flags (lists for the space's knobs).
+std::string search_json_of(const py::dict& kw) {
+  SearchRequest r;
+  std::vector<std::string> known;
+  auto text = [&](const char* key, std::string& field) {
+    known.emplace_back(key);
+    if (kw.contains(key) && !kw[key].is_none()) field = py::str(kw[key]).cast<std::string>();
+  };
+  auto number = [&](const char* key, auto& field) {
+    known.emplace_back(key);
+    if (kw.contains(key) && !kw[key].is_none()) field = kw[key].cast<std::remove_reference_t<decltype(field)>>();
+  };
+  text("model", r.base.model);
+  text("model_file", r.base.model_file);
+  text("cluster", r.base.cluster);
+  text("gpu", r.base.gpu);
+  text("precision", r.base.precision);
+  text("attention", r.base.attention);
+  text("main_gradients", r.base.main_gradients);
+  text("engine", r.engine);
+  number("sequence", r.base.sequence);
+  number("gpus", r.gpus);
+  number("global_batch", r.global_batch);
+  number("top", r.top);
+  number("exhaustive", r.exhaustive);
+  number("threads", r.threads);
+  number("tp", r.space.tp);
+  number("pp", r.space.pp);
+  number("cp", r.space.cp);
+  number("ep", r.space.ep);
+  number("virtual_stages", r.space.virtual_stages);
+  number("micro_batch_size", r.space.micro_batch_size);
+  number("recompute", r.space.recompute);
+  number("sequence_parallel", r.space.sequence_parallel);
+  number("optimizer", r.space.optimizer);
+  number("tp_comm_overlap", r.space.tp_comm_overlap);
+  for (const auto& [key, value] : kw) {
+    const std::string name = py::str(key).cast<std::string>();
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      throw InputError("python", name, fmt::format("unknown keyword of search; expected one of {}", fmt::join(known, ", ")));
+  }
+  SearchResult result;
+  {
+    py::gil_scoped_release released;
+    result = search_plans(r, [](const std::string& line) { std::cerr << line << "\n"; });
+  }
+  return search_json(result, r.engine);
+}
+
 // `placesim collective ... --json`, its lines returned as text.
 std::string collective_json(const py::dict& kw) {
   CollectiveArgs a;
@@ -264,6 +325,7 @@ void bind_plans(py::module_& m) {
   m.def("_plan_with", &plan_with, py::arg("planner"), py::arg("workload"), py::arg("cluster"), py::arg("options"),
         py::arg("run"));
   m.def("_collective_json", &collective_json, py::arg("kw"));
+  m.def("_search_json", &search_json_of, py::arg("kw"));
 }
 
 }  // namespace placesim::python

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -106,10 +107,21 @@ class Progress {
         tty_(enabled && ::isatty(STDERR_FILENO) && &out == &std::cerr),
         start_(std::chrono::steady_clock::now()) {}
 
-  void started() { ++running_; draw(); }
+  void started() {
+    ++running_;
+    starts_.push_back(std::chrono::steady_clock::now());
+    draw();
+  }
   // `ran`: the point had a worker (started() counted it as running).
   void finished(const PointRecord& record, bool ran) {
-    if (ran) --running_;
+    if (ran) {
+      --running_;
+      if (!starts_.empty()) {
+        busy_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - starts_.front()).count();
+        ++ran_;
+        starts_.pop_front();  // the longest running: an approximation when several run at once
+      }
+    }
     ++done_;
     if (record.status == PointStatus::Failed || record.status == PointStatus::TimedOut) ++failed_;
     if (!enabled_) return;
@@ -137,6 +149,7 @@ class Progress {
   // A worker ended without a record (the run is stopping): it no longer runs.
   void stopped() {
     --running_;
+    if (!starts_.empty()) starts_.pop_front();
     draw();
   }
   void tick() { draw(); }
@@ -145,9 +158,18 @@ class Progress {
   }
 
  private:
+  // From the points done and their rate; none ("?") before any is done, or while a running point
+  // has taken longer than twice the points done took on average (one long search among quick
+  // points, an mcmc-plan of many steps: the rate says nothing of it).
   std::string eta() const {
     if (done_ == 0) return "?";
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    if (!starts_.empty() && ran_ > 0) {
+      const double mean = busy_ / static_cast<double>(ran_);
+      const double longest = std::chrono::duration<double>(now - starts_.front()).count();
+      if (longest > 2 * mean) return fmt::format("? (a point has run {} so far, the points done {} on average)", format_eta(longest), format_eta(mean));
+    }
     return format_eta(elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_));
   }
   void draw() {
@@ -164,6 +186,9 @@ class Progress {
   std::string prefix_;
   bool tty_;
   std::chrono::steady_clock::time_point start_;
+  std::deque<std::chrono::steady_clock::time_point> starts_;  // of the points running, oldest first
+  double busy_ = 0;     // seconds the points done ran
+  std::size_t ran_ = 0;  // points done that ran here
 };
 
 // What the log lines of this process start with.

@@ -40,10 +40,10 @@ double nest_per_rank_bytes(const ParallelPlan& plan, double bytes) {
   return (plan.scatter_gather || plan.sequence_parallel) && plan.tp > 1 ? bytes / plan.tp : bytes;
 }
 
-NestNetwork NestNetwork::aware(const Cluster& c) { return {&c, false, 0, 0}; }
+NestNetwork NestNetwork::aware(const Cluster& c) { return {&c, false, 0, 0, nullptr}; }
 
 NestNetwork NestNetwork::unaware(const Cluster& c) {
-  NestNetwork n{&c, true, 1, 0};
+  NestNetwork n{&c, true, 1, 0, nullptr};
   double best_bw = 0, best_lat = kInf;
   for (DeviceId j = 1; j < c.num_devices(); ++j) {
     const double bw = c.bandwidth(0, j), lat = c.latency(0, j);
@@ -73,6 +73,19 @@ double NestNetwork::send(DeviceId a, DeviceId b, double bytes) const {
 double NestNetwork::reduction(std::span<const DeviceId> group, double bytes, CollectiveAlgorithm algorithm,
                               int zero) const {
   if (group.size() < 2 || bytes <= 0) return 0;
+  if (memo) {
+    auto key = std::make_tuple(std::vector<DeviceId>(group.begin(), group.end()), bytes, algorithm, zero);
+    {
+      std::lock_guard lock(memo->mutex);
+      if (auto it = memo->priced.find(key); it != memo->priced.end()) return it->second;
+    }
+    NestNetwork priced_afresh = *this;
+    priced_afresh.memo = nullptr;
+    const double t = priced_afresh.reduction(group, bytes, algorithm, zero);
+    std::lock_guard lock(memo->mutex);
+    memo->priced.emplace(std::move(key), t);
+    return t;
+  }
   if (zero > 0) algorithm = zero_collective_algorithm(algorithm);  // what the plan compiles into
   double all_reduce = 0;
   if (flat) {

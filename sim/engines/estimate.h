@@ -9,7 +9,12 @@
 // (recompute) and how its memory is counted; nest_baseline_pricing prices it as NEST's code
 // prices its manual baseline. The nest planners (placement/planners/nest) minimise it; as
 // the `estimate` engine it prices any plan beside the engines that run it.
+#include <cstdint>
+#include <unordered_map>
+#include <memory>
+#include <mutex>
 #include <span>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -50,11 +55,33 @@ struct NestEstimate {
   double memory_ratio = 0;  // the largest of the plan's GPUs' memory needed / memory held (fits: <= 1)
 };
 
+// Reductions already priced (NestNetwork::reduction is a pure function of its arguments): a
+// search pricing thousands of plans prices each group and size once. Shared by threads.
+struct NestReductionMemo {
+  using Key = std::tuple<std::vector<DeviceId>, double, CollectiveAlgorithm, int>;
+  struct Hash {
+    static std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer
+      x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+      return x ^ (x >> 31);
+    }
+    std::size_t operator()(const Key& k) const {
+      std::uint64_t h = mix(std::hash<double>{}(std::get<1>(k)) + (static_cast<std::uint64_t>(std::get<2>(k)) << 40) +
+                            (static_cast<std::uint64_t>(std::get<3>(k)) << 56));
+      for (DeviceId d : std::get<0>(k)) h = mix(h + static_cast<std::uint64_t>(d) + 0x9e3779b97f4a7c15ULL);
+      return h;
+    }
+  };
+  std::mutex mutex;
+  std::unordered_map<Key, double, Hash> priced;
+};
+
 // How the planner prices the network.
 struct NestNetwork {
   const Cluster* cluster = nullptr;
   bool flat = false;                 // every pair priced as the fastest (nest-unaware)
   double flat_bandwidth = 0, flat_latency = 0;
+  std::shared_ptr<NestReductionMemo> memo;  // null: every reduction priced afresh
   static NestNetwork aware(const Cluster& c);
   static NestNetwork unaware(const Cluster& c);
   // Latency (s) and inverse bandwidth (s per byte) between two GPUs as priced.

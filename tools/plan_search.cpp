@@ -1,0 +1,471 @@
+#include "plan_search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <tuple>
+
+#include "sim/core/errors.h"
+#include "sim/core/units.h"
+#include "sim/engines/estimate.h"
+#include "sim/plans/plan_run.h"
+#include "topologies/registry.h"
+
+namespace placesim {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::vector<int> divisors_of(long n, long most) {
+  std::vector<int> out;
+  for (long d = 1; d <= std::min(n, most); ++d)
+    if (n % d == 0) out.push_back(static_cast<int>(d));
+  return out;
+}
+
+template <typename T>
+std::vector<T> or_default(const std::vector<T>& given, std::vector<T> all) {
+  return given.empty() ? all : given;
+}
+
+// The values of each knob the space takes (the request's, else every one that makes sense).
+struct Knobs {
+  std::vector<int> tp, cp, ep, mbs;
+  std::vector<std::string> recompute, optimizer;
+  std::vector<bool> sequence_parallel, tp_comm_overlap;
+};
+
+std::vector<bool> on_off(const std::vector<std::string>& given, std::vector<bool> all) {
+  if (given.empty()) return all;
+  std::vector<bool> out;
+  for (const std::string& v : given) out.push_back(v == "on");
+  return out;
+}
+
+Knobs knobs_of(const SearchRequest& r, const models::TransformerShape& shape, const Cluster& cluster, std::vector<std::string>& notes) {
+  Knobs k;
+  // Tensor parallelism inside a server (its all-reduces run every layer: across servers they
+  // would take the NICs' bandwidth, a tenth of NVLink's).
+  const int per_server = cluster.num_devices() / std::max(1, cluster.num_servers());
+  std::vector<int> tp_all;
+  for (int t = 1; t <= per_server; t *= 2)
+    if (shape.heads % t == 0) tp_all.push_back(t);
+  k.tp = or_default(r.space.tp, tp_all);
+  std::vector<int> cp_all;
+  for (int c = 1; c <= 16; c *= 2)
+    if (shape.sequence % (2 * c) == 0 || c == 1) cp_all.push_back(c);
+  k.cp = or_default(r.space.cp, cp_all);
+  k.ep = or_default(r.space.ep, shape.experts > 1 ? divisors_of(shape.experts, shape.experts) : std::vector<int>{1});
+  k.mbs = or_default(r.space.micro_batch_size, std::vector<int>{1, 2, 4, 8});
+  std::vector<std::string> recompute_all = {"none", "full"};
+  if (r.base.attention != "fused") recompute_all.insert(recompute_all.begin() + 1, "selective");
+  else if (r.space.recompute.empty())
+    notes.push_back("recompute selective left out: with fused attention it recomputes nothing more than none (the "
+                    "attention core keeps no scores to drop)");
+  k.recompute = or_default(r.space.recompute, recompute_all);
+  k.optimizer = or_default(r.space.optimizer, std::vector<std::string>{"none", "distributed", "zero2", "zero3"});
+  k.sequence_parallel = on_off(r.space.sequence_parallel, {false, true});
+  k.tp_comm_overlap = on_off(r.space.tp_comm_overlap, {false, true});
+  return k;
+}
+
+// The pipeline depths and, per depth, the virtual stages: Megatron-LM's rule, the blocks evenly
+// over pp x v stages when v > 1.
+std::vector<std::pair<int, int>> pipelines_of(const SearchRequest& r, const models::TransformerShape& shape, long ranks) {
+  std::vector<std::pair<int, int>> out;
+  const std::vector<int> pps = r.space.pp.empty() ? divisors_of(ranks, shape.layers) : r.space.pp;
+  for (int pp : pps) {
+    if (ranks % pp != 0) continue;
+    std::vector<int> vs = r.space.virtual_stages;
+    if (vs.empty()) {
+      vs = {1};
+      if (pp > 1)
+        for (int v = 2; pp * v <= shape.layers; ++v)
+          if (shape.layers % (pp * v) == 0) vs.push_back(v);
+    }
+    for (int v : vs)
+      if (v == 1 || pp > 1) out.emplace_back(pp, v);
+  }
+  return out;
+}
+
+// Every combination of the knobs that is a plan of `gpus` GPUs at the global batch.
+std::vector<PlanArgs> enumerate_plans(const SearchRequest& r, const models::TransformerShape& shape, const Knobs& k,
+                                      long& enumerated) {
+  std::vector<PlanArgs> out;
+  for (int tp : k.tp)
+    for (int cp : k.cp) {
+      if (r.gpus % (static_cast<long>(tp) * cp) != 0) continue;
+      for (const auto& [pp, v] : pipelines_of(r, shape, r.gpus / (static_cast<long>(tp) * cp))) {
+        const long dp = r.gpus / (static_cast<long>(tp) * cp * pp);
+        for (int ep : k.ep) {
+          if (dp % ep != 0) continue;
+          for (int mbs : k.mbs) {
+            if (r.global_batch % (mbs * dp) != 0) continue;
+            const long m = r.global_batch / (mbs * dp);
+            if (v > 1 && m % pp != 0) continue;  // interleaving: micro-batches a multiple of pp
+            for (const std::string& recompute : k.recompute)
+              for (const std::string& optimizer : k.optimizer) {
+                // DeepSpeed's rule: ZeRO 2 and 3 shard gradients and parameters that a pipeline
+                // would hold apart, and it refuses them with pipeline parallelism.
+                if ((optimizer == "zero2" || optimizer == "zero3") && pp > 1) continue;
+                if (optimizer != "none" && dp * cp == 1) continue;
+                for (bool sp : k.sequence_parallel) {
+                  if (sp && tp == 1) continue;
+                  for (bool overlap : k.tp_comm_overlap) {
+                    if (overlap && !sp) continue;
+                    ++enumerated;
+                    PlanArgs a = r.base;
+                    a.tp = tp, a.pp = pp, a.dp = static_cast<int>(dp), a.cp = cp, a.ep = ep, a.virtual_stages = v;
+                    a.micro_batch_size = mbs, a.global_batch = r.global_batch, a.micro_batches = 1;
+                    a.recompute = recompute;
+                    a.distributed_optimizer = optimizer == "distributed";
+                    a.zero = optimizer == "zero2" ? 2 : optimizer == "zero3" ? 3 : 0;
+                    a.sequence_parallel = sp, a.tp_comm_overlap = overlap;
+                    a.engine = r.engine;
+                    out.push_back(std::move(a));
+                  }
+                }
+              }
+          }
+        }
+      }
+    }
+  return out;
+}
+
+// The models the candidates run, one per distinct (tp, micro-batch size, recompute, sequence
+// parallelism, cp): building one is most of a candidate's cost.
+class ModelCache {
+ public:
+  const LayerWorkload* get(const PlanArgs& a) {
+    const auto key = std::make_tuple(a.tp, a.micro_batch_size, a.recompute, a.sequence_parallel, a.cp);
+    std::lock_guard lock(mutex_);
+    auto it = models_.find(key);
+    if (it == models_.end()) {
+      std::optional<LayerWorkload> built;
+      try {
+        built = model_from_args(a, "command line");
+      } catch (const InputError&) {
+        // A width the model cannot take (heads, sequence): no candidate of it is a plan.
+      }
+      it = models_.emplace(key, std::move(built)).first;
+    }
+    return it->second ? &*it->second : nullptr;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::tuple<int, int, std::string, bool, int>, std::optional<LayerWorkload>> models_;
+};
+
+}  // namespace
+
+ComputeBounds compute_lower_bound(const LayerModel& model, const ParallelPlan& plan, const std::vector<int>& starts) {
+  const int S = static_cast<int>(starts.size()), L = static_cast<int>(model.layers.size());
+  auto end_of = [&](int p) { return p + 1 < S ? starts[p + 1] : L; };
+  std::vector<double> forward(S, 0), backward(S, 0), optimizer(plan.pp, 0), work(plan.pp, 0);
+  for (int p = 0; p < S; ++p) {
+    const bool recomputes = stage_recomputes(model, plan, p, S);
+    for (int l = starts[p]; l < end_of(p); ++l) {
+      forward[p] += model.layers[l].forward_s;
+      backward[p] += model.layers[l].backward_s * (recomputes ? 2 : 1);
+      optimizer[p % plan.pp] += model.layers[l].optimizer_s;
+    }
+    work[p % plan.pp] += plan.micro_batches * (forward[p] + backward[p]);
+  }
+  if (plan.zero >= 1)
+    for (double& o : optimizer) o /= plan.dp;
+  ComputeBounds b;
+  double fill = 0, drain = 0;
+  for (int r = 0; r < plan.pp; ++r) {
+    b.lower_bound = std::max(b.lower_bound, fill + work[r] + std::max(optimizer[r], drain + optimizer[0]));
+    b.floor = std::max(b.floor, work[r]);
+    fill += forward[r];  // chunk 0's stages: the first micro-batch's path to rank r + 1
+    drain += backward[r];
+  }
+  return b;
+}
+
+namespace {
+
+struct Priced {
+  PlanArgs args;
+  const LayerWorkload* workload = nullptr;
+  const LayerModel* model = nullptr;
+  ParallelPlan plan;  // its stage starts as laid out
+  CompiledPlan layout;
+  double lower_bound = 0, floor = 0;
+  double estimate = std::numeric_limits<double>::quiet_NaN();  // NaN: not estimated
+};
+
+// The candidate laid out and priced: nullopt when it is not a plan (the model or the checks
+// refuse it); `fits` false when a GPU would not hold it.
+std::optional<Priced> lay_out(const PlanArgs& a, ModelCache& models, const Cluster& cluster) {
+  Priced c;
+  c.args = a;
+  c.workload = models.get(a);
+  if (!c.workload) return std::nullopt;
+  try {
+    c.model = &c.workload->at(a.tp, "command line", "--tp");
+    c.plan = plan_from_args(a, "command line", "--schedule", "--gradient-algorithm");
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+  if (!plan_problem(*c.workload, c.plan, cluster).empty()) return std::nullopt;
+  c.layout = plan_layout(*c.workload, c.plan, cluster);
+  if (!c.layout.infeasible.empty()) return c;
+  ParallelPlan laid = c.plan;
+  laid.stage_starts = c.layout.stage_starts;
+  const ComputeBounds bounds = compute_lower_bound(*c.model, laid, c.layout.stage_starts);
+  c.lower_bound = bounds.lower_bound;
+  c.floor = bounds.floor;
+  return c;
+}
+
+void estimate(Priced& c, const NestNetwork& network) {
+  ParallelPlan laid = c.plan;
+  laid.stage_starts = c.layout.stage_starts;
+  c.estimate = nest_estimate(*c.model, laid, network).time_per_batch;
+}
+
+// Runs `work(i)` for i in [0, n) on `threads` threads, `done(i)` after each (under a lock).
+void for_each_parallel(std::size_t n, int threads, const std::function<void(std::size_t)>& work,
+                       const std::function<void(std::size_t)>& done) {
+  std::atomic<std::size_t> next{0};
+  std::mutex mutex;
+  auto loop = [&] {
+    for (std::size_t i; (i = next++) < n;) {
+      work(i);
+      std::lock_guard lock(mutex);
+      done(i);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min<int>(threads, static_cast<int>(n)); ++t) pool.emplace_back(loop);
+  loop();
+  for (auto& t : pool) t.join();
+}
+
+SearchCandidate simulate_candidate(const Priced& c, const Cluster& cluster) {
+  SearchCandidate out;
+  out.args = c.args;
+  out.stage_starts = c.layout.stage_starts;
+  out.lower_bound_s = c.lower_bound;
+  out.estimate_s = c.estimate;
+  for (std::size_t i = 0; i < c.layout.memory.size(); ++i)
+    if (c.layout.memory[i].total() > out.memory_bytes) {
+      out.memory_bytes = c.layout.memory[i].total();
+      out.memory = c.layout.memory[i];
+      out.capacity_bytes = cluster.device(c.layout.gpus[i]).memory_bytes;
+    }
+  const PlanRun run = simulate_plan(*c.workload, c.plan, cluster, plan_run_options(c.args, "command line"));
+  out.simulated = true;
+  out.iteration_s = run.runs.runs.front().latency;
+  if (!run.breakdown.empty()) out.breakdown = run.breakdown.front().second;
+  out.folding = run.fold.reason;
+  const PlanThroughput t = plan_throughput(c.args, c.plan, *c.model, static_cast<double>(c.layout.gpus.size()), out.iteration_s);
+  out.tokens_per_s_per_gpu = t.tokens_per_s_per_gpu;
+  out.model_tflops_per_gpu = t.model_flops_per_gpu / 1e12;
+  out.mfu = t.mfu;
+  return out;
+}
+
+std::string format_eta(double seconds) { return seconds < 1 ? "<1 s" : format_duration(seconds); }
+
+}  // namespace
+
+std::string plan_command(const PlanArgs& a, const std::string& engine) {
+  const PlanArgs d;
+  std::string cmd = "placesim plan";
+  if (!a.model.empty()) cmd += " --model " + a.model;
+  if (!a.model_file.empty()) cmd += " --model-file " + a.model_file;
+  cmd += " --cluster " + a.cluster;
+  if (a.gpu != d.gpu) cmd += " --gpu " + a.gpu;
+  if (!a.precision.empty()) cmd += " --precision " + a.precision;
+  if (!a.main_gradients.empty()) cmd += " --main-gradients " + a.main_gradients;
+  if (a.sequence != d.sequence) cmd += fmt::format(" --sequence {}", a.sequence);
+  if (a.attention != d.attention) cmd += " --attention " + a.attention;
+  cmd += fmt::format(" --tp {} --pp {} --dp {}", a.tp, a.pp, a.dp);
+  if (a.cp > 1) cmd += fmt::format(" --cp {}", a.cp);
+  if (a.ep > 1) cmd += fmt::format(" --ep {}", a.ep);
+  if (a.virtual_stages > 1) cmd += fmt::format(" --virtual-stages {}", a.virtual_stages);
+  cmd += fmt::format(" --micro-batch-size {} --global-batch {} --recompute {}", a.micro_batch_size, a.global_batch, a.recompute);
+  if (a.sequence_parallel) cmd += " --sequence-parallel";
+  if (a.tp_comm_overlap) cmd += " --tp-comm-overlap";
+  if (a.distributed_optimizer) cmd += " --distributed-optimizer";
+  if (a.zero > 0 && !a.distributed_optimizer) cmd += fmt::format(" --zero {}", a.zero);
+  if (a.schedule != d.schedule) cmd += " --schedule " + a.schedule;
+  if (a.gradient_algorithm != d.gradient_algorithm) cmd += " --gradient-algorithm " + a.gradient_algorithm;
+  if (a.collectives != d.collectives) cmd += " --collectives " + a.collectives;
+  if (a.order != d.order) cmd += " --order " + a.order;
+  cmd += " --engine " + engine;
+  return cmd;
+}
+
+namespace {
+
+// Phase 2 (the models it builds kept in `models`, which the candidates point into): each configuration laid out (its stages and memory) and bounded, in parallel; the ones
+// that fit, the rest counted.
+std::vector<Priced> lay_out_all(const std::vector<PlanArgs>& all, int threads, const Cluster& cluster, ModelCache& models,
+                                SearchResult& result, const SearchProgress& say) {
+  const auto t0 = Clock::now();
+  std::vector<std::optional<Priced>> laid(all.size());
+  std::size_t finished = 0;
+  auto last_said = Clock::now();
+  for_each_parallel(
+      all.size(), threads, [&](std::size_t i) { laid[i] = lay_out(all[i], models, cluster); },
+      [&](std::size_t) {
+        ++finished;
+        if (since(last_said) > 5) {
+          last_said = Clock::now();
+          say(fmt::format("search: laid out {} of {} (ETA {})", finished, all.size(),
+                          format_eta(since(t0) / finished * (all.size() - finished))));
+        }
+      });
+  std::vector<Priced> fitting;
+  for (auto& p : laid) {
+    if (!p) ++result.invalid;
+    else if (!p->layout.infeasible.empty()) ++result.over_memory;
+    else fitting.push_back(std::move(*p));
+  }
+  result.fitting = static_cast<long>(fitting.size());
+  result.phases.push_back({"enumerate and lay out (memory, lower bounds)", result.fitting, since(t0)});
+  say(fmt::format("search: {} fit in memory ({} over it, {} not plans of this model), laid out in {}", result.fitting,
+                  result.over_memory, result.invalid, format_duration(since(t0))));
+  return fitting;
+}
+
+// Phase 3: NEST's estimate of the candidates in the order of their compute floors, which it never
+// undercuts, until the next floor is above the `top`-th best estimate: the `top` best estimates of
+// all, without estimating the rest. Returns the candidates' indices, best estimate first.
+std::vector<std::size_t> estimate_best(std::vector<Priced>& fitting, int top, int threads, const Cluster& cluster,
+                                       SearchResult& result, const SearchProgress& say) {
+  const auto t0 = Clock::now();
+  NestNetwork network = NestNetwork::aware(cluster);
+  network.memo = std::make_shared<NestReductionMemo>();
+  std::vector<std::size_t> by_floor(fitting.size());
+  for (std::size_t i = 0; i < by_floor.size(); ++i) by_floor[i] = i;
+  std::sort(by_floor.begin(), by_floor.end(), [&](std::size_t a, std::size_t b) { return fitting[a].floor < fitting[b].floor; });
+  std::vector<double> best;  // the `top` best estimates so far, ascending
+  std::size_t at = 0;
+  const std::size_t chunk = 64;
+  while (at < by_floor.size() && (static_cast<int>(best.size()) < top || fitting[by_floor[at]].floor <= best.back())) {
+    const std::size_t n = std::min(chunk, by_floor.size() - at);
+    for_each_parallel(n, threads, [&](std::size_t k) { estimate(fitting[by_floor[at + k]], network); }, [](std::size_t) {});
+    for (std::size_t k = 0; k < n; ++k) {
+      best.insert(std::upper_bound(best.begin(), best.end(), fitting[by_floor[at + k]].estimate), fitting[by_floor[at + k]].estimate);
+      if (static_cast<int>(best.size()) > top) best.pop_back();
+    }
+    at += n;
+  }
+  result.estimated = static_cast<long>(at);
+  std::vector<std::size_t> ranked(by_floor.begin(), by_floor.begin() + static_cast<long>(at));
+  std::sort(ranked.begin(), ranked.end(), [&](std::size_t a, std::size_t b) {
+    return std::tie(fitting[a].estimate, fitting[a].lower_bound, a) < std::tie(fitting[b].estimate, fitting[b].lower_bound, b);
+  });
+  if (static_cast<int>(ranked.size()) > top) ranked.resize(static_cast<std::size_t>(top));
+  result.phases.push_back({"estimate (NEST's, in the order of the compute floors)", result.estimated, since(t0)});
+  say(fmt::format("search: {} estimated (the rest cannot reach the {} best estimates) in {}", result.estimated, top,
+                  format_duration(since(t0))));
+  return ranked;
+}
+
+}  // namespace
+
+SearchResult search_plans(const SearchRequest& r0, const SearchProgress& progress) {
+  const SearchProgress say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  SearchRequest r = r0;
+  if (r.base.model.empty() == r.base.model_file.empty())
+    throw InputError("command line", "--model/--model-file", "expected one of --model NAME or --model-file FILE");
+  if (r.global_batch < 1) throw InputError("command line", "--global-batch", "expected the sequences per iteration, at least 1");
+  const Cluster cluster = load_cluster_file(r.base.cluster);
+  if (r.gpus == 0) r.gpus = cluster.num_devices();
+  if (r.gpus > cluster.num_devices())
+    throw InputError("command line", "--gpus", fmt::format("the cluster has {} GPUs, asked for {}", cluster.num_devices(), r.gpus));
+  models::TransformerShape shape =
+      r.base.model.empty() ? models::load_model_file(r.base.model_file) : *models::find_layer_zoo(r.base.model);
+  if (r.base.sequence > 0) shape.sequence = r.base.sequence;
+  const int threads = std::max(1, r.threads);
+  SearchResult result;
+  result.model = r.base.model.empty() ? r.base.model_file : r.base.model;
+  result.cluster = cluster.description;
+  result.gpus = r.gpus;
+  result.global_batch = r.global_batch;
+
+  // 1-2. Enumerate, lay out, bound.
+  const Knobs knobs = knobs_of(r, shape, cluster, result.notes);
+  const std::vector<PlanArgs> all = enumerate_plans(r, shape, knobs, result.enumerated);
+  say(fmt::format("search: {} configurations of {} on {} GPUs at a global batch of {}", all.size(), result.model, r.gpus,
+                  r.global_batch));
+  ModelCache models;  // the candidates' workloads point into it
+  std::vector<Priced> fitting = lay_out_all(all, threads, cluster, models, result, say);
+  if (fitting.empty()) return result;
+  // 3. The best estimates.
+  const std::vector<std::size_t> top = estimate_best(fitting, r.top, threads, cluster, result, say);
+
+  // 4. Simulate them; then, exhaustive, every candidate whose bound beats the best.
+  const auto t0 = Clock::now();
+  std::vector<bool> done(fitting.size(), false);
+  double best = std::numeric_limits<double>::infinity();
+  NestNetwork network = NestNetwork::aware(cluster);
+  auto simulate_batch = [&](const std::vector<std::size_t>& batch, const std::string& why) {
+    std::vector<SearchCandidate> out(batch.size());
+    std::size_t finished = 0;
+    const auto start = Clock::now();
+    for_each_parallel(
+        batch.size(), threads,
+        [&](std::size_t k) {
+          Priced& c = fitting[batch[k]];
+          if (std::isnan(c.estimate)) estimate(c, network);
+          out[k] = simulate_candidate(c, cluster);
+        },
+        [&](std::size_t k) {
+          ++finished;
+          done[batch[k]] = true;
+          say(fmt::format("search: {} {} of {}: {} ({}; ETA {})", why, finished, batch.size(), format_duration(out[k].iteration_s),
+                          plan_command(out[k].args, r.engine).substr(14), format_eta(since(start) / finished * (batch.size() - finished))));
+        });
+    for (SearchCandidate& c : out) {
+      if (c.iteration_s < c.lower_bound_s * (1 - 1e-9)) ++result.bound_violations;
+      best = std::min(best, c.iteration_s);
+      result.ranked.push_back(std::move(c));
+    }
+  };
+  simulate_batch(top, "simulated best estimate");
+  std::vector<std::size_t> by_bound;
+  for (std::size_t i = 0; i < fitting.size(); ++i)
+    if (!done[i]) by_bound.push_back(i);
+  std::sort(by_bound.begin(), by_bound.end(), [&](std::size_t a, std::size_t b) { return fitting[a].lower_bound < fitting[b].lower_bound; });
+  std::size_t at = 0;
+  // In rounds of one candidate per thread, while the next bound could beat the best.
+  while (r.exhaustive && at < by_bound.size() && fitting[by_bound[at]].lower_bound < best) {
+    std::vector<std::size_t> round;
+    while (at < by_bound.size() && static_cast<int>(round.size()) < threads && fitting[by_bound[at]].lower_bound < best)
+      round.push_back(by_bound[at++]);
+    simulate_batch(round, "simulated, bound below the best,");
+  }
+  for (; at < by_bound.size() && fitting[by_bound[at]].lower_bound < best; ++at) {
+    if (result.unproven == 0) result.best_unsimulated_bound_s = fitting[by_bound[at]].lower_bound;
+    ++result.unproven;
+  }
+  result.simulated = static_cast<long>(result.ranked.size());
+  std::stable_sort(result.ranked.begin(), result.ranked.end(),
+                   [](const SearchCandidate& a, const SearchCandidate& b) { return a.iteration_s < b.iteration_s; });
+  result.phases.push_back({"simulate on " + r.engine, result.simulated, since(t0)});
+  return result;
+}
+
+}  // namespace placesim
