@@ -25,6 +25,31 @@ TEST(Units, BadUnitsNameFileAndField) {
   EXPECT_THROW(parse_bytes("inf", "f", "x"), InputError);
 }
 
+// Any case but a bandwidth's b and B (bits, bytes): 100gbps is 100 Gb/s, 12.5gB/s 12.5 GB/s.
+TEST(Units, SuffixesInAnyCaseButBitsAndBytes) {
+  EXPECT_DOUBLE_EQ(parse_bandwidth("100gbps", "f", "x"), 100e9 / 8);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("100Gbps", "f", "x"), 100e9 / 8);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("100Gb/s", "f", "x"), 100e9 / 8);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("12.5GB/s", "f", "x"), 12.5e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("12.5gB/s", "f", "x"), 12.5e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("12.5GBps", "f", "x"), 12.5e9);
+  EXPECT_DOUBLE_EQ(parse_bytes("16gib", "f", "x"), 16.0 * 1073741824.0);
+  EXPECT_DOUBLE_EQ(parse_duration("2MS", "f", "x"), 2e-3);
+}
+
+// In a file a quantity carries its unit: a bare number (in base units, 100 B/s, 40 bytes) is
+// refused in one line naming the field; 0 is 0 in every unit.
+TEST(Units, BareNumbersInFilesAreRefused) {
+  EXPECT_INPUT_ERROR(cluster_from_yaml(YAML::Load("{type: nvlink-servers, gpus: 4, ethernet_bandwidth: 100}"), "c.yaml"),
+                     "ethernet_bandwidth", "100: a bandwidth needs a unit, e.g. 100Gbps or 100GB/s");
+  EXPECT_INPUT_ERROR(cluster_from_yaml(YAML::Load("{type: nvlink-servers, gpus: 4, gpu_memory: 40}"), "c.yaml"), "gpu_memory",
+                     "40: a size needs a unit, e.g. 40GiB or 40GB");
+  EXPECT_INPUT_ERROR(cluster_from_yaml(YAML::Load("{type: nvlink-servers, gpus: 4, ethernet_latency: 2}"), "c.yaml"),
+                     "ethernet_latency", "2: a duration needs a unit");
+  EXPECT_NO_THROW(cluster_from_yaml(YAML::Load("{type: nvlink-servers, gpus: 4, ethernet_latency: 0}"), "c.yaml"));
+  EXPECT_NO_THROW(cluster_from_yaml(YAML::Load("{type: nvlink-servers, gpus: 4, ethernet_bandwidth: 100gbps}"), "c.yaml"));
+}
+
 TEST(Cluster, NvlinkServersView) {
   NvlinkServersConfig cfg;
   cfg.gpus = 6;

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "placement/framework/portfolio.h"
 #include "placement/strategies/expert/expert.h"
 #include "sim/core/errors.h"
 #include "sim/engines/evaluator.h"
@@ -179,4 +180,28 @@ TEST(Expert, GradientOperatorsJoinTheLayerTheyDifferentiate) {
   ExpertConfig apart;
   apart.backward_with_forward = false;
   EXPECT_EQ(run_expert(g, c, apart).placement, (std::vector<DeviceId>{0, 0, 1, 1}));
+}
+
+// Feasibility first: the four-layer chain on 2 GPUs of 8 GB, layer 0's two operators 5 GB each.
+// The expert's chunks put layers 0 and 1 on GPU 0 (10 GB: over); the registry's expert falls back
+// on the portfolio's best that fits (m-TOPO's fill splits layer 0) and says so.
+TEST(Expert, OverMemoryFallsBackOnAPlacementThatFits) {
+  Graph g;
+  g.add_operator({"input", "Placeholder", 0, 0});
+  for (int l = 0; l < 4; ++l) {
+    g.add_operator({fmt::format("l{}/w", l), "op", 0.5e-3, l == 0 ? 5e9 : 0});
+    g.add_operator({fmt::format("l{}/w/read", l), "op", 0.5e-3, l == 0 ? 5e9 : 0});
+  }
+  g.add_operator({"loss", "op", 0, 0});
+  for (int i = 0; i + 1 < 10; ++i) g.add_tensor(i, i + 1, 1e6);
+  g.finalize("four layers, a heavy first");
+  const Cluster c = nvlink_servers(2, 8e9);
+  const PlacementResult own = run_expert(g, c);
+  EXPECT_FALSE(fits_memory(g, c, own.placement));
+  const PlacementResult r = testutil::make_strategy_from_yaml("expert", "{}")->place(g, c);
+  EXPECT_TRUE(fits_memory(g, c, r.placement));
+  ASSERT_TRUE(r.facts.memory_fallback.has_value());
+  EXPECT_NE(*r.facts.memory_fallback, "none fits");
+  EXPECT_TRUE(r.details.contains("memory_fallback"));
+  EXPECT_TRUE(r.details.contains("own_answer"));
 }

@@ -534,5 +534,5 @@ TEST(QuickPStrategy, OptionsAreValidated) {
   }
   EXPECT_THROW(make_quickp("{gap: 0.1}"), InputError);
   EXPECT_NO_THROW(make_strategy("quickp", YAML::Load("{}"), "s.yaml", "strategies[0]"));  // registered
-  EXPECT_NO_THROW(make_quickp("{alpha: 0, mip_gap: 0.1, time_limit: 5, warm_start: false, write_model: m.lp}"));
+  EXPECT_NO_THROW(make_quickp("{alpha: 0, mip_gap: 0.1, time_limit: 5s, warm_start: false, write_model: m.lp}"));
 }

@@ -196,7 +196,7 @@ void expect_never_worse_than_single_device(const char* name, std::initializer_li
     const Cluster c = testutil::nvlink_servers(gpus);
     Evaluator ev(g, c);
     const double single = ev.latency(std::vector<DeviceId>(g.num_operators(), 0));
-    PlacementResult r = (make_quickp("{time_limit: 0.2}"))->place(g, c);
+    PlacementResult r = (make_quickp("{time_limit: 0.2s}"))->place(g, c);
     const double latency = ev.latency(r.placement);
     EXPECT_LE(latency, single) << name << " " << gpus;
     // And it does better than one GPU: these graphs have parallel branches worth splitting.

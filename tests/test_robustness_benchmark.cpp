@@ -63,14 +63,13 @@ std::string benchmark_scenario(const std::string& output) {
 // Out-of-memory answers where another strategy's placement fits: none, but for these baselines,
 // pinned here so that a change (or a new case) shows. All are on four 1 GiB GPUs, where m-TOPO,
 // METIS, MCMC, QuickP and others fit: single-device by definition (the whole graph on one GPU:
-// synthetic-68, AlexNet and fused FNet) and expert (1.43 GiB on one GPU, fused FNet). The search
-// strategies (placeto-greedy, placeto) ended there out of memory too (1.004 and 1.75 GiB) until
-// Strategy::place's memory fallback returned the portfolio's best placement that fits. max-load
+// synthetic-68, AlexNet and fused FNet). The search strategies (placeto-greedy, placeto) ended
+// there out of memory too (1.004 and 1.75 GiB), and so did expert (1.43 GiB on one GPU, fused
+// FNet), until the memory fallback returned the portfolio's best placement that fits. max-load
 // splits only contiguously, one set per GPU in order: on two of the 1 GiB cases no such split
 // fits, and it returns its split without memory, with the reason in its report.
 std::size_t known_oom_where_another_fits(const std::string& strategy) {
   if (strategy == "single-device") return 3;
-  if (strategy == "expert") return 1;
   if (strategy == "max-load") return 2;
   return 0;
 }

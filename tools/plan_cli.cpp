@@ -476,6 +476,9 @@ int cmd_plan(const PlanArgs& a) {
                      layout.gpus.size(), a.ep > 1 ? fmt::format(" (ep {})", a.ep) : "",
                      a.sequence_parallel ? ", sequence-parallel" : "", plan.micro_batches,
                      a.virtual_stages > 1 ? "interleaved " : "", a.schedule, plan.zero);
+  if (static_cast<int>(layout.gpus.size()) < cluster.num_devices())
+    out << fmt::format("note            the plan runs {} of the cluster's {} GPUs (tp x pp x dp{}); the rest stay idle\n",
+                       layout.gpus.size(), cluster.num_devices(), a.cp > 1 ? " x cp" : "");
   out << fmt::format("stages          first layers {}\n", fmt::join(layout.stage_starts, ", "));
   for (int p = 0; p < a.pp; ++p) {
     const std::size_t i = plan_gpu_index(plan, 0, p, 0);

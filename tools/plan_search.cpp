@@ -203,9 +203,19 @@ struct Priced {
   PlanArgs args;
   const LayerWorkload* workload = nullptr;
   const LayerModel* model = nullptr;
-  ParallelPlan plan;  // its stage starts as laid out
-  CompiledPlan layout;
+  // The layout, kept small (a search holds tens of thousands): the stages, whether it fits and the
+  // GPU holding the most; the plan is made again from the arguments when it is priced or run.
+  std::vector<int> stage_starts;
+  std::string infeasible;
+  long gpus = 0;
+  GpuMemory memory;
+  double capacity = 0;
   double lower_bound = 0, floor = 0;
+  ParallelPlan plan() const {
+    ParallelPlan p = plan_from_args(args, "command line", "--schedule", "--gradient-algorithm");
+    p.stage_starts = stage_starts;
+    return p;
+  }
   double estimate = std::numeric_limits<double>::quiet_NaN();  // NaN: not estimated
 };
 
@@ -216,28 +226,32 @@ std::optional<Priced> lay_out(const PlanArgs& a, ModelCache& models, const Clust
   c.args = a;
   c.workload = models.get(a);
   if (!c.workload) return std::nullopt;
+  ParallelPlan plan;
   try {
     c.model = &c.workload->at(a.tp, "command line", "--tp");
-    c.plan = plan_from_args(a, "command line", "--schedule", "--gradient-algorithm");
+    plan = plan_from_args(a, "command line", "--schedule", "--gradient-algorithm");
   } catch (const InputError&) {
     return std::nullopt;
   }
-  if (!plan_problem(*c.workload, c.plan, cluster).empty()) return std::nullopt;
-  c.layout = plan_layout(*c.workload, c.plan, cluster);
-  if (!c.layout.infeasible.empty()) return c;
-  ParallelPlan laid = c.plan;
-  laid.stage_starts = c.layout.stage_starts;
-  const ComputeBounds bounds = compute_lower_bound(*c.model, laid, c.layout.stage_starts);
+  if (!plan_problem(*c.workload, plan, cluster).empty()) return std::nullopt;
+  const CompiledPlan layout = plan_layout(*c.workload, plan, cluster);
+  c.infeasible = layout.infeasible;
+  c.stage_starts = layout.stage_starts;
+  c.gpus = static_cast<long>(layout.gpus.size());
+  for (std::size_t i = 0; i < layout.memory.size(); ++i)
+    if (layout.memory[i].total() > c.memory.total()) {
+      c.memory = layout.memory[i];
+      c.capacity = cluster.device(layout.gpus[i]).memory_bytes;
+    }
+  if (!c.infeasible.empty()) return c;
+  plan.stage_starts = c.stage_starts;
+  const ComputeBounds bounds = compute_lower_bound(*c.model, plan, c.stage_starts);
   c.lower_bound = bounds.lower_bound;
   c.floor = bounds.floor;
   return c;
 }
 
-void estimate(Priced& c, const NestNetwork& network) {
-  ParallelPlan laid = c.plan;
-  laid.stage_starts = c.layout.stage_starts;
-  c.estimate = nest_estimate(*c.model, laid, network).time_per_batch;
-}
+void estimate(Priced& c, const NestNetwork& network) { c.estimate = nest_estimate(*c.model, c.plan(), network).time_per_batch; }
 
 // Runs `work(i)` for i in [0, n) on `threads` threads, `done(i)` after each (under a lock).
 void for_each_parallel(std::size_t n, int threads, const std::function<void(std::size_t)>& work,
@@ -257,24 +271,32 @@ void for_each_parallel(std::size_t n, int threads, const std::function<void(std:
   for (auto& t : pool) t.join();
 }
 
-SearchCandidate simulate_candidate(const Priced& c, const Cluster& cluster) {
+// `available_bytes`: the memory its graph may take (this machine's, shared by the candidates that
+// run at once). A graph that would not fit in it is said in `folding` and not simulated.
+SearchCandidate simulate_candidate(const Priced& c, const Cluster& cluster, double available_bytes) {
   SearchCandidate out;
   out.args = c.args;
-  out.stage_starts = c.layout.stage_starts;
+  out.stage_starts = c.stage_starts;
   out.lower_bound_s = c.lower_bound;
   out.estimate_s = c.estimate;
-  for (std::size_t i = 0; i < c.layout.memory.size(); ++i)
-    if (c.layout.memory[i].total() > out.memory_bytes) {
-      out.memory_bytes = c.layout.memory[i].total();
-      out.memory = c.layout.memory[i];
-      out.capacity_bytes = cluster.device(c.layout.gpus[i]).memory_bytes;
-    }
-  const PlanRun run = simulate_plan(*c.workload, c.plan, cluster, plan_run_options(c.args, "command line"));
+  out.memory = c.memory;
+  out.memory_bytes = c.memory.total();
+  out.capacity_bytes = c.capacity;
+  const ParallelPlan plan = c.plan();
+  PlanRunOptions options = plan_run_options(c.args, "command line");
+  options.available_bytes = available_bytes;
+  PlanRun run;
+  try {
+    run = simulate_plan(*c.workload, plan, cluster, options);
+  } catch (const GraphTooLarge& e) {
+    out.folding = fmt::format("not simulated: too large for this machine beside the other candidates running: {}", e.what());
+    return out;
+  }
   out.simulated = true;
   out.iteration_s = run.runs.runs.front().latency;
   if (!run.breakdown.empty()) out.breakdown = run.breakdown.front().second;
   out.folding = run.fold.reason;
-  const PlanThroughput t = plan_throughput(c.args, c.plan, *c.model, static_cast<double>(c.layout.gpus.size()), out.iteration_s);
+  const PlanThroughput t = plan_throughput(c.args, plan, *c.model, static_cast<double>(c.gpus), out.iteration_s);
   out.tokens_per_s_per_gpu = t.tokens_per_s_per_gpu;
   out.model_tflops_per_gpu = t.model_flops_per_gpu / 1e12;
   out.mfu = t.mfu;
@@ -336,7 +358,7 @@ std::vector<Priced> lay_out_all(const std::vector<PlanArgs>& all, int threads, c
   std::vector<Priced> fitting;
   for (auto& p : laid) {
     if (!p) ++result.invalid;
-    else if (!p->layout.infeasible.empty()) ++result.over_memory;
+    else if (!p->infeasible.empty()) ++result.over_memory;
     else fitting.push_back(std::move(*p));
   }
   result.fitting = static_cast<long>(fitting.size());
@@ -420,6 +442,8 @@ SearchResult search_plans(const SearchRequest& r0, const SearchProgress& progres
   const auto t0 = Clock::now();
   std::vector<bool> done(fitting.size(), false);
   double best = std::numeric_limits<double>::infinity();
+  const double available = available_memory_bytes();
+  std::vector<double> too_large_bounds;  // of the candidates chosen but too large to simulate
   NestNetwork network = NestNetwork::aware(cluster);
   auto simulate_batch = [&](const std::vector<std::size_t>& batch, const std::string& why) {
     std::vector<SearchCandidate> out(batch.size());
@@ -430,15 +454,22 @@ SearchResult search_plans(const SearchRequest& r0, const SearchProgress& progres
         [&](std::size_t k) {
           Priced& c = fitting[batch[k]];
           if (std::isnan(c.estimate)) estimate(c, network);
-          out[k] = simulate_candidate(c, cluster);
+          out[k] = simulate_candidate(c, cluster, available / threads);
         },
         [&](std::size_t k) {
           ++finished;
           done[batch[k]] = true;
-          say(fmt::format("search: {} {} of {}: {} ({}; ETA {})", why, finished, batch.size(), format_duration(out[k].iteration_s),
+          say(fmt::format("search: {} {} of {}: {} ({}; ETA {})", why, finished, batch.size(),
+                          out[k].simulated ? format_duration(out[k].iteration_s) : std::string("too large to simulate here"),
                           plan_command(out[k].args, r.engine).substr(14), format_eta(since(start) / finished * (batch.size() - finished))));
         });
     for (SearchCandidate& c : out) {
+      if (!c.simulated) {
+        ++result.too_large;
+        too_large_bounds.push_back(c.lower_bound_s);
+        result.notes.push_back(plan_command(c.args, r.engine) + ": " + c.folding);
+        continue;
+      }
       if (c.iteration_s < c.lower_bound_s * (1 - 1e-9)) ++result.bound_violations;
       best = std::min(best, c.iteration_s);
       result.ranked.push_back(std::move(c));
@@ -461,6 +492,12 @@ SearchResult search_plans(const SearchRequest& r0, const SearchProgress& progres
     if (result.unproven == 0) result.best_unsimulated_bound_s = fitting[by_bound[at]].lower_bound;
     ++result.unproven;
   }
+  // The candidates too large to simulate could be the best: the best is not proven while one's bound is below it.
+  for (double bound : too_large_bounds)
+    if (bound < best) {
+      if (result.unproven == 0 || bound < result.best_unsimulated_bound_s) result.best_unsimulated_bound_s = bound;
+      ++result.unproven;
+    }
   result.simulated = static_cast<long>(result.ranked.size());
   std::stable_sort(result.ranked.begin(), result.ranked.end(),
                    [](const SearchCandidate& a, const SearchCandidate& b) { return a.iteration_s < b.iteration_s; });

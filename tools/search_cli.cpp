@@ -183,6 +183,7 @@ std::string search_json(const SearchResult& r, const std::string& engine) {
                       {"fitting", r.fitting},
                       {"estimated", r.estimated},
                       {"simulated", r.simulated},
+                      {"too_large_to_simulate", r.too_large},
                       {"proven_best", r.proven()},
                       {"unproven", r.unproven},
                       {"best_unsimulated_lower_bound_s", r.best_unsimulated_bound_s},

@@ -87,8 +87,8 @@ std::vector<PortfolioCandidate> run_portfolio(const Graph& graph, const Cluster&
 
 std::unique_ptr<Strategy> with_warm_start(std::unique_ptr<Strategy> s, const StrategyTraits& traits) {
   const bool compare = traits.portfolio == PortfolioUse::AfterIt && s->common_options().portfolio;
-  if (!compare && !traits.searches) return s;
-  return std::make_unique<WarmStartPortfolio>(std::move(s), compare, traits.searches);
+  if (!compare && !traits.searches && !traits.memory_fallback) return s;
+  return std::make_unique<WarmStartPortfolio>(std::move(s), compare, traits.searches || traits.memory_fallback);
 }
 
 const Strategy& own_strategy(const Strategy& s) {

@@ -112,6 +112,9 @@ struct StrategyTraits {
   // exceeds GPU memory (WarmStartPortfolio).
   bool searches = false;
   PortfolioUse portfolio = PortfolioUse::None;
+  // A baseline whose rule of thumb may not fit (Placeto's expert): its answer over GPU memory is
+  // replaced by the portfolio's best that fits, as a search strategy's is, and said.
+  bool memory_fallback = false;
 };
 
 class Strategy {

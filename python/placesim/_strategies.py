@@ -53,12 +53,27 @@ def _where(error):
     return f" (at {os.path.basename(f.filename)}:{f.lineno} in {f.name})"
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML as placesim writes it: numbers from Python carry the tag !base-units (in base units)."""
+
+
+def _base_units(loader, node):
+    value = loader.construct_scalar(node)
+    try:
+        return int(value)
+    except ValueError:
+        return float(value)
+
+
+_Loader.add_constructor("!base-units", _base_units)
+
+
 def call(module, class_name, paths, args_yaml, graph, cluster, deadline):
     """Returns (placement, details as JSON text); raises RuntimeError with one line on any error."""
     who = f"{module}.{class_name}" if module else class_name
     try:
         cls = _find_class(module, class_name, paths)
-        args = yaml.safe_load(args_yaml) or {}
+        args = yaml.load(args_yaml, Loader=_Loader) or {}
         placer = cls(**args)
         result = placer.place(graph, cluster, deadline)
     except Exception as error:  # noqa: BLE001 -- every error of the user's code is the point's failure

@@ -1,5 +1,7 @@
 #include "common.h"
 
+#include "sim/config/yaml_fields.h"
+
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
@@ -36,8 +38,15 @@ YAML::Node to_yaml(py::handle value) {
   // NumPy arrays as lists, NumPy scalars and other numbers by their Python value.
   if (py::hasattr(value, "tolist") && py::hasattr(value, "ndim") && value.attr("ndim").cast<int>() > 0)
     return to_yaml(value.attr("tolist")());
-  if (py::hasattr(value, "__index__")) return YAML::Node(py::str(py::int_(py::reinterpret_borrow<py::object>(value))).cast<std::string>());
-  if (py::hasattr(value, "__float__")) return YAML::Node(number_text(py::float_(py::reinterpret_borrow<py::object>(value)).cast<double>()));
+  // Python's numbers are in base units (seconds, bytes, bytes per second): tagged so (kBaseUnitsTag).
+  auto base_units = [](YAML::Node n) {
+    n.SetTag(kBaseUnitsTag);
+    return n;
+  };
+  if (py::hasattr(value, "__index__"))
+    return base_units(YAML::Node(py::str(py::int_(py::reinterpret_borrow<py::object>(value))).cast<std::string>()));
+  if (py::hasattr(value, "__float__"))
+    return base_units(YAML::Node(number_text(py::float_(py::reinterpret_borrow<py::object>(value)).cast<double>())));
   if (py::hasattr(value, "__fspath__")) return YAML::Node(py::str(value.attr("__fspath__")()).cast<std::string>());
   throw py::type_error(fmt::format("cannot turn a {} into a scenario value (expected a dict, list, str, number, bool or None)",
                                    py::str(value.get_type().attr("__name__")).cast<std::string>()));

@@ -78,15 +78,41 @@ bool YamlFields::boolean_or(std::string_view key, bool fallback) const {
   throw InputError(file_, field(key), fmt::format("expected true or false, got '{}'", s));
 }
 
-double YamlFields::bandwidth(std::string_view key) const { return parse_bandwidth(scalar(key), file_, field(key)); }
+namespace {
+
+// A quantity in a file carries its unit: `nic_bandwidth: 100` read as 100 B/s, or `gpu_memory: 40`
+// as 40 bytes, is a trap. 0 means the same in every unit; a number tagged kBaseUnitsTag (Python's,
+// in base units by its documentation) is taken as it is.
+void refuse_bare_number(const YAML::Node& node, const char* kind, const char* examples, const std::string& file,
+                        const std::string& field) {
+  if (node.Tag() == kBaseUnitsTag) return;
+  const std::string text = node.Scalar();
+  const std::optional<Quantity> q = parse_any_quantity(text);
+  if (q && q->dimension == Dimension::Number && q->value != 0)
+    throw InputError(file, field, fmt::format("{}: a {} needs a unit, e.g. {}", text, kind, examples));
+}
+
+}  // namespace
+
+double YamlFields::bandwidth(std::string_view key) const {
+  const std::string text = scalar(key);
+  refuse_bare_number(node(key), "bandwidth", fmt::format("{0}Gbps or {0}GB/s", text).c_str(), file_, field(key));
+  return parse_bandwidth(text, file_, field(key));
+}
 double YamlFields::bandwidth_or(std::string_view key, double fallback) const {
   return has(key) ? bandwidth(key) : fallback;
 }
 double YamlFields::duration_or(std::string_view key, double fallback) const {
-  return has(key) ? parse_duration(scalar(key), file_, field(key)) : fallback;
+  if (!has(key)) return fallback;
+  const std::string text = scalar(key);
+  refuse_bare_number(node(key), "duration", fmt::format("{0}us, {0}ms or {0}s", text).c_str(), file_, field(key));
+  return parse_duration(text, file_, field(key));
 }
 double YamlFields::bytes_or(std::string_view key, double fallback) const {
-  return has(key) ? parse_bytes(scalar(key), file_, field(key)) : fallback;
+  if (!has(key)) return fallback;
+  const std::string text = scalar(key);
+  refuse_bare_number(node(key), "size", fmt::format("{0}GiB or {0}GB", text).c_str(), file_, field(key));
+  return parse_bytes(text, file_, field(key));
 }
 
 namespace {

@@ -11,6 +11,12 @@
 
 namespace placesim {
 
+// The tag of a number given in base units (seconds, bytes, bytes per second) by a caller that says
+// so, as Python's placesim does: YamlFields takes it without a unit. In a file a bare number where a
+// quantity is expected is refused.
+inline constexpr const char* kBaseUnitsTag = "!base-units";
+
+
 class YamlFields {
  public:
   // `node` must be a mapping; `path` is its field path ("cluster", "strategies[1]").

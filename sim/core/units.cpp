@@ -19,12 +19,15 @@ struct Unit {
   double factor;
 };
 
-// Suffixes are matched exactly (case-sensitive: "Gb" is bits, "GB" bytes, "ms" vs "Ms" is moot).
+// Suffixes match exactly, else in any case but a bandwidth's b and B: "Gb" is bits, "GB" bytes
+// (100gbps and 100Gbps are bits, 12.5GB/s and 12.5gB/s bytes; sizes and durations in any case).
 const std::vector<Unit> kBandwidthUnits = {
     {"B/s", 1.0},        {"kB/s", 1e3},       {"KB/s", 1e3},       {"MB/s", 1e6},
     {"GB/s", 1e9},       {"TB/s", 1e12},      {"KiB/s", 1024.0},   {"MiB/s", 1048576.0},
     {"GiB/s", 1073741824.0}, {"bps", 1.0 / 8}, {"Kbps", 1e3 / 8},  {"kbps", 1e3 / 8},
     {"Mbps", 1e6 / 8},   {"Gbps", 1e9 / 8},   {"Tbps", 1e12 / 8},
+    {"b/s", 1.0 / 8},    {"Kb/s", 1e3 / 8},   {"Mb/s", 1e6 / 8},   {"Gb/s", 1e9 / 8},  {"Tb/s", 1e12 / 8},
+    {"Bps", 1.0},        {"KBps", 1e3},       {"MBps", 1e6},       {"GBps", 1e9},      {"TBps", 1e12},
 };
 const std::vector<Unit> kDurationUnits = {
     {"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"min", 60.0},
@@ -60,9 +63,23 @@ std::optional<std::pair<double, std::string_view>> split_number(std::string_view
   return std::pair{value, trim(text.substr(ptr - text.data()))};
 }
 
+bool same_letters(std::string_view a, std::string_view b, bool bits_and_bytes_apart) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const bool is_b = a[i] == 'b' || a[i] == 'B';
+    if (bits_and_bytes_apart && is_b ? a[i] != b[i]
+                                     : std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  }
+  return true;
+}
+
 const Unit* find_unit(std::string_view suffix, const std::vector<Unit>& units) {
   for (const auto& u : units)
     if (u.suffix == suffix) return &u;
+  const bool bandwidth = &units == &kBandwidthUnits;
+  for (const auto& u : units)
+    if (same_letters(u.suffix, suffix, bandwidth)) return &u;
   return nullptr;
 }
 

@@ -300,8 +300,9 @@ OptionSchema<ExpertConfig> expert_schema() {
 StrategyInfo expert_strategy_info() {
   return strategy_info<Expert>("expert",
                                "Placeto's human-expert baseline: layers read from name prefixes, contiguous layer "
-                               "chunks (or parallel branches) per GPU",
-                               expert_schema());
+                               "chunks (or parallel branches) per GPU; over GPU memory, the portfolio's best that fits "
+                               "(said: memory_fallback)",
+                               expert_schema(), {.memory_fallback = true});
 }
 
 }  // namespace placesim
