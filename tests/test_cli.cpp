@@ -759,3 +759,56 @@ TEST(Cli, RunWritesGzippedTimelinesWhenAsked) {
 
 }  // namespace
 }  // namespace placesim
+
+namespace placesim {
+namespace {
+
+// `collective --nccl-tests` as nccl-tests' parsers read it: '#' headers, then per size the
+// columns size, count, type, redop, root, then time, algbw, busbw and #wrong out of place and
+// again in place, and the "# Avg bus bandwidth" footer (the mean of the busbw column).
+TEST(Cli, CollectiveNcclTestsLayoutIsReadByNcclTestsColumns) {
+  const fs::path dir = testutil::fresh_temp_dir("nccl_tests_layout");
+  std::ofstream(dir / "c.yaml") << "cluster: {preset: dgx-h100, servers: 2}\n";
+  std::string out;
+  ASSERT_EQ(testutil::run_command(fmt::format("({} collective --cluster {} --bytes 1MiB:8MiB --nccl-tests 2>/dev/null)",
+                                              PLACESIM_CLI_PATH, (dir / "c.yaml").string()),
+                                  out),
+            0)
+      << out;
+  std::istringstream lines(out);
+  std::string line;
+  std::vector<std::vector<std::string>> rows;
+  double average = -1;
+  bool saw_columns = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("#", 0) == 0) {
+      if (line.find("size         count      type   redop    root     time   algbw   busbw #wrong") != std::string::npos)
+        saw_columns = true;
+      if (line.rfind("# Avg bus bandwidth", 0) == 0) average = std::stod(line.substr(line.find(':') + 1));
+      continue;
+    }
+    std::istringstream fields(line);
+    std::vector<std::string> row;
+    for (std::string f; fields >> f;) row.push_back(f);
+    if (!row.empty()) rows.push_back(row);
+  }
+  EXPECT_TRUE(saw_columns) << out;
+  ASSERT_EQ(rows.size(), 4u) << out;  // 1, 2, 4, 8 MiB
+  double sum = 0;
+  for (const auto& r : rows) {
+    ASSERT_EQ(r.size(), 13u) << out;
+    EXPECT_EQ(r[2], "float");
+    EXPECT_EQ(r[3], "sum");
+    EXPECT_EQ(r[4], "-1");
+    EXPECT_EQ(std::stoll(r[1]) * 4, std::stoll(r[0]));
+    EXPECT_EQ(r[8], "0");   // #wrong, out of place
+    EXPECT_EQ(r[12], "0");  // in place
+    EXPECT_EQ(r[5], r[9]);  // the same simulation
+    EXPECT_NEAR(std::stod(r[7]) / std::stod(r[6]), 2.0 * 15 / 16, 0.01);  // busbw = algbw x 2(n - 1)/n
+    sum += std::stod(r[7]);
+  }
+  EXPECT_NEAR(average, sum / 4, 0.01) << out;
+}
+
+}  // namespace
+}  // namespace placesim

@@ -38,7 +38,7 @@ PlanRun run(int replicas, const Variability& v, int seeds) {
 }
 
 TEST(Variability, TheSameSeedGivesTheSameBits) {
-  const Variability v{0.05, 0.02, 7};
+  const Variability v{0.05, 0.02, 7, {}};
   const PlanRun a = run(4, v, 3), b = run(4, v, 3);
   ASSERT_EQ(a.seed_latencies.size(), 2u);
   EXPECT_EQ(a.seed_latencies, b.seed_latencies);
@@ -56,7 +56,7 @@ TEST(Variability, TheExpectedIterationIsTheExpectedSlowestGpu) {
   const std::pair<int, double> cases[] = {{1, 0.0}, {2, 1 / std::sqrt(M_PI)}, {4, 1.02938}, {8, 1.42360}};
   double previous = 0;
   for (const auto& [n, expected_max] : cases) {
-    const PlanRun r = run(n, Variability{cv, 0, 1}, 2000);
+    const PlanRun r = run(n, Variability{cv, 0, 1, {}}, 2000);
     const Spread s = spread_of(r.seed_latencies[0].second);
     EXPECT_NEAR(s.mean, 3 * ms * (1 + cv * expected_max), 0.01 * ms) << n << " GPUs";
     EXPECT_GT(s.mean, previous);
@@ -67,7 +67,7 @@ TEST(Variability, TheExpectedIterationIsTheExpectedSlowestGpu) {
 // Kernel jitter on one GPU: F and B each times 1 + cv Z, so the iteration's mean is 3 ms and its
 // standard deviation cv sqrt(1^2 + 2^2) ms.
 TEST(Variability, KernelJitterAddsItsVariance) {
-  const PlanRun r = run(1, Variability{0, 0.05, 1}, 2000);
+  const PlanRun r = run(1, Variability{0, 0.05, 1, {}}, 2000);
   const Spread s = spread_of(r.seed_latencies[0].second);
   EXPECT_NEAR(s.mean, 3 * ms, 0.01 * ms);
   EXPECT_NEAR(s.stddev, 0.05 * std::sqrt(5.0) * ms, 0.05 * 0.05 * std::sqrt(5.0) * ms);
@@ -75,6 +75,34 @@ TEST(Variability, KernelJitterAddsItsVariance) {
 
 TEST(Variability, SeedsWithoutVariabilityAreRefused) {
   EXPECT_THROW(run(2, Variability{}, 4), std::invalid_argument);
+}
+
+
+// A straggler: 1F1B on 2 stages of one layer (f = 1 ms, b = 2 ms), 2 micro-batches, no
+// activations to send, stage 1's GPU 1.25x slower (f 1.25, b 2.5 ms). By hand: stage 0 F0 0-1,
+// F1 1-2; stage 1 F0 1-2.25, B0 2.25-4.75; stage 0 B0 4.75-6.75; stage 1 F1 4.75-6, B1 6-8.5;
+// stage 0 B1 8.5-10.5: 10.5 ms, where both at speed take (m + pp - 1) x 3 = 9 ms.
+TEST(Variability, ASlowGpuInATwoStagePipelineByHand) {
+  LayerModel model;
+  model.name = "two layers";
+  for (int l = 0; l < 2; ++l) model.layers.push_back({fmt::format("l{}", l), 1e-3, 2e-3, 0, 0, 0});
+  LayerWorkload workload;
+  workload.name = "two layers";
+  workload.by_tensor_parallel[1] = model;
+  const Cluster cluster = testutil::dedicated_mesh(2, 10e9);
+  ParallelPlan plan;
+  plan.pp = 2;
+  plan.micro_batches = 2;
+  PlanRunOptions options;
+  options.engines = EngineSet::of({kEvaluator, kFlow, kSimGrid});
+  const PlanRun even = simulate_plan(workload, plan, cluster, options);
+  for (const EngineRun& r : even.runs.runs) EXPECT_NEAR(r.latency, 9e-3, 1e-9) << r.engine;
+  options.variability.slow_gpus = {{1, 1.25}};
+  const PlanRun slowed = simulate_plan(workload, plan, cluster, options);
+  for (const EngineRun& r : slowed.runs.runs) EXPECT_NEAR(r.latency, 10.5e-3, 1e-9) << r.engine;
+  for (const auto& [engine, b] : slowed.breakdown) EXPECT_NEAR(b.total(), 10.5e-3, 1e-9) << engine;
+  options.variability.slow_gpus = {{2, 1.25}};
+  EXPECT_THROW(simulate_plan(workload, plan, cluster, options), std::invalid_argument);
 }
 
 }  // namespace

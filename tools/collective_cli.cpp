@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <sstream>
 
 #include "cli_conventions.h"
@@ -184,9 +185,63 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& a) {
                  "`simulation.collectives: condensed`); auto: steps")
       ->check(one_of({"auto", "steps", "messages", "condensed"}))
       ->capture_default_str();
-  c->add_flag("--json", a.json, "one JSON object per size and engine instead of the table");
+  auto* json = c->add_flag("--json", a.json, "one JSON object per size and engine instead of the table");
+  c->add_flag("--nccl-tests", a.nccl_tests,
+              "the table as nccl-tests prints it (its # headers and columns: size, count, type, redop, root, then time, "
+              "algbw, busbw, #wrong out of place and in place, equal here; the Avg bus bandwidth footer), for one engine "
+              "(--engine; auto: flow), so that scripts written for nccl-tests read it")
+      ->excludes(json);
   return c;
 }
+
+namespace {
+
+// nccl-tests' reduction and root columns for the operation.
+std::pair<std::string, int> nccl_tests_redop_root(const CollectiveArgs& a) {
+  const bool reduces = a.op == "all-reduce" || a.op == "reduce-scatter" || a.op == "reduce";
+  const bool rooted = a.op == "broadcast" || a.op == "reduce";
+  return {reduces ? "sum" : "none", rooted ? a.root : -1};
+}
+
+void print_nccl_tests_header(const CollectiveArgs& a, int gpus, const std::string& engine, const Cluster& cluster,
+                             std::span<const double> sizes) {
+  std::cout << fmt::format("# nThread 1 nGpus {} minBytes {:.0f} maxBytes {:.0f} step: {}(factor) warmup iters: 0 iters: 1 agg "
+                           "iters: 1 validation: 0 graph: 0\n#\n",
+                           gpus, sizes.front(), sizes.back(), a.factor);
+  std::cout << fmt::format("# placesim {} by {} on the {} engine, {}: simulated, not measured; in place and out of place "
+                           "are the same simulation\n#\n",
+                           a.op, a.algorithm, engine, cluster.description);
+  std::cout << "#                                                              out-of-place                       in-place          \n"
+               "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+               "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n";
+}
+
+std::string nccl_tests_row(const CollectiveArgs& a, double size, long long count, double seconds, double bus_factor) {
+  const auto [redop, root] = nccl_tests_redop_root(a);
+  const double algbw = seconds > 0 ? size / seconds / 1e9 : 0, busbw = algbw * bus_factor;
+  const std::string half = fmt::format("{:8.2f} {:7.2f} {:7.2f} {:6}", seconds * 1e6, algbw, busbw, 0);
+  return fmt::format("{:12.0f} {:13} {:>9} {:>7} {:7} {} {}", size, count, a.type, redop, root, half, half);
+}
+
+// The table's header: what ran, the units, the columns.
+void print_table_header(const CollectiveArgs& a, int n, const Cluster& cluster, bool by_steps, double bus_factor,
+                        const std::vector<std::string_view>& engines) {
+  std::cout << fmt::format("# {} by {}, {} GPUs of {}; {} chunk{} per message; collectives: {}; model: {}\n", a.op,
+                           a.algorithm, n, cluster.description, a.chunks, a.chunks == 1 ? "" : "s",
+                           cluster.nccl ? "NCCL 2.18 (docs/collectives.md)" : "ideal (line rate, no latency floor)",
+                           by_steps ? "steps (each distinct step once, ranks in lockstep)"
+                           : a.model == "condensed" ? "condensed (a flow per ring neighbour and phase)"
+                                                    : "messages (every rank's messages)");
+  std::cout << fmt::format("# size in bytes, time in us, algbw and busbw in GB/s (busbw = algbw x {:.4g}); ran: "
+                           "algorithm, protocol, channels; closed form: {}\n",
+                           bus_factor,
+                           cluster.nccl ? "each step at its busiest link" : "contention-free, at the slowest pair the algorithm sends between");
+  std::string head = fmt::format("{:>12} {:>12} {:>8} {:>18} {:>12}", "size", "count", "type", "ran", "closed form");
+  for (const auto& e : engines) head += fmt::format(" | {:>10} {:>8} {:>8}", e, "algbw", "busbw");
+  std::cout << head << "\n";
+}
+
+}  // namespace
 
 int cmd_collective(const CollectiveArgs& a) {
   const Cluster cluster = load_cluster_file(a.cluster);
@@ -210,32 +265,24 @@ int cmd_collective(const CollectiveArgs& a) {
   }
   const char* model = by_steps ? "steps" : a.model == "condensed" ? "condensed" : "messages";
   const std::vector<double> sizes = parse_sizes(a.bytes, a.factor);
-  const bool auto_engines = a.engine == "auto";
-  const EngineSet asked = auto_engines ? EngineSet::of({kEvaluator, kFlow, kSimGrid}) : EngineSet::parse(a.engine, "command line", "--engine");
+  const bool auto_engines = a.engine == "auto" && !a.nccl_tests;
+  const EngineSet asked = a.nccl_tests && a.engine == "auto" ? EngineSet::of({kFlow})
+                          : auto_engines                     ? EngineSet::of({kEvaluator, kFlow, kSimGrid})
+                                                             : EngineSet::parse(a.engine, "command line", "--engine");
+  if (a.nccl_tests && asked.engines().size() != 1)
+    throw InputError("command line", "--engine", "--nccl-tests prints one engine's times: give one of evaluator, flow or simgrid");
   if (asked.has(kEstimate)) throw InputError("command line", "--engine", "the estimate prices plans, not a collective alone");
   const std::vector<std::string_view> engines = asked.engines();
 
   const int n = static_cast<int>(spec.group.size());
   const double bus_factor = bus_bandwidth_factor(spec.op, n);
   const int element = type_size(a.type);
-  if (!a.json) {
-    std::cout << fmt::format("# {} by {}, {} GPUs of {}; {} chunk{} per message; collectives: {}; model: {}\n", a.op,
-                             a.algorithm, n, cluster.description, a.chunks, a.chunks == 1 ? "" : "s",
-                             cluster.nccl ? "NCCL 2.18 (docs/collectives.md)" : "ideal (line rate, no latency floor)",
-                             by_steps ? "steps (each distinct step once, ranks in lockstep)"
-                             : a.model == "condensed" ? "condensed (a flow per ring neighbour and phase)"
-                                                      : "messages (every rank's messages)");
-    std::cout << fmt::format("# size in bytes, time in us, algbw and busbw in GB/s (busbw = algbw x {:.4g}); ran: "
-                             "algorithm, protocol, channels; closed form: {}\n",
-                             bus_factor,
-                             cluster.nccl ? "each step at its busiest link" : "contention-free, at the slowest pair the algorithm sends between");
-    std::string head = fmt::format("{:>12} {:>12} {:>8} {:>18} {:>12}", "size", "count", "type", "ran", "closed form");
-    for (const auto& e : engines) head += fmt::format(" | {:>10} {:>8} {:>8}", e, "algbw", "busbw");
-    std::cout << head << "\n";
-  }
+  if (a.nccl_tests) print_nccl_tests_header(a, n, std::string(engines.front()), cluster, sizes);
+  if (!a.json && !a.nccl_tests) print_table_header(a, n, cluster, by_steps, bus_factor, engines);
   std::vector<double> walls(engines.size(), 0.0);
   std::vector<bool> ran_any(engines.size(), false);
   std::vector<std::string> notes;  // said once after the table
+  double busbw_sum = 0;            // --nccl-tests: for its average
   for (double size : sizes) {
     const CollectiveSpec ran_spec = resolved_at(spec, cluster, size);
     // The message-level graph is built only for that model (n^2 operators), folded to a block of
@@ -302,6 +349,10 @@ int cmd_collective(const CollectiveArgs& a) {
         }
         std::cout << line.dump() << "\n";
       }
+    } else if (a.nccl_tests) {
+      const double seconds = ran.runs.front().latency;
+      busbw_sum += seconds > 0 ? size / seconds * bus_factor : 0;
+      std::cout << nccl_tests_row(a, size, count, seconds, bus_factor) << "\n" << std::flush;
     } else {
       std::string line = fmt::format("{:>12.0f} {:>12} {:>8} {:>18} {:>12.2f}", size, count, a.type,
                                      collective_choice_text(ran_spec, cluster), closed * 1e6);
@@ -318,6 +369,11 @@ int cmd_collective(const CollectiveArgs& a) {
     }
     for (std::size_t k = 0; k < engines.size(); ++k)
       if (const EngineRun* r = ran.find(engines[k])) walls[k] += r->wall_s, ran_any[k] = true;
+  }
+  if (a.nccl_tests) {
+    std::cout << "# Out of bounds values : 0 OK\n"
+              << fmt::format("# Avg bus bandwidth    : {:.4f} \n#\n", busbw_sum / static_cast<double>(sizes.size()) / 1e9);
+    return kExitOk;
   }
   if (!a.json) {
     for (const std::string& note : notes) std::cout << note << "\n";

@@ -13,6 +13,7 @@ struct CollectiveArgs {
   double factor = 2;
   int gpus = 0, chunks = 1, root = 0;
   bool json = false;
+  bool nccl_tests = false;  // the table as nccl-tests prints it, for one engine
   bool full_graph = false;  // message models: every rank built (default: one block of servers standing for all alike)
 };
 

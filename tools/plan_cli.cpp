@@ -40,6 +40,14 @@ void add_variability_options(CLI::App* c, PlanArgs& a) {
                 "variability: each operator run takes 1 + cv Z times as long, independently (seeded)")
       ->check(number_in(Range{0, 0.5}))
       ->capture_default_str();
+  c->add_option("--slow-gpu", a.slow_gpu,
+                "a straggler: GPU:SLOWDOWN, its compute taking SLOWDOWN times as long (e.g. 3:1.25; repeat for more); every "
+                "replica is then built, and the breakdown names the slowest GPU")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return text.find(':') == std::string::npos ? std::string("expected GPU:SLOWDOWN, e.g. 3:1.25") : std::string();
+          },
+          "GPU:SLOWDOWN"));
   c->add_option("--seeds", a.seeds, "with variability: run this many seeds (from --seed) and report the mean and spread")
       ->check(whole_number(1, 10000))
       ->capture_default_str();
@@ -373,6 +381,7 @@ void print_report_text(const PlanReport& r, const ParallelPlan& plan, const Plan
       if (name == engine) std::cout << fmt::format("{:<16}{}\n", engine + " time", breakdown_text(b, t));
   if (const std::string warning = bubble_warning(r, plan); !warning.empty()) std::cout << "warning         " << warning << "\n";
   for (const auto& [engine, samples] : run.seed_latencies) {
+    if (samples.size() < 2) continue;  // one seed (or only fixed stragglers): the line above
     const Spread s = spread_of(samples);
     std::cout << fmt::format("{:<16}{} seeds: mean {}, standard deviation {}, {} to {}\n", engine + " seeds", samples.size(),
                              format_duration(s.mean), format_duration(s.stddev), format_duration(s.min), format_duration(s.max));
@@ -406,7 +415,7 @@ void print_report_json(const PlanArgs& a, const ParallelPlan& plan, const PlanRe
     const Spread s = spread_of(samples);
     seeds[engine] = {{"mean_s", s.mean}, {"stddev_s", s.stddev}, {"min_s", s.min}, {"max_s", s.max}, {"iteration_s", samples}};
   }
-  j["variability"] = {{"gpu_speed_cv", a.gpu_speed_cv}, {"kernel_jitter_cv", a.kernel_jitter_cv}, {"first_seed", a.seed},
+  j["variability"] = {{"gpu_speed_cv", a.gpu_speed_cv}, {"slow_gpus", a.slow_gpu}, {"kernel_jitter_cv", a.kernel_jitter_cv}, {"first_seed", a.seed},
                       {"seeds", a.seeds}, {"per_engine", seeds}};
   j["memory_per_component_bytes"] = {{"parameters", r.memory.parameters}, {"gradients", r.memory.gradients},
                                      {"optimizer_states", r.memory.optimizer_states}, {"activations", r.memory.activations},
@@ -495,6 +504,10 @@ int cmd_plan(const PlanArgs& a) {
     return kExitFailed;
   }
   PlanRunOptions options = plan_run_options(a, "command line");
+  for (const SlowGpu& slow : options.variability.slow_gpus)
+    if (slow.gpu >= cluster.num_devices())
+      throw InputError("command line", "--slow-gpu",
+                       fmt::format("GPU {} is not in the cluster (GPUs 0 to {})", slow.gpu, cluster.num_devices() - 1));
   // Chakra traces are one per GPU of the cluster: every replica's.
   if (!a.chakra.empty() && options.fold != FoldMode::Full) {
     options.fold = FoldMode::Full;
@@ -510,6 +523,14 @@ int cmd_plan(const PlanArgs& a) {
   const CompiledPlan& c = simulated.compiled;
   const EngineRuns& ran = simulated.runs;
   if (a.chakra.empty()) out << fmt::format("folding         {}\n", simulated.fold.reason);
+  for (const SlowGpu& slow : options.variability.slow_gpus) {
+    const auto at = std::find(layout.gpus.begin(), layout.gpus.end(), slow.gpu);
+    out << fmt::format("slow GPU        {}: compute x {:g}{}\n", slow.gpu, slow.slowdown,
+                       at == layout.gpus.end()  ? " (the plan does not use it)"
+                       : !a.stage_tp.empty()    ? ""
+                                                : fmt::format(" (replica {}, pipeline rank {})", (at - layout.gpus.begin()) / (a.tp * a.pp),
+                                                             (at - layout.gpus.begin()) / a.tp % a.pp));
+  }
   for (const std::string& note : simulated.notes) out << fmt::format("                {}\n", note);
   out << fmt::format("graph           {} operators, {} tensors (compiled in {}){}\n", c.graph.graph.num_operators(),
                      c.graph.graph.num_tensors(), format_duration(simulated.compile_s),

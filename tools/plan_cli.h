@@ -3,6 +3,7 @@
 // cluster: its step time per engine, memory per GPU, or why it does not fit.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@ struct PlanArgs {
   bool full_graph = false;  // every replica built and simulated (FoldMode::Full)
   bool fold = false;        // the replicas folded even where the fold approximates (FoldMode::Folded)
   double gpu_speed_cv = 0, kernel_jitter_cv = 0;  // variability (sim/engines/variability.h); 0: none
+  std::vector<std::string> slow_gpu;  // stragglers, "GPU:SLOWDOWN" each (Variability::slow_gpus)
   int seeds = 1;
   std::uint64_t seed = 1;
   int tp = 1, pp = 1, dp = 1, micro_batches = 1, zero = 0, ep = 1;
@@ -64,9 +66,23 @@ inline PlanRunOptions plan_run_options(const PlanArgs& a, const std::string& sou
   if (a.engine != "auto") o.engines = EngineSet::parse(a.engine, source, cli ? "--engine" : "engine");
   o.order = enum_parse<RunOrder>(kRunOrderNames, a.order, source, cli ? "--order" : "order");
   o.fold = a.full_graph ? FoldMode::Full : a.fold ? FoldMode::Folded : FoldMode::Auto;
-  o.variability = {a.gpu_speed_cv, a.kernel_jitter_cv, a.seed};
+  o.variability = {a.gpu_speed_cv, a.kernel_jitter_cv, a.seed, {}};
+  for (const std::string& text : a.slow_gpu) {
+    const std::size_t colon = text.find(':');
+    SlowGpu slow;
+    char* end = nullptr;
+    const std::string gpu = text.substr(0, colon);
+    slow.gpu = static_cast<DeviceId>(std::strtol(gpu.c_str(), &end, 10));
+    const bool gpu_ok = !gpu.empty() && *end == '\0' && slow.gpu >= 0;
+    const std::string factor = colon == std::string::npos ? "" : text.substr(colon + 1);
+    slow.slowdown = std::strtod(factor.c_str(), &end);
+    if (!gpu_ok || factor.empty() || *end != '\0' || !(slow.slowdown > 0) || slow.slowdown > 1e6)
+      throw InputError(source, cli ? "--slow-gpu" : "slow_gpu",
+                       fmt::format("expected GPU:SLOWDOWN, a GPU number and how many times as long its compute takes (e.g. 3:1.25), got '{}'", text));
+    o.variability.slow_gpus.push_back(slow);
+  }
   o.seeds = a.seeds;
-  if (a.seeds > 1 && !o.variability.any())
+  if (a.seeds > 1 && !o.variability.random())
     throw InputError(source, cli ? "--seeds" : "seeds", "more than one seed needs variability: give --gpu-speed-cv or --kernel-jitter-cv");
   return o;
 }

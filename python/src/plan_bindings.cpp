@@ -180,6 +180,7 @@ constexpr PlanKeyword kPlanKeywords[] = {
     {"gpu_speed_cv", set_field<&PlanArgs::gpu_speed_cv>},
     {"kernel_jitter_cv", set_field<&PlanArgs::kernel_jitter_cv>},
     {"seeds", set_field<&PlanArgs::seeds>},
+    {"slow_gpu", set_field<&PlanArgs::slow_gpu>},
     {"seed", set_field<&PlanArgs::seed>},
     {"attention", set_field<&PlanArgs::attention>},
     {"global_batch", set_field<&PlanArgs::global_batch>},

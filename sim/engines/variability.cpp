@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
 #include <random>
+#include <stdexcept>
 
 namespace placesim {
 
@@ -24,6 +26,12 @@ VariabilityDraw draw_variability(const Variability& v, int num_devices, const Gr
     for (OpId op = 0; op < static_cast<OpId>(graph.num_operators()); ++op)
       if (!graph.op(op).communication && graph.op(op).compute_s > 0)
         d.op_factor[static_cast<std::size_t>(op)] = std::max(kLeastFactor, 1.0 + v.kernel_jitter_cv * z(rng));
+  for (const SlowGpu& slow : v.slow_gpus) {
+    if (slow.gpu < 0 || slow.gpu >= num_devices || !(slow.slowdown > 0))
+      throw std::invalid_argument(fmt::format("a slow GPU {} x {}: expected a GPU of the cluster's {} and a positive slowdown",
+                                              slow.gpu, slow.slowdown, num_devices));
+    d.gpu_slowdown[static_cast<std::size_t>(slow.gpu)] *= slow.slowdown;
+  }
   return d;
 }
 

@@ -20,11 +20,20 @@
 
 namespace placesim {
 
+// A straggler: a GPU whose compute takes `slowdown` times as long (thermal throttling, a bad
+// HBM stack, a noisy neighbour: MegaScale's stragglers), on top of any draw.
+struct SlowGpu {
+  DeviceId gpu = 0;
+  double slowdown = 1;
+};
+
 struct Variability {
   double gpu_speed_cv = 0;    // per GPU (above); 0: every GPU at its nominal speed
   double kernel_jitter_cv = 0;  // per operator run; 0: none
   std::uint64_t seed = 1;
-  bool any() const { return gpu_speed_cv > 0 || kernel_jitter_cv > 0; }
+  std::vector<SlowGpu> slow_gpus;  // fixed stragglers (no seed needed)
+  bool any() const { return gpu_speed_cv > 0 || kernel_jitter_cv > 0 || !slow_gpus.empty(); }
+  bool random() const { return gpu_speed_cv > 0 || kernel_jitter_cv > 0; }
 };
 
 // The draws of one seed: each GPU's slowdown f_g (its compute_speed divided by it) and each
@@ -33,6 +42,7 @@ struct VariabilityDraw {
   std::vector<double> gpu_slowdown;  // per GPU of the cluster
   std::vector<double> op_factor;     // per operator of the graph
 };
+// Throws std::invalid_argument for a slow GPU the cluster lacks or a slowdown that is not positive.
 VariabilityDraw draw_variability(const Variability& v, int num_devices, const Graph& graph);
 
 // The cluster with each GPU's speed divided by its slowdown, and the graph with each compute

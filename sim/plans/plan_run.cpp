@@ -26,13 +26,13 @@ PlanRun simulate_plan(const LayerWorkload& workload, const ParallelPlan& plan, c
                       const PlanRunOptions& options) {
   PlanRun run;
   run.detail = options.detail.value_or(CollectiveDetail::Messages);
-  if (options.seeds < 1 || (options.seeds > 1 && !options.variability.any()))
+  if (options.seeds < 1 || (options.seeds > 1 && !options.variability.random()))
     throw std::invalid_argument("more than one seed needs variability (a per-GPU speed or per-kernel jitter cv above 0)");
   const FoldMode fold_mode = options.variability.any() ? FoldMode::Full : options.fold;
   // With variability no two GPUs run alike: no replica stands for another.
   const auto say_why_full = [&] {
     if (options.variability.any() && options.fold != FoldMode::Full)
-      run.fold.reason = "the full graph: with variability (--gpu-speed-cv, --kernel-jitter-cv) no two GPUs run alike";
+      run.fold.reason = "the full graph: with variability (--gpu-speed-cv, --kernel-jitter-cv, --slow-gpu) GPUs no longer run alike";
   };
   run.fold = choose_fold(workload, plan, cluster, run.detail, fold_mode);
   say_why_full();
