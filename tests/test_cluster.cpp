@@ -41,9 +41,9 @@ TEST(Units, SuffixesInAnyCaseButBitsAndBytes) {
 // refused in one line naming the field; 0 is 0 in every unit.
 TEST(Units, BareNumbersInFilesAreRefused) {
   EXPECT_INPUT_ERROR(cluster_from_yaml(YAML::Load("{type: nvlink-servers, gpus: 4, ethernet_bandwidth: 100}"), "c.yaml"),
-                     "ethernet_bandwidth", "100: a bandwidth needs a unit, e.g. 100Gbps or 100GB/s");
+                     "ethernet_bandwidth", "100: a bandwidth needs a unit (bare, it is read as 100 B/s), e.g. 100Gbps or 100GB/s");
   EXPECT_INPUT_ERROR(cluster_from_yaml(YAML::Load("{type: nvlink-servers, gpus: 4, gpu_memory: 40}"), "c.yaml"), "gpu_memory",
-                     "40: a size needs a unit, e.g. 40GiB or 40GB");
+                     "40: a size needs a unit (bare, it is read as 40 B), e.g. 40GiB or 40GB");
   EXPECT_INPUT_ERROR(cluster_from_yaml(YAML::Load("{type: nvlink-servers, gpus: 4, ethernet_latency: 2}"), "c.yaml"),
                      "ethernet_latency", "2: a duration needs a unit");
   EXPECT_NO_THROW(cluster_from_yaml(YAML::Load("{type: nvlink-servers, gpus: 4, ethernet_latency: 0}"), "c.yaml"));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
@@ -148,25 +149,29 @@ std::vector<PlanArgs> enumerate_plans(const SearchRequest& r, const models::Tran
 // parallelism, cp): building one is most of a candidate's cost.
 class ModelCache {
  public:
-  const LayerWorkload* get(const PlanArgs& a) {
+  // The model the candidate runs, or null with `why` said.
+  const LayerWorkload* get(const PlanArgs& a, std::string& why) {
     const auto key = std::make_tuple(a.tp, a.micro_batch_size, a.recompute, a.sequence_parallel, a.cp);
     std::lock_guard lock(mutex_);
     auto it = models_.find(key);
     if (it == models_.end()) {
       std::optional<LayerWorkload> built;
+      std::string reason;
       try {
         built = model_from_args(a, "command line");
-      } catch (const InputError&) {
+      } catch (const InputError& e) {
         // A width the model cannot take (heads, sequence): no candidate of it is a plan.
+        reason = e.what();
       }
-      it = models_.emplace(key, std::move(built)).first;
+      it = models_.emplace(key, std::make_pair(std::move(built), reason)).first;
     }
-    return it->second ? &*it->second : nullptr;
+    why = it->second.second;
+    return it->second.first ? &*it->second.first : nullptr;
   }
 
  private:
   std::mutex mutex_;
-  std::map<std::tuple<int, int, std::string, bool, int>, std::optional<LayerWorkload>> models_;
+  std::map<std::tuple<int, int, std::string, bool, int>, std::pair<std::optional<LayerWorkload>, std::string>> models_;
 };
 
 }  // namespace
@@ -206,6 +211,7 @@ struct Priced {
   // The layout, kept small (a search holds tens of thousands): the stages, whether it fits and the
   // GPU holding the most; the plan is made again from the arguments when it is priced or run.
   std::vector<int> stage_starts;
+  std::string not_a_plan;  // why it is not a plan of the model ("" when it is)
   std::string infeasible;
   long gpus = 0;
   GpuMemory memory;
@@ -221,19 +227,21 @@ struct Priced {
 
 // The candidate laid out and priced: nullopt when it is not a plan (the model or the checks
 // refuse it); `fits` false when a GPU would not hold it.
-std::optional<Priced> lay_out(const PlanArgs& a, ModelCache& models, const Cluster& cluster) {
+Priced lay_out(const PlanArgs& a, ModelCache& models, const Cluster& cluster) {
   Priced c;
   c.args = a;
-  c.workload = models.get(a);
-  if (!c.workload) return std::nullopt;
+  c.workload = models.get(a, c.not_a_plan);
+  if (!c.workload) return c;
   ParallelPlan plan;
   try {
     c.model = &c.workload->at(a.tp, "command line", "--tp");
     plan = plan_from_args(a, "command line", "--schedule", "--gradient-algorithm");
-  } catch (const InputError&) {
-    return std::nullopt;
+  } catch (const InputError& e) {
+    c.not_a_plan = e.what();
+    return c;
   }
-  if (!plan_problem(*c.workload, plan, cluster).empty()) return std::nullopt;
+  c.not_a_plan = plan_problem(*c.workload, plan, cluster);
+  if (!c.not_a_plan.empty()) return c;
   const CompiledPlan layout = plan_layout(*c.workload, plan, cluster);
   c.infeasible = layout.infeasible;
   c.stage_starts = layout.stage_starts;
@@ -253,22 +261,33 @@ std::optional<Priced> lay_out(const PlanArgs& a, ModelCache& models, const Clust
 
 void estimate(Priced& c, const NestNetwork& network) { c.estimate = nest_estimate(*c.model, c.plan(), network).time_per_batch; }
 
-// Runs `work(i)` for i in [0, n) on `threads` threads, `done(i)` after each (under a lock).
+// Runs `work(i)` for i in [0, n) on `threads` threads, `done(i)` after each (under a lock). The
+// first exception any of them throws stops the handing out of indices and is rethrown here, once
+// every thread has ended.
 void for_each_parallel(std::size_t n, int threads, const std::function<void(std::size_t)>& work,
                        const std::function<void(std::size_t)>& done) {
   std::atomic<std::size_t> next{0};
   std::mutex mutex;
+  std::exception_ptr failed;
   auto loop = [&] {
     for (std::size_t i; (i = next++) < n;) {
-      work(i);
-      std::lock_guard lock(mutex);
-      done(i);
+      try {
+        work(i);
+        std::lock_guard lock(mutex);
+        done(i);
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (!failed) failed = std::current_exception();
+        next = n;
+        return;
+      }
     }
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < std::min<int>(threads, static_cast<int>(n)); ++t) pool.emplace_back(loop);
   loop();
   for (auto& t : pool) t.join();
+  if (failed) std::rethrow_exception(failed);
 }
 
 // `available_bytes`: the memory its graph may take (this machine's, shared by the candidates that
@@ -289,7 +308,9 @@ SearchCandidate simulate_candidate(const Priced& c, const Cluster& cluster, doub
   try {
     run = simulate_plan(*c.workload, plan, cluster, options);
   } catch (const GraphTooLarge& e) {
-    out.folding = fmt::format("not simulated: too large for this machine beside the other candidates running: {}", e.what());
+    out.folding = fmt::format("not simulated: its graph is too large for this machine's memory shared by --threads candidates "
+                              "(--threads 1 gives it all; or run its plan command alone): {}",
+                              e.what());
     return out;
   }
   out.simulated = true;
@@ -337,12 +358,36 @@ std::string plan_command(const PlanArgs& a, const std::string& engine) {
 
 namespace {
 
+// What the CLI's validators check, for callers that bypass them (Python).
+void check_request(const SearchRequest& r) {
+  auto one_of_names = [](const std::vector<std::string>& given, std::initializer_list<std::string_view> names, const char* field) {
+    for (const std::string& v : given)
+      if (std::find(names.begin(), names.end(), v) == names.end())
+        throw InputError("command line", field, fmt::format("expected one of {}, got '{}'", fmt::join(names, ", "), v));
+  };
+  if (!r.base.model.empty() && !models::find_layer_zoo(r.base.model))
+    throw InputError("command line", "--model", fmt::format("expected one of {}, got '{}'", models::layer_zoo_names(), r.base.model));
+  if (r.top < 1) throw InputError("command line", "--top", fmt::format("expected at least 1 plan to simulate, got {}", r.top));
+  if (r.threads < 1) throw InputError("command line", "--threads", fmt::format("expected at least 1, got {}", r.threads));
+  if (r.engine != "flow" && r.engine != "evaluator")
+    throw InputError("command line", "--engine", fmt::format("expected flow or evaluator (engines that schedule), got '{}'", r.engine));
+  one_of_names(r.space.recompute, {"none", "selective", "full"}, "--recompute");
+  one_of_names(r.space.sequence_parallel, {"on", "off"}, "--sequence-parallel");
+  one_of_names(r.space.tp_comm_overlap, {"on", "off"}, "--tp-comm-overlap");
+  one_of_names(r.space.optimizer, {"none", "distributed", "zero2", "zero3"}, "--optimizer");
+  for (const auto& [values, field] : {std::pair{&r.space.tp, "--tp"}, {&r.space.pp, "--pp"}, {&r.space.cp, "--cp"},
+                                      {&r.space.ep, "--ep"}, {&r.space.virtual_stages, "--virtual-stages"},
+                                      {&r.space.micro_batch_size, "--micro-batch-size"}})
+    for (int v : *values)
+      if (v < 1) throw InputError("command line", field, fmt::format("expected whole numbers from 1, got {}", v));
+}
+
 // Phase 2 (the models it builds kept in `models`, which the candidates point into): each configuration laid out (its stages and memory) and bounded, in parallel; the ones
 // that fit, the rest counted.
 std::vector<Priced> lay_out_all(const std::vector<PlanArgs>& all, int threads, const Cluster& cluster, ModelCache& models,
                                 SearchResult& result, const SearchProgress& say) {
   const auto t0 = Clock::now();
-  std::vector<std::optional<Priced>> laid(all.size());
+  std::vector<Priced> laid(all.size());
   std::size_t finished = 0;
   auto last_said = Clock::now();
   for_each_parallel(
@@ -356,11 +401,14 @@ std::vector<Priced> lay_out_all(const std::vector<PlanArgs>& all, int threads, c
         }
       });
   std::vector<Priced> fitting;
+  std::map<std::string, long> reasons;  // why candidates are not plans, and how many
   for (auto& p : laid) {
-    if (!p) ++result.invalid;
-    else if (!p->infeasible.empty()) ++result.over_memory;
-    else fitting.push_back(std::move(*p));
+    if (!p.not_a_plan.empty()) ++result.invalid, ++reasons[p.not_a_plan];
+    else if (!p.infeasible.empty()) ++result.over_memory;
+    else fitting.push_back(std::move(p));
   }
+  for (const auto& [why, count] : reasons)
+    if (result.notes.size() < 8) result.notes.push_back(fmt::format("{} configurations are not plans of the model: {}", count, why));
   result.fitting = static_cast<long>(fitting.size());
   result.phases.push_back({"enumerate and lay out (memory, lower bounds)", result.fitting, since(t0)});
   say(fmt::format("search: {} fit in memory ({} over it, {} not plans of this model), laid out in {}", result.fitting,
@@ -412,6 +460,7 @@ SearchResult search_plans(const SearchRequest& r0, const SearchProgress& progres
   SearchRequest r = r0;
   if (r.base.model.empty() == r.base.model_file.empty())
     throw InputError("command line", "--model/--model-file", "expected one of --model NAME or --model-file FILE");
+  check_request(r);
   if (r.global_batch < 1) throw InputError("command line", "--global-batch", "expected the sequences per iteration, at least 1");
   const Cluster cluster = load_cluster_file(r.base.cluster);
   if (r.gpus == 0) r.gpus = cluster.num_devices();

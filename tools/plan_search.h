@@ -74,7 +74,9 @@ struct SearchResult {
   std::vector<SearchPhase> phases;
   // Candidates whose simulated time fell below their lower bound (a bug if any: said).
   long bound_violations = 0;
-  bool proven() const { return unproven == 0; }
+  // No unsimulated candidate can beat the best, and every bound held (a bound that failed would
+  // void the proof).
+  bool proven() const { return unproven == 0 && bound_violations == 0 && !ranked.empty(); }
 };
 
 // How the search says where it is: a line per phase and, while simulating, done/total and the

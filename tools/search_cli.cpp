@@ -137,7 +137,11 @@ void print_text(const SearchResult& r, const std::string& engine, int top) {
   for (const SearchPhase& p : r.phases)
     std::cout << fmt::format("phase           {}: {} ({} candidates)\n", p.name, format_duration(p.seconds), p.candidates);
   if (r.ranked.empty()) {
-    std::cout << "best            none: no configuration fits\n";
+    std::cout << (r.enumerated == 0 ? "best            none: no combination of the knobs is a plan of these GPUs at this global batch "
+                                      "(dp = GPUs / (tp x pp x cp) must divide it by the micro-batch size)\n"
+                  : r.fitting == 0  ? "best            none: no configuration fits in GPU memory\n"
+                                    : "best            none simulated: the candidates chosen were too large to simulate here "
+                                      "(above; --threads 1 gives each the whole machine)\n");
     return;
   }
   if (r.proven())

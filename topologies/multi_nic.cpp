@@ -208,7 +208,10 @@ BandwidthAllocation allocation_from_yaml(const YAML::Node& node, int servers, do
       if (!row[t].IsScalar()) throw InputError(file, entry_field, "expected a bandwidth such as 20GB/s, or 0");
       const std::string text = row[t].Scalar();
       double v = 0;
-      if (text != "-" && text != "0") v = parse_bandwidth(text, file, entry_field);
+      if (text != "-" && text != "0") {
+        refuse_bare_quantity(text, "bandwidth", "25Gbps or 20GB/s", file, entry_field);
+        v = parse_bandwidth(text, file, entry_field);
+      }
       a.set(s, t, v);
     }
   }

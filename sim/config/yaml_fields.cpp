@@ -86,10 +86,7 @@ namespace {
 void refuse_bare_number(const YAML::Node& node, const char* kind, const char* examples, const std::string& file,
                         const std::string& field) {
   if (node.Tag() == kBaseUnitsTag) return;
-  const std::string text = node.Scalar();
-  const std::optional<Quantity> q = parse_any_quantity(text);
-  if (q && q->dimension == Dimension::Number && q->value != 0)
-    throw InputError(file, field, fmt::format("{}: a {} needs a unit, e.g. {}", text, kind, examples));
+  refuse_bare_quantity(node.Scalar(), kind, examples, file, field);
 }
 
 }  // namespace

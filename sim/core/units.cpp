@@ -160,6 +160,15 @@ double parse_flops(std::string_view text, const std::string& file, const std::st
   return rate;
 }
 
+void refuse_bare_quantity(const std::string& text, const char* kind, const char* examples, const std::string& file,
+                          const std::string& field) {
+  const std::optional<Quantity> q = parse_any_quantity(text);
+  if (!q || q->dimension != Dimension::Number || q->value == 0) return;
+  const std::string_view k = kind;
+  const std::string as = k == "bandwidth" ? format_bandwidth(q->value) : k == "size" ? format_bytes(q->value) : format_duration(q->value);
+  throw InputError(file, field, fmt::format("{}: a {} needs a unit (bare, it is read as {}), e.g. {}", text, kind, as, examples));
+}
+
 std::optional<Quantity> parse_any_quantity(std::string_view text) {
   text = trim(text);
   const auto split = split_number(text);

@@ -38,6 +38,12 @@ double parse_bytes(std::string_view text, const std::string& file, const std::st
 // Compute rate in FLOP/s: "19.5TFLOP/s", "19.5TFLOPS", "312GFLOP/s" or a bare number; positive.
 double parse_flops(std::string_view text, const std::string& file, const std::string& field);
 
+// In a file a quantity carries its unit: throws InputError naming `file` and `field` when `text`
+// is a bare number other than 0 (`nic_bandwidth: 100` would be 100 B/s), saying what it would be
+// read as and `examples` of what to write. `kind`: bandwidth, size or duration.
+void refuse_bare_quantity(const std::string& text, const char* kind, const char* examples, const std::string& file,
+                          const std::string& field);
+
 // What a value written with a unit measures; a bare number is a Number.
 enum class Dimension { Number, Duration, Bytes, Bandwidth, Flops };
 struct Quantity {
