@@ -113,3 +113,22 @@ def test_a_planner_chooses_as_in_a_scenario(tmp_path):
     for engine in ("evaluator", "flow", "simgrid"):
         assert mine["latencies"][engine] == df[f"{engine}_latency"][0], engine
     assert mine["plan"]["pp"] == 2 and mine["search_seconds"] >= 0
+
+
+def test_search_equals_the_cli(tmp_path):
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text("cluster: {preset: dgx-h100, servers: 2}\n")
+    space = dict(tp=[2, 4], pp=[1, 2], cp=[1], micro_batch_size=[1], recompute=["none"], optimizer=["distributed"],
+                 tp_comm_overlap=["off"])
+    r = placesim.search(placesim.load_cluster(cluster), model="llama2-7b", global_batch=16, top=2, **space)
+    args = ["search", "--model", "llama2-7b", "--cluster", cluster, "--global-batch", "16", "--top", "2", "--json"]
+    for key, values in space.items():
+        args += ["--" + key.replace("_", "-"), ",".join(str(v) for v in values)]
+    code, out, err = run_cli(*args)
+    assert code == 0, err
+    cli = json.loads(out)
+    assert [p["iteration_s"] for p in r["plans"]] == [p["iteration_s"] for p in cli["plans"]]
+    assert list(r["frame"]["iteration_s"]) == [p["iteration_s"] for p in cli["plans"]]
+    assert {"mfu", "tokens_per_s_per_gpu", "tp", "pp", "dp", "compute_s", "command"} <= set(r["frame"].columns)
+    with pytest.raises(placesim.InputError, match="--top"):
+        placesim.search(placesim.load_cluster(cluster), model="llama2-7b", global_batch=16, top=0)
