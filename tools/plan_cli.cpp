@@ -325,12 +325,13 @@ PlanReport plan_report(const PlanArgs& a, const ParallelPlan& plan, const LayerM
                        const Cluster& cluster, const EngineRuns& ran) {
   PlanReport r;
   r.gpus = static_cast<long>(layout.gpus.size());
-  r.sequences = static_cast<long>(model.micro_batch) * plan.micro_batches * (plan.dp / plan.cp);  // a context group shares them
-  r.tokens = static_cast<double>(r.sequences) * model.sequence;
-  r.model_flops = model.model_flops * plan.micro_batches * plan.dp;
+  const PlanWork work = plan_work(plan, model);
+  r.sequences = static_cast<long>(work.sequences);
+  r.tokens = work.tokens;
+  r.model_flops = work.model_flops;
   if (model.causal_model_flops > 0 && model.causal_model_flops < model.model_flops)
     r.causal_model_flops = model.causal_model_flops * plan.micro_batches * plan.dp;
-  r.peak = plan_throughput(a, plan, model, 1, 1).peak_flops;  // one formula of the peak with placesim.plan and search
+  r.peak = plan_peak_flops(a);
   r.bubble = static_cast<double>(plan.pp - 1) / (plan.virtual_stages * plan.micro_batches);
   for (std::size_t i = 0; i < layout.memory.size(); ++i) {
     if (layout.memory[i].total() > r.memory_peak) r.capacity = cluster.device(layout.gpus[i]).memory_bytes, r.memory = layout.memory[i];

@@ -175,18 +175,33 @@ inline models::LayerZooOptions zoo_options(const PlanArgs& a, const std::string&
 struct PlanThroughput {
   double tokens_per_s_per_gpu = 0, model_flops_per_gpu = 0, mfu = 0, peak_flops = 0;
 };
+// What one iteration processes: sequences (a context group shares them), their tokens, and the
+// model's FLOPs (no recomputation).
+struct PlanWork {
+  double sequences = 0, tokens = 0, model_flops = 0;
+};
+inline PlanWork plan_work(const ParallelPlan& plan, const LayerModel& model) {
+  PlanWork w;
+  w.sequences = static_cast<double>(model.micro_batch) * plan.micro_batches * (plan.dp / plan.cp);
+  w.tokens = w.sequences * model.sequence;
+  w.model_flops = model.model_flops * plan.micro_batches * plan.dp;
+  return w;
+}
+// The GPU's dense peak at the run's precision (an fp8 run's 16-bit peak); 0 for a workload file.
+inline double plan_peak_flops(const PlanArgs& a) {
+  if (!a.workload.empty()) return 0;
+  const models::LayerZooOptions zoo = zoo_options(a, "command line");
+  const models::GpuSpec gpu = models::kernel_model_gpu(a.gpu, "command line");
+  return gpu.dense(gpu.outside_fp8(zoo.precision.value_or(gpu.default_precision())));
+}
 inline PlanThroughput plan_throughput(const PlanArgs& a, const ParallelPlan& plan, const LayerModel& model, double gpus,
                                       double latency) {
+  const PlanWork w = plan_work(plan, model);
   PlanThroughput t;
-  const double sequences = static_cast<double>(model.micro_batch) * plan.micro_batches * (plan.dp / plan.cp);  // a context group shares them
-  t.tokens_per_s_per_gpu = sequences * model.sequence / latency / gpus;
-  t.model_flops_per_gpu = model.model_flops * plan.micro_batches * plan.dp / latency / gpus;
-  if (a.workload.empty()) {
-    const models::LayerZooOptions zoo = zoo_options(a, "command line");
-    const models::GpuSpec gpu = models::kernel_model_gpu(a.gpu, "command line");
-    t.peak_flops = gpu.dense(gpu.outside_fp8(zoo.precision.value_or(gpu.default_precision())));
-    t.mfu = t.model_flops_per_gpu / t.peak_flops;
-  }
+  t.tokens_per_s_per_gpu = w.tokens / latency / gpus;
+  t.model_flops_per_gpu = w.model_flops / latency / gpus;
+  t.peak_flops = plan_peak_flops(a);
+  if (t.peak_flops > 0) t.mfu = t.model_flops_per_gpu / t.peak_flops;
   return t;
 }
 
