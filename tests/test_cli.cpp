@@ -70,7 +70,7 @@ TEST(Cli, Item13NoCommandPrintsAShortUsage) {
   EXPECT_EQ(run_cli("", out), 2) << out;
   EXPECT_TRUE(contains(out, "usage: placesim <command> [options]")) << out;
   EXPECT_TRUE(contains(out, "  reproduce ")) << out;
-  EXPECT_LT(std::count(out.begin(), out.end(), '\n'), 16) << out;  // a line per command, the usage and the hint
+  EXPECT_LT(std::count(out.begin(), out.end(), '\n'), 17) << out;  // a line per command, the usage and the hint
 
   EXPECT_EQ(run_cli("graph", out), 2) << out;
   EXPECT_TRUE(contains(out, "usage: placesim graph <command> [options]")) << out;

@@ -19,6 +19,7 @@
 #include "collective_cli.h"
 #include "plan_cli.h"
 #include "search_cli.h"
+#include "goodput_cli.h"
 #include "version.h"
 #include "placeto_cli.h"
 #include "placement/framework/planner.h"
@@ -789,6 +790,8 @@ struct Cli {
   PlanArgs plan_args;
   CLI::App* plan = nullptr;
   SearchArgs search_args;
+  GoodputArgs goodput_args;
+  CLI::App* goodput = nullptr;
   CLI::App* search = nullptr;
 };
 
@@ -987,6 +990,7 @@ int run_command(Cli& cli) {
   if (*cli.collective) return cmd_collective(cli.collective_args);
   if (*cli.plan) return cmd_plan(cli.plan_args);
   if (*cli.search) return cmd_search(cli.search_args);
+  if (*cli.goodput) return cmd_goodput(cli.goodput_args);
   if (*cli.topo_info) return cmd_topology_info(cli.topo_path, cli.topo_dot);
   if (*cli.topo_types) return cmd_topology_types(cli.types_json);
   if (*cli.topo_presets) return cmd_topology_presets(cli.presets_json);
@@ -1009,6 +1013,7 @@ int main(int argc, char** argv) {
   cli.collective = add_collective_command(app, cli.collective_args);
   cli.plan = add_plan_command(app, cli.plan_args);
   cli.search = add_search_command(app, cli.search_args);
+  cli.goodput = add_goodput_command(app, cli.goodput_args);
 
   try {
     if (const CLI::App* incomplete = check_command_words(app, argc, argv)) {

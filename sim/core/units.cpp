@@ -30,7 +30,7 @@ const std::vector<Unit> kBandwidthUnits = {
     {"Bps", 1.0},        {"KBps", 1e3},       {"MBps", 1e6},       {"GBps", 1e9},      {"TBps", 1e12},
 };
 const std::vector<Unit> kDurationUnits = {
-    {"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"min", 60.0},
+    {"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"min", 60.0}, {"h", 3600.0}, {"d", 86400.0},
 };
 const std::vector<Unit> kByteUnits = {
     {"B", 1.0},  {"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
