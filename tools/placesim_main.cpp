@@ -640,9 +640,15 @@ int cmd_import(const ImportArgs& a) {
 }
 
 // A cluster file or a scenario file (its `cluster:` block): counts, bandwidth levels, bisection.
-int cmd_topology_info(const std::string& path, const std::string& dot) {
+int cmd_topology_info(const std::string& path, const std::string& dot, bool links) {
   refuse_graph(load_yaml_file(path), path, "a scenario or cluster file");
   const Cluster cluster = load_cluster_file(path);
+  if (links) {  // the names a cluster's `faults:` take
+    for (const Link& l : cluster.links())
+      std::cout << fmt::format("{}  {}  latency {}{}\n", l.name, format_bandwidth(l.bandwidth), format_duration(l.latency),
+                               l.logical ? "  (a rate cap, not a cable)" : "");
+    return 0;
+  }
   std::cout << format_topology_info(cluster, describe_topology(cluster));
   if (!dot.empty()) {
     write_file_atomically(dot, topology_dot(cluster));
@@ -771,6 +777,7 @@ struct Cli {
   bool strategies_json = false;
   CLI::App* strategies = nullptr;
   std::string topo_path, topo_dot;
+  bool topo_links = false;
   CLI::App* topo_info = nullptr;
   bool types_json = false;
   CLI::App* topo_types = nullptr;
@@ -906,6 +913,7 @@ void add_listing_commands(CLI::App& app, Cli& cli) {
   cli.topo_info = topology->add_subcommand("info", "GPU count, bandwidth levels between GPU pairs, bisection, oversubscription");
   cli.topo_info->add_option("file", cli.topo_path, "scenario or cluster YAML file")->required()->check(CLI::ExistingFile);
   cli.topo_info->add_option("--dot", cli.topo_dot, "also write a Graphviz drawing of the topology to this file");
+  cli.topo_info->add_flag("--links", cli.topo_links, "list the one-way links by name, bandwidth and latency (the names `faults:` takes)");
   cli.topo_types = topology->add_subcommand("types", "list the cluster types and their keys");
   cli.topo_types->add_flag("--json", cli.types_json, "as JSON: type, aliases, description, options");
   cli.topo_presets = topology->add_subcommand(
@@ -991,7 +999,7 @@ int run_command(Cli& cli) {
   if (*cli.plan) return cmd_plan(cli.plan_args);
   if (*cli.search) return cmd_search(cli.search_args);
   if (*cli.goodput) return cmd_goodput(cli.goodput_args);
-  if (*cli.topo_info) return cmd_topology_info(cli.topo_path, cli.topo_dot);
+  if (*cli.topo_info) return cmd_topology_info(cli.topo_path, cli.topo_dot, cli.topo_links);
   if (*cli.topo_types) return cmd_topology_types(cli.types_json);
   if (*cli.topo_presets) return cmd_topology_presets(cli.presets_json);
   if (*cli.gpus) return cmd_gpus(cli.gpus_json);

@@ -246,8 +246,13 @@ PairView Cluster::stages_view(const Route& r) const {
   PairView v;
   for (int s = 0; s < r.num_stages; ++s) {
     const std::int64_t set = r.stages[s];
-    const PairView stage = set >= 0 ? PairView{path_sets_[set].latency, path_sets_[set].inv_bandwidth}
-                                    : generated_views_[routing_->generated_class(set)];
+    PairView stage;
+    if (set >= 0) {
+      stage = {path_sets_[set].latency, path_sets_[set].inv_bandwidth};
+    } else {
+      const std::int32_t cls = routing_->generated_class(set);
+      stage = cls == Routing::kOwnClass ? generated_set_view(set) : generated_views_[cls];
+    }
     v.latency += stage.latency;
     v.inv_bandwidth = std::max(v.inv_bandwidth, stage.inv_bandwidth);
   }
@@ -310,6 +315,7 @@ void Cluster::finalize_path_sets(const std::string& source, PathSetScratch& scra
 
 // One view per class of generated path sets, from the path set the routing names for it.
 void Cluster::finalize_generated_views(const std::string& source, PathSetScratch& scratch) {
+  if (inherit_generated_views_) return;
   generated_views_.clear();
   std::vector<PathRec> paths;
   std::vector<std::int32_t> path_links;

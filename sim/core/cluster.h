@@ -90,6 +90,12 @@ struct PairView {
   double inv_bandwidth = 0;  // seconds per byte: the largest link load / bandwidth; inf if unreachable
 };
 
+// A link at a fraction of its bandwidth (0 < fraction <= 1), or down (fraction 0).
+struct LinkFault {
+  int link = -1;
+  double fraction = 0;
+};
+
 class Cluster {
  public:
   // Route id of a pair that has no bandwidth at all (a multi-NIC allocation of zero).
@@ -137,6 +143,13 @@ class Cluster {
   // devices[k]), with the links and routes they use here, so that a strategy can be confined to
   // one server or one bandwidth domain. Servers are renumbered densely; no recipe is kept.
   Cluster restricted_to(std::span<const DeviceId> devices) const;
+
+  // The cluster with some links degraded or down. A down link's paths leave every stage of every
+  // route, and the paths left carry the stage's bytes in proportion to their shares (ECMP over the
+  // spines that remain); a route with a stage left without a path is unreachable. Degraded links
+  // keep their paths at their new bandwidth. Throws std::invalid_argument on an unknown link or a
+  // fraction outside [0, 1].
+  Cluster with_link_faults(std::span<const LinkFault> faults) const;
 
   int num_devices() const { return static_cast<int>(devices_.size()); }
   int num_servers() const;
@@ -230,6 +243,8 @@ class Cluster {
   void finalize_table(const std::string& source);
   void finalize_generated_views(const std::string& source, PathSetScratch& scratch);
   PairView stages_view(const Route& r) const;
+  // The view of one generated set from its paths (a set of Routing::kOwnClass).
+  PairView generated_set_view(std::int64_t set) const;
   std::int32_t stage_num_paths(std::int64_t set) const;
   // Appends path k of the stage to `links`; returns its share.
   double append_stage_path(std::int64_t set, std::int32_t k, std::vector<int>& links) const;
@@ -245,6 +260,9 @@ class Cluster {
   std::shared_ptr<const Routing> routing_;
   // The view of each class of generated path sets (Routing::generated_class).
   std::vector<PairView> generated_views_;
+  // with_link_faults: the classes' views are the unfaulted cluster's (its faulted sets are
+  // kOwnClass), kept through finalize.
+  bool inherit_generated_views_ = false;
   // Per ordered pair, up to kDenseViewMaxGpus GPUs (bandwidth is 1 / inv_bandwidth: infinite on
   // the diagonal, 0 when unreachable); empty above.
   std::vector<PairView> dense_view_;

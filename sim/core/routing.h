@@ -55,6 +55,9 @@ class Routing {
   // and links of the same bandwidth and latency in the same places), so the cluster computes the
   // view (latency, bandwidth) of one member per class: classes are 0 .. size of the list of
   // representatives - 1.
+  // kOwnClass: a set like no other (one that lost a path to a failed link), whose view the cluster
+  // computes from its paths when asked.
+  static constexpr std::int32_t kOwnClass = -1;
   virtual std::int32_t generated_class(std::int64_t set) const;
   virtual std::vector<std::int64_t> generated_class_representatives() const { return {}; }
 };
