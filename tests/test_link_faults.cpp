@@ -104,6 +104,12 @@ TEST(LinkFaults, AFatTreeSplitsOverTheCorePathsLeft) {
     EXPECT_NEAR(p.share, 1.0 / 3, 1e-12);
     for (int l : p.links) EXPECT_NE(faulted.link(l).name, "agg0.0-to-core0.0");
   }
+  // A cluster of some of its GPUs keeps the faults, and the healthy pairs' views.
+  const std::vector<DeviceId> some = {0, 2, 15};
+  const Cluster part = faulted.restricted_to(some);
+  EXPECT_EQ(part.num_paths(0, 2), 3);
+  EXPECT_NEAR(part.bandwidth(0, 2), faulted.bandwidth(0, 15), 1.0);
+  EXPECT_NEAR(part.bandwidth(1, 2), faulted.bandwidth(2, 15), 1.0);
   // Within pod 0 no path crossed the core: 2 paths still.
   EXPECT_EQ(faulted.num_paths(0, 2), 2);
   // A lone transfer is still NIC-bound (12.5 GB/s): edge0.0's uplinks carry 1/3 and 2/3.

@@ -176,7 +176,12 @@ Cluster Cluster::restricted_to(std::span<const DeviceId> devices) const {
   }
   c.routing_ = std::make_shared<RestrictedRouting>(routing_, std::vector<DeviceId>(devices.begin(), devices.end()));
   c.description = fmt::format("{} of {} GPUs of {}", c.num_devices(), num_devices(), description);
+  // The same generated sets and classes: their views are this cluster's (a faulted cluster's
+  // representatives may have lost paths; its views are the healthy ones).
+  c.generated_views_ = generated_views_;
+  c.inherit_generated_views_ = true;
   c.finalize("restricted cluster");
+  c.inherit_generated_views_ = false;
   return c;
 }
 
