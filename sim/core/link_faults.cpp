@@ -130,10 +130,10 @@ Cluster Cluster::with_link_faults(std::span<const LinkFault> faults) const {
     if (!(f.fraction >= 0 && f.fraction <= 1)) throw std::invalid_argument(fmt::format("a link at {} of its bandwidth", f.fraction));
     auto& s = state[static_cast<std::size_t>(f.link)];
     if (f.fraction == 0) {
-      s = 2;
+      s = FaultedRouting::kDown;
     } else {
       c.links_[f.link].bandwidth *= f.fraction;
-      s = std::max<std::uint8_t>(s, 1);
+      s = std::max(s, FaultedRouting::kDegraded);
     }
   }
   // Stored sets keep the paths that cross no down link, their shares scaled; a set with none is
@@ -145,7 +145,7 @@ Cluster Cluster::with_link_faults(std::span<const LinkFault> faults) const {
     const PathSetRec& set = path_sets_[ps];
     const auto down = [&](const PathRec& p) {
       for (int k = 0; k < p.num_links; ++k)
-        if (state[static_cast<std::size_t>(path_links_[p.first_link + k])] == 2) return true;
+        if (state[static_cast<std::size_t>(path_links_[p.first_link + k])] == FaultedRouting::kDown) return true;
       return false;
     };
     double alive = 0;
