@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -79,14 +80,18 @@ Job job_from_args(const GoodputArgs& a) {
   if (job.shape.gpus == 0) throw InputError(kCommandLine, "--gpus", "give the job's GPUs (--gpus N) or a --cluster file");
   if (a.links >= 0) job.shape.links = a.links;
   job.rates = llama3_failure_rates();
+  std::vector<std::string> given;
   const auto rate = [&](const std::string& mtbf, const char* flag, double& out) {
     if (mtbf.empty()) return;
-    out = 1.0 / duration_flag(mtbf, flag);
-    job.rates.source = "given on the command line, the rest " + job.rates.source;
+    const double seconds = duration_flag(mtbf, flag);
+    if (!(seconds > 0)) throw InputError(kCommandLine, flag, mtbf + ": an MTBF must be positive");
+    out = 1.0 / seconds;
+    given.push_back(flag);
   };
   rate(a.mtbf_gpu, "--mtbf-gpu", job.rates.per_gpu);
   rate(a.mtbf_server, "--mtbf-server", job.rates.per_server);
   rate(a.mtbf_link, "--mtbf-link", job.rates.per_link);
+  if (!given.empty()) job.rates.source = fmt::format("{} as given, the rest from {}", fmt::join(given, ", "), job.rates.source);
   job.checkpoint_s = duration_flag(a.checkpoint, "--checkpoint");
   job.restart_s = duration_flag(a.restart, "--restart");
   if (!a.work.empty()) {
