@@ -1,5 +1,6 @@
 #include "goodput_cli.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -74,8 +75,10 @@ Job job_from_args(const GoodputArgs& a) {
       throw InputError(kCommandLine, "--gpus", fmt::format("{} GPUs: the cluster {} has {}", a.gpus, a.cluster, job.shape.gpus));
     const double share = job.shape.gpus > 0 ? static_cast<double>(a.gpus) / static_cast<double>(job.shape.gpus) : 0;
     job.shape.links = a.cluster.empty() ? 2 * a.gpus : std::llround(static_cast<double>(job.shape.links) * share);
+    // The cluster's GPUs per server, or the flag's without one.
+    const long long per_server = a.cluster.empty() ? a.gpus_per_server : std::max<long long>(1, job.shape.gpus / job.shape.servers);
     job.shape.gpus = a.gpus;
-    job.shape.servers = (a.gpus + a.gpus_per_server - 1) / a.gpus_per_server;
+    job.shape.servers = (a.gpus + per_server - 1) / per_server;
   }
   if (job.shape.gpus == 0) throw InputError(kCommandLine, "--gpus", "give the job's GPUs (--gpus N) or a --cluster file");
   if (a.links >= 0) job.shape.links = a.links;
