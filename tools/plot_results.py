@@ -14,6 +14,11 @@ the scenario's `report.published` gives for the point). Output, as PNG and SVG i
                         values): log axis, ticks at the swept values, in the unit they were written
   search_time_vs_gpus   placement search time against the GPU count, one panel per model
   search_time_by_model  search time per strategy per model, where the GPU count is not swept
+  slowdown              a scenario of jobs on one cluster: each job's slowdown (shared / alone) per
+                        allocation policy, one panel per other swept value; linear axis from 0, a
+                        line at 1 (no slowdown). Such a scenario draws this plot and the next only
+  iteration_by_allocation  the same bars, each job's shared iteration over its best alone one
+                        under any policy: what the allocation costs the job alone counts too
   gantt                 the timeline of one point, read from its Chrome trace: GPU tracks, then
                         link tracks; idle GPUs left out. Which point: see gantt_point
 Every plot names the models and the cluster (a title is filled in, or the part that cannot be is
@@ -893,6 +898,80 @@ def plot_gantt(records, styles, out_dir, written, described, formats, wanted):
     save(fig, out_dir, "gantt", written, described, formats)
 
 
+def job_records(records):
+    """The records of a scenario of jobs (scenarios/runner/jobs.h): those with a slowdown."""
+    return [r for r in records if isinstance(r.get("strategy_report"), dict) and "slowdown" in r["strategy_report"]
+            and "shared" in r["strategy_report"]]
+
+
+def plot_slowdown(records, out_dir, written, described, formats, relative_to_best=False):
+    """Per panel (the swept values other than the allocation), a group of bars per job, a bar per
+    allocation policy: its slowdown, shared / alone on the same GPUs; or (relative_to_best) its
+    shared iteration over the job's best alone iteration under any policy of the panel, which
+    counts what the allocation costs the job alone too. Failed or infeasible jobs are labelled
+    where their bar would be."""
+    jobs = [r for r in records if r.get("params_text", {}).get("allocation") is not None]
+    if not jobs:
+        return False
+    policies = unique(r["params_text"]["allocation"] for r in jobs)
+    names = unique(r["strategy"] for r in jobs)
+
+    def panel_of(r):
+        return ", ".join(f"{k}={v}" for k, v in r.get("params_text", {}).items() if k not in IGNORED_PARAMS | {"allocation"})
+
+    def measured(r):
+        return ok(r) and "slowdown" in r.get("strategy_report", {})
+
+    best_alone = {}
+    for r in jobs:
+        if measured(r):
+            key = (panel_of(r), r["strategy"])
+            best_alone[key] = min(best_alone.get(key, float("inf")), r["strategy_report"]["alone_latency"])
+
+    def height(r):
+        report = r["strategy_report"]
+        return report["shared_latency"] / best_alone[(panel_of(r), r["strategy"])] if relative_to_best else report["slowdown"]
+
+    cases = unique(panel_of(r) for r in jobs)
+    fig, axes = panels(len(cases), width=max(4.2, 0.45 * len(names) * len(policies)), height=3.2)
+    colours = {p: PALETTE[k % len(PALETTE)] for k, p in enumerate(policies)}
+    width = 0.8 / len(policies)
+    engine = next((r["strategy_report"]["shared"].get("engine") for r in job_records(jobs)), "?")
+    top = max([height(r) for r in jobs if measured(r)] + [1.0])
+    for ax, case in zip(axes, cases):
+        for k, policy in enumerate(policies):
+            xs, heights = [], []
+            for i, name in enumerate(names):
+                x = i + (k - (len(policies) - 1) / 2) * width
+                r = next((r for r in jobs if panel_of(r) == case and r["strategy"] == name
+                          and r["params_text"]["allocation"] == policy), None)
+                if r is None:
+                    continue
+                if measured(r):
+                    xs.append(x)
+                    heights.append(height(r))
+                else:
+                    label_missing(ax, x, [name], [point_status(r)], [colours[policy]])
+            bars = ax.bar(xs, heights, width, label=policy, color=colours[policy], edgecolor="black", linewidth=0.4)
+            for bar, h in zip(bars, heights):
+                ax.annotate(f"{h:.2f}", (bar.get_x() + bar.get_width() / 2, h), xytext=(0, 2), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=6)
+        ax.axhline(1.0, color="black", linewidth=0.6)
+        ax.set_ylim(0, top * 1.15)
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels(names, rotation=20, ha="right", fontsize=8)
+        if case:
+            ax.set_title(case, fontsize=9)
+        ax.set_ylabel(("shared / best alone" if relative_to_best else "slowdown: shared / alone") + f" ({engine})", fontsize=8)
+    handles = [Patch(facecolor=colours[p], edgecolor="black", linewidth=0.4) for p in policies]
+    cluster = common_text(unique(r.get("cluster", "") for r in jobs)) or ""
+    what = ("Each job's iteration shared, over its best alone under any allocation" if relative_to_best
+            else "Each job's slowdown sharing the cluster (shared / alone on the same GPUs)")
+    layout_under_title(fig, "\n".join(textwrap.wrap(what + (f": {cluster.split(' (')[0]}" if cluster else ""), 90)))
+    legend_outside(fig, axes, handles, policies, title="allocation")
+    save(fig, out_dir, "iteration_by_allocation" if relative_to_best else "slowdown", written, described, formats)
+    return True
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("records", help="records.json written by `placesim report`")
@@ -911,6 +990,15 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     styles = strategy_styles(records)
     written, described = [], OrderedDict()
+    # A scenario of jobs: its strategies are jobs, its points allocations; the slowdown is its plot.
+    if job_records(records) and plot_slowdown(records, args.out, written, described, formats):
+        plot_slowdown(records, args.out, written, described, formats, relative_to_best=True)
+        for w in written:
+            status(f"wrote {w}")
+        if args.describe:
+            with open(args.describe, "w") as f:
+                json.dump({"styles": {}, "strategy_order": [], "figures": described}, f, indent=1)
+        return
     plot_bars(records, styles, args.out, written, described, formats, "latency", "latency_by_model")
     plot_cost_models(records, styles, args.out, written, described, formats)
     plot_latency_vs_bandwidth(records, styles, args.out, written, described, formats)

@@ -409,6 +409,47 @@ std::string fastest_lines(std::span<const PointRecord> records, const ColumnUnit
 
 }  // namespace
 
+std::string format_jobs_table(std::span<const PointRecord> records) {
+  std::vector<const PointRecord*> jobs;
+  std::vector<double> times;
+  for (const PointRecord& r : records)
+    if (r.measurement && r.measurement->strategy_report.contains("slowdown") && r.measurement->strategy_report.contains("shared")) {
+      jobs.push_back(&r);
+      times.push_back(r.measurement->strategy_report["alone_latency"].get<double>());
+      times.push_back(r.measurement->strategy_report["shared_latency"].get<double>());
+    }
+  if (jobs.empty()) return "";
+  const ColumnUnit unit = duration_unit(times);
+  const std::string engine = jobs.front()->measurement->strategy_report["shared"].value("engine", std::string("?"));
+  // The other swept values first, then the allocation.
+  auto point_of = [](const PointRecord& r) {
+    std::string point;
+    for (const SweepValue& v : r.sweep)
+      if (v.path != "strategy" && v.path != "allocation") point += (point.empty() ? "" : " ") + v.path + "=" + v.text;
+    if (r.seed) point += fmt::format("{}seed={}", point.empty() ? "" : " ", *r.seed);
+    const SweepValue* a = r.sweep_value("allocation");
+    return point + (point.empty() ? "" : " ") + (a ? a->text : std::string("-"));
+  };
+  std::size_t allocation_width = 10, job_width = 3;
+  for (const PointRecord* r : jobs) {
+    allocation_width = std::max(allocation_width, point_of(*r).size());
+    job_width = std::max(job_width, r->label.size());
+  }
+  std::string out = fmt::format("jobs on one cluster ({}; alone: the same job on the same GPUs with the fabric to itself; an "
+                                "iteration's mean over the iterations that cover the longest job's):\n", engine);
+  const bool swept = std::any_of(jobs.begin(), jobs.end(), [&](const PointRecord* r) { return point_of(*r).find(' ') != std::string::npos; });
+  out += fmt::format("{:<{}} {:<{}} {:>6} {:>10} {:>14} {:>14} {:>9}\n", swept ? "point, allocation" : "allocation", allocation_width, "job", job_width, "GPUs",
+                     "iterations", fmt::format("alone ({})", unit.name), fmt::format("shared ({})", unit.name), "slowdown");
+  for (const PointRecord* r : jobs) {
+    const auto& report = r->measurement->strategy_report;
+    out += fmt::format("{:<{}} {:<{}} {:>6} {:>10} {:>14} {:>14} {:>9.3f}\n", point_of(*r), allocation_width,
+                       r->label, job_width, r->gpus, report["shared"].value("iterations", 1),
+                       format_number_in(report["alone_latency"].get<double>(), unit),
+                       format_number_in(report["shared_latency"].get<double>(), unit), report["slowdown"].get<double>());
+  }
+  return out;
+}
+
 std::string format_point_table(std::span<const PointRecord> records) {
   // The point column: sweep values, seed and repetition (the strategy has a column of its own).
   const bool repeated = std::any_of(records.begin(), records.end(), [](const PointRecord& r) { return r.repetition > 0; });
@@ -472,7 +513,8 @@ std::string format_point_table(std::span<const PointRecord> records) {
                                m.oom ? "yes" : "no");
   }
   if (!width) out += fastest_lines(records, latency);
-  return out;
+  const std::string jobs = format_jobs_table(records);
+  return out + (jobs.empty() ? "" : "\n" + jobs);
 }
 
 }  // namespace placesim

@@ -167,5 +167,9 @@ std::string records_to_csv(std::span<const PointRecord> records);
 // The table `placesim run` prints: one row per record, its sweep values, seed and repetition first;
 // each column in one unit, named in its header.
 std::string format_point_table(std::span<const PointRecord> records);
+// Jobs on one cluster (scenarios/runner/jobs.h): per allocation (and other swept values) and job,
+// its GPUs, iterations, iteration alone and shared on the engine that counted them, and the
+// slowdown; "" when no record is a job's. format_point_table ends with it.
+std::string format_jobs_table(std::span<const PointRecord> records);
 
 }  // namespace placesim

@@ -851,7 +851,10 @@ int run_report(const ReportOptions& options, std::ostream& out, std::ostream& er
   }
   for (const auto& p : options.pivots) check_pivot_fields(records, p);  // before anything is printed or written
   fs::create_directories(dir);
-  const std::string table = format_comparison_table(records);
+  // Jobs on one cluster: per job and allocation, alone, shared and the slowdown (a comparison of
+  // strategies would compare jobs).
+  const std::string jobs = format_jobs_table(records);
+  const std::string table = jobs.empty() ? format_comparison_table(records) : jobs;
   out << table;
   write_text(dir / "table.txt", table);
   if (!options.pivots.empty()) {

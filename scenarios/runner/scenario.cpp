@@ -15,6 +15,7 @@
 #include "sim/core/graph_stats.h"
 #include "sim/config/plan_options.h"
 #include "sim/config/yaml_fields.h"
+#include "scenarios/runner/jobs.h"
 #include "topologies/registry.h"
 
 namespace placesim {
@@ -193,6 +194,9 @@ LayerWorkload load_workload_source(const WorkloadSource& source, const std::stri
 
 std::string estimate_problem(const Scenario& scenario) {
   if (!scenario.simulation.engines.estimate_only()) return "";
+  if (!scenario.jobs.empty())
+    return "estimate runs no engine, and jobs on one cluster meet in the network an engine simulates: choose evaluator, "
+           "flow, simgrid, both or all";
   if (!scenario.workload)
     return "estimate prices a workload's parallel plans by NEST's analytical model; a graph's placements need an "
            "engine: evaluator, flow, simgrid, both or all";
@@ -206,6 +210,12 @@ std::string collectives_problem(const Scenario& scenario, std::span<const std::s
     return "engine estimate builds no execution graph, so there are no collectives to condense (remove the setting or "
            "choose an engine)";
   if (scenario.workload) return "";
+  if (!scenario.jobs.empty()) {
+    for (const JobSpec& job : scenario.jobs)
+      if (job.workload || job.strategy.data_parallel) return "";
+    return "condensed condenses the ring collectives of parallel plans and of data_parallel strategies; no job has one "
+           "(remove the setting)";
+  }
   for (std::size_t i : strategies)
     if (scenario.strategies[i].data_parallel) return "";
   return "condensed condenses the ring collectives of parallel plans (workload:) and of data_parallel strategies; these "
@@ -213,9 +223,16 @@ std::string collectives_problem(const Scenario& scenario, std::span<const std::s
 }
 
 std::string source_name(const Scenario& scenario) {
-  if (scenario.workload)
-    return scenario.workload->model.empty() ? fs::path(scenario.workload->file).stem().string() : scenario.workload->model;
-  const GraphSource& g = scenario.graph;
+  if (!scenario.jobs.empty()) {
+    std::string names;
+    for (const JobSpec& job : scenario.jobs) names += (names.empty() ? "" : "+") + source_name(job.graph, job.workload);
+    return names;
+  }
+  return source_name(scenario.graph, scenario.workload);
+}
+
+std::string source_name(const GraphSource& g, const std::optional<WorkloadSource>& workload) {
+  if (workload) return workload->model.empty() ? fs::path(workload->file).stem().string() : workload->model;
   if (g.model) return g.model->model;
   if (g.onnx) return fs::path(g.onnx->onnx).stem().string();
   if (!g.chakra.empty()) {
@@ -284,7 +301,7 @@ namespace {
 
 // `data_parallel: 4` (the replicas) or `data_parallel: {replicas: 4, algorithm: ..., ...}`; the
 // replicas must divide the cluster's GPUs.
-DataParallelConfig data_parallel_from_yaml(const YamlFields& strategy, const std::string& field, const Cluster& cluster) {
+DataParallelConfig data_parallel_from_yaml(const YamlFields& strategy, const std::string& field, const Cluster* cluster) {
   const YAML::Node node = strategy.node("data_parallel");
   DataParallelConfig c;
   if (node.IsScalar()) {
@@ -297,8 +314,9 @@ DataParallelConfig data_parallel_from_yaml(const YamlFields& strategy, const std
     throw InputError(strategy.file(), field, "expected the number of replicas or a mapping {replicas: N, algorithm, chunks, bucket_bytes}");
   }
   // What the cluster says now; what the graph says (it has gradients) when the point runs.
-  if (const std::string why = data_parallel_cluster_problem(cluster, c); !why.empty())
-    throw InputError(strategy.file(), field, why);
+  if (cluster)
+    if (const std::string why = data_parallel_cluster_problem(*cluster, c); !why.empty())
+      throw InputError(strategy.file(), field, why);
   return c;
 }
 
@@ -323,15 +341,48 @@ void with_portfolio(StrategySpec& spec) {
 
 }  // namespace
 
-Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
-  YamlFields f(root, file, "");
-  f.allow_only({"name", "description", "graph", "workload", "cluster", "strategies", "simulation", "output", "sweep",
-                "report", "portfolio", "run_time"});
-  Scenario s;
-  s.file = file;
-  s.name = f.string_or("name", fs::path(file).stem().string());
-  s.description = description_field(f);
-  s.run_time = f.string_or("run_time", "");
+StrategySpec strategy_from_yaml(const YAML::Node& node, const std::string& file, const std::string& field,
+                                const Cluster* cluster, bool planner, bool portfolio) {
+  StrategySpec spec;
+  spec.field = field;
+  if (node.IsScalar()) {
+    spec.name = node.Scalar();
+  } else {
+    YamlFields e(node, file, spec.field);
+    e.allow_only({"name", "label", "options", "coarsen", "refine", "data_parallel"});
+    spec.name = e.string("name");
+    spec.label = e.string_or("label", "");
+    if (e.has("options")) spec.options = e.node("options");
+    if (e.has("coarsen")) spec.coarsen = coarsening_from_yaml(e.node("coarsen"), file, spec.field + ".coarsen");
+    if (e.has("refine")) {
+      // `refine:` with no value takes the defaults, as `refine: {}` does.
+      const YAML::Node refine = e.node("refine").IsNull() ? YAML::Node(YAML::NodeType::Map) : e.node("refine");
+      spec.refine = refine_schema().parse(YamlFields(refine, file, spec.field + ".refine"));
+    }
+    if (e.has("data_parallel")) spec.data_parallel = data_parallel_from_yaml(e, spec.field + ".data_parallel", cluster);
+  }
+  if (spec.label.empty()) spec.label = spec.name;
+  if (portfolio && !planner) with_portfolio(spec);
+  // Build once now so option errors surface before anything runs.
+  if (planner) {
+    if (spec.coarsen || spec.refine || spec.data_parallel)
+      throw InputError(file, spec.field,
+                       "coarsen, refine and data_parallel apply to placement strategies, not to planners (a plan "
+                       "has its own dp)");
+    make_planner(spec.name, spec.options, file, spec.field);
+  } else {
+    find_strategy(spec.name, file, spec.field + ".name");
+    make_strategy(spec.name, spec.options, file, spec.field);
+  }
+  return spec;
+}
+
+namespace {
+
+// The graph or workload, the cluster and the strategies of a scenario of one job.
+void parse_one_job(const YamlFields& f, const std::string& file, Scenario& s) {
+  if (f.has("allocation"))
+    throw InputError(file, f.field("allocation"), "allocation policies place the jobs of `jobs:`; this scenario has none");
   if (f.has("graph") == f.has("workload"))
     throw InputError(file, "graph",
                      "expected exactly one of 'graph' (operators for placement strategies) or 'workload' (a layer-level "
@@ -348,41 +399,39 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
   const bool portfolio = f.boolean_or("portfolio", false);
   std::set<std::string> labels;
   for (std::size_t i = 0; i < list.size(); ++i) {
-    StrategySpec spec;
-    spec.field = fmt::format("strategies[{}]", i);
-    if (list[i].IsScalar()) {
-      spec.name = list[i].Scalar();
-    } else {
-      YamlFields e(list[i], file, spec.field);
-      e.allow_only({"name", "label", "options", "coarsen", "refine", "data_parallel"});
-      spec.name = e.string("name");
-      spec.label = e.string_or("label", "");
-      if (e.has("options")) spec.options = e.node("options");
-      if (e.has("coarsen")) spec.coarsen = coarsening_from_yaml(e.node("coarsen"), file, spec.field + ".coarsen");
-      if (e.has("refine")) {
-        // `refine:` with no value takes the defaults, as `refine: {}` does.
-        const YAML::Node refine = e.node("refine").IsNull() ? YAML::Node(YAML::NodeType::Map) : e.node("refine");
-        spec.refine = refine_schema().parse(YamlFields(refine, file, spec.field + ".refine"));
-      }
-      if (e.has("data_parallel")) spec.data_parallel = data_parallel_from_yaml(e, spec.field + ".data_parallel", s.cluster);
-    }
-    if (spec.label.empty()) spec.label = spec.name;
-    if (portfolio && !s.workload) with_portfolio(spec);
-    // Build once now so option errors surface before anything runs.
-    if (s.workload) {
-      if (spec.coarsen || spec.refine || spec.data_parallel)
-        throw InputError(file, spec.field,
-                         "coarsen, refine and data_parallel apply to placement strategies, not to planners (a plan "
-                         "has its own dp)");
-      make_planner(spec.name, spec.options, file, spec.field);
-    } else {
-      find_strategy(spec.name, file, spec.field + ".name");
-      make_strategy(spec.name, spec.options, file, spec.field);
-    }
+    StrategySpec spec = strategy_from_yaml(list[i], file, fmt::format("strategies[{}]", i), &s.cluster,
+                                           s.workload.has_value(), portfolio);
     if (!labels.insert(spec.label).second)
       throw InputError(file, spec.field, fmt::format("label '{}' is used twice; give one a distinct 'label'", spec.label));
     s.strategies.push_back(std::move(spec));
   }
+}
+
+// A scenario of several jobs on one cluster (scenarios/runner/jobs.h).
+void parse_jobs(const YamlFields& f, const std::string& file, Scenario& s) {
+  for (const char* key : {"graph", "workload", "strategies", "portfolio"})
+    if (f.has(key))
+      throw InputError(file, f.field(key),
+                       fmt::format("a scenario of jobs gives each job its own graph or workload and strategy "
+                                   "(jobs[i].graph, jobs[i].workload, jobs[i].strategy); remove the top-level '{}'", key));
+  s.cluster = cluster_from_yaml(f.node("cluster"), file, "cluster");
+  s.jobs = jobs_from_yaml(f.node("jobs"), file, s.cluster);
+  s.strategies = allocations_from_yaml(f.has("allocation") ? f.node("allocation") : YAML::Node(), file);
+}
+
+}  // namespace
+
+Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
+  YamlFields f(root, file, "");
+  f.allow_only({"name", "description", "graph", "workload", "cluster", "strategies", "jobs", "allocation", "simulation",
+                "output", "sweep", "report", "portfolio", "run_time"});
+  Scenario s;
+  s.file = file;
+  s.name = f.string_or("name", fs::path(file).stem().string());
+  s.description = description_field(f);
+  s.run_time = f.string_or("run_time", "");
+  if (f.has("jobs")) parse_jobs(f, file, s);
+  else parse_one_job(f, file, s);
 
   if (f.has("simulation")) {
     YamlFields sim(f.node("simulation"), file, "simulation");

@@ -63,6 +63,25 @@ struct StrategySpec {
   std::string field;    // "strategies[i]", for error messages
 };
 
+// One job of a shared cluster (`jobs:`, scenarios/runner/jobs.h): a graph with a placement
+// strategy, or a workload with a planner, on a GPU count (filled by the allocation policy) or list.
+struct JobSpec {
+  std::string name;
+  GraphSource graph;                       // unset when `workload` is
+  std::optional<WorkloadSource> workload;  // a layer-level workload: `strategy` is a planner
+  StrategySpec strategy;
+  int gpus = 0;                            // a count, or
+  std::vector<DeviceId> gpu_list;          // these GPUs
+  std::string field;                       // "jobs[1]"
+  std::string gpus_field;                  // "jobs[1].gpus (line 9)"
+};
+
+// A `strategies:` entry (a name, or {name, label, options, coarsen, refine, data_parallel}), its
+// strategy or planner built once so that option errors surface now. `cluster` checks
+// data_parallel's replicas (null: checked when the point runs).
+StrategySpec strategy_from_yaml(const YAML::Node& node, const std::string& file, const std::string& field,
+                                const Cluster* cluster, bool planner, bool portfolio);
+
 // Why the scenario cannot run on engine `estimate` ("" when it can, or runs on another engine):
 // it places a graph, or asks for Chakra traces.
 struct Scenario;
@@ -100,7 +119,10 @@ struct Scenario {
   GraphSource graph;                      // unset when `workload` is
   std::optional<WorkloadSource> workload;  // a layer-level workload: `strategies:` are planners
   Cluster cluster;
+  // With `jobs:` (graph and workload unset), `strategies` are the allocation policies: a point
+  // each, every job of `jobs` in it.
   std::vector<StrategySpec> strategies;
+  std::vector<JobSpec> jobs;
   SimulationSpec simulation;
   std::string output;  // output folder; relative paths are relative to the working directory
   bool chakra = false; // `output: {chakra: true}`: Chakra traces per placement (chakra-<point>/<point>.<rank>.et)
@@ -135,6 +157,8 @@ WorkloadSource workload_source_from_yaml(const YAML::Node& node, const std::stri
 LayerWorkload load_workload_source(const WorkloadSource& source, const std::string& scenario_file);
 // What results call the graph or workload: the model, builtin or file stem.
 std::string source_name(const Scenario& scenario);
+// A graph's or workload's (with `jobs:`, source_name joins the jobs' with "+").
+std::string source_name(const GraphSource& graph, const std::optional<WorkloadSource>& workload);
 
 GraphSource graph_source_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path);
 

@@ -13,6 +13,7 @@
 #include <set>
 #include <span>
 
+#include "placement/allocation/allocation.h"
 #include "placement/framework/strategy.h"
 #include "sim/core/errors.h"
 #include "sim/config/yaml_fields.h"
@@ -250,7 +251,18 @@ struct VariantPoints {
 VariantPoints points_of_variant(const YAML::Node& root, const std::optional<std::vector<std::string>>& strategy_axis,
                                 std::size_t seeds, int repetitions) {
   std::vector<std::pair<std::string, std::string>> listed;  // (label, name)
-  if (const YAML::Node list = root["strategies"]; list && list.IsSequence())
+  // A scenario of jobs runs a point per allocation policy (packed when it names none).
+  const bool jobs = root["jobs"].IsDefined();
+  // (reset rebinds a handle; operator= would write into the scenario's tree)
+  YAML::Node list;
+  list.reset(jobs ? root["allocation"] : root["strategies"]);
+  if (jobs && (!list || list.IsNull())) list.reset(YAML::Node("packed"));
+  if (jobs && (list.IsScalar() || list.IsMap())) {
+    YAML::Node one(YAML::NodeType::Sequence);
+    one.push_back(list);
+    list.reset(one);
+  }
+  if (list && list.IsSequence())
     for (const auto& item : list) {
       std::string name;
       if (item.IsScalar()) name = item.Scalar();
@@ -272,12 +284,18 @@ VariantPoints points_of_variant(const YAML::Node& root, const std::optional<std:
   v.strategies = names.size();
   for (const std::string& name : names) {
     std::size_t runs = 1;
-    if (seeds > 0)
+    if (seeds > 0 && jobs) {
+      if (const AllocationPolicyInfo* info = allocation_registry().find(name); info && info->takes("seed")) {
+        runs = seeds;
+        v.seeded = true;
+      }
+    } else if (seeds > 0) {
       for (const auto& info : strategy_registry())
         if (info.name == name && info.takes("seed")) {
           runs = seeds;
           v.seeded = true;
         }
+    }
     v.points = saturating_add(v.points, saturating_mul(runs, static_cast<std::size_t>(repetitions)));
   }
   return v;
@@ -631,7 +649,10 @@ void expand_block(const SweepBlock& block, const YAML::Node& base, std::optional
       const StrategySpec& spec = variant.strategies[s];
       std::vector<std::optional<long>> point_seeds{std::nullopt};
       if (!seeds.empty()) {
-        if (!variant.workload && find_strategy(spec.name, file, spec.field).takes("seed"))
+        // With jobs, the strategies are allocation policies: random takes the seeds.
+        const bool seeded = !variant.jobs.empty() ? allocation_registry().get(spec.name, file, spec.field).takes("seed")
+                                                  : !variant.workload && find_strategy(spec.name, file, spec.field).takes("seed");
+        if (seeded)
           point_seeds.assign(seeds.begin(), seeds.end());
       }
       for (const auto& seed : point_seeds)
@@ -642,13 +663,14 @@ void expand_block(const SweepBlock& block, const YAML::Node& base, std::optional
           p.strategy = s;
           p.seed = seed;
           p.repetition = r;
-          p.key = prefix + "strategy=" + spec.label + (seed ? fmt::format(" seed={}", *seed) : "") + fmt::format(" rep={}", r);
+          p.key = prefix + (variant.jobs.empty() ? "strategy=" : "allocation=") + spec.label + (seed ? fmt::format(" seed={}", *seed) : "") + fmt::format(" rep={}", r);
           p.file_stem = per_point_files ? point_file_stem(spec.label, values, variant, seed, r, repetitions) : spec.label;
           plan.points.push_back(std::move(p));
         }
     }
-    plan.variant_graph.push_back(variant.workload ? "workload: " + YAML::Dump(variant_root["workload"])
-                                                  : YAML::Dump(variant_root["graph"]));
+    plan.variant_graph.push_back(!variant.jobs.empty() ? "jobs: " + YAML::Dump(variant_root["jobs"])
+                                 : variant.workload    ? "workload: " + YAML::Dump(variant_root["workload"])
+                                                       : YAML::Dump(variant_root["graph"]));
     plan.variants.push_back(std::move(variant));
     plan.variant_values.push_back(std::move(values));
 

@@ -15,6 +15,7 @@
 #include <set>
 #include <unistd.h>
 
+#include "scenarios/runner/jobs.h"
 #include "scenarios/runner/pool.h"
 #include "scenarios/runner/results_store.h"
 #include "scenarios/runner/runner.h"
@@ -57,6 +58,41 @@ PointRecord failed_record(const SweepPlan& plan, const SweepPoint& point, const 
   return r;
 }
 
+// The records a point gives: one, or one per job of a scenario of jobs.
+std::size_t records_of_point(const SweepPlan& plan, const SweepPoint& point) {
+  return std::max<std::size_t>(1, plan.variants[point.variant].jobs.size());
+}
+
+// The point's failure as its records: per job for a scenario of jobs.
+std::vector<PointRecord> failed_records(const SweepPlan& plan, const SweepPoint& point, const std::string& error) {
+  const Scenario& scenario = plan.variants[point.variant];
+  std::vector<PointRecord> out;
+  if (scenario.jobs.empty()) {
+    out.push_back(failed_record(plan, point, error));
+    return out;
+  }
+  for (const JobSpec& job : scenario.jobs) {
+    PointRecord r = failed_record(plan, point, error);
+    r.key = job_record_key(point.key, job.name);
+    r.label = job.name;
+    r.strategy = job.strategy.name;
+    r.graph = source_name(job.graph, job.workload);
+    r.gpus = job.gpu_list.empty() ? job.gpus : static_cast<int>(job.gpu_list.size());
+    r.sweep.emplace_back("allocation", scenario.strategies[point.strategy].label);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// The keys of the point's records.
+std::vector<std::string> record_keys(const SweepPlan& plan, const SweepPoint& point) {
+  const Scenario& scenario = plan.variants[point.variant];
+  if (scenario.jobs.empty()) return {point.key};
+  std::vector<std::string> out;
+  for (const JobSpec& job : scenario.jobs) out.push_back(job_record_key(point.key, job.name));
+  return out;
+}
+
 // What a worker sends instead of a record when it cannot write into the results folder.
 constexpr const char* kOutputErrorKey = "output_error";
 
@@ -67,11 +103,47 @@ struct PointInput {
   const Graph* graph = nullptr;
   const LayerWorkload* workload = nullptr;
   const std::vector<std::string>* warnings = nullptr;
+  std::span<const JobInput> jobs;  // a scenario of jobs: each job's
 };
+
+// A scenario of jobs: one record per job, sent as a JSON array. Each is keyed by the point's key
+// and the job, labelled by the job, with the allocation as a swept value.
+std::string run_jobs(const SweepPlan& plan, const SweepPoint& point, const PointInput& input, const std::string& dir) {
+  const Scenario& scenario = plan.variants[point.variant];
+  const StrategySpec allocation = point_strategy(plan, point);
+  const std::vector<JobOutcome> outcomes = run_jobs_point(scenario, allocation, input.jobs, dir, point.file_stem);
+  nlohmann::ordered_json records = nlohmann::ordered_json::array();
+  for (std::size_t j = 0; j < outcomes.size(); ++j) {
+    const JobSpec& job = scenario.jobs[j];
+    PointRecord r = point_header(plan, point);
+    r.key = job_record_key(point.key, job.name);
+    r.graph = source_name(job.graph, job.workload);
+    r.gpus = outcomes[j].gpus;
+    r.label = job.name;
+    r.strategy = job.strategy.name;
+    r.sweep.emplace_back("allocation", allocation.label);
+    if (outcomes[j].outcome.compiled)
+      r.graph_size = PointRecord::GraphSize{outcomes[j].outcome.compiled->first, outcomes[j].outcome.compiled->second, {}};
+    r.status = outcomes[j].outcome.status;
+    r.reason = outcomes[j].outcome.reason;
+    r.measurement = outcomes[j].outcome.measurement;
+    records.push_back(to_json(r));
+  }
+  return dump_json(records);
+}
 
 std::string run_point(const SweepPlan& plan, const SweepPoint& point, const PointInput& input, const std::string& dir) {
   const Scenario& scenario = plan.variants[point.variant];
   PointOutcome out;
+  if (!scenario.jobs.empty()) {
+    try {
+      return run_jobs(plan, point, input, dir);
+    } catch (const OutputError& e) {
+      nlohmann::ordered_json j;
+      j[kOutputErrorKey] = {{"file", e.file()}, {"reason", e.reason()}};
+      return dump_json(j);
+    }
+  }
   try {
     out = input.workload ? run_plan_point(scenario, point_strategy(plan, point), *input.workload, dir, point.file_stem)
                          : run_strategy_point(scenario, point_strategy(plan, point), *input.graph, dir, point.file_stem);
@@ -272,6 +344,40 @@ class PointRecorder {
   std::chrono::steady_clock::time_point last_aggregate_ = std::chrono::steady_clock::now();
 };
 
+// Graphs are loaded (or built) in the runner's process, once per distinct `graph:`, before the
+// workers that need them fork: the workers share them copy-on-write. Workloads likewise.
+struct LoadedGraph {
+  std::unique_ptr<Graph> graph;
+  std::unique_ptr<LayerWorkload> workload;
+  std::vector<std::string> warnings;
+  // A scenario of jobs: each job's graph or workload.
+  std::vector<std::unique_ptr<Graph>> job_graphs;
+  std::vector<std::unique_ptr<LayerWorkload>> job_workloads;
+  std::vector<JobInput> jobs;
+};
+
+// Every job's graph or workload of a scenario of jobs, loaded into `loaded`.
+void load_jobs(const Scenario& variant, const std::string& file, LoadedGraph& loaded, std::ostream& log,
+               const std::string& prefix) {
+  for (const JobSpec& job : variant.jobs) {
+    try {
+      if (job.workload) {
+        loaded.job_workloads.push_back(std::make_unique<LayerWorkload>(load_workload_source(*job.workload, file)));
+        loaded.jobs.push_back({nullptr, loaded.job_workloads.back().get()});
+      } else {
+        std::vector<std::string> warnings;
+        loaded.job_graphs.push_back(std::make_unique<Graph>(load_graph_source(job.graph, file, warnings)));
+        loaded.jobs.push_back({loaded.job_graphs.back().get(), nullptr});
+        for (const auto& w : warnings) log << prefix << "warning: " << job.field << ": " << w << "\n";
+      }
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw InputError(file, job.field + (job.workload ? ".workload" : ".graph"), fmt::format("cannot be built: {}", e.what()));
+    }
+  }
+}
+
 }  // namespace
 
 SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::ostream& log) {
@@ -291,11 +397,6 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   // rank's graphs load before anything is written or removed: a graph the scenario names that is
   // not a graph (a cycle, a dangling tensor, a non-finite cost) is an input error of the scenario
   // (exit 2, one line), not a failed row per strategy; so is any other failure to build one.
-  struct LoadedGraph {
-    std::unique_ptr<Graph> graph;
-    std::unique_ptr<LayerWorkload> workload;
-    std::vector<std::string> warnings;
-  };
   std::map<std::string, LoadedGraph> graphs;
   const std::string prefix = prefix_of(options);
   for (const SweepPoint& p : plan.points) {
@@ -303,6 +404,8 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
     auto [it, fresh] = graphs.try_emplace(plan.variant_graph[p.variant]);
     if (!fresh) continue;
     const Scenario& variant = plan.variants[p.variant];
+    load_jobs(variant, plan.file, it->second, log, prefix);
+    if (!variant.jobs.empty()) continue;
     try {
       if (variant.workload)
         it->second.workload = std::make_unique<LayerWorkload>(load_workload_source(*variant.workload, plan.file));
@@ -324,9 +427,12 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   for (const SweepPoint& p : plan.points) {
     if (static_cast<int>(p.index % static_cast<std::size_t>(ranks)) != options.rank) continue;
     ++summary.points;
-    if (done.count(p.key)) ++summary.skipped;
+    const std::vector<std::string> keys = record_keys(plan, p);
+    if (std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return done.count(k) > 0; })) ++summary.skipped;
     else todo.push_back(p.index);
   }
+  std::size_t records_to_come = 0;
+  for (std::size_t i : todo) records_to_come += records_of_point(plan, plan.points[i]);
   if (options.progress)
     log << fmt::format("{}scenario {}: {} point{}{}, {} to run with {} job{}\n", prefix, plan.name, summary.points,
                        summary.points == 1 ? "" : "s",
@@ -334,9 +440,23 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
                        options.jobs, options.jobs == 1 ? "" : "s")
         << std::flush;
 
-  Progress progress(log, todo.size(), options.progress, prefix);
+  Progress progress(log, records_to_come, options.progress, prefix);
   PointRecorder recorder(summary, std::move(records), progress, options, dir.string());
   auto record_point = [&](PointRecord record, bool ran) { recorder.record(std::move(record), ran); };
+  // A point's records: the first ends its worker's run; a job's record already stored (a resumed
+  // point that had written some) is not written twice.
+  auto record_all = [&](std::vector<PointRecord> of_point) {
+    bool first = true;
+    for (PointRecord& r : of_point) {
+      if (!done.insert(r.key).second) {
+        if (first) progress.stopped();
+        first = false;
+        continue;
+      }
+      record_point(std::move(r), first);
+      first = false;
+    }
+  };
   std::optional<OutputError>& output_error = recorder.output_error;
 
   const std::string out_dir = dir.string();
@@ -348,19 +468,19 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   hooks.finished = [&](const WorkerExit& exit) {
     const SweepPoint& point = plan.points[exit.task];
     if (exit.timed_out) {
-      PointRecord record = failed_record(
+      std::vector<PointRecord> timed_out = failed_records(
           plan, point,
           fmt::format("stopped after {}: the point (search and engines) ran longer than simulation.time_limit",
                       format_duration(exit.wall_seconds)));
-      record.status = PointStatus::TimedOut;
-      record_point(std::move(record), true);
+      for (PointRecord& r : timed_out) r.status = PointStatus::TimedOut;
+      record_all(std::move(timed_out));
       return;
     }
     if (!exit.completed) {
-      record_point(failed_record(plan, point, "worker crashed: " + exit.failure), true);
+      record_all(failed_records(plan, point, "worker crashed: " + exit.failure));
       return;
     }
-    PointRecord record;
+    std::vector<PointRecord> received;
     try {
       const auto j = nlohmann::ordered_json::parse(exit.output);
       if (j.is_object() && j.contains(kOutputErrorKey)) {
@@ -369,11 +489,14 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
           output_error = OutputError(j[kOutputErrorKey].value("file", out_dir), j[kOutputErrorKey].value("reason", ""));
         return;
       }
-      record = record_from_json(j, "worker", point.key);
+      if (j.is_array())
+        for (const auto& one : j) received.push_back(record_from_json(one, "worker", point.key));
+      else
+        received.push_back(record_from_json(j, "worker", point.key));
     } catch (const std::exception& e) {
-      record = failed_record(plan, point, fmt::format("worker sent an unreadable result: {}", e.what()));
+      received = failed_records(plan, point, fmt::format("worker sent an unreadable result: {}", e.what()));
     }
-    record_point(std::move(record), true);
+    record_all(std::move(received));
   };
   const long abort_point = options.debug_abort_point;
   run_process_pool(todo, options.jobs, [&](std::size_t index) {
@@ -381,7 +504,7 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
     if (options.in_worker) options.in_worker();
     if (static_cast<long>(index) == abort_point) std::abort();
     const LoadedGraph& g = graphs.at(plan.variant_graph[point.variant]);
-    return run_point(plan, point, {g.graph.get(), g.workload.get(), &g.warnings}, out_dir);
+    return run_point(plan, point, {g.graph.get(), g.workload.get(), &g.warnings, g.jobs}, out_dir);
   }, hooks);
   progress.close();
   if (output_error) throw *output_error;

@@ -1,0 +1,362 @@
+#include "scenarios/runner/jobs.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <set>
+
+#include "placement/allocation/allocation.h"
+#include "placement/framework/planner.h"
+#include "placement/framework/strategy.h"
+#include "sim/config/yaml_fields.h"
+#include "sim/core/errors.h"
+#include "sim/engines/shared_runs.h"
+#include "sim/io/placement_io.h"
+#include "sim/io/trace.h"
+#include "sim/plans/data_parallel.h"
+#include "sim/plans/parallel_plan.h"
+
+namespace placesim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// `gpus: 64` (a count), or a list of GPUs and ranges: [0, 1, 8-15].
+void gpus_from_yaml(const YAML::Node& node, const std::string& file, const std::string& field, JobSpec& job) {
+  auto whole = [&](const std::string& text, long& out) {
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return ec == std::errc() && ptr == text.data() + text.size() && out >= 0;
+  };
+  const std::string expected = "expected a GPU count (64) or a list of GPUs and ranges ([0, 1, 8-15])";
+  if (node.IsScalar()) {
+    long n = 0;
+    if (!whole(node.Scalar(), n) || n < 1 || n > 100'000'000) throw InputError(file, field, fmt::format("{}, got '{}'", expected, node.Scalar()));
+    job.gpus = static_cast<int>(n);
+    return;
+  }
+  if (!node.IsSequence() || node.size() == 0) throw InputError(file, field, expected);
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const std::string text = node[i].IsScalar() ? node[i].Scalar() : std::string();
+    const std::size_t dash = text.find('-', 1);
+    long a = 0, b = 0;
+    const bool ok = dash == std::string::npos ? whole(text, a) && (b = a, true)
+                                              : whole(text.substr(0, dash), a) && whole(text.substr(dash + 1), b) && a <= b;
+    if (!ok || b >= 100'000'000)
+      throw InputError(file, fmt::format("{}[{}]", field, i), fmt::format("expected a GPU (7) or a range (8-15), got '{}'", text));
+    for (long g = a; g <= b; ++g) job.gpu_list.push_back(static_cast<DeviceId>(g));
+  }
+}
+
+JobSpec job_from_yaml(const YAML::Node& node, const std::string& file, std::size_t index) {
+  JobSpec job;
+  job.field = fmt::format("jobs[{}]", index);
+  YamlFields f(node, file, job.field);
+  f.allow_only({"name", "graph", "workload", "strategy", "planner", "gpus"});
+  job.name = f.string_or("name", fmt::format("job{}", index));
+  if (job.name.empty() || job.name.find_first_of("/ \t") != std::string::npos)
+    throw InputError(file, f.field("name"), fmt::format("expected a name without spaces or '/', got '{}'", job.name));
+  if (f.has("graph") == f.has("workload"))
+    throw InputError(file, job.field, "expected exactly one of 'graph' (with a placement strategy) or 'workload' (with a planner)");
+  if (f.has("workload")) job.workload = workload_source_from_yaml(f.node("workload"), file, job.field + ".workload");
+  else job.graph = graph_source_from_yaml(f.node("graph"), file, job.field + ".graph");
+  if (!job.graph.chakra.empty()) throw InputError(file, job.field + ".graph", "a job's graph cannot be Chakra traces yet");
+  // `strategy:` for a graph, `planner:` (or `strategy:`) for a workload.
+  const bool planner = job.workload.has_value();
+  if (f.has("strategy") == f.has("planner"))
+    throw InputError(file, job.field, planner ? "expected a 'planner' (megatron, nest, ...)" : "expected a 'strategy' (metis, quickp, ...)");
+  if (f.has("planner") && !planner) throw InputError(file, f.field("planner"), "a graph is placed by a 'strategy'; planners plan workloads");
+  const std::string key = f.has("planner") ? "planner" : "strategy";
+  job.strategy = strategy_from_yaml(f.node(key), file, job.field + "." + key, nullptr, planner, false);
+  if (job.strategy.coarsen || job.strategy.refine)
+    throw InputError(file, job.field + "." + key, "coarsen and refine are not supported for a job yet; place the graph without them");
+  if (!f.has("gpus")) throw InputError(file, job.field, "expected 'gpus': a count (64) or a list of GPUs ([0, 1, 8-15])");
+  job.gpus_field = f.field("gpus");
+  gpus_from_yaml(f.node("gpus"), file, job.gpus_field, job);
+  return job;
+}
+
+std::vector<JobRequest> requests_of(std::span<const JobSpec> jobs) {
+  std::vector<JobRequest> out;
+  for (const JobSpec& j : jobs) out.push_back({j.name, j.gpus, j.gpu_list, j.gpus_field});
+  return out;
+}
+
+}  // namespace
+
+std::vector<JobSpec> jobs_from_yaml(const YAML::Node& node, const std::string& file, const Cluster& cluster) {
+  if (!node.IsSequence() || node.size() == 0)
+    throw InputError(file, "jobs", "expected a non-empty list of jobs, each {name, graph or workload, strategy or planner, gpus}");
+  std::vector<JobSpec> jobs;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    jobs.push_back(job_from_yaml(node[i], file, i));
+    if (!names.insert(jobs.back().name).second)
+      throw InputError(file, jobs.back().field + ".name", fmt::format("job name '{}' is used twice", jobs.back().name));
+  }
+  std::string field;
+  if (const std::string why = allocation_problem(cluster, requests_of(jobs), field); !why.empty())
+    throw InputError(file, field, why);
+  for (const JobSpec& job : jobs) {
+    const int gpus = job.gpu_list.empty() ? job.gpus : static_cast<int>(job.gpu_list.size());
+    if (job.strategy.data_parallel && gpus % job.strategy.data_parallel->replicas != 0)
+      throw InputError(file, job.strategy.field + ".data_parallel",
+                       fmt::format("{} replicas do not divide the job's {} GPUs", job.strategy.data_parallel->replicas, gpus));
+  }
+  return jobs;
+}
+
+std::vector<StrategySpec> allocations_from_yaml(const YAML::Node& node, const std::string& file) {
+  std::vector<StrategySpec> out;
+  std::vector<YAML::Node> entries;
+  if (!node || node.IsNull()) entries.push_back(YAML::Node("packed"));
+  else if (node.IsSequence() && node.size() > 0) for (const auto& e : node) entries.push_back(e);
+  else if (node.IsScalar() || node.IsMap()) entries.push_back(node);
+  else throw InputError(file, "allocation", "expected a policy (" + fmt::format("{}", fmt::join(allocation_registry().names(), ", ")) + "), a list of them, or {name, label, seed}");
+  std::set<std::string> labels;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    StrategySpec spec;
+    spec.field = node && node.IsSequence() ? fmt::format("allocation[{}]", i) : std::string("allocation");
+    if (entries[i].IsScalar()) {
+      spec.name = entries[i].Scalar();
+    } else {
+      YamlFields f(entries[i], file, spec.field);
+      f.allow_only({"name", "label", "seed"});
+      spec.name = f.string("name");
+      spec.label = f.string_or("label", "");
+      if (f.has("seed")) {
+        const long seed = f.integer("seed");
+        if (seed < 0) throw InputError(file, f.field("seed"), "expected a whole number >= 0");
+        spec.options["seed"] = seed;
+      }
+    }
+    const AllocationPolicyInfo& policy = allocation_registry().get(spec.name, file, spec.field);
+    if (spec.options && spec.options["seed"] && !policy.takes("seed"))
+      throw InputError(file, spec.field + ".seed", fmt::format("policy {} draws nothing at random; only random takes a seed", spec.name));
+    spec.name = policy.name;
+    if (spec.label.empty()) spec.label = spec.name;
+    if (!labels.insert(spec.label).second)
+      throw InputError(file, spec.field, fmt::format("label '{}' is used twice; give one a distinct 'label'", spec.label));
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
+
+namespace {
+
+// One job placed or planned on its GPUs, its graph on the whole cluster's GPUs.
+struct BuiltJob {
+  std::vector<DeviceId> gpus;
+  Graph own;                                 // a placed graph's copy (when not replicated)
+  std::optional<DataParallelGraph> replicated;
+  std::optional<CompiledPlan> compiled;
+  std::vector<DeviceId> placement;           // on the whole cluster
+  const Graph* graph = nullptr;
+  PointMeasurement recorded;                 // search time, facts, the strategy's details
+  std::vector<double> memory;                // per GPU of the whole cluster
+  PointOutcome outcome;                      // status infeasible or failed when it cannot run
+  bool runs = false;
+};
+
+std::string file_safe(const std::string& text) {
+  std::string out;
+  for (char c : text) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '=') ? c : '_';
+  return out;
+}
+
+void place_graph_job(const Scenario& scenario, const JobSpec& job, const Graph& graph, const Cluster& on, BuiltJob& b,
+                     const fs::path& file) {
+  auto strategy = make_strategy(job.strategy.name, job.strategy.options, scenario.file, job.strategy.field);
+  const auto& dp = job.strategy.data_parallel;
+  if (dp)
+    if (const std::string why = data_parallel_problem(graph, on, *dp); !why.empty())
+      throw InputError(scenario.file, job.strategy.field + ".data_parallel", why);
+  const std::optional<Cluster> replica = dp ? std::optional<Cluster>(on.restricted_to(first_replica_gpus(on, dp->replicas))) : std::nullopt;
+  PlacementResult placed = strategy->place(graph, replica ? *replica : on);
+  if (placed.bandwidth_allocation)
+    throw InputError(scenario.file, job.strategy.field,
+                     "a strategy that chooses the multi-NIC bandwidth allocation cannot share a cluster yet (its allocation "
+                     "would be the whole fabric's); turn the allocation off");
+  b.recorded.search_time = placed.search_seconds;
+  b.recorded.facts = placed.facts;
+  b.recorded.strategy_report = placed.details;
+  save_placement(graph, placed.placement, file.string());
+  std::span<const DeviceId> local;
+  if (dp) {
+    b.replicated = replicate_data_parallel(graph, placed.placement, on, *dp, scenario.simulation.collectives);
+    b.graph = &b.replicated->graph.graph;
+    local = b.replicated->graph.placement;
+  } else {
+    b.own = graph;
+    b.graph = &b.own;
+    b.replicated.reset();
+    b.placement = placed.placement;
+    local = b.placement;
+  }
+  std::vector<DeviceId> global;
+  for (DeviceId d : local) global.push_back(b.gpus[static_cast<std::size_t>(d)]);
+  b.placement = std::move(global);
+  b.runs = true;
+}
+
+void plan_workload_job(const Scenario& scenario, const JobSpec& job, const LayerWorkload& workload, const Cluster& on,
+                       BuiltJob& b, const fs::path& file) {
+  auto planner = make_planner(job.strategy.name, job.strategy.options, scenario.file, job.strategy.field);
+  const PlanResult planned = planner->plan(workload, on);
+  b.recorded.search_time = planned.search_seconds;
+  b.recorded.facts = planned.facts;
+  b.recorded.strategy_report = planned.details;
+  const CompiledPlan layout = plan_layout(workload, planned.plan, on);
+  nlohmann::ordered_json as_json = plan_to_json(planned.plan);
+  as_json["stage_starts"] = layout.stage_starts;
+  b.recorded.strategy_report["plan"] = nlohmann::json(as_json);
+  nlohmann::ordered_json written = as_json;
+  written["workload"] = workload.source;
+  written["job_gpus"] = b.gpus;
+  write_file_atomically(file.string(), dump_json(written, 2) + "\n");
+  if (!layout.infeasible.empty()) {
+    b.outcome.status = PointStatus::Infeasible;
+    b.outcome.reason = "does not fit: " + layout.infeasible;
+    return;
+  }
+  // Every replica: the other jobs break the symmetry a fold would use.
+  b.compiled = compile_plan(workload, planned.plan, on, scenario.simulation.collectives);
+  b.graph = &b.compiled->graph.graph;
+  for (DeviceId d : b.compiled->graph.placement) b.placement.push_back(b.gpus[static_cast<std::size_t>(d)]);
+  b.memory.assign(static_cast<std::size_t>(scenario.cluster.num_devices()), 0.0);
+  for (std::size_t i = 0; i < b.compiled->gpus.size(); ++i)
+    b.memory[static_cast<std::size_t>(b.gpus[static_cast<std::size_t>(b.compiled->gpus[i])])] = b.compiled->memory[i].total();
+  b.runs = true;
+}
+
+// The job's record: the shared latency per engine, alone and shared and their ratio, its GPUs
+// and the links it met other jobs on.
+void record_job(const Scenario& scenario, const SharedRun& run, std::size_t index, std::span<const JobSpec> jobs,
+                std::span<const std::size_t> running, BuiltJob& b, const std::string& policy) {
+  const SharedJob& s = run.jobs[index];
+  PointMeasurement& m = b.recorded;
+  for (const JobTimes& t : s.times) {
+    const EngineRun* r = run.runs.find(t.engine);
+    m.engines.push_back({t.engine, t.shared, r ? r->wall_s : 0.0});
+  }
+  m.bounds = Evaluator(*b.graph, scenario.cluster).lower_bounds();
+  if (b.memory.empty()) b.memory = device_memory(*b.graph, b.placement, scenario.cluster.num_devices());
+  m.memory_per_gpu = b.memory;
+  for (DeviceId g : b.gpus) {
+    m.peak_memory = std::max(m.peak_memory, b.memory[static_cast<std::size_t>(g)]);
+    if (b.memory[static_cast<std::size_t>(g)] > scenario.cluster.device(g).memory_bytes) m.oom = true;
+  }
+  const JobTimes* head = s.find(run.headline);
+  nlohmann::ordered_json per_engine = nlohmann::ordered_json::object();
+  for (const JobTimes& t : s.times)
+    per_engine[t.engine] = {{"alone_latency", t.alone}, {"shared_latency", t.shared}, {"slowdown", t.slowdown()}};
+  nlohmann::ordered_json met = nlohmann::ordered_json::array();
+  for (const SharedLink& l : run.links_met) {
+    const auto mine = std::find_if(l.share.begin(), l.share.end(), [&](const auto& p) { return p.first == index; });
+    if (mine == l.share.end()) continue;
+    if (met.size() == 10) break;
+    nlohmann::ordered_json shares = nlohmann::ordered_json::object();
+    for (const auto& [j, part] : l.share) shares[jobs[running[j]].name] = part;
+    met.push_back({{"link", scenario.cluster.link(l.link).name}, {"bytes", l.bytes}, {"share", shares}});
+  }
+  m.strategy_report["alone_latency"] = head->alone;
+  m.strategy_report["shared_latency"] = head->shared;
+  m.strategy_report["slowdown"] = head->slowdown();
+  m.strategy_report["shared"] = {{"allocation", policy},
+                                 {"engine", run.headline},
+                                 {"iterations", s.iterations},
+                                 {"window", run.window},
+                                 {"gpus", b.gpus},
+                                 {"per_engine", per_engine},
+                                 {"links_met", met}};
+  b.outcome.status = m.oom ? PointStatus::Oom : PointStatus::Ok;
+  b.outcome.measurement = std::move(m);
+  b.outcome.compiled = std::pair{b.graph->num_operators(), b.graph->num_tensors()};
+}
+
+// The shared run's timeline, on the headline engine (the evaluator's would show no contention).
+std::string write_shared_trace(const Scenario& scenario, const SharedRun& run, const fs::path& dir, const std::string& stem) {
+  const EngineRun* r = run.runs.find(run.headline);
+  if (!scenario.simulation.trace || !r || !r->schedule) return "";
+  const std::string name = "trace-" + file_safe(stem) + (scenario.simulation.trace_gzip ? ".json.gz" : ".json");
+  const std::span<const FlowRecord> flows = r->network ? std::span<const FlowRecord>(r->network->flows) : std::span<const FlowRecord>();
+  const std::span<const SubflowRecord> subflows =
+      r->network ? std::span<const SubflowRecord>(r->network->subflows) : std::span<const SubflowRecord>();
+  write_chrome_trace((dir / name).string(), run.graph, scenario.cluster, run.placement, r->schedule->start, r->schedule->finish,
+                     flows, subflows);
+  return name;
+}
+
+}  // namespace
+
+std::vector<JobOutcome> run_jobs_point(const Scenario& scenario, const StrategySpec& allocation,
+                                       std::span<const JobInput> inputs, const std::string& dir, const std::string& file_stem) {
+  const fs::path folder = dir;
+  const std::vector<JobSpec>& jobs = scenario.jobs;
+  std::vector<BuiltJob> built(jobs.size());
+  std::vector<JobOutcome> out(jobs.size());
+  auto fail_all = [&](const std::string& why) {
+    for (JobOutcome& o : out) {
+      if (o.outcome.status == PointStatus::Infeasible) continue;
+      o.outcome.status = PointStatus::Failed;
+      o.outcome.reason = why;
+      o.outcome.measurement.reset();
+    }
+    return out;
+  };
+  const AllocationPolicyInfo& policy = allocation_registry().get(allocation.name, scenario.file, allocation.field);
+  const std::uint64_t seed =
+      allocation.options && allocation.options["seed"] ? allocation.options["seed"].as<std::uint64_t>() : 1;
+  std::vector<std::vector<DeviceId>> gpus;
+  try {
+    gpus = allocate_gpus(scenario.cluster, requests_of(jobs), policy, seed);
+  } catch (const std::exception& e) {
+    return fail_all(e.what());
+  }
+  std::vector<std::size_t> running;
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    BuiltJob& b = built[j];
+    b.gpus = gpus[j];
+    out[j].gpus = static_cast<int>(b.gpus.size());
+    const std::string stem = file_safe(file_stem + "-" + jobs[j].name);
+    try {
+      const Cluster on = scenario.cluster.restricted_to(b.gpus);
+      if (jobs[j].workload) plan_workload_job(scenario, jobs[j], *inputs[j].workload, on, b, folder / ("plan-" + stem + ".json"));
+      else place_graph_job(scenario, jobs[j], *inputs[j].graph, on, b, folder / ("placement-" + stem + ".json"));
+      b.recorded.placement_file = (jobs[j].workload ? "plan-" : "placement-") + stem + ".json";
+    } catch (const OutputError&) {
+      throw;
+    } catch (const InfeasibleProblem& e) {
+      b.outcome.status = PointStatus::Infeasible;
+      b.outcome.reason = e.what();
+    } catch (const std::exception& e) {
+      b.outcome.status = PointStatus::Failed;
+      b.outcome.reason = fmt::format("job '{}': {}", jobs[j].name, e.what());
+    }
+    if (b.runs) running.push_back(j);
+    else out[j].outcome = std::move(b.outcome);
+  }
+  if (running.empty()) return out;
+  std::vector<JobGraph> graphs;
+  for (std::size_t j : running) graphs.push_back({jobs[j].name, built[j].graph, built[j].placement});
+  SharedRun run;
+  try {
+    run = run_jobs_together(graphs, scenario.cluster, scenario.simulation.engines, scenario.simulation.order);
+  } catch (const std::exception& e) {
+    for (std::size_t j : running) out[j].outcome.reason = e.what();
+    for (std::size_t j : running) out[j].outcome.status = PointStatus::Failed;
+    return out;
+  }
+  const std::string trace = write_shared_trace(scenario, run, folder, file_stem);
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    BuiltJob& b = built[running[i]];
+    b.recorded.trace_file = trace;
+    record_job(scenario, run, i, jobs, running, b, allocation.label);
+    out[running[i]].outcome = std::move(b.outcome);
+  }
+  return out;
+}
+
+}  // namespace placesim

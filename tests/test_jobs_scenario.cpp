@@ -1,0 +1,131 @@
+// A scenario of jobs (scenarios/runner/jobs.h): one record per job and allocation policy with
+// alone_latency, shared_latency and slowdown, resumed as any scenario, and the bad inputs refused
+// in one line naming the job and the field.
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "scenarios/runner/sweep.h"
+#include "scenarios/runner/sweep_runner.h"
+#include "test_util.h"
+
+namespace placesim {
+namespace {
+
+namespace fs = std::filesystem;
+
+// 8 servers of 2 GPUs, two leaves of 4 under one spine, 4:1 oversubscribed: a leaf's uplink
+// carries a quarter of its servers' NICs.
+constexpr const char* kCluster =
+    "cluster: {type: spine-leaf, servers: 8, servers_per_leaf: 4, spines: 1, gpus_per_server: 2, nvlink_bandwidth: 150GB/s, "
+    "nic_bandwidth: 100Gbps, oversubscription: 4, gpu_memory: 80GiB}\n";
+// A placement (a BERT replicated on 4 GPUs) and a plan (Llama 2 7B on 8 GPUs).
+constexpr const char* kJobs =
+    "jobs:\n"
+    "  - name: bert\n"
+    "    graph: {model: bert-base, layers: 2, style: fused, gpu: rtx3070}\n"
+    "    strategy: {name: single-device, data_parallel: 4}\n"
+    "    gpus: 4\n"
+    "  - name: llama\n"
+    "    workload: {model: llama2-7b, micro_batch_size: 1, gpu: h100}\n"
+    "    planner: {name: megatron, options: {tp: 2, pp: 2, dp: 2, micro_batches: 4}}\n"
+    "    gpus: 8\n";
+
+std::vector<nlohmann::json> records_in(const fs::path& file) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+TEST(JobsScenario, EachJobHasARecordPerAllocationWithItsSlowdown) {
+  const fs::path dir = testutil::fresh_temp_dir("jobs");
+  std::ofstream(dir / "s.yaml") << kCluster << kJobs << "allocation: [packed, random]\nsimulation: {engine: flow, trace: false}\n";
+  const SweepPlan plan = load_sweep((dir / "s.yaml").string());
+  ASSERT_EQ(plan.points.size(), 2u);
+  EXPECT_EQ(plan.points[0].key, "allocation=packed rep=0");
+  SweepOptions options;
+  options.output = (dir / "out").string();
+  options.progress = false;
+  std::ostringstream log;
+  const SweepSummary summary = run_sweep(plan, options, log);
+  EXPECT_EQ(summary.ok, 4u) << log.str();
+  const auto records = records_in(summary.results_file);
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(records[0]["key"], "allocation=packed rep=0 job=bert");
+  EXPECT_EQ(records[1]["key"], "allocation=packed rep=0 job=llama");
+  for (const auto& r : records) {
+    ASSERT_EQ(r["status"], "ok") << r.dump();
+    const auto& report = r["strategy_report"];
+    const double alone = report["alone_latency"], shared = report["shared_latency"], slowdown = report["slowdown"];
+    EXPECT_GT(alone, 0);
+    EXPECT_NEAR(slowdown, shared / alone, 1e-12);
+    EXPECT_GE(slowdown, 1.0 - 1e-9);  // the fabric shared is never faster than alone
+    EXPECT_NEAR(r["flow_latency"].get<double>(), shared, 1e-12);
+    EXPECT_EQ(report["shared"]["engine"], "flow");
+  }
+  // Packed: bert on servers 0-1, llama on 2-5, so llama crosses leaf 0's uplink and bert stays
+  // under it: they never meet, and nobody slows.
+  EXPECT_EQ(records[0]["gpus"], 4);
+  EXPECT_EQ(records[0]["strategy_report"]["shared"]["gpus"], nlohmann::json({0, 1, 2, 3}));
+  EXPECT_EQ(records[1]["strategy_report"]["shared"]["gpus"], nlohmann::json({4, 5, 6, 7, 8, 9, 10, 11}));
+  EXPECT_TRUE(records[0]["strategy_report"]["shared"]["links_met"].empty());
+  EXPECT_DOUBLE_EQ(records[0]["strategy_report"]["slowdown"].get<double>(), 1.0);
+  // bert, shorter, repeats its iteration over llama's.
+  EXPECT_GT(records[0]["strategy_report"]["shared"]["iterations"].get<int>(), 1);
+  EXPECT_TRUE(fs::exists(dir / "out" / "plan-packed-llama.json"));
+  EXPECT_TRUE(fs::exists(dir / "out" / "placement-packed-bert.json"));
+
+  // Resumed, nothing is left to run; a lost job record reruns its allocation only.
+  options.resume = true;
+  EXPECT_EQ(run_sweep(plan, options, log).skipped, 2u);
+  {
+    std::ofstream out(summary.results_file, std::ios::trunc);
+    for (std::size_t i = 0; i < 3; ++i) out << records[i].dump() << "\n";
+  }
+  const SweepSummary resumed = run_sweep(plan, options, log);
+  EXPECT_EQ(resumed.skipped, 1u);
+  EXPECT_EQ(resumed.ok, 1u);  // the job missing; its partner's record stays as it was
+  EXPECT_EQ(records_in(summary.results_file).size(), 4u);
+  fs::remove_all(dir);
+}
+
+std::string error_of(const std::string& yaml) {
+  const auto e = testutil::input_error_of([&] { plan_sweep(YAML::Load(yaml), "s.yaml"); });
+  return e ? std::string(e->what()) : std::string("no error");
+}
+
+TEST(JobsScenario, BadInputsAreRefusedNamingTheJobAndField) {
+  const std::string jobs = kJobs;
+  auto with_gpus = [&](const std::string& bert, const std::string& llama) {
+    std::string j = jobs;
+    j.replace(j.find("gpus: 4"), 7, "gpus: " + bert);
+    j.replace(j.find("gpus: 8"), 7, "gpus: " + llama);
+    return std::string(kCluster) + j;
+  };
+  EXPECT_NE(error_of(with_gpus("4", "14")).find("jobs[1].gpus (line 10): job 'llama' asks for 14 GPUs, and 12 remain"),
+            std::string::npos)
+      << error_of(with_gpus("4", "14"));
+  EXPECT_NE(error_of(with_gpus("[0-3]", "[2, 3, 4, 5]")).find("job 'llama': GPU 2 is job 'bert''s too"), std::string::npos)
+      << error_of(with_gpus("[0-3]", "[2, 3, 4, 5]"));
+  EXPECT_NE(error_of(with_gpus("3", "8")).find("3 GPUs is not a whole number of servers"), std::string::npos);
+  EXPECT_NE(error_of(std::string(kCluster) + jobs + "allocation: packd\n").find("unknown allocation policy 'packd'; did you mean 'packed'?"),
+            std::string::npos)
+      << error_of(std::string(kCluster) + jobs + "allocation: packd\n");
+  EXPECT_NE(error_of(std::string(kCluster) + jobs + "strategies: [metis]\n").find("remove the top-level 'strategies'"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kCluster) + "graph: {builtin: fig3.1}\nstrategies: [metis]\nallocation: packed\n")
+                .find("allocation policies place the jobs of `jobs:`"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kCluster) + jobs + "simulation: {engine: estimate}\n").find("choose evaluator"), std::string::npos);
+  std::string graph_planned = jobs;
+  graph_planned.replace(graph_planned.find("strategy:"), 9, "planner:");
+  EXPECT_NE(error_of(std::string(kCluster) + graph_planned).find("jobs[0].planner (line 5): a graph is placed by a 'strategy'"),
+            std::string::npos)
+      << error_of(std::string(kCluster) + graph_planned);
+  EXPECT_NE(error_of(std::string(kCluster) + "jobs: []\n").find("expected a non-empty list of jobs"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace placesim
