@@ -193,7 +193,9 @@ def register_strategy(cls=None, *, name: _Optional[str] = None):
 @_dataclass
 class Scenario:
     """A scenario read (its base, without the sweep applied): the loaded graph (None for a
-    workload), the cluster, the strategies and what a run would do."""
+    workload or jobs), the cluster, the strategies (with jobs: the allocation policies), the jobs
+    (name, strategy, source, gpus: a count or a list; empty for a scenario of one job) and what a
+    run would do."""
     name: str
     file: str
     description: str
@@ -204,6 +206,7 @@ class Scenario:
     graph: _Optional[Graph]
     cluster: Cluster
     strategies: list
+    jobs: list
 
 
 def _scenario_spec(spec):

@@ -103,8 +103,19 @@ py::dict scenario_dict(const py::handle& spec) {
     d["options"] = py::module_::import("yaml").attr("safe_load")(std::string(options.c_str()));
     strategies.append(d);
   }
-  out["strategies"] = strategies;
-  if (s.workload) {
+  out["strategies"] = strategies;  // with jobs: the allocation policies
+  py::list jobs;
+  for (const JobSpec& job : s.jobs) {
+    py::dict d;
+    d["name"] = job.name;
+    d["strategy"] = job.strategy.name;
+    d["source"] = source_name(job.graph, job.workload);
+    if (job.gpu_list.empty()) d["gpus"] = job.gpus;
+    else d["gpus"] = job.gpu_list;
+    jobs.append(d);
+  }
+  out["jobs"] = jobs;
+  if (s.workload || !s.jobs.empty()) {
     out["graph"] = py::none();
   } else {
     std::vector<std::string> warnings;

@@ -119,3 +119,25 @@ def test_every_registered_strategy_places_from_python(small):
         r = placesim.place(graph, cluster, name, **quick.get(name, {}))
         assert len(r.placement) == graph.num_operators, name
         assert placesim.evaluate(graph, cluster, r.placement).latency > 0, name
+
+
+def test_a_scenario_of_jobs_reads_and_runs(tmp_path):
+    # Two jobs on two leaves of two 2-GPU servers (scenarios/README.md, "jobs"): a record per job
+    # and allocation, each with its slowdown.
+    spec = {"name": "jobs",
+            "cluster": {"type": "spine-leaf", "servers": 4, "servers_per_leaf": 2, "spines": 1, "gpus_per_server": 2,
+                        "nic_bandwidth": "100Gbps", "oversubscription": 2},
+            "jobs": [{"name": "a", "graph": {"builtin": "fig3.1"}, "strategy": "round-robin", "gpus": 2},
+                     {"name": "b", "graph": {"builtin": "fig3.1"}, "strategy": "single-device", "gpus": [4, 5]}],
+            "allocation": ["packed", "spread"],
+            "simulation": {"engine": "flow", "trace": False}}
+    s = placesim.load_scenario(spec)
+    assert s.graph is None
+    assert [st["name"] for st in s.strategies] == ["packed", "spread"]
+    assert [(j["name"], j["gpus"]) for j in s.jobs] == [("a", 2), ("b", [4, 5])]
+    df = placesim.run_scenario(spec, output=str(tmp_path / "out"))
+    assert list(df["key"]) == ["allocation=packed rep=0 job=a", "allocation=packed rep=0 job=b",
+                               "allocation=spread rep=0 job=a", "allocation=spread rep=0 job=b"]
+    slowdown = df["strategy_report"].apply(lambda r: r["slowdown"])
+    assert (slowdown >= 1.0 - 1e-9).all()
+    assert df["strategy_report"].apply(lambda r: r["shared"]["gpus"])[1] == [4, 5]
