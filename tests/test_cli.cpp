@@ -85,6 +85,11 @@ TEST(Cli, Item13MistypedOptionGetsTheNearestOne) {
 
   EXPECT_EQ(run_cli("simulate --grpah g.json", out), 2) << out;
   EXPECT_TRUE(contains(out, "unknown option '--grpah'; did you mean '--graph'?")) << out;
+  // A name that begins several options gets each, with what it is: the nearest by spelling
+  // (--micro-batches) is not always the one meant.
+  EXPECT_EQ(run_cli("plan --model llama2-7b --micro-batch 2", out), 2) << out;
+  EXPECT_TRUE(contains(out, "unknown option '--micro-batch'; did you mean '--micro-batch-size' (sequences per micro-batch) or "
+                            "'--micro-batches' (micro-batches per iteration)?")) << out;
 
   // An option given before its command is found where it belongs.
   EXPECT_EQ(run_cli("--jobs 2 run scenario.yaml", out), 2) << out;

@@ -71,9 +71,27 @@ void commands_with_option(const CLI::App& root, const std::string& name, std::ve
   const std::string hint = nearest_word(name, names);
   std::vector<std::string> elsewhere;
   commands_with_option(root, name, elsewhere);
+  // Options the name begins (--micro-batch: --micro-batch-size and --micro-batches): each, with
+  // the start of its help, since the nearest by spelling may not be the one meant.
+  std::vector<std::string> begun;
+  if (name.size() > 3)
+    for (const CLI::Option* o : command.get_options()) {
+      if (o->get_group().empty()) continue;
+      for (const auto& l : o->get_lnames()) {
+        if (("--" + l).rfind(name, 0) != 0 || "--" + l == name) continue;
+        std::string help = o->get_description();
+        // A help that starts by naming what it applies to ("--model: sequences per ...") says it later.
+        if (help.rfind("--", 0) == 0 && help.find(": ") != std::string::npos && help.find(": ") < help.find(' '))
+          help = help.substr(help.find(": ") + 2);
+        help = help.substr(0, std::min({help.find(';'), help.find(" ("), help.find(". "), std::size_t{60}}));
+        begun.push_back(fmt::format("'--{}' ({})", l, help));
+      }
+    }
   std::string what = fmt::format("unknown option '{}'", name);
   if (!elsewhere.empty())
     what += fmt::format(" here: it is an option of '{}', and goes after that command", fmt::join(elsewhere, "', '"));
+  else if (begun.size() >= 2)
+    what += fmt::format("; did you mean {}? ('{} --help' lists its options)", fmt::join(begun, " or "), command_path(command));
   else if (!hint.empty())
     what += fmt::format("; did you mean '{}'? ('{} --help' lists its options)", hint, command_path(command));
   else
