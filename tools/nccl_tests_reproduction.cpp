@@ -74,7 +74,7 @@ double busbw(const Row& r, double seconds) {
 
 int reproduce_nccl_tests(const std::string& output, bool plots) {
   const fs::path file = measurements();
-  const fs::path dir = output.empty() ? fs::path("results/nccl-tests") : fs::path(output);
+  const fs::path dir = output.empty() ? fs::path("out/nccl-tests") : fs::path(output);
   fs::create_directories(dir);
   const std::vector<Row> rows = simulate(file);
   std::string csv = "op,bytes,measured_us,simulated_us,error,measured_busbw_GBps,simulated_busbw_GBps,ran\n";

@@ -11,7 +11,7 @@ inline constexpr const char* kNcclTestsDescription =
     "NCCL 2.18 all-reduce and all-gather on one 8 x H100 server (nccl-tests, the calibration file) beside placesim's NCCL "
     "model on the dgx-h100 preset";
 
-// Runs it into `output` (default: results/nccl-tests). Returns 0, 1 when the plots failed; throws
+// Runs it into `output` (default: out/nccl-tests, beside the other reproductions' out/<name>). Returns 0, 1 when the plots failed; throws
 // InputError (exit 2) when the measurements are absent.
 int reproduce_nccl_tests(const std::string& output, bool plots);
 

@@ -246,7 +246,7 @@ std::vector<ValidationRun> run_scaling_validation(const std::string& gpu) {
 }
 
 int reproduce_validation(const std::string& output, bool plots, const std::string& gpu) {
-  const fs::path dir = output.empty() ? fs::path("results/validation") : fs::path(output);
+  const fs::path dir = output.empty() ? fs::path("out/validation") : fs::path(output);
   fs::create_directories(dir);
   std::cout << fmt::format("# {} ({}); GPU {}, flow engine, collectives condensed\n", kValidationDescription,
                            validation_file(kTable).string(), gpu);

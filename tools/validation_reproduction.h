@@ -40,7 +40,7 @@ std::vector<ValidationRun> run_validation(const std::string& gpu);
 // on 256-1,024 A100-class GPUs (`gpu`) and Megatron-Core on 48-768 H100s.
 std::vector<ValidationRun> run_scaling_validation(const std::string& gpu);
 
-// Runs it into `output` (default: results/validation). Returns 0, 1 when the plots failed.
+// Runs it into `output` (default: out/validation, as every reproduction's out/<name>). Returns 0, 1 when the plots failed.
 int reproduce_validation(const std::string& output, bool plots, const std::string& gpu);
 
 }  // namespace placesim
