@@ -1,6 +1,7 @@
 // Links degraded or down (Cluster::with_link_faults, a cluster's `faults:`): traffic routed around
 // a failed leaf uplink with the closed-form time on every engine, and the errors of faults that
 // cannot be.
+#include <fstream>
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -114,6 +115,26 @@ TEST(LinkFaults, AFatTreeSplitsOverTheCorePathsLeft) {
   EXPECT_EQ(faulted.num_paths(0, 2), 2);
   // A lone transfer is still NIC-bound (12.5 GB/s): edge0.0's uplinks carry 1/3 and 2/3.
   EXPECT_NEAR(faulted.bandwidth(0, 15), 12.5e9, 1.0);
+}
+
+}  // namespace
+}  // namespace placesim
+
+namespace placesim {
+namespace {
+
+TEST(LinkFaults, PlanNamesTheDegradedNicAsItsBusiestLink) {
+  // GPT-2, pure data parallelism over four 1-GPU servers, server 1's NIC uplink at a quarter of
+  // 12.5 GB/s: its share of every ring step takes 4x as long there, and `plan` names it.
+  const auto dir = testutil::fresh_temp_dir("busiest-link");
+  std::ofstream(dir / "c.yaml") << "cluster: {type: spine-leaf, servers: 4, servers_per_leaf: 2, spines: 1, gpus_per_server: 1, "
+                                   "nic_bandwidth: 100Gbps, oversubscription: 1, gpu_memory: 80GiB, "
+                                   "faults: [{link: server1-nic-up, fraction: 0.25}]}\n";
+  std::string out;
+  ASSERT_EQ(testutil::run_cli("plan --model gpt2 --gpu h100 --dp 4 --engine flow --cluster " + (dir / "c.yaml").string(), out), 0) << out;
+  EXPECT_NE(out.find("busiest link    server1-nic-up: "), std::string::npos) << out;
+  EXPECT_NE(out.find(" at 3.125 GB/s per iteration, busy at least "), std::string::npos) << out;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

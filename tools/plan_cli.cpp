@@ -13,6 +13,7 @@
 #include "sim/engines/engine.h"
 #include "sim/core/errors.h"
 #include "sim/engines/evaluator.h"
+#include "sim/engines/shared_runs.h"
 #include "sim/core/execution_graph.h"
 #include "sim/plans/layer_model.h"
 #include "sim/models/gpu.h"
@@ -319,7 +320,34 @@ struct PlanReport {
   double causal_model_flops = 0;  // with causal attention counted half (0: not known, or no less than model_flops)
   GpuMemory memory;  // of the GPU holding the most
   std::vector<std::pair<std::string, double>> iteration_s;
+  // The link whose bytes take longest at its bandwidth (static routes: every engine's), the least
+  // time it is busy; unset for a folded graph, whose bytes stand for copies on other links.
+  struct Link {
+    std::string name;
+    double bytes = 0, bandwidth = 0;
+  };
+  std::optional<Link> busiest;
 };
+
+// The link of the most bytes / bandwidth in one iteration of the graph (unset when folded or
+// when nothing crosses a link).
+std::optional<PlanReport::Link> busiest_link(const ExecutionGraph& g, const Cluster& cluster) {
+  if (g.fold) return std::nullopt;
+  std::optional<PlanReport::Link> best;
+  for (const auto& [id, bytes] : link_bytes(g.graph, g.placement, cluster)) {
+    const Link& l = cluster.link(id);
+    if (!best || bytes / l.bandwidth > best->bytes / best->bandwidth) best = PlanReport::Link{l.name, bytes, l.bandwidth};
+  }
+  return best;
+}
+
+// The engine whose iteration the busiest link is set beside: SimGrid, else the flow engine, else the evaluator.
+std::optional<std::pair<std::string, double>> contended_iteration(const PlanReport& r) {
+  for (std::string_view engine : {kSimGrid, kFlow, kEvaluator})
+    for (const auto& [name, t] : r.iteration_s)
+      if (name == engine) return std::pair{name, t};
+  return std::nullopt;
+}
 
 PlanReport plan_report(const PlanArgs& a, const ParallelPlan& plan, const LayerModel& model, const CompiledPlan& layout,
                        const Cluster& cluster, const EngineRuns& ran) {
@@ -365,6 +393,7 @@ std::string breakdown_text(const TimeBreakdown& b, double iteration) {
   return fmt::format("{} on GPU {}, the slowest", fmt::join(parts, ", "), b.gpu);
 }
 
+// (The busiest link is left out of a folded graph's report: --full-graph counts every link.)
 void print_report_text(const PlanReport& r, const ParallelPlan& plan, const PlanRun& run) {
   for (const auto& [engine, t] : r.iteration_s) {
     std::string line = fmt::format("{:<16}", engine);
@@ -380,6 +409,13 @@ void print_report_text(const PlanReport& r, const ParallelPlan& plan, const Plan
   for (const auto& [engine, b] : run.breakdown)
     for (const auto& [name, t] : r.iteration_s)
       if (name == engine) std::cout << fmt::format("{:<16}{}\n", engine + " time", breakdown_text(b, t));
+  if (r.busiest) {
+    const double busy = r.busiest->bytes / r.busiest->bandwidth;
+    const auto it = contended_iteration(r);
+    std::cout << fmt::format("busiest link    {}: {} at {} per iteration, busy at least {}{}\n", r.busiest->name,
+                             format_bytes(r.busiest->bytes), format_bandwidth(r.busiest->bandwidth), format_duration(busy),
+                             it ? fmt::format(" ({:.0f}% of the {} iteration)", 100 * busy / it->second, it->first) : std::string());
+  }
   if (const std::string warning = bubble_warning(r, plan); !warning.empty()) std::cout << "warning         " << warning << "\n";
   for (const auto& [engine, samples] : run.seed_latencies) {
     if (samples.size() < 2) continue;  // one seed (or only fixed stragglers): the line above
@@ -407,6 +443,9 @@ void print_report_json(const PlanArgs& a, const ParallelPlan& plan, const PlanRe
   j["peak_flops"] = r.peak;
   j["pipeline_bubble"] = r.bubble;
   // Where the time went, per engine that scheduled: the parts sum to iteration_s.
+  if (r.busiest)
+    j["busiest_link"] = {{"link", r.busiest->name}, {"bytes", r.busiest->bytes}, {"bandwidth", r.busiest->bandwidth},
+                         {"busy_at_least", r.busiest->bytes / r.busiest->bandwidth}};
   nlohmann::json breakdown = nlohmann::json::object();
   for (const auto& [engine, b] : run.breakdown) breakdown[engine] = breakdown_json(b);
   j["breakdown"] = breakdown;
@@ -539,7 +578,8 @@ int cmd_plan(const PlanArgs& a) {
   for (const EngineRun& run : ran.runs)
     out << fmt::format("{:<16}{} per iteration ({} in {})\n", run.engine, format_duration(run.latency),
                        run.schedule ? "simulated" : "priced", format_duration(run.wall_s));
-  const PlanReport report = plan_report(a, plan, model, layout, cluster, ran);
+  PlanReport report = plan_report(a, plan, model, layout, cluster, ran);
+  report.busiest = busiest_link(c.graph, cluster);
   if (a.json) print_report_json(a, plan, report, simulated);
   else print_report_text(report, plan, simulated);
   if (!a.chakra.empty()) write_plan_chakra(a, c, cluster, ran, widths + fmt::format(" x dp {}", a.dp));
