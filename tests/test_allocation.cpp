@@ -94,6 +94,10 @@ TEST(Allocation, RequestsThatCannotBeMetAreRefusedNamingTheJob) {
   EXPECT_EQ(problem({{"a", 0, {0, 0}, "jobs[0].gpus"}}), "jobs[0].gpus: job 'a': GPU 0 is listed twice");
   EXPECT_EQ(problem({{"a", 0, {24}, "jobs[0].gpus"}}), "jobs[0].gpus: job 'a': GPU 24 is not in the cluster (GPUs 0-23)");
   EXPECT_EQ(problem({{"a", 24, {}, "jobs[0].gpus"}, {"b", 0, {23}, "jobs[1].gpus"}}), "jobs: the jobs ask for 25 GPUs, and the cluster has 24");
+  // GPU 0 and GPU 2 are parts of servers 0 and 1: 10 whole servers are left, not 11.
+  EXPECT_EQ(problem({{"x", 0, {0, 2}, "jobs[0].gpus"}, {"a", 22, {}, "jobs[1].gpus"}}),
+            "jobs[1].gpus: job 'a' needs 11 whole servers, and 10 of the cluster's 12 are left by the GPU lists (which hold "
+            "GPUs of 2 servers) and the jobs before it");
 }
 
 }  // namespace

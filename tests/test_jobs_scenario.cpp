@@ -3,6 +3,7 @@
 // in one line naming the job and the field.
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -91,6 +92,52 @@ TEST(JobsScenario, EachJobHasARecordPerAllocationWithItsSlowdown) {
   fs::remove_all(dir);
 }
 
+TEST(JobsScenario, WithoutAllocationPacksAndAJobThatCannotRunIsNamedInTheOthersRecords) {
+  const fs::path dir = testutil::fresh_temp_dir("jobs-without");
+  // Llama 2 7B unsharded on one GPU per replica cannot fit 80 GiB: infeasible, never run; bert
+  // runs without it, and its record says so. No `allocation:`: packed.
+  std::ofstream(dir / "s.yaml") << kCluster
+                                << "jobs:\n"
+                                   "  - name: bert\n"
+                                   "    graph: {model: bert-base, layers: 2, style: fused, gpu: rtx3070}\n"
+                                   "    strategy: {name: single-device, data_parallel: 2}\n"
+                                   "    gpus: [6, 7, 14, 15]\n"
+                                   "  - name: big\n"
+                                   "    workload: {model: llama2-7b, micro_batch_size: 1, gpu: h100}\n"
+                                   "    planner: {name: megatron, options: {tp: 1, pp: 1, dp: 2, micro_batches: 1}}\n"
+                                   "    gpus: 2\n"
+                                   "simulation: {engine: flow, trace: false}\n";
+  const SweepPlan plan = load_sweep((dir / "s.yaml").string());
+  ASSERT_EQ(plan.points.size(), 1u);
+  EXPECT_EQ(plan.points[0].key, "allocation=packed rep=0");
+  SweepOptions options;
+  options.output = (dir / "out").string();
+  options.progress = false;
+  std::ostringstream log;
+  const SweepSummary summary = run_sweep(plan, options, log);
+  EXPECT_EQ(summary.ok, 1u);
+  EXPECT_EQ(summary.infeasible, 1u);
+  const auto records = records_in(summary.results_file);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[1]["status"], "infeasible");
+  const auto& shared = records[0]["strategy_report"]["shared"];
+  ASSERT_TRUE(shared.contains("without")) << shared.dump();
+  EXPECT_EQ(shared["without"][0]["job"], "big");
+  EXPECT_EQ(shared["without"][0]["status"], "infeasible");
+  // The placement file in the whole cluster's GPUs: the first replica's, GPUs 6 and 7.
+  const auto placement = nlohmann::json::parse(std::ifstream(dir / "out" / "placement-packed-bert.json"));
+  std::set<int> used;
+  for (const auto& [op, gpu] : placement["placement"].items()) used.insert(gpu.get<int>());
+  for (int g : used) EXPECT_TRUE(g == 6 || g == 7) << g;
+  // Lower bounds over the job's 4 GPUs, not the cluster's 16: the memory bound is the job's
+  // operators' memory over 4.
+  double total = 0;
+  for (const auto& m : records[0]["memory_per_gpu"]) total += m.get<double>();
+  EXPECT_GT(total, 0);
+  EXPECT_NEAR(records[0]["lower_bound_memory_per_gpu"].get<double>(), total / 4, total * 1e-12);
+  fs::remove_all(dir);
+}
+
 std::string error_of(const std::string& yaml) {
   const auto e = testutil::input_error_of([&] { plan_sweep(YAML::Load(yaml), "s.yaml"); });
   return e ? std::string(e->what()) : std::string("no error");
@@ -125,6 +172,20 @@ TEST(JobsScenario, BadInputsAreRefusedNamingTheJobAndField) {
             std::string::npos)
       << error_of(std::string(kCluster) + graph_planned);
   EXPECT_NE(error_of(std::string(kCluster) + "jobs: []\n").find("expected a non-empty list of jobs"), std::string::npos);
+  // The strategy axis of a scenario of jobs names allocation policies.
+  EXPECT_NE(error_of(std::string(kCluster) + jobs + "sweep: {strategy: [metis]}\n")
+                .find("'metis' is neither a label in allocation nor an allocation policy"),
+            std::string::npos)
+      << error_of(std::string(kCluster) + jobs + "sweep: {strategy: [metis]}\n");
+  EXPECT_EQ(error_of(std::string(kCluster) + jobs + "sweep: {strategy: [topology-aware]}\n"), "no error");
+  EXPECT_NE(error_of(std::string(kCluster) + jobs + "allocation: [{name: random, seed: 7}]\nsimulation: {seeds: [1, 2]}\n")
+                .find("allocation[0].seed: allocation 'random' has a seed of its own, which simulation.seeds would replace"),
+            std::string::npos)
+      << error_of(std::string(kCluster) + jobs + "allocation: [{name: random, seed: 7}]\nsimulation: {seeds: [1, 2]}\n");
+  EXPECT_NE(error_of(with_gpus("[0, 2]", "14")).find("job 'llama' needs 7 whole servers, and 6 of the cluster's 8 are left"),
+            std::string::npos)
+      << error_of(with_gpus("[0, 2]", "14"));
+  EXPECT_NE(error_of(with_gpus("[0-99999999]", "8")).find("GPU 99999999 is not in the cluster (GPUs 0-15)"), std::string::npos);
 }
 
 }  // namespace

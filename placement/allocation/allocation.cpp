@@ -106,6 +106,20 @@ std::string allocation_problem(const Cluster& cluster, std::span<const JobReques
     field_out = "jobs";
     return fmt::format("the jobs ask for {} GPUs, and the cluster has {}", total, cluster.num_devices());
   }
+  // Counts take whole servers, which the GPU lists (placed first) may have taken parts of.
+  std::set<int> touched;
+  for (const auto& [g, j] : taken) touched.insert(cluster.device(g).server);
+  long free = static_cast<long>(gpus.size() - touched.size()), needed = 0;
+  for (const JobRequest& r : requests) {
+    if (!r.explicit_gpus.empty()) continue;
+    needed += r.gpus / static_cast<long>(gpus.front().size());
+    if (needed > free) {
+      field_out = r.field;
+      return fmt::format("job '{}' needs {} whole servers, and {} of the cluster's {} are left by the GPU lists (which "
+                         "hold GPUs of {} servers) and the jobs before it", r.name, r.gpus / static_cast<long>(gpus.front().size()),
+                         free - (needed - r.gpus / static_cast<long>(gpus.front().size())), gpus.size(), touched.size());
+    }
+  }
   field_out.clear();
   return "";
 }

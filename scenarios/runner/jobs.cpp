@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // `gpus: 64` (a count), or a list of GPUs and ranges: [0, 1, 8-15].
-void gpus_from_yaml(const YAML::Node& node, const std::string& file, const std::string& field, JobSpec& job) {
+void gpus_from_yaml(const YAML::Node& node, const std::string& file, const std::string& field, int cluster_gpus, JobSpec& job) {
   auto whole = [&](const std::string& text, long& out) {
     const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
     return ec == std::errc() && ptr == text.data() + text.size() && out >= 0;
@@ -44,13 +44,15 @@ void gpus_from_yaml(const YAML::Node& node, const std::string& file, const std::
     long a = 0, b = 0;
     const bool ok = dash == std::string::npos ? whole(text, a) && (b = a, true)
                                               : whole(text.substr(0, dash), a) && whole(text.substr(dash + 1), b) && a <= b;
-    if (!ok || b >= 100'000'000)
-      throw InputError(file, fmt::format("{}[{}]", field, i), fmt::format("expected a GPU (7) or a range (8-15), got '{}'", text));
+    if (!ok) throw InputError(file, fmt::format("{}[{}]", field, i), fmt::format("expected a GPU (7) or a range (8-15), got '{}'", text));
+    if (b >= cluster_gpus)
+      throw InputError(file, fmt::format("{}[{}]", field, i),
+                       fmt::format("GPU {} is not in the cluster (GPUs 0-{})", b, cluster_gpus - 1));
     for (long g = a; g <= b; ++g) job.gpu_list.push_back(static_cast<DeviceId>(g));
   }
 }
 
-JobSpec job_from_yaml(const YAML::Node& node, const std::string& file, std::size_t index) {
+JobSpec job_from_yaml(const YAML::Node& node, const std::string& file, std::size_t index, int cluster_gpus) {
   JobSpec job;
   job.field = fmt::format("jobs[{}]", index);
   YamlFields f(node, file, job.field);
@@ -74,7 +76,7 @@ JobSpec job_from_yaml(const YAML::Node& node, const std::string& file, std::size
     throw InputError(file, job.field + "." + key, "coarsen and refine are not supported for a job yet; place the graph without them");
   if (!f.has("gpus")) throw InputError(file, job.field, "expected 'gpus': a count (64) or a list of GPUs ([0, 1, 8-15])");
   job.gpus_field = f.field("gpus");
-  gpus_from_yaml(f.node("gpus"), file, job.gpus_field, job);
+  gpus_from_yaml(f.node("gpus"), file, job.gpus_field, cluster_gpus, job);
   return job;
 }
 
@@ -92,7 +94,7 @@ std::vector<JobSpec> jobs_from_yaml(const YAML::Node& node, const std::string& f
   std::vector<JobSpec> jobs;
   std::set<std::string> names;
   for (std::size_t i = 0; i < node.size(); ++i) {
-    jobs.push_back(job_from_yaml(node[i], file, i));
+    jobs.push_back(job_from_yaml(node[i], file, i, cluster.num_devices()));
     if (!names.insert(jobs.back().name).second)
       throw InputError(file, jobs.back().field + ".name", fmt::format("job name '{}' is used twice", jobs.back().name));
   }
@@ -133,7 +135,8 @@ std::vector<StrategySpec> allocations_from_yaml(const YAML::Node& node, const st
       }
     }
     const AllocationPolicyInfo& policy = allocation_registry().get(spec.name, file, spec.field);
-    if (spec.options && spec.options["seed"] && !policy.takes("seed"))
+    const YAML::Node& options = spec.options;  // (a const view: a lookup adds no key)
+    if (options.IsMap() && options["seed"] && !policy.takes("seed"))
       throw InputError(file, spec.field + ".seed", fmt::format("policy {} draws nothing at random; only random takes a seed", spec.name));
     spec.name = policy.name;
     if (spec.label.empty()) spec.label = spec.name;
@@ -149,6 +152,7 @@ namespace {
 // One job placed or planned on its GPUs, its graph on the whole cluster's GPUs.
 struct BuiltJob {
   std::vector<DeviceId> gpus;
+  std::optional<Cluster> on;                 // the cluster restricted to `gpus`
   Graph own;                                 // a placed graph's copy (when not replicated)
   std::optional<DataParallelGraph> replicated;
   std::optional<CompiledPlan> compiled;
@@ -182,7 +186,12 @@ void place_graph_job(const Scenario& scenario, const JobSpec& job, const Graph& 
   b.recorded.search_time = placed.search_seconds;
   b.recorded.facts = placed.facts;
   b.recorded.strategy_report = placed.details;
-  save_placement(graph, placed.placement, file.string());
+  // The placement file in the whole cluster's GPU numbers (a replicated job's: its first replica's).
+  const std::vector<DeviceId> on_gpus = dp ? first_replica_gpus(on, dp->replicas) : std::vector<DeviceId>();
+  std::vector<DeviceId> written;
+  for (DeviceId d : placed.placement)
+    written.push_back(b.gpus[static_cast<std::size_t>(dp ? on_gpus[static_cast<std::size_t>(d)] : d)]);
+  save_placement(graph, written, file.string());
   std::span<const DeviceId> local;
   if (dp) {
     b.replicated = replicate_data_parallel(graph, placed.placement, on, *dp, scenario.simulation.collectives);
@@ -241,7 +250,7 @@ void record_job(const Scenario& scenario, const SharedRun& run, std::size_t inde
     const EngineRun* r = run.runs.find(t.engine);
     m.engines.push_back({t.engine, t.shared, r ? r->wall_s : 0.0});
   }
-  m.bounds = Evaluator(*b.graph, scenario.cluster).lower_bounds();
+  m.bounds = Evaluator(*b.graph, *b.on).lower_bounds();  // over the job's GPUs, not the cluster's
   if (b.memory.empty()) b.memory = device_memory(*b.graph, b.placement, scenario.cluster.num_devices());
   m.memory_per_gpu = b.memory;
   for (DeviceId g : b.gpus) {
@@ -308,7 +317,7 @@ std::vector<JobOutcome> run_jobs_point(const Scenario& scenario, const StrategyS
   };
   const AllocationPolicyInfo& policy = allocation_registry().get(allocation.name, scenario.file, allocation.field);
   const std::uint64_t seed =
-      allocation.options && allocation.options["seed"] ? allocation.options["seed"].as<std::uint64_t>() : 1;
+      allocation.options.IsMap() && allocation.options["seed"] ? allocation.options["seed"].as<std::uint64_t>() : 1;
   std::vector<std::vector<DeviceId>> gpus;
   try {
     gpus = allocate_gpus(scenario.cluster, requests_of(jobs), policy, seed);
@@ -322,7 +331,8 @@ std::vector<JobOutcome> run_jobs_point(const Scenario& scenario, const StrategyS
     out[j].gpus = static_cast<int>(b.gpus.size());
     const std::string stem = file_safe(file_stem + "-" + jobs[j].name);
     try {
-      const Cluster on = scenario.cluster.restricted_to(b.gpus);
+      b.on = scenario.cluster.restricted_to(b.gpus);
+      const Cluster& on = *b.on;
       if (jobs[j].workload) plan_workload_job(scenario, jobs[j], *inputs[j].workload, on, b, folder / ("plan-" + stem + ".json"));
       else place_graph_job(scenario, jobs[j], *inputs[j].graph, on, b, folder / ("placement-" + stem + ".json"));
       b.recorded.placement_file = (jobs[j].workload ? "plan-" : "placement-") + stem + ".json";
@@ -350,10 +360,17 @@ std::vector<JobOutcome> run_jobs_point(const Scenario& scenario, const StrategyS
     return out;
   }
   const std::string trace = write_shared_trace(scenario, run, folder, file_stem);
+  // The jobs that could not run: the others shared the fabric without them, and say so.
+  nlohmann::ordered_json without = nlohmann::ordered_json::array();
+  for (std::size_t j = 0; j < jobs.size(); ++j)
+    if (!built[j].runs)
+      without.push_back({{"job", jobs[j].name}, {"status", std::string(point_status_name(out[j].outcome.status))},
+                         {"reason", out[j].outcome.reason}});
   for (std::size_t i = 0; i < running.size(); ++i) {
     BuiltJob& b = built[running[i]];
     b.recorded.trace_file = trace;
     record_job(scenario, run, i, jobs, running, b, allocation.label);
+    if (!without.empty()) b.outcome.measurement->strategy_report["shared"]["without"] = without;
     out[running[i]].outcome = std::move(b.outcome);
   }
   return out;

@@ -410,17 +410,25 @@ std::string fastest_lines(std::span<const PointRecord> records, const ColumnUnit
 }  // namespace
 
 std::string format_jobs_table(std::span<const PointRecord> records) {
+  // A job's record: measured (a slowdown), or one that did not run (keyed by its job, allocation swept).
+  auto measured = [](const PointRecord& r) {
+    return r.measurement && r.measurement->strategy_report.contains("slowdown") && r.measurement->strategy_report.contains("shared");
+  };
   std::vector<const PointRecord*> jobs;
   std::vector<double> times;
+  std::string engine;
   for (const PointRecord& r : records)
-    if (r.measurement && r.measurement->strategy_report.contains("slowdown") && r.measurement->strategy_report.contains("shared")) {
+    if (measured(r)) {
       jobs.push_back(&r);
       times.push_back(r.measurement->strategy_report["alone_latency"].get<double>());
       times.push_back(r.measurement->strategy_report["shared_latency"].get<double>());
+      if (engine.empty()) engine = r.measurement->strategy_report["shared"].value("engine", std::string("?"));
+    } else if (!r.measurement && r.sweep_value("allocation") && r.key.find(" job=") != std::string::npos) {
+      jobs.push_back(&r);
     }
   if (jobs.empty()) return "";
   const ColumnUnit unit = duration_unit(times);
-  const std::string engine = jobs.front()->measurement->strategy_report["shared"].value("engine", std::string("?"));
+  if (engine.empty()) engine = "no job ran";
   // The other swept values first, then the allocation.
   auto point_of = [](const PointRecord& r) {
     std::string point;
@@ -441,11 +449,20 @@ std::string format_jobs_table(std::span<const PointRecord> records) {
   out += fmt::format("{:<{}} {:<{}} {:>6} {:>10} {:>14} {:>14} {:>9}\n", swept ? "point, allocation" : "allocation", allocation_width, "job", job_width, "GPUs",
                      "iterations", fmt::format("alone ({})", unit.name), fmt::format("shared ({})", unit.name), "slowdown");
   for (const PointRecord* r : jobs) {
+    if (!measured(*r)) {
+      out += fmt::format("{:<{}} {:<{}} {:>6} {}: {}\n", point_of(*r), allocation_width, r->label, job_width, r->gpus,
+                         point_status_name(r->status), r->reason);
+      continue;
+    }
     const auto& report = r->measurement->strategy_report;
     out += fmt::format("{:<{}} {:<{}} {:>6} {:>10} {:>14} {:>14} {:>9.3f}\n", point_of(*r), allocation_width,
                        r->label, job_width, r->gpus, report["shared"].value("iterations", 1),
                        format_number_in(report["alone_latency"].get<double>(), unit),
                        format_number_in(report["shared_latency"].get<double>(), unit), report["slowdown"].get<double>());
+    if (report["shared"].contains("without"))
+      for (const auto& w : report["shared"]["without"])
+        out += fmt::format("{:<{}}   (shared without {}, {})\n", "", allocation_width, w.value("job", std::string("?")),
+                           w.value("status", std::string("?")));
   }
   return out;
 }

@@ -489,6 +489,12 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
     s.output = f.string_or("output", "out/" + s.name);
   }
   if (const std::string why = estimate_problem(s); !why.empty()) throw InputError(file, "simulation.engine", why);
+  if (!s.jobs.empty() && !s.simulation.seeds.empty())
+    for (const StrategySpec& a : s.strategies)
+      if (a.options.IsMap() && a.options["seed"])
+        throw InputError(file, a.field + ".seed",
+                         fmt::format("allocation '{}' has a seed of its own, which simulation.seeds would replace; give one "
+                                     "or the other", a.label));
   if (f.has("report")) s.report = report_spec_from_yaml(f.node("report"), file, "report");
   return s;
 }

@@ -243,6 +243,7 @@ bool is_strategies_path(const std::string& path) {
 struct VariantPoints {
   std::size_t points = 0, strategies = 0;
   bool seeded = false;  // some strategy runs once per seed
+  bool jobs = false;    // the strategies are a scenario of jobs' allocation policies
 };
 
 // The points of one combination, read off its YAML (`strategies` as written, after the overrides)
@@ -254,8 +255,9 @@ VariantPoints points_of_variant(const YAML::Node& root, const std::optional<std:
   // A scenario of jobs runs a point per allocation policy (packed when it names none).
   const bool jobs = root["jobs"].IsDefined();
   // (reset rebinds a handle; operator= would write into the scenario's tree)
+  // (root is const: a missing key is an invalid node, which reset() refuses)
   YAML::Node list;
-  list.reset(jobs ? root["allocation"] : root["strategies"]);
+  if (const YAML::Node given = jobs ? root["allocation"] : root["strategies"]; given) list.reset(given);
   if (jobs && (!list || list.IsNull())) list.reset(YAML::Node("packed"));
   if (jobs && (list.IsScalar() || list.IsMap())) {
     YAML::Node one(YAML::NodeType::Sequence);
@@ -282,6 +284,7 @@ VariantPoints points_of_variant(const YAML::Node& root, const std::optional<std:
   }
   VariantPoints v;
   v.strategies = names.size();
+  v.jobs = jobs;
   for (const std::string& name : names) {
     std::size_t runs = 1;
     if (seeds > 0 && jobs) {
@@ -508,7 +511,8 @@ SweepCount count_block(const SweepBlock& block, const YAML::Node& base, const st
     }
   }
   if (per_combination > 0) {
-    std::vector<std::string> parts{plural(shape.strategies, "strategy", "strategies")};
+    std::vector<std::string> parts{shape.jobs ? plural(shape.strategies, "allocation policy", "allocation policies")
+                                              : plural(shape.strategies, "strategy", "strategies")};
     if (shape.seeded) parts.push_back(plural(seeds, "seed", "seeds"));
     if (repetitions > 1) parts.push_back(plural(static_cast<std::size_t>(repetitions), "repetition", "repetitions"));
     std::string joined;
@@ -581,14 +585,17 @@ std::vector<std::size_t> chosen_strategies(const SweepBlock& block, Scenario& va
       bool registered = false;
       std::vector<std::string> candidates;
       for (const auto& s : variant.strategies) candidates.push_back(s.label);
-      for (const auto& info : strategy_registry()) {
-        candidates.push_back(info.name);
-        registered = registered || info.name == label;
+      // A scenario of jobs runs allocation policies where others run strategies.
+      const std::vector<std::string> names = variant.jobs.empty() ? strategy_registry().names() : allocation_registry().names();
+      for (const std::string& name : names) {
+        candidates.push_back(name);
+        registered = registered || name == label;
       }
       if (!registered) {
         const std::string hint = nearest_word(label, candidates);
         throw InputError(file, axis.field,
-                         fmt::format("'{}' is neither a label in strategies nor a registered strategy{}", label,
+                         fmt::format("'{}' is neither a label in {}{}", label,
+                                     variant.jobs.empty() ? "strategies nor a registered strategy" : "allocation nor an allocation policy",
                                      hint.empty() ? "" : "; did you mean '" + hint + "'?"));
       }
       variant.strategies.push_back(std::move(spec));

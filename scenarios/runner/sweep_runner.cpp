@@ -58,11 +58,6 @@ PointRecord failed_record(const SweepPlan& plan, const SweepPoint& point, const 
   return r;
 }
 
-// The records a point gives: one, or one per job of a scenario of jobs.
-std::size_t records_of_point(const SweepPlan& plan, const SweepPoint& point) {
-  return std::max<std::size_t>(1, plan.variants[point.variant].jobs.size());
-}
-
 // The point's failure as its records: per job for a scenario of jobs.
 std::vector<PointRecord> failed_records(const SweepPlan& plan, const SweepPoint& point, const std::string& error) {
   const Scenario& scenario = plan.variants[point.variant];
@@ -142,6 +137,11 @@ std::string run_point(const SweepPlan& plan, const SweepPoint& point, const Poin
       nlohmann::ordered_json j;
       j[kOutputErrorKey] = {{"file", e.file()}, {"reason", e.reason()}};
       return dump_json(j);
+    } catch (const std::exception& e) {
+      // Whatever failed before the jobs ran (the allocation policy, say): every job's record says so.
+      nlohmann::ordered_json records = nlohmann::ordered_json::array();
+      for (const PointRecord& r : failed_records(plan, point, e.what())) records.push_back(to_json(r));
+      return dump_json(records);
     }
   }
   try {
@@ -431,8 +431,10 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
     if (std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return done.count(k) > 0; })) ++summary.skipped;
     else todo.push_back(p.index);
   }
+  // Records still to come: a point of jobs resumed with some of its records stored writes the others.
   std::size_t records_to_come = 0;
-  for (std::size_t i : todo) records_to_come += records_of_point(plan, plan.points[i]);
+  for (std::size_t i : todo)
+    for (const std::string& k : record_keys(plan, plan.points[i])) records_to_come += done.count(k) == 0;
   if (options.progress)
     log << fmt::format("{}scenario {}: {} point{}{}, {} to run with {} job{}\n", prefix, plan.name, summary.points,
                        summary.points == 1 ? "" : "s",
@@ -446,16 +448,13 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   // A point's records: the first ends its worker's run; a job's record already stored (a resumed
   // point that had written some) is not written twice.
   auto record_all = [&](std::vector<PointRecord> of_point) {
-    bool first = true;
+    bool running = true;  // the point's worker still counts as running until a record ends it
     for (PointRecord& r : of_point) {
-      if (!done.insert(r.key).second) {
-        if (first) progress.stopped();
-        first = false;
-        continue;
-      }
-      record_point(std::move(r), first);
-      first = false;
+      if (!done.insert(r.key).second) continue;
+      record_point(std::move(r), running);
+      running = false;
     }
+    if (running) progress.stopped();  // every record was stored already
   };
   std::optional<OutputError>& output_error = recorder.output_error;
 
