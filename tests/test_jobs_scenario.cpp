@@ -128,6 +128,7 @@ TEST(JobsScenario, WithoutAllocationPacksAndAJobThatCannotRunIsNamedInTheOthersR
   const auto placement = nlohmann::json::parse(std::ifstream(dir / "out" / "placement-packed-bert.json"));
   std::set<int> used;
   for (const auto& [op, gpu] : placement["placement"].items()) used.insert(gpu.get<int>());
+  EXPECT_FALSE(used.empty());
   for (int g : used) EXPECT_TRUE(g == 6 || g == 7) << g;
   // Lower bounds over the job's 4 GPUs, not the cluster's 16: the memory bound is the job's
   // operators' memory over 4.
@@ -135,6 +136,47 @@ TEST(JobsScenario, WithoutAllocationPacksAndAJobThatCannotRunIsNamedInTheOthersR
   for (const auto& m : records[0]["memory_per_gpu"]) total += m.get<double>();
   EXPECT_GT(total, 0);
   EXPECT_NEAR(records[0]["lower_bound_memory_per_gpu"].get<double>(), total / 4, total * 1e-12);
+  fs::remove_all(dir);
+}
+
+TEST(JobsScenario, AJobChosenAgainstTheOthersLoadAvoidsTheLinksTheyFill) {
+  const fs::path dir = testutil::fresh_temp_dir("jobs-against");
+  // 8 one-GPU servers, two leaves of 4 under one spine, 4:1: each leaf's uplink carries one NIC's
+  // 12.5 GB/s. The background job's data-parallel ring goes 0 -> 4 -> 1 -> 5: every hop crosses
+  // the uplinks, which it fills. m-etf places BERT on GPUs 2 (leaf 0) and 6 (leaf 1): alone it
+  // splits the graph over both, whose tensors then queue behind the ring; against the others'
+  // load (the uplinks left at 5% or so) it keeps the graph on one GPU, and is faster shared.
+  std::ofstream(dir / "s.yaml")
+      << "cluster: {type: spine-leaf, servers: 8, servers_per_leaf: 4, spines: 1, gpus_per_server: 1, nic_bandwidth: 100Gbps, "
+         "oversubscription: 4, gpu_memory: 16GiB}\n"
+         "jobs:\n"
+         "  - {name: background, workload: {model: gpt2, micro_batch_size: 1, gpu: h100}, planner: {name: megatron, options: {dp: 4}}, gpus: [0, 4, 1, 5]}\n"
+         "  - {name: placed, graph: {model: bert-base, layers: 4, style: fused, gpu: rtx3070}, strategy: m-etf, gpus: [2, 6], against_others: true}\n"
+         "simulation: {engine: flow, trace: false}\n";
+  SweepOptions options;
+  options.output = (dir / "out").string();
+  options.progress = false;
+  std::ostringstream log;
+  const SweepSummary summary = run_sweep(load_sweep((dir / "s.yaml").string()), options, log);
+  const auto records = records_in(summary.results_file);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_FALSE(records[0]["strategy_report"]["shared"].contains("against_others"));
+  const auto& report = records[1]["strategy_report"];
+  ASSERT_TRUE(report["shared"].contains("against_others")) << report.dump();
+  const auto& against = report["shared"]["against_others"];
+  EXPECT_GT(against["links_degraded"].get<int>(), 0);
+  EXPECT_TRUE(against["beats_choosing_alone"].get<bool>()) << against.dump();
+  EXPECT_LT(against["shared_latency"].get<double>(), report["shared_latency"].get<double>());
+  EXPECT_DOUBLE_EQ(report["shared_latency_against_others"].get<double>(), against["shared_latency"].get<double>());
+  // Alone, the split placement uses both GPUs; against the load, one.
+  auto gpus_of = [&](const std::string& file) {
+    std::set<int> used;
+    const nlohmann::json placement = nlohmann::json::parse(std::ifstream(dir / "out" / file));  // (kept: the loop views it)
+    for (const auto& [op, gpu] : placement["placement"].items()) used.insert(gpu.get<int>());
+    return used;
+  };
+  EXPECT_EQ(gpus_of("placement-packed-placed.json"), (std::set<int>{2, 6}));
+  EXPECT_EQ(gpus_of(against["placement_file"].get<std::string>()).size(), 1u);
   fs::remove_all(dir);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -56,7 +57,8 @@ JobSpec job_from_yaml(const YAML::Node& node, const std::string& file, std::size
   JobSpec job;
   job.field = fmt::format("jobs[{}]", index);
   YamlFields f(node, file, job.field);
-  f.allow_only({"name", "graph", "workload", "strategy", "planner", "gpus"});
+  f.allow_only({"name", "graph", "workload", "strategy", "planner", "gpus", "against_others"});
+  job.against_others = f.boolean_or("against_others", false);
   job.name = f.string_or("name", fmt::format("job{}", index));
   if (job.name.empty() || job.name.find_first_of("/ \t") != std::string::npos)
     throw InputError(file, f.field("name"), fmt::format("expected a name without spaces or '/', got '{}'", job.name));
@@ -298,6 +300,70 @@ std::string write_shared_trace(const Scenario& scenario, const SharedRun& run, c
   return name;
 }
 
+// What the other jobs leave of each link: its bandwidth less their mean rate over it (the bytes of
+// an iteration over the iteration alone, on the headline engine), at least 5% of it. `degraded`
+// counts the links that lost more than 0.1%.
+Cluster residual_cluster(const Cluster& cluster, const SharedRun& run, std::size_t job, std::size_t& degraded) {
+  std::vector<double> rate(cluster.links().size(), 0.0);
+  for (std::size_t k = 0; k < run.jobs.size(); ++k) {
+    const JobTimes* t = run.jobs[k].find(run.headline);
+    if (k == job || !t || !(t->alone > 0)) continue;
+    for (const auto& [l, bytes] : run.jobs[k].link_bytes) rate[static_cast<std::size_t>(l)] += bytes / t->alone;
+  }
+  std::vector<LinkFault> faults;
+  for (std::size_t l = 0; l < rate.size(); ++l) {
+    const double left = 1.0 - rate[l] / cluster.link(static_cast<int>(l)).bandwidth;
+    if (left < 0.999) faults.push_back({static_cast<int>(l), std::max(0.05, left)});
+  }
+  degraded = faults.size();
+  return faults.empty() ? cluster : cluster.with_link_faults(faults);
+}
+
+using BuildJob = std::function<void(std::size_t, const Cluster&, BuiltJob&, const std::string&)>;
+
+// Job running[i] placed or planned again against the others' traffic as a fixed load (the
+// cluster as they leave it), run with them again (they keep their choices), and recorded beside
+// its choice alone: strategy_report.shared.against_others.
+void choose_against_others(const Scenario& scenario, const SharedRun& blind, std::size_t i, std::span<const std::size_t> running,
+                           std::vector<JobGraph> graphs, std::vector<DeviceId> gpus, const BuildJob& build, PointOutcome& outcome) {
+  if (!outcome.measurement) return;
+  nlohmann::ordered_json& report = outcome.measurement->strategy_report;
+  nlohmann::ordered_json against = nlohmann::ordered_json::object();
+  std::size_t degraded = 0;
+  const Cluster residual = residual_cluster(scenario.cluster, blind, i, degraded);
+  BuiltJob aware;
+  aware.gpus = std::move(gpus);
+  build(running[i], residual, aware, "-against-others");
+  against["links_degraded"] = degraded;
+  if (!aware.runs) {
+    against["status"] = std::string(point_status_name(aware.outcome.status));
+    against["reason"] = aware.outcome.reason;
+    report["shared"]["against_others"] = against;
+    return;
+  }
+  graphs[i] = {graphs[i].name, aware.graph, aware.placement};
+  try {
+    const SharedRun run = run_jobs_together(graphs, scenario.cluster, scenario.simulation.engines, scenario.simulation.order);
+    const JobTimes* mine = run.jobs[i].find(run.headline);
+    const JobTimes* before = blind.jobs[i].find(blind.headline);
+    nlohmann::ordered_json others = nlohmann::ordered_json::object();
+    for (std::size_t k = 0; k < run.jobs.size(); ++k)
+      if (k != i) others[graphs[k].name] = run.jobs[k].find(run.headline)->shared;
+    against["search_time"] = aware.recorded.search_time;
+    against["placement_file"] = aware.recorded.placement_file;
+    against["alone_latency"] = mine->alone;
+    against["shared_latency"] = mine->shared;
+    against["slowdown"] = mine->slowdown();
+    against["beats_choosing_alone"] = mine->shared < before->shared * (1 - 1e-9);
+    against["others_shared_latency"] = others;
+    report["shared_latency_against_others"] = mine->shared;
+  } catch (const std::exception& e) {
+    against["status"] = "failed";
+    against["reason"] = e.what();
+  }
+  report["shared"]["against_others"] = against;
+}
+
 }  // namespace
 
 std::vector<JobOutcome> run_jobs_point(const Scenario& scenario, const StrategySpec& allocation,
@@ -324,17 +390,13 @@ std::vector<JobOutcome> run_jobs_point(const Scenario& scenario, const StrategyS
   } catch (const std::exception& e) {
     return fail_all(e.what());
   }
-  std::vector<std::size_t> running;
-  for (std::size_t j = 0; j < jobs.size(); ++j) {
-    BuiltJob& b = built[j];
-    b.gpus = gpus[j];
-    out[j].gpus = static_cast<int>(b.gpus.size());
-    const std::string stem = file_safe(file_stem + "-" + jobs[j].name);
+  // Places or plans job j on its GPUs of `whole` (the cluster, or what the other jobs leave of it).
+  auto build = [&](std::size_t j, const Cluster& whole, BuiltJob& b, const std::string& suffix) {
+    const std::string stem = file_safe(file_stem + "-" + jobs[j].name + suffix);
     try {
-      b.on = scenario.cluster.restricted_to(b.gpus);
-      const Cluster& on = *b.on;
-      if (jobs[j].workload) plan_workload_job(scenario, jobs[j], *inputs[j].workload, on, b, folder / ("plan-" + stem + ".json"));
-      else place_graph_job(scenario, jobs[j], *inputs[j].graph, on, b, folder / ("placement-" + stem + ".json"));
+      b.on = whole.restricted_to(b.gpus);
+      if (jobs[j].workload) plan_workload_job(scenario, jobs[j], *inputs[j].workload, *b.on, b, folder / ("plan-" + stem + ".json"));
+      else place_graph_job(scenario, jobs[j], *inputs[j].graph, *b.on, b, folder / ("placement-" + stem + ".json"));
       b.recorded.placement_file = (jobs[j].workload ? "plan-" : "placement-") + stem + ".json";
     } catch (const OutputError&) {
       throw;
@@ -345,8 +407,14 @@ std::vector<JobOutcome> run_jobs_point(const Scenario& scenario, const StrategyS
       b.outcome.status = PointStatus::Failed;
       b.outcome.reason = fmt::format("job '{}': {}", jobs[j].name, e.what());
     }
-    if (b.runs) running.push_back(j);
-    else out[j].outcome = std::move(b.outcome);
+  };
+  std::vector<std::size_t> running;
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    built[j].gpus = gpus[j];
+    out[j].gpus = static_cast<int>(gpus[j].size());
+    build(j, scenario.cluster, built[j], "");
+    if (built[j].runs) running.push_back(j);
+    else out[j].outcome = std::move(built[j].outcome);
   }
   if (running.empty()) return out;
   std::vector<JobGraph> graphs;
@@ -373,6 +441,9 @@ std::vector<JobOutcome> run_jobs_point(const Scenario& scenario, const StrategyS
     if (!without.empty()) b.outcome.measurement->strategy_report["shared"]["without"] = without;
     out[running[i]].outcome = std::move(b.outcome);
   }
+  for (std::size_t i = 0; i < running.size(); ++i)
+    if (jobs[running[i]].against_others)
+      choose_against_others(scenario, run, i, running, graphs, built[running[i]].gpus, build, out[running[i]].outcome);
   return out;
 }
 

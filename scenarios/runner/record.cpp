@@ -459,6 +459,17 @@ std::string format_jobs_table(std::span<const PointRecord> records) {
                        r->label, job_width, r->gpus, report["shared"].value("iterations", 1),
                        format_number_in(report["alone_latency"].get<double>(), unit),
                        format_number_in(report["shared_latency"].get<double>(), unit), report["slowdown"].get<double>());
+    if (report["shared"].contains("against_others")) {
+      const auto& a = report["shared"]["against_others"];
+      if (a.contains("shared_latency"))
+        out += fmt::format("{:<{}}   chosen against the others' load: alone {}, shared {} {}, slowdown {:.3f}: {} than chosen alone\n", "",
+                           allocation_width, format_number_in(a["alone_latency"].get<double>(), unit),
+                           format_number_in(a["shared_latency"].get<double>(), unit), unit.name, a["slowdown"].get<double>(),
+                           a["beats_choosing_alone"].get<bool>() ? "faster" : "no faster");
+      else
+        out += fmt::format("{:<{}}   chosen against the others' load: {}: {}\n", "", allocation_width,
+                           a.value("status", std::string("?")), a.value("reason", std::string()));
+    }
     if (report["shared"].contains("without"))
       for (const auto& w : report["shared"]["without"])
         out += fmt::format("{:<{}}   (shared without {}, {})\n", "", allocation_width, w.value("job", std::string("?")),

@@ -74,6 +74,9 @@ struct JobSpec {
   std::vector<DeviceId> gpu_list;          // these GPUs
   std::string field;                       // "jobs[1]"
   std::string gpus_field;                  // "jobs[1].gpus (line 9)"
+  // `against_others: true`: placed or planned a second time against the other jobs' traffic as a
+  // fixed load (their average use of each link taken from its capacity), and run again with them.
+  bool against_others = false;
 };
 
 // A `strategies:` entry (a name, or {name, label, options, coarsen, refine, data_parallel}), its
