@@ -74,6 +74,35 @@ TEST(Goodput, SimulatedRunsMatchDalysWallTimeWithinOnePercent) {
   EXPECT_DOUBLE_EQ(simulate_run(in, 3, 1).mean_wall_s, 2.5 * 3600 + 3 * 300);
 }
 
+TEST(Goodput, SpareServersThatRunOutMakeTheJobWaitForRepairs) {
+  // Meta's breakdown: GPUs 58.7% of the failures, and a third of the servers' own 32.9% host
+  // hardware (78% hardware in all, less the GPUs' and the network's 8.4%): 69.6% take a server out.
+  const RunShape meta{16384, 2048, 2 * 16384};
+  EXPECT_NEAR(llama3_server_swap_share(), (0.78 - 0.587 - 35.0 / 419) / (1 - 0.587 - 35.0 / 419), 1e-12);
+  EXPECT_NEAR(swap_probability(meta, llama3_failure_rates(), llama3_server_swap_share()), 0.696, 1e-3);
+  RunInputs in{/*work_s=*/100 * 3600.0, /*interval_s=*/3600, /*checkpoint_s=*/300, /*restart_s=*/1800, /*mtbf_s=*/4 * 3600};
+  in.repair_s = 6 * 3600;
+  in.swap_probability = 1;
+  // No spare: every failure waits for its own server's repair, exactly.
+  in.spares = 0;
+  const SimulatedRun none = simulate_run(in, 500, 3);
+  EXPECT_GT(none.mean_failures, 20);
+  EXPECT_NEAR(none.mean_wait_s, none.mean_failures * in.repair_s, 1e-6 * none.mean_wait_s);
+  // As many spares as failures: nobody waits, and the wall time is Daly's (a spare always ready).
+  in.spares = 1000;
+  const SimulatedRun plenty = simulate_run(in, 4000, 3);
+  EXPECT_EQ(plenty.mean_wait_s, 0.0);
+  EXPECT_NEAR(plenty.mean_wall_s, daly_wall_time(in.work_s, in.interval_s, in.checkpoint_s, in.restart_s, in.mtbf_s),
+              0.01 * plenty.mean_wall_s);
+  // One spare, repairs of 1.5 MTBFs: some failures find it in use and wait, less than without.
+  in.spares = 1;
+  const SimulatedRun one = simulate_run(in, 500, 3);
+  EXPECT_GT(one.mean_wait_s, 0.0);
+  EXPECT_LT(one.mean_wait_s, 0.5 * none.mean_wait_s);
+  EXPECT_LT(one.mean_wall_s, none.mean_wall_s);
+  EXPECT_GT(one.mean_wall_s, plenty.mean_wall_s);
+}
+
 TEST(Goodput, TheCommandPrintsTheJobAndRefusesBadCounts) {
   std::string out;
   ASSERT_EQ(run_cli("goodput --gpus 16384 --checkpoint 1min --restart 10min --work 54d --runs 200", out), 0) << out;
@@ -85,6 +114,13 @@ TEST(Goodput, TheCommandPrintsTheJobAndRefusesBadCounts) {
   EXPECT_NE(out.find("15X"), std::string::npos) << out;
   EXPECT_EQ(run_cli("goodput --gpus 8 --checkpoint 60 --restart 10min --work 1d", out), 2) << out;
   EXPECT_NE(out.find("--checkpoint"), std::string::npos) << out;
+  // Spares: with a repair time, a column of the time spent waiting for them.
+  ASSERT_EQ(run_cli("goodput --gpus 16384 --checkpoint 30s --restart 3min --work 54d --runs 50 --spares 8 --repair 2d", out), 0) << out;
+  EXPECT_NE(out.find("spares: 8 server(s), a failed one back after 2 d; 69.6% of the job's failures take a server out"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("waiting for spares"), std::string::npos) << out;
+  EXPECT_EQ(run_cli("goodput --gpus 8 --checkpoint 1min --restart 10min --work 1d --spares 2", out), 2) << out;
+  EXPECT_NE(out.find("--spares and --repair go together"), std::string::npos) << out;
 }
 
 }  // namespace

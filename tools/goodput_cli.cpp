@@ -142,6 +142,13 @@ CLI::App* add_goodput_command(CLI::App& app, GoodputArgs& a) {
   c->add_option("--weibull-shape", a.weibull_shape, "shape of the times between failures in the simulated runs (1: exponential, Daly's)")
       ->check(number_in({0.1, 10}))
       ->capture_default_str();
+  c->add_option("--spares", a.spares, "spare servers; a failure that takes a server out waits for a repaired one when none is left "
+                                      "(default: always one ready, as Daly assumes)")
+      ->check(whole_number(0, 1LL << 30));
+  c->add_option("--repair", a.repair, "with --spares: a failed server's time back, e.g. 3d");
+  c->add_option("--server-swap-share", a.server_swap_share,
+                "of a server's own failures (GPUs aside), the share that take it out (default: Meta's, 0.33)")
+      ->check(number_in({0, 1}));
   c->add_option("--runs", a.runs, "simulated runs per interval")->check(whole_number(1, 1000000))->capture_default_str();
   c->add_option("--seed", a.seed, "seed of the simulated runs")->check(whole_number(0))->capture_default_str();
   c->add_flag("--json", a.json, "one JSON object");
@@ -162,8 +169,15 @@ int cmd_goodput(const GoodputArgs& a) {
   // The best interval is always a row: given intervals are read beside it.
   intervals.push_back(std::isfinite(best) && best > 0 ? best : job.work_s);
   std::vector<Row> rows;
+  if ((a.spares >= 0) != !a.repair.empty())
+    throw InputError(kCommandLine, a.spares >= 0 ? "--repair" : "--spares",
+                     "--spares and --repair go together: the spare servers and a failed server's time back");
+  const double repair_s = a.repair.empty() ? 0 : duration_flag(a.repair, "--repair");
+  const double swap_share = a.server_swap_share >= 0 ? a.server_swap_share : llama3_server_swap_share();
+  const double p_swap = swap_probability(job.shape, job.rates, swap_share);
   for (double interval : intervals) {
-    RunInputs in{job.work_s, interval, job.checkpoint_s, job.restart_s, mtbf, a.weibull_shape};
+    RunInputs in{job.work_s, interval, job.checkpoint_s, job.restart_s, mtbf, a.weibull_shape,
+                 static_cast<int>(a.spares), repair_s, p_swap};
     rows.push_back({interval, daly_wall_time(job.work_s, interval, job.checkpoint_s, job.restart_s, mtbf),
                     simulate_run(in, a.runs, static_cast<std::uint64_t>(a.seed))});
   }
@@ -183,7 +197,9 @@ int cmd_goodput(const GoodputArgs& a) {
       j["intervals"].push_back({{"interval_s", r.interval_s}, {"daly_wall_s", r.daly_wall_s}, {"daly_goodput", job.work_s / r.daly_wall_s},
                                 {"simulated_wall_s", r.simulated.mean_wall_s}, {"simulated_stderr_s", r.simulated.stderr_wall_s},
                                 {"simulated_goodput", job.work_s / r.simulated.mean_wall_s},
-                                {"simulated_failures", r.simulated.mean_failures}, {"runs", r.simulated.runs}});
+                                {"simulated_failures", r.simulated.mean_failures}, {"simulated_wait_for_spares_s", r.simulated.mean_wait_s},
+                                {"runs", r.simulated.runs}});
+    if (a.spares >= 0) j["spares"] = {{"servers", a.spares}, {"repair_s", repair_s}, {"swap_probability", p_swap}};
     std::cout << j.dump() << "\n";
     return kExitOk;
   }
@@ -199,18 +215,24 @@ int cmd_goodput(const GoodputArgs& a) {
   fmt::print("\nbest checkpoint interval: {} (the exact optimum of Daly's model); Young's formula {}, Daly's {}\n",
              long_duration(best), long_duration(young_interval(job.checkpoint_s, mtbf)),
              long_duration(daly_interval(job.checkpoint_s, mtbf)));
-  fmt::print("{:>12}  {:>13}  {:>11}  {:>22}  {:>12}  {:>10}\n", "interval", "goodput Daly", "wall Daly",
-             fmt::format("goodput {} runs", a.runs), "wall runs", "failures");
+  if (a.spares >= 0)
+    fmt::print("spares: {} server(s), a failed one back after {}; {:.1f}% of the job's failures take a server out (GPUs, and {:.0f}% "
+               "of the servers' own)\n", a.spares, long_duration(repair_s), 100 * p_swap, 100 * swap_share);
+  fmt::print("{:>12}  {:>13}  {:>11}  {:>22}  {:>12}  {:>10}{}\n", "interval", "goodput Daly", "wall Daly",
+             fmt::format("goodput {} runs", a.runs), "wall runs", "failures", a.spares >= 0 ? "  waiting for spares" : "");
   for (const Row& r : rows) {
     const double g = job.work_s / r.simulated.mean_wall_s;
     const double g_err = g * r.simulated.stderr_wall_s / r.simulated.mean_wall_s;
     const bool is_best = &r == &rows.back();
-    fmt::print("{:>12}  {:>12.2f}%  {:>11}  {:>22}  {:>12}  {:>10.2f}{}\n", long_duration(r.interval_s), 100 * job.work_s / r.daly_wall_s,
+    fmt::print("{:>12}  {:>12.2f}%  {:>11}  {:>22}  {:>12}  {:>10.2f}{}{}\n", long_duration(r.interval_s), 100 * job.work_s / r.daly_wall_s,
                long_duration(r.daly_wall_s), fmt::format("{:.2f}% +- {:.2f}%", 100 * g, 100 * g_err),
-               long_duration(r.simulated.mean_wall_s), r.simulated.mean_failures, is_best ? "  (best)" : "");
+               long_duration(r.simulated.mean_wall_s), r.simulated.mean_failures,
+               a.spares >= 0 ? fmt::format("  {:>18}", long_duration(r.simulated.mean_wait_s)) : std::string(),
+               is_best ? "  (best)" : "");
   }
   fmt::print("note: Daly's columns assume exponential failures (a Poisson process); the runs draw failures event by event");
   if (a.weibull_shape != 1) fmt::print(", here Weibull of shape {} (renewed at each restart), where Daly's formula does not hold", a.weibull_shape);
+  if (a.spares >= 0) fmt::print("; Daly's assume a spare is always ready, the runs wait for one when none is left");
   fmt::print("\n");
   return kExitOk;
 }

@@ -16,6 +16,9 @@ struct GoodputArgs {
   std::string tokens, tokens_per_second;  // or a token budget at a throughput (counts: 15T, 2.5M)
   std::string mtbf_gpu, mtbf_server, mtbf_link;  // per-component MTBFs replacing Meta's
   double weibull_shape = 1;
+  long long spares = -1;                // spare servers; -1: as many as needed
+  std::string repair;                   // a server's repair time, with --spares
+  double server_swap_share = -1;        // of a server's own failures, those that take it out; -1: Meta's
   int runs = 1000;
   long long seed = 1;
   bool json = false;

@@ -1,7 +1,10 @@
 #include "sim/models/goodput.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <queue>
 #include <random>
 
 namespace placesim {
@@ -26,6 +29,14 @@ double job_mtbf(const RunShape& shape, const FailureRates& rates) {
   const double rate = static_cast<double>(shape.gpus) * rates.per_gpu + static_cast<double>(shape.servers) * rates.per_server +
                       static_cast<double>(shape.links) * rates.per_link;
   return rate > 0 ? 1.0 / rate : std::numeric_limits<double>::infinity();
+}
+
+double llama3_server_swap_share() { return (0.78 - 0.587 - 35.0 / 419.0) / (1 - 0.587 - 35.0 / 419.0); }
+
+double swap_probability(const RunShape& shape, const FailureRates& rates, double server_swap_share) {
+  const double gpu = static_cast<double>(shape.gpus) * rates.per_gpu, server = static_cast<double>(shape.servers) * rates.per_server;
+  const double total = gpu + server + static_cast<double>(shape.links) * rates.per_link;
+  return total > 0 ? (gpu + server_swap_share * server) / total : 0.0;
 }
 
 double young_interval(double checkpoint_s, double mtbf_s) { return std::sqrt(2 * checkpoint_s * mtbf_s); }
@@ -66,18 +77,40 @@ SimulatedRun simulate_run(const RunInputs& in, int runs, std::uint64_t seed) {
   const bool fails = std::isfinite(in.mtbf_s);
   const auto draw = [&] { return fails ? time_to_failure(rng) : std::numeric_limits<double>::infinity(); };
   const auto segments = static_cast<std::int64_t>(std::ceil(in.work_s / in.interval_s - 1e-9));
-  double sum = 0, sum_sq = 0, failures = 0;
+  double sum = 0, sum_sq = 0, failures = 0, waited = 0;
+  std::bernoulli_distribution takes_server(std::clamp(in.swap_probability, 0.0, 1.0));
   for (int r = 0; r < runs; ++r) {
+    // Spares left, and when each server in repair comes back.
+    int spares = in.spares;
+    std::priority_queue<double, std::vector<double>, std::greater<>> repaired;
+    // A failure at time t: with a spare, the job restarts on it; without, it waits for the first repair.
+    const auto failed_at = [&](double& t) {
+      ++failures;
+      if (in.spares < 0 || !takes_server(rng)) return;
+      for (; !repaired.empty() && repaired.top() <= t; repaired.pop()) ++spares;
+      if (spares > 0) {
+        --spares;
+      } else if (repaired.empty()) {  // no spare at all: the failed server itself, once repaired
+        waited += in.repair_s;
+        t += in.repair_s;
+        return;
+      } else {
+        waited += repaired.top() - t;
+        t = repaired.top();
+        repaired.pop();
+      }
+      repaired.push(t + in.repair_s);
+    };
     double t = 0, until_failure = draw();
     for (std::int64_t s = 0; s < segments; ++s) {
       const double train = s + 1 < segments ? in.interval_s : in.work_s - static_cast<double>(segments - 1) * in.interval_s;
       const double length = train + in.checkpoint_s;
       while (until_failure < length) {  // the segment is lost; restart, a failure during it restarts it
         t += until_failure;
-        ++failures;
+        failed_at(t);
         for (until_failure = draw(); until_failure < in.restart_s; until_failure = draw()) {
           t += until_failure;
-          ++failures;
+          failed_at(t);
         }
         t += in.restart_s;
         until_failure -= in.restart_s;
@@ -94,6 +127,7 @@ SimulatedRun simulate_run(const RunInputs& in, int runs, std::uint64_t seed) {
   const double variance = runs > 1 ? std::max(0.0, (sum_sq - sum * sum / runs) / (runs - 1)) : 0.0;
   out.stderr_wall_s = std::sqrt(variance / runs);
   out.mean_failures = failures / runs;
+  out.mean_wait_s = waited / runs;
   return out;
 }
 
