@@ -569,7 +569,8 @@ TEST(Cli, PlanBuildsAModelOfTheZoo) {
   EXPECT_EQ(run_cli("plan --model-file " + (dir / "bad.yaml").string() + cluster, out), 2) << out;
   EXPECT_TRUE(contains(out, "bad.yaml: heads (line 4): expected a divisor of hidden (500), got 8")) << out;
   // --trace: the evaluator's timeline with a memory counter per GPU, which rises with the
-  // forwards and ends at its least (every activation freed by the backwards).
+  // forwards and ends at its least (every activation freed by the backwards), and the transfers
+  // on the links they cross.
   const std::string trace = (dir / "t.json").string();
   ASSERT_EQ(run_cli("plan --model gpt2 --pp 2 --dp 2 --micro-batches 4 --engine evaluator --full-graph --trace " + trace + cluster, out), 0)
       << out;
@@ -587,6 +588,20 @@ TEST(Cli, PlanBuildsAModelOfTheZoo) {
   for (const auto& e : j["traceEvents"])
     if (e.value("ph", "") == "C") counters[e["name"].get<std::string>()].push_back(e["args"]["GiB"].get<double>());
   EXPECT_EQ(counters.size(), 4u);
+  // The transfers on link tracks: every slice begins and ends, never before it began.
+  std::map<long, double> begun;
+  std::size_t ended = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e.value("cat", "") != "transfer") continue;
+    if (e["ph"] == "b") begun[e["id"].get<long>()] = e["ts"].get<double>();
+    if (e["ph"] == "e") {
+      ASSERT_TRUE(begun.count(e["id"].get<long>()));
+      EXPECT_GE(e["ts"].get<double>(), begun[e["id"].get<long>()]);
+      ++ended;
+    }
+  }
+  EXPECT_GT(ended, 0u);
+  EXPECT_EQ(ended, begun.size());
   for (const auto& [name, values] : counters) {
     EXPECT_GT(*std::max_element(values.begin(), values.end()), values.back()) << name;
     EXPECT_DOUBLE_EQ(values.back(), *std::min_element(values.begin(), values.end())) << name;

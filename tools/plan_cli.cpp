@@ -252,11 +252,19 @@ void write_plan_chakra(const PlanArgs& a, const CompiledPlan& c, const Cluster& 
 }
 
 // `--trace`: the evaluator's run, when each stage reaches its memory peak, and the whole timeline.
-void write_plan_trace(const PlanArgs& a, const ParallelPlan& plan, const CompiledPlan& c, const Cluster& cluster, std::ostream& out) {
+void write_plan_trace(const PlanArgs& a, const ParallelPlan& plan, const CompiledPlan& c, const Cluster& cluster,
+                      const EngineRuns& ran, std::ostream& out) {
+  // The timeline of the engine that modelled contention best, with its transfers on the links:
+  // SimGrid's flows, else the flow engine's or the evaluator's schedule's (flows_of_schedule).
+  const EngineRun* shown = nullptr;
+  for (std::string_view engine : {kSimGrid, kFlow, kEvaluator})
+    if (const EngineRun* r = ran.find(engine); !shown && r && r->schedule) shown = r;
   std::optional<FoldedNetwork> network;
-  if (c.graph.fold) network = fold_network(c.graph.graph, c.graph.placement, *c.graph.fold, cluster);
-  const Schedule run = network ? Evaluator(c.graph.graph, cluster, *network).schedule(c.graph.placement)
+  if (!shown && c.graph.fold) network = fold_network(c.graph.graph, c.graph.placement, *c.graph.fold, cluster);
+  const Schedule run = shown ? *shown->schedule
+                     : network ? Evaluator(c.graph.graph, cluster, *network).schedule(c.graph.placement)
                                : Evaluator(c.graph.graph, cluster).schedule(c.graph.placement);
+  const std::string engine = shown ? shown->engine : std::string(kEvaluator);
   const std::vector<MemoryCurve> curves = memory_over_time(c, run.start, run.finish);
   std::vector<GpuMemoryTrack> tracks;
   // Folded, the block of replicas simulated: the others run the same.
@@ -270,10 +278,17 @@ void write_plan_trace(const PlanArgs& a, const ParallelPlan& plan, const Compile
       if (it->second > peak->second) peak = it;
     peaks.push_back(fmt::format("{} {} at {}", a.virtual_stages > 1 ? "rank" : "stage", p, format_duration(peak->first)));
   }
-  out << fmt::format("memory peaks    {} (evaluator)\n", fmt::join(peaks, ", "));
-  write_chrome_trace(a.trace, c.graph.graph, cluster, c.graph.placement, run.start, run.finish, {}, {}, tracks);
-  out << fmt::format("trace           {} (evaluator{}; open in Perfetto)\n", a.trace,
-                     c.graph.fold ? fmt::format(", the {} GPUs simulated", c.graph.fold->representatives.size()) : "");
+  out << fmt::format("memory peaks    {} ({})\n", fmt::join(peaks, ", "), engine);
+  const bool simulated_flows = shown && shown->network;
+  const std::vector<FlowRecord> derived =
+      simulated_flows ? std::vector<FlowRecord>() : flows_of_schedule(c.graph.graph, c.graph.placement, cluster, run.start, run.finish);
+  write_chrome_trace(a.trace, c.graph.graph, cluster, c.graph.placement, run.start, run.finish,
+                     simulated_flows ? std::span<const FlowRecord>(shown->network->flows) : std::span<const FlowRecord>(derived),
+                     simulated_flows ? std::span<const SubflowRecord>(shown->network->subflows) : std::span<const SubflowRecord>(),
+                     tracks);
+  out << fmt::format("trace           {} ({}{}, transfers on link tracks{}; open in Perfetto)\n", a.trace, engine,
+                     c.graph.fold ? fmt::format(", the {} GPUs simulated", c.graph.fold->representatives.size()) : "",
+                     simulated_flows ? "" : ": from each producer's end to its consumer's use");
 }
 
 }  // namespace
@@ -583,7 +598,7 @@ int cmd_plan(const PlanArgs& a) {
   if (a.json) print_report_json(a, plan, report, simulated);
   else print_report_text(report, plan, simulated);
   if (!a.chakra.empty()) write_plan_chakra(a, c, cluster, ran, widths + fmt::format(" x dp {}", a.dp));
-  if (!a.trace.empty()) write_plan_trace(a, plan, c, cluster, out);
+  if (!a.trace.empty()) write_plan_trace(a, plan, c, cluster, ran, out);
   return kExitOk;
 }
 

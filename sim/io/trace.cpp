@@ -235,4 +235,19 @@ void write_chrome_trace(const std::string& path, const Graph& graph, const Clust
   out.close();
 }
 
+
+std::vector<FlowRecord> flows_of_schedule(const Graph& graph, std::span<const DeviceId> placement, const Cluster& cluster,
+                                          std::span<const double> start, std::span<const double> finish) {
+  std::vector<FlowRecord> out;
+  for (EdgeId e = 0; e < static_cast<EdgeId>(graph.num_tensors()); ++e) {
+    const Tensor& t = graph.tensor(e);
+    const DeviceId a = placement[t.src], b = t.route_to >= 0 ? t.route_to : placement[t.dst];
+    if (a == b || t.bytes <= 0 || !cluster.reachable(a, b)) continue;
+    const double requested = finish[t.src];
+    const double used = graph.op(t.dst).communication ? finish[t.dst] : start[t.dst];
+    out.push_back({e, a, b, t.bytes, requested, std::max(used, requested + cluster.transfer_time(a, b, t))});
+  }
+  return out;
+}
+
 }  // namespace placesim

@@ -34,4 +34,12 @@ void write_chrome_trace(const std::string& path, const Graph& graph, const Clust
                         std::span<const double> finish, std::span<const FlowRecord> flows,
                         std::span<const SubflowRecord> subflows = {}, std::span<const GpuMemoryTrack> memory = {});
 
+// The transfers of a schedule that has no flow records (the evaluator's, the flow engine's), for
+// the trace's link tracks: each tensor with bytes between two GPUs, requested when its producer
+// finished and arrived by when its consumer used it (a collective step's finish, another
+// operator's start), and never sooner than a lone transfer would take. Where the consumer waited
+// for its GPU too, the slice runs until it started.
+std::vector<FlowRecord> flows_of_schedule(const Graph& graph, std::span<const DeviceId> placement, const Cluster& cluster,
+                                          std::span<const double> start, std::span<const double> finish);
+
 }  // namespace placesim
