@@ -236,7 +236,8 @@ void print_table_header(const CollectiveArgs& a, int n, const Cluster& cluster, 
                            "algorithm, protocol, channels; closed form: {}\n",
                            bus_factor,
                            cluster.nccl ? "each step at its busiest link" : "contention-free, at the slowest pair the algorithm sends between");
-  std::string head = fmt::format("{:>12} {:>12} {:>8} {:>18} {:>12}", "size", "count", "type", "ran", "closed form");
+  // A comment line, as nccl-tests' own column header: parsers skip it and read the rows.
+  std::string head = fmt::format("#{:>11} {:>12} {:>8} {:>18} {:>12}", "size", "count", "type", "ran", "closed form");
   for (const auto& e : engines) head += fmt::format(" | {:>10} {:>8} {:>8}", e, "algbw", "busbw");
   std::cout << head << "\n";
 }
@@ -377,6 +378,9 @@ int cmd_collective(const CollectiveArgs& a) {
   }
   if (!a.json) {
     for (const std::string& note : notes) std::cout << note << "\n";
+    if (std::find(engines.begin(), engines.end(), kEvaluator) != engines.end())
+      std::cout << "# evaluator: contention-free, every transfer alone on its links; where transfers share a link its algbw and "
+                   "busbw can exceed what the links carry (the flow engine and SimGrid share them)\n";
     std::string line = "# simulated in:";
     for (std::size_t k = 0; k < engines.size(); ++k)
       line += fmt::format(" {} {}{}", engines[k], ran_any[k] ? format_duration(walls[k]) : std::string("(not run)"),
