@@ -1,6 +1,8 @@
 // The model zoo's layer-level models (sim/models/layer_zoo.h): parameter counts against the
 // published ones, times and stashes derived by hand, tensor-parallel splits, refusals, and a plan
 // of one on every engine.
+#include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 
 #include "sim/config/yaml_fields.h"
@@ -220,3 +222,23 @@ TEST(LayerZoo, MainGradientsFollowMegatronAtThePrecision) {
   EXPECT_EQ(parsed.main_gradients, MainGradients::Fp32Copy);
   EXPECT_THROW(layer_zoo_schema().parse(YamlFields(YAML::Load("{main_gradients: fp64}"), "s.yaml", "workload")), InputError);
 }
+
+namespace placesim {
+namespace {
+
+TEST(LayerZoo, SelectiveRecomputationUnderFusedAttentionSaysItIsNone) {
+  // Fused attention recomputes attention's core in its backward and stores none of it: selective
+  // recomputation has nothing left to save, and the workload says so, where it is not so unfused.
+  std::string out;
+  const auto dir = testutil::fresh_temp_dir("recompute-note");
+  std::ofstream(dir / "c.yaml") << "cluster: {preset: dgx-h100, servers: 1}\n";
+  const std::string base = "plan --model llama2-7b --tp 8 --engine evaluator --cluster " + (dir / "c.yaml").string();
+  ASSERT_EQ(testutil::run_cli(base + " --recompute selective", out), 0) << out;
+  EXPECT_NE(out.find("recompute selective (as none: fused attention already recomputes attention's core"), std::string::npos) << out;
+  ASSERT_EQ(testutil::run_cli(base + " --recompute selective --attention unfused", out), 0) << out;
+  EXPECT_EQ(out.find("(as none"), std::string::npos) << out;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace placesim

@@ -373,7 +373,13 @@ LayerWorkload build_layer_model(const TransformerShape& sh, const LayerZooOption
                          o.mfu > 0 ? fmt::format("every FLOP at {:g}% of {:g} TFLOP/s (--mfu)", 100 * o.mfu, mfu_peak / 1e12)
                                    : fmt::format("kernel model{}", o.fused_attention ? ", fused attention" : ""),
                          enum_name<Recompute>(kRecomputeNames, o.recompute),
-                         fmt::format("{}{}", o.sequence_parallel ? ", sequence-parallel" : "", cp > 1 ? fmt::format(", context-parallel {}", cp) : ""));
+                         // Selective recomputes attention's core, which fused attention already
+                         // recomputes in its backward and never stores: nothing is left to save.
+                         fmt::format("{}{}{}",
+                                     o.recompute == Recompute::Selective && o.fused_attention
+                                         ? " (as none: fused attention already recomputes attention's core and stores none of it)"
+                                         : "",
+                                     o.sequence_parallel ? ", sequence-parallel" : "", cp > 1 ? fmt::format(", context-parallel {}", cp) : ""));
   const bool full = o.recompute == Recompute::Full;
   for (int t : widths) {
     if (!splits_into(sh, t))
