@@ -147,3 +147,18 @@ TEST(Search, RefusesMoreGpusThanTheClusterHas) {
   r.gpus = 128;
   EXPECT_TRUE(testutil::input_error_matches([&] { search_plans(r); }, "search_plans", "--gpus", {"the cluster has 64 GPUs, asked for 128"}));
 }
+
+namespace placesim {
+namespace {
+
+TEST(PlanSearch, ThePlanCommandQuotesPathsForTheShell) {
+  PlanArgs a;
+  a.model_file = "my models/gpt 's.yaml";
+  a.cluster = "/data/c.yaml";
+  const std::string cmd = plan_command(a, "flow");
+  EXPECT_NE(cmd.find(" --model-file 'my models/gpt '\\''s.yaml'"), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find(" --cluster /data/c.yaml "), std::string::npos) << cmd;
+}
+
+}  // namespace
+}  // namespace placesim

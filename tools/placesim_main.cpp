@@ -166,17 +166,6 @@ std::size_t earlier_points(const std::filesystem::path& output, bool shards) {
   return lines;
 }
 
-// `text` as one word of a POSIX shell: as it is when it has nothing the shell reads, else in
-// single quotes.
-std::string shell_quoted(const std::string& text) {
-  if (!text.empty() && text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") ==
-                           std::string::npos)
-    return text;
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 // What Ctrl-C (or SIGTERM) prints before the run dies: how to continue. A signal handler can only
 // reach static storage.
 std::string& interrupted_message() {

@@ -1,5 +1,7 @@
 #include "plan_search.h"
 
+#include "cli_conventions.h"
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -331,10 +333,11 @@ std::string format_eta(double seconds) { return seconds < 1 ? "<1 s" : format_du
 std::string plan_command(const PlanArgs& a, const std::string& engine) {
   const PlanArgs d;
   std::string cmd = "placesim plan";
-  if (!a.model.empty()) cmd += " --model " + a.model;
-  if (!a.model_file.empty()) cmd += " --model-file " + a.model_file;
-  cmd += " --cluster " + a.cluster;
-  if (a.gpu != d.gpu) cmd += " --gpu " + a.gpu;
+  // Paths and names as one shell word each: the command is pasted into a shell.
+  if (!a.model.empty()) cmd += " --model " + shell_quoted(a.model);
+  if (!a.model_file.empty()) cmd += " --model-file " + shell_quoted(a.model_file);
+  cmd += " --cluster " + shell_quoted(a.cluster);
+  if (a.gpu != d.gpu) cmd += " --gpu " + shell_quoted(a.gpu);
   if (!a.precision.empty()) cmd += " --precision " + a.precision;
   if (!a.main_gradients.empty()) cmd += " --main-gradients " + a.main_gradients;
   if (a.sequence != d.sequence) cmd += fmt::format(" --sequence {}", a.sequence);
