@@ -78,6 +78,13 @@ TEST(JobsScenario, EachJobHasARecordPerAllocationWithItsSlowdown) {
   EXPECT_TRUE(fs::exists(dir / "out" / "plan-packed-llama.json"));
   EXPECT_TRUE(fs::exists(dir / "out" / "placement-packed-bert.json"));
 
+  // The report prints the jobs table and draws the slowdown by job and allocation.
+  std::string report;
+  ASSERT_EQ(testutil::run_cli("report " + (dir / "out").string(), report), 0) << report;
+  EXPECT_NE(report.find("allocation job   GPUs iterations"), std::string::npos) << report;
+  EXPECT_NE(report.find("plot: wrote " + (dir / "out" / "report" / "slowdown.png").string()), std::string::npos) << report;
+  EXPECT_TRUE(fs::exists(dir / "out" / "report" / "iteration_by_allocation.png"));
+
   // Resumed, nothing is left to run; a lost job record reruns its allocation only.
   options.resume = true;
   EXPECT_EQ(run_sweep(plan, options, log).skipped, 2u);

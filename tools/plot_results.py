@@ -915,6 +915,11 @@ def plot_slowdown(records, out_dir, written, described, formats, relative_to_bes
         return False
     policies = unique(r["params_text"]["allocation"] for r in jobs)
     names = unique(r["strategy"] for r in jobs)
+    # Jobs chosen against the others' load too (against_others): a hatched bar beside each
+    # policy's, of that choice's shared iteration, on the relative plot.
+    AGAINST = " (chosen against the others' load)"
+    if relative_to_best and any("shared_latency_against_others" in r.get("strategy_report", {}) for r in jobs):
+        policies = [q for p in policies for q in (p, p + AGAINST)]
 
     def panel_of(r):
         return ", ".join(f"{k}={v}" for k, v in r.get("params_text", {}).items() if k not in IGNORED_PARAMS | {"allocation"})
@@ -927,32 +932,43 @@ def plot_slowdown(records, out_dir, written, described, formats, relative_to_bes
         if measured(r):
             key = (panel_of(r), r["strategy"])
             best_alone[key] = min(best_alone.get(key, float("inf")), r["strategy_report"]["alone_latency"])
+            against = r["strategy_report"]["shared"].get("against_others", {})
+            if "alone_latency" in against:  # the choice against the load, alone, counts among the best
+                best_alone[key] = min(best_alone[key], against["alone_latency"])
 
-    def height(r):
+    def height(r, policy=""):
         report = r["strategy_report"]
-        return report["shared_latency"] / best_alone[(panel_of(r), r["strategy"])] if relative_to_best else report["slowdown"]
+        if not relative_to_best:
+            return report["slowdown"]
+        shared = report["shared_latency_against_others"] if policy.endswith(AGAINST) else report["shared_latency"]
+        return shared / best_alone[(panel_of(r), r["strategy"])]
 
     cases = unique(panel_of(r) for r in jobs)
     fig, axes = panels(len(cases), width=max(4.2, 0.45 * len(names) * len(policies)), height=3.2)
-    colours = {p: PALETTE[k % len(PALETTE)] for k, p in enumerate(policies)}
+    # A policy and its choice against the load share a colour; the hatch tells them apart.
+    base_policies = unique(p[:-len(AGAINST)] if p.endswith(AGAINST) else p for p in policies)
+    colours = {p: PALETTE[base_policies.index(p[:-len(AGAINST)] if p.endswith(AGAINST) else p) % len(PALETTE)] for p in policies}
     width = 0.8 / len(policies)
     engine = next((r["strategy_report"]["shared"].get("engine") for r in job_records(jobs)), "?")
-    top = max([height(r) for r in jobs if measured(r)] + [1.0])
+    top = max([height(r, p) for r in jobs if measured(r) for p in ("", AGAINST)
+               if not p or "shared_latency_against_others" in r["strategy_report"]] + [1.0])
     for ax, case in zip(axes, cases):
         for k, policy in enumerate(policies):
             xs, heights = [], []
             for i, name in enumerate(names):
                 x = i + (k - (len(policies) - 1) / 2) * width
+                base = policy[:-len(AGAINST)] if policy.endswith(AGAINST) else policy
                 r = next((r for r in jobs if panel_of(r) == case and r["strategy"] == name
-                          and r["params_text"]["allocation"] == policy), None)
-                if r is None:
+                          and r["params_text"]["allocation"] == base), None)
+                if r is None or (policy != base and "shared_latency_against_others" not in r.get("strategy_report", {})):
                     continue
                 if measured(r):
                     xs.append(x)
-                    heights.append(height(r))
+                    heights.append(height(r, policy))
                 else:
                     label_missing(ax, x, [name], [point_status(r)], [colours[policy]])
-            bars = ax.bar(xs, heights, width, label=policy, color=colours[policy], edgecolor="black", linewidth=0.4)
+            bars = ax.bar(xs, heights, width, label=policy, color=colours[policy], edgecolor="black", linewidth=0.4,
+                          hatch=OOM_HATCH if policy.endswith(AGAINST) else None)
             for bar, h in zip(bars, heights):
                 ax.annotate(f"{h:.2f}", (bar.get_x() + bar.get_width() / 2, h), xytext=(0, 2), textcoords="offset points",
                             ha="center", va="bottom", fontsize=6)
@@ -963,9 +979,10 @@ def plot_slowdown(records, out_dir, written, described, formats, relative_to_bes
         if case:
             ax.set_title(case, fontsize=9)
         ax.set_ylabel(("shared / best alone" if relative_to_best else "slowdown: shared / alone") + f" ({engine})", fontsize=8)
-    handles = [Patch(facecolor=colours[p], edgecolor="black", linewidth=0.4) for p in policies]
+    handles = [Patch(facecolor=colours[p], edgecolor="black", linewidth=0.4, hatch=OOM_HATCH if p.endswith(AGAINST) else None)
+               for p in policies]
     cluster = common_text(unique(r.get("cluster", "") for r in jobs)) or ""
-    what = ("Each job's iteration shared, over its best alone under any allocation" if relative_to_best
+    what = ("Each job's iteration shared, over its best alone under any allocation or choice" if relative_to_best
             else "Each job's slowdown sharing the cluster (shared / alone on the same GPUs)")
     layout_under_title(fig, "\n".join(textwrap.wrap(what + (f": {cluster.split(' (')[0]}" if cluster else ""), 90)))
     legend_outside(fig, axes, handles, policies, title="allocation")
