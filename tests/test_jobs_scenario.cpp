@@ -81,7 +81,7 @@ TEST(JobsScenario, EachJobHasARecordPerAllocationWithItsSlowdown) {
   // The report prints the jobs table and draws the slowdown by job and allocation.
   std::string report;
   ASSERT_EQ(testutil::run_cli("report " + (dir / "out").string(), report), 0) << report;
-  EXPECT_NE(report.find("allocation job   GPUs iterations"), std::string::npos) << report;
+  EXPECT_NE(report.find(" GPUs iterations     alone (ms)    shared (ms)  slowdown"), std::string::npos) << report;
   EXPECT_NE(report.find("plot: wrote " + (dir / "out" / "report" / "slowdown.png").string()), std::string::npos) << report;
   EXPECT_TRUE(fs::exists(dir / "out" / "report" / "iteration_by_allocation.png"));
 
