@@ -40,18 +40,24 @@ std::vector<nlohmann::json> records_in(const fs::path& file) {
   return out;
 }
 
+// Runs the plan into dir/out, without progress lines (resume: the points missing only).
+SweepSummary run_into(const fs::path& dir, const SweepPlan& plan, bool resume = false) {
+  SweepOptions options;
+  options.output = (dir / "out").string();
+  options.progress = false;
+  options.resume = resume;
+  std::ostringstream log;
+  return run_sweep(plan, options, log);
+}
+
 TEST(JobsScenario, EachJobHasARecordPerAllocationWithItsSlowdown) {
   const fs::path dir = testutil::fresh_temp_dir("jobs");
   std::ofstream(dir / "s.yaml") << kCluster << kJobs << "allocation: [packed, random]\nsimulation: {engine: flow, trace: false}\n";
   const SweepPlan plan = load_sweep((dir / "s.yaml").string());
   ASSERT_EQ(plan.points.size(), 2u);
   EXPECT_EQ(plan.points[0].key, "allocation=packed rep=0");
-  SweepOptions options;
-  options.output = (dir / "out").string();
-  options.progress = false;
-  std::ostringstream log;
-  const SweepSummary summary = run_sweep(plan, options, log);
-  EXPECT_EQ(summary.ok, 4u) << log.str();
+  const SweepSummary summary = run_into(dir, plan);
+  EXPECT_EQ(summary.ok, 4u);
   const auto records = records_in(summary.results_file);
   ASSERT_EQ(records.size(), 4u);
   EXPECT_EQ(records[0]["key"], "allocation=packed rep=0 job=bert");
@@ -86,13 +92,12 @@ TEST(JobsScenario, EachJobHasARecordPerAllocationWithItsSlowdown) {
   EXPECT_TRUE(fs::exists(dir / "out" / "report" / "iteration_by_allocation.png"));
 
   // Resumed, nothing is left to run; a lost job record reruns its allocation only.
-  options.resume = true;
-  EXPECT_EQ(run_sweep(plan, options, log).skipped, 2u);
+  EXPECT_EQ(run_into(dir, plan, /*resume=*/true).skipped, 2u);
   {
     std::ofstream out(summary.results_file, std::ios::trunc);
     for (std::size_t i = 0; i < 3; ++i) out << records[i].dump() << "\n";
   }
-  const SweepSummary resumed = run_sweep(plan, options, log);
+  const SweepSummary resumed = run_into(dir, plan, /*resume=*/true);
   EXPECT_EQ(resumed.skipped, 1u);
   EXPECT_EQ(resumed.ok, 1u);  // the job missing; its partner's record stays as it was
   EXPECT_EQ(records_in(summary.results_file).size(), 4u);
@@ -117,11 +122,7 @@ TEST(JobsScenario, WithoutAllocationPacksAndAJobThatCannotRunIsNamedInTheOthersR
   const SweepPlan plan = load_sweep((dir / "s.yaml").string());
   ASSERT_EQ(plan.points.size(), 1u);
   EXPECT_EQ(plan.points[0].key, "allocation=packed rep=0");
-  SweepOptions options;
-  options.output = (dir / "out").string();
-  options.progress = false;
-  std::ostringstream log;
-  const SweepSummary summary = run_sweep(plan, options, log);
+  const SweepSummary summary = run_into(dir, plan);
   EXPECT_EQ(summary.ok, 1u);
   EXPECT_EQ(summary.infeasible, 1u);
   const auto records = records_in(summary.results_file);
@@ -160,11 +161,7 @@ TEST(JobsScenario, AJobChosenAgainstTheOthersLoadAvoidsTheLinksTheyFill) {
          "  - {name: background, workload: {model: gpt2, micro_batch_size: 1, gpu: h100}, planner: {name: megatron, options: {dp: 4}}, gpus: [0, 4, 1, 5]}\n"
          "  - {name: placed, graph: {model: bert-base, layers: 4, style: fused, gpu: rtx3070}, strategy: m-etf, gpus: [2, 6], against_others: true}\n"
          "simulation: {engine: flow, trace: false}\n";
-  SweepOptions options;
-  options.output = (dir / "out").string();
-  options.progress = false;
-  std::ostringstream log;
-  const SweepSummary summary = run_sweep(load_sweep((dir / "s.yaml").string()), options, log);
+  const SweepSummary summary = run_into(dir, load_sweep((dir / "s.yaml").string()));
   const auto records = records_in(summary.results_file);
   ASSERT_EQ(records.size(), 2u);
   EXPECT_FALSE(records[0]["strategy_report"]["shared"].contains("against_others"));
