@@ -54,8 +54,12 @@ TEST(Allocation, EachPolicyPicksTheServersItSays) {
   EXPECT_EQ(allocate(c, "packed", jobs), (std::vector<std::vector<int>>{{0, 1, 2}, {3, 4}}));
   // One server of each leaf in turn.
   EXPECT_EQ(allocate(c, "spread", jobs), (std::vector<std::vector<int>>{{0, 4, 8}, {1, 5}}));
-  // a fits in one leaf: leaf 0 (all leaves tie); b fits in a leaf no one uses: leaf 1.
+  // a fits in one leaf: leaf 0 (all leaves tie); b does not fit leaf 0's one free server: leaf 1.
   EXPECT_EQ(allocate(c, "topology-aware", jobs), (std::vector<std::vector<int>>{{0, 1, 2}, {4, 5}}));
+  // Best fit: a job that fits what is left of a leaf goes there (it loads no uplink), keeping
+  // the free leaf whole for the job after it. Jobs of 1, 3 and 4 servers: {0}, {1, 2, 3}, {4-7}.
+  EXPECT_EQ(allocate(c, "topology-aware", {{"a", 2, {}, ""}, {"b", 6, {}, ""}, {"c", 8, {}, ""}}),
+            (std::vector<std::vector<int>>{{0}, {1, 2, 3}, {4, 5, 6, 7}}));
   // A job larger than a leaf takes whole free leaves first.
   EXPECT_EQ(allocate(c, "topology-aware", {{"a", 2, {}, ""}, {"big", 16, {}, ""}}),
             (std::vector<std::vector<int>>{{0}, {4, 5, 6, 7, 8, 9, 10, 11}}));

@@ -225,7 +225,7 @@ TEST(JobsScenario, BadInputsAreRefusedNamingTheJobAndField) {
       << error_of(std::string(kCluster) + jobs + "sweep: {strategy: [metis]}\n");
   EXPECT_EQ(error_of(std::string(kCluster) + jobs + "sweep: {strategy: [topology-aware]}\n"), "no error");
   EXPECT_NE(error_of(std::string(kCluster) + jobs + "allocation: [{name: random, seed: 7}]\nsimulation: {seeds: [1, 2]}\n")
-                .find("allocation[0].seed: allocation 'random' has a seed of its own, which simulation.seeds would replace"),
+                .find("allocation[0] (line 11): allocation 'random' has a seed of its own, which simulation.seeds would replace"),
             std::string::npos)
       << error_of(std::string(kCluster) + jobs + "allocation: [{name: random, seed: 7}]\nsimulation: {seeds: [1, 2]}\n");
   EXPECT_NE(error_of(with_gpus("[0, 2]", "14")).find("job 'llama' needs 7 whole servers, and 6 of the cluster's 8 are left"),

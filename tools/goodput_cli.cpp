@@ -171,7 +171,8 @@ int cmd_goodput(const GoodputArgs& a) {
   std::vector<Row> rows;
   if ((a.spares >= 0) != !a.repair.empty())
     throw InputError(kCommandLine, a.spares >= 0 ? "--repair" : "--spares",
-                     "--spares and --repair go together: the spare servers and a failed server's time back");
+                     a.spares >= 0 ? "missing: --spares N needs --repair D, a failed server's time back (e.g. 2d)"
+                                   : "missing: --repair D needs --spares N, the spare servers it repairs for");
   const double repair_s = a.repair.empty() ? 0 : duration_flag(a.repair, "--repair");
   const double swap_share = a.server_swap_share >= 0 ? a.server_swap_share : llama3_server_swap_share();
   const double p_swap = swap_probability(job.shape, job.rates, swap_share);
@@ -225,7 +226,8 @@ int cmd_goodput(const GoodputArgs& a) {
     const double g_err = g * r.simulated.stderr_wall_s / r.simulated.mean_wall_s;
     const bool is_best = &r == &rows.back();
     fmt::print("{:>12}  {:>12.2f}%  {:>11}  {:>22}  {:>12}  {:>10.2f}{}{}\n", long_duration(r.interval_s), 100 * job.work_s / r.daly_wall_s,
-               long_duration(r.daly_wall_s), fmt::format("{:.2f}% +- {:.2f}%", 100 * g, 100 * g_err),
+               long_duration(r.daly_wall_s),
+               a.runs > 1 ? fmt::format("{:.2f}% +- {:.2f}%", 100 * g, 100 * g_err) : fmt::format("{:.2f}% (one run)", 100 * g),
                long_duration(r.simulated.mean_wall_s), r.simulated.mean_failures,
                a.spares >= 0 ? fmt::format("  {:>18}", long_duration(r.simulated.mean_wait_s)) : std::string(),
                is_best ? "  (best)" : "");

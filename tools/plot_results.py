@@ -913,7 +913,12 @@ def plot_slowdown(records, out_dir, written, described, formats, relative_to_bes
     jobs = [r for r in records if r.get("params_text", {}).get("allocation") is not None]
     if not jobs:
         return False
-    policies = unique(r["params_text"]["allocation"] for r in jobs)
+
+    def policy_of(r):  # a seeded policy's draws each get a bar: "random seed=2"
+        seed = r.get("seed")
+        return r["params_text"]["allocation"] + (f" seed={seed}" if seed is not None else "")
+
+    policies = unique(policy_of(r) for r in jobs)
     names = unique(r["strategy"] for r in jobs)
     # Jobs chosen against the others' load too (against_others): a hatched bar beside each
     # policy's, of that choice's shared iteration, on the relative plot.
@@ -958,8 +963,7 @@ def plot_slowdown(records, out_dir, written, described, formats, relative_to_bes
             for i, name in enumerate(names):
                 x = i + (k - (len(policies) - 1) / 2) * width
                 base = policy[:-len(AGAINST)] if policy.endswith(AGAINST) else policy
-                r = next((r for r in jobs if panel_of(r) == case and r["strategy"] == name
-                          and r["params_text"]["allocation"] == base), None)
+                r = next((r for r in jobs if panel_of(r) == case and r["strategy"] == name and policy_of(r) == base), None)
                 if r is None or (policy != base and "shared_latency_against_others" not in r.get("strategy_report", {})):
                     continue
                 if measured(r):

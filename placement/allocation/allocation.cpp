@@ -99,8 +99,9 @@ std::string allocation_problem(const Cluster& cluster, std::span<const JobReques
                          "a list of GPUs", r.name, r.gpus, per_server, per_server);
     total += r.gpus;
     if (total > cluster.num_devices())
-      return fmt::format("job '{}' asks for {} GPUs, and {} remain of the cluster's {} after the jobs before it", r.name,
-                         r.gpus, cluster.num_devices() - (total - r.gpus), cluster.num_devices());
+      return total == r.gpus ? fmt::format("job '{}' asks for {} GPUs, and the cluster has {}", r.name, r.gpus, cluster.num_devices())
+                             : fmt::format("job '{}' asks for {} GPUs, and {} remain of the cluster's {} after the jobs before it",
+                                           r.name, r.gpus, cluster.num_devices() - (total - r.gpus), cluster.num_devices());
   }
   if (total > cluster.num_devices()) {
     field_out = "jobs";

@@ -1,8 +1,8 @@
 // topology-aware: the fewest uplinks shared with the other jobs. A job that fits in one group
-// takes the smallest group that holds it, a group no other job uses first (best fit: the large
-// free groups stay whole for the jobs after it); a larger job takes whole free groups, largest
-// first, then the groups other jobs use. Its traffic then leaves as few groups as it can, through
-// uplinks no other job loads.
+// takes the group that holds it with the fewest servers to spare (best fit: it loads no uplink
+// there, and the large free groups stay whole for the jobs after it), one no other job uses
+// first among equals; a larger job takes whole free groups, largest first, then the groups other
+// jobs use. Its traffic then leaves as few groups as it can, through uplinks no other job loads.
 #include <algorithm>
 
 #include "placement/allocation/allocation.h"
@@ -19,11 +19,13 @@ std::vector<int> pick_topology_aware(const AllocationContext& context, int serve
   std::vector<std::size_t> order;
   for (std::size_t g = 0; g < by_group.size(); ++g)
     if (!by_group[g].empty()) order.push_back(g);
-  // Best fit among the groups that hold the job whole, unshared first.
+  // Best fit among the groups that hold the job whole (a job inside one group loads no uplink,
+  // whoever else is there): the fewest servers to spare, so the large free groups stay whole for
+  // the jobs after it; unshared first among equals.
   std::size_t best = by_group.size();
   for (std::size_t g : order) {
     if (static_cast<int>(by_group[g].size()) < servers) continue;
-    if (best == by_group.size() || std::pair(shared[g], by_group[g].size()) < std::pair(shared[best], by_group[best].size()))
+    if (best == by_group.size() || std::pair(by_group[g].size(), shared[g]) < std::pair(by_group[best].size(), shared[best]))
       best = g;
   }
   if (best < by_group.size()) return {by_group[best].begin(), by_group[best].begin() + servers};
@@ -43,7 +45,7 @@ std::vector<int> pick_topology_aware(const AllocationContext& context, int serve
 AllocationPolicyInfo topology_aware_allocation() {
   AllocationPolicyInfo info;
   info.name = "topology-aware";
-  info.description = "fewest uplinks shared with the other jobs: the smallest free leaf that holds the job, else whole free leaves";
+  info.description = "fewest uplinks shared with the other jobs: the leaf that holds the job with the fewest servers to spare, else whole free leaves";
   info.pick = [](const AllocationContext& context, int servers, int) { return pick_topology_aware(context, servers); };
   return info;
 }

@@ -32,22 +32,24 @@ void gpus_from_yaml(const YAML::Node& node, const std::string& file, const std::
     return ec == std::errc() && ptr == text.data() + text.size() && out >= 0;
   };
   const std::string expected = "expected a GPU count (64) or a list of GPUs and ranges ([0, 1, 8-15])";
+  const std::string at = fmt::format("{} (line {})", field, node.Mark().line + 1);
   if (node.IsScalar()) {
     long n = 0;
-    if (!whole(node.Scalar(), n) || n < 1 || n > 100'000'000) throw InputError(file, field, fmt::format("{}, got '{}'", expected, node.Scalar()));
+    if (!whole(node.Scalar(), n) || n < 1 || n > 100'000'000) throw InputError(file, at, fmt::format("{}, got '{}'", expected, node.Scalar()));
     job.gpus = static_cast<int>(n);
     return;
   }
-  if (!node.IsSequence() || node.size() == 0) throw InputError(file, field, expected);
+  if (!node.IsSequence() || node.size() == 0) throw InputError(file, at, expected);
   for (std::size_t i = 0; i < node.size(); ++i) {
     const std::string text = node[i].IsScalar() ? node[i].Scalar() : std::string();
     const std::size_t dash = text.find('-', 1);
     long a = 0, b = 0;
     const bool ok = dash == std::string::npos ? whole(text, a) && (b = a, true)
                                               : whole(text.substr(0, dash), a) && whole(text.substr(dash + 1), b) && a <= b;
-    if (!ok) throw InputError(file, fmt::format("{}[{}]", field, i), fmt::format("expected a GPU (7) or a range (8-15), got '{}'", text));
+    const std::string item = fmt::format("{}[{}] (line {})", field, i, node[i].Mark().line + 1);
+    if (!ok) throw InputError(file, item, fmt::format("expected a GPU (7) or a range (8-15), got '{}'", text));
     if (b >= cluster_gpus)
-      throw InputError(file, fmt::format("{}[{}]", field, i),
+      throw InputError(file, item,
                        fmt::format("GPU {} is not in the cluster (GPUs 0-{})", b, cluster_gpus - 1));
     for (long g = a; g <= b; ++g) job.gpu_list.push_back(static_cast<DeviceId>(g));
   }
@@ -78,7 +80,7 @@ JobSpec job_from_yaml(const YAML::Node& node, const std::string& file, std::size
     throw InputError(file, job.field + "." + key, "coarsen and refine are not supported for a job yet; place the graph without them");
   if (!f.has("gpus")) throw InputError(file, job.field, "expected 'gpus': a count (64) or a list of GPUs ([0, 1, 8-15])");
   job.gpus_field = f.field("gpus");
-  gpus_from_yaml(f.node("gpus"), file, job.gpus_field, cluster_gpus, job);
+  gpus_from_yaml(f.node("gpus"), file, job.field + ".gpus", cluster_gpus, job);
   return job;
 }
 
@@ -122,7 +124,8 @@ std::vector<StrategySpec> allocations_from_yaml(const YAML::Node& node, const st
   std::set<std::string> labels;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     StrategySpec spec;
-    spec.field = node && node.IsSequence() ? fmt::format("allocation[{}]", i) : std::string("allocation");
+    spec.field = (node && node.IsSequence() ? fmt::format("allocation[{}]", i) : std::string("allocation")) +
+                 (entries[i].Mark().line >= 0 ? fmt::format(" (line {})", entries[i].Mark().line + 1) : std::string());
     if (entries[i].IsScalar()) {
       spec.name = entries[i].Scalar();
     } else {
@@ -139,7 +142,7 @@ std::vector<StrategySpec> allocations_from_yaml(const YAML::Node& node, const st
     const AllocationPolicyInfo& policy = allocation_registry().get(spec.name, file, spec.field);
     const YAML::Node& options = spec.options;  // (a const view: a lookup adds no key)
     if (options.IsMap() && options["seed"] && !policy.takes("seed"))
-      throw InputError(file, spec.field + ".seed", fmt::format("policy {} draws nothing at random; only random takes a seed", spec.name));
+      throw InputError(file, spec.field, fmt::format("policy {} draws nothing at random; only random takes a seed (remove it)", spec.name));
     spec.name = policy.name;
     if (spec.label.empty()) spec.label = spec.name;
     if (!labels.insert(spec.label).second)
@@ -275,11 +278,15 @@ void record_job(const Scenario& scenario, const SharedRun& run, std::size_t inde
   m.strategy_report["alone_latency"] = head->alone;
   m.strategy_report["shared_latency"] = head->shared;
   m.strategy_report["slowdown"] = head->slowdown();
+  std::set<DeviceId> used(b.placement.begin(), b.placement.end());
   m.strategy_report["shared"] = {{"allocation", policy},
                                  {"engine", run.headline},
                                  {"iterations", s.iterations},
                                  {"window", run.window},
+                                 // Its iterations alone over the window: under 1 when the cap cut them short.
+                                 {"covers_window", s.covers_window},
                                  {"gpus", b.gpus},
+                                 {"gpus_used", used.size()},
                                  {"per_engine", per_engine},
                                  {"links_met", met}};
   b.outcome.status = m.oom ? PointStatus::Oom : PointStatus::Ok;
@@ -405,7 +412,8 @@ std::vector<JobOutcome> run_jobs_point(const Scenario& scenario, const StrategyS
       b.outcome.reason = e.what();
     } catch (const std::exception& e) {
       b.outcome.status = PointStatus::Failed;
-      b.outcome.reason = fmt::format("job '{}': {}", jobs[j].name, e.what());
+      b.outcome.reason = fmt::format("job '{}' (given {} GPUs, which the planner or strategy sees as its cluster): {}", jobs[j].name,
+                                     b.gpus.size(), e.what());
     }
   };
   std::vector<std::size_t> running;

@@ -444,7 +444,8 @@ std::string format_jobs_table(std::span<const PointRecord> records) {
     job_width = std::max(job_width, r->label.size());
   }
   std::string out = fmt::format("jobs on one cluster ({}; alone: the same job on the same GPUs with the fabric to itself; an "
-                                "iteration's mean over the iterations that cover the longest job's):\n", engine);
+                                "iteration's mean over the iterations that cover the longest job's; GPUs used/given where some "
+                                "stay idle; iterations (N%) where 64 covered only N% of the window):\n", engine);
   const bool swept = std::any_of(jobs.begin(), jobs.end(), [&](const PointRecord* r) { return point_of(*r).find(' ') != std::string::npos; });
   out += fmt::format("{:<{}} {:<{}} {:>6} {:>10} {:>14} {:>14} {:>9}\n", swept ? "point, allocation" : "allocation", allocation_width, "job", job_width, "GPUs",
                      "iterations", fmt::format("alone ({})", unit.name), fmt::format("shared ({})", unit.name), "slowdown");
@@ -455,8 +456,15 @@ std::string format_jobs_table(std::span<const PointRecord> records) {
       continue;
     }
     const auto& report = r->measurement->strategy_report;
+    // GPUs used of those given, when some stay idle; iterations cut short by the cap, with the
+    // share of the window they cover.
+    const std::size_t used = report["shared"].value("gpus_used", static_cast<std::size_t>(r->gpus));
+    const std::string gpus = used == static_cast<std::size_t>(r->gpus) ? fmt::format("{}", r->gpus) : fmt::format("{}/{}", used, r->gpus);
+    const double covers = report["shared"].value("covers_window", 1.0);
+    const std::string iterations = covers < 0.99 ? fmt::format("{} ({:.0f}%)", report["shared"].value("iterations", 1), 100 * covers)
+                                                 : fmt::format("{}", report["shared"].value("iterations", 1));
     out += fmt::format("{:<{}} {:<{}} {:>6} {:>10} {:>14} {:>14} {:>9.3f}\n", point_of(*r), allocation_width,
-                       r->label, job_width, r->gpus, report["shared"].value("iterations", 1),
+                       r->label, job_width, gpus, iterations,
                        format_number_in(report["alone_latency"].get<double>(), unit),
                        format_number_in(report["shared_latency"].get<double>(), unit), report["slowdown"].get<double>());
     if (report["shared"].contains("against_others")) {

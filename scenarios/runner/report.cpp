@@ -346,6 +346,7 @@ nlohmann::ordered_json records_to_json(std::span<const PointRecord> records, con
                    {"strategy", r.label},
                    {"answer_note", answer_note(r)},
                    {"gpus", r.gpus},
+                   {"seed", r.seed ? ojson(*r.seed) : ojson(nullptr)},
                    {"params", params},
                    {"params_text", written},
                    {"latency", opt(r.latency())},

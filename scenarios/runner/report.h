@@ -58,7 +58,7 @@ std::vector<PointRecord> load_report_records(const std::string& path);
 std::string format_comparison_table(std::span<const PointRecord> records);
 
 // records.json for the plot script, in the scenario's order (point index): per record index,
-// scenario, graph, cluster (its description), strategy (label), gpus, params (swept values in the
+// scenario, graph, cluster (its description), strategy (label), gpus, seed (or null), params (swept values in the
 // sweep's order, in SI units where they are quantities, else as written), params_text (as
 // written), latency, latency_source ("simgrid", "flow", "evaluator" or "estimate": whose latency `latency` is),
 // evaluator_latency, simgrid_latency, search_time, peak_memory, gpus_used (GPUs with compute), status

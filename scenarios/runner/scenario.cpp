@@ -492,7 +492,7 @@ Scenario parse_scenario(const YAML::Node& root, const std::string& file) {
   if (!s.jobs.empty() && !s.simulation.seeds.empty())
     for (const StrategySpec& a : s.strategies)
       if (a.options.IsMap() && a.options["seed"])
-        throw InputError(file, a.field + ".seed",
+        throw InputError(file, a.field,
                          fmt::format("allocation '{}' has a seed of its own, which simulation.seeds would replace; give one "
                                      "or the other", a.label));
   if (f.has("report")) s.report = report_spec_from_yaml(f.node("report"), file, "report");

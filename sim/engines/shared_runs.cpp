@@ -155,13 +155,14 @@ SharedRun run_jobs_together(std::span<const JobGraph> jobs, const Cluster& clust
     const double one = alone[j].find(out.headline)->latency;
     const int k = one > 0 ? static_cast<int>(std::clamp(std::ceil(window / one - 1e-9), 1.0, static_cast<double>(max_iterations))) : 1;
     out.jobs[j].iterations = k;
+    out.jobs[j].covers_window = window > 0 ? std::min(1.0, k * one / window) : 1.0;
     if (k > 1) {
       chained[j] = chain_iterations(*jobs[j].graph, jobs[j].placement, k, chained_placement[j]);
       alone[j] = run_engines(PlacedGraph(chained[j], chained_placement[j]), cluster, engines, order);
     }
     out.jobs[j].alone_total = alone[j].find(out.headline)->latency;
-    out.window = std::max(out.window, out.jobs[j].alone_total);
   }
+  out.window = window;
   // All of them at once.
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     const bool k = out.jobs[j].iterations > 1;

@@ -39,6 +39,8 @@ struct JobTimes {
 
 struct SharedJob {
   int iterations = 1;          // chained iterations simulated
+  // iterations x one iteration alone over the window: under 1 when max_iterations cut them short.
+  double covers_window = 1;
   double alone_total = 0;      // the headline engine's time for them alone
   std::vector<JobTimes> times;  // per engine that scheduled, in registry order
   // Bytes one iteration sends over each link it loads (static routing: the same on every engine),
@@ -57,7 +59,7 @@ struct SharedLink {
 struct SharedRun {
   std::vector<SharedJob> jobs;
   std::string headline;  // the engine iterations are counted on: simgrid, else flow, else evaluator
-  double window = 0;     // the longest job's iterations alone, on the headline engine
+  double window = 0;     // the longest job's one iteration alone, on the headline engine
   // The jobs' graphs merged (operator names prefixed "job/", iterations "i2/"), their GPUs, each
   // job's operators [first, end), and the engines' run of it.
   Graph graph;

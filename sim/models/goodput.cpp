@@ -78,6 +78,8 @@ SimulatedRun simulate_run(const RunInputs& in, int runs, std::uint64_t seed) {
   const auto draw = [&] { return fails ? time_to_failure(rng) : std::numeric_limits<double>::infinity(); };
   const auto segments = static_cast<std::int64_t>(std::ceil(in.work_s / in.interval_s - 1e-9));
   double sum = 0, sum_sq = 0, failures = 0, waited = 0;
+  // The swaps draw from their own stream: spares change no failure's time.
+  std::mt19937_64 swap_rng(seed ^ 0x9e3779b97f4a7c15ULL);
   std::bernoulli_distribution takes_server(std::clamp(in.swap_probability, 0.0, 1.0));
   for (int r = 0; r < runs; ++r) {
     // Spares left, and when each server in repair comes back.
@@ -86,7 +88,7 @@ SimulatedRun simulate_run(const RunInputs& in, int runs, std::uint64_t seed) {
     // A failure at time t: with a spare, the job restarts on it; without, it waits for the first repair.
     const auto failed_at = [&](double& t) {
       ++failures;
-      if (in.spares < 0 || !takes_server(rng)) return;
+      if (in.spares < 0 || !takes_server(swap_rng)) return;
       for (; !repaired.empty() && repaired.top() <= t; repaired.pop()) ++spares;
       if (spares > 0) {
         --spares;
