@@ -436,10 +436,11 @@ SweepSummary run_sweep(const SweepPlan& plan, const SweepOptions& options, std::
   for (std::size_t i : todo)
     for (const std::string& k : record_keys(plan, plan.points[i])) records_to_come += done.count(k) == 0;
   if (options.progress)
-    log << fmt::format("{}scenario {}: {} point{}{}, {} to run with {} job{}\n", prefix, plan.name, summary.points,
-                       summary.points == 1 ? "" : "s",
+    // "worker processes" (--jobs): a scenario's `jobs:` are something else.
+    log << fmt::format("{}scenario {}: {} point{}{}, {} to run in {} worker process{} (--jobs)\n", prefix, plan.name,
+                       summary.points, summary.points == 1 ? "" : "s",
                        summary.skipped ? fmt::format(" ({} already done)", summary.skipped) : std::string(), todo.size(),
-                       options.jobs, options.jobs == 1 ? "" : "s")
+                       options.jobs, options.jobs == 1 ? "" : "es")
         << std::flush;
 
   Progress progress(log, records_to_come, options.progress, prefix);
