@@ -256,9 +256,7 @@ void write_plan_trace(const PlanArgs& a, const ParallelPlan& plan, const Compile
                       const EngineRuns& ran, std::ostream& out) {
   // The timeline of the engine that modelled contention best, with its transfers on the links:
   // SimGrid's flows, else the flow engine's or the evaluator's schedule's (flows_of_schedule).
-  const EngineRun* shown = nullptr;
-  for (std::string_view engine : {kSimGrid, kFlow, kEvaluator})
-    if (const EngineRun* r = ran.find(engine); !shown && r && r->schedule) shown = r;
+  const EngineRun* shown = ran.contended();
   std::optional<FoldedNetwork> network;
   if (!shown && c.graph.fold) network = fold_network(c.graph.graph, c.graph.placement, *c.graph.fold, cluster);
   const Schedule run = shown ? *shown->schedule
@@ -356,13 +354,6 @@ std::optional<PlanReport::Link> busiest_link(const ExecutionGraph& g, const Clus
   return best;
 }
 
-// The engine whose iteration the busiest link is set beside: SimGrid, else the flow engine, else the evaluator.
-std::optional<std::pair<std::string, double>> contended_iteration(const PlanReport& r) {
-  for (std::string_view engine : {kSimGrid, kFlow, kEvaluator})
-    for (const auto& [name, t] : r.iteration_s)
-      if (name == engine) return std::pair{name, t};
-  return std::nullopt;
-}
 
 PlanReport plan_report(const PlanArgs& a, const ParallelPlan& plan, const LayerModel& model, const CompiledPlan& layout,
                        const Cluster& cluster, const EngineRuns& ran) {
@@ -426,10 +417,10 @@ void print_report_text(const PlanReport& r, const ParallelPlan& plan, const Plan
       if (name == engine) std::cout << fmt::format("{:<16}{}\n", engine + " time", breakdown_text(b, t));
   if (r.busiest) {
     const double busy = r.busiest->bytes / r.busiest->bandwidth;
-    const auto it = contended_iteration(r);
+    const EngineRun* it = run.runs.contended();  // the iteration it is set beside
     std::cout << fmt::format("busiest link    {}: {} at {} per iteration, busy at least {}{}\n", r.busiest->name,
                              format_bytes(r.busiest->bytes), format_bandwidth(r.busiest->bandwidth), format_duration(busy),
-                             it ? fmt::format(" ({:.0f}% of the {} iteration)", 100 * busy / it->second, it->first) : std::string());
+                             it ? fmt::format(" ({:.0f}% of the {} iteration)", 100 * busy / it->latency, it->engine) : std::string());
   }
   if (const std::string warning = bubble_warning(r, plan); !warning.empty()) std::cout << "warning         " << warning << "\n";
   for (const auto& [engine, samples] : run.seed_latencies) {

@@ -169,12 +169,6 @@ struct BuiltJob {
   bool runs = false;
 };
 
-std::string file_safe(const std::string& text) {
-  std::string out;
-  for (char c : text) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '=') ? c : '_';
-  return out;
-}
-
 void place_graph_job(const Scenario& scenario, const JobSpec& job, const Graph& graph, const Cluster& on, BuiltJob& b,
                      const fs::path& file) {
   auto strategy = make_strategy(job.strategy.name, job.strategy.options, scenario.file, job.strategy.field);
@@ -197,21 +191,16 @@ void place_graph_job(const Scenario& scenario, const JobSpec& job, const Graph& 
   for (DeviceId d : placed.placement)
     written.push_back(b.gpus[static_cast<std::size_t>(dp ? on_gpus[static_cast<std::size_t>(d)] : d)]);
   save_placement(graph, written, file.string());
-  std::span<const DeviceId> local;
   if (dp) {
     b.replicated = replicate_data_parallel(graph, placed.placement, on, *dp, scenario.simulation.collectives);
     b.graph = &b.replicated->graph.graph;
-    local = b.replicated->graph.placement;
   } else {
     b.own = graph;
     b.graph = &b.own;
-    b.replicated.reset();
-    b.placement = placed.placement;
-    local = b.placement;
   }
-  std::vector<DeviceId> global;
-  for (DeviceId d : local) global.push_back(b.gpus[static_cast<std::size_t>(d)]);
-  b.placement = std::move(global);
+  // From the job's GPU numbers to the whole cluster's.
+  for (DeviceId d : dp ? std::span<const DeviceId>(b.replicated->graph.placement) : std::span<const DeviceId>(placed.placement))
+    b.placement.push_back(b.gpus[static_cast<std::size_t>(d)]);
   b.runs = true;
 }
 
@@ -373,21 +362,12 @@ void choose_against_others(const Scenario& scenario, const SharedRun& blind, std
 
 }  // namespace
 
-std::vector<JobOutcome> run_jobs_point(const Scenario& scenario, const StrategySpec& allocation,
+std::vector<PointOutcome> run_jobs_point(const Scenario& scenario, const StrategySpec& allocation,
                                        std::span<const JobInput> inputs, const std::string& dir, const std::string& file_stem) {
   const fs::path folder = dir;
   const std::vector<JobSpec>& jobs = scenario.jobs;
   std::vector<BuiltJob> built(jobs.size());
-  std::vector<JobOutcome> out(jobs.size());
-  auto fail_all = [&](const std::string& why) {
-    for (JobOutcome& o : out) {
-      if (o.outcome.status == PointStatus::Infeasible) continue;
-      o.outcome.status = PointStatus::Failed;
-      o.outcome.reason = why;
-      o.outcome.measurement.reset();
-    }
-    return out;
-  };
+  std::vector<PointOutcome> out(jobs.size());
   const AllocationPolicyInfo& policy = allocation_registry().get(allocation.name, scenario.file, allocation.field);
   const std::uint64_t seed =
       allocation.options.IsMap() && allocation.options["seed"] ? allocation.options["seed"].as<std::uint64_t>() : 1;
@@ -395,7 +375,8 @@ std::vector<JobOutcome> run_jobs_point(const Scenario& scenario, const StrategyS
   try {
     gpus = allocate_gpus(scenario.cluster, requests_of(jobs), policy, seed);
   } catch (const std::exception& e) {
-    return fail_all(e.what());
+    for (PointOutcome& o : out) o = {PointStatus::Failed, e.what(), std::nullopt, std::nullopt};
+    return out;
   }
   // Places or plans job j on its GPUs of `whole` (the cluster, or what the other jobs leave of it).
   auto build = [&](std::size_t j, const Cluster& whole, BuiltJob& b, const std::string& suffix) {
@@ -419,10 +400,9 @@ std::vector<JobOutcome> run_jobs_point(const Scenario& scenario, const StrategyS
   std::vector<std::size_t> running;
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     built[j].gpus = gpus[j];
-    out[j].gpus = static_cast<int>(gpus[j].size());
     build(j, scenario.cluster, built[j], "");
     if (built[j].runs) running.push_back(j);
-    else out[j].outcome = std::move(built[j].outcome);
+    else out[j] = std::move(built[j].outcome);
   }
   if (running.empty()) return out;
   std::vector<JobGraph> graphs;
@@ -431,8 +411,8 @@ std::vector<JobOutcome> run_jobs_point(const Scenario& scenario, const StrategyS
   try {
     run = run_jobs_together(graphs, scenario.cluster, scenario.simulation.engines, scenario.simulation.order);
   } catch (const std::exception& e) {
-    for (std::size_t j : running) out[j].outcome.reason = e.what();
-    for (std::size_t j : running) out[j].outcome.status = PointStatus::Failed;
+    for (std::size_t j : running) out[j].reason = e.what();
+    for (std::size_t j : running) out[j].status = PointStatus::Failed;
     return out;
   }
   const std::string trace = write_shared_trace(scenario, run, folder, file_stem);
@@ -440,18 +420,18 @@ std::vector<JobOutcome> run_jobs_point(const Scenario& scenario, const StrategyS
   nlohmann::ordered_json without = nlohmann::ordered_json::array();
   for (std::size_t j = 0; j < jobs.size(); ++j)
     if (!built[j].runs)
-      without.push_back({{"job", jobs[j].name}, {"status", std::string(point_status_name(out[j].outcome.status))},
-                         {"reason", out[j].outcome.reason}});
+      without.push_back({{"job", jobs[j].name}, {"status", std::string(point_status_name(out[j].status))},
+                         {"reason", out[j].reason}});
   for (std::size_t i = 0; i < running.size(); ++i) {
     BuiltJob& b = built[running[i]];
     b.recorded.trace_file = trace;
     record_job(scenario, run, i, jobs, running, b, allocation.label);
     if (!without.empty()) b.outcome.measurement->strategy_report["shared"]["without"] = without;
-    out[running[i]].outcome = std::move(b.outcome);
+    out[running[i]] = std::move(b.outcome);
   }
   for (std::size_t i = 0; i < running.size(); ++i)
     if (jobs[running[i]].against_others)
-      choose_against_others(scenario, run, i, running, graphs, built[running[i]].gpus, build, out[running[i]].outcome);
+      choose_against_others(scenario, run, i, running, graphs, built[running[i]].gpus, build, out[running[i]]);
   return out;
 }
 

@@ -30,17 +30,12 @@ struct JobInput {
   const LayerWorkload* workload = nullptr;
 };
 
-// One job's outcome at one allocation: its record's status and measurement (the shared latency
-// per engine, with alone_latency, shared_latency and slowdown in strategy_report), in jobs order.
-struct JobOutcome {
-  PointOutcome outcome;
-  int gpus = 0;  // GPUs it was given
-};
-
 // Allocates the jobs' GPUs by `allocation`'s policy, places or plans each on its GPUs, runs them
 // alone and together on the scenario's engines, and writes each job's placement or plan file
 // (placement-<stem>-<job>.json, plan-<stem>-<job>.json) and the shared run's trace into `dir`.
-std::vector<JobOutcome> run_jobs_point(const Scenario& scenario, const StrategySpec& allocation,
+// Per job, in jobs order, its record's status and measurement: the shared latency per engine, with
+// alone_latency, shared_latency and slowdown in strategy_report.
+std::vector<PointOutcome> run_jobs_point(const Scenario& scenario, const StrategySpec& allocation,
                                        std::span<const JobInput> inputs, const std::string& dir, const std::string& file_stem);
 
 }  // namespace placesim

@@ -95,8 +95,6 @@ std::span<const double> chakra_start_of(const Measurement& m) {
   return run ? std::span<const double>(run->schedule->start) : std::span<const double>();
 }
 
-namespace {
-
 // A point's file stem as a file name: a sweep's stems are made safe already (`mcmc_gpus=4`,
 // scenarios/runner/sweep.cpp); a label alone keeps letters, digits, '-', '_', '.' and '='.
 std::string file_safe(const std::string& label) {
@@ -105,6 +103,9 @@ std::string file_safe(const std::string& label) {
     out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '=') ? c : '_';
   return out;
 }
+
+
+namespace {
 
 // Why a measurement holds a value that is not a finite number, or "" when every value is finite.
 // JSON has no infinity or NaN (they would be written as null, as if absent), and such a point

@@ -52,6 +52,10 @@ void write_trace(const std::string& path, const Graph& graph, const Cluster& clu
 ChakraRun chakra_run_of(const Measurement& m, const std::string& source);
 std::span<const double> chakra_start_of(const Measurement& m);
 
+// A point's file stem as a file name: a sweep's stems are made safe already (`mcmc_gpus=4`,
+// scenarios/runner/sweep.cpp); a label alone keeps letters, digits, '-', '_', '.' and '='.
+std::string file_safe(const std::string& label);
+
 // One point's outcome: its status (with the reason when not ok), its measurement when it ran, and
 // the size of the execution graph a plan or replication compiled into.
 struct PointOutcome {

@@ -58,22 +58,30 @@ PointRecord failed_record(const SweepPlan& plan, const SweepPoint& point, const 
   return r;
 }
 
+// What every record of job `j` of a point of jobs starts with: the point's header, keyed and
+// labelled by the job, with its graph or workload, its GPUs and the allocation as a swept value.
+PointRecord job_header(const SweepPlan& plan, const SweepPoint& point, std::size_t j) {
+  const Scenario& scenario = plan.variants[point.variant];
+  const JobSpec& job = scenario.jobs[j];
+  PointRecord r = point_header(plan, point);
+  r.key = job_record_key(point.key, job.name);
+  r.label = job.name;
+  r.strategy = job.strategy.name;
+  r.graph = source_name(job.graph, job.workload);
+  r.gpus = job.gpu_list.empty() ? job.gpus : static_cast<int>(job.gpu_list.size());
+  r.sweep.emplace_back("allocation", scenario.strategies[point.strategy].label);
+  return r;
+}
+
 // The point's failure as its records: per job for a scenario of jobs.
 std::vector<PointRecord> failed_records(const SweepPlan& plan, const SweepPoint& point, const std::string& error) {
   const Scenario& scenario = plan.variants[point.variant];
+  if (scenario.jobs.empty()) return {failed_record(plan, point, error)};
   std::vector<PointRecord> out;
-  if (scenario.jobs.empty()) {
-    out.push_back(failed_record(plan, point, error));
-    return out;
-  }
-  for (const JobSpec& job : scenario.jobs) {
-    PointRecord r = failed_record(plan, point, error);
-    r.key = job_record_key(point.key, job.name);
-    r.label = job.name;
-    r.strategy = job.strategy.name;
-    r.graph = source_name(job.graph, job.workload);
-    r.gpus = job.gpu_list.empty() ? job.gpus : static_cast<int>(job.gpu_list.size());
-    r.sweep.emplace_back("allocation", scenario.strategies[point.strategy].label);
+  for (std::size_t j = 0; j < scenario.jobs.size(); ++j) {
+    PointRecord r = job_header(plan, point, j);
+    r.status = PointStatus::Failed;
+    r.reason = error;
     out.push_back(std::move(r));
   }
   return out;
@@ -106,22 +114,15 @@ struct PointInput {
 std::string run_jobs(const SweepPlan& plan, const SweepPoint& point, const PointInput& input, const std::string& dir) {
   const Scenario& scenario = plan.variants[point.variant];
   const StrategySpec allocation = point_strategy(plan, point);
-  const std::vector<JobOutcome> outcomes = run_jobs_point(scenario, allocation, input.jobs, dir, point.file_stem);
+  const std::vector<PointOutcome> outcomes = run_jobs_point(scenario, allocation, input.jobs, dir, point.file_stem);
   nlohmann::ordered_json records = nlohmann::ordered_json::array();
   for (std::size_t j = 0; j < outcomes.size(); ++j) {
-    const JobSpec& job = scenario.jobs[j];
-    PointRecord r = point_header(plan, point);
-    r.key = job_record_key(point.key, job.name);
-    r.graph = source_name(job.graph, job.workload);
-    r.gpus = outcomes[j].gpus;
-    r.label = job.name;
-    r.strategy = job.strategy.name;
-    r.sweep.emplace_back("allocation", allocation.label);
-    if (outcomes[j].outcome.compiled)
-      r.graph_size = PointRecord::GraphSize{outcomes[j].outcome.compiled->first, outcomes[j].outcome.compiled->second, {}};
-    r.status = outcomes[j].outcome.status;
-    r.reason = outcomes[j].outcome.reason;
-    r.measurement = outcomes[j].outcome.measurement;
+    PointRecord r = job_header(plan, point, j);
+    if (outcomes[j].compiled)
+      r.graph_size = PointRecord::GraphSize{outcomes[j].compiled->first, outcomes[j].compiled->second, {}};
+    r.status = outcomes[j].status;
+    r.reason = outcomes[j].reason;
+    r.measurement = outcomes[j].measurement;
     records.push_back(to_json(r));
   }
   return dump_json(records);

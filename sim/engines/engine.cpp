@@ -81,6 +81,14 @@ const EngineRun* EngineRuns::find(std::string_view engine) const {
   return nullptr;
 }
 
+const EngineRun* EngineRuns::contended() const {
+  for (std::string_view engine : {kSimGrid, kFlow, kEvaluator})
+    if (const EngineRun* r = find(engine); r && r->schedule) return r;
+  for (const EngineRun& r : runs)
+    if (r.schedule) return &r;
+  return nullptr;
+}
+
 const std::optional<double> EngineRuns::latency(std::string_view engine) const {
   const EngineRun* r = find(engine);
   return r ? std::optional<double>(r->latency) : std::nullopt;

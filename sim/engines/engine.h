@@ -140,6 +140,9 @@ struct EngineRuns {
   std::optional<FoldSummary> fold;  // set when the graph was folded
   const EngineRun* find(std::string_view engine) const;
   const std::optional<double> latency(std::string_view engine) const;
+  // The run that models contention best among those that scheduled operators: SimGrid's, else the
+  // flow engine's, else the evaluator's (else any other's); null when none scheduled.
+  const EngineRun* contended() const;
 };
 
 // Runs the engines of `which` on the graph. Under RunOrder::Scheduler the evaluator list-schedules

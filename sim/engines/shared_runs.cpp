@@ -32,15 +32,6 @@ OpId append_graph(Graph& out, std::vector<DeviceId>& out_placement, const Graph&
   return first;
 }
 
-// The headline engine among those that scheduled: contention counts most where it is modelled best.
-std::string headline_engine(const EngineRuns& runs) {
-  for (std::string_view engine : {kSimGrid, kFlow, kEvaluator})
-    if (const EngineRun* r = runs.find(engine); r && r->schedule) return std::string(engine);
-  for (const EngineRun& r : runs.runs)
-    if (r.schedule) return r.engine;
-  return "";
-}
-
 }  // namespace
 
 Graph chain_iterations(const Graph& graph, std::span<const DeviceId> placement, int iterations,
@@ -142,7 +133,8 @@ SharedRun run_jobs_together(std::span<const JobGraph> jobs, const Cluster& clust
   std::vector<EngineRuns> alone(jobs.size());
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     alone[j] = run_engines(PlacedGraph(*jobs[j].graph, jobs[j].placement), cluster, engines, order);
-    if (out.headline.empty()) out.headline = headline_engine(alone[j]);
+    // Contention counts most where it is modelled best.
+    if (const EngineRun* r = alone[j].contended(); out.headline.empty() && r) out.headline = r->engine;
     out.jobs[j].link_bytes = link_bytes(*jobs[j].graph, jobs[j].placement, cluster);
   }
   if (out.headline.empty()) throw std::invalid_argument("a shared run needs an engine that schedules (evaluator, flow or simgrid)");
