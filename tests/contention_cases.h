@@ -52,6 +52,7 @@ inline std::vector<std::pair<std::string, std::string>> registry_variants() {
   for (const TopologyType& t : topology_registry()) {
     auto base = [&](const std::string& key) -> std::string {
       if (t.name == "spine-leaf" && key != "servers" && key != "leaves") return "servers: 4, ";
+      if (t.name == "fat-tree" && key == "nics_per_server") return "servers: 6, gpus_per_server: 2, ";
       if (t.name == "fat-tree" && key != "servers") return "servers: 6, gpus_per_server: 1, ";
       if (t.name == "multi-nic" && key.rfind("core_", 0) == 0) return "servers_per_pod: 2, ";
       if (t.name == "rail-optimized" && (key.rfind("core_", 0) == 0 || key == "units_per_pod"))

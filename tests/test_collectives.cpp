@@ -520,3 +520,66 @@ TEST(Collectives, MultiLevelNamesTheServersWhoseTiersDoNotNest) {
   EXPECT_NE(why.find("servers 1 and 2 are both within 1 hop of server 0, but 2 hops from each other"), std::string::npos)
       << why;
 }
+
+TEST(Collectives, RingsOverEveryNicOfAFatTreeServerRunAtTheServersNics) {
+  // A k=4 fat-tree of 4 servers of 4 GPUs, each GPU with its own NIC at kB (nics_per_server 4),
+  // NVLink at 100 kB, no latency. A ring all-reduce over the 16 GPUs in 4 channels, channel c on
+  // 1/4 of the buffer and entering each server at local rank c: each NIC carries one channel's
+  // crossing, 2(n-1)/n of S/4, so the all-reduce takes 2(n-1)/n S / (4 kB), as on one NIC of
+  // 4 kB per server. One channel crosses one NIC per server: four times as long.
+  FatTreeConfig cfg;
+  cfg.k = 4;
+  cfg.servers = 4;
+  cfg.gpus_per_server = 4;
+  cfg.nics_per_server = 4;
+  cfg.nic_bandwidth = kB;
+  cfg.nvlink_bandwidth = 100 * kB;
+  const Cluster c = make_fat_tree(cfg);
+  EXPECT_EQ(c.link(c.route(3, 7)[0]).name, "server0-nic3-up");  // GPU 3 leaves through its own NIC
+  EXPECT_EQ(c.link(c.route(3, 7).back()).name, "server1-nic3-down");
+  EXPECT_FALSE(c.routes_by_server());
+  CollectiveSpec sp = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 16);
+  sp.channels = 4;
+  const double n = 16, expected = 2 * (n - 1) / n * kS / (4 * kB);
+  EXPECT_REL(collective_closed_form(sp, c), expected);
+  const Times t = run(sp, c);
+  EXPECT_REL(t.evaluator, expected);
+  EXPECT_REL(t.flow, expected);
+  EXPECT_NEAR(t.simgrid, expected, 1e-6 * expected);
+  sp.channels = 1;
+  EXPECT_REL(run(sp, c).flow, 4 * expected);
+  // The same servers with one NIC of 4 kB: the same all-reduce time.
+  cfg.nics_per_server = 1;
+  cfg.nic_bandwidth = 4 * kB;
+  sp.channels = 4;
+  EXPECT_REL(run(sp, make_fat_tree(cfg)).flow, expected);
+}
+
+TEST(Collectives, SpineLeafNicsPerServerSizeTheUplinksByTheServersNics) {
+  // 2 leaves of 2 servers of 2 GPUs, 2 NICs per server at kB, one spine, 4:1: each leaf's uplink
+  // carries 2 servers x 2 NICs x kB / 4 = kB. A ring over the 8 GPUs in 2 channels crosses each
+  // NIC with one channel's 2(n-1)/n of S/2, and each leaf's uplink with both channels (the ring's
+  // hop to the other leaf), so at kB/2 each: 2(n-1)/n S / kB. At 1:1 (uplinks 4 kB) the NICs
+  // set the pace: half that.
+  SpineLeafConfig cfg;
+  cfg.servers = 4;
+  cfg.servers_per_leaf = 2;
+  cfg.gpus_per_server = 2;
+  cfg.nics_per_server = 2;
+  cfg.spines = 1;
+  cfg.nic_bandwidth = kB;
+  cfg.nvlink_bandwidth = 100 * kB;
+  cfg.oversubscription = 4;
+  const Cluster c = make_spine_leaf(cfg);
+  EXPECT_DOUBLE_EQ(c.fabric.oversubscription, 4);
+  EXPECT_EQ(c.link(c.route(1, 5)[0]).name, "server0-nic1-up");
+  EXPECT_DOUBLE_EQ(c.link(c.route(1, 5)[1]).bandwidth, kB);  // leaf0 -> spine0
+  CollectiveSpec sp = spec(CollectiveOp::AllReduce, CollectiveAlgorithm::Ring, 8);
+  sp.channels = 2;
+  const double n = 8, expected = 2 * (n - 1) / n * kS / kB;
+  const Times t = run(sp, c);
+  EXPECT_REL(t.flow, expected);
+  EXPECT_NEAR(t.simgrid, expected, 1e-6 * expected);
+  cfg.oversubscription = 1;
+  EXPECT_REL(run(sp, make_spine_leaf(cfg)).flow, expected / 2);
+}

@@ -7,6 +7,7 @@
 
 #include <any>
 #include <fmt/format.h>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -65,13 +66,33 @@ class Reference {
     for (int a = first_gpu[sa]; a < first_gpu[sa + 1]; ++a)
       for (int b = first_gpu[sb]; b < first_gpu[sb + 1]; ++b) cluster.use_route(a, b, route);
   }
-  // add_single_nics' stages.
-  void single_nics() {
-    for (int srv = 0; srv < servers(); ++srv) {
-      nic_up.push_back(one_link_stage(fmt::format("server{}-nic-up", srv)));
-      nic_down.push_back(one_link_stage(fmt::format("server{}-nic-down", srv)));
-    }
+  // add_single_nics' stages, or add_server_nics' (server * per_server + i).
+  void single_nics() { server_nics(1); }
+  void server_nics(int per_server) {
+    nics_per_server = per_server;
+    for (int srv = 0; srv < servers(); ++srv)
+      for (int i = 0; i < per_server; ++i) {
+        const std::string nic = per_server == 1 ? "nic" : fmt::format("nic{}", i);
+        nic_up.push_back(one_link_stage(fmt::format("server{}-{}-up", srv, nic)));
+        nic_down.push_back(one_link_stage(fmt::format("server{}-{}-down", srv, nic)));
+      }
   }
+  // Between servers sa and sb, each GPU pair through its own NICs: make(NIC of a, NIC of b) gives
+  // the route, one per NIC pair.
+  void use_nic_routes(int sa, int sb, const std::function<int(int, int)>& make) {
+    std::map<std::pair<int, int>, int> routes;
+    auto nic_of = [&](int srv, int g) {
+      return srv * nics_per_server + (g - first_gpu[srv]) / ((first_gpu[srv + 1] - first_gpu[srv]) / nics_per_server);
+    };
+    for (int a = first_gpu[sa]; a < first_gpu[sa + 1]; ++a)
+      for (int b = first_gpu[sb]; b < first_gpu[sb + 1]; ++b) {
+        const std::pair<int, int> nics{nic_of(sa, a), nic_of(sb, b)};
+        auto [it, fresh] = routes.try_emplace(nics, -1);
+        if (fresh) it->second = make(nics.first, nics.second);
+        cluster.use_route(a, b, it->second);
+      }
+  }
+  int nics_per_server = 1;
 
   Cluster cluster;
   std::vector<int> first_gpu;  // per server, plus one past the end
@@ -89,7 +110,7 @@ void switch_routes(Reference& r) {
 }
 
 void fat_tree_routes(Reference& r, const FatTreeConfig& cfg) {
-  r.single_nics();
+  r.server_nics(cfg.nics_per_server);
   const int half = cfg.k / 2, servers = r.servers();
   auto pod_of_edge = [&](int e) { return e / half; };
   auto edge = [&](int e) { return fmt::format("edge{}.{}", pod_of_edge(e), e % half); };
@@ -120,14 +141,15 @@ void fat_tree_routes(Reference& r, const FatTreeConfig& cfg) {
     for (int b = 0; b < servers; ++b) {
       if (a == b) continue;
       const int ea = a / half, eb = b / half;
-      const int route = ea == eb ? r.cluster.add_route({r.nic_up[a], r.nic_down[b]})
-                                 : r.cluster.add_route({r.nic_up[a], middle_stage(ea, eb, b), r.nic_down[b]});
-      r.use_server_route(a, b, route);
+      r.use_nic_routes(a, b, [&](int na, int nb) {
+        return ea == eb ? r.cluster.add_route({r.nic_up[na], r.nic_down[nb]})
+                        : r.cluster.add_route({r.nic_up[na], middle_stage(ea, eb, b), r.nic_down[nb]});
+      });
     }
 }
 
 void spine_leaf_routes(Reference& r, const SpineLeafConfig& cfg) {
-  r.single_nics();
+  r.server_nics(cfg.nics_per_server);
   const int servers = r.servers();
   auto up = [&](int l, int j) { return r.link(fmt::format("leaf{}-to-spine{}", l, j)); };
   auto down = [&](int l, int j) { return r.link(fmt::format("spine{}-to-leaf{}", j, l)); };
@@ -147,9 +169,10 @@ void spine_leaf_routes(Reference& r, const SpineLeafConfig& cfg) {
     for (int b = 0; b < servers; ++b) {
       if (a == b) continue;
       const int la = a / cfg.servers_per_leaf, lb = b / cfg.servers_per_leaf;
-      const int route = la == lb ? r.cluster.add_route({r.nic_up[a], r.nic_down[b]})
-                                 : r.cluster.add_route({r.nic_up[a], middle_stage(la, lb, b), r.nic_down[b]});
-      r.use_server_route(a, b, route);
+      r.use_nic_routes(a, b, [&](int na, int nb) {
+        return la == lb ? r.cluster.add_route({r.nic_up[na], r.nic_down[nb]})
+                        : r.cluster.add_route({r.nic_up[na], middle_stage(la, lb, b), r.nic_down[nb]});
+      });
     }
 }
 
@@ -359,6 +382,9 @@ std::vector<std::string> small_instances() {
       "{type: fat-tree, k: 6, servers: 20, gpus_per_server: 2, aggregation_bandwidth: 7GB/s, core_latency: 3us}",
       "{type: fat-tree, k: 6, servers: 20, gpus_per_server: 2, ecmp: false, aggregation_latency: 3us}",
       "{type: fat-tree, k: 2, gpus_per_server: 2}",
+      "{type: fat-tree, k: 4, servers: 7, gpus_per_server: 4, nics_per_server: 2, core_latency: 1us}",
+      "{type: fat-tree, k: 4, servers: 7, gpus_per_server: 4, nics_per_server: 4, ecmp: false}",
+      "{type: spine-leaf, servers: 5, servers_per_leaf: 2, spines: 2, gpus_per_server: 4, nics_per_server: 2, ecmp: false}",
       "{type: spine-leaf, servers: 5, servers_per_leaf: 2, spines: 3, oversubscription: 3, uplink_latency: 1us}",
       "{type: spine-leaf, servers: 5, servers_per_leaf: 2, spines: 3, ecmp: false, gpus_per_server: 3}",
       "{type: spine-leaf, leaves: 4, servers: 5, servers_per_leaf: 2, spines: 1}",

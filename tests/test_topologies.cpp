@@ -431,6 +431,11 @@ TEST(TopologiesCrossCheck, EveryPairOfEveryFabricMatchesTheView) {
       {"spine-leaf static",
        "type: spine-leaf\nleaves: 2\nservers_per_leaf: 2\nspines: 2\ngpus_per_server: 1\nuplink_bandwidth: 3GB/s\n"
        "ecmp: false\n"},
+      {"fat-tree nics", "type: fat-tree\nk: 4\nservers: 5\ngpus_per_server: 4\nnics_per_server: 2\nnic_bandwidth: 10GB/s\n"
+                        "core_bandwidth: 7GB/s\nnic_latency: 1us\n"},
+      {"fat-tree nics static", "type: fat-tree\nk: 4\nservers: 6\ngpus_per_server: 2\nnics_per_server: 2\necmp: false\n"},
+      {"spine-leaf nics", "type: spine-leaf\nservers: 5\nservers_per_leaf: 2\nspines: 3\ngpus_per_server: 4\nnics_per_server: 4\n"
+                          "nic_bandwidth: 10GB/s\noversubscription: 3\n"},
       {"multi-nic uniform", "type: multi-nic\nservers: 4\ngpus_per_server: 2\nnics_per_server: 3\nlink_bandwidth: 25Gbps\n"},
       {"multi-nic explicit",
        "type: multi-nic\nservers: 3\ngpus_per_server: 2\nnics_per_server: 2\nlink_bandwidth: 10GB/s\nlink_latency: 1us\n"
@@ -539,6 +544,9 @@ TEST(Topologies, ImpossibleShapesAndBadUnitsNameTheField) {
   expect("type: multi-nic\nservers: 2\ncore_switches: 2\n", "only clusters with pods");
   expect("type: fat-tree\nk: 4\nnic_bandwith: 1GB/s\n", "did you mean 'nic_bandwidth'");
   expect("type: spine-leef\n", "did you mean 'spine-leaf'");
+  expect("type: fat-tree\nk: 4\ngpus_per_server: 8\nnics_per_server: 3\n",
+         "cluster.nics_per_server (line 4): expected a divisor of gpus_per_server (8)");
+  expect("type: spine-leaf\nleaves: 2\nnics_per_server: 0\n", "cluster.nics_per_server");
 
   // The C++ builders check the same shapes (QuickP builds clusters directly).
   FatTreeConfig ft;
@@ -713,3 +721,15 @@ TEST(Topologies, DescriptionsSayOneInTheSingular) {
 
 }  // namespace
 }  // namespace placesim
+
+// The example: a fat-tree of DGX-like servers, each GPU with its own 400 Gb/s NIC. It
+// builds, says its NICs, and keeps full bisection (the tiers above take a server's 8 NICs).
+TEST(Topologies, FatTreeOfEightNicServersBuildsAtFullBisection) {
+  const Cluster c = cluster_from_yaml(
+      YAML::Load("{type: fat-tree, k: 8, servers: 64, gpus_per_server: 8, nics_per_server: 8, nic_bandwidth: 400Gbps}"), "c.yaml");
+  EXPECT_NE(c.description.find("8 NICs of 50 GB/s per server"), std::string::npos) << c.description;
+  EXPECT_DOUBLE_EQ(c.fabric.oversubscription, 1);
+  EXPECT_EQ(c.link(c.route(5, 13)[0]).name, "server0-nic5-up");
+  EXPECT_DOUBLE_EQ(c.bandwidth(5, 13), 50e9);
+  EXPECT_DOUBLE_EQ(c.link(c.route(5, 8 * 40 + 5)[1]).bandwidth, 400e9);  // edge -> aggregation: the server's NICs together
+}

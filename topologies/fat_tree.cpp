@@ -18,7 +18,7 @@ namespace {
 // d-mod-k picks for the destination server (i = dst mod k/2, j = (dst / (k/2)) mod k/2).
 class FatTreeRouting final : public ServerRouting {
  public:
-  bool routes_by_server() const override { return true; }  // one NIC per server
+  bool routes_by_server() const override { return nics_.per_server == 1; }  // one NIC per server
   struct Tiers {
     int half = 0, edges = 0;
     bool ecmp = true;
@@ -63,22 +63,27 @@ class FatTreeRouting final : public ServerRouting {
   }
 
  protected:
-  Route between(DeviceId, int sa, int sb, DeviceId) const override {
+  Route between(DeviceId src, int sa, int sb, DeviceId dst) const override {
     Route r;
-    r.id = static_cast<std::int64_t>(sa) * servers().count + sb;
+    const std::int64_t nics = static_cast<std::int64_t>(servers().count) * nics_.per_server;
+    const int na = nics_.of(servers(), sa, src), nb = nics_.of(servers(), sb, dst);
+    r.id = na * nics + nb;
     const int ea = sa / t_.half, eb = sb / t_.half;
-    r.stages[0] = nics_.up_stage[sa];
+    r.stages[0] = nics_.up_stage[na];
     if (ea == eb) {
       r.num_stages = 2;
-      r.stages[1] = nics_.down_stage[sb];
+      r.stages[1] = nics_.down_stage[nb];
     } else {
       r.num_stages = 3;
       r.stages[1] = middle_set(ea, eb, sb);
-      r.stages[2] = nics_.down_stage[sb];
+      r.stages[2] = nics_.down_stage[nb];
     }
     return r;
   }
-  std::int64_t num_routes_between() const override { return static_cast<std::int64_t>(servers().count) * servers().count; }
+  std::int64_t num_routes_between() const override {
+    const std::int64_t nics = static_cast<std::int64_t>(servers().count) * nics_.per_server;
+    return nics * nics;
+  }
 
  private:
   struct Middle {
@@ -132,7 +137,9 @@ Cluster make_fat_tree(const FatTreeConfig& cfg, const ConfigSource& src) {
   validate_servers(full, src, static_cast<long>(servers) * cfg.gpus_per_server);
   require_positive(src, "nic_bandwidth", cfg.nic_bandwidth);
   require_latency(src, "nic_latency", cfg.nic_latency);
-  const double agg_bw = cfg.aggregation_bandwidth > 0 ? cfg.aggregation_bandwidth : cfg.nic_bandwidth;
+  require_nics_divide(src, cfg.nics_per_server, cfg.gpus_per_server);
+  const double server_bw = cfg.nics_per_server * cfg.nic_bandwidth;  // a server's NICs together
+  const double agg_bw = cfg.aggregation_bandwidth > 0 ? cfg.aggregation_bandwidth : server_bw;
   const double core_bw = cfg.core_bandwidth > 0 ? cfg.core_bandwidth : agg_bw;
   if (cfg.aggregation_bandwidth != 0) require_positive(src, "aggregation_bandwidth", cfg.aggregation_bandwidth);
   if (cfg.core_bandwidth != 0) require_positive(src, "core_bandwidth", cfg.core_bandwidth);
@@ -156,7 +163,7 @@ Cluster make_fat_tree(const FatTreeConfig& cfg, const ConfigSource& src) {
 
   std::vector<int> edge_of_server(servers);
   for (int srv = 0; srv < servers; ++srv) edge_of_server[srv] = edge_node[srv / half];
-  const Nics nics = add_single_nics(c, s, edge_of_server, cfg.nic_bandwidth, cfg.nic_latency);
+  const Nics nics = add_server_nics(c, s, edge_of_server, cfg.nics_per_server, cfg.nic_bandwidth, cfg.nic_latency);
   // edge_up[e][i]: edge e -> aggregation i of its pod; edge_down[e][i]: back.
   std::vector<std::vector<int>> edge_up(edges, std::vector<int>(half)), edge_down = edge_up;
   for (int e = 0; e < edges; ++e)
@@ -177,12 +184,12 @@ Cluster make_fat_tree(const FatTreeConfig& cfg, const ConfigSource& src) {
 
   c.set_routing(std::make_shared<FatTreeRouting>(s, nics, FatTreeRouting::Tiers{half, edges, cfg.ecmp, edge_up, edge_down, agg_up, agg_down}));
 
-  c.description = fmt::format("fat-tree k={}: {} in {} of {} pods, NIC {}, aggregation {}, core {}, {}", cfg.k,
-                              servers_phrase(cfg, servers), pods, cfg.k, format_bandwidth(cfg.nic_bandwidth),
+  c.description = fmt::format("fat-tree k={}: {} in {} of {} pods, {}, aggregation {}, core {}, {}", cfg.k,
+                              servers_phrase(cfg, servers), pods, cfg.k, nics_phrase(cfg.nics_per_server, cfg.nic_bandwidth),
                               format_bandwidth(agg_bw), format_bandwidth(core_bw), cfg.ecmp ? "ECMP" : "static d-mod-k routing");
   c.fabric.type = "fat-tree";
   // Per tier, the capacity below a switch over the capacity above it (k/2 ports each way).
-  const double edge_ratio = cfg.nic_bandwidth / agg_bw, agg_ratio = agg_bw / core_bw;
+  const double edge_ratio = server_bw / agg_bw, agg_ratio = agg_bw / core_bw;
   c.fabric.oversubscription = std::max({1.0, edge_ratio, edge_ratio * agg_ratio});
   c.fabric.notes.push_back(fmt::format("tiers: edge uplinks {}, aggregation uplinks {} (nominal, full tree)", ratio(edge_ratio),
                                        ratio(agg_ratio)));
@@ -212,9 +219,12 @@ TopologyType fat_tree_topology() {
     c.servers = static_cast<int>(slots);
   });
   s.include(gpu_servers_schema<GpuServersConfig>("a full tree, k^3/4"));
-  s.bandwidth("nic_bandwidth", &C::nic_bandwidth, "server <-> edge switch, each direction", "25GB/s");
+  s.bandwidth("nic_bandwidth", &C::nic_bandwidth, "server <-> edge switch, each NIC and direction", "25GB/s");
+  s.count("nics_per_server", &C::nics_per_server,
+          "NICs per server, each serving gpus_per_server / nics_per_server GPUs (8: one per GPU of a DGX); divides gpus_per_server", 1,
+          64, "2");
   s.duration("nic_latency", &C::nic_latency, "latency of each NIC link", Range::non_negative(), "5us");
-  s.bandwidth("aggregation_bandwidth", &C::aggregation_bandwidth, "edge <-> aggregation links", "5GB/s", "the NIC's");
+  s.bandwidth("aggregation_bandwidth", &C::aggregation_bandwidth, "edge <-> aggregation links", "5GB/s", "a server's NICs together");
   s.duration("aggregation_latency", &C::aggregation_latency, "edge <-> aggregation latency", Range::non_negative(), "5us");
   s.bandwidth("core_bandwidth", &C::core_bandwidth, "aggregation <-> core links", "2GB/s", "the aggregation tier's");
   s.duration("core_latency", &C::core_latency, "aggregation <-> core latency", Range::non_negative(), "5us");

@@ -217,17 +217,37 @@ int add_cable_link(Cluster& c, int from, int to, double bandwidth, double latenc
 }
 
 Nics add_single_nics(Cluster& c, const Servers& s, const std::vector<int>& switch_of_server, double bandwidth, double latency) {
+  return add_server_nics(c, s, switch_of_server, 1, bandwidth, latency);
+}
+
+Nics add_server_nics(Cluster& c, const Servers& s, const std::vector<int>& switch_of_server, int nics_per_server, double bandwidth,
+                     double latency) {
   Nics n;
-  for (int srv = 0; srv < s.count; ++srv) {
-    const int up = c.add_link({fmt::format("server{}-nic-up", srv), bandwidth, latency, s.node[srv], switch_of_server[srv]});
-    const int down = c.add_link({fmt::format("server{}-nic-down", srv), bandwidth, latency, switch_of_server[srv], s.node[srv]});
-    n.up_stage.push_back(c.add_path_set({RoutePath{{up}, 1.0}}));
-    n.down_stage.push_back(c.add_path_set({RoutePath{{down}, 1.0}}));
-  }
+  n.per_server = nics_per_server;
+  for (int srv = 0; srv < s.count; ++srv)
+    for (int i = 0; i < nics_per_server; ++i) {
+      const std::string nic = nics_per_server == 1 ? "nic" : fmt::format("nic{}", i);
+      const int up = c.add_link({fmt::format("server{}-{}-up", srv, nic), bandwidth, latency, s.node[srv], switch_of_server[srv]});
+      const int down = c.add_link({fmt::format("server{}-{}-down", srv, nic), bandwidth, latency, switch_of_server[srv], s.node[srv]});
+      n.up_stage.push_back(c.add_path_set({RoutePath{{up}, 1.0}}));
+      n.down_stage.push_back(c.add_path_set({RoutePath{{down}, 1.0}}));
+    }
   return n;
 }
 
+void require_nics_divide(const ConfigSource& src, int nics_per_server, int gpus_per_server) {
+  require_count(src, "nics_per_server", nics_per_server, 1, 64);
+  if (gpus_per_server % nics_per_server != 0)
+    src.fail("nics_per_server", fmt::format("expected a divisor of gpus_per_server ({}): every NIC serves as many GPUs, got {}",
+                                            gpus_per_server, nics_per_server));
+}
+
 std::string ratio(double r) { return fmt::format("{:.4g}:1", r); }
+
+std::string nics_phrase(int nics_per_server, double bandwidth) {
+  if (nics_per_server == 1) return "NIC " + format_bandwidth(bandwidth);
+  return fmt::format("{} NICs of {} per server", nics_per_server, format_bandwidth(bandwidth));
+}
 
 double parse_oversubscription(const YamlFields& f, std::string_view key) {
   const std::string text = f.string(key);

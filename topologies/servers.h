@@ -168,12 +168,26 @@ void note_overrides(Cluster& c, const GpuServersConfig& cfg);
 // A one-way link from node `from` to node `to`, named after them.
 int add_cable_link(Cluster& c, int from, int to, double bandwidth, double latency);
 
-// The NIC links of a one-NIC server to its switch: "server<s>-nic-up" and "-down".
+// The NIC links of each server to its switch: "server<s>-nic-up" and "-down" with one NIC per
+// server; with several, "server<s>-nic<i>-up", NIC i serving the server's GPUs i * g .. i * g + g - 1
+// (g = GPUs per NIC), so that each GPU's traffic leaves and enters through its own NIC.
 struct Nics {
-  std::vector<int> up_stage, down_stage;  // per server: a one-link path set
+  std::vector<int> up_stage, down_stage;  // per server and NIC (server * per_server + i): a one-link path set
+  int per_server = 1;
+  // The NIC of `gpu` (on server `server`), an index into up_stage and down_stage.
+  int of(const Servers& s, int server, DeviceId gpu) const {
+    const int gpus_per_nic = s.gpus(server) / per_server;
+    return server * per_server + (gpu - s.first_gpu[server]) / gpus_per_nic;
+  }
 };
 Nics add_single_nics(Cluster& c, const Servers& s, const std::vector<int>& switch_of_server, double bandwidth, double latency);
+Nics add_server_nics(Cluster& c, const Servers& s, const std::vector<int>& switch_of_server, int nics_per_server, double bandwidth,
+                     double latency);
+// `nics_per_server` must divide every server's GPUs (each NIC serves as many): the error names the key.
+void require_nics_divide(const ConfigSource& src, int nics_per_server, int gpus_per_server);
 std::string ratio(double r);
+// "NIC 50 GB/s", or "8 NICs of 50 GB/s per server".
+std::string nics_phrase(int nics_per_server, double bandwidth);
 // An oversubscription ratio written "4", "4:1" or "1.5"; errors name the key.
 double parse_oversubscription(const YamlFields& f, std::string_view key);
 

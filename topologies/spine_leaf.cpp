@@ -18,7 +18,7 @@ namespace {
 // the destination server picks (dst mod spines).
 class SpineLeafRouting final : public ServerRouting {
  public:
-  bool routes_by_server() const override { return true; }  // one NIC per server
+  bool routes_by_server() const override { return nics_.per_server == 1; }  // one NIC per server
   // up[l][j]: leaf l -> spine j; down[l][j]: spine j -> leaf l.
   SpineLeafRouting(Servers layout, const Nics& nics, int servers_per_leaf, int leaves, bool ecmp,
                    std::vector<std::vector<int>> up, std::vector<std::vector<int>> down)
@@ -53,22 +53,27 @@ class SpineLeafRouting final : public ServerRouting {
   }
 
  protected:
-  Route between(DeviceId, int sa, int sb, DeviceId) const override {
+  Route between(DeviceId src, int sa, int sb, DeviceId dst) const override {
     Route r;
-    r.id = static_cast<std::int64_t>(sa) * servers().count + sb;
+    const std::int64_t nics = static_cast<std::int64_t>(servers().count) * nics_.per_server;
+    const int na = nics_.of(servers(), sa, src), nb = nics_.of(servers(), sb, dst);
+    r.id = na * nics + nb;
     const int la = sa / servers_per_leaf_, lb = sb / servers_per_leaf_;
-    r.stages[0] = nics_.up_stage[sa];
+    r.stages[0] = nics_.up_stage[na];
     if (la == lb) {
       r.num_stages = 2;
-      r.stages[1] = nics_.down_stage[sb];
+      r.stages[1] = nics_.down_stage[nb];
     } else {
       r.num_stages = 3;
       r.stages[1] = middle_set(la, lb, sb);
-      r.stages[2] = nics_.down_stage[sb];
+      r.stages[2] = nics_.down_stage[nb];
     }
     return r;
   }
-  std::int64_t num_routes_between() const override { return static_cast<std::int64_t>(servers().count) * servers().count; }
+  std::int64_t num_routes_between() const override {
+    const std::int64_t nics = static_cast<std::int64_t>(servers().count) * nics_.per_server;
+    return nics * nics;
+  }
 
  private:
   // Middles per leaf pair (ECMP), or per leaf pair and the destination's spine (static).
@@ -107,14 +112,16 @@ Cluster make_spine_leaf(const SpineLeafConfig& cfg, const ConfigSource& src) {
   require_positive(src, "nic_bandwidth", cfg.nic_bandwidth);
   require_latency(src, "nic_latency", cfg.nic_latency);
   require_latency(src, "uplink_latency", cfg.uplink_latency);
+  require_nics_divide(src, cfg.nics_per_server, cfg.gpus_per_server);
+  const double server_bw = cfg.nics_per_server * cfg.nic_bandwidth;  // a server's NICs together
   double uplink = cfg.uplink_bandwidth;
   if (uplink != 0) {
     require_positive(src, "uplink_bandwidth", uplink);
   } else {
     require_positive(src, "oversubscription", cfg.oversubscription, "a ratio");
-    uplink = cfg.servers_per_leaf * cfg.nic_bandwidth / (cfg.spines * cfg.oversubscription);
+    uplink = cfg.servers_per_leaf * server_bw / (cfg.spines * cfg.oversubscription);
   }
-  const double oversubscription = cfg.servers_per_leaf * cfg.nic_bandwidth / (cfg.spines * uplink);
+  const double oversubscription = cfg.servers_per_leaf * server_bw / (cfg.spines * uplink);
 
   Cluster c;
   const Servers s = add_servers(c, full, uniform_servers(full));
@@ -123,7 +130,7 @@ Cluster make_spine_leaf(const SpineLeafConfig& cfg, const ConfigSource& src) {
   for (int j = 0; j < cfg.spines; ++j) spine_node[j] = c.add_node({fmt::format("spine{}", j), NodeKind::Switch, -1});
   std::vector<int> leaf_of_server(servers);
   for (int srv = 0; srv < servers; ++srv) leaf_of_server[srv] = leaf_node[srv / cfg.servers_per_leaf];
-  const Nics nics = add_single_nics(c, s, leaf_of_server, cfg.nic_bandwidth, cfg.nic_latency);
+  const Nics nics = add_server_nics(c, s, leaf_of_server, cfg.nics_per_server, cfg.nic_bandwidth, cfg.nic_latency);
   std::vector<std::vector<int>> up(leaves, std::vector<int>(cfg.spines)), down = up;
   for (int l = 0; l < leaves; ++l)
     for (int j = 0; j < cfg.spines; ++j) {
@@ -132,9 +139,9 @@ Cluster make_spine_leaf(const SpineLeafConfig& cfg, const ConfigSource& src) {
     }
   c.set_routing(std::make_shared<SpineLeafRouting>(s, nics, cfg.servers_per_leaf, leaves, cfg.ecmp, up, down));
 
-  c.description = fmt::format("spine-leaf: {} on {} leaves of {}, {} spine{}, NIC {}, uplinks {} ({} oversubscribed), {}",
+  c.description = fmt::format("spine-leaf: {} on {} leaves of {}, {} spine{}, {}, uplinks {} ({} oversubscribed), {}",
                               servers_phrase(cfg, servers), leaves, cfg.servers_per_leaf, cfg.spines, cfg.spines == 1 ? "" : "s",
-                              format_bandwidth(cfg.nic_bandwidth), format_bandwidth(uplink), ratio(oversubscription),
+                              nics_phrase(cfg.nics_per_server, cfg.nic_bandwidth), format_bandwidth(uplink), ratio(oversubscription),
                               cfg.ecmp ? "ECMP" : "static routing");
   c.fabric.type = "spine-leaf";
   c.fabric.oversubscription = oversubscription;
@@ -163,7 +170,10 @@ TopologyType spine_leaf_topology() {
     c.servers = static_cast<int>(servers);
   });
   s.include(gpu_servers_schema<GpuServersConfig>("leaves x servers_per_leaf"));
-  s.bandwidth("nic_bandwidth", &C::nic_bandwidth, "server <-> leaf, each direction", "25GB/s");
+  s.bandwidth("nic_bandwidth", &C::nic_bandwidth, "server <-> leaf, each NIC and direction", "25GB/s");
+  s.count("nics_per_server", &C::nics_per_server,
+          "NICs per server, each serving gpus_per_server / nics_per_server GPUs (8: one per GPU of a DGX); divides gpus_per_server", 1,
+          64, "2");
   s.duration("nic_latency", &C::nic_latency, "latency of each NIC link", Range::non_negative(), "5us");
   s.bandwidth("uplink_bandwidth", &C::uplink_bandwidth, "each leaf <-> spine link", "5GB/s", "from oversubscription");
   s.add({"oversubscription", "ratio", "leaf downlink : uplink capacity, 4 or '4:1' (when uplink_bandwidth is not given)", "1:1",
