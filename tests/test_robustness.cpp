@@ -216,6 +216,34 @@ TEST(Robustness, Item4TheLoadCheckRefusesAliasCyclesAndWalksSharedNodesOnce) {
   fs::remove_all(dir);
 }
 
+// A key given twice: yaml-cpp keeps both and reads the first, so the value a user edited last
+// (often the lower one) would be ignored without a word. Every YAML file placesim reads refuses it.
+TEST(Robustness, AKeyGivenTwiceInOneMappingIsRefusedWithBothLines) {
+  const fs::path dir = temp_dir("duplicate-keys");
+  write(dir / "s.yaml", "graph: {builtin: fig3.1}\ncluster: {type: full-mesh, gpus: 2}\nstrategies: [heft]\n"
+                        "graph: {builtin: fig3.2}\n");
+  std::string out;
+  EXPECT_EQ(run_cli("run " + (dir / "s.yaml").string() + " -o " + (dir / "out").string(), out), 2) << out;
+  EXPECT_TRUE(contains(out, "s.yaml: graph (line 4): the key is given twice in one mapping (first on line 1)")) << out;
+  EXPECT_FALSE(fs::exists(dir / "out")) << "refused before anything ran";
+  // Inside a flow mapping and a list item, named by their path.
+  write(dir / "nested.yaml", "cluster: {type: full-mesh, gpus: 2, gpus: 4}\nstrategies:\n  - {name: heft, label: a, label: b}\n");
+  EXPECT_INPUT_ERROR(load_yaml_file((dir / "nested.yaml").string()), "cluster.gpus (line 1)", "first on line 1");
+  write(dir / "item.yaml", "strategies:\n  - name: heft\n    label: a\n    label: b\n");
+  EXPECT_INPUT_ERROR(load_yaml_file((dir / "item.yaml").string()), "strategies[0].label (line 4)", "first on line 3");
+  // The same mapping reached through two aliases is one mapping, not a repeat.
+  write(dir / "alias.yaml", "a: &m {x: 1}\nb: *m\nc: *m\n");
+  EXPECT_NO_THROW(load_yaml_file((dir / "alias.yaml").string()));
+  // A model file for `plan --model-file`.
+  write(dir / "m.yaml", "family: gpt\nlayers: 2\nhidden: 256\nheads: 4\nlayers: 4\n");
+  write(dir / "c.yaml", "type: full-mesh\ngpus: 2\n");
+  EXPECT_EQ(run_cli("plan --model-file " + (dir / "m.yaml").string() + " --cluster " + (dir / "c.yaml").string() + " --gpu a100", out),
+            2)
+      << out;
+  EXPECT_TRUE(contains(out, "m.yaml: layers (line 5): the key is given twice")) << out;
+  fs::remove_all(dir);
+}
+
 TEST(Robustness, Item4Utf8CheckFollowsRfc3629) {
   EXPECT_EQ(first_invalid_utf8("plain ascii"), std::string_view::npos);
   EXPECT_EQ(first_invalid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), std::string_view::npos);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "sim/core/errors.h"
@@ -123,7 +124,7 @@ YAML::Node parse_yaml(Input& in, const std::string& path) {
                      "malformed YAML: " + e.msg);
   }
   if (!root || root.IsNull()) throw InputError(path, "", "the file is empty");
-  check_utf8(root, path, "");
+  check_yaml_tree(root, path, "");
   return root;
 }
 }  // namespace
@@ -171,9 +172,9 @@ namespace {
 // Walks a loaded tree once: an alias makes several paths lead to one node (an anchored list used
 // twice is checked once, so nested aliases cannot make the walk exponential), and an alias inside
 // the node it names makes a cycle, which nothing downstream could walk either.
-class Utf8Walk {
+class TreeWalk {
  public:
-  explicit Utf8Walk(const std::string& file) : file_(file) {}
+  explicit TreeWalk(const std::string& file) : file_(file) {}
 
   void node(const YAML::Node& n, const std::string& path) {
     if (n.IsScalar()) return scalar(n, path);
@@ -185,11 +186,21 @@ class Utf8Walk {
     if (!walked_.insert(n.Mark().pos).second) return;
     ancestors_.push_back(n);
     if (n.IsMap()) {
+      std::map<std::string, int> lines;  // each key's first line
       for (const auto& kv : n) {
         if (kv.first.IsScalar()) scalar(kv.first, path.empty() ? "<key>" : path + ".<key>");
         // A key that is not a plain word is the parser's to refuse; its value is still checked.
         const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "<key>";
-        node(kv.second, path.empty() ? key : path + "." + key);
+        const std::string field = path.empty() ? key : path + "." + key;
+        if (kv.first.IsScalar()) {
+          const auto [first, fresh] = lines.emplace(key, kv.first.Mark().line + 1);
+          if (!fresh)
+            throw InputError(file_, fmt::format("{} (line {})", field, kv.first.Mark().line + 1),
+                             fmt::format("the key is given twice in one mapping (first on line {}): one of the two values "
+                                         "would be ignored; remove one",
+                                         first->second));
+        }
+        node(kv.second, field);
       }
     } else {
       std::size_t i = 0;
@@ -214,8 +225,8 @@ class Utf8Walk {
 
 }  // namespace
 
-void check_utf8(const YAML::Node& node, const std::string& file, const std::string& path) {
-  Utf8Walk(file).node(node, path);
+void check_yaml_tree(const YAML::Node& node, const std::string& file, const std::string& path) {
+  TreeWalk(file).node(node, path);
 }
 
 }  // namespace placesim

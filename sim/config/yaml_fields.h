@@ -49,9 +49,11 @@ class YamlFields {
   std::string file_, path_;
 };
 
-// Loads a YAML file; malformed YAML becomes an InputError with the parser's line and column, and
-// text that is not UTF-8 (in any key or value) an InputError naming the field and its line:
-// every name ends up in JSON results, which hold UTF-8 only.
+// Loads a YAML file; malformed YAML becomes an InputError with the parser's line and column,
+// text that is not UTF-8 (in any key or value) an InputError naming the field and its line
+// (every name ends up in JSON results, which hold UTF-8 only), and a key given twice in one
+// mapping an InputError naming both lines (yaml-cpp keeps both and reads the first: the other
+// would be silently ignored).
 YAML::Node load_yaml_file(const std::string& path);
 // The same for YAML text already in memory; `file` names it in errors.
 YAML::Node parse_yaml_text(const std::string& text, const std::string& file);
@@ -60,10 +62,11 @@ YAML::Node parse_yaml_text(const std::string& text, const std::string& file);
 // (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF), or npos.
 std::size_t first_invalid_utf8(std::string_view text);
 // Throws InputError naming `file` and the field path of the first key or value under `node`
-// (whose own path is `path`) that is not UTF-8, or of an alias that refers to a mapping or list
-// containing it (a cycle). Nodes reached through several aliases are checked once; `node` must be
-// a tree as the parser made it (their positions in the file tell its nodes apart).
-void check_utf8(const YAML::Node& node, const std::string& file, const std::string& path);
+// (whose own path is `path`) that is not UTF-8, of a key that repeats one of its mapping, or of
+// an alias that refers to a mapping or list containing it (a cycle). Nodes reached through
+// several aliases are checked once; `node` must be a tree as the parser made it (their positions
+// in the file tell its nodes apart).
+void check_yaml_tree(const YAML::Node& node, const std::string& file, const std::string& path);
 
 
 }  // namespace placesim

@@ -300,12 +300,7 @@ bool is_yaml_file(const std::string& name) {
 GpuSpec kernel_model_gpu(const std::string& name, const std::string& source) {
   if (is_yaml_file(name)) {
     // A GPU of the user's: a preset with overrides, or every figure (gpu.h, gpu_from_yaml).
-    YAML::Node root;
-    try {
-      root = YAML::LoadFile(name);
-    } catch (const YAML::Exception& e) {
-      throw InputError(name, "", fmt::format("cannot read the GPU file: {}", e.what()));
-    }
+    const YAML::Node root = load_yaml_file(name);
     const bool wrapped = root.IsMap() && root["gpu"];
     GpuSpec g = gpu_from_yaml(wrapped ? root["gpu"] : root, name, wrapped ? "gpu" : "");
     if (!(g.sms > 0 && g.gemm_efficiency > 0 && g.memory_efficiency > 0 && g.has(g.default_precision())))
@@ -545,14 +540,7 @@ TransformerShape model_from_yaml(const YAML::Node& node, const std::string& file
 }
 
 TransformerShape load_model_file(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw InputError(path, "", "cannot read the model file");
-  } catch (const YAML::Exception& e) {
-    throw InputError(path, "", fmt::format("not valid YAML: {}", e.msg));
-  }
+  const YAML::Node root = load_yaml_file(path);
   if (!root.IsMap()) throw InputError(path, "", "expected a mapping of the model's dimensions (family, layers, hidden, ...)");
   return model_from_yaml(root, path, "");
 }
