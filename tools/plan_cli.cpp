@@ -140,6 +140,29 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
               "reduce the gradients after the backward, all buckets at once (Megatron without --overlap-grad-reduce, its "
               "default; its local DDP of 2021); default: each layer's bucket as soon as its backward has run");
   c->add_flag("--json", a.json, "one JSON object (iteration time, tokens/s, TFLOP/s and MFU per engine, memory) instead of the text");
+  c->add_option("--framework", a.framework, [] {
+       std::string help = "whose defaults the plan runs with (a setting you give keeps your value; docs/parallelism.md):";
+       for (const FrameworkProfile& p : framework_profiles())
+         help += fmt::format(" {}: {};", enum_name<Framework>(kFrameworkNames, p.framework), p.summary);
+       help.back() = '.';
+       return help;
+     }())
+      ->check(one_of([] {
+        std::vector<std::string> names;
+        for (const auto& n : kFrameworkNames) names.emplace_back(n.name);
+        return names;
+      }()))
+      ->capture_default_str();
+  // What the user gave, by keyword (`given`), for the framework's defaults.
+  c->parse_complete_callback([c, &a] {
+    for (const CLI::Option* o : c->get_options()) {
+      if (o->count() == 0 || o->get_name().rfind("--", 0) != 0) continue;
+      std::string key = o->get_name().substr(2);
+      if (key.rfind("no-", 0) == 0) key = key.substr(3);
+      std::replace(key.begin(), key.end(), '-', '_');
+      a.given.push_back(key);
+    }
+  });
   c->add_option("--cluster", a.cluster, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
   c->add_option("--tp", a.tp, "tensor-parallel width (the workload must have it)")->check(whole_number(1, 1 << 16))->capture_default_str();
   c->add_option("--stage-tp", a.stage_tp,
@@ -482,14 +505,16 @@ void print_report_json(const PlanArgs& a, const ParallelPlan& plan, const PlanRe
   j["plan"] = {{"tp", plan.tp}, {"pp", plan.pp}, {"dp", plan.dp / plan.cp}, {"cp", plan.cp}, {"micro_batches", plan.micro_batches},
                {"virtual_stages", plan.virtual_stages}, {"zero", plan.zero}, {"sequence_parallel", plan.sequence_parallel},
                {"overlap_param_gather", plan.overlap_param_gather}, {"overlap_grad_reduce", plan.overlap_grad_reduce},
-               {"tp_comm_overlap", plan.tp_comm_overlap},
+               {"tp_comm_overlap", plan.tp_comm_overlap}, {"framework", a.framework},
                {"recompute", a.workload.empty() ? a.recompute : "workload's"}};
   std::cout << j.dump() << "\n";
 }
 
 }  // namespace
 
-int cmd_plan(const PlanArgs& a) {
+int cmd_plan(const PlanArgs& args) {
+  PlanArgs a = args;
+  apply_framework(a, "command line");
   if (static_cast<int>(!a.workload.empty()) + !a.model.empty() + !a.model_file.empty() != 1)
     throw InputError("command line", "--workload/--model/--model-file", "expected one of --workload FILE, --model NAME or --model-file FILE");
   check_model_options(a);
@@ -531,6 +556,9 @@ int cmd_plan(const PlanArgs& a) {
                      layout.gpus.size(), a.ep > 1 ? fmt::format(" (ep {})", a.ep) : "",
                      a.sequence_parallel ? ", sequence-parallel" : "", plan.micro_batches,
                      a.virtual_stages > 1 ? "interleaved " : "", a.schedule, plan.zero);
+  out << fmt::format("framework       {}: {}{}\n", a.framework,
+                     framework_profile(enum_parse<Framework>(kFrameworkNames, a.framework, "command line", "--framework")).summary,
+                     a.overlap_p2p_comm ? "; pipeline sends beside the next operator" : "");
   if (static_cast<int>(layout.gpus.size()) < cluster.num_devices())
     out << fmt::format("note            the plan runs {} of the cluster's {} GPUs (tp x pp x dp{}); the rest stay idle\n",
                        layout.gpus.size(), cluster.num_devices(), a.cp > 1 ? " x cp" : "");

@@ -12,6 +12,7 @@
 #include "sim/collectives/collectives.h"
 #include "sim/core/errors.h"
 #include "sim/models/layer_zoo.h"
+#include "sim/plans/frameworks.h"
 #include "sim/plans/parallel_plan.h"
 #include "sim/plans/plan_run.h"
 
@@ -50,6 +51,10 @@ struct PlanArgs {
   bool distributed_optimizer = false;  // Megatron's: ZeRO 1, its parameter gathers overlapping the next forward
   bool no_overlap_param_gather = false;  // ZeRO 1 and 2: the gathers after the optimizer step
   bool no_overlap_grad_reduce = false;   // the gradient reductions after the backward
+  std::string framework = "megatron-lm";  // whose defaults (sim/plans/frameworks.h)
+  // The settings the user gave, by their keyword names (Python's; a flag's name without its
+  // dashes or `no-`, dashes as underscores): the framework's defaults leave them alone.
+  std::vector<std::string> given;
   bool json = false;
   std::string trace;  // Chrome trace of the evaluator's run, with each GPU's memory over time
   std::string chakra;  // a directory for the plan's Chakra execution traces, one per GPU
@@ -85,6 +90,36 @@ inline PlanRunOptions plan_run_options(const PlanArgs& a, const std::string& sou
   if (a.seeds > 1 && !o.variability.random())
     throw InputError(source, cli ? "--seeds" : "seeds", "more than one seed needs variability: give --gpu-speed-cv or --kernel-jitter-cv");
   return o;
+}
+
+// The framework's defaults (sim/plans/frameworks.h) on what the user did not give, then what it
+// cannot run refused, naming the setting as `source` spells it.
+inline void apply_framework(PlanArgs& a, const std::string& source) {
+  const bool cli = source == "command line";
+  auto field = [&](const std::string& key, const std::string& flag = "") {
+    return cli ? (flag.empty() ? "--" + key : flag) : key;
+  };
+  const Framework f = enum_parse<Framework>(kFrameworkNames, a.framework, source, field("framework"));
+  const FrameworkProfile& p = framework_profile(f);
+  auto given = [&](const char* key) { return std::find(a.given.begin(), a.given.end(), key) != a.given.end(); };
+  if (!p.distributed_optimizer_allowed && a.distributed_optimizer)
+    throw InputError(source, field("distributed_optimizer", "--distributed-optimizer"),
+                     fmt::format("{} shards with its own ZeRO stages (--zero), not Megatron's distributed optimizer", a.framework));
+  if (p.distributed_optimizer && !given("distributed_optimizer") && !given("zero")) a.distributed_optimizer = *p.distributed_optimizer;
+  if (p.zero && !given("zero") && !a.distributed_optimizer) a.zero = *p.zero;
+  if (p.overlap_grad_reduce && !given("overlap_grad_reduce")) a.no_overlap_grad_reduce = !*p.overlap_grad_reduce;
+  if (p.even_split && *p.even_split && !given("stage_split") && a.stage_starts.empty()) a.stage_split = "even";
+  if (p.sequence_parallel_with_tp && a.tp > 1 && !given("sequence_parallel")) a.sequence_parallel = true;
+  if (p.tp_comm_overlap_with_sp && a.sequence_parallel && !given("tp_comm_overlap")) a.tp_comm_overlap = true;
+  if (!p.interleaving && a.virtual_stages > 1)
+    throw InputError(source, field("virtual_stages", "--virtual-stages"),
+                     fmt::format("{} runs 1F1B without interleaving: expected 1 virtual stage, got {} (Megatron-LM interleaves)",
+                                 a.framework, a.virtual_stages));
+  if (!p.zero_beyond_1_with_pipeline && a.pp > 1 && a.zero > 1)
+    throw InputError(source, field("zero"),
+                     fmt::format("{}'s pipeline engine runs ZeRO 1 at most (ZeRO 2 and 3 do not run with pipeline parallelism), "
+                                 "got ZeRO {} with pp {}",
+                                 a.framework, a.zero, a.pp));
 }
 
 // Exit 0, or 1 when the plan does not fit in GPU memory (said on stderr, nothing simulated).

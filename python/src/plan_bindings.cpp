@@ -193,6 +193,7 @@ constexpr PlanKeyword kPlanKeywords[] = {
     {"sequence_parallel", set_field<&PlanArgs::sequence_parallel>},
     {"full_graph", set_field<&PlanArgs::full_graph>},
     {"fold", set_field<&PlanArgs::fold>},
+    {"framework", set_field<&PlanArgs::framework>},
 };
 
 PlanArgs plan_args(const py::dict& kw) {
@@ -206,10 +207,14 @@ PlanArgs plan_args(const py::dict& kw) {
   }
   PlanArgs a;
   for (const PlanKeyword& k : kPlanKeywords)
-    if (kw.contains(k.name) && !kw[k.name].is_none()) k.set(a, kw[k.name]);
+    if (kw.contains(k.name) && !kw[k.name].is_none()) {
+      k.set(a, kw[k.name]);
+      a.given.emplace_back(k.name);
+    }
   if (kw.contains("overlap_param_gather") && !kw["overlap_param_gather"].is_none() && !a.no_overlap_param_gather &&
       !a.distributed_optimizer)
     throw InputError("python", "overlap_param_gather", "Megatron's distributed optimizer overlaps its gathers: give distributed_optimizer=True too");
+  apply_framework(a, "python");
   return a;
 }
 

@@ -132,3 +132,19 @@ def test_search_equals_the_cli(tmp_path):
     assert {"mfu", "tokens_per_s_per_gpu", "tp", "pp", "dp", "compute_s", "command"} <= set(r["frame"].columns)
     with pytest.raises(placesim.InputError, match="--top"):
         placesim.search(placesim.load_cluster(cluster), model="llama2-7b", global_batch=16, top=0)
+
+
+def test_a_framework_profile_is_its_flags_written_out(tmp_path):
+    # framework="deepspeed" runs ZeRO 1, the reductions after the backward and the even split, as
+    # those keywords given by hand; a keyword the caller gives keeps its value.
+    cluster_file = tmp_path / "c.yaml"
+    cluster_file.write_text(json.dumps({"cluster": H100}))
+    cluster = placesim.load_cluster(cluster_file)
+    args = dict(model="gpt2", tp=2, pp=2, dp=2, micro_batches=4, engine="flow")
+    profiled = placesim.plan(cluster, framework="deepspeed", **args)
+    by_hand = placesim.plan(cluster, zero=1, overlap_grad_reduce=False, stage_split="even", **args)
+    assert profiled["latencies"]["flow"] == by_hand["latencies"]["flow"]
+    assert placesim.plan(cluster, framework="deepspeed", zero=0, **args)["latencies"]["flow"] == \
+        placesim.plan(cluster, overlap_grad_reduce=False, stage_split="even", **args)["latencies"]["flow"]
+    with pytest.raises(placesim.InputError, match="virtual_stages: deepspeed runs 1F1B without interleaving"):
+        placesim.plan(cluster, framework="deepspeed", virtual_stages=2, **args)

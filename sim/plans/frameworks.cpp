@@ -1,0 +1,72 @@
+#include "sim/plans/frameworks.h"
+
+#include <stdexcept>
+
+namespace placesim {
+
+namespace {
+
+// Sources, per profile:
+//  - megatron-lm: placesim's defaults, Megatron-LM with --overlap-grad-reduce (each bucket's
+//    reduction as soon as its layers' backward has run), the layers balanced by compute.
+//  - megatron-lm-2021: Narayanan et al. 2021 (examples/sc21 of Megatron-LM): its local DDP
+//    reduced every gradient after the backward (no overlap), the layers split evenly.
+//  - megatron-core: Megatron-Core's recommended flags (its README's benchmarks:
+//    --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap),
+//    the layers split evenly.
+//  - nemo: NeMo 2's recipes run Megatron-Core so, with sequence parallelism wherever tp > 1.
+//  - deepspeed: DeepSpeed's pipeline engine (deepspeed/runtime/pipe): 1F1B without
+//    interleaving, the gradients reduced after the backward, ZeRO stage 1 (ZeRO 2 and 3 do not
+//    run with its pipeline), layers partitioned by parameters (even for uniform blocks).
+//  - fsdp: PyTorch FSDP as torchtitan runs it: fully sharded (ZeRO 3), each layer's parameters
+//    all-gathered before its forward and again before its backward, its gradients
+//    reduce-scattered as its backward ends; no Megatron distributed optimizer.
+const FrameworkProfile kProfiles[] = {
+    {.framework = Framework::MegatronLm,
+     .summary = "Megatron-LM with --overlap-grad-reduce: each layer's gradients reduced as its backward ends (placesim's defaults)"},
+    {.framework = Framework::MegatronLm2021,
+     .summary = "Megatron-LM of 2021 (Narayanan et al.): local DDP, every gradient reduced after the backward; layers split evenly",
+     .overlap_grad_reduce = false,
+     .even_split = true},
+    {.framework = Framework::MegatronCore,
+     .summary = "Megatron-Core's recommended flags: the distributed optimizer with overlapped reduce-scatters and gathers, "
+                "tensor-parallel overlap with sequence parallelism; layers split evenly",
+     .distributed_optimizer = true,
+     .overlap_grad_reduce = true,
+     .even_split = true,
+     .tp_comm_overlap_with_sp = true},
+    {.framework = Framework::Nemo,
+     .summary = "NeMo's recipes (Megatron-Core): the distributed optimizer overlapped, sequence parallelism wherever tp > 1 with "
+                "tensor-parallel overlap; layers split evenly",
+     .distributed_optimizer = true,
+     .overlap_grad_reduce = true,
+     .even_split = true,
+     .sequence_parallel_with_tp = true,
+     .tp_comm_overlap_with_sp = true},
+    {.framework = Framework::DeepSpeed,
+     .summary = "DeepSpeed's pipeline engine: 1F1B without interleaving, gradients reduced after the backward, ZeRO 1; layers "
+                "split evenly",
+     .zero = 1,
+     .overlap_grad_reduce = false,
+     .even_split = true,
+     .interleaving = false,
+     .zero_beyond_1_with_pipeline = false},
+    {.framework = Framework::Fsdp,
+     .summary = "PyTorch FSDP (torchtitan): ZeRO 3, each layer's parameters gathered before its forward and its backward, its "
+                "gradients reduce-scattered as its backward ends",
+     .zero = 3,
+     .overlap_grad_reduce = true,
+     .distributed_optimizer_allowed = false},
+};
+
+}  // namespace
+
+const FrameworkProfile& framework_profile(Framework f) {
+  for (const FrameworkProfile& p : kProfiles)
+    if (p.framework == f) return p;
+  throw std::logic_error("framework_profile: a framework without a profile");
+}
+
+std::span<const FrameworkProfile> framework_profiles() { return kProfiles; }
+
+}  // namespace placesim

@@ -1,0 +1,40 @@
+#pragma once
+// Framework profiles: how a training framework runs a plan, as named, documented behaviours
+// rather than per-run factors (`plan --framework NAME`, docs/parallelism.md). A profile gives the
+// defaults its framework runs with; a knob the user sets keeps the user's value, and what a
+// framework cannot run (DeepSpeed's pipeline with interleaving) is refused with the reason.
+#include <optional>
+#include <span>
+#include <string>
+
+#include "sim/core/names.h"
+
+namespace placesim {
+
+enum class Framework { MegatronLm, MegatronLm2021, MegatronCore, Nemo, DeepSpeed, Fsdp };
+inline constexpr EnumName<Framework> kFrameworkNames[] = {
+    {Framework::MegatronLm, "megatron-lm"},   {Framework::MegatronLm2021, "megatron-lm-2021"},
+    {Framework::MegatronCore, "megatron-core"}, {Framework::Nemo, "nemo"},
+    {Framework::DeepSpeed, "deepspeed"},       {Framework::Fsdp, "fsdp"}};
+
+struct FrameworkProfile {
+  Framework framework = Framework::MegatronLm;
+  const char* summary = "";  // what it changes, one line (printed by `plan`)
+  // Defaults the profile sets where the user gave nothing; unset: placesim's own default.
+  std::optional<int> zero = std::nullopt;                    // ZeRO stage
+  std::optional<bool> distributed_optimizer = std::nullopt;  // Megatron's (ZeRO 1, gathers beside the next forward)
+  std::optional<bool> overlap_grad_reduce = std::nullopt;    // each layer's reduction beside the backward
+  std::optional<bool> even_split = std::nullopt;             // the layers evenly over the stages (Megatron's layout)
+  bool sequence_parallel_with_tp = false;     // sequence parallelism wherever tp > 1 (the recipes')
+  bool tp_comm_overlap_with_sp = false;       // tensor-parallel overlap wherever sequence parallel
+  // What the framework cannot run.
+  bool interleaving = true;        // virtual stages > 1
+  bool zero_beyond_1_with_pipeline = true;  // ZeRO 2 or 3 with pp > 1
+  bool distributed_optimizer_allowed = true;  // Megatron's distributed optimizer (FSDP shards its own way)
+};
+
+const FrameworkProfile& framework_profile(Framework f);
+// Each profile, for help texts and docs.
+std::span<const FrameworkProfile> framework_profiles();
+
+}  // namespace placesim

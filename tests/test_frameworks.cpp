@@ -1,0 +1,93 @@
+// Framework profiles (sim/plans/frameworks.h): `plan --framework NAME` runs what the same plan
+// with the framework's flags written out runs, a flag the user gives keeps its value, and what a
+// framework cannot run is refused naming the flag.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "tests/test_util.h"
+
+namespace fs = std::filesystem;
+using placesim::testutil::run_cli;
+
+namespace {
+
+// The `flow ... per iteration` line and the `plan` line of a run: what the run simulated.
+std::string outcome(const std::string& text) {
+  std::string lines;
+  for (const char* pattern : {"\nplan +[^\n]*", "\nmemory stage 0 [^\n]*", "\nflow +[^\n]*per iteration"}) {
+    const std::regex re(pattern);
+    std::smatch m;
+    if (std::regex_search(text, m, re)) lines += m.str();
+  }
+  return lines;
+}
+
+class Frameworks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = placesim::testutil::fresh_temp_dir("frameworks");
+    std::ofstream(dir_ / "c.yaml") << "preset: dgx-h100\nservers: 2\n";
+    std::ofstream(dir_ / "m.yaml") << "family: gpt\nlayers: 8\nhidden: 1024\nheads: 8\nsequence: 1024\nvocab: 32000\n";
+    base_ = "plan --model-file " + (dir_ / "m.yaml").string() + " --cluster " + (dir_ / "c.yaml").string() +
+            " --tp 2 --pp 2 --dp 4 --global-batch 32 --recompute none --engine flow --collectives condensed ";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string run(const std::string& flags, int expected_code = 0) {
+    std::string out;
+    EXPECT_EQ(run_cli(base_ + flags, out), expected_code) << flags << "\n" << out;
+    return out;
+  }
+  fs::path dir_;
+  std::string base_;
+};
+
+}  // namespace
+
+TEST_F(Frameworks, EachProfileRunsItsFlagsWrittenOut) {
+  struct Case {
+    const char* framework;
+    const char* flags;  // what the profile sets, by hand
+  };
+  const Case cases[] = {
+      {"megatron-lm", ""},
+      {"megatron-lm-2021", "--no-overlap-grad-reduce --stage-split even"},
+      {"megatron-core", "--distributed-optimizer --stage-split even"},
+      {"nemo", "--distributed-optimizer --sequence-parallel --tp-comm-overlap --stage-split even"},
+      {"deepspeed", "--zero 1 --no-overlap-grad-reduce --stage-split even"},
+      {"fsdp", "--zero 3"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.framework);
+    const std::string profiled = run(std::string("--framework ") + c.framework);
+    EXPECT_NE(profiled.find(std::string("framework       ") + c.framework + ": "), std::string::npos) << profiled;
+    const std::string by_hand = outcome(run(c.flags));
+    ASSERT_FALSE(by_hand.empty());
+    EXPECT_EQ(outcome(profiled), by_hand);
+  }
+  // The profiles differ where their frameworks do: DeepSpeed's reductions after the backward and
+  // ZeRO 1 against Megatron-LM's overlapped ones.
+  EXPECT_NE(outcome(run("--framework deepspeed")), outcome(run("")));
+  EXPECT_NE(run("--framework deepspeed").find(", ZeRO 1\n"), std::string::npos);
+  EXPECT_NE(run("--framework fsdp").find(", ZeRO 3\n"), std::string::npos);
+}
+
+TEST_F(Frameworks, AFlagTheUserGivesKeepsItsValue) {
+  EXPECT_NE(run("--framework deepspeed --zero 0").find(", ZeRO 0\n"), std::string::npos);
+  EXPECT_EQ(outcome(run("--framework fsdp --zero 2")), outcome(run("--zero 2")));
+  // A split the user asks for replaces the profile's even one.
+  EXPECT_EQ(outcome(run("--framework megatron-lm-2021 --stage-split balanced")), outcome(run("--no-overlap-grad-reduce")));
+}
+
+TEST_F(Frameworks, WhatAFrameworkCannotRunIsRefusedNamingTheFlag) {
+  std::string out = run("--framework deepspeed --virtual-stages 2", 2);
+  EXPECT_NE(out.find("--virtual-stages: deepspeed runs 1F1B without interleaving"), std::string::npos) << out;
+  out = run("--framework deepspeed --zero 3", 2);
+  EXPECT_NE(out.find("--zero: deepspeed's pipeline engine runs ZeRO 1 at most"), std::string::npos) << out;
+  out = run("--framework fsdp --distributed-optimizer", 2);
+  EXPECT_NE(out.find("--distributed-optimizer: fsdp shards with its own ZeRO stages"), std::string::npos) << out;
+  out = run("--framework megatron", 2);
+  EXPECT_NE(out.find("--framework"), std::string::npos) << out;
+}
