@@ -74,6 +74,33 @@ void add_stage_options(CLI::App* c, PlanArgs& a) {
       ->capture_default_str();
 }
 
+// --framework, and what the user gave by keyword (PlanArgs::given) for its defaults.
+void add_framework_option(CLI::App* c, PlanArgs& a) {
+  c->add_option("--framework", a.framework, [] {
+       std::string help = "whose defaults the plan runs with (a setting you give keeps your value; docs/parallelism.md):";
+       for (const FrameworkProfile& p : framework_profiles())
+         help += fmt::format(" {}: {};", enum_name<Framework>(kFrameworkNames, p.framework), p.summary);
+       help.back() = '.';
+       return help;
+     }())
+      ->check(one_of([] {
+        std::vector<std::string> names;
+        for (const auto& n : kFrameworkNames) names.emplace_back(n.name);
+        return names;
+      }()))
+      ->capture_default_str();
+  // What the user gave, by keyword (`given`), for the framework's defaults.
+  c->parse_complete_callback([c, &a] {
+    for (const CLI::Option* o : c->get_options()) {
+      if (o->count() == 0 || o->get_name().rfind("--", 0) != 0) continue;
+      std::string key = o->get_name().substr(2);
+      if (key.rfind("no-", 0) == 0) key = key.substr(3);
+      std::replace(key.begin(), key.end(), '-', '_');
+      a.given.push_back(key);
+    }
+  });
+}
+
 }  // namespace
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
@@ -140,29 +167,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
               "reduce the gradients after the backward, all buckets at once (Megatron without --overlap-grad-reduce, its "
               "default; its local DDP of 2021); default: each layer's bucket as soon as its backward has run");
   c->add_flag("--json", a.json, "one JSON object (iteration time, tokens/s, TFLOP/s and MFU per engine, memory) instead of the text");
-  c->add_option("--framework", a.framework, [] {
-       std::string help = "whose defaults the plan runs with (a setting you give keeps your value; docs/parallelism.md):";
-       for (const FrameworkProfile& p : framework_profiles())
-         help += fmt::format(" {}: {};", enum_name<Framework>(kFrameworkNames, p.framework), p.summary);
-       help.back() = '.';
-       return help;
-     }())
-      ->check(one_of([] {
-        std::vector<std::string> names;
-        for (const auto& n : kFrameworkNames) names.emplace_back(n.name);
-        return names;
-      }()))
-      ->capture_default_str();
-  // What the user gave, by keyword (`given`), for the framework's defaults.
-  c->parse_complete_callback([c, &a] {
-    for (const CLI::Option* o : c->get_options()) {
-      if (o->count() == 0 || o->get_name().rfind("--", 0) != 0) continue;
-      std::string key = o->get_name().substr(2);
-      if (key.rfind("no-", 0) == 0) key = key.substr(3);
-      std::replace(key.begin(), key.end(), '-', '_');
-      a.given.push_back(key);
-    }
-  });
+  add_framework_option(c, a);
   c->add_option("--cluster", a.cluster, "cluster YAML file (a `cluster:` block)")->required()->check(CLI::ExistingFile);
   c->add_option("--tp", a.tp, "tensor-parallel width (the workload must have it)")->check(whole_number(1, 1 << 16))->capture_default_str();
   c->add_option("--stage-tp", a.stage_tp,
