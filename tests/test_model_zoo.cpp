@@ -503,6 +503,12 @@ TEST(ModelZooScenario, GraphGenerateWritesALoadableFile) {
   const int status = pclose(pipe);
   ASSERT_EQ(WEXITSTATUS(status), 0) << out;
   EXPECT_NE(out.find("36.93 M trainable parameters"), std::string::npos) << out;
+  // The precision it was timed at, and the one `plan` would run the GPU at, said.
+  EXPECT_NE(out.find("on v100 (fp32 peak 15.7 TFLOP/s"), std::string::npos) << out;
+  EXPECT_NE(out.find("precision       timed at fp32 (graphs' default: they are fp32 training graphs); `plan --gpu v100` runs fp16: "
+                     "--precision fp16 times this graph at that peak (125 TFLOP/s)"),
+            std::string::npos)
+      << out;
   ModelConfig c = config("alexnet");
   c.batch = 64;
   c.gpu = *find_gpu_preset("v100");

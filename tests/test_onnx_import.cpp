@@ -640,6 +640,8 @@ TEST(OnnxImport, CommandLineAndScenario) {
   ASSERT_EQ(testutil::run_cli(fmt::format("graph import {} -o {}/small.json --gpu v100 --batch 8", file, dir.string()), out), 0) << out;
   EXPECT_NE(out.find("ONNX nodes (BatchNormalization 1, Conv 1, Flatten 1, Gemm 2, Relu 2), batch 8"), std::string::npos) << out;
   EXPECT_NE(out.find("added softmax cross-entropy over output 'output' [8, 10]"), std::string::npos) << out;
+  EXPECT_NE(out.find("on v100 (fp32 peak 15.7 TFLOP/s"), std::string::npos) << out;
+  EXPECT_NE(out.find("`plan --gpu v100` runs fp16: --precision fp16 times this graph"), std::string::npos) << out;
   EXPECT_EQ(testutil::run_cli(fmt::format("graph import {} -o {}/x.json --unsupported skip", file, dir.string()), out), 2) << out;
   EXPECT_NE(out.find("error: command line: --unsupported: expected error or forward-only, got 'skip'"), std::string::npos) << out;
   std::ofstream(dir / "s.yaml") << fmt::format(

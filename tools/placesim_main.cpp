@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "nccl_tests_reproduction.h"
@@ -540,6 +541,24 @@ int cmd_simulate(const SimulateArgs& a) {
   return kExitOk;
 }
 
+// The roofline's rate a graph was timed at ("fp32 peak 19.5 TFLOP/s"), and a line that says so
+// where `plan`'s kernel model runs the GPU at another precision: the two defaults differ (the
+// zoo's and ONNX graphs are fp32 training graphs), and the output says which ran.
+std::string roofline_rate(const models::GpuSpec& gpu) {
+  using models::Precision;
+  if (!gpu.roofline_precision) return format_flops(gpu.peak_flops) + " as given";
+  return fmt::format("{} peak {}", enum_name<Precision>(models::kPrecisionNames, *gpu.roofline_precision), format_flops(gpu.peak_flops));
+}
+std::string roofline_note(const models::GpuSpec& gpu) {
+  using models::Precision;
+  if (!gpu.roofline_precision || !gpu.has(gpu.default_precision()) || gpu.dense(gpu.default_precision()) == gpu.peak_flops) return "";
+  const std::string_view plan = enum_name<Precision>(models::kPrecisionNames, gpu.default_precision());
+  return fmt::format("precision       timed at {}{}; `plan --gpu {}` runs {}: --precision {} times this graph at that peak ({})\n",
+                     enum_name<Precision>(models::kPrecisionNames, *gpu.roofline_precision),
+                     *gpu.roofline_precision == Precision::Fp32 ? " (graphs' default: they are fp32 training graphs)" : "", gpu.name,
+                     plan, plan, format_flops(gpu.dense(gpu.default_precision())));
+}
+
 struct GenerateArgs {
   std::string model, output, style = "tensorflow", optimizer = "adam", gpu = "rtx3070", precision;
   long batch = 0, seq = 0, layers = 0, heads = 0, hidden = 0, ffn = 0, vocab = 0, image = 0, classes = 0;
@@ -575,8 +594,9 @@ int cmd_generate(const GenerateArgs& a) {
   std::cout << fmt::format("{}: {:.4g} M trainable parameters, {:.4g} GMAC forward per sample, batch {}\n", c.model,
                            static_cast<double>(s.parameters) / 1e6, s.forward_macs_per_sample / 1e9, c.batch);
   std::cout << fmt::format("on {} ({}, {}, efficiency {}, launch {}): compute {} per iteration, memory {}\n", c.gpu.name,
-                           format_flops(c.gpu.peak_flops), format_bandwidth(c.gpu.memory_bandwidth), c.gpu.efficiency,
+                           roofline_rate(c.gpu), format_bandwidth(c.gpu.memory_bandwidth), c.gpu.efficiency,
                            format_duration(c.gpu.launch_overhead_s), format_duration(g.total_compute()), format_bytes(g.total_memory()));
+  std::cout << roofline_note(c.gpu);
   return 0;
 }
 
@@ -623,8 +643,9 @@ int cmd_import(const ImportArgs& a) {
                            static_cast<double>(s.parameters) / 1e6, imported.forward_flops / 1e9, imported.backward_flops / 1e9,
                            imported.optimizer_flops / 1e9);
   std::cout << fmt::format("on {} ({}, {}, efficiency {}): compute {} per iteration, memory {}\n", options.gpu.name,
-                           format_flops(options.gpu.peak_flops), format_bandwidth(options.gpu.memory_bandwidth),
+                           roofline_rate(options.gpu), format_bandwidth(options.gpu.memory_bandwidth),
                            options.gpu.efficiency, format_duration(g.total_compute()), format_bytes(g.total_memory()));
+  std::cout << roofline_note(options.gpu);
   return 0;
 }
 

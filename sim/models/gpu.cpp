@@ -171,6 +171,7 @@ void set_roofline_precision(GpuSpec& gpu, Precision p, const std::string& file, 
                      fmt::format("{} has no {} peak{}", gpu.model.empty() ? gpu.name : gpu.model, enum_name<Precision>(kPrecisionNames, p),
                                  gpu.name == "custom" ? " (a custom GPU gives flops)" : ""));
   gpu.peak_flops = gpu.dense(p);
+  gpu.roofline_precision = p;
 }
 
 double roofline_seconds(const GpuSpec& gpu, double flops, double bytes_moved) {
@@ -229,7 +230,10 @@ GpuSpec gpu_from_yaml(const YAML::Node& node, const std::string& file, const std
     set_roofline_precision(g, enum_parse<Precision>(kPrecisionNames, f.string("precision"), file, f.field("precision")), file,
                            f.field("precision"));
   }
-  if (f.has("flops")) g.peak_flops = parse_flops(f.string("flops"), file, f.field("flops"));
+  if (f.has("flops")) {
+    g.peak_flops = parse_flops(f.string("flops"), file, f.field("flops"));
+    g.roofline_precision = std::nullopt;
+  }
   g.memory_bandwidth = f.bandwidth_or("memory_bandwidth", g.memory_bandwidth);
   g.memory_bytes = f.bytes_or("memory", g.memory_bytes);
   g.launch_overhead_s = f.duration_or("launch_overhead", g.launch_overhead_s);

@@ -30,6 +30,8 @@ struct GpuSpec {
   std::string name;               // the preset's key: "a100"
   std::string model;              // what the vendor calls it: "A100-SXM4-80GB"
   double peak_flops = 0;          // the roofline's rate: dense FP32 FLOP/s (one fused multiply-add counts 2)
+  // The precision whose dense peak peak_flops is (set_roofline_precision); unset: a rate given as flops.
+  std::optional<Precision> roofline_precision = Precision::Fp32;
   double memory_bandwidth = 0;    // bytes/s of device memory
   double memory_bytes = 0;        // device memory (informational: clusters set their own)
   double launch_overhead_s = 2e-6;  // the roofline's: added to every kernel
