@@ -127,6 +127,46 @@ TEST(Search, EveryPrintedCommandRerunsAtTheSameTime) {
   }
 }
 
+// Under a framework's profile the candidates are the framework's plans (DeepSpeed: no
+// interleaving, ZeRO with its pipeline rule, reductions after the backward, the even split; NeMo:
+// sequence parallelism wherever tp > 1), and each command, which says the framework, re-runs at
+// the same time.
+TEST(Search, AFrameworksPlansAreTheOnesItRuns) {
+  const auto dir = testutil::fresh_temp_dir("search_framework");
+  SearchRequest r = seven_b_on_64(dir);
+  r.space.pp = {1, 2};
+  r.space.virtual_stages.clear();
+  r.space.optimizer.clear();
+  r.space.sequence_parallel = {};
+  r.top = 2;
+  r.base.framework = "deepspeed";
+  const SearchResult ds = search_plans(r);
+  ASSERT_FALSE(ds.ranked.empty());
+  for (const SearchCandidate& c : ds.ranked) {
+    EXPECT_EQ(c.args.virtual_stages, 1);
+    EXPECT_FALSE(c.args.distributed_optimizer);
+    EXPECT_TRUE(c.args.no_overlap_grad_reduce);
+    EXPECT_EQ(c.args.stage_split, "even");
+    if (c.args.pp > 1) {
+      EXPECT_LE(c.args.zero, 1);
+    }
+  }
+  r.base.framework = "nemo";
+  const SearchResult nemo = search_plans(r);
+  ASSERT_FALSE(nemo.ranked.empty());
+  for (const SearchCandidate& c : nemo.ranked) EXPECT_EQ(c.args.sequence_parallel, c.args.tp > 1) << plan_command(c.args, "flow");
+  for (const SearchResult* result : {&ds, &nemo}) {
+    const SearchCandidate& best = result->ranked.front();
+    const std::string command = plan_command(best.args, "flow");
+    EXPECT_NE(command.find(" --framework " + best.args.framework), std::string::npos) << command;
+    std::string output;
+    ASSERT_EQ(testutil::run_command("(" + std::string(PLACESIM_CLI_PATH) + command.substr(8) + " --json 2>/dev/null)", output), 0)
+        << command << "\n" << output;
+    const nlohmann::json ran = nlohmann::json::parse(output);
+    EXPECT_NEAR(ran["iteration_s"]["flow"].get<double>(), best.iteration_s, 1e-9 * best.iteration_s) << command;
+  }
+}
+
 // The CSV: a header and a row per simulated plan, with its command.
 TEST(Search, CsvHasARowPerSimulatedPlan) {
   const auto dir = testutil::fresh_temp_dir("search_csv");

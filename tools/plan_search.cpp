@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <ranges>
 #include <thread>
 #include <tuple>
 
@@ -76,7 +77,11 @@ Knobs knobs_of(const SearchRequest& r, const models::TransformerShape& shape, co
     notes.push_back("recompute selective left out: with fused attention it recomputes nothing more than none (the "
                     "attention core keeps no scores to drop)");
   k.recompute = or_default(r.space.recompute, recompute_all);
-  k.optimizer = or_default(r.space.optimizer, std::vector<std::string>{"none", "distributed", "zero2", "zero3"});
+  std::vector<std::string> optimizers;
+  const FrameworkProfile& profile = framework_profile(enum_parse<Framework>(kFrameworkNames, r.base.framework, "command line", "--framework"));
+  for (const auto& name : std::views::split(std::string_view(profile.search_optimizers), ','))
+    optimizers.emplace_back(name.begin(), name.end());
+  k.optimizer = or_default(r.space.optimizer, optimizers);
   k.sequence_parallel = on_off(r.space.sequence_parallel, {false, true});
   k.tp_comm_overlap = on_off(r.space.tp_comm_overlap, {false, true});
   return k;
@@ -92,7 +97,7 @@ std::vector<std::pair<int, int>> pipelines_of(const SearchRequest& r, const mode
     std::vector<int> vs = r.space.virtual_stages;
     if (vs.empty()) {
       vs = {1};
-      if (pp > 1)
+      if (pp > 1 && framework_profile(enum_parse<Framework>(kFrameworkNames, r.base.framework, "command line", "--framework")).interleaving)
         for (int v = 2; pp * v <= shape.layers; ++v)
           if (shape.layers % (pp * v) == 0) vs.push_back(v);
     }
@@ -100,6 +105,22 @@ std::vector<std::pair<int, int>> pipelines_of(const SearchRequest& r, const mode
       if (v == 1 || pp > 1) out.emplace_back(pp, v);
   }
   return out;
+}
+
+// Whether the candidate's framework runs it as enumerated: its refusals, and the settings it
+// always takes (NeMo's sequence parallelism where tp > 1, tensor-parallel overlap with it).
+bool framework_runs(const PlanArgs& a) {
+  const FrameworkProfile& p = framework_profile(enum_parse<Framework>(kFrameworkNames, a.framework, "command line", "--framework"));
+  if (p.sequence_parallel_with_tp && a.tp > 1 && !a.sequence_parallel) return false;
+  if (p.tp_comm_overlap_with_sp && a.sequence_parallel && !a.tp_comm_overlap) return false;
+  PlanArgs checked = a;
+  checked.given = {"zero", "distributed_optimizer", "overlap_grad_reduce", "stage_split", "sequence_parallel", "tp_comm_overlap"};
+  try {
+    apply_framework(checked, "command line");
+  } catch (const InputError&) {
+    return false;
+  }
+  return true;
 }
 
 // Every combination of the knobs that is a plan of `gpus` GPUs at the global batch.
@@ -133,9 +154,10 @@ std::vector<PlanArgs> enumerate_plans(const SearchRequest& r, const models::Tran
                     a.micro_batch_size = mbs, a.global_batch = r.global_batch, a.micro_batches = 1;
                     a.recompute = recompute;
                     a.distributed_optimizer = optimizer == "distributed";
-                    a.zero = optimizer == "zero2" ? 2 : optimizer == "zero3" ? 3 : 0;
+                    a.zero = optimizer == "zero1" ? 1 : optimizer == "zero2" ? 2 : optimizer == "zero3" ? 3 : 0;
                     a.sequence_parallel = sp, a.tp_comm_overlap = overlap;
                     a.engine = r.engine;
+                    if (!framework_runs(a)) continue;
                     out.push_back(std::move(a));
                   }
                 }
@@ -238,6 +260,7 @@ Priced lay_out(const PlanArgs& a, ModelCache& models, const Cluster& cluster) {
   try {
     c.model = &c.workload->at(a.tp, "command line", "--tp");
     plan = plan_from_args(a, "command line", "--schedule", "--gradient-algorithm");
+    apply_stage_split(plan, a, *c.model, "command line", "--stage-split");
   } catch (const InputError& e) {
     c.not_a_plan = e.what();
     return c;
@@ -350,7 +373,13 @@ std::string plan_command(const PlanArgs& a, const std::string& engine) {
   if (a.sequence_parallel) cmd += " --sequence-parallel";
   if (a.tp_comm_overlap) cmd += " --tp-comm-overlap";
   if (a.distributed_optimizer) cmd += " --distributed-optimizer";
-  if (a.zero > 0 && !a.distributed_optimizer) cmd += fmt::format(" --zero {}", a.zero);
+  // Under a framework's profile every setting it could change is written out: the command runs
+  // the candidate whatever the profile's defaults.
+  const bool profiled = a.framework != d.framework;
+  if (profiled) cmd += " --framework " + a.framework;
+  if ((a.zero > 0 || profiled) && !a.distributed_optimizer) cmd += fmt::format(" --zero {}", a.zero);
+  if (a.no_overlap_grad_reduce) cmd += " --no-overlap-grad-reduce";
+  if (a.stage_split != d.stage_split && a.stage_starts.empty()) cmd += " --stage-split " + a.stage_split;
   if (a.schedule != d.schedule) cmd += " --schedule " + a.schedule;
   if (a.gradient_algorithm != d.gradient_algorithm) cmd += " --gradient-algorithm " + a.gradient_algorithm;
   if (a.collectives != d.collectives) cmd += " --collectives " + a.collectives;
@@ -377,7 +406,7 @@ void check_request(const SearchRequest& r) {
   one_of_names(r.space.recompute, {"none", "selective", "full"}, "--recompute");
   one_of_names(r.space.sequence_parallel, {"on", "off"}, "--sequence-parallel");
   one_of_names(r.space.tp_comm_overlap, {"on", "off"}, "--tp-comm-overlap");
-  one_of_names(r.space.optimizer, {"none", "distributed", "zero2", "zero3"}, "--optimizer");
+  one_of_names(r.space.optimizer, {"none", "distributed", "zero1", "zero2", "zero3"}, "--optimizer");
   for (const auto& [values, field] : {std::pair{&r.space.tp, "--tp"}, {&r.space.pp, "--pp"}, {&r.space.cp, "--cp"},
                                       {&r.space.ep, "--ep"}, {&r.space.virtual_stages, "--virtual-stages"},
                                       {&r.space.micro_batch_size, "--micro-batch-size"}})
@@ -472,6 +501,9 @@ SearchResult search_plans(const SearchRequest& r0, const SearchProgress& progres
   models::TransformerShape shape =
       r.base.model.empty() ? models::load_model_file(r.base.model_file) : *models::find_layer_zoo(r.base.model);
   if (r.base.sequence > 0) shape.sequence = r.base.sequence;
+  // The framework's defaults for what the search does not enumerate (its reductions' overlap, the
+  // layers' split); its refusals prune the candidates (enumerate_plans).
+  apply_framework(r.base, "command line");
   const int threads = std::max(1, r.threads);
   SearchResult result;
   result.model = r.base.model.empty() ? r.base.model_file : r.base.model;

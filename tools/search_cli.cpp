@@ -66,10 +66,20 @@ CLI::App* add_search_command(CLI::App& app, SearchArgs& a) {
       ->delimiter(',')
       ->check(one_of({"on", "off"}));
   c->add_option("--optimizer", r.space.optimizer,
-                "none (ZeRO 0), distributed (Megatron's distributed optimizer), zero2, zero3 (default: all; ZeRO 2 and 3 "
-                "without pipelining, as DeepSpeed)")
+                "none (ZeRO 0), distributed (Megatron's distributed optimizer), zero1 (ZeRO 1, gathers after the step), zero2, "
+                "zero3 (default: the framework's; megatron-lm: none, distributed, zero2, zero3; ZeRO 2 and 3 without pipelining, "
+                "as DeepSpeed)")
       ->delimiter(',')
-      ->check(one_of({"none", "distributed", "zero2", "zero3"}));
+      ->check(one_of({"none", "distributed", "zero1", "zero2", "zero3"}));
+  c->add_option("--framework", r.base.framework,
+                "whose plans: the candidates as that framework runs them (plan --framework; docs/parallelism.md): its "
+                "reductions' overlap and layer split, its optimizer sharding, what it cannot run left out")
+      ->check(one_of([] {
+        std::vector<std::string> names;
+        for (const auto& n : kFrameworkNames) names.emplace_back(n.name);
+        return names;
+      }()))
+      ->capture_default_str();
   c->add_option("--tp-comm-overlap", r.space.tp_comm_overlap, "on, off (default: both, on with sequence parallelism)")
       ->delimiter(',')
       ->check(one_of({"on", "off"}));

@@ -254,6 +254,7 @@ std::string search_json_of(const py::dict& kw) {
   text("precision", r.base.precision);
   text("attention", r.base.attention);
   text("main_gradients", r.base.main_gradients);
+  text("framework", r.base.framework);
   text("engine", r.engine);
   number("sequence", r.base.sequence);
   number("gpus", r.gpus);

@@ -27,14 +27,16 @@ const FrameworkProfile kProfiles[] = {
     {.framework = Framework::MegatronLm2021,
      .summary = "Megatron-LM of 2021 (Narayanan et al.): local DDP, every gradient reduced after the backward; layers split evenly",
      .overlap_grad_reduce = false,
-     .even_split = true},
+     .even_split = true,
+     .search_optimizers = "none"},
     {.framework = Framework::MegatronCore,
      .summary = "Megatron-Core's recommended flags: the distributed optimizer with overlapped reduce-scatters and gathers, "
                 "tensor-parallel overlap with sequence parallelism; layers split evenly",
      .distributed_optimizer = true,
      .overlap_grad_reduce = true,
      .even_split = true,
-     .tp_comm_overlap_with_sp = true},
+     .tp_comm_overlap_with_sp = true,
+     .search_optimizers = "none,distributed"},
     {.framework = Framework::Nemo,
      .summary = "NeMo's recipes (Megatron-Core): the distributed optimizer overlapped, sequence parallelism wherever tp > 1 with "
                 "tensor-parallel overlap; layers split evenly",
@@ -42,7 +44,8 @@ const FrameworkProfile kProfiles[] = {
      .overlap_grad_reduce = true,
      .even_split = true,
      .sequence_parallel_with_tp = true,
-     .tp_comm_overlap_with_sp = true},
+     .tp_comm_overlap_with_sp = true,
+     .search_optimizers = "none,distributed"},
     {.framework = Framework::DeepSpeed,
      .summary = "DeepSpeed's pipeline engine: 1F1B without interleaving, gradients reduced after the backward, ZeRO 1; layers "
                 "split evenly",
@@ -50,13 +53,16 @@ const FrameworkProfile kProfiles[] = {
      .overlap_grad_reduce = false,
      .even_split = true,
      .interleaving = false,
-     .zero_beyond_1_with_pipeline = false},
+     .zero_beyond_1_with_pipeline = false,
+     .distributed_optimizer_allowed = false,
+     .search_optimizers = "none,zero1,zero2,zero3"},
     {.framework = Framework::Fsdp,
      .summary = "PyTorch FSDP (torchtitan): ZeRO 3, each layer's parameters gathered before its forward and its backward, its "
                 "gradients reduce-scattered as its backward ends",
      .zero = 3,
      .overlap_grad_reduce = true,
-     .distributed_optimizer_allowed = false},
+     .distributed_optimizer_allowed = false,
+     .search_optimizers = "zero2,zero3"},
 };
 
 }  // namespace

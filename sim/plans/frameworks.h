@@ -31,6 +31,9 @@ struct FrameworkProfile {
   bool interleaving = true;        // virtual stages > 1
   bool zero_beyond_1_with_pipeline = true;  // ZeRO 2 or 3 with pp > 1
   bool distributed_optimizer_allowed = true;  // Megatron's distributed optimizer (FSDP shards its own way)
+  // The optimizer sharding `placesim search` tries under the profile (its --optimizer names:
+  // none, distributed, zero1, zero2, zero3), comma-separated.
+  const char* search_optimizers = "none,distributed,zero2,zero3";
 };
 
 const FrameworkProfile& framework_profile(Framework f);
