@@ -7,6 +7,8 @@
 #include <fstream>
 #include <regex>
 
+#include "placement/planners/megatron/megatron.h"
+#include "sim/core/errors.h"
 #include "tests/test_util.h"
 
 namespace fs = std::filesystem;
@@ -90,4 +92,31 @@ TEST_F(Frameworks, WhatAFrameworkCannotRunIsRefusedNamingTheFlag) {
   EXPECT_NE(out.find("--distributed-optimizer: fsdp shards with its own ZeRO stages"), std::string::npos) << out;
   out = run("--framework megatron", 2);
   EXPECT_NE(out.find("--framework"), std::string::npos) << out;
+}
+
+// The megatron planner of a scenario takes the same profiles: `framework:` gives the options it
+// leaves out the framework's values, and refuses what the framework cannot run, naming the option.
+TEST(FrameworkPlanner, TheMegatronPlannerTakesAProfile) {
+  using namespace placesim;
+  auto config_of = [](const std::string& yaml) {
+    const std::unique_ptr<Planner> p = make_planner("megatron", YAML::Load(yaml), "s.yaml", "strategies[0]");
+    return dynamic_cast<const Megatron&>(*p).config();
+  };
+  const MegatronConfig plain = config_of("{tp: 2, pp: 2}");
+  EXPECT_EQ(plain.zero, 0);
+  EXPECT_TRUE(plain.overlap_grad_reduce);
+  const MegatronConfig ds = config_of("{tp: 2, pp: 2, framework: deepspeed}");
+  EXPECT_EQ(ds.zero, 1);
+  EXPECT_FALSE(ds.overlap_grad_reduce);
+  EXPECT_FALSE(ds.overlap_param_gather);
+  EXPECT_EQ(config_of("{tp: 2, pp: 2, framework: deepspeed, zero: 0}").zero, 0);  // given: kept
+  const MegatronConfig nemo = config_of("{tp: 2, pp: 2, framework: nemo}");
+  EXPECT_EQ(nemo.zero, 1);
+  EXPECT_TRUE(nemo.overlap_param_gather && nemo.sequence_parallel && nemo.tp_comm_overlap);
+  EXPECT_EQ(config_of("{tp: 1, framework: fsdp}").zero, 3);
+  EXPECT_INPUT_ERROR(config_of("{tp: 2, pp: 2, micro_batches: 4, virtual_stages: 2, framework: deepspeed}"), "strategies[0].options.virtual_stages",
+                     "deepspeed runs 1F1B without interleaving");
+  EXPECT_INPUT_ERROR(config_of("{tp: 2, pp: 2, zero: 2, framework: deepspeed}"), "strategies[0].options.zero", "ZeRO 1 at most");
+  EXPECT_INPUT_ERROR(config_of("{framework: fsdp, zero: 1, overlap_param_gather: true}"), "strategies[0].options.overlap_param_gather",
+                     "not Megatron's distributed optimizer");
 }

@@ -102,24 +102,21 @@ inline void apply_framework(PlanArgs& a, const std::string& source) {
   const Framework f = enum_parse<Framework>(kFrameworkNames, a.framework, source, field("framework"));
   const FrameworkProfile& p = framework_profile(f);
   auto given = [&](const char* key) { return std::find(a.given.begin(), a.given.end(), key) != a.given.end(); };
-  if (!p.distributed_optimizer_allowed && a.distributed_optimizer)
-    throw InputError(source, field("distributed_optimizer", "--distributed-optimizer"),
-                     fmt::format("{} shards with its own ZeRO stages (--zero), not Megatron's distributed optimizer", a.framework));
+  auto refuse = [&] {
+    const FrameworkRefusal r = framework_refusal(f, a.virtual_stages, a.pp, a.zero, a.distributed_optimizer);
+    if (r.key.empty()) return;
+    std::string flag = "--" + r.key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    throw InputError(source, cli ? flag : r.key, r.reason);
+  };
+  refuse();  // what the user gave, before the defaults
   if (p.distributed_optimizer && !given("distributed_optimizer") && !given("zero")) a.distributed_optimizer = *p.distributed_optimizer;
   if (p.zero && !given("zero") && !a.distributed_optimizer) a.zero = *p.zero;
   if (p.overlap_grad_reduce && !given("overlap_grad_reduce")) a.no_overlap_grad_reduce = !*p.overlap_grad_reduce;
   if (p.even_split && *p.even_split && !given("stage_split") && a.stage_starts.empty()) a.stage_split = "even";
   if (p.sequence_parallel_with_tp && a.tp > 1 && !given("sequence_parallel")) a.sequence_parallel = true;
   if (p.tp_comm_overlap_with_sp && a.sequence_parallel && !given("tp_comm_overlap")) a.tp_comm_overlap = true;
-  if (!p.interleaving && a.virtual_stages > 1)
-    throw InputError(source, field("virtual_stages", "--virtual-stages"),
-                     fmt::format("{} runs 1F1B without interleaving: expected 1 virtual stage, got {} (Megatron-LM interleaves)",
-                                 a.framework, a.virtual_stages));
-  if (!p.zero_beyond_1_with_pipeline && a.pp > 1 && a.zero > 1)
-    throw InputError(source, field("zero"),
-                     fmt::format("{}'s pipeline engine runs ZeRO 1 at most (ZeRO 2 and 3 do not run with pipeline parallelism), "
-                                 "got ZeRO {} with pp {}",
-                                 a.framework, a.zero, a.pp));
+  refuse();
 }
 
 // Exit 0, or 1 when the plan does not fit in GPU memory (said on stderr, nothing simulated).

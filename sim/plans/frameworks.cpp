@@ -1,5 +1,6 @@
 #include "sim/plans/frameworks.h"
 
+#include <fmt/format.h>
 #include <stdexcept>
 
 namespace placesim {
@@ -74,5 +75,20 @@ const FrameworkProfile& framework_profile(Framework f) {
 }
 
 std::span<const FrameworkProfile> framework_profiles() { return kProfiles; }
+
+FrameworkRefusal framework_refusal(Framework f, int virtual_stages, int pp, int zero, bool distributed_optimizer) {
+  const FrameworkProfile& p = framework_profile(f);
+  const std::string name(enum_name<Framework>(kFrameworkNames, f));
+  if (!p.distributed_optimizer_allowed && distributed_optimizer)
+    return {"distributed_optimizer", fmt::format("{} shards with its own ZeRO stages (zero), not Megatron's distributed optimizer", name)};
+  if (!p.interleaving && virtual_stages > 1)
+    return {"virtual_stages", fmt::format("{} runs 1F1B without interleaving: expected 1 virtual stage, got {} (Megatron-LM interleaves)",
+                                          name, virtual_stages)};
+  if (!p.zero_beyond_1_with_pipeline && pp > 1 && zero > 1)
+    return {"zero", fmt::format("{}'s pipeline engine runs ZeRO 1 at most (ZeRO 2 and 3 do not run with pipeline parallelism), got "
+                                "ZeRO {} with pp {}",
+                                name, zero, pp)};
+  return {};
+}
 
 }  // namespace placesim

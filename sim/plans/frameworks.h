@@ -37,6 +37,13 @@ struct FrameworkProfile {
 };
 
 const FrameworkProfile& framework_profile(Framework f);
+
+// What the framework cannot run: the setting (its keyword: virtual_stages, zero,
+// distributed_optimizer) and why; an empty key when it runs the plan.
+struct FrameworkRefusal {
+  std::string key, reason;
+};
+FrameworkRefusal framework_refusal(Framework f, int virtual_stages, int pp, int zero, bool distributed_optimizer);
 // Each profile, for help texts and docs.
 std::span<const FrameworkProfile> framework_profiles();
 

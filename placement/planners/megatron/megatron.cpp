@@ -166,6 +166,31 @@ std::string Megatron::options_problem(const LayerWorkload& workload, const Clust
   return "";
 }
 
+namespace {
+
+// The framework's defaults (sim/plans/frameworks.h) on the options the file leaves out, then what
+// the framework cannot run refused, naming the option. Megatron's distributed optimizer is ZeRO 1
+// with the gathers beside the next forward (overlap_param_gather) here.
+void apply_framework_defaults(const YamlFields& f, MegatronConfig& c) {
+  const FrameworkProfile& p = framework_profile(c.framework);
+  auto refuse = [&] {
+    const FrameworkRefusal r = framework_refusal(c.framework, c.virtual_stages, c.pp, c.zero, c.zero >= 1 && c.overlap_param_gather);
+    if (!r.key.empty()) throw InputError(f.file(), f.field(r.key == "distributed_optimizer" ? "overlap_param_gather" : r.key), r.reason);
+  };
+  refuse();
+  if (p.distributed_optimizer && *p.distributed_optimizer && !f.has("zero") && !f.has("overlap_param_gather")) {
+    c.zero = 1;
+    c.overlap_param_gather = true;
+  }
+  if (p.zero && !f.has("zero")) c.zero = *p.zero;
+  if (p.overlap_grad_reduce && !f.has("overlap_grad_reduce")) c.overlap_grad_reduce = *p.overlap_grad_reduce;
+  if (p.sequence_parallel_with_tp && c.tp > 1 && !f.has("sequence_parallel")) c.sequence_parallel = true;
+  if (p.tp_comm_overlap_with_sp && c.sequence_parallel && !f.has("tp_comm_overlap")) c.tp_comm_overlap = true;
+  refuse();
+}
+
+}  // namespace
+
 OptionSchema<MegatronConfig> megatron_schema() {
   OptionSchema<MegatronConfig> s;
   s.count("tp", &MegatronConfig::tp, "tensor-parallel width (the workload must have it)", 1, 1 << 16, "8");
@@ -234,6 +259,11 @@ OptionSchema<MegatronConfig> megatron_schema() {
          "NEST's estimate prices the plan as NEST's code prices its manual baseline, its stages listed last first: each "
          "stage's micro-batches in flight (its memory check) and whether it recomputes are counted from the wrong end, "
          "the last stage priced as the first; for reproducing NEST's reference ratios, the engines keep the schedule");
+  s.choice("framework", &MegatronConfig::framework, std::span<const EnumName<Framework>>(kFrameworkNames),
+           "whose defaults the options you leave out take (plan --framework; docs/parallelism.md): megatron-lm (these "
+           "defaults), megatron-lm-2021, megatron-core, nemo, deepspeed or fsdp; what the framework cannot run is refused",
+           "deepspeed");
+  s.check(apply_framework_defaults);
   s.check([](const YamlFields& f, MegatronConfig& c) {
     if (f.has("global_micro_batches") && f.has("micro_batches"))
       throw InputError(f.file(), f.field("global_micro_batches"),

@@ -15,6 +15,7 @@
 
 #include "placement/framework/planner.h"
 #include "sim/config/plan_options.h"
+#include "sim/plans/frameworks.h"
 
 namespace placesim {
 
@@ -51,6 +52,9 @@ struct MegatronConfig : PlanAssumptions {
   std::vector<int> stage_tp;
   MegatronSplit split = MegatronSplit::Even;
   bool nest_baseline_pricing = false;  // ParallelPlan::nest_baseline_pricing
+  // Whose defaults the options not given take (sim/plans/frameworks.h; applied as the options
+  // are read): `framework: deepspeed` runs ZeRO 1 with the reductions after the backward.
+  Framework framework = Framework::MegatronLm;
   bool operator==(const MegatronConfig&) const = default;
 };
 
