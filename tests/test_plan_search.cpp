@@ -167,6 +167,38 @@ TEST(Search, AFrameworksPlansAreTheOnesItRuns) {
   }
 }
 
+// The GPU order is a knob: both orders enumerated (twice the candidates of pipelined plans), the
+// plan's GPUs as gpus_in_order lays them out, and a tp-dp-pp command re-runs at the same time.
+TEST(Search, TheGpuOrderIsAKnob) {
+  const auto dir = testutil::fresh_temp_dir("search_order");
+  SearchRequest r = seven_b_on_64(dir);
+  r.space.tp = {8};
+  r.space.pp = {2};
+  r.space.micro_batch_size = {1};
+  r.space.recompute = {"none"};
+  r.space.optimizer = {"none"};
+  r.space.sequence_parallel = {"off"};
+  r.top = 2;
+  const SearchResult one = search_plans(r);
+  r.space.gpu_order = {"tp-pp-dp", "tp-dp-pp"};
+  const SearchResult both = search_plans(r);
+  EXPECT_EQ(both.enumerated, 2 * one.enumerated);
+  bool saw_tp_dp_pp = false;
+  for (const SearchCandidate& c : both.ranked) {
+    if (c.args.gpu_order != "tp-dp-pp") continue;
+    saw_tp_dp_pp = true;
+    const ParallelPlan plan = plan_from_args(c.args, "command line", "--schedule", "--gradient-algorithm");
+    EXPECT_EQ(plan.gpus, gpus_in_order(8, 2, c.args.dp, GpuOrder::TpDpPp));
+    const std::string command = plan_command(c.args, "flow");
+    EXPECT_NE(command.find(" --gpu-order tp-dp-pp"), std::string::npos) << command;
+    std::string output;
+    ASSERT_EQ(testutil::run_command("(" + std::string(PLACESIM_CLI_PATH) + command.substr(8) + " --json 2>/dev/null)", output), 0)
+        << command << "\n" << output;
+    EXPECT_NEAR(nlohmann::json::parse(output)["iteration_s"]["flow"].get<double>(), c.iteration_s, 1e-9 * c.iteration_s) << command;
+  }
+  EXPECT_TRUE(saw_tp_dp_pp);
+}
+
 // The CSV: a header and a row per simulated plan, with its command.
 TEST(Search, CsvHasARowPerSimulatedPlan) {
   const auto dir = testutil::fresh_temp_dir("search_csv");

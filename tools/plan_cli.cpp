@@ -68,6 +68,11 @@ void add_stage_options(CLI::App* c, PlanArgs& a) {
                 "as `nest` and `search` print it); default: by --stage-split")
       ->delimiter(',')
       ->check(whole_number(0, 1 << 20));
+  c->add_option("--gpu-order", a.gpu_order,
+                "how the plan's GPUs are ordered, innermost first: tp-pp-dp (each replica's stages on neighbouring GPUs, "
+                "replicas outermost) or tp-dp-pp (Megatron-LM's: the replicas next, pipeline stages outermost)")
+      ->check(one_of({"tp-pp-dp", "tp-dp-pp"}))
+      ->capture_default_str();
   c->add_option("--virtual-stages", a.virtual_stages,
                 "interleaved 1F1B: stages per pipeline rank (Megatron-LM's virtual pipeline; micro-batches a multiple of pp)")
       ->check(whole_number(1, 1024))

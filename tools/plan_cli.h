@@ -32,6 +32,7 @@ struct PlanArgs {
   std::vector<int> stage_tp;  // per stage, its own tensor-parallel width (ParallelPlan::stage_tp)
   std::vector<int> stage_starts;  // each stage's first layer (ParallelPlan::stage_starts); empty: by stage_split
   int virtual_stages = 1;  // interleaved 1F1B
+  std::string gpu_order = "tp-pp-dp";  // innermost first (GpuOrder): stages inside replicas, or tp-dp-pp
   std::string stage_split = "balanced";  // balanced (the stages' compute, by DP) or even (Megatron-LM's)
   bool no_scatter_gather = false;
   bool sequence_parallel = false;
@@ -132,8 +133,13 @@ inline ParallelPlan plan_from_args(const PlanArgs& a, const std::string& source,
   plan.pp = a.pp;
   plan.dp = a.dp * a.cp;  // the plan's replicas count the context ranks (ParallelPlan::cp)
   plan.cp = a.cp;
-  // Megatron-core's order: each context group beside its tensor ranks.
-  if (a.cp > 1 && a.stage_tp.empty()) plan.gpus = gpus_in_order(a.tp, a.pp, plan.dp, GpuOrder::TpPpDp, a.cp);
+  // The GPU order; Megatron-core's with context parallelism: each context group beside its tensor ranks.
+  const GpuOrder order = enum_parse<GpuOrder>(kGpuOrderNames, a.gpu_order, source, source == "command line" ? "--gpu-order" : "gpu_order");
+  if (!a.stage_tp.empty()) {
+    if (order != GpuOrder::TpPpDp) plan.gpus = gpus_in_order(a.stage_tp, plan.dp, order);
+  } else if (a.cp > 1 || order != GpuOrder::TpPpDp) {
+    plan.gpus = gpus_in_order(a.tp, a.pp, plan.dp, order, a.cp);
+  }
   plan.micro_batches = a.micro_batches;
   if (a.global_batch > 0) {
     // Megatron's: global batch = micro-batch size x micro-batches x data-parallel replicas.

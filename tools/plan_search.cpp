@@ -47,6 +47,7 @@ struct Knobs {
   std::vector<int> tp, cp, ep, mbs;
   std::vector<std::string> recompute, optimizer;
   std::vector<bool> sequence_parallel, tp_comm_overlap;
+  std::vector<std::string> gpu_order;
 };
 
 std::vector<bool> on_off(const std::vector<std::string>& given, std::vector<bool> all) {
@@ -84,6 +85,7 @@ Knobs knobs_of(const SearchRequest& r, const models::TransformerShape& shape, co
   k.optimizer = or_default(r.space.optimizer, optimizers);
   k.sequence_parallel = on_off(r.space.sequence_parallel, {false, true});
   k.tp_comm_overlap = on_off(r.space.tp_comm_overlap, {false, true});
+  k.gpu_order = or_default(r.space.gpu_order, std::vector<std::string>{"tp-pp-dp"});
   return k;
 }
 
@@ -146,10 +148,13 @@ std::vector<PlanArgs> enumerate_plans(const SearchRequest& r, const models::Tran
                 if (optimizer != "none" && dp * cp == 1) continue;
                 for (bool sp : k.sequence_parallel) {
                   if (sp && tp == 1) continue;
-                  for (bool overlap : k.tp_comm_overlap) {
+                  for (bool overlap : k.tp_comm_overlap)
+                  for (const std::string& order : k.gpu_order) {
                     if (overlap && !sp) continue;
+                    if (order != "tp-pp-dp" && pp * dp == 1) continue;  // one replica of one stage: one order
                     ++enumerated;
                     PlanArgs a = r.base;
+                    a.gpu_order = order;
                     a.tp = tp, a.pp = pp, a.dp = static_cast<int>(dp), a.cp = cp, a.ep = ep, a.virtual_stages = v;
                     a.micro_batch_size = mbs, a.global_batch = r.global_batch, a.micro_batches = 1;
                     a.recompute = recompute;
@@ -369,6 +374,7 @@ std::string plan_command(const PlanArgs& a, const std::string& engine) {
   if (a.cp > 1) cmd += fmt::format(" --cp {}", a.cp);
   if (a.ep > 1) cmd += fmt::format(" --ep {}", a.ep);
   if (a.virtual_stages > 1) cmd += fmt::format(" --virtual-stages {}", a.virtual_stages);
+  if (a.gpu_order != d.gpu_order) cmd += " --gpu-order " + a.gpu_order;
   cmd += fmt::format(" --micro-batch-size {} --global-batch {} --recompute {}", a.micro_batch_size, a.global_batch, a.recompute);
   if (a.sequence_parallel) cmd += " --sequence-parallel";
   if (a.tp_comm_overlap) cmd += " --tp-comm-overlap";
@@ -407,6 +413,7 @@ void check_request(const SearchRequest& r) {
   one_of_names(r.space.sequence_parallel, {"on", "off"}, "--sequence-parallel");
   one_of_names(r.space.tp_comm_overlap, {"on", "off"}, "--tp-comm-overlap");
   one_of_names(r.space.optimizer, {"none", "distributed", "zero1", "zero2", "zero3"}, "--optimizer");
+  one_of_names(r.space.gpu_order, {"tp-pp-dp", "tp-dp-pp"}, "--gpu-order");
   for (const auto& [values, field] : {std::pair{&r.space.tp, "--tp"}, {&r.space.pp, "--pp"}, {&r.space.cp, "--cp"},
                                       {&r.space.ep, "--ep"}, {&r.space.virtual_stages, "--virtual-stages"},
                                       {&r.space.micro_batch_size, "--micro-batch-size"}})

@@ -27,6 +27,7 @@ struct SearchSpace {
   std::vector<std::string> sequence_parallel;  // on, off
   std::vector<std::string> optimizer;          // none (ZeRO 0), distributed (Megatron's: ZeRO 1, overlapped), zero2, zero3
   std::vector<std::string> tp_comm_overlap;    // on, off
+  std::vector<std::string> gpu_order;          // tp-pp-dp, tp-dp-pp (default: tp-pp-dp alone)
 };
 
 struct SearchRequest {

@@ -71,6 +71,11 @@ CLI::App* add_search_command(CLI::App& app, SearchArgs& a) {
                 "as DeepSpeed)")
       ->delimiter(',')
       ->check(one_of({"none", "distributed", "zero1", "zero2", "zero3"}));
+  c->add_option("--gpu-order", r.space.gpu_order,
+                "tp-pp-dp, tp-dp-pp: the GPU orders to try (plan --gpu-order; default: tp-pp-dp alone, both doubling the "
+                "candidates)")
+      ->delimiter(',')
+      ->check(one_of({"tp-pp-dp", "tp-dp-pp"}));
   c->add_option("--framework", r.base.framework,
                 "whose plans: the candidates as that framework runs them (plan --framework; docs/parallelism.md): its "
                 "reductions' overlap and layer split, its optimizer sharding, what it cannot run left out")
@@ -119,7 +124,7 @@ nlohmann::json candidate_json(const SearchCandidate& c, const std::string& engin
             {"micro_batch_size", a.micro_batch_size}, {"micro_batches", a.global_batch / (static_cast<long>(a.micro_batch_size) * a.dp)},
             {"recompute", a.recompute}, {"sequence_parallel", a.sequence_parallel}, {"tp_comm_overlap", a.tp_comm_overlap},
             {"distributed_optimizer", a.distributed_optimizer}, {"zero", a.distributed_optimizer ? 1 : a.zero},
-            {"stage_starts", c.stage_starts}}},
+            {"gpu_order", a.gpu_order}, {"framework", a.framework}, {"stage_starts", c.stage_starts}}},
           {"folding", c.folding},
           {"command", plan_command(a, engine)}};
 }
@@ -134,6 +139,7 @@ std::string plan_label(const PlanArgs& a) {
   if (a.tp_comm_overlap) s += "+overlap";
   if (a.distributed_optimizer) s += ", dist-opt";
   else if (a.zero > 0) s += fmt::format(", ZeRO {}", a.zero);
+  if (a.gpu_order != PlanArgs{}.gpu_order) s += ", " + a.gpu_order;
   return s;
 }
 

@@ -169,6 +169,7 @@ constexpr PlanKeyword kPlanKeywords[] = {
     {"ep", set_field<&PlanArgs::ep>},
     {"virtual_stages", set_field<&PlanArgs::virtual_stages>},
     {"stage_split", set_field<&PlanArgs::stage_split>},
+    {"gpu_order", set_field<&PlanArgs::gpu_order>},
     {"stage_starts", set_field<&PlanArgs::stage_starts>},
     {"micro_batch_size", set_field<&PlanArgs::micro_batch_size>},
     {"sequence", set_field<&PlanArgs::sequence>},
@@ -272,6 +273,7 @@ std::string search_json_of(const py::dict& kw) {
   number("sequence_parallel", r.space.sequence_parallel);
   number("optimizer", r.space.optimizer);
   number("tp_comm_overlap", r.space.tp_comm_overlap);
+  number("gpu_order", r.space.gpu_order);
   for (const auto& [key, value] : kw) {
     const std::string name = py::str(key).cast<std::string>();
     if (std::find(known.begin(), known.end(), name) == known.end())
