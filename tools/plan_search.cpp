@@ -13,7 +13,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <ranges>
 #include <thread>
 #include <tuple>
 
@@ -80,8 +79,12 @@ Knobs knobs_of(const SearchRequest& r, const models::TransformerShape& shape, co
   k.recompute = or_default(r.space.recompute, recompute_all);
   std::vector<std::string> optimizers;
   const FrameworkProfile& profile = framework_profile(enum_parse<Framework>(kFrameworkNames, r.base.framework, "command line", "--framework"));
-  for (const auto& name : std::views::split(std::string_view(profile.search_optimizers), ','))
-    optimizers.emplace_back(name.begin(), name.end());
+  // Split by hand: clang's std::ranges with libstdc++ 12 cannot split a string_view.
+  for (std::string_view rest = profile.search_optimizers; !rest.empty();) {
+    const std::size_t comma = rest.find(',');
+    optimizers.emplace_back(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
   k.optimizer = or_default(r.space.optimizer, optimizers);
   k.sequence_parallel = on_off(r.space.sequence_parallel, {false, true});
   k.tp_comm_overlap = on_off(r.space.tp_comm_overlap, {false, true});
