@@ -77,7 +77,19 @@ TEST_F(Frameworks, EachProfileRunsItsFlagsWrittenOut) {
 }
 
 TEST_F(Frameworks, AFlagTheUserGivesKeepsItsValue) {
-  EXPECT_NE(run("--framework deepspeed --zero 0").find(", ZeRO 0\n"), std::string::npos);
+  const std::string kept = run("--framework deepspeed --zero 0");
+  EXPECT_NE(kept.find(", ZeRO 0\n"), std::string::npos);
+  EXPECT_NE(kept.find("; kept as you gave them: zero\n"), std::string::npos) << kept;
+  // The profile's own value given again is not "kept".
+  EXPECT_EQ(run("--framework deepspeed --zero 1").find("kept as you gave them"), std::string::npos);
+  // Flags that need another are checked after the profile has set its part.
+  EXPECT_EQ(outcome(run("--framework nemo --tp-comm-overlap")), outcome(run("--framework nemo")));
+  EXPECT_EQ(outcome(run("--framework megatron-core --no-overlap-param-gather")),
+            outcome(run("--distributed-optimizer --no-overlap-param-gather --stage-split even")));
+  std::string out = run("--tp-comm-overlap", 2);
+  EXPECT_NE(out.find("--tp-comm-overlap: Megatron's tensor-parallel overlap"), std::string::npos) << out;
+  out = run("--no-overlap-param-gather", 2);
+  EXPECT_NE(out.find("--no-overlap-param-gather: only Megatron's distributed optimizer"), std::string::npos) << out;
   EXPECT_EQ(outcome(run("--framework fsdp --zero 2")), outcome(run("--zero 2")));
   // A split the user asks for replaces the profile's even one.
   EXPECT_EQ(outcome(run("--framework megatron-lm-2021 --stage-split balanced")), outcome(run("--no-overlap-grad-reduce")));
@@ -90,6 +102,10 @@ TEST_F(Frameworks, WhatAFrameworkCannotRunIsRefusedNamingTheFlag) {
   EXPECT_NE(out.find("--zero: deepspeed's pipeline engine runs ZeRO 1 at most"), std::string::npos) << out;
   out = run("--framework fsdp --distributed-optimizer", 2);
   EXPECT_NE(out.find("--distributed-optimizer: fsdp shards with its own ZeRO stages"), std::string::npos) << out;
+  out = run("--framework deepspeed --schedule gpipe", 2);
+  EXPECT_NE(out.find("--schedule: deepspeed's pipeline engine runs 1F1B only"), std::string::npos) << out;
+  out = run("--framework megatron-lm-2021 --sequence-parallel", 2);
+  EXPECT_NE(out.find("--sequence-parallel: megatron-lm-2021 has no sequence parallelism"), std::string::npos) << out;
   out = run("--framework megatron", 2);
   EXPECT_NE(out.find("--framework"), std::string::npos) << out;
 }

@@ -155,6 +155,9 @@ TEST(Search, AFrameworksPlansAreTheOnesItRuns) {
   const SearchResult nemo = search_plans(r);
   ASSERT_FALSE(nemo.ranked.empty());
   for (const SearchCandidate& c : nemo.ranked) EXPECT_EQ(c.args.sequence_parallel, c.args.tp > 1) << plan_command(c.args, "flow");
+  // What the framework does not run is counted, and the counts add up.
+  EXPECT_GT(nemo.framework_excluded, 0);
+  EXPECT_EQ(nemo.enumerated, nemo.framework_excluded + nemo.invalid + nemo.over_memory + nemo.fitting);
   for (const SearchResult* result : {&ds, &nemo}) {
     const SearchCandidate& best = result->ranked.front();
     const std::string command = plan_command(best.args, "flow");

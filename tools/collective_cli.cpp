@@ -153,7 +153,8 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveArgs& a) {
       ->check(one_of(protocols))
       ->capture_default_str();
   c->add_option("--channels", a.channels,
-                "rings or trees, each on 1/channels of the buffer (default: NCCL's, one per rank of a server across servers)")
+                "rings or trees, each on 1/channels of the buffer (default: on clusters with NCCL's costs, `collectives: nccl` as the presets, NCCL's: one per rank of a server across servers; "
+                "elsewhere 1)")
       ->check(whole_number(1, 64));
   std::vector<std::string> types;
   for (const auto& [name, size] : kDataTypes) types.emplace_back(name);

@@ -160,14 +160,13 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       c->add_option("--global-batch", a.global_batch,
                     "sequences per iteration (sets --micro-batches to it / (micro-batch size x dp), as Megatron-LM's --global-batch-size)")
           ->check(whole_number(1, 1L << 40));
-  auto* distributed = c->add_flag("--distributed-optimizer", a.distributed_optimizer,
+  c->add_flag("--distributed-optimizer", a.distributed_optimizer,
               "Megatron's distributed optimizer: optimizer states and their update sharded over the replicas (ZeRO 1), gradients "
               "reduce-scattered as the backward runs, the updated parameters all-gathered as the next forward runs "
               "(--overlap-grad-reduce --overlap-param-gather)");
   c->add_flag("--no-overlap-param-gather", a.no_overlap_param_gather,
               "with --distributed-optimizer: all-gather the updated parameters after the update, before the next forward "
-              "(Megatron without --overlap-param-gather)")
-      ->needs(distributed);
+              "(Megatron without --overlap-param-gather)");
   c->add_flag("--no-overlap-grad-reduce", a.no_overlap_grad_reduce,
               "reduce the gradients after the backward, all buckets at once (Megatron without --overlap-grad-reduce, its "
               "default; its local DDP of 2021); default: each layer's bucket as soon as its backward has run");
@@ -199,12 +198,11 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       ->capture_default_str();
   c->add_flag("--no-scatter-gather", a.no_scatter_gather,
               "between stages each tensor rank sends the whole activation (default: 1/tp, all-gathered by the next stage)");
-  auto* sequence_parallel = c->add_flag("--sequence-parallel", a.sequence_parallel,
+  c->add_flag("--sequence-parallel", a.sequence_parallel,
               "Megatron's sequence parallelism (--tp >= 2): reduce-scatters and all-gathers, activations split along the sequence");
   c->add_flag("--tp-comm-overlap", a.tp_comm_overlap,
               "Megatron's --tp-comm-overlap (with --sequence-parallel): each layer's tensor-parallel reduce-scatters and all-gathers "
-              "beside its compute rather than after it (a bound: docs/parallelism.md)")
-      ->needs(sequence_parallel);
+              "beside its compute rather than after it (a bound: docs/parallelism.md)");
   c->add_flag("--overlap-p2p-comm", a.overlap_p2p_comm,
               "pipeline sends beside the sender's next operator (Megatron's --overlap-p2p-comm); default: the sender waits until "
               "its activation (gradient) has arrived, as Megatron's batch_isend_irecv and wait");
@@ -566,8 +564,9 @@ int cmd_plan(const PlanArgs& args) {
                      layout.gpus.size(), a.ep > 1 ? fmt::format(" (ep {})", a.ep) : "",
                      a.sequence_parallel ? ", sequence-parallel" : "", plan.micro_batches,
                      a.virtual_stages > 1 ? "interleaved " : "", a.schedule, plan.zero);
-  out << fmt::format("framework       {}: {}{}\n", a.framework,
+  out << fmt::format("framework       {}: {}{}{}\n", a.framework,
                      framework_profile(enum_parse<Framework>(kFrameworkNames, a.framework, "command line", "--framework")).summary,
+                     a.kept.empty() ? "" : fmt::format("; kept as you gave them: {}", fmt::join(a.kept, ", ")),
                      a.overlap_p2p_comm ? "; pipeline sends beside the next operator" : "");
   if (static_cast<int>(layout.gpus.size()) < cluster.num_devices())
     out << fmt::format("note            the plan runs {} of the cluster's {} GPUs (tp x pp x dp{}); the rest stay idle\n",

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "placement/planners/megatron/megatron.h"
@@ -56,6 +57,8 @@ struct PlanArgs {
   // The settings the user gave, by their keyword names (Python's; a flag's name without its
   // dashes or `no-`, dashes as underscores): the framework's defaults leave them alone.
   std::vector<std::string> given;
+  // What the framework's profile would have set and the user gave otherwise (said by `plan`).
+  std::vector<std::string> kept;
   bool json = false;
   std::string trace;  // Chrome trace of the evaluator's run, with each GPU's memory over time
   std::string chakra;  // a directory for the plan's Chakra execution traces, one per GPU
@@ -104,20 +107,47 @@ inline void apply_framework(PlanArgs& a, const std::string& source) {
   const FrameworkProfile& p = framework_profile(f);
   auto given = [&](const char* key) { return std::find(a.given.begin(), a.given.end(), key) != a.given.end(); };
   auto refuse = [&] {
-    const FrameworkRefusal r = framework_refusal(f, a.virtual_stages, a.pp, a.zero, a.distributed_optimizer);
+    const FrameworkRefusal r =
+        framework_refusal(f, {a.virtual_stages, a.pp, a.zero, a.distributed_optimizer, a.sequence_parallel, a.schedule == "gpipe"});
     if (r.key.empty()) return;
     std::string flag = "--" + r.key;
     std::replace(flag.begin(), flag.end(), '_', '-');
     throw InputError(source, cli ? flag : r.key, r.reason);
   };
   refuse();  // what the user gave, before the defaults
-  if (p.distributed_optimizer && !given("distributed_optimizer") && !given("zero")) a.distributed_optimizer = *p.distributed_optimizer;
-  if (p.zero && !given("zero") && !a.distributed_optimizer) a.zero = *p.zero;
-  if (p.overlap_grad_reduce && !given("overlap_grad_reduce")) a.no_overlap_grad_reduce = !*p.overlap_grad_reduce;
-  if (p.even_split && *p.even_split && !given("stage_split") && a.stage_starts.empty()) a.stage_split = "even";
-  if (p.sequence_parallel_with_tp && a.tp > 1 && !given("sequence_parallel")) a.sequence_parallel = true;
-  if (p.tp_comm_overlap_with_sp && a.sequence_parallel && !given("tp_comm_overlap")) a.tp_comm_overlap = true;
+  a.kept.clear();
+  // The profile's value where the user gave none; where the user gave another, the key is said kept.
+  auto settings = [](const PlanArgs& x) {
+    return std::tuple(x.distributed_optimizer, x.zero, x.no_overlap_grad_reduce, x.stage_split, x.sequence_parallel, x.tp_comm_overlap);
+  };
+  auto set = [&](bool applies, std::initializer_list<const char*> keys, auto&& assign) {
+    if (!applies) return;
+    for (const char* k : keys)
+      if (given(k)) {
+        PlanArgs profiled = a;
+        assign(profiled);
+        if (settings(profiled) != settings(a) && std::find(a.kept.begin(), a.kept.end(), k) == a.kept.end()) a.kept.emplace_back(k);
+        return;
+      }
+    assign(a);
+  };
+  set(p.distributed_optimizer.value_or(false), {"distributed_optimizer", "zero"}, [](PlanArgs& x) { x.distributed_optimizer = true; });
+  set(p.zero.has_value() && !a.distributed_optimizer, {"zero"}, [&](PlanArgs& x) { x.zero = *p.zero; });
+  set(p.overlap_grad_reduce.has_value(), {"overlap_grad_reduce"},
+      [&](PlanArgs& x) { x.no_overlap_grad_reduce = !*p.overlap_grad_reduce; });
+  set(p.even_split.value_or(false) && a.stage_starts.empty(), {"stage_split"}, [](PlanArgs& x) { x.stage_split = "even"; });
+  set(p.sequence_parallel_with_tp && a.tp > 1, {"sequence_parallel"}, [](PlanArgs& x) { x.sequence_parallel = true; });
+  set(p.tp_comm_overlap_with_sp && a.sequence_parallel, {"tp_comm_overlap"}, [](PlanArgs& x) { x.tp_comm_overlap = true; });
   refuse();
+  // What the flags need of each other, once the profile has set its part.
+  if (a.tp_comm_overlap && !a.sequence_parallel)
+    throw InputError(source, cli ? "--tp-comm-overlap" : "tp_comm_overlap",
+                     "Megatron's tensor-parallel overlap runs sequence parallelism's collectives beside the GEMMs: it needs "
+                     "--sequence-parallel (or a framework that sets it: nemo)");
+  if (a.no_overlap_param_gather && !a.distributed_optimizer)
+    throw InputError(source, cli ? "--no-overlap-param-gather" : "overlap_param_gather",
+                     "only Megatron's distributed optimizer overlaps its parameter gathers: it needs --distributed-optimizer (or a "
+                     "framework that sets it: megatron-core, nemo)");
 }
 
 // Exit 0, or 1 when the plan does not fit in GPU memory (said on stderr, nothing simulated).

@@ -130,7 +130,8 @@ bool framework_runs(const PlanArgs& a) {
 
 // Every combination of the knobs that is a plan of `gpus` GPUs at the global batch.
 std::vector<PlanArgs> enumerate_plans(const SearchRequest& r, const models::TransformerShape& shape, const Knobs& k,
-                                      long& enumerated) {
+                                      long& enumerated, long& framework_excluded) {
+  const bool fsdp = r.base.framework == "fsdp";
   std::vector<PlanArgs> out;
   for (int tp : k.tp)
     for (int cp : k.cp) {
@@ -147,14 +148,16 @@ std::vector<PlanArgs> enumerate_plans(const SearchRequest& r, const models::Tran
               for (const std::string& optimizer : k.optimizer) {
                 // DeepSpeed's rule: ZeRO 2 and 3 shard gradients and parameters that a pipeline
                 // would hold apart, and it refuses them with pipeline parallelism.
-                if ((optimizer == "zero2" || optimizer == "zero3") && pp > 1) continue;
+                // (FSDP shards under a pipeline: torchtitan runs both.)
+                if ((optimizer == "zero2" || optimizer == "zero3") && pp > 1 && !fsdp) continue;
                 if (optimizer != "none" && dp * cp == 1) continue;
                 for (bool sp : k.sequence_parallel) {
                   if (sp && tp == 1) continue;
                   for (bool overlap : k.tp_comm_overlap)
                   for (const std::string& order : k.gpu_order) {
                     if (overlap && !sp) continue;
-                    if (order != "tp-pp-dp" && pp * dp == 1) continue;  // one replica of one stage: one order
+                    // With one stage or one replica both orders lay the GPUs out alike.
+                    if (order != "tp-pp-dp" && (pp == 1 || dp * cp == 1)) continue;
                     ++enumerated;
                     PlanArgs a = r.base;
                     a.gpu_order = order;
@@ -165,7 +168,10 @@ std::vector<PlanArgs> enumerate_plans(const SearchRequest& r, const models::Tran
                     a.zero = optimizer == "zero1" ? 1 : optimizer == "zero2" ? 2 : optimizer == "zero3" ? 3 : 0;
                     a.sequence_parallel = sp, a.tp_comm_overlap = overlap;
                     a.engine = r.engine;
-                    if (!framework_runs(a)) continue;
+                    if (!framework_runs(a)) {
+                      ++framework_excluded;
+                      continue;
+                    }
                     out.push_back(std::move(a));
                   }
                 }
@@ -523,7 +529,7 @@ SearchResult search_plans(const SearchRequest& r0, const SearchProgress& progres
 
   // 1-2. Enumerate, lay out, bound.
   const Knobs knobs = knobs_of(r, shape, cluster, result.notes);
-  const std::vector<PlanArgs> all = enumerate_plans(r, shape, knobs, result.enumerated);
+  const std::vector<PlanArgs> all = enumerate_plans(r, shape, knobs, result.enumerated, result.framework_excluded);
   say(fmt::format("search: {} configurations of {} on {} GPUs at a global batch of {}", all.size(), result.model, r.gpus,
                   r.global_batch));
   ModelCache models;  // the candidates' workloads point into it

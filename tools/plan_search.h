@@ -66,6 +66,7 @@ struct SearchResult {
   long global_batch = 0;
   std::vector<SearchCandidate> ranked;  // the simulated, fastest first
   long enumerated = 0, invalid = 0, over_memory = 0, fitting = 0, estimated = 0, simulated = 0;
+  long framework_excluded = 0;  // of the enumerated: what the framework (--framework) does not run
   long too_large = 0;  // chosen to simulate, but their graphs would not fit in this machine's memory (in notes)
   // Fitting candidates left unsimulated whose lower bound is below the best time: the best is
   // proven the best of the space when there are none.

@@ -68,7 +68,7 @@ CLI::App* add_search_command(CLI::App& app, SearchArgs& a) {
   c->add_option("--optimizer", r.space.optimizer,
                 "none (ZeRO 0), distributed (Megatron's distributed optimizer), zero1 (ZeRO 1, gathers after the step), zero2, "
                 "zero3 (default: the framework's; megatron-lm: none, distributed, zero2, zero3; ZeRO 2 and 3 without pipelining, "
-                "as DeepSpeed)")
+                "as DeepSpeed; fsdp with it too)")
       ->delimiter(',')
       ->check(one_of({"none", "distributed", "zero1", "zero2", "zero3"}));
   c->add_option("--gpu-order", r.space.gpu_order,
@@ -146,9 +146,11 @@ std::string plan_label(const PlanArgs& a) {
 void print_text(const SearchResult& r, const std::string& engine, int top) {
   std::cout << fmt::format("model           {}, {} GPUs, global batch {}\n", r.model, r.gpus, r.global_batch);
   std::cout << fmt::format("cluster         {}\n", r.cluster);
-  std::cout << fmt::format("space           {} configurations: {} not plans of the model, {} over memory, {} fit; {} estimated, {} "
+  std::cout << fmt::format("space           {} configurations: {}{} not plans of the model, {} over memory, {} fit; {} estimated, {} "
                            "simulated on {}\n",
-                           r.enumerated, r.invalid, r.over_memory, r.fitting, r.estimated, r.simulated, engine);
+                           r.enumerated,
+                           r.framework_excluded > 0 ? fmt::format("{} not run by the framework, ", r.framework_excluded) : "",
+                           r.invalid, r.over_memory, r.fitting, r.estimated, r.simulated, engine);
   for (const std::string& note : r.notes) std::cout << "                " << note << "\n";
   for (const SearchPhase& p : r.phases)
     std::cout << fmt::format("phase           {}: {} ({} candidates)\n", p.name, format_duration(p.seconds), p.candidates);
@@ -198,6 +200,7 @@ std::string search_json(const SearchResult& r, const std::string& engine) {
                       {"gpus", r.gpus},
                       {"global_batch", r.global_batch},
                       {"enumerated", r.enumerated},
+                      {"not_run_by_the_framework", r.framework_excluded},
                       {"not_plans", r.invalid},
                       {"over_memory", r.over_memory},
                       {"fitting", r.fitting},

@@ -11,7 +11,8 @@ namespace {
 //  - megatron-lm: placesim's defaults, Megatron-LM with --overlap-grad-reduce (each bucket's
 //    reduction as soon as its layers' backward has run), the layers balanced by compute.
 //  - megatron-lm-2021: Narayanan et al. 2021 (examples/sc21 of Megatron-LM): its local DDP
-//    reduced every gradient after the backward (no overlap), the layers split evenly.
+//    reduced every gradient after the backward (no overlap), the layers split evenly; no
+//    sequence parallelism yet (Korthikanti et al. 2022).
 //  - megatron-core: Megatron-Core's recommended flags (its README's benchmarks:
 //    --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap),
 //    the layers split evenly.
@@ -29,6 +30,7 @@ const FrameworkProfile kProfiles[] = {
      .summary = "Megatron-LM of 2021 (Narayanan et al.): local DDP, every gradient reduced after the backward; layers split evenly",
      .overlap_grad_reduce = false,
      .even_split = true,
+     .sequence_parallel_allowed = false,
      .search_optimizers = "none"},
     {.framework = Framework::MegatronCore,
      .summary = "Megatron-Core's recommended flags: the distributed optimizer with overlapped reduce-scatters and gathers, "
@@ -56,6 +58,7 @@ const FrameworkProfile kProfiles[] = {
      .interleaving = false,
      .zero_beyond_1_with_pipeline = false,
      .distributed_optimizer_allowed = false,
+     .gpipe = false,
      .search_optimizers = "none,zero1,zero2,zero3"},
     {.framework = Framework::Fsdp,
      .summary = "PyTorch FSDP (torchtitan): ZeRO 3, each layer's parameters gathered before its forward and its backward, its "
@@ -76,10 +79,15 @@ const FrameworkProfile& framework_profile(Framework f) {
 
 std::span<const FrameworkProfile> framework_profiles() { return kProfiles; }
 
-FrameworkRefusal framework_refusal(Framework f, int virtual_stages, int pp, int zero, bool distributed_optimizer) {
+FrameworkRefusal framework_refusal(Framework f, const FrameworkPlanShape& plan) {
   const FrameworkProfile& p = framework_profile(f);
   const std::string name(enum_name<Framework>(kFrameworkNames, f));
-  if (!p.distributed_optimizer_allowed && distributed_optimizer)
+  const int virtual_stages = plan.virtual_stages, pp = plan.pp, zero = plan.zero;
+  if (!p.sequence_parallel_allowed && plan.sequence_parallel)
+    return {"sequence_parallel", fmt::format("{} has no sequence parallelism (Korthikanti et al. added it to Megatron-LM in 2022)", name)};
+  if (!p.gpipe && plan.gpipe)
+    return {"schedule", fmt::format("{}'s pipeline engine runs 1F1B only (its TrainSchedule), not GPipe", name)};
+  if (!p.distributed_optimizer_allowed && plan.distributed_optimizer)
     return {"distributed_optimizer", fmt::format("{} shards with its own ZeRO stages (zero), not Megatron's distributed optimizer", name)};
   if (!p.interleaving && virtual_stages > 1)
     return {"virtual_stages", fmt::format("{} runs 1F1B without interleaving: expected 1 virtual stage, got {} (Megatron-LM interleaves)",

@@ -31,6 +31,8 @@ struct FrameworkProfile {
   bool interleaving = true;        // virtual stages > 1
   bool zero_beyond_1_with_pipeline = true;  // ZeRO 2 or 3 with pp > 1
   bool distributed_optimizer_allowed = true;  // Megatron's distributed optimizer (FSDP shards its own way)
+  bool gpipe = true;                          // the GPipe schedule (DeepSpeed's pipeline engine runs 1F1B only)
+  bool sequence_parallel_allowed = true;      // sequence parallelism (Megatron-LM added it in 2022)
   // The optimizer sharding `placesim search` tries under the profile (its --optimizer names:
   // none, distributed, zero1, zero2, zero3), comma-separated.
   const char* search_optimizers = "none,distributed,zero2,zero3";
@@ -39,11 +41,16 @@ struct FrameworkProfile {
 const FrameworkProfile& framework_profile(Framework f);
 
 // What the framework cannot run: the setting (its keyword: virtual_stages, zero,
-// distributed_optimizer) and why; an empty key when it runs the plan.
+// distributed_optimizer, sequence_parallel, schedule) and why; an empty key when it runs the plan.
 struct FrameworkRefusal {
   std::string key, reason;
 };
-FrameworkRefusal framework_refusal(Framework f, int virtual_stages, int pp, int zero, bool distributed_optimizer);
+// The plan's settings a framework may refuse.
+struct FrameworkPlanShape {
+  int virtual_stages = 1, pp = 1, zero = 0;
+  bool distributed_optimizer = false, sequence_parallel = false, gpipe = false;
+};
+FrameworkRefusal framework_refusal(Framework f, const FrameworkPlanShape& plan);
 // Each profile, for help texts and docs.
 std::span<const FrameworkProfile> framework_profiles();
 

@@ -174,7 +174,8 @@ namespace {
 void apply_framework_defaults(const YamlFields& f, MegatronConfig& c) {
   const FrameworkProfile& p = framework_profile(c.framework);
   auto refuse = [&] {
-    const FrameworkRefusal r = framework_refusal(c.framework, c.virtual_stages, c.pp, c.zero, c.zero >= 1 && c.overlap_param_gather);
+    const FrameworkRefusal r = framework_refusal(c.framework, {c.virtual_stages, c.pp, c.zero, c.zero >= 1 && c.overlap_param_gather,
+                                                              c.sequence_parallel, c.schedule == PipelineSchedule::GPipe});
     if (!r.key.empty()) throw InputError(f.file(), f.field(r.key == "distributed_optimizer" ? "overlap_param_gather" : r.key), r.reason);
   };
   refuse();
