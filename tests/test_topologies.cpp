@@ -547,6 +547,8 @@ TEST(Topologies, ImpossibleShapesAndBadUnitsNameTheField) {
   expect("type: fat-tree\nk: 4\ngpus_per_server: 8\nnics_per_server: 3\n",
          "cluster.nics_per_server (line 4): expected a divisor of gpus_per_server (8)");
   expect("type: spine-leaf\nleaves: 2\nnics_per_server: 0\n", "cluster.nics_per_server");
+  // A key beside a preset keeps its line through the preset's expansion.
+  expect("preset: dgx-h100\nservers: 2\nfoo: 4\n", "foo (line 3): unknown key");
 
   // The C++ builders check the same shapes (QuickP builds clusters directly).
   FatTreeConfig ft;

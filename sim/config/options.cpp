@@ -101,7 +101,9 @@ long parse_count_option(const YamlFields& f, std::string_view key, long min, lon
 void check_known_keys(const YamlFields& f, std::span<const std::string> keys) {
   std::vector<std::string> names(keys.begin(), keys.end());
   for (const auto& kv : f.yaml()) {
-    const std::string where = fmt::format(" (line {})", kv.first.Mark().line + 1);
+    // A key a preset expansion made has no place in the file: its value keeps the user's line.
+    const YAML::Mark mark = kv.first.Mark().is_null() ? kv.second.Mark() : kv.first.Mark();
+    const std::string where = mark.is_null() ? std::string() : fmt::format(" (line {})", mark.line + 1);
     if (!kv.first.IsScalar())
       throw InputError(f.file(), (f.path().empty() ? std::string("<key>") : f.path()) + where,
                        "expected a plain word as key, got a list or mapping");
