@@ -553,6 +553,19 @@ TEST(Collectives, RingsOverEveryNicOfAFatTreeServerRunAtTheServersNics) {
   cfg.nic_bandwidth = 4 * kB;
   sp.channels = 4;
   EXPECT_REL(run(sp, make_fat_tree(cfg)).flow, expected);
+  // NVLink as slow as a NIC: GPU g -> g + 1 inside a server is a hop of the three channels that do
+  // not leave the server at g, so each step moves three pieces of S/(16 x 4) over it: 2(n-1) x 3S
+  // / (64 kB) in the flow engine and the closed form (each pair with all a step gives it). The
+  // evaluator runs every message alone: a third of it.
+  cfg.nics_per_server = 4;
+  cfg.nic_bandwidth = kB;
+  cfg.nvlink_bandwidth = kB;
+  const Cluster slow = make_fat_tree(cfg);
+  const double shared = 2 * (n - 1) * 3 * kS / (64 * kB);
+  EXPECT_REL(collective_closed_form(sp, slow), shared);
+  const Times s = run(sp, slow);
+  EXPECT_REL(s.evaluator, shared / 3);
+  EXPECT_REL(s.flow, shared);
 }
 
 TEST(Collectives, SpineLeafNicsPerServerSizeTheUplinksByTheServersNics) {

@@ -100,7 +100,7 @@ constexpr const char* kModelled =
     "on NVLink-SHARP servers and NVLS-tree across them (the switch's reduction as a star of its bytes), and `auto` choosing algorithm, protocol and channels per size by the closed form. Not "
     "modelled: per-channel SM bandwidth caps, in-flight slots for rings (trees hide a chunk's latency once their "
     "pipeline is full; a ring step's is not hidden), PCIe between GPU and NIC, CollNet, reductions' compute. The closed form is "
-    "contention-free under the ideal model (each pair alone) and prices each step's busiest link under NCCL's. "
+    "under the ideal model each pair alone with all a step gives it (channels sharing a pair share it) and prices each step's busiest link under NCCL's. "
     "docs/collectives.md has the details.";
 
 // The spec of the command line (bytes 1), checked.

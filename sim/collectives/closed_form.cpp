@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
 #include <stdexcept>
 
 #include "sim/collectives/algorithms.h"
@@ -96,11 +97,20 @@ class PricedCollective {
       }
       PairPrice& price = prices_.emplace_back();
       const auto* tree = std::get_if<TreePhase>(&phase.shape);
+      // Each pair alone, with all a ring step gives it: a pair that several channels' rings share
+      // (GPU g to g + 1 of a server, in every channel that does not leave the server there) carries
+      // each channel's piece on its route, as the evaluator prices a step by its busiest link. A
+      // tree's edges stay each alone: their chunks pipeline (the evaluator's too).
+      std::map<std::pair<DeviceId, DeviceId>, int> uses;
       for_each_pair(phase, [&](int from, int to) {
-        const DeviceId a = spec.group[static_cast<std::size_t>(from)], b = spec.group[static_cast<std::size_t>(to)];
-        price.alpha = std::max(price.alpha, cluster.latency(a, b));
-        price.inv_b = std::max(price.inv_b, (tree ? in_server_scale(*tree, cluster, a, b) : 1.0) / cluster.bandwidth(a, b));
+        int& count = uses[{spec.group[static_cast<std::size_t>(from)], spec.group[static_cast<std::size_t>(to)]}];
+        count = tree ? 1 : count + 1;
       });
+      for (const auto& [pair, count] : uses) {
+        const auto [a, b] = pair;
+        price.alpha = std::max(price.alpha, cluster.latency(a, b));
+        price.inv_b = std::max(price.inv_b, count * (tree ? in_server_scale(*tree, cluster, a, b) : 1.0) / cluster.bandwidth(a, b));
+      }
     }
   }
 
