@@ -450,3 +450,11 @@ TEST(FabricOptions, BuildersKeepTheirRecipe) {
 }
 
 }  // namespace
+
+// "Did you mean" reads letters whatever their case: BF16 is nearest bf16 (it was fp16, one letter
+// nearer by case).
+TEST(Names, TheNearestWordIgnoresCase) {
+  EXPECT_EQ(placesim::nearest_word("BF16", {"fp32", "tf32", "fp16", "bf16", "fp8"}), "bf16");
+  EXPECT_EQ(placesim::nearest_word("Ring", {"ring", "tree"}), "ring");
+  EXPECT_EQ(placesim::nearest_word("rnig", {"ring", "tree"}), "ring");
+}

@@ -1,6 +1,7 @@
 #include "sim/core/names.h"
 
 #include <algorithm>
+#include <cctype>
 #include <fmt/format.h>
 
 #include "sim/core/errors.h"
@@ -26,13 +27,17 @@ void throw_unknown_choice(std::string_view text, std::span<const std::string_vie
 }
 
 std::string nearest_word(std::string_view word, const std::vector<std::string>& candidates) {
-  auto distance = [](std::string_view a, std::string_view b) {
+  // Letters alike whatever their case: BF16 is nearest bf16, not fp16.
+  auto same = [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+  };
+  auto distance = [&](std::string_view a, std::string_view b) {
     std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
     for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
     for (std::size_t i = 1; i <= a.size(); ++i) {
       cur[0] = i;
       for (std::size_t j = 1; j <= b.size(); ++j)
-        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (same(a[i - 1], b[j - 1]) ? 0 : 1)});
       std::swap(prev, cur);
     }
     return prev[b.size()];
