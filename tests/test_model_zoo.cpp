@@ -3,6 +3,8 @@
 // parameter and multiply-accumulate counts), scenario plumbing, and comparisons against the
 // profiled graphs in ../shared/graphs/ with stated tolerances.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <fstream>
 
 #include <algorithm>
 #include <cmath>
@@ -514,6 +516,13 @@ TEST(ModelZooScenario, GraphGenerateWritesALoadableFile) {
   c.gpu = *find_gpu_preset("v100");
   const Graph expected = zoo_graph(c);
   const LoadResult loaded = load_graph(path);
+  // The file says what its times were computed for, and reads back without a warning about it.
+  std::ifstream written(path);
+  const nlohmann::json file = nlohmann::json::parse(written);
+  EXPECT_EQ(file["timed_on"]["gpu"], "v100");
+  EXPECT_EQ(file["timed_on"]["precision"], "fp32");
+  EXPECT_DOUBLE_EQ(file["timed_on"]["peak_flops"].get<double>(), find_gpu_preset("v100")->peak_flops);
+  for (const std::string& w : loaded.warnings) EXPECT_EQ(w.find("timed_on"), std::string::npos) << w;
   EXPECT_EQ(loaded.graph.num_operators(), expected.num_operators());
   EXPECT_DOUBLE_EQ(loaded.graph.total_compute(), expected.total_compute());
   std::filesystem::remove(path);

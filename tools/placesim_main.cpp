@@ -549,6 +549,19 @@ std::string roofline_rate(const models::GpuSpec& gpu) {
   if (!gpu.roofline_precision) return format_flops(gpu.peak_flops) + " as given";
   return fmt::format("{} peak {}", enum_name<Precision>(models::kPrecisionNames, *gpu.roofline_precision), format_flops(gpu.peak_flops));
 }
+// What a graph's times were computed for, as the file's "timed_on" object.
+std::string timed_on(const models::GpuSpec& gpu) {
+  nlohmann::ordered_json j;
+  j["gpu"] = gpu.name;
+  if (!gpu.model.empty()) j["model"] = gpu.model;
+  j["precision"] = gpu.roofline_precision ? std::string(enum_name<models::Precision>(models::kPrecisionNames, *gpu.roofline_precision))
+                                          : std::string("as given");
+  j["peak_flops"] = gpu.peak_flops;
+  j["memory_bandwidth"] = gpu.memory_bandwidth;
+  j["efficiency"] = gpu.efficiency;
+  j["launch_overhead_s"] = gpu.launch_overhead_s;
+  return j.dump();
+}
 std::string roofline_note(const models::GpuSpec& gpu) {
   using models::Precision;
   if (!gpu.roofline_precision || !gpu.has(gpu.default_precision()) || gpu.dense(gpu.default_precision()) == gpu.peak_flops) return "";
@@ -588,7 +601,7 @@ int cmd_generate(const GenerateArgs& a) {
   const models::ModelBuilder recorded = models::record_model(c);
   const Graph g = recorded.to_graph(c.gpu, "model " + c.model);
   const models::ModelSummary s = models::summarize(recorded, c.batch);
-  save_placesim_json(g, a.output);
+  save_placesim_json(g, a.output, timed_on(c.gpu));
   std::cout << fmt::format("wrote {} ({} operators: {} forward, {} backward, {} optimizer; {} tensors)\n", a.output, g.num_operators(),
                            s.forward_operators, s.backward_operators, s.optimizer_operators, g.num_tensors());
   std::cout << fmt::format("{}: {:.4g} M trainable parameters, {:.4g} GMAC forward per sample, batch {}\n", c.model,
@@ -631,7 +644,7 @@ int cmd_import(const ImportArgs& a) {
   for (const auto& w : imported.warnings) std::cerr << "warning: " << w << "\n";
   const Graph g = imported.recorded.to_graph(options.gpu, options.onnx);
   const models::ModelSummary s = models::summarize(imported.recorded, imported.batch);
-  save_placesim_json(g, a.output);
+  save_placesim_json(g, a.output, timed_on(options.gpu));
   std::string nodes;
   for (const auto& [type, count] : imported.node_types) nodes += fmt::format("{}{} {}", nodes.empty() ? "" : ", ", type, count);
   int node_count = 0;

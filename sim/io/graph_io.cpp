@@ -701,7 +701,7 @@ class PlacesimReader final : public ElementSink {
       }
     }
     std::vector<std::string> unknown_keys;
-    note_unknown(unknown_keys, doc, "", {"format", "version", "units", "operators", "tensors"});
+    note_unknown(unknown_keys, doc, "", {"format", "version", "units", "timed_on", "operators", "tensors"});
 
     const json& operators = f_.array_member(doc, "operators", "", "an array of operators");
     const json& tensors = f_.array_member(doc, "tensors", "", "an array of tensors (src, dst, bytes)");
@@ -933,10 +933,11 @@ LoadResult load_graph(const std::string& path, std::string_view format_name) {
   return load_graph(path, parse_graph_format(format_name));
 }
 
-std::string to_placesim_json(const Graph& g) {
+std::string to_placesim_json(const Graph& g, const std::string& timed_on_json) {
   using ojson = nlohmann::ordered_json;
   std::string out = fmt::format("{{\n  \"format\": \"{}\",\n  \"version\": {},\n", kFormatTag, kFormatVersion);
   out += "  \"units\": {\"time\": \"s\", \"memory\": \"B\", \"tensor\": \"B\"},\n";
+  if (!timed_on_json.empty()) out += "  \"timed_on\": " + timed_on_json + ",\n";
   out += "  \"operators\": [";
   for (std::size_t i = 0; i < g.num_operators(); ++i) {
     const Operator& o = g.op(static_cast<OpId>(i));
@@ -965,10 +966,10 @@ std::string to_placesim_json(const Graph& g) {
   return out;
 }
 
-void save_placesim_json(const Graph& g, const std::string& path) {
+void save_placesim_json(const Graph& g, const std::string& path, const std::string& timed_on_json) {
   std::string text;
   try {
-    text = to_placesim_json(g);
+    text = to_placesim_json(g, timed_on_json);
   } catch (const nlohmann::json::exception& e) {
     // Only invalid UTF-8 in an operator name or type gets here.
     throw InputError(path, "operators", std::string("cannot write the graph: ") + e.what());

@@ -74,8 +74,11 @@ LoadResult parse_graph(std::string_view text, const std::string& source,
 
 // The native format as text (one operator or tensor per line) and as a file. Doubles are written
 // in their shortest round-trip form, so load(save(g)) reproduces g bit for bit.
-std::string to_placesim_json(const Graph& g);
+// `timed_on`, when given, is written as the file's "timed_on" object: what the operators' times
+// were computed for (the GPU, its precision and rates, by `graph generate` and `graph import`);
+// informational, read back by nothing.
+std::string to_placesim_json(const Graph& g, const std::string& timed_on_json = "");
 // Throws InputError naming `path` when the file cannot be written.
-void save_placesim_json(const Graph& g, const std::string& path);
+void save_placesim_json(const Graph& g, const std::string& path, const std::string& timed_on_json = "");
 
 }  // namespace placesim
