@@ -181,6 +181,39 @@ TEST(JobsScenario, AJobChosenAgainstTheOthersLoadAvoidsTheLinksTheyFill) {
   };
   EXPECT_EQ(gpus_of("placement-packed-placed.json"), (std::set<int>{2, 6}));
   EXPECT_EQ(gpus_of(against["placement_file"].get<std::string>()).size(), 1u);
+  // One job adapted: nothing more to run together.
+  EXPECT_FALSE(report["shared"].contains("all_adapted"));
+  fs::remove_all(dir);
+}
+
+TEST(JobsScenario, EveryAdaptedChoiceRunsTogetherToo) {
+  // The same background and two m-etf jobs, on GPUs 2, 6 and 3, 7, both chosen against the
+  // others' load: each keeps its graph on one GPU, so run together the two send nothing across
+  // the servers (each as fast as alone), and the background, its uplinks its own again, gains.
+  const fs::path dir = testutil::fresh_temp_dir("jobs-all-adapted");
+  std::ofstream(dir / "s.yaml")
+      << "cluster: {type: spine-leaf, servers: 8, servers_per_leaf: 4, spines: 1, gpus_per_server: 1, nic_bandwidth: 100Gbps, "
+         "oversubscription: 4, gpu_memory: 16GiB}\n"
+         "jobs:\n"
+         "  - {name: background, workload: {model: gpt2, micro_batch_size: 1, gpu: h100}, planner: {name: megatron, options: {dp: 4}}, gpus: [0, 4, 1, 5]}\n"
+         "  - {name: a, graph: {model: bert-base, layers: 4, style: fused, gpu: rtx3070}, strategy: m-etf, gpus: [2, 6], against_others: true}\n"
+         "  - {name: b, graph: {model: bert-base, layers: 4, style: fused, gpu: rtx3070}, strategy: m-etf, gpus: [3, 7], against_others: true}\n"
+         "simulation: {engine: flow, trace: false}\n";
+  const SweepSummary summary = run_into(dir, load_sweep((dir / "s.yaml").string()));
+  const auto records = records_in(summary.results_file);
+  ASSERT_EQ(records.size(), 3u);
+  for (const auto& r : records) {
+    const auto& shared = r["strategy_report"]["shared"];
+    ASSERT_TRUE(shared.contains("all_adapted")) << r.dump();
+    EXPECT_EQ(shared["all_adapted"]["jobs_adapted"], (nlohmann::json{"a", "b"}));
+  }
+  const auto& background = records[0]["strategy_report"];
+  EXPECT_LT(background["shared"]["all_adapted"]["shared_latency"].get<double>(), background["shared_latency"].get<double>());
+  for (int j : {1, 2}) {
+    const auto& shared = records[j]["strategy_report"]["shared"];
+    EXPECT_NEAR(shared["all_adapted"]["slowdown"].get<double>(), 1.0, 1e-9) << records[j].dump();
+    EXPECT_NEAR(shared["all_adapted"]["shared_latency"].get<double>(), shared["against_others"]["alone_latency"].get<double>(), 1e-12);
+  }
   fs::remove_all(dir);
 }
 

@@ -320,14 +320,15 @@ using BuildJob = std::function<void(std::size_t, const Cluster&, BuiltJob&, cons
 // Job running[i] placed or planned again against the others' traffic as a fixed load (the
 // cluster as they leave it), run with them again (they keep their choices), and recorded beside
 // its choice alone: strategy_report.shared.against_others.
+// `aware` keeps the choice (the caller runs every adapted choice together afterwards).
 void choose_against_others(const Scenario& scenario, const SharedRun& blind, std::size_t i, std::span<const std::size_t> running,
-                           std::vector<JobGraph> graphs, std::vector<DeviceId> gpus, const BuildJob& build, PointOutcome& outcome) {
+                           std::vector<JobGraph> graphs, std::vector<DeviceId> gpus, const BuildJob& build, PointOutcome& outcome,
+                           BuiltJob& aware) {
   if (!outcome.measurement) return;
   nlohmann::ordered_json& report = outcome.measurement->strategy_report;
   nlohmann::ordered_json against = nlohmann::ordered_json::object();
   std::size_t degraded = 0;
   const Cluster residual = residual_cluster(scenario.cluster, blind, i, degraded);
-  BuiltJob aware;
   aware.gpus = std::move(gpus);
   build(running[i], residual, aware, "-against-others");
   against["links_degraded"] = degraded;
@@ -358,6 +359,39 @@ void choose_against_others(const Scenario& scenario, const SharedRun& blind, std
     against["reason"] = e.what();
   }
   report["shared"]["against_others"] = against;
+}
+
+// Each job chosen against the others' blind choices was run with them keeping those; with two
+// or more adapted, every adapted choice runs together too (the others answer back once): each
+// running job's record gets shared.all_adapted, its iteration and slowdown then.
+void run_all_adapted(const Scenario& scenario, std::vector<JobGraph> graphs, const std::vector<BuiltJob>& aware,
+                     std::span<const std::size_t> running, const std::vector<JobSpec>& jobs, std::vector<PointOutcome>& out) {
+  nlohmann::ordered_json adapted = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < running.size(); ++i)
+    if (aware[i].runs) {
+      graphs[i] = {graphs[i].name, aware[i].graph, aware[i].placement};
+      adapted.push_back(jobs[running[i]].name);
+    }
+  if (adapted.size() < 2) return;
+  nlohmann::ordered_json failure;
+  std::optional<SharedRun> together;
+  try {
+    together = run_jobs_together(graphs, scenario.cluster, scenario.simulation.engines, scenario.simulation.order);
+  } catch (const std::exception& e) {
+    failure = {{"status", "failed"}, {"reason", e.what()}};
+  }
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    if (!out[running[i]].measurement) continue;
+    nlohmann::ordered_json all = {{"jobs_adapted", adapted}};
+    if (together) {
+      const JobTimes* t = together->jobs[i].find(together->headline);
+      all["shared_latency"] = t->shared;
+      all["slowdown"] = t->slowdown();
+    } else {
+      all.update(failure);
+    }
+    out[running[i]].measurement->strategy_report["shared"]["all_adapted"] = all;
+  }
 }
 
 }  // namespace
@@ -429,9 +463,11 @@ std::vector<PointOutcome> run_jobs_point(const Scenario& scenario, const Strateg
     if (!without.empty()) b.outcome.measurement->strategy_report["shared"]["without"] = without;
     out[running[i]] = std::move(b.outcome);
   }
+  std::vector<BuiltJob> aware(running.size());
   for (std::size_t i = 0; i < running.size(); ++i)
     if (jobs[running[i]].against_others)
-      choose_against_others(scenario, run, i, running, graphs, built[running[i]].gpus, build, out[running[i]]);
+      choose_against_others(scenario, run, i, running, graphs, built[running[i]].gpus, build, out[running[i]], aware[i]);
+  run_all_adapted(scenario, graphs, aware, running, jobs, out);
   return out;
 }
 

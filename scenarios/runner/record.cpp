@@ -478,6 +478,17 @@ std::string format_jobs_table(std::span<const PointRecord> records) {
         out += fmt::format("{:<{}}   chosen against the others' load: {}: {}\n", "", allocation_width,
                            a.value("status", std::string("?")), a.value("reason", std::string()));
     }
+    if (report["shared"].contains("all_adapted")) {
+      const auto& a = report["shared"]["all_adapted"];
+      std::string who;
+      for (const auto& name : a["jobs_adapted"]) who += (who.empty() ? "" : ", ") + name.get<std::string>();
+      if (a.contains("shared_latency"))
+        out += fmt::format("{:<{}}   with every adapted choice together ({}): shared {} {}, slowdown {:.3f}\n", "", allocation_width, who,
+                           format_number_in(a["shared_latency"].get<double>(), unit), unit.name, a["slowdown"].get<double>());
+      else
+        out += fmt::format("{:<{}}   with every adapted choice together ({}): {}: {}\n", "", allocation_width, who,
+                           a.value("status", std::string("?")), a.value("reason", std::string()));
+    }
     if (report["shared"].contains("without"))
       for (const auto& w : report["shared"]["without"])
         out += fmt::format("{:<{}}   (shared without {}, {})\n", "", allocation_width, w.value("job", std::string("?")),
