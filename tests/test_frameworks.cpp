@@ -59,7 +59,7 @@ TEST_F(Frameworks, EachProfileRunsItsFlagsWrittenOut) {
       {"megatron-core", "--distributed-optimizer --stage-split even"},
       {"nemo", "--distributed-optimizer --sequence-parallel --tp-comm-overlap --stage-split even"},
       {"deepspeed", "--zero 1 --no-overlap-grad-reduce --stage-split even"},
-      {"fsdp", "--zero 3"},
+      {"fsdp", "--zero 3 --zero3-prefetch 1"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.framework);
@@ -90,7 +90,7 @@ TEST_F(Frameworks, AFlagTheUserGivesKeepsItsValue) {
   EXPECT_NE(out.find("--tp-comm-overlap: Megatron's tensor-parallel overlap"), std::string::npos) << out;
   out = run("--no-overlap-param-gather", 2);
   EXPECT_NE(out.find("--no-overlap-param-gather: only Megatron's distributed optimizer"), std::string::npos) << out;
-  EXPECT_EQ(outcome(run("--framework fsdp --zero 2")), outcome(run("--zero 2")));
+  EXPECT_EQ(outcome(run("--framework fsdp --zero 2")), outcome(run("--zero 2 --zero3-prefetch 1")));
   // A split the user asks for replaces the profile's even one.
   EXPECT_EQ(outcome(run("--framework megatron-lm-2021 --stage-split balanced")), outcome(run("--no-overlap-grad-reduce")));
 }
@@ -130,6 +130,7 @@ TEST(FrameworkPlanner, TheMegatronPlannerTakesAProfile) {
   EXPECT_EQ(nemo.zero, 1);
   EXPECT_TRUE(nemo.overlap_param_gather && nemo.sequence_parallel && nemo.tp_comm_overlap);
   EXPECT_EQ(config_of("{tp: 1, framework: fsdp}").zero, 3);
+  EXPECT_EQ(config_of("{tp: 1, framework: fsdp}").zero3_prefetch, 1);
   EXPECT_INPUT_ERROR(config_of("{tp: 2, pp: 2, micro_batches: 4, virtual_stages: 2, framework: deepspeed}"), "strategies[0].options.virtual_stages",
                      "deepspeed runs 1F1B without interleaving");
   EXPECT_INPUT_ERROR(config_of("{tp: 2, pp: 2, zero: 2, framework: deepspeed}"), "strategies[0].options.zero", "ZeRO 1 at most");

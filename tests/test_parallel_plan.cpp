@@ -531,6 +531,29 @@ TEST(ParallelPlan, ZeroThreeGathersTheLayersForTheForwardOneAfterAnother) {
   }
 }
 
+TEST(ParallelPlan, ZeroThreePrefetchesAsManyLayersAheadAsItIsTold) {
+  // 3 layers of 10 MB and 1 ms forwards, 2 replicas, ZeRO 3: each gather 0.5 ms alone. Unlimited,
+  // the gathers run back to back (0-0.5, 0.5-1, 1-1.5 ms) while layer 0 computes 0.5-1.5. One layer
+  // ahead (FSDP's), layer 2's gather is issued as layer 1's forward begins, when layer 0's is done
+  // (1.5 ms): 1.5-2 ms, still before layer 2's forward (2.5 ms), which starts as before.
+  const LayerModel model = uniform_model(3, 1 * ms, 1 * ms, 0, 10e6);
+  const Cluster cluster = testutil::dedicated_mesh(2, kBw);
+  ParallelPlan plan;
+  plan.dp = 2;
+  plan.zero = 3;
+  for (int prefetch : {0, 1}) {
+    plan.zero3_prefetch = prefetch;
+    const CompiledPlan c = compile_plan(model, plan, cluster);
+    const Graph& g = c.graph.graph;
+    for (const Schedule& s : {Evaluator(g, cluster).schedule(c.graph.placement),
+                              FlowEngine(g, cluster).schedule(c.graph.placement, GpuQueue::Fcfs)}) {
+      EXPECT_NEAR(s.start[*g.find("grad.p0.t0.l1.agf.r0.start")], 0.5 * ms, 1e-12) << prefetch;
+      EXPECT_NEAR(s.start[*g.find("grad.p0.t0.l2.agf.r0.start")], (prefetch ? 1.5 : 1.0) * ms, 1e-12) << prefetch;
+      EXPECT_NEAR(s.start[*g.find("d0.p0.t0.F0.2")], 2.5 * ms, 1e-12) << prefetch;
+    }
+  }
+}
+
 TEST(ParallelPlan, ZeroStagesChangeMemoryAndTrafficAsStated) {
   // One layer of 1 GB of parameters (fp16) on 4 replicas. Memory: parameters 1 GB, gradients
   // 1 GB, Adam's states 6 GB. ZeRO 1 shards the states (1.5 GB), ZeRO 2 also the gradients

@@ -188,6 +188,10 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--schedule", a.schedule, "gpipe or 1f1b")->check(one_of({"gpipe", "1f1b"}))->capture_default_str();
   add_stage_options(c, a);
   c->add_option("--zero", a.zero, "ZeRO stage over the replicas")->check(whole_number(0, 3))->capture_default_str();
+  c->add_option("--zero3-prefetch", a.zero3_prefetch,
+                "ZeRO 3: how many layers ahead each layer's parameters are gathered (0: as far as the links allow; FSDP's: 1)")
+      ->check(whole_number(0, 1 << 16))
+      ->capture_default_str();
   c->add_option("--cp", a.cp,
                 "--model: context-parallel width (ring attention): each sequence split over cp GPUs, which pass their keys and "
                 "values around; the plan runs tp x pp x dp x cp GPUs")
@@ -513,7 +517,7 @@ void print_report_json(const PlanArgs& a, const ParallelPlan& plan, const PlanRe
   j["plan"] = {{"tp", plan.tp}, {"pp", plan.pp}, {"dp", plan.dp / plan.cp}, {"cp", plan.cp}, {"micro_batches", plan.micro_batches},
                {"virtual_stages", plan.virtual_stages}, {"zero", plan.zero}, {"sequence_parallel", plan.sequence_parallel},
                {"overlap_param_gather", plan.overlap_param_gather}, {"overlap_grad_reduce", plan.overlap_grad_reduce},
-               {"tp_comm_overlap", plan.tp_comm_overlap}, {"framework", a.framework},
+               {"tp_comm_overlap", plan.tp_comm_overlap}, {"zero3_prefetch", plan.zero3_prefetch}, {"framework", a.framework},
                {"recompute", a.workload.empty() ? a.recompute : "workload's"}};
   std::cout << j.dump() << "\n";
 }

@@ -29,6 +29,7 @@ struct PlanArgs {
   int seeds = 1;
   std::uint64_t seed = 1;
   int tp = 1, pp = 1, dp = 1, micro_batches = 1, zero = 0, ep = 1;
+  int zero3_prefetch = 0;  // ParallelPlan::zero3_prefetch
   int cp = 1;  // context parallelism: the plan runs dp x cp copies of the weights (ParallelPlan::cp)
   std::vector<int> stage_tp;  // per stage, its own tensor-parallel width (ParallelPlan::stage_tp)
   std::vector<int> stage_starts;  // each stage's first layer (ParallelPlan::stage_starts); empty: by stage_split
@@ -118,7 +119,8 @@ inline void apply_framework(PlanArgs& a, const std::string& source) {
   a.kept.clear();
   // The profile's value where the user gave none; where the user gave another, the key is said kept.
   auto settings = [](const PlanArgs& x) {
-    return std::tuple(x.distributed_optimizer, x.zero, x.no_overlap_grad_reduce, x.stage_split, x.sequence_parallel, x.tp_comm_overlap);
+    return std::tuple(x.distributed_optimizer, x.zero, x.no_overlap_grad_reduce, x.stage_split, x.sequence_parallel, x.tp_comm_overlap,
+                      x.zero3_prefetch);
   };
   auto set = [&](bool applies, std::initializer_list<const char*> keys, auto&& assign) {
     if (!applies) return;
@@ -136,6 +138,7 @@ inline void apply_framework(PlanArgs& a, const std::string& source) {
   set(p.overlap_grad_reduce.has_value(), {"overlap_grad_reduce"},
       [&](PlanArgs& x) { x.no_overlap_grad_reduce = !*p.overlap_grad_reduce; });
   set(p.even_split.value_or(false) && a.stage_starts.empty(), {"stage_split"}, [](PlanArgs& x) { x.stage_split = "even"; });
+  set(p.zero3_prefetch.has_value(), {"zero3_prefetch"}, [&](PlanArgs& x) { x.zero3_prefetch = *p.zero3_prefetch; });
   set(p.sequence_parallel_with_tp && a.tp > 1, {"sequence_parallel"}, [](PlanArgs& x) { x.sequence_parallel = true; });
   set(p.tp_comm_overlap_with_sp && a.sequence_parallel, {"tp_comm_overlap"}, [](PlanArgs& x) { x.tp_comm_overlap = true; });
   refuse();
@@ -183,6 +186,7 @@ inline ParallelPlan plan_from_args(const PlanArgs& a, const std::string& source,
   plan.zero = a.distributed_optimizer ? std::max(a.zero, 1) : a.zero;
   plan.overlap_param_gather = a.distributed_optimizer && !a.no_overlap_param_gather;
   plan.overlap_grad_reduce = !a.no_overlap_grad_reduce;
+  plan.zero3_prefetch = a.zero3_prefetch;
   if (plan.overlap_param_gather && !plan.overlap_grad_reduce)
     throw InputError(source, "--no-overlap-grad-reduce",
                      "Megatron overlaps the distributed optimizer's parameter gathers only with the gradients' reductions "

@@ -119,7 +119,8 @@ bool framework_runs(const PlanArgs& a) {
   if (p.sequence_parallel_with_tp && a.tp > 1 && !a.sequence_parallel) return false;
   if (p.tp_comm_overlap_with_sp && a.sequence_parallel && !a.tp_comm_overlap) return false;
   PlanArgs checked = a;
-  checked.given = {"zero", "distributed_optimizer", "overlap_grad_reduce", "stage_split", "sequence_parallel", "tp_comm_overlap"};
+  checked.given = {"zero", "distributed_optimizer", "overlap_grad_reduce", "stage_split", "sequence_parallel", "tp_comm_overlap",
+                   "zero3_prefetch"};
   try {
     apply_framework(checked, "command line");
   } catch (const InputError&) {
@@ -394,6 +395,7 @@ std::string plan_command(const PlanArgs& a, const std::string& engine) {
   if (profiled) cmd += " --framework " + a.framework;
   if ((a.zero > 0 || profiled) && !a.distributed_optimizer) cmd += fmt::format(" --zero {}", a.zero);
   if (a.no_overlap_grad_reduce) cmd += " --no-overlap-grad-reduce";
+  if (a.zero3_prefetch > 0 || (profiled && a.zero == 3)) cmd += fmt::format(" --zero3-prefetch {}", a.zero3_prefetch);
   if (a.stage_split != d.stage_split && a.stage_starts.empty()) cmd += " --stage-split " + a.stage_split;
   if (a.schedule != d.schedule) cmd += " --schedule " + a.schedule;
   if (a.gradient_algorithm != d.gradient_algorithm) cmd += " --gradient-algorithm " + a.gradient_algorithm;

@@ -170,6 +170,7 @@ constexpr PlanKeyword kPlanKeywords[] = {
     {"virtual_stages", set_field<&PlanArgs::virtual_stages>},
     {"stage_split", set_field<&PlanArgs::stage_split>},
     {"gpu_order", set_field<&PlanArgs::gpu_order>},
+    {"zero3_prefetch", set_field<&PlanArgs::zero3_prefetch>},
     {"stage_starts", set_field<&PlanArgs::stage_starts>},
     {"micro_batch_size", set_field<&PlanArgs::micro_batch_size>},
     {"sequence", set_field<&PlanArgs::sequence>},

@@ -21,7 +21,8 @@ namespace {
 //    interleaving, the gradients reduced after the backward, ZeRO stage 1 (ZeRO 2 and 3 do not
 //    run with its pipeline), layers partitioned by parameters (even for uniform blocks).
 //  - fsdp: PyTorch FSDP as torchtitan runs it: fully sharded (ZeRO 3), each layer's parameters
-//    all-gathered before its forward and again before its backward, its gradients
+//    all-gathered before its forward and again before its backward, one layer ahead (FSDP2's
+//    prefetch from the current layer's pre-forward and pre-backward hooks), its gradients
 //    reduce-scattered as its backward ends; no Megatron distributed optimizer.
 const FrameworkProfile kProfiles[] = {
     {.framework = Framework::MegatronLm,
@@ -61,10 +62,11 @@ const FrameworkProfile kProfiles[] = {
      .gpipe = false,
      .search_optimizers = "none,zero1,zero2,zero3"},
     {.framework = Framework::Fsdp,
-     .summary = "PyTorch FSDP (torchtitan): ZeRO 3, each layer's parameters gathered before its forward and its backward, its "
-                "gradients reduce-scattered as its backward ends",
+     .summary = "PyTorch FSDP (torchtitan): ZeRO 3, each layer's parameters gathered before its forward and its backward, one "
+                "layer ahead, its gradients reduce-scattered as its backward ends",
      .zero = 3,
      .overlap_grad_reduce = true,
+     .zero3_prefetch = 1,
      .distributed_optimizer_allowed = false,
      .search_optimizers = "zero2,zero3"},
 };

@@ -25,6 +25,7 @@ struct FrameworkProfile {
   std::optional<bool> distributed_optimizer = std::nullopt;  // Megatron's (ZeRO 1, gathers beside the next forward)
   std::optional<bool> overlap_grad_reduce = std::nullopt;    // each layer's reduction beside the backward
   std::optional<bool> even_split = std::nullopt;             // the layers evenly over the stages (Megatron's layout)
+  std::optional<int> zero3_prefetch = std::nullopt;          // ZeRO 3's gathers ahead (ParallelPlan::zero3_prefetch)
   bool sequence_parallel_with_tp = false;     // sequence parallelism wherever tp > 1 (the recipes')
   bool tp_comm_overlap_with_sp = false;       // tensor-parallel overlap wherever sequence parallel
   // What the framework cannot run.

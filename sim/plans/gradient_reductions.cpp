@@ -123,8 +123,13 @@ void PlanCompiler::reduce_buckets(const ReductionGroup& group, const StageMarks&
     // ZeRO 3: the parameters are gathered again (they were freed) after the forward that
     // precedes the first backward, for the backward: prefetches in backward order, each
     // after the previous one (not queued behind the reductions).
-    const std::vector<OpId> ready_for_backward = after_both(
+    std::vector<OpId> ready_for_backward = after_both(
         group, per_replica(group, &LayerOps::forward_done, marks.forward_before_backward, k), backward_gathers, name + ".agb");
+    // A prefetch depth n: issued as the backward of the layer n after it begins, once the layer
+    // after that one is done.
+    if (const int ahead = k + plan_.zero3_prefetch + 1; plan_.zero3_prefetch > 0 && ahead < layer_count(p))
+      ready_for_backward = after_both(group, per_replica(group, &LayerOps::backward_done, marks.first_backward, ahead),
+                                      ready_for_backward, name + ".agb.ahead");
     backward_gathers = add_group_collective(group, reduction_spec(group, layer, CollectiveOp::AllGather),
                                          name + ".agb", ready_for_backward);
     const std::vector<OpId> backward_first = per_replica(group, &LayerOps::backward, marks.first_backward, k);
@@ -138,8 +143,15 @@ void PlanCompiler::gather_before_forwards(const ReductionGroup& group, const Sta
   for (int k = 0; k < layer_count(p); ++k) {
     const int layer = first + k;
     if (reduced_bytes(group, layer) <= 0) continue;
-    previous = add_group_collective(group, reduction_spec(group, layer, CollectiveOp::AllGather),
-                                 fmt::format("{}.p{}.t{}.l{}.agf", group.tag, p, group.tensor_rank, layer), previous);
+    const std::string name = fmt::format("{}.p{}.t{}.l{}.agf", group.tag, p, group.tensor_rank, layer);
+    // A prefetch depth n: the gather is issued as the forward of the layer n before it begins,
+    // once the layer before that one is done.
+    const int back = k - plan_.zero3_prefetch - 1;
+    const std::vector<OpId> ready =
+        plan_.zero == 3 && plan_.zero3_prefetch > 0 && back >= 0
+            ? after_both(group, per_replica(group, &LayerOps::forward_done, marks.first_forward, back), previous, name)
+            : previous;
+    previous = add_group_collective(group, reduction_spec(group, layer, CollectiveOp::AllGather), name, ready);
     const std::vector<OpId> forward_first = per_replica(group, &LayerOps::forward, marks.first_forward, k);
     for (std::size_t r = 0; r < forward_first.size(); ++r) graph().depend(previous[r], forward_first[r]);
   }

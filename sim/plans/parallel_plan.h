@@ -138,6 +138,12 @@ struct ParallelPlan {
   // buckets): each layer's once its last backward has run. False: all of them after the GPU's
   // last backward (and its last send), as Megatron runs them by default and its local DDP did.
   bool overlap_grad_reduce = true;
+  // ZeRO 3's gathers ahead of the layer that needs them: 0, as far as the links let them run
+  // (each after the previous one); n, each layer's gather for the forward is issued as the forward
+  // of the layer n before it begins (once the layer before that is done), and for the backward as
+  // the backward of the layer n after it begins: PyTorch FSDP's prefetch of the next layer (1),
+  // its all-gathers issued from the current layer's pre-forward and pre-backward hooks.
+  int zero3_prefetch = 0;
   // Expert parallelism, carved out of the replicas as Megatron-core and DeepSpeed-MoE do: ep
   // divides dp, and replicas ep*j .. ep*j + ep - 1 each hold 1/ep of every layer's experts
   // (LayerModel::expert_parallel 1) and exchange their tokens by all-to-all (direct, among equal

@@ -85,6 +85,7 @@ PlanResult megatron_plan(const MegatronConfig& c, const LayerWorkload& workload,
   plan.zero = c.zero;
   plan.overlap_param_gather = c.overlap_param_gather;
   plan.overlap_grad_reduce = c.overlap_grad_reduce;
+  plan.zero3_prefetch = c.zero3_prefetch;
   plan.schedule = c.schedule;
   plan.virtual_stages = c.virtual_stages;
   plan.gradient_algorithm = c.gradient_algorithm;
@@ -184,6 +185,7 @@ void apply_framework_defaults(const YamlFields& f, MegatronConfig& c) {
     c.overlap_param_gather = true;
   }
   if (p.zero && !f.has("zero")) c.zero = *p.zero;
+  if (p.zero3_prefetch && !f.has("zero3_prefetch")) c.zero3_prefetch = *p.zero3_prefetch;
   if (p.overlap_grad_reduce && !f.has("overlap_grad_reduce")) c.overlap_grad_reduce = *p.overlap_grad_reduce;
   if (p.sequence_parallel_with_tp && c.tp > 1 && !f.has("sequence_parallel")) c.sequence_parallel = true;
   if (p.tp_comm_overlap_with_sp && c.sequence_parallel && !f.has("tp_comm_overlap")) c.tp_comm_overlap = true;
@@ -203,6 +205,9 @@ OptionSchema<MegatronConfig> megatron_schema() {
           "built for it (context_parallel)",
           1, 1 << 16, "2");
   s.count("zero", &MegatronConfig::zero, "ZeRO stage over the replicas (0-3)", 0, 3, "1");
+  s.count("zero3_prefetch", &MegatronConfig::zero3_prefetch,
+          "ZeRO 3: how many layers ahead each layer's parameters are gathered (0: as far as the links allow; FSDP's: 1)", 0, 1 << 16,
+          "1");
   s.count("micro_batches", &MegatronConfig::micro_batches, "micro-batches per replica and iteration", 1, 1 << 20, "8");
   s.count("global_micro_batches", &MegatronConfig::global_micro_batches,
           "micro-batches per iteration over all replicas, split evenly (0: micro_batches per replica)", 0, 1 << 24, "64");

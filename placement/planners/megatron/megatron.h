@@ -37,6 +37,7 @@ struct MegatronConfig : PlanAssumptions {
   int ep = 1;
   int cp = 1;  // context-parallel width: the plan runs dp x cp copies (ParallelPlan::cp)
   int zero = 0;
+  int zero3_prefetch = 0;  // ParallelPlan::zero3_prefetch
   bool overlap_param_gather = false;  // ParallelPlan::overlap_param_gather
   int micro_batches = 1;  // per replica
   int global_micro_batches = 0;   // micro-batches per iteration over all replicas (0: micro_batches each)
