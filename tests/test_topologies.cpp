@@ -735,3 +735,35 @@ TEST(Topologies, FatTreeOfEightNicServersBuildsAtFullBisection) {
   EXPECT_DOUBLE_EQ(c.bandwidth(5, 13), 50e9);
   EXPECT_DOUBLE_EQ(c.link(c.route(5, 8 * 40 + 5)[1]).bandwidth, 400e9);  // edge -> aggregation: the server's NICs together
 }
+
+// A fat-tree or spine-leaf of several NICs per server describes itself by server pairs (each GPU's
+// own NIC, all alike): its levels are what a walk over every GPU pair finds.
+TEST(Topologies, InfoOfSeveralNicsPerServerIsEveryPairsView) {
+  for (const char* yaml : {"{type: fat-tree, k: 4, servers: 6, gpus_per_server: 4, nics_per_server: 2, nic_latency: 1us, core_latency: 2us}",
+                           "{type: spine-leaf, servers: 5, servers_per_leaf: 2, spines: 3, gpus_per_server: 4, nics_per_server: 4, "
+                           "oversubscription: 3, uplink_latency: 1us}"}) {
+    SCOPED_TRACE(yaml);
+    Cluster c = cluster_from_yaml(YAML::Load(yaml), "c.yaml");
+    c.finalize("t");
+    EXPECT_TRUE(c.views_by_server());
+    EXPECT_FALSE(c.routes_by_server());
+    std::map<std::pair<double, double>, long> walked;
+    int most_paths = 0;
+    for (DeviceId a = 0; a < c.num_devices(); ++a)
+      for (DeviceId b = 0; b < c.num_devices(); ++b)
+        if (a != b) {
+          ++walked[{-c.bandwidth(a, b), c.latency(a, b)}];
+          most_paths = std::max(most_paths, c.num_paths(a, b));
+        }
+    const TopologyInfo info = describe_topology(c);
+    ASSERT_EQ(info.levels.size(), walked.size());
+    std::size_t i = 0;
+    for (const auto& [view, pairs] : walked) {
+      EXPECT_DOUBLE_EQ(info.levels[i].bandwidth, -view.first);
+      EXPECT_DOUBLE_EQ(info.levels[i].latency, view.second);
+      EXPECT_EQ(info.levels[i].pairs, pairs);
+      ++i;
+    }
+    EXPECT_EQ(info.max_paths, most_paths);
+  }
+}

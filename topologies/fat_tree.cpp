@@ -19,6 +19,7 @@ namespace {
 class FatTreeRouting final : public ServerRouting {
  public:
   bool routes_by_server() const override { return nics_.per_server == 1; }  // one NIC per server
+  bool views_by_server() const override { return true; }  // every NIC alike, one middle per server pair
   struct Tiers {
     int half = 0, edges = 0;
     bool ecmp = true;

@@ -19,6 +19,7 @@ namespace {
 class SpineLeafRouting final : public ServerRouting {
  public:
   bool routes_by_server() const override { return nics_.per_server == 1; }  // one NIC per server
+  bool views_by_server() const override { return true; }  // every NIC alike, one middle per server pair
   // up[l][j]: leaf l -> spine j; down[l][j]: spine j -> leaf l.
   SpineLeafRouting(Servers layout, const Nics& nics, int servers_per_leaf, int leaves, bool ecmp,
                    std::vector<std::vector<int>> up, std::vector<std::vector<int>> down)

@@ -91,7 +91,7 @@ TopologyInfo describe_topology(const Cluster& c) {
     }
     level->pairs += pairs;
   };
-  if (c.routes_by_server()) {
+  if (c.views_by_server()) {
     // Every GPU pair within a server, and between two servers one pair standing for all of theirs:
     // servers x servers routes, not GPUs x GPUs (16,384 GPUs: 4 million, not 268).
     std::vector<std::vector<DeviceId>> by_server(static_cast<std::size_t>(info.servers));

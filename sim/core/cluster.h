@@ -168,6 +168,8 @@ class Cluster {
   bool all_pairs_reachable() const { return all_pairs_reachable_; }
   // GPUs of two servers route as their servers do (Routing::routes_by_server).
   bool routes_by_server() const { return routing_ && routing_->routes_by_server(); }
+  // GPUs of two servers see their servers' first GPUs' view (Routing::views_by_server).
+  bool views_by_server() const { return routing_ && routing_->views_by_server(); }
   // Route ids are below this.
   std::int64_t num_routes() const { return routing_->num_routes(); }
   // Number of paths of the pair's route (0 if unreachable).

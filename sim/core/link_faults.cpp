@@ -31,6 +31,8 @@ class FaultedRouting final : public Routing {
   std::int64_t num_routes() const override { return base_->num_routes(); }
   bool all_pairs_reachable() const override { return all_pairs_reachable_; }
   bool routes_by_server() const override { return base_->routes_by_server(); }
+  // A NIC's fault changes its own GPUs' view: only routing by server keeps views by server.
+  bool views_by_server() const override { return base_->routes_by_server(); }
   std::int32_t generated_num_paths(std::int64_t set) const override { return survivors(set).count; }
   double append_generated_path(std::int64_t set, std::int32_t k, std::vector<int>& links) const override {
     const Survivors alive = survivors(set);

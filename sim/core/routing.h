@@ -46,6 +46,9 @@ class Routing {
   // Whether GPUs of different servers route as their servers do (one NIC per server): any GPU of
   // server A to any GPU of server B alike, so a walk over the pairs can take servers instead.
   virtual bool routes_by_server() const { return false; }
+  // Whether GPUs of different servers see, for a lone transfer, what their servers' first GPUs see
+  // (bandwidth, latency, paths), though their routes may differ: a NIC each, all alike.
+  virtual bool views_by_server() const { return routes_by_server(); }
 
   // Generated path sets (stage ids < 0); a routing that generates none keeps these.
   virtual std::int32_t generated_num_paths(std::int64_t set) const;
