@@ -88,11 +88,7 @@ void add_framework_option(CLI::App* c, PlanArgs& a) {
        help.back() = '.';
        return help;
      }())
-      ->check(one_of([] {
-        std::vector<std::string> names;
-        for (const auto& n : kFrameworkNames) names.emplace_back(n.name);
-        return names;
-      }()))
+      ->check(one_of(framework_names()))
       ->capture_default_str();
   // What the user gave, by keyword (`given`), for the framework's defaults.
   c->parse_complete_callback([c, &a] {
@@ -569,7 +565,7 @@ int cmd_plan(const PlanArgs& args) {
                      a.sequence_parallel ? ", sequence-parallel" : "", plan.micro_batches,
                      a.virtual_stages > 1 ? "interleaved " : "", a.schedule, plan.zero);
   out << fmt::format("framework       {}: {}{}{}\n", a.framework,
-                     framework_profile(enum_parse<Framework>(kFrameworkNames, a.framework, "command line", "--framework")).summary,
+                     framework_of(a).summary,
                      a.kept.empty() ? "" : fmt::format("; kept as you gave them: {}", fmt::join(a.kept, ", ")),
                      a.overlap_p2p_comm ? "; pipeline sends beside the next operator" : "");
   if (static_cast<int>(layout.gpus.size()) < cluster.num_devices())

@@ -97,6 +97,16 @@ inline PlanRunOptions plan_run_options(const PlanArgs& a, const std::string& sou
   return o;
 }
 
+// The profile of the arguments' framework, and the frameworks' names (for the flags' checks).
+inline const FrameworkProfile& framework_of(const PlanArgs& a) {
+  return framework_profile(enum_parse<Framework>(kFrameworkNames, a.framework, "command line", "--framework"));
+}
+inline std::vector<std::string> framework_names() {
+  std::vector<std::string> names;
+  for (const auto& n : kFrameworkNames) names.emplace_back(n.name);
+  return names;
+}
+
 // The framework's defaults (sim/plans/frameworks.h) on what the user did not give, then what it
 // cannot run refused, naming the setting as `source` spells it.
 inline void apply_framework(PlanArgs& a, const std::string& source) {

@@ -78,7 +78,7 @@ Knobs knobs_of(const SearchRequest& r, const models::TransformerShape& shape, co
                     "attention core keeps no scores to drop)");
   k.recompute = or_default(r.space.recompute, recompute_all);
   std::vector<std::string> optimizers;
-  const FrameworkProfile& profile = framework_profile(enum_parse<Framework>(kFrameworkNames, r.base.framework, "command line", "--framework"));
+  const FrameworkProfile& profile = framework_of(r.base);
   // Split by hand: clang's std::ranges with libstdc++ 12 cannot split a string_view.
   for (std::string_view rest = profile.search_optimizers; !rest.empty();) {
     const std::size_t comma = rest.find(',');
@@ -102,7 +102,7 @@ std::vector<std::pair<int, int>> pipelines_of(const SearchRequest& r, const mode
     std::vector<int> vs = r.space.virtual_stages;
     if (vs.empty()) {
       vs = {1};
-      if (pp > 1 && framework_profile(enum_parse<Framework>(kFrameworkNames, r.base.framework, "command line", "--framework")).interleaving)
+      if (pp > 1 && framework_of(r.base).interleaving)
         for (int v = 2; pp * v <= shape.layers; ++v)
           if (shape.layers % (pp * v) == 0) vs.push_back(v);
     }
@@ -115,7 +115,7 @@ std::vector<std::pair<int, int>> pipelines_of(const SearchRequest& r, const mode
 // Whether the candidate's framework runs it as enumerated: its refusals, and the settings it
 // always takes (NeMo's sequence parallelism where tp > 1, tensor-parallel overlap with it).
 bool framework_runs(const PlanArgs& a) {
-  const FrameworkProfile& p = framework_profile(enum_parse<Framework>(kFrameworkNames, a.framework, "command line", "--framework"));
+  const FrameworkProfile& p = framework_of(a);
   if (p.sequence_parallel_with_tp && a.tp > 1 && !a.sequence_parallel) return false;
   if (p.tp_comm_overlap_with_sp && a.sequence_parallel && !a.tp_comm_overlap) return false;
   PlanArgs checked = a;

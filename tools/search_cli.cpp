@@ -79,11 +79,7 @@ CLI::App* add_search_command(CLI::App& app, SearchArgs& a) {
   c->add_option("--framework", r.base.framework,
                 "whose plans: the candidates as that framework runs them (plan --framework; docs/parallelism.md): its "
                 "reductions' overlap and layer split, its optimizer sharding, what it cannot run left out")
-      ->check(one_of([] {
-        std::vector<std::string> names;
-        for (const auto& n : kFrameworkNames) names.emplace_back(n.name);
-        return names;
-      }()))
+      ->check(one_of(framework_names()))
       ->capture_default_str();
   c->add_option("--tp-comm-overlap", r.space.tp_comm_overlap, "on, off (default: both, on with sequence parallelism)")
       ->delimiter(',')
