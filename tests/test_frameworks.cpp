@@ -136,4 +136,33 @@ TEST(FrameworkPlanner, TheMegatronPlannerTakesAProfile) {
   EXPECT_INPUT_ERROR(config_of("{tp: 2, pp: 2, zero: 2, framework: deepspeed}"), "strategies[0].options.zero", "ZeRO 1 at most");
   EXPECT_INPUT_ERROR(config_of("{framework: fsdp, zero: 1, overlap_param_gather: true}"), "strategies[0].options.overlap_param_gather",
                      "not Megatron's distributed optimizer");
+  EXPECT_INPUT_ERROR(config_of("{framework: fsdp, zero: 2, overlap_param_gather: true}"), "strategies[0].options.overlap_param_gather",
+                     "not Megatron's distributed optimizer");
+  // The profile's split, as `plan --framework` runs it (one function for both: apply_framework_profile).
+  EXPECT_EQ(plain.split, MegatronSplit::Even);  // the planner's default is Megatron's split already
+  EXPECT_EQ(nemo.split, MegatronSplit::Even);
+  EXPECT_EQ(config_of("{tp: 2, pp: 2, framework: nemo, split: ceil}").split, MegatronSplit::Ceil);  // given: kept
+}
+
+// The shared function alone: defaults where nothing is given, a given setting kept and named,
+// refusals before and after the defaults.
+TEST(FrameworkPlanner, OneFunctionAppliesEveryProfile) {
+  using namespace placesim;
+  auto nothing = [](std::string_view) { return false; };
+  FrameworkSettings s{.tp = 2};
+  EXPECT_TRUE(apply_framework_profile(Framework::Nemo, s, nothing).refusal.key.empty());
+  EXPECT_TRUE(s.distributed_optimizer && s.sequence_parallel && s.tp_comm_overlap && s.even_split && s.overlap_grad_reduce);
+  FrameworkSettings given{.tp = 2, .zero = 2};
+  const FrameworkApplication a = apply_framework_profile(Framework::Nemo, given, [](std::string_view k) { return k == "zero"; });
+  EXPECT_FALSE(given.distributed_optimizer);
+  EXPECT_EQ(given.zero, 2);
+  EXPECT_EQ(a.kept, std::vector<std::string>{"zero"});
+  FrameworkSettings interleaved{.pp = 2, .virtual_stages = 2};
+  EXPECT_EQ(apply_framework_profile(Framework::DeepSpeed, interleaved, nothing).refusal.key, "virtual_stages");
+  // ZeRO 1 from DeepSpeed's profile is fine with a pipeline; ZeRO 2 given is refused.
+  FrameworkSettings piped{.pp = 2};
+  EXPECT_TRUE(apply_framework_profile(Framework::DeepSpeed, piped, nothing).refusal.key.empty());
+  EXPECT_EQ(piped.zero, 1);
+  FrameworkSettings sharded{.pp = 2, .zero = 2};
+  EXPECT_EQ(apply_framework_profile(Framework::DeepSpeed, sharded, [](std::string_view k) { return k == "zero"; }).refusal.key, "zero");
 }

@@ -203,6 +203,32 @@ TEST(Nccl, AllReduceAcrossServersReachesTheNicsLineRate) {
   }
 }
 
+// A ring across two servers, by hand: one channel, 16 ranks, 2 of its 16 hops across the network.
+// Each of its 15 steps pays the slowest hop's path latency and bytes, but NCCL's software latency
+// as its tuning model counts it, the ring's mean hop: (14 NVLink hops + 2 network hops) / 16, not
+// the network hop in every step (a rank forwards as soon as its piece has arrived).
+TEST(Nccl, ARingAcrossServersPaysItsHopsMeanLatencyPerStep) {
+  const Cluster c = a100_rails(2);
+  const NcclCosts& k = *c.nccl;
+  CollectiveSpec s = spec(CollectiveOp::AllGather, CollectiveAlgorithm::Ring, NcclProtocol::LL, 16 << 10);
+  s.group.clear();
+  for (int g = 0; g < 16; ++g) s.group.push_back(g);
+  s.channels = 1;
+  const auto ll = static_cast<std::size_t>(NcclProtocol::LL);
+  double path = 0, inv_rate = 0;
+  for (int g = 0; g < 16; ++g) {
+    const int next = (g + 1) % 16;
+    const auto kind = static_cast<std::size_t>(g / 8 == next / 8 ? HopKind::NvLink : HopKind::Network);
+    path = std::max(path, c.latency(g, next));
+    inv_rate = std::max(inv_rate, 1 / (c.bandwidth(g, next) * k.link_efficiency[kind] * k.protocol_fraction[ll]));
+  }
+  const double mean_hop = (14 * k.hop_s[0][ll] + 2 * k.hop_s[1][ll]) / 16;
+  const double by_hand = k.base_s[ll] + 15 * (path + mean_hop + s.bytes / 16 * inv_rate);
+  expect_engines(s, c, by_hand);
+  // The network hop in every step would be 15 x 2.7 us more than this; the mean is 0.43 us.
+  EXPECT_LT(by_hand, k.base_s[ll] + 15 * (path + k.hop_s[1][ll]));
+}
+
 // An all-to-all across two servers is bound by the NICs: each GPU's NIC carries half of what it
 // sends (the other server's half), at the network's data share: S / 2 / (25 GB/s x 0.96).
 TEST(Nccl, AllToAllAcrossServersIsBoundByTheNics) {

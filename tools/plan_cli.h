@@ -111,47 +111,40 @@ inline std::vector<std::string> framework_names() {
 // cannot run refused, naming the setting as `source` spells it.
 inline void apply_framework(PlanArgs& a, const std::string& source) {
   const bool cli = source == "command line";
-  auto field = [&](const std::string& key, const std::string& flag = "") {
-    return cli ? (flag.empty() ? "--" + key : flag) : key;
-  };
+  auto field = [&](const std::string& key) { return cli ? "--" + key : key; };
   const Framework f = enum_parse<Framework>(kFrameworkNames, a.framework, source, field("framework"));
-  const FrameworkProfile& p = framework_profile(f);
-  auto given = [&](const char* key) { return std::find(a.given.begin(), a.given.end(), key) != a.given.end(); };
-  auto refuse = [&] {
-    const FrameworkRefusal r =
-        framework_refusal(f, {a.virtual_stages, a.pp, a.zero, a.distributed_optimizer, a.sequence_parallel, a.schedule == "gpipe"});
-    if (r.key.empty()) return;
-    std::string flag = "--" + r.key;
+  // The profile's keys as the flags name them (`split` is --stage-split).
+  auto flag_key = [](std::string_view key) { return key == "split" ? std::string("stage_split") : std::string(key); };
+  FrameworkSettings s{.tp = a.tp,
+                      .pp = a.pp,
+                      .virtual_stages = a.virtual_stages,
+                      .zero = a.zero,
+                      .zero3_prefetch = a.zero3_prefetch,
+                      .distributed_optimizer = a.distributed_optimizer,
+                      .overlap_grad_reduce = !a.no_overlap_grad_reduce,
+                      .even_split = a.stage_split == "even",
+                      .sequence_parallel = a.sequence_parallel,
+                      .tp_comm_overlap = a.tp_comm_overlap,
+                      .gpipe = a.schedule == "gpipe",
+                      .stage_starts = !a.stage_starts.empty()};
+  const bool was_even = s.even_split;
+  const FrameworkApplication applied = apply_framework_profile(f, s, [&](std::string_view key) {
+    return std::find(a.given.begin(), a.given.end(), flag_key(key)) != a.given.end();
+  });
+  if (!applied.refusal.key.empty()) {
+    std::string flag = "--" + applied.refusal.key;
     std::replace(flag.begin(), flag.end(), '_', '-');
-    throw InputError(source, cli ? flag : r.key, r.reason);
-  };
-  refuse();  // what the user gave, before the defaults
+    throw InputError(source, cli ? flag : applied.refusal.key, applied.refusal.reason);
+  }
   a.kept.clear();
-  // The profile's value where the user gave none; where the user gave another, the key is said kept.
-  auto settings = [](const PlanArgs& x) {
-    return std::tuple(x.distributed_optimizer, x.zero, x.no_overlap_grad_reduce, x.stage_split, x.sequence_parallel, x.tp_comm_overlap,
-                      x.zero3_prefetch);
-  };
-  auto set = [&](bool applies, std::initializer_list<const char*> keys, auto&& assign) {
-    if (!applies) return;
-    for (const char* k : keys)
-      if (given(k)) {
-        PlanArgs profiled = a;
-        assign(profiled);
-        if (settings(profiled) != settings(a) && std::find(a.kept.begin(), a.kept.end(), k) == a.kept.end()) a.kept.emplace_back(k);
-        return;
-      }
-    assign(a);
-  };
-  set(p.distributed_optimizer.value_or(false), {"distributed_optimizer", "zero"}, [](PlanArgs& x) { x.distributed_optimizer = true; });
-  set(p.zero.has_value() && !a.distributed_optimizer, {"zero"}, [&](PlanArgs& x) { x.zero = *p.zero; });
-  set(p.overlap_grad_reduce.has_value(), {"overlap_grad_reduce"},
-      [&](PlanArgs& x) { x.no_overlap_grad_reduce = !*p.overlap_grad_reduce; });
-  set(p.even_split.value_or(false) && a.stage_starts.empty(), {"stage_split"}, [](PlanArgs& x) { x.stage_split = "even"; });
-  set(p.zero3_prefetch.has_value(), {"zero3_prefetch"}, [&](PlanArgs& x) { x.zero3_prefetch = *p.zero3_prefetch; });
-  set(p.sequence_parallel_with_tp && a.tp > 1, {"sequence_parallel"}, [](PlanArgs& x) { x.sequence_parallel = true; });
-  set(p.tp_comm_overlap_with_sp && a.sequence_parallel, {"tp_comm_overlap"}, [](PlanArgs& x) { x.tp_comm_overlap = true; });
-  refuse();
+  for (const std::string& k : applied.kept) a.kept.push_back(flag_key(k));
+  a.zero = s.zero;
+  a.zero3_prefetch = s.zero3_prefetch;
+  a.distributed_optimizer = s.distributed_optimizer;
+  a.no_overlap_grad_reduce = !s.overlap_grad_reduce;
+  if (s.even_split && !was_even) a.stage_split = "even";
+  a.sequence_parallel = s.sequence_parallel;
+  a.tp_comm_overlap = s.tp_comm_overlap;
   // What the flags need of each other, once the profile has set its part.
   if (a.tp_comm_overlap && !a.sequence_parallel)
     throw InputError(source, cli ? "--tp-comm-overlap" : "tp_comm_overlap",

@@ -45,16 +45,19 @@ double phase_time(const CollectivePhase& phase, double bytes, int chunks, PairPr
 // with their chunks pipelined, an exchange), so 1/B is the largest link load (bytes on the wire
 // per byte of piece) over the link's bandwidth. This is what NCCL's tuning model prices (a
 // channel's rate times the channels, capped by the links) and what the flow engine finds for a
-// collective alone where every flow of a step runs at one rate.
+// collective alone where every flow of a step runs at one rate. A ring's messages pay its mean
+// per-hop latency (nccl_ring_overhead), their path latencies their own.
 PairPrice link_load_price(const CollectivePhase& phase, const CollectiveSpec& spec, const Cluster& cluster) {
   PairPrice price;
   std::vector<double> load(cluster.links().size(), 0.0);
   const auto* tree = std::get_if<TreePhase>(&phase.shape);
+  const auto* ring = std::get_if<RingPhase>(&phase.shape);
+  const double ring_overhead = ring ? nccl_ring_overhead(spec, cluster, *ring) : 0.0;
   for_each_pair(phase, [&](int from, int to) {
     const DeviceId a = spec.group[static_cast<std::size_t>(from)], b = spec.group[static_cast<std::size_t>(to)];
     const MessageCost cost = nccl_message_cost(spec, cluster, a, b);
     const double wire = cost.wire_factor * (tree ? in_server_scale(*tree, cluster, a, b) : 1.0);
-    price.alpha = std::max(price.alpha, cluster.latency(a, b) + cost.overhead_s);
+    price.alpha = std::max(price.alpha, cluster.latency(a, b) + (ring ? ring_overhead : cost.overhead_s));
     for (const RoutePath& path : cluster.paths(a, b))
       for (int l : path.links) load[static_cast<std::size_t>(l)] += path.share * wire;
   });

@@ -57,11 +57,13 @@ std::vector<CollectiveStep> collective_steps(const CollectiveSpec& tuned, const 
       piece /= std::get<ExchangePhase>(phase.shape).divisor;
     }
     const auto* tree = std::get_if<TreePhase>(&phase.shape);
+    const auto* ring = std::get_if<RingPhase>(&phase.shape);
+    const double ring_overhead = ring ? nccl_ring_overhead(spec, cluster, *ring) : 0.0;
     for_each_pair(phase, [&](int from, int to) {
       const DeviceId a = spec.group[static_cast<std::size_t>(from)], b = spec.group[static_cast<std::size_t>(to)];
       const MessageCost cost = nccl_message_cost(spec, cluster, a, b);
       const double scale = tree ? in_server_scale(*tree, cluster, a, b) : 1.0;
-      step.messages.push_back({a, b, piece / c * cost.wire_factor * scale, cost.overhead_s});
+      step.messages.push_back({a, b, piece / c * cost.wire_factor * scale, ring ? ring_overhead : cost.overhead_s});
     });
     if (!step.messages.empty() && step.repeats > 0) steps.push_back(std::move(step));
   }

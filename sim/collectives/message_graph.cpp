@@ -38,6 +38,7 @@ class Builder {
   int chunks() const { return spec_.chunks; }
   // Chunks of a tree phase whose trees each carry `share` bytes (tree_chunks).
   int tree_chunks_of(double share) const { return tree_chunks(spec_, cluster_, share); }
+  double ring_overhead(const RingPhase& ring) const { return nccl_ring_overhead(spec_, cluster_, ring); }
   bool condensed() const { return spec_.detail == CollectiveDetail::Condensed; }
   // Bytes of a tree message from rank src to rank dst per byte of share (TreePhase::in_server_scale).
   double tree_scale(const TreePhase& phase, int src, int dst) const {
@@ -46,6 +47,9 @@ class Builder {
   // Connections of different channels are independent (NCCL's channels: the double binary
   // tree's two trees may join the same two GPUs, each with its own connection).
   void set_channel(int channel) { channel_ = channel; }
+  // A ring phase's messages each pay its mean per-hop latency (nccl_ring_overhead) instead of
+  // their own hop's; a negative value: their own.
+  void set_ring_overhead(double overhead_s) { ring_overhead_s_ = overhead_s; }
 
   // A zero-compute operator of rank r (a built one).
   OpId node(int r, const std::string& what) {
@@ -107,7 +111,8 @@ class Builder {
       if (!fresh) depend(it->second, sender);
     }
     const MessageCost cost = nccl_message_cost(spec_, cluster_, spec_.group[src], spec_.group[dst]);
-    const double overhead = (in_flight ? 0.0 : cost.overhead_s * latencies) + (launching_.count(sender) ? base_ : 0.0);
+    const double hop = ring_overhead_s_ >= 0 ? ring_overhead_s_ : cost.overhead_s;
+    const double overhead = (in_flight ? 0.0 : hop * latencies) + (launching_.count(sender) ? base_ : 0.0);
     out_.graph.add_tensor(sender, to, bytes * cost.wire_factor, false, latencies, overhead, built(dst) ? -1 : spec_.group[dst]);
     if (base_ > 0) launching_.erase(to), received_.insert(to);
     it->second = to;
@@ -137,6 +142,7 @@ class Builder {
   // Per connection (channel, src, dst), where its last piece landed.
   std::map<std::tuple<int, int, int>, OpId> last_arrival_;
   int channel_ = 0;
+  double ring_overhead_s_ = -1;
   long senders_ = 0;
 };
 
@@ -204,6 +210,7 @@ void append_ring(Builder& b, const RingPhase& ring, double bytes, std::vector<Op
   const int c = b.chunks();
   const std::vector<OpId> start = cur;
   std::vector<std::vector<OpId>> ends(cur.size());
+  b.set_ring_overhead(b.ring_overhead(ring));
   for (std::size_t r = 0; r < ring.rings.size(); ++r) {
     const auto& order = ring.rings[r];
     if (order.size() < 2 || ring.steps == 0) continue;
@@ -219,6 +226,7 @@ void append_ring(Builder& b, const RingPhase& ring, double bytes, std::vector<Op
       if (b.built(order[i])) ends[order[i]].insert(ends[order[i]].end(), chunks[i].begin(), chunks[i].end());
   }
   b.set_channel(0);
+  b.set_ring_overhead(-1);
   for (std::size_t r = 0; r < cur.size(); ++r)
     if (!ends[r].empty()) cur[r] = b.join(static_cast<int>(r), ends[r], end);
 }
@@ -276,6 +284,7 @@ void append_trees(Builder& b, const TreePhase& phase, double bytes, std::vector<
       for (int k = 0; k < c; ++k) ends[order[i]].push_back(have[i][k]);
   }
   b.set_channel(0);
+  b.set_ring_overhead(-1);
   for (std::size_t r = 0; r < cur.size(); ++r)
     if (!ends[r].empty()) cur[r] = b.join(static_cast<int>(r), ends[r], end);
 }

@@ -24,6 +24,19 @@ MessageCost nccl_message_cost(const CollectiveSpec& spec, const Cluster& cluster
   return {1.0 / fraction, costs.hop_s[k][p]};
 }
 
+double nccl_ring_overhead(const CollectiveSpec& spec, const Cluster& cluster, const RingPhase& ring) {
+  if (!cluster.nccl) return 0;
+  double sum = 0;
+  std::int64_t hops = 0;
+  for (const auto& order : ring.rings)
+    if (order.size() > 1)
+      for (std::size_t j = 0; j < order.size(); ++j, ++hops)
+        sum += nccl_message_cost(spec, cluster, spec.group[static_cast<std::size_t>(order[j])],
+                                 spec.group[static_cast<std::size_t>(order[(j + 1) % order.size()])])
+                   .overhead_s;
+  return hops > 0 ? sum / static_cast<double>(hops) : 0.0;
+}
+
 MessageCost nccl_send_cost(const Cluster& cluster, DeviceId a, DeviceId b) {
   if (!cluster.nccl || a == b) return {};
   const NcclCosts& costs = *cluster.nccl;

@@ -15,9 +15,14 @@
 //    local rank, so that across servers channel c uses NIC c (one ring per NIC);
 //  - NVLS (sim/collectives/algorithms/nvls.cpp) on servers with NVLink SHARP, and NVLS-tree
 //    (sim/collectives/algorithms/nvls_tree.cpp) across them.
+//  - a ring's messages each pay the mean of its hops' per-hop latencies (nccl_ring_overhead), as
+//    NCCL's tuning model counts a ring's latency: its network hops once each per step and the
+//    rest at the NVLink latency, since a rank forwards a piece as soon as it has arrived (NCCL's
+//    slots in flight per connection, NCCL_STEPS), so no step waits for its slowest hop's software
+//    latency. The fabric's own path latency stays each hop's (the slowest per step: a bound).
 // What is not: per-channel bandwidth caps of the GPU's SMs (a protocol's fraction stands for
-// them), NCCL's slots in flight per connection (a message's latency is not hidden behind the
-// previous one's bytes), PCIe between GPU and NIC, CollNet, and the copy engines.
+// them), the slots' overlap of a message's path latency and bytes with the previous one's, PCIe
+// between GPU and NIC, CollNet, and the copy engines.
 //
 // `algorithm: auto` (CollectiveSpec::tuned) picks as NCCL's tuning model does: the algorithm,
 // protocol and channel count with the least predicted time, predicted by the closed form of this
@@ -26,6 +31,7 @@
 #include <string>
 
 #include "sim/collectives/collectives.h"
+#include "sim/collectives/shape.h"
 
 namespace placesim {
 
@@ -39,6 +45,13 @@ struct MessageCost {
   double overhead_s = 0;
 };
 MessageCost nccl_message_cost(const CollectiveSpec& spec, const Cluster& cluster, DeviceId a, DeviceId b);
+
+// The per-hop latency every message of a ring phase pays with NCCL costs: the mean over the
+// phase's hops of nccl_message_cost's overhead (0 without NCCL costs). On two DGX servers a
+// ring of 16 ranks has 2 network hops of 16: a step costs 2/16 of a network hop's latency and
+// 14/16 of an NVLink hop's, where NCCL's tuning.cc counts nNodes - 1 network steps of an
+// all-gather's nRanks - 1 (the same count, but for the ring's one hop the steps never use).
+double nccl_ring_overhead(const CollectiveSpec& spec, const Cluster& cluster, const RingPhase& ring);
 
 // What a point-to-point send (ncclSend/ncclRecv: a pipeline stage's activations, say) from GPU a
 // to GPU b costs beyond its path: Simple's base and per-hop latency and the hop kind's link

@@ -1,5 +1,6 @@
 #include "sim/plans/frameworks.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <stdexcept>
 
@@ -99,6 +100,36 @@ FrameworkRefusal framework_refusal(Framework f, const FrameworkPlanShape& plan) 
                                 "ZeRO {} with pp {}",
                                 name, zero, pp)};
   return {};
+}
+
+FrameworkApplication apply_framework_profile(Framework f, FrameworkSettings& s, const std::function<bool(std::string_view)>& given) {
+  const FrameworkProfile& p = framework_profile(f);
+  FrameworkApplication out;
+  auto refusal = [&] {
+    return framework_refusal(f, {s.virtual_stages, s.pp, s.zero, s.distributed_optimizer, s.sequence_parallel, s.gpipe});
+  };
+  if (out.refusal = refusal(); !out.refusal.key.empty()) return out;  // what the user gave, before the defaults
+  // The profile's value where the user gave none; where the user gave another, the key is kept.
+  auto set = [&](bool applies, std::initializer_list<const char*> keys, auto&& assign) {
+    if (!applies) return;
+    for (const char* k : keys)
+      if (given(k)) {
+        FrameworkSettings profiled = s;
+        assign(profiled);
+        if (profiled != s && std::find(out.kept.begin(), out.kept.end(), k) == out.kept.end()) out.kept.emplace_back(k);
+        return;
+      }
+    assign(s);
+  };
+  set(p.distributed_optimizer.value_or(false), {"distributed_optimizer", "zero"}, [](FrameworkSettings& x) { x.distributed_optimizer = true; });
+  set(p.zero.has_value() && !s.distributed_optimizer, {"zero"}, [&](FrameworkSettings& x) { x.zero = *p.zero; });
+  set(p.overlap_grad_reduce.has_value(), {"overlap_grad_reduce"}, [&](FrameworkSettings& x) { x.overlap_grad_reduce = *p.overlap_grad_reduce; });
+  set(p.even_split.value_or(false) && !s.stage_starts, {"split"}, [](FrameworkSettings& x) { x.even_split = true; });
+  set(p.zero3_prefetch.has_value(), {"zero3_prefetch"}, [&](FrameworkSettings& x) { x.zero3_prefetch = *p.zero3_prefetch; });
+  set(p.sequence_parallel_with_tp && s.tp > 1, {"sequence_parallel"}, [](FrameworkSettings& x) { x.sequence_parallel = true; });
+  set(p.tp_comm_overlap_with_sp && s.sequence_parallel, {"tp_comm_overlap"}, [](FrameworkSettings& x) { x.tp_comm_overlap = true; });
+  out.refusal = refusal();
+  return out;
 }
 
 }  // namespace placesim

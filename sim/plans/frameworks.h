@@ -3,9 +3,12 @@
 // rather than per-run factors (`plan --framework NAME`, docs/parallelism.md). A profile gives the
 // defaults its framework runs with; a knob the user sets keeps the user's value, and what a
 // framework cannot run (DeepSpeed's pipeline with interleaving) is refused with the reason.
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "sim/core/names.h"
 
@@ -52,6 +55,28 @@ struct FrameworkPlanShape {
   bool distributed_optimizer = false, sequence_parallel = false, gpipe = false;
 };
 FrameworkRefusal framework_refusal(Framework f, const FrameworkPlanShape& plan);
+// The settings a profile gives defaults to, as one frontend holds them (plan's flags, Python's
+// keywords, the megatron planner's options).
+struct FrameworkSettings {
+  int tp = 1, pp = 1, virtual_stages = 1, zero = 0, zero3_prefetch = 0;
+  bool distributed_optimizer = false, overlap_grad_reduce = true, even_split = false;
+  bool sequence_parallel = false, tp_comm_overlap = false, gpipe = false;
+  bool stage_starts = false;  // stage starts given: no split to set
+  bool operator==(const FrameworkSettings&) const = default;
+};
+// The settings' keys, as `given` and FrameworkApplication::kept name them: zero,
+// distributed_optimizer, overlap_grad_reduce, split, zero3_prefetch, sequence_parallel,
+// tp_comm_overlap.
+struct FrameworkApplication {
+  FrameworkRefusal refusal;        // what the framework cannot run (an empty key: it runs it)
+  std::vector<std::string> kept;   // given settings the profile would have set otherwise
+};
+// The profile's defaults on what the user did not give (given(key) false), in one place for
+// every frontend: what the user gave is checked first, then the defaults set, then the result
+// checked again. A given setting keeps the user's value (said in `kept` where the profile's
+// differs). The distributed optimizer counts as given with zero.
+FrameworkApplication apply_framework_profile(Framework f, FrameworkSettings& s, const std::function<bool(std::string_view)>& given);
+
 // Each profile, for help texts and docs.
 std::span<const FrameworkProfile> framework_profiles();
 

@@ -169,27 +169,36 @@ std::string Megatron::options_problem(const LayerWorkload& workload, const Clust
 
 namespace {
 
-// The framework's defaults (sim/plans/frameworks.h) on the options the file leaves out, then what
-// the framework cannot run refused, naming the option. Megatron's distributed optimizer is ZeRO 1
-// with the gathers beside the next forward (overlap_param_gather) here.
+// The framework's defaults (sim/plans/frameworks.h: apply_framework_profile, as `plan
+// --framework` applies them) on the options the file leaves out, then what the framework cannot
+// run refused, naming the option. Megatron's distributed optimizer is ZeRO 1 with the gathers
+// beside the next forward (overlap_param_gather) here; the profile's even split is split: even.
 void apply_framework_defaults(const YamlFields& f, MegatronConfig& c) {
-  const FrameworkProfile& p = framework_profile(c.framework);
-  auto refuse = [&] {
-    const FrameworkRefusal r = framework_refusal(c.framework, {c.virtual_stages, c.pp, c.zero, c.zero >= 1 && c.overlap_param_gather,
-                                                              c.sequence_parallel, c.schedule == PipelineSchedule::GPipe});
-    if (!r.key.empty()) throw InputError(f.file(), f.field(r.key == "distributed_optimizer" ? "overlap_param_gather" : r.key), r.reason);
-  };
-  refuse();
-  if (p.distributed_optimizer && *p.distributed_optimizer && !f.has("zero") && !f.has("overlap_param_gather")) {
-    c.zero = 1;
-    c.overlap_param_gather = true;
-  }
-  if (p.zero && !f.has("zero")) c.zero = *p.zero;
-  if (p.zero3_prefetch && !f.has("zero3_prefetch")) c.zero3_prefetch = *p.zero3_prefetch;
-  if (p.overlap_grad_reduce && !f.has("overlap_grad_reduce")) c.overlap_grad_reduce = *p.overlap_grad_reduce;
-  if (p.sequence_parallel_with_tp && c.tp > 1 && !f.has("sequence_parallel")) c.sequence_parallel = true;
-  if (p.tp_comm_overlap_with_sp && c.sequence_parallel && !f.has("tp_comm_overlap")) c.tp_comm_overlap = true;
-  refuse();
+  FrameworkSettings s{.tp = c.tp,
+                      .pp = c.pp,
+                      .virtual_stages = c.virtual_stages,
+                      .zero = c.zero,
+                      .zero3_prefetch = c.zero3_prefetch,
+                      .distributed_optimizer = c.zero >= 1 && c.overlap_param_gather,
+                      .overlap_grad_reduce = c.overlap_grad_reduce,
+                      .even_split = c.split == MegatronSplit::Even,
+                      .sequence_parallel = c.sequence_parallel,
+                      .tp_comm_overlap = c.tp_comm_overlap,
+                      .gpipe = c.schedule == PipelineSchedule::GPipe};
+  const FrameworkApplication applied = apply_framework_profile(c.framework, s, [&](std::string_view key) {
+    if (key == "distributed_optimizer") return f.has("overlap_param_gather");
+    return f.has(key);
+  });
+  if (!applied.refusal.key.empty())
+    throw InputError(f.file(), f.field(applied.refusal.key == "distributed_optimizer" ? "overlap_param_gather" : applied.refusal.key),
+                     applied.refusal.reason);
+  if (s.distributed_optimizer) c.overlap_param_gather = true, s.zero = std::max(s.zero, 1);
+  c.zero = s.zero;
+  c.zero3_prefetch = s.zero3_prefetch;
+  c.overlap_grad_reduce = s.overlap_grad_reduce;
+  if (s.even_split) c.split = MegatronSplit::Even;
+  c.sequence_parallel = s.sequence_parallel;
+  c.tp_comm_overlap = s.tp_comm_overlap;
 }
 
 }  // namespace
