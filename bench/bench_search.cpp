@@ -1,4 +1,4 @@
-// `placesim search` end to end (tools/plan_search.h): enumerate, lay out, estimate, the 10 best
+// `placesim search` end to end (placement/planners/search/plan_search.h): enumerate, lay out, estimate, the 10 best
 // estimates simulated on the flow engine (2 and 1 of them at 4,096 and 16,384 GPUs, where each
 // takes minutes), 2 at a time, as `placesim search --threads 2 --top K` runs it.
 // First argument, the case:
@@ -16,7 +16,7 @@
 #include <fstream>
 
 #include "bench/bench_util.h"
-#include "tools/plan_search.h"
+#include "placement/planners/search/plan_search.h"
 
 using namespace placesim;
 

@@ -1,4 +1,4 @@
-// `placesim search` (tools/plan_search.h): its lower bound derived by hand, the search against a
+// `placesim search` (placement/planners/search/plan_search.h): its lower bound derived by hand, the search against a
 // brute force of the same space on the flow engine, and every printed command re-run by the CLI.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/test_util.h"
-#include "tools/plan_search.h"
+#include "placement/planners/search/plan_search.h"
 #include "tools/search_cli.h"
 
 using namespace placesim;

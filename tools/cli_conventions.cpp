@@ -165,15 +165,4 @@ std::string short_usage(const CLI::App& command) {
   return out;
 }
 
-// `text` as one word of a POSIX shell: as it is when it has nothing the shell reads, else in
-// single quotes.
-std::string shell_quoted(const std::string& text) {
-  if (!text.empty() && text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") ==
-                           std::string::npos)
-    return text;
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 }  // namespace placesim

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/config/options.h"
+#include "sim/core/names.h"  // shell_quoted
 
 namespace placesim {
 
@@ -37,9 +38,5 @@ std::string command_path(const CLI::App& command);
 
 // A few lines: how to call `command`, its subcommands with their descriptions, where to read more.
 std::string short_usage(const CLI::App& command);
-
-// `text` as one word of a POSIX shell: as it is when it has nothing the shell reads, else in
-// single quotes.
-std::string shell_quoted(const std::string& text);
 
 }  // namespace placesim

@@ -1,9 +1,9 @@
 #pragma once
-// `placesim search`: which plan should I run? (tools/plan_search.h, docs/search.md)
+// `placesim search`: which plan should I run? (placement/planners/search/plan_search.h, docs/search.md)
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "plan_search.h"
+#include "placement/planners/search/plan_search.h"
 
 namespace placesim {
 

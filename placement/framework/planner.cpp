@@ -18,7 +18,7 @@ PlanResult Planner::plan(const LayerWorkload& workload, const Cluster& cluster) 
     result.facts.time_limit_s = deadline.limit();
     result.facts.over_time_limit = result.search_seconds > deadline.limit();
   }
-  if (const std::string why = plan_problem(workload, result.plan, cluster); !why.empty())
+  if (const std::string why = plan_problem(result.workload ? *result.workload : workload, result.plan, cluster); !why.empty())
     throw std::runtime_error(fmt::format("planner '{}' returned a plan that cannot run: {}", name_, why));
   return result;
 }

@@ -11,12 +11,14 @@
 // one folder under placement/planners/ and one line in placement/framework/registry.cpp, as a strategy is.
 #include <limits>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "placement/framework/strategy.h"
+#include "sim/models/layer_zoo.h"
 #include "sim/plans/layer_model.h"
 #include "sim/plans/parallel_plan.h"
 
@@ -24,10 +26,22 @@ namespace placesim {
 
 struct PlanResult {
   ParallelPlan plan;
+  // The workload the plan runs when the planner built its own from the model (the search: the
+  // model at the micro-batch size, recomputation and sequence parallelism it chose); unset: the
+  // workload it was given.
+  std::optional<LayerWorkload> workload;
   double search_seconds = 0;  // wall time of Planner::plan
   SearchFacts facts;          // what other layers read (the time limit)
   // The planner's own figures and notes, free-form: reported as they are, read by no other layer.
   nlohmann::json details = nlohmann::json::object();
+};
+
+// What a workload built from a model came from (`workload: {model: ...}` or `model_file:`), for a
+// planner that builds the model again at options of its own choosing (the search).
+struct ModelSource {
+  std::string model;       // a layer-zoo name, or
+  std::string model_file;  // a model file (its path as the process opens it)
+  models::LayerZooOptions zoo;
 };
 
 // The options every planner takes.
@@ -53,6 +67,9 @@ class Planner {
   virtual std::string estimate_problem() const { return ""; }
 
   const std::string& name() const { return name_; }
+  // The workload's model, when it was built from one (unset: a per-layer workload file).
+  void set_model_source(std::optional<ModelSource> source) { model_source_ = std::move(source); }
+  const std::optional<ModelSource>& model_source() const { return model_source_; }
   void set_common_options(const PlannerCommonOptions& common) { common_ = common; }
   const PlannerCommonOptions& common_options() const { return common_; }
 
@@ -60,6 +77,7 @@ class Planner {
   virtual PlanResult plan_impl(const LayerWorkload& workload, const Cluster& cluster, const Deadline& deadline) = 0;
   std::string name_;
   PlannerCommonOptions common_;
+  std::optional<ModelSource> model_source_;
 };
 
 struct PlannerInfo : RegistryEntry {

@@ -10,6 +10,7 @@
 #include "placement/planners/megatron/megatron.h"
 #include "placement/strategies/metis/metis_strategy.h"
 #include "placement/planners/nest/nest.h"
+#include "placement/planners/search/search_planner.h"
 #include "placement/strategies/placeto/placeto.h"
 #include "placement/framework/planner.h"
 #include "placement/strategies/python/python_strategy.h"
@@ -52,6 +53,7 @@ const Registry<PlannerInfo>& planner_registry() {
       nest_planner_info(),
       nest_unaware_planner_info(),
       mcmc_plan_planner_info(),
+      search_planner_info(),
   });
   return registry;
 }

@@ -161,6 +161,7 @@ struct BuiltJob {
   Graph own;                                 // a placed graph's copy (when not replicated)
   std::optional<DataParallelGraph> replicated;
   std::optional<CompiledPlan> compiled;
+  std::optional<LayerWorkload> workload;     // a planner's own build of the model (PlanResult::workload)
   std::vector<DeviceId> placement;           // on the whole cluster
   const Graph* graph = nullptr;
   PointMeasurement recorded;                 // search time, facts, the strategy's details
@@ -204,10 +205,14 @@ void place_graph_job(const Scenario& scenario, const JobSpec& job, const Graph& 
   b.runs = true;
 }
 
-void plan_workload_job(const Scenario& scenario, const JobSpec& job, const LayerWorkload& workload, const Cluster& on,
+void plan_workload_job(const Scenario& scenario, const JobSpec& job, const LayerWorkload& given, const Cluster& on,
                        BuiltJob& b, const fs::path& file) {
   auto planner = make_planner(job.strategy.name, job.strategy.options, scenario.file, job.strategy.field);
-  const PlanResult planned = planner->plan(workload, on);
+  if (job.workload) planner->set_model_source(model_source_of(*job.workload, scenario.file));
+  PlanResult planned = planner->plan(given, on);
+  // The planner's own build of the model when it chose its options (the search), kept with the job.
+  if (planned.workload) b.workload = std::move(planned.workload);
+  const LayerWorkload& workload = b.workload ? *b.workload : given;
   b.recorded.search_time = planned.search_seconds;
   b.recorded.facts = planned.facts;
   b.recorded.strategy_report = planned.details;

@@ -841,6 +841,44 @@ int run_python(const std::vector<std::string>& args) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// The plan the search planner chose at each point (its strategy_report.best), one row per record:
+// how the best plan changes along the sweep. "" when no record has one.
+std::string format_search_table(std::span<const PointRecord> records) {
+  const SweepText text(records);
+  struct Row {
+    std::string point, label;
+    nlohmann::json best;
+    std::optional<double> latency;
+  };
+  std::vector<Row> rows;
+  std::size_t width = 5;  // "point"
+  for (const PointRecord* r : in_scenario_order(records)) {
+    if (!r->measurement) continue;
+    const auto it = r->measurement->strategy_report.find("best");
+    if (it == r->measurement->strategy_report.end() || !it->is_object() || !it->contains("tp")) continue;
+    const std::string point = group_name(*r, text);
+    rows.push_back({point.empty() ? "-" : point, r->label, *it, r->latency()});
+    width = std::max(width, rows.back().point.size());
+  }
+  if (rows.empty()) return "";
+  auto line = [&](const std::string& point, const std::string& label, auto tp, auto pp, auto dp, auto cp, auto ep, auto v, auto mbs,
+                  const std::string& recompute, const std::string& sp, const std::string& optimizer, const std::string& time,
+                  const std::string& mfu) {
+    return fmt::format("{:<{}} {:<10} {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>4} {:<9} {:<3} {:<11} {:>10} {:>6}\n", point, width, label, tp,
+                       pp, dp, cp, ep, v, mbs, recompute, sp, optimizer, time, mfu);
+  };
+  std::string out = "\nthe plan the search chose at each point (strategy_report.best; every plan it simulated in .ranked):\n" +
+                    line("point", "strategy", "tp", "pp", "dp", "cp", "ep", "v", "mbs", "recompute", "sp", "optimizer", "iteration", "MFU");
+  for (const Row& r : rows) {
+    const nlohmann::json& b = r.best;
+    out += line(r.point, r.label, b.value("tp", 0), b.value("pp", 0), b.value("dp", 0), b.value("cp", 0), b.value("ep", 0),
+                b.value("virtual_stages", 0), b.value("micro_batch_size", 0), b.value("recompute", std::string()),
+                b.value("sequence_parallel", false) ? "on" : "off", b.value("optimizer", std::string()),
+                r.latency ? format_duration(*r.latency) : std::string("-"), fmt::format("{:.1f}%", 100 * b.value("mfu", 0.0)));
+  }
+  return out;
+}
+
 int run_report(const ReportOptions& options, std::ostream& out, std::ostream& err) {
   const std::string file = results_file_in(options.results);
   const std::vector<PointRecord> records = read_results(file);
@@ -855,7 +893,7 @@ int run_report(const ReportOptions& options, std::ostream& out, std::ostream& er
   // Jobs on one cluster: per job and allocation, alone, shared and the slowdown (a comparison of
   // strategies would compare jobs).
   const std::string jobs = format_jobs_table(records);
-  const std::string table = jobs.empty() ? format_comparison_table(records) : jobs;
+  const std::string table = (jobs.empty() ? format_comparison_table(records) : jobs) + format_search_table(records);
   out << table;
   write_text(dir / "table.txt", table);
   if (!options.pivots.empty()) {

@@ -358,14 +358,17 @@ std::string estimate_note(const CompiledPlan& compiled) {
 
 }  // namespace
 
-PointOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spec, const LayerWorkload& workload,
+PointOutcome run_plan_point(const Scenario& scenario, const StrategySpec& spec, const LayerWorkload& given,
                             const std::string& dir, const std::string& file_stem) {
   return guarded([&]() -> PointOutcome {
     const fs::path folder = dir;
     const Cluster& cluster = scenario.cluster;
     auto planner = make_planner(spec.name, spec.options, scenario.file, spec.field);
-    const PlanResult planned = planner->plan(workload, cluster);
+    if (scenario.workload) planner->set_model_source(model_source_of(*scenario.workload, scenario.file));
+    const PlanResult planned = planner->plan(given, cluster);
     const ParallelPlan& plan = planned.plan;
+    // The planner's own build of the model when it chose its options (the search), else the scenario's.
+    const LayerWorkload& workload = planned.workload ? *planned.workload : given;
     // engine estimate: the layout and memory alone, no execution graph.
     const bool estimate_only = scenario.simulation.engines.estimate_only();
     if (estimate_only && plan.mixed_widths())

@@ -192,6 +192,13 @@ LayerWorkload load_workload_source(const WorkloadSource& source, const std::stri
   return load_nest_workload(existing_input(scenario_file, "workload.file", source.file, kWorkloadFile, false).string());
 }
 
+std::optional<ModelSource> model_source_of(const WorkloadSource& source, const std::string& scenario_file) {
+  if (!source.model.empty()) return ModelSource{source.model, "", source.zoo};
+  if (!source.model_file.empty())
+    return ModelSource{"", existing_input(scenario_file, "workload.model_file", source.model_file, kModelFile, false).string(), source.zoo};
+  return std::nullopt;
+}
+
 std::string estimate_problem(const Scenario& scenario) {
   if (!scenario.simulation.engines.estimate_only()) return "";
   if (!scenario.jobs.empty())

@@ -10,6 +10,7 @@
 #include <vector>
 #include <yaml-cpp/yaml.h>
 
+#include "placement/framework/planner.h"
 #include "placement/stages/coarsening/coarsening.h"
 #include "placement/stages/refine/refine.h"
 #include "sim/plans/data_parallel.h"
@@ -158,6 +159,9 @@ std::string collectives_problem(const Scenario& scenario, std::span<const std::s
 WorkloadSource workload_source_from_yaml(const YAML::Node& node, const std::string& file, const std::string& path);
 // Builds or loads the workload: a zoo model at every tensor-parallel width it can be split into.
 LayerWorkload load_workload_source(const WorkloadSource& source, const std::string& scenario_file);
+// The model a workload is built from, for planners that build it again (Planner::set_model_source);
+// unset for a per-layer workload file.
+std::optional<ModelSource> model_source_of(const WorkloadSource& source, const std::string& scenario_file);
 // What results call the graph or workload: the model, builtin or file stem.
 std::string source_name(const Scenario& scenario);
 // A graph's or workload's (with `jobs:`, source_name joins the jobs' with "+").

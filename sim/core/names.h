@@ -48,4 +48,8 @@ std::string nearest_word(std::string_view word, const std::vector<std::string>& 
 // "; did you mean 'x'?" for the candidate nearest to `word`, or "" when none is close.
 std::string suggestion(std::string_view word, const std::vector<std::string>& candidates);
 
+// `text` as one word of a POSIX shell: as it is when it has nothing the shell reads, else in
+// single quotes.
+std::string shell_quoted(const std::string& text);
+
 }  // namespace placesim

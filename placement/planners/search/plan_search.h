@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "plan_cli.h"
+#include "placement/planners/search/plan_args.h"
 #include "sim/core/cluster.h"
 #include "sim/plans/plan_breakdown.h"
 
@@ -88,6 +88,9 @@ using SearchProgress = std::function<void(const std::string& line)>;
 // Throws InputError (file "command line") on a request that has no candidate space (no model, a
 // GPU count the cluster lacks, a global batch below 1).
 SearchResult search_plans(const SearchRequest& request, const SearchProgress& progress = {});
+// The same on a cluster already loaded (a scenario's point): request.base.cluster only names it in
+// the printed commands.
+SearchResult search_plans(const SearchRequest& request, const Cluster& cluster, const SearchProgress& progress = {});
 
 // The bounds a plan's compute sets (stage starts `starts`, its micro-batches, ZeRO, recomputation):
 // lower_bound, no engine runs it faster: each pipeline rank's compute runs one operator at a time,

@@ -1,6 +1,5 @@
-#include "plan_search.h"
+#include "placement/planners/search/plan_search.h"
 
-#include "cli_conventions.h"
 
 #include <algorithm>
 #include <atomic>
@@ -504,6 +503,14 @@ std::vector<std::size_t> estimate_best(std::vector<Priced>& fitting, int top, in
 }  // namespace
 
 SearchResult search_plans(const SearchRequest& r0, const SearchProgress& progress) {
+  if (r0.base.model.empty() == r0.base.model_file.empty())
+    throw InputError("command line", "--model/--model-file", "expected one of --model NAME or --model-file FILE");
+  check_request(r0);
+  if (r0.global_batch < 1) throw InputError("command line", "--global-batch", "expected the sequences per iteration, at least 1");
+  return search_plans(r0, load_cluster_file(r0.base.cluster), progress);
+}
+
+SearchResult search_plans(const SearchRequest& r0, const Cluster& cluster, const SearchProgress& progress) {
   const SearchProgress say = [&](const std::string& line) {
     if (progress) progress(line);
   };
@@ -512,7 +519,6 @@ SearchResult search_plans(const SearchRequest& r0, const SearchProgress& progres
     throw InputError("command line", "--model/--model-file", "expected one of --model NAME or --model-file FILE");
   check_request(r);
   if (r.global_batch < 1) throw InputError("command line", "--global-batch", "expected the sequences per iteration, at least 1");
-  const Cluster cluster = load_cluster_file(r.base.cluster);
   if (r.gpus == 0) r.gpus = cluster.num_devices();
   if (r.gpus > cluster.num_devices())
     throw InputError("command line", "--gpus", fmt::format("the cluster has {} GPUs, asked for {}", cluster.num_devices(), r.gpus));
